@@ -1,0 +1,33 @@
+# The two set-up commands are `make run` and `make test`; both install what they need.
+SWIFT ?= swift
+FUZZ_SECONDS ?= 300
+ARGS ?=
+
+.PHONY: run test build release bench fuzz clean
+
+run: release
+	.build/release/switchboard serve $(ARGS)
+
+test:
+	scripts/ensure-deps.sh
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --parallel --num-workers 2
+	scripts/fuzz.sh --smoke
+
+build:
+	scripts/ensure-deps.sh
+	$(SWIFT) build
+
+release:
+	scripts/ensure-deps.sh
+	$(SWIFT) build -c release --product switchboard
+
+bench: release
+	scripts/bench-http.sh .build/release/switchboard
+
+fuzz:
+	scripts/ensure-deps.sh
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+clean:
+	rm -rf .build Fuzz/build

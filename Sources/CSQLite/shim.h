@@ -1,0 +1,10 @@
+#ifndef SWITCHBOARD_CSQLITE_SHIM_H
+#define SWITCHBOARD_CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+/* SQLITE_TRANSIENT is a macro that casts -1 to a function pointer; Swift cannot import it. */
+static inline sqlite3_destructor_type switchboard_sqlite_transient(void) {
+    return SQLITE_TRANSIENT;
+}
+
+#endif

@@ -1,0 +1,41 @@
+/// One accepted socket's state. Touched only on its loop's thread.
+final class Connection {
+    enum Phase {
+        /// Reading (or waiting for) the next request.
+        case reading
+        /// A handler task owns the request; its response has not arrived yet.
+        case handling
+        /// A streaming response is being written.
+        case streaming
+        /// Write what is queued, then close.
+        case closingAfterFlush
+    }
+
+    let fd: Int32
+    let id: UInt64
+    let remoteAddress: String
+    var parser: HTTPRequestParser
+    var phase = Phase.reading
+    var task: Task<Void, Never>?
+    var stream: StreamChannel?
+
+    var output: [UInt8] = []
+    var outputOffset = 0
+    var pendingOutput: Int { output.count - outputOffset }
+
+    /// Deadlines on the monotonic clock, in nanoseconds; 0 means none.
+    var headerDeadline: UInt64 = 0
+    var bodyDeadline: UInt64 = 0
+    var idleDeadline: UInt64 = 0
+    var lastWriteProgress: UInt64 = 0
+
+    /// The events registered with epoll right now.
+    var interest: UInt32 = 0
+
+    init(fd: Int32, id: UInt64, remoteAddress: String, limits: HTTPParserLimits) {
+        self.fd = fd
+        self.id = id
+        self.remoteAddress = remoteAddress
+        self.parser = HTTPRequestParser(limits: limits)
+    }
+}

@@ -1,0 +1,446 @@
+import CLinux
+import Foundation
+import Glibc
+import Synchronization
+
+/// One epoll loop on its own thread: accepts on its own `SO_REUSEPORT` socket, reads and parses
+/// requests, starts handler tasks, and writes whatever tasks hand back through its inbox.
+///
+/// Loop-thread state (`connections`, `listenFD` after start, the scratch buffer) is touched only
+/// on the loop's thread. Other threads call only `enqueue`, `requestDrain` and `requestStop`,
+/// which go through the `Mutex`-guarded inbox and the eventfd.
+// @unchecked Sendable: every stored `var` below is confined to the loop thread (it is set before
+// the thread starts or only inside `run()` and the methods it calls); the only state other
+// threads touch is `inbox` (a Mutex) and `wakeFD` (an eventfd, whose writes are thread-safe).
+final class EventLoop: @unchecked Sendable {
+    private enum Control: Sendable {
+        case drain
+        case stop
+    }
+
+    private let index: Int
+    private let server: ServerShared
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private var listenFD: Int32
+    private let inbox = Mutex<(outbound: [Outbound], control: [Control])>(([], []))
+    private var connections: [Int32: Connection] = [:]
+    private var nextConnectionID: UInt64 = 0
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    private var draining = false
+    private var stopping = false
+    private var nextSweep: UInt64 = 0
+    private let finished = Mutex(false)
+
+    init(index: Int, listenFD: Int32, server: ServerShared) throws {
+        self.index = index
+        self.listenFD = listenFD
+        self.server = server
+        epollFD = try systemCall("epoll_create1") { switchboard_epoll_create() }
+        wakeFD = try systemCall("eventfd") { switchboard_eventfd() }
+        try register(wakeFD, events: switchboard_epollin())
+        try register(listenFD, events: switchboard_epollin())
+    }
+
+    deinit {
+        scratch.deallocate()
+        close(epollFD)
+        close(wakeFD)
+    }
+
+    var isFinished: Bool { finished.withLock { $0 } }
+
+    // MARK: Cross-thread entry points
+
+    /// Hands bytes to the loop; wakes it only on the empty → non-empty transition.
+    func enqueue(_ outbound: Outbound) {
+        let wasEmpty = inbox.withLock { inbox in
+            let empty = inbox.outbound.isEmpty && inbox.control.isEmpty
+            inbox.outbound.append(outbound)
+            return empty
+        }
+        if wasEmpty { wake() }
+    }
+
+    /// Stop accepting, close idle connections, let requests in flight finish.
+    func requestDrain() { control(.drain) }
+
+    /// Cancel everything and close every connection.
+    func requestStop() { control(.stop) }
+
+    private func control(_ message: Control) {
+        inbox.withLock { $0.control.append(message) }
+        wake()
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    // MARK: The loop
+
+    func run() {
+        let maxEvents = 256
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
+        defer { events.deallocate() }
+        while !(stopping || (draining && connections.isEmpty)) {
+            let timeout: Int32 = draining ? 50 : 1000
+            let count = epoll_wait(epollFD, events, Int32(maxEvents), timeout)
+            if count < 0 {
+                if errno == EINTR { continue }
+                server.log("epoll_wait failed: \(String(cString: strerror(errno)))")
+                break
+            }
+            for slot in 0..<Int(count) {
+                let fd = Int32(truncatingIfNeeded: switchboard_epoll_data(events + slot))
+                let flags = switchboard_epoll_events(events + slot)
+                if fd == wakeFD {
+                    drainInbox()
+                } else if fd == listenFD {
+                    acceptConnections()
+                } else if let connection = connections[fd] {
+                    handleEvents(flags, on: connection)
+                }
+            }
+            let now = monotonicNanoseconds()
+            if now >= nextSweep {
+                sweep(now: now)
+                nextSweep = now + 1_000_000_000
+            }
+        }
+        for connection in Array(connections.values) { closeConnection(connection) }
+        if listenFD >= 0 { close(listenFD); listenFD = -1 }
+        finished.withLock { $0 = true }
+    }
+
+    private func drainInbox() {
+        var counter: UInt64 = 0
+        _ = read(wakeFD, &counter, 8)
+        let (outbound, control) = inbox.withLock { inbox in
+            defer { inbox = ([], []) }
+            return inbox
+        }
+        for message in control {
+            switch message {
+            case .drain: beginDrain()
+            case .stop: stopping = true
+            }
+        }
+        for item in outbound { deliver(item) }
+    }
+
+    // MARK: Accepting
+
+    private func acceptConnections() {
+        for _ in 0..<128 {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { switchboard_accept4(listenFD, $0, &length) }
+            }
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK {
+                    server.log("accept failed: \(String(cString: strerror(errno)))")
+                }
+                return
+            }
+            guard server.admitConnection() else {
+                let busy = server.errorResponse(status: 503, code: "SERVER_BUSY", message: "too many open connections")
+                let bytes = ResponseEncoder.fixed(busy, bytes: busy.bodyBytes, for: nil, keepAlive: false)
+                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+                continue
+            }
+            var on: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+            nextConnectionID += 1
+            let id = UInt64(index) << 48 | nextConnectionID
+            let connection = Connection(
+                fd: fd, id: id, remoteAddress: SocketAddress.describe(address), limits: server.configuration.limits)
+            connection.headerDeadline = monotonicNanoseconds() + server.headerTimeout
+            connections[fd] = connection
+            do {
+                try register(fd, events: readInterest)
+                connection.interest = readInterest
+            } catch {
+                closeConnection(connection)
+            }
+        }
+    }
+
+    private var readInterest: UInt32 { switchboard_epollin() | switchboard_epollrdhup() }
+
+    // MARK: Reading
+
+    private func handleEvents(_ flags: UInt32, on connection: Connection) {
+        if flags & switchboard_epollerr() != 0 {
+            closeConnection(connection)
+            return
+        }
+        if flags & switchboard_epollout() != 0 {
+            flush(connection)
+            if connections[connection.fd] !== connection { return }
+        }
+        if flags & (switchboard_epollin() | switchboard_epollrdhup() | switchboard_epollhup()) != 0 {
+            readAvailable(from: connection)
+        }
+    }
+
+    private func readAvailable(from connection: Connection) {
+        var received = false
+        for _ in 0..<4 {
+            let count = read(connection.fd, scratch.baseAddress, scratch.count)
+            if count > 0 {
+                connection.parser.append(UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+                received = true
+                if count < scratch.count { break }
+            } else if count == 0 {
+                // The peer closed its side: a held handler is cancelled and its reply dropped.
+                closeConnection(connection)
+                return
+            } else {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                closeConnection(connection)
+                return
+            }
+        }
+        guard received else { return }
+        if connection.phase == .reading {
+            processInput(connection)
+        } else if connection.parser.bufferedByteCount > server.configuration.limits.maxHeaderBytes + 65536 {
+            // A pipelining client ran ahead of its responses: stop reading until it catches up;
+            // RDHUP still reports a disconnect.
+            setInterest(connection, connection.interest & ~switchboard_epollin())
+        }
+    }
+
+    /// Parses buffered bytes and starts the next request, one at a time per connection.
+    private func processInput(_ connection: Connection) {
+        while connection.phase == .reading {
+            if connection.pendingOutput > StreamChannel.highWater { return }
+            switch connection.parser.next() {
+            case .needMoreData:
+                let now = monotonicNanoseconds()
+                if connection.parser.isReadingBody {
+                    if connection.bodyDeadline == 0 { connection.bodyDeadline = now + server.bodyTimeout }
+                } else if connection.parser.hasPartialRequest {
+                    if connection.headerDeadline == 0 { connection.headerDeadline = now + server.headerTimeout }
+                    connection.idleDeadline = 0
+                } else if connection.headerDeadline == 0, connection.idleDeadline == 0 {
+                    connection.idleDeadline = now + server.idleTimeout
+                    connection.parser.releaseMemoryIfIdle()
+                }
+                if connection.interest & switchboard_epollin() == 0 {
+                    setInterest(connection, connection.interest | switchboard_epollin())
+                }
+                return
+            case .headReceived(let head):
+                connection.headerDeadline = 0
+                connection.idleDeadline = 0
+                connection.bodyDeadline = monotonicNanoseconds() + server.bodyTimeout
+                if head.expectsContinue, connection.parser.bufferedByteCount == 0 {
+                    connection.output.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                    flush(connection)
+                    if connections[connection.fd] !== connection { return }
+                }
+            case .request(let head, let body):
+                connection.headerDeadline = 0
+                connection.bodyDeadline = 0
+                connection.idleDeadline = 0
+                if draining {
+                    // A request that arrives after shutdown began is refused politely.
+                    let refusal = server.errorResponse(status: 503, code: "SHUTTING_DOWN", message: "server is shutting down")
+                    connection.output.append(contentsOf: ResponseEncoder.fixed(refusal, bytes: refusal.bodyBytes, for: head, keepAlive: false))
+                    connection.phase = .closingAfterFlush
+                    flush(connection)
+                    return
+                }
+                connection.phase = .handling
+                startHandler(HTTPRequest(head: head, body: body, remoteAddress: connection.remoteAddress), on: connection)
+            case .failed(let error):
+                let response = server.errorResponse(status: error.status, code: error.code, message: error.message)
+                connection.output.append(contentsOf: ResponseEncoder.fixed(response, bytes: response.bodyBytes, for: nil, keepAlive: false))
+                connection.phase = .closingAfterFlush
+                flush(connection)
+                return
+            }
+        }
+    }
+
+    private func startHandler(_ request: HTTPRequest, on connection: Connection) {
+        let fd = connection.fd, id = connection.id
+        let server = self.server
+        connection.task = Task { [self] in
+            let response = await server.handler(request)
+            await self.respond(response, to: request.head, fd: fd, connectionID: id)
+        }
+    }
+
+    /// Runs on the handler's task: encodes the response and hands it to the loop.
+    private func respond(_ response: HTTPResponse, to head: HTTPRequestHead, fd: Int32, connectionID: UInt64) async {
+        let keepAlive = head.keepAlive && !server.isDraining
+        switch response.body {
+        case .bytes(let bytes):
+            let output = ResponseEncoder.fixed(response, bytes: bytes, for: head, keepAlive: keepAlive)
+            enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: output, then: keepAlive ? .keepAlive : .close))
+        case .stream(let produce):
+            let chunked = head.version == .http1_1
+            let streamKeepAlive = keepAlive && chunked
+            let headBytes = ResponseEncoder.head(
+                status: response.status, headers: response.headers, version: head.version,
+                keepAlive: streamKeepAlive, contentLength: nil, chunked: chunked)
+            if head.method == "HEAD" {
+                enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: headBytes, then: streamKeepAlive ? .keepAlive : .close))
+                return
+            }
+            let channel = StreamChannel(loop: self, fd: fd, connectionID: connectionID, chunked: chunked)
+            enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: headBytes, then: .startStream(channel)))
+            do {
+                try await produce(HTTPStreamWriter(channel: channel))
+                let trailer: [UInt8] = chunked ? Array("0\r\n\r\n".utf8) : []
+                enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: trailer, then: streamKeepAlive ? .keepAlive : .close))
+            } catch {
+                enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: [], then: .abort))
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    private func deliver(_ item: Outbound) {
+        guard let connection = connections[item.fd], connection.id == item.connectionID else {
+            // The connection closed (or its descriptor was reused) before the reply was ready.
+            if case .startStream(let channel) = item.then { channel.close() }
+            return
+        }
+        connection.output.append(contentsOf: item.bytes)
+        switch item.then {
+        case .continueStream:
+            break
+        case .startStream(let channel):
+            connection.phase = .streaming
+            connection.stream = channel
+            if draining { connection.task?.cancel() }
+        case .keepAlive:
+            connection.phase = draining ? .closingAfterFlush : .reading
+            connection.task = nil
+            connection.stream = nil
+        case .close:
+            connection.phase = .closingAfterFlush
+            connection.task = nil
+            connection.stream = nil
+        case .abort:
+            closeConnection(connection)
+            return
+        }
+        flush(connection)
+        guard connections[connection.fd] === connection else { return }
+        if connection.phase == .reading { processInput(connection) }
+    }
+
+    /// Writes queued output until the socket would block; closes on error or when asked to.
+    private func flush(_ connection: Connection) {
+        while connection.outputOffset < connection.output.count {
+            let written = connection.output.withUnsafeBytes { buffer in
+                send(connection.fd, buffer.baseAddress! + connection.outputOffset,
+                     buffer.count - connection.outputOffset, Int32(MSG_NOSIGNAL))
+            }
+            if written > 0 {
+                connection.outputOffset += written
+                connection.lastWriteProgress = monotonicNanoseconds()
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if connection.interest & switchboard_epollout() == 0 {
+                    setInterest(connection, connection.interest | switchboard_epollout())
+                }
+                return
+            } else {
+                closeConnection(connection)
+                return
+            }
+        }
+        connection.output = []
+        connection.outputOffset = 0
+        if connection.interest & switchboard_epollout() != 0 {
+            setInterest(connection, connection.interest & ~switchboard_epollout())
+        }
+        connection.stream?.drained()
+        if connection.phase == .closingAfterFlush { closeConnection(connection) }
+    }
+
+    // MARK: Timers and shutdown
+
+    /// One sweep a second over every connection: header, body, idle and write-stall deadlines.
+    private func sweep(now: UInt64) {
+        for connection in Array(connections.values) {
+            if connection.pendingOutput > 0 {
+                if now - connection.lastWriteProgress > server.writeTimeout { closeConnection(connection) }
+                continue
+            }
+            if connection.headerDeadline != 0, now >= connection.headerDeadline {
+                let timeout = server.errorResponse(status: 408, code: "REQUEST_TIMEOUT", message: "request head not received in time")
+                connection.output.append(contentsOf: ResponseEncoder.fixed(timeout, bytes: timeout.bodyBytes, for: nil, keepAlive: false))
+                connection.phase = .closingAfterFlush
+                flush(connection)
+                if connections[connection.fd] === connection { closeConnection(connection) }
+            } else if connection.bodyDeadline != 0, now >= connection.bodyDeadline, connection.phase == .reading {
+                closeConnection(connection)
+            } else if connection.idleDeadline != 0, now >= connection.idleDeadline, connection.phase == .reading {
+                closeConnection(connection)
+            }
+        }
+    }
+
+    private func beginDrain() {
+        draining = true
+        if listenFD >= 0 {
+            _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil)
+            close(listenFD)
+            listenFD = -1
+        }
+        for connection in Array(connections.values) {
+            switch connection.phase {
+            case .reading:
+                // Idle or half-received requests: nothing is lost by closing them.
+                closeConnection(connection)
+            case .streaming:
+                // Streams never end by themselves; end them so the producer returns.
+                connection.task?.cancel()
+                connection.stream?.close()
+            case .handling, .closingAfterFlush:
+                break
+            }
+        }
+    }
+
+    private func closeConnection(_ connection: Connection) {
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
+        connection.task?.cancel()
+        connection.stream?.close()
+        close(connection.fd)
+        server.releaseConnection()
+    }
+
+    // MARK: epoll registration
+
+    private func register(_ fd: Int32, events: UInt32) throws {
+        var event = epoll_event()
+        switchboard_epoll_set(&event, events, UInt64(UInt32(bitPattern: fd)))
+        try systemCall("epoll_ctl") { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) }
+    }
+
+    private func setInterest(_ connection: Connection, _ events: UInt32) {
+        var event = epoll_event()
+        switchboard_epoll_set(&event, events, UInt64(UInt32(bitPattern: connection.fd)))
+        if epoll_ctl(epollFD, EPOLL_CTL_MOD, connection.fd, &event) == 0 {
+            connection.interest = events
+        } else {
+            closeConnection(connection)
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import CLinux
+import Foundation
+import Glibc
+import Synchronization
+
+/// A request handler: transport-neutral, never throws (errors are responses).
+public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+/// Builds the body of an error the transport itself answers (malformed request, timeout, busy).
+public typealias HTTPErrorResponder = @Sendable (_ status: Int, _ code: String, _ message: String) -> HTTPResponse
+
+/// Settings of the HTTP server; every value has a default.
+public struct HTTPServerConfiguration: Sendable {
+    /// The address to listen on (a numeric address or a host name).
+    public var host: String
+    /// The port; 0 lets the kernel pick a free one.
+    public var port: Int
+    /// How many event loops (threads) to run; default one per core.
+    public var loopCount: Int
+    /// Parser limits: head size, header count, body size.
+    public var limits: HTTPParserLimits
+    /// How long a client may take to send a request head (slowloris defence).
+    public var headerTimeout: Duration
+    /// How long a client may take to send a body once the head arrived.
+    public var bodyTimeout: Duration
+    /// How long a keep-alive connection may sit idle between requests.
+    public var idleTimeout: Duration
+    /// How long queued output may make no progress before the connection is dropped.
+    public var writeTimeout: Duration
+    /// The most connections open at once; more are answered 503 and closed.
+    public var maxConnections: Int
+    /// The listen backlog.
+    public var backlog: Int32
+    /// Produces the error responses the transport sends by itself.
+    public var errorResponder: HTTPErrorResponder
+    /// Receives transport-level problems worth logging.
+    public var diagnostics: @Sendable (String) -> Void
+
+    /// Creates a configuration; see each property for its default.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        loopCount: Int = ProcessInfo.processInfo.activeProcessorCount,
+        limits: HTTPParserLimits = HTTPParserLimits(),
+        headerTimeout: Duration = .seconds(10),
+        bodyTimeout: Duration = .seconds(30),
+        idleTimeout: Duration = .seconds(75),
+        writeTimeout: Duration = .seconds(30),
+        maxConnections: Int = 20_000,
+        backlog: Int32 = 4096,
+        errorResponder: @escaping HTTPErrorResponder = HTTPServerConfiguration.jsonErrorEnvelope,
+        diagnostics: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.host = host
+        self.port = port
+        self.loopCount = max(1, loopCount)
+        self.limits = limits
+        self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
+        self.idleTimeout = idleTimeout
+        self.writeTimeout = writeTimeout
+        self.maxConnections = maxConnections
+        self.backlog = backlog
+        self.errorResponder = errorResponder
+        self.diagnostics = diagnostics
+    }
+
+    /// `{"error":{"code":...,"message":...}}` as JSON.
+    public static let jsonErrorEnvelope: HTTPErrorResponder = { status, code, message in
+        let body = #"{"error":{"code":"\#(JSONText.escape(code))","message":"\#(JSONText.escape(message))"}}"#
+        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+    }
+}
+
+/// Minimal JSON string escaping for hand-built bodies.
+public enum JSONText {
+    /// Escapes a string for use inside JSON double quotes.
+    public static func escape(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20:
+                result += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                    + String(scalar.value, radix: 16)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}
+
+/// State every loop of one server shares.
+final class ServerShared: Sendable {
+    let configuration: HTTPServerConfiguration
+    let handler: HTTPHandler
+    let headerTimeout: UInt64
+    let bodyTimeout: UInt64
+    let idleTimeout: UInt64
+    let writeTimeout: UInt64
+    private let openConnections = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+
+    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
+        self.configuration = configuration
+        self.handler = handler
+        headerTimeout = configuration.headerTimeout.nanoseconds
+        bodyTimeout = configuration.bodyTimeout.nanoseconds
+        idleTimeout = configuration.idleTimeout.nanoseconds
+        writeTimeout = configuration.writeTimeout.nanoseconds
+    }
+
+    var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+    var isDraining: Bool { draining.load(ordering: .relaxed) }
+    func beginDraining() { draining.store(true, ordering: .relaxed) }
+
+    func admitConnection() -> Bool {
+        let (_, open) = openConnections.wrappingAdd(1, ordering: .relaxed)
+        if open <= configuration.maxConnections { return true }
+        openConnections.wrappingSubtract(1, ordering: .relaxed)
+        return false
+    }
+
+    func releaseConnection() { openConnections.wrappingSubtract(1, ordering: .relaxed) }
+
+    func errorResponse(status: Int, code: String, message: String) -> HTTPResponse {
+        configuration.errorResponder(status, code, message)
+    }
+
+    func log(_ message: String) { configuration.diagnostics(message) }
+}
+
+/// An HTTP/1.1 server: one epoll loop per core on `SO_REUSEPORT` sockets.
+///
+/// ```swift
+/// let server = HTTPServer(configuration: .init(port: 0)) { request in
+///     HTTPResponse(status: 200, body: Array("hi".utf8))
+/// }
+/// let address = try server.start()
+/// ...
+/// await server.shutdown(gracePeriod: .seconds(10))
+/// ```
+public final class HTTPServer: Sendable {
+    private let shared: ServerShared
+    private let state = Mutex<(loops: [EventLoop], address: SocketAddress?)>(([], nil))
+
+    /// Creates a server; nothing listens until `start()`.
+    public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
+        shared = ServerShared(configuration: configuration, handler: handler)
+    }
+
+    /// The number of open client connections.
+    public var openConnectionCount: Int { shared.connectionCount }
+
+    /// The bound address once started.
+    public var localAddress: SocketAddress? { state.withLock { $0.address } }
+
+    /// Binds one listening socket per loop and starts the loop threads.
+    /// Returns the bound address (with the kernel's port when 0 was asked for).
+    @discardableResult
+    public func start() throws -> SocketAddress {
+        let configuration = shared.configuration
+        Self.raiseDescriptorLimit(to: configuration.maxConnections + 1024)
+        signal(SIGPIPE, SIG_IGN)
+        var sockets: [Int32] = []
+        var bound: SocketAddress
+        do {
+            let first = try Listener.open(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
+            sockets.append(first.fd)
+            bound = first.address
+            for _ in 1..<configuration.loopCount {
+                sockets.append(try Listener.open(host: configuration.host, port: bound.port, backlog: configuration.backlog).fd)
+            }
+        } catch {
+            sockets.forEach { close($0) }
+            throw error
+        }
+        let loops = try sockets.enumerated().map { try EventLoop(index: $0.offset, listenFD: $0.element, server: shared) }
+        for (index, loop) in loops.enumerated() {
+            let thread = Thread { loop.run() }
+            thread.name = "switchboard-loop-\(index)"
+            thread.start()
+        }
+        state.withLock { $0 = (loops, bound) }
+        return bound
+    }
+
+    /// Stops accepting, closes idle connections and ends streams, waits up to `gracePeriod`
+    /// for requests in flight, then closes whatever is left. Returns when every loop stopped.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        let loops = state.withLock { $0.loops }
+        shared.beginDraining()
+        loops.forEach { $0.requestDrain() }
+        let deadline = ContinuousClock.now + gracePeriod
+        while ContinuousClock.now < deadline, !loops.allSatisfy(\.isFinished) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        loops.forEach { $0.requestStop() }
+        while !loops.allSatisfy(\.isFinished) {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    private static func raiseDescriptorLimit(to wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let target = min(rlim_t(wanted), limit.rlim_max)
+        if limit.rlim_cur < target {
+            limit.rlim_cur = target
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+    }
+}

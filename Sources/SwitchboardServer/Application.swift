@@ -1,0 +1,91 @@
+import Foundation
+import SwitchboardHTTP
+import SwitchboardStore
+
+/// The product behind the transport: routes every request, maps errors to the envelope,
+/// stamps a request id on the response and on every log line, and records metrics.
+public final class Application: Sendable {
+    /// The resolved configuration.
+    public let configuration: ServerConfiguration
+    /// The database.
+    public let database: Database
+    /// The root logger.
+    public let logger: Logger
+    /// The metrics registry served at `/metrics`.
+    public let metrics: Metrics
+    /// The routes.
+    public let router: Router
+
+    /// Wires the routes over an open database.
+    public init(configuration: ServerConfiguration, database: Database, logger: Logger, metrics: Metrics = Metrics()) {
+        self.configuration = configuration
+        self.database = database
+        self.logger = logger
+        self.metrics = metrics
+        var router = Router()
+        SystemRoutes(database: database, metrics: metrics).register(in: &router)
+        self.router = router
+    }
+
+    /// The transport's handler.
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        let requestID = Self.requestID(from: request.headers)
+        let requestLogger = logger.with(["request.id": .string(requestID)])
+        var routeLabel = "unmatched"
+        var response: HTTPResponse
+        switch router.match(method: request.method, path: request.path) {
+        case .found(let route, let parameters, let handler):
+            routeLabel = route.pattern
+            let context = RequestContext(request: request, parameters: parameters, requestID: requestID, logger: requestLogger)
+            do {
+                response = try await handler(context)
+            } catch let error as APIError {
+                response = error.response
+            } catch is CancellationError where Task.isCancelled {
+                // The client disconnected; the transport drops whatever is answered.
+                response = APIError(status: 499, code: "CLIENT_CLOSED_REQUEST", message: "client closed the request").response
+            } catch {
+                requestLogger.error("unhandled error", ["error": .string(String(describing: error)), "route": .string(route.pattern)])
+                response = APIError.internal.response
+            }
+        case .methodNotAllowed(let allowed):
+            response = APIError.methodNotAllowed(allowed).response
+        case .notFound:
+            response = APIError.notFound("no route for \(request.method) \(request.path)").response
+        case .badPath:
+            response = APIError.validation("the path has a malformed percent-escape").response
+        }
+        response.headers.set("X-Request-Id", requestID)
+
+        let seconds = Self.seconds(ContinuousClock.now - started)
+        // 499 (client closed request) as nginx counts it: the reply will be dropped.
+        let status = Task.isCancelled ? 499 : response.status
+        metrics.recordRequest(route: routeLabel, method: request.method, status: status, seconds: seconds)
+        if requestLogger.isEnabled(.info) {
+            requestLogger.info("request", [
+                "method": .string(request.method), "path": .string(request.path), "route": .string(routeLabel),
+                "status": .int(status), "duration_ms": .double(seconds * 1000), "remote": .string(request.remoteAddress),
+            ])
+        }
+        return response
+    }
+
+    /// A client's `X-Request-Id` when it is short and plain, else a fresh random one.
+    static func requestID(from headers: HTTPHeaders) -> String {
+        if let given = headers["X-Request-Id"], (1...64).contains(given.utf8.count),
+            given.utf8.allSatisfy({ $0 == 45 || $0 == 46 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) })
+        {
+            return given
+        }
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

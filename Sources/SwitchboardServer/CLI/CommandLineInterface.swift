@@ -1,0 +1,138 @@
+import Foundation
+
+/// The `switchboard` command line: subcommands, flags and help.
+public enum CommandLineInterface {
+    /// The program's version.
+    public static let version = "0.1.0"
+
+    static let overview = """
+        switchboard — a self-hosted calling backend: signaling server, event stream, VoIP push.
+
+        Usage: switchboard <command> [options]
+
+        Commands:
+          serve      Run the server (HTTP API, event stream, timers, push delivery).
+          version    Print the version.
+          help       Show help for a command: switchboard help serve
+
+        Run 'switchboard <command> --help' for a command's options.
+        """
+
+    static var serveHelp: String {
+        var text = """
+            Usage: switchboard serve [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--log-level LEVEL]
+
+            Runs the server until SIGTERM or SIGINT, then stops accepting, lets requests in
+            flight finish (up to the shutdown grace) and exits 0. With port 0 the kernel picks
+            a free port; the first line on standard output is a JSON log line with
+            "msg":"listening" and the bound "address".
+
+            Options:
+              --listen HOST:PORT   address to listen on (default 127.0.0.1:8080)
+              --data-dir DIR       directory for the SQLite database (default ./var)
+              --config FILE        JSON configuration file (also: \(ServerConfiguration.configFileEnvironment))
+              --log-level LEVEL    debug, info, warning or error (default info)
+              -h, --help           show this help
+
+            Settings (config file key, environment variable: meaning). Flags override the
+            environment, which overrides the file:
+
+            """
+        for setting in ConfigurationSetting.all {
+            text += "  \(setting.key), \(setting.environment): \(setting.help)\n"
+        }
+        return text
+    }
+
+    /// A command-line problem: printed with a hint, exit status 2.
+    struct UsageError: Error {
+        let message: String
+    }
+
+    /// Runs the command line and returns the exit status.
+    public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+        var rest = Array(arguments.dropFirst())
+        guard let command = rest.first else {
+            print(overview)
+            return 2
+        }
+        rest.removeFirst()
+        switch command {
+        case "-h", "--help":
+            print(overview)
+            return 0
+        case "help":
+            switch rest.first {
+            case nil: print(overview)
+            case "serve": print(serveHelp)
+            case "version": print("Usage: switchboard version\n\nPrints the version.")
+            case let other?:
+                printError("unknown command '\(other)'")
+                return 2
+            }
+            return 0
+        case "version", "--version":
+            if rest.contains("-h") || rest.contains("--help") {
+                print("Usage: switchboard version\n\nPrints the version.")
+                return 0
+            }
+            print("switchboard \(version)")
+            return 0
+        case "serve":
+            if rest.contains("-h") || rest.contains("--help") {
+                print(serveHelp)
+                return 0
+            }
+            do {
+                let flags = try parseFlags(rest, known: ["--listen", "--data-dir", "--config", "--log-level"])
+                let configPath = flags["--config"] ?? environment[ServerConfiguration.configFileEnvironment]
+                var file: (path: String, contents: Data)?
+                if let configPath {
+                    guard let contents = FileManager.default.contents(atPath: configPath) else {
+                        throw ConfigurationError(message: "cannot read configuration file \(configPath)")
+                    }
+                    file = (configPath, contents)
+                }
+                let configuration = try ServerConfiguration.resolve(flags: flags, environment: environment, file: file)
+                return ServeCommand(configuration: configuration).run()
+            } catch let error as UsageError {
+                printError(error.message + "\nRun 'switchboard serve --help' for usage.")
+                return 2
+            } catch {
+                printError("configuration: \(error)")
+                return 2
+            }
+        default:
+            printError("unknown command '\(command)'\nRun 'switchboard --help' for usage.")
+            return 2
+        }
+    }
+
+    /// Parses `--flag value` and `--flag=value`; anything else is a usage error.
+    static func parseFlags(_ arguments: [String], known: Set<String>) throws -> [String: String] {
+        var flags: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            var name = argument
+            var value: String?
+            if let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                value = String(argument[argument.index(after: equals)...])
+            }
+            guard known.contains(name) else { throw UsageError(message: "unknown option '\(argument)'") }
+            if value == nil {
+                index += 1
+                guard index < arguments.count else { throw UsageError(message: "option \(name) needs a value") }
+                value = arguments[index]
+            }
+            flags[name] = value
+            index += 1
+        }
+        return flags
+    }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data("switchboard: \(message)\n".utf8))
+    }
+}

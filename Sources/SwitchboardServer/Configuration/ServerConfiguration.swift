@@ -1,0 +1,174 @@
+import Foundation
+import SwitchboardHTTP
+
+/// Everything `switchboard serve` can be told. Each setting has an embedded default, a key in
+/// the JSON configuration file, an environment variable and (for the common ones) a flag.
+/// Precedence: flag, then environment, then file, then default.
+public struct ServerConfiguration: Sendable, Equatable {
+    /// `HOST:PORT` to listen on; port 0 picks a free port.
+    public var listen = SocketAddress(host: "127.0.0.1", port: 8080)
+    /// Where the SQLite database lives.
+    public var dataDirectory = "./var"
+    /// The lowest log level written.
+    public var logLevel = LogLevel.info
+    /// Request bodies larger than this get 413.
+    public var maxBodyBytes = 1 << 20
+    /// Request heads larger than this get 431.
+    public var maxHeaderBytes = 16 * 1024
+    /// Seconds a client has to send a request head.
+    public var headerTimeoutSeconds = 10
+    /// Seconds an idle keep-alive connection stays open.
+    public var idleTimeoutSeconds = 75
+    /// The most client connections open at once.
+    public var maxConnections = 20_000
+    /// Event-loop threads; 0 means one per core.
+    public var loopThreads = 0
+    /// Seconds in-flight requests get to finish after SIGTERM.
+    public var shutdownGraceSeconds = 10
+
+    /// The embedded defaults.
+    public init() {}
+
+    /// The HTTP transport settings these values imply.
+    public func httpConfiguration(errorResponder: @escaping HTTPErrorResponder) -> HTTPServerConfiguration {
+        HTTPServerConfiguration(
+            host: listen.host, port: listen.port,
+            loopCount: loopThreads > 0 ? loopThreads : ProcessInfo.processInfo.activeProcessorCount,
+            limits: HTTPParserLimits(maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes),
+            headerTimeout: .seconds(headerTimeoutSeconds), idleTimeout: .seconds(idleTimeoutSeconds),
+            maxConnections: maxConnections, errorResponder: errorResponder)
+    }
+}
+
+/// A configuration value that is missing, malformed or out of range.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong, naming the setting and where it came from.
+    public let message: String
+    public var description: String { message }
+}
+
+/// One setting: its names in each source, its help text, and how a text value applies.
+public struct ConfigurationSetting: Sendable {
+    /// The key in the JSON configuration file.
+    public let key: String
+    /// The environment variable.
+    public let environment: String
+    /// The command-line flag, if it has one.
+    public let flag: String?
+    /// One line of help, including the default.
+    public let help: String
+    fileprivate let apply: @Sendable (inout ServerConfiguration, String) -> String?
+
+    /// Every setting `serve` knows.
+    public static let all: [ConfigurationSetting] = [
+        ConfigurationSetting(key: "listen", environment: "SWITCHBOARD_LISTEN", flag: "--listen",
+                             help: "HOST:PORT to listen on; port 0 picks a free port (default 127.0.0.1:8080)") { config, text in
+            guard let address = SocketAddress.parse(text) else { return "must be HOST:PORT, like 127.0.0.1:8080" }
+            config.listen = address
+            return nil
+        },
+        ConfigurationSetting(key: "dataDir", environment: "SWITCHBOARD_DATA_DIR", flag: "--data-dir",
+                             help: "directory for the SQLite database (default ./var)") { config, text in
+            guard !text.isEmpty else { return "must not be empty" }
+            config.dataDirectory = text
+            return nil
+        },
+        ConfigurationSetting(key: "logLevel", environment: "SWITCHBOARD_LOG_LEVEL", flag: "--log-level",
+                             help: "debug, info, warning or error (default info)") { config, text in
+            guard let level = LogLevel(rawValue: text.lowercased()) else { return "must be debug, info, warning or error" }
+            config.logLevel = level
+            return nil
+        },
+        integer("maxBodyBytes", "SWITCHBOARD_MAX_BODY_BYTES", 1...(256 << 20), "largest request body in bytes (default 1048576)") { $0.maxBodyBytes = $1 },
+        integer("maxHeaderBytes", "SWITCHBOARD_MAX_HEADER_BYTES", 1024...(1 << 20), "largest request head in bytes (default 16384)") { $0.maxHeaderBytes = $1 },
+        integer("headerTimeoutSeconds", "SWITCHBOARD_HEADER_TIMEOUT_SECONDS", 1...3600, "seconds to receive a request head (default 10)") { $0.headerTimeoutSeconds = $1 },
+        integer("idleTimeoutSeconds", "SWITCHBOARD_IDLE_TIMEOUT_SECONDS", 1...86400, "seconds an idle keep-alive connection stays open (default 75)") { $0.idleTimeoutSeconds = $1 },
+        integer("maxConnections", "SWITCHBOARD_MAX_CONNECTIONS", 1...1_000_000, "most open client connections (default 20000)") { $0.maxConnections = $1 },
+        integer("loopThreads", "SWITCHBOARD_LOOP_THREADS", 0...256, "event-loop threads, 0 for one per core (default 0)") { $0.loopThreads = $1 },
+        integer("shutdownGraceSeconds", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS", 0...600, "seconds in-flight requests get after SIGTERM (default 10)") { $0.shutdownGraceSeconds = $1 },
+    ]
+
+    private static func integer(
+        _ key: String, _ environment: String, _ range: ClosedRange<Int>, _ help: String,
+        _ set: @escaping @Sendable (inout ServerConfiguration, Int) -> Void
+    ) -> ConfigurationSetting {
+        ConfigurationSetting(key: key, environment: environment, flag: nil, help: help) { config, text in
+            guard let value = Int(text), range.contains(value) else {
+                return "must be an integer from \(range.lowerBound) to \(range.upperBound)"
+            }
+            set(&config, value)
+            return nil
+        }
+    }
+}
+
+extension ServerConfiguration {
+    /// The environment variable naming a configuration file.
+    public static let configFileEnvironment = "SWITCHBOARD_CONFIG"
+
+    /// Resolves the configuration from its sources. Pure: the file's contents are passed in.
+    ///
+    /// - Parameters:
+    ///   - flags: flag name to value, from the command line.
+    ///   - environment: the process environment.
+    ///   - file: the JSON configuration file's bytes and path, if one was named.
+    public static func resolve(
+        flags: [String: String], environment: [String: String], file: (path: String, contents: Data)?
+    ) throws(ConfigurationError) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        let settings = ConfigurationSetting.all
+        if let file {
+            let object: [String: FileValue]
+            do {
+                object = try JSONDecoder().decode([String: FileValue].self, from: file.contents)
+            } catch {
+                throw ConfigurationError(message: "\(file.path): must be a JSON object of strings and numbers")
+            }
+            for key in object.keys.sorted() {
+                guard let setting = settings.first(where: { $0.key == key }) else {
+                    throw ConfigurationError(message: "\(file.path): unknown setting '\(key)'")
+                }
+                if let problem = setting.apply(&configuration, object[key]!.text) {
+                    throw ConfigurationError(message: "\(file.path): '\(key)' \(problem)")
+                }
+            }
+        }
+        for setting in settings {
+            if let text = environment[setting.environment], let problem = setting.apply(&configuration, text) {
+                throw ConfigurationError(message: "\(setting.environment) \(problem)")
+            }
+        }
+        for setting in settings {
+            if let flag = setting.flag, let text = flags[flag], let problem = setting.apply(&configuration, text) {
+                throw ConfigurationError(message: "\(flag) \(problem)")
+            }
+        }
+        return configuration
+    }
+}
+
+/// A scalar in the configuration file: a string or a number (an integer stays an integer).
+private enum FileValue: Decodable {
+    case string(String)
+    case integer(Int)
+    case number(Double)
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let integer = try? container.decode(Int.self) {
+            self = .integer(integer)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else {
+            self = .string(try container.decode(String.self))
+        }
+    }
+
+    var text: String {
+        switch self {
+        case .string(let text): text
+        case .integer(let value): String(value)
+        case .number(let value): String(value)
+        }
+    }
+}

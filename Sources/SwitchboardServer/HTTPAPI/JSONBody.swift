@@ -1,0 +1,83 @@
+import Foundation
+import SwitchboardHTTP
+
+extension RequestContext {
+    /// Decodes the JSON body; a missing, malformed or mistyped body is a 400 that names the field.
+    public func decode<T: Decodable>(_ type: T.Type) throws(APIError) -> T {
+        try JSONBody.decode(type, from: request.body)
+    }
+}
+
+/// JSON in and out of the API, with errors in the spec's envelope.
+public enum JSONBody {
+    /// The encoder for every response body.
+    public static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    /// Decodes `bytes`, turning `DecodingError` into a 400 that names the field at fault.
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(APIError) -> T {
+        guard !bytes.isEmpty else { throw APIError.validation("request body must be a JSON object") }
+        do {
+            return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch let error as DecodingError {
+            throw describe(error)
+        } catch {
+            throw APIError.validation("request body is not valid JSON")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> APIError {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            (codingPath + (last.map { [$0] } ?? [])).map { key in
+                key.intValue.map { "[\($0)]" } ?? key.stringValue
+            }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = path(context.codingPath, key)
+            return .validation("field '\(field)' is required", field: field)
+        case .typeMismatch(let type, let context):
+            let field = path(context.codingPath)
+            if field.isEmpty { return .validation("request body must be a JSON object") }
+            return .validation("field '\(field)' must be \(describe(type))", field: field)
+        case .valueNotFound(let type, let context):
+            let field = path(context.codingPath)
+            return .validation("field '\(field)' must be \(describe(type)), not null", field: field)
+        case .dataCorrupted(let context):
+            let field = path(context.codingPath)
+            if field.isEmpty { return .validation("request body is not valid JSON") }
+            return .validation("field '\(field)' is invalid: \(context.debugDescription)", field: field)
+        @unknown default:
+            return .validation("request body is not acceptable")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "a boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type, is UInt.Type, is UInt64.Type: "an integer"
+        case is Double.Type, is Float.Type: "a number"
+        case is [Any].Type: "an array"
+        default: "an object"
+        }
+    }
+}
+
+extension HTTPResponse {
+    /// A JSON response from an `Encodable` value.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) -> HTTPResponse {
+        do {
+            let data = try JSONBody.makeEncoder().encode(value)
+            return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(data))
+        } catch {
+            return APIError.internal.response
+        }
+    }
+
+    /// A response with no body (204).
+    public static let noContent = HTTPResponse(status: 204)
+}

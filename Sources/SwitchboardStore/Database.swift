@@ -1,0 +1,160 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The SQLite database of the server: one writer connection and a pool of reader connections,
+/// all in WAL mode, with migrations applied at open.
+///
+/// Writes are serialised on a dedicated queue and run inside `BEGIN IMMEDIATE … COMMIT`; reads run
+/// concurrently on the readers, each inside one transaction so it sees a single snapshot.
+/// Blocking SQLite work never runs on Swift's cooperative thread pool.
+/// ```swift
+/// let database = try Database(
+///     configuration: DatabaseConfiguration(path: "data/switchboard.sqlite"), migrations: migrations)
+/// let id = try await database.write { connection in
+///     try connection.run("INSERT INTO users (name) VALUES (?)", ["ada"])
+///     return connection.lastInsertRowID
+/// }
+/// let names = try await database.read { connection in
+///     try connection.query("SELECT name FROM users").map { try $0.string("name") }
+/// }
+/// ```
+public final class Database: Sendable {
+    /// The configuration the database was opened with.
+    public let configuration: DatabaseConfiguration
+    /// The highest applied migration version after open (0 when there are none).
+    public let migratedVersion: Int
+    /// The migrations this open applied, in order; empty when the schema was already current.
+    public let appliedMigrations: [Migration]
+
+    private let writer: ConfinedConnection
+    private let writerQueue: DispatchQueue
+    private let readers: ReaderPool
+    private let isClosedState = Mutex(false)
+
+    /// Opens the database, creating the file and its parent directory if missing, and applies
+    /// pending migrations in ascending version order.
+    ///
+    /// Throws ``StoreError`` with ``StoreError/Code/migration`` when a migration fails (the
+    /// database stays at the previous version) or when the database is at a version this build
+    /// does not know; ``StoreError/Code/configuration`` when WAL mode cannot be enabled or the
+    /// configuration is invalid.
+    public init(configuration: DatabaseConfiguration, migrations: [Migration] = []) throws {
+        guard configuration.readerCount >= 1 else {
+            throw StoreError(code: .configuration, message: "readerCount must be at least 1, got \(configuration.readerCount)")
+        }
+        try Self.createParentDirectory(of: configuration.path)
+        let writer = try SQLiteConnection.open(path: configuration.path)
+        try Self.configure(writer, configuration)
+        let outcome = try MigrationRunner.migrate(writer, migrations: migrations)
+        var readers: [SQLiteConnection] = []
+        for _ in 0..<configuration.readerCount {
+            let reader = try SQLiteConnection.open(path: configuration.path, readOnly: true)
+            try Self.configure(reader, configuration)
+            readers.append(reader)
+        }
+        self.configuration = configuration
+        self.migratedVersion = outcome.version
+        self.appliedMigrations = outcome.applied
+        self.writer = ConfinedConnection(connection: writer)
+        // A serial queue runs on an overcommit thread of its own; on Linux the global concurrent
+        // queue's threads are the ones Swift's cooperative pool uses, so blocking work must not go there.
+        self.writerQueue = DispatchQueue(label: "switchboard.store.writer")
+        self.writerQueue.setSpecific(key: writerQueueKey, value: Self.writerQueueMarker)
+        self.readers = ReaderPool(connections: readers)
+    }
+
+    /// Runs `body` on the writer connection inside `BEGIN IMMEDIATE … COMMIT` and returns its result.
+    ///
+    /// Writes run one at a time, in call order, on a dedicated serial queue. When `body` throws,
+    /// the transaction is rolled back and the error is rethrown unchanged. A failing `COMMIT`
+    /// also rolls back and throws a ``StoreError``.
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try checkOpen()
+        let writer = self.writer
+        return try await withCheckedThrowingContinuation { continuation in
+            writerQueue.async {
+                continuation.resume(with: Result {
+                    try writer.connection.inTransaction(begin: "BEGIN IMMEDIATE", body)
+                })
+            }
+        }
+    }
+
+    /// Runs `body` on a reader connection inside one read transaction and returns its result, so
+    /// all its statements see the same snapshot.
+    ///
+    /// Reads run concurrently with each other and with the writer. When every reader is busy the
+    /// call waits (suspended) for one. Reader connections are read-only: a write inside `body`
+    /// fails with ``StoreError/Code/readOnly``.
+    @discardableResult
+    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try checkOpen()
+        let reader = try await readers.acquire()
+        let readers = self.readers
+        return try await withCheckedThrowingContinuation { continuation in
+            reader.queue.async {
+                let result = Result { try reader.connection.connection.inTransaction(begin: "BEGIN", body) }
+                readers.release(reader)
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// Whether ``close()`` has been called.
+    public var isClosed: Bool { isClosedState.withLock { $0 } }
+
+    /// Closes every connection; idempotent. Later `read`/`write` calls throw ``StoreError/Code/closed``.
+    ///
+    /// Writes already queued finish first (this call waits for them); reads in flight finish and
+    /// their connections close as they return. Called from inside a `write` body, the writer
+    /// closes right after that body's transaction.
+    public func close() {
+        let wasOpen = isClosedState.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard wasOpen else { return }
+        readers.close()
+        let writer = self.writer
+        if DispatchQueue.getSpecific(key: writerQueueKey) == Self.writerQueueMarker {
+            writerQueue.async { writer.connection.close() }
+        } else {
+            writerQueue.sync { writer.connection.close() }
+        }
+    }
+
+    private func checkOpen() throws {
+        if isClosed { throw StoreError.closed() }
+    }
+
+    // MARK: - Opening
+
+    /// Marks the writer queue, so `close()` can tell it is running on it (and must not `sync`).
+    private static let writerQueueMarker = 1
+
+    private static func createParentDirectory(of path: String) throws {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError(code: .io, message: "cannot create the data directory \(directory.path): \(error)")
+        }
+    }
+
+    /// Applies the per-connection settings; WAL mode is verified, not assumed.
+    private static func configure(_ connection: SQLiteConnection, _ configuration: DatabaseConfiguration) throws {
+        try connection.setBusyTimeout(configuration.busyTimeout)
+        let mode = try connection.query("PRAGMA journal_mode=WAL").first?.optionalString("journal_mode")
+        guard mode?.lowercased() == "wal" else {
+            throw StoreError(
+                code: .configuration,
+                message: "WAL mode did not take effect on \(configuration.path) (journal_mode is \(mode ?? "unknown")); an in-memory or unsupported file system cannot be used")
+        }
+        try connection.execute("PRAGMA synchronous=\(configuration.synchronous.rawValue); PRAGMA foreign_keys=ON;")
+    }
+}
+
+/// The key under which the writer queue carries ``Database``'s marker.
+private let writerQueueKey = DispatchSpecificKey<Int>()

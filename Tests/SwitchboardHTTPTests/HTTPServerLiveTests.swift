@@ -1,0 +1,295 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import SwitchboardHTTP
+
+/// A one-shot flag that tests can await with a deadline instead of sleeping blindly.
+final class Signal: Sendable {
+    private let state = Mutex(false)
+    func fire() { state.withLock { $0 = true } }
+    var fired: Bool { state.withLock { $0 } }
+
+    /// Polls until fired or the deadline passes; returns whether it fired.
+    func wait(seconds: Double = 5) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if fired { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return fired
+    }
+}
+
+private let echo: HTTPHandler = { request in
+    HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.path) \(request.body.count)".utf8))
+}
+
+@Suite("HTTP server over loopback", .serialized)
+struct HTTPServerLiveTests {
+    @Test func keepAliveAndPipelining() async throws {
+        try await withServer(handler: echo) { _, port in
+            let client = try RawClient(port: port)
+            client.send("GET /one HTTP/1.1\r\nHost: a\r\n\r\nPOST /two HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /three HTTP/1.1\r\nHost: a\r\n\r\n")
+            let responses = await client.receiveResponses(3)
+            #expect(responses.count == 3)
+            #expect(responses.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" } == ["GET /one 0", "POST /two 3", "GET /three 0"])
+            // The same connection serves a later request too.
+            client.send("GET /four HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(await client.receiveResponses(1).first?.hasSuffix("GET /four 0") == true)
+        }
+    }
+
+    @Test func pipelinedSlowAndFastHandlersAnswerInOrder() async throws {
+        let handler: HTTPHandler = { request in
+            if request.path == "/slow" { try? await Task.sleep(for: .milliseconds(200)) }
+            return HTTPResponse(status: 200, body: Array(request.path.utf8))
+        }
+        try await withServer(handler: handler) { _, port in
+            let client = try RawClient(port: port)
+            client.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /fast HTTP/1.1\r\nHost: a\r\n\r\n")
+            let bodies = await client.receiveResponses(2).map { $0.components(separatedBy: "\r\n\r\n").last ?? "" }
+            #expect(bodies == ["/slow", "/fast"])
+        }
+    }
+
+    @Test func largeBodyGets413AndTheConnectionCloses() async throws {
+        try await withServer({ $0.limits.maxBodyBytes = 1000 }, handler: echo) { _, port in
+            let client = try RawClient(port: port)
+            client.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n")
+            let reply = await client.receive { $0.contains("}}") }
+            #expect(reply.text.hasPrefix("HTTP/1.1 413 "))
+            #expect(reply.text.contains(#""code":"BODY_TOO_LARGE""#))
+            #expect(reply.text.contains("Connection: close"))
+            #expect(await client.receive(timeout: 2).closed)
+        }
+    }
+
+    @Test func expectContinueGets100ThenTheResponse() async throws {
+        try await withServer(handler: echo) { _, port in
+            let client = try RawClient(port: port)
+            client.send("PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+            let interim = await client.receive { $0.contains("\r\n\r\n") }
+            #expect(interim.text == "HTTP/1.1 100 Continue\r\n\r\n")
+            client.send("hello")
+            #expect(await client.receiveResponses(1).first?.hasSuffix("PUT /x 5") == true)
+        }
+    }
+
+    @Test func chunkedRequestBodyOverTheWire() async throws {
+        try await withServer(handler: echo) { _, port in
+            let client = try RawClient(port: port)
+            client.send("POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nwiki\r\n")
+            try await Task.sleep(for: .milliseconds(50))
+            client.send("5\r\npedia\r\n0\r\n\r\n")
+            #expect(await client.receiveResponses(1).first?.hasSuffix("POST /c 9") == true)
+        }
+    }
+
+    @Test func malformedRequestGets400EnvelopeAndClose() async throws {
+        try await withServer(handler: echo) { _, port in
+            let client = try RawClient(port: port)
+            client.send("GET / HTTP/1.1\r\nHost : a\r\n\r\n")
+            let reply = await client.receive(timeout: 3)
+            #expect(reply.text.hasPrefix("HTTP/1.1 400 "))
+            #expect(reply.text.contains(#"{"error":{"code":"BAD_REQUEST","message":"malformed header field"}}"#))
+            #expect(reply.closed)
+        }
+    }
+
+    @Test func headAnswersHeadersWithoutBody() async throws {
+        try await withServer(handler: echo) { _, port in
+            let client = try RawClient(port: port)
+            client.send("HEAD /h HTTP/1.1\r\nHost: a\r\n\r\nGET /after HTTP/1.1\r\nHost: a\r\n\r\n")
+            let text = await client.receive { $0.contains("GET /after 0") }.text
+            // HEAD's Content-Length describes the GET body, and no body bytes follow it.
+            #expect(text.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(text.contains("Content-Length: 9\r\n"))
+            #expect(text.contains("\r\n\r\nHTTP/1.1 200 OK"))
+        }
+    }
+
+    @Test func slowlorisIsClosedAtTheHeaderDeadline() async throws {
+        try await withServer({ $0.headerTimeout = .seconds(1) }, handler: echo) { server, port in
+            let client = try RawClient(port: port)
+            client.send("GET / HTTP/1.1\r\nHost: a\r\n")
+            let started = Date()
+            var closed = false
+            // Keep trickling header bytes; the deadline covers the whole head, not each read.
+            for _ in 0..<40 where !closed {
+                client.send("X-Slow: 1\r\n")
+                let reply = await client.receive(timeout: 0.1)
+                if reply.text.hasPrefix("HTTP/1.1 408 ") || reply.closed { closed = true }
+            }
+            #expect(closed)
+            #expect(Date().timeIntervalSince(started) < 3.5)
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func idleKeepAliveConnectionIsClosed() async throws {
+        try await withServer({ $0.idleTimeout = .seconds(1) }, handler: echo) { _, port in
+            let client = try RawClient(port: port)
+            client.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(await client.receiveResponses(1).count == 1)
+            #expect(await client.receive(timeout: 4).closed)
+        }
+    }
+
+    @Test func disconnectCancelsTheHeldHandler() async throws {
+        let started = Signal()
+        let cancelled = Signal()
+        let handler: HTTPHandler = { _ in
+            started.fire()
+            // Hold like a long poll would, until cancelled.
+            await withTaskCancellationHandler {
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
+            } onCancel: {
+                cancelled.fire()
+            }
+            return HTTPResponse(status: 200)
+        }
+        try await withServer(handler: handler) { server, port in
+            var client: RawClient? = try RawClient(port: port)
+            client?.send("GET /events?wait=25 HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(await started.wait())
+            #expect(!cancelled.fired)
+            client = nil  // closes the socket
+            #expect(await cancelled.wait(seconds: 2))
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func gracefulShutdownFinishesTheInFlightRequest() async throws {
+        let started = Signal()
+        let handler: HTTPHandler = { request in
+            if request.path == "/slow" {
+                started.fire()
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+            return HTTPResponse(status: 200, body: Array("done \(request.path)".utf8))
+        }
+        let server = HTTPServer(configuration: HTTPServerConfiguration(port: 0, loopCount: 2), handler: handler)
+        let port = try server.start().port
+        let idle = try RawClient(port: port)
+        idle.send("GET /warm HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await idle.receiveResponses(1).count == 1)
+        let busy = try RawClient(port: port)
+        busy.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await started.wait())
+        let shutdown = Task { await server.shutdown(gracePeriod: .seconds(5)) }
+        let reply = await busy.receive(timeout: 5)
+        #expect(reply.text.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(reply.text.contains("Connection: close"))
+        #expect(reply.text.hasSuffix("done /slow"))
+        #expect(reply.closed)
+        // The idle keep-alive connection was closed, and nothing listens any more.
+        #expect(await idle.receive(timeout: 2).closed)
+        await shutdown.value
+        #expect(throws: SystemCallError.self) { try RawClient(port: port) }
+    }
+
+    @Test func shutdownGraceIsBounded() async throws {
+        let handler: HTTPHandler = { _ in
+            try? await Task.sleep(for: .seconds(30))
+            return HTTPResponse(status: 200)
+        }
+        let server = HTTPServer(configuration: HTTPServerConfiguration(port: 0, loopCount: 1), handler: handler)
+        let port = try server.start().port
+        let client = try RawClient(port: port)
+        client.send("GET /forever HTTP/1.1\r\nHost: a\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(100))
+        let started = ContinuousClock.now
+        await server.shutdown(gracePeriod: .milliseconds(300))
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(await client.receive(timeout: 2).closed)
+    }
+
+    @Test func streamingResponseDeliversChunksAndNoticesTheClientLeaving() async throws {
+        let producerEnded = Signal()
+        let handler: HTTPHandler = { _ in
+            HTTPResponse(status: 200, headers: ["Content-Type": "text/event-stream"]) { writer in
+                defer { producerEnded.fire() }
+                var n = 0
+                while true {
+                    try await writer.write("data: \(n)\n\n")
+                    n += 1
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+        }
+        try await withServer(handler: handler) { server, port in
+            var client: RawClient? = try RawClient(port: port)
+            client?.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+            let text = await client?.receive { $0.contains("data: 2") }.text ?? ""
+            #expect(text.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(text.contains("Transfer-Encoding: chunked"))
+            #expect(text.contains("9\r\ndata: 0\n\n\r\n"))
+            client = nil
+            #expect(await producerEnded.wait(seconds: 2))
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func finishedStreamKeepsTheConnection() async throws {
+        let handler: HTTPHandler = { request in
+            if request.path == "/plain" { return HTTPResponse(status: 200, body: Array("plain".utf8)) }
+            return HTTPResponse(status: 200) { writer in
+                try await writer.write("a")
+                try await writer.write("bc")
+            }
+        }
+        try await withServer(handler: handler) { _, port in
+            let client = try RawClient(port: port)
+            client.send("GET /s HTTP/1.1\r\nHost: a\r\n\r\nGET /plain HTTP/1.1\r\nHost: a\r\n\r\n")
+            let text = await client.receive { $0.hasSuffix("plain") }.text
+            #expect(text.contains("1\r\na\r\n2\r\nbc\r\n0\r\n\r\nHTTP/1.1 200 OK"))
+        }
+    }
+
+    @Test func connectionCapAnswers503() async throws {
+        try await withServer({ $0.maxConnections = 2; $0.loopCount = 1 }, handler: echo) { server, port in
+            let first = try RawClient(port: port)
+            let second = try RawClient(port: port)
+            #expect(await eventually { server.openConnectionCount == 2 })
+            let third = try RawClient(port: port)
+            let reply = await third.receive(timeout: 3)
+            #expect(reply.text.hasPrefix("HTTP/1.1 503 "))
+            #expect(reply.text.contains("SERVER_BUSY"))
+            first.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            second.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(await first.receiveResponses(1).count == 1)
+            #expect(await second.receiveResponses(1).count == 1)
+        }
+    }
+
+    @Test func manyConcurrentClients() async throws {
+        try await withServer(handler: echo) { _, port in
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for worker in 0..<20 {
+                    group.addTask {
+                        let client = try RawClient(port: port)
+                        var answered = 0
+                        for request in 0..<25 {
+                            client.send("GET /w\(worker)/r\(request) HTTP/1.1\r\nHost: a\r\n\r\n")
+                            if await client.receiveResponses(1).first?.hasSuffix("GET /w\(worker)/r\(request) 0") == true { answered += 1 }
+                        }
+                        return answered
+                    }
+                }
+                var total = 0
+                for try await answered in group { total += answered }
+                #expect(total == 500)
+            }
+        }
+    }
+}
+
+/// Polls a condition for up to `seconds`.
+func eventually(seconds: Double = 3, _ condition: @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Glibc
+@testable import SwitchboardHTTP
+
+/// Runs blocking work on a thread of its own, so it never occupies Swift's cooperative pool
+/// (two threads on this machine), which the server under test needs for its handlers.
+func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: work()) }
+    }
+}
+
+/// A loopback client for live tests: raw bytes in, raw bytes out, with deadlines. Reads block
+/// on a dedicated thread (see `offPool`).
+final class RawClient: Sendable {
+    let fd: Int32
+
+    init(port: Int, host: String = "127.0.0.1") throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if result != 0 {
+            close(fd)
+            throw SystemCallError(call: "connect", errno: errno)
+        }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+
+    /// Reads until the peer closes, the timeout passes, or `until` says the bytes are enough.
+    func receive(timeout: Double = 5, until done: @escaping @Sendable (String) -> Bool = { _ in false }) async -> (text: String, closed: Bool) {
+        await offPool { self.receiveBlocking(timeout: timeout, until: done) }
+    }
+
+    private func receiveBlocking(timeout: Double, until done: (String) -> Bool) -> (text: String, closed: Bool) {
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while Date() < deadline {
+            var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = Glibc.poll(&poll, 1, 50)
+            if ready <= 0 { continue }
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return (String(decoding: received, as: UTF8.self), true) }
+            received.append(contentsOf: buffer[0..<count])
+            if done(String(decoding: received, as: UTF8.self)) { break }
+        }
+        return (String(decoding: received, as: UTF8.self), false)
+    }
+
+    /// Reads `count` complete fixed-length responses.
+    func receiveResponses(_ count: Int, timeout: Double = 5) async -> [String] {
+        let result = await receive(timeout: timeout) { Self.splitResponses($0).count >= count }
+        return Self.splitResponses(result.text)
+    }
+
+    /// Splits a byte stream of Content-Length responses into whole responses.
+    static func splitResponses(_ text: String) -> [String] {
+        var responses: [String] = []
+        var rest = Substring(text)
+        while let headEnd = rest.range(of: "\r\n\r\n") {
+            let head = rest[..<headEnd.lowerBound]
+            var length = 0
+            for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+                length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+            let bodyStart = headEnd.upperBound
+            guard rest.distance(from: bodyStart, to: rest.endIndex) >= length else { break }
+            let end = rest.index(bodyStart, offsetBy: length)
+            responses.append(String(rest[..<end]))
+            rest = rest[end...]
+        }
+        return responses
+    }
+}
+
+/// Starts a server on a free loopback port for one test and always shuts it down.
+func withServer(
+    _ configure: (inout HTTPServerConfiguration) -> Void = { _ in },
+    handler: @escaping HTTPHandler,
+    _ body: (HTTPServer, Int) async throws -> Void
+) async throws {
+    var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, loopCount: 2)
+    configure(&configuration)
+    let server = HTTPServer(configuration: configuration, handler: handler)
+    let address = try server.start()
+    do {
+        try await body(server, address.port)
+    } catch {
+        await server.shutdown(gracePeriod: .milliseconds(100))
+        throw error
+    }
+    await server.shutdown(gracePeriod: .milliseconds(100))
+}
