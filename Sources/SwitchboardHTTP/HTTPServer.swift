@@ -170,11 +170,12 @@ public final class HTTPServer: Sendable {
         var sockets: [Int32] = []
         var bound: SocketAddress
         do {
-            let first = try Listener.open(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
+            let port = try Listener.reservePort(host: configuration.host, port: configuration.port)
+            let first = try Listener.open(host: configuration.host, port: port, backlog: configuration.backlog)
             sockets.append(first.fd)
             bound = first.address
             for _ in 1..<configuration.loopCount {
-                sockets.append(try Listener.open(host: configuration.host, port: bound.port, backlog: configuration.backlog).fd)
+                sockets.append(try Listener.open(host: configuration.host, port: port, backlog: configuration.backlog).fd)
             }
         } catch {
             sockets.forEach { close($0) }

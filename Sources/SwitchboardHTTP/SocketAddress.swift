@@ -65,7 +65,16 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
 
 /// Opens non-blocking `SO_REUSEPORT` listening sockets.
 enum Listener {
-    static func open(host: String, port: Int, backlog: Int32) throws -> (fd: Int32, address: SocketAddress) {
+    /// Binds without `SO_REUSEPORT` to learn the port and to fail with `EADDRINUSE` when any
+    /// other socket holds it: with `SO_REUSEPORT` alone, a second server run by the same user
+    /// would bind the same port and silently take half of the connections.
+    static func reservePort(host: String, port: Int) throws -> Int {
+        let (fd, address) = try open(host: host, port: port, backlog: nil)
+        close(fd)
+        return address.port
+    }
+
+    static func open(host: String, port: Int, backlog: Int32?) throws -> (fd: Int32, address: SocketAddress) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -82,9 +91,13 @@ enum Listener {
         do {
             var on: Int32 = 1
             try systemCall("setsockopt(SO_REUSEADDR)") { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) }
-            try systemCall("setsockopt(SO_REUSEPORT)") { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) }
-            try systemCall("bind(\(host):\(port))") { bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) }
-            try systemCall("listen") { listen(fd, backlog) }
+            if let backlog {
+                try systemCall("setsockopt(SO_REUSEPORT)") { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) }
+                try systemCall("bind(\(host):\(port))") { bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) }
+                try systemCall("listen") { listen(fd, backlog) }
+            } else {
+                try systemCall("bind(\(host):\(port))") { bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) }
+            }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             try systemCall("getsockname") {

@@ -293,3 +293,13 @@ func eventually(seconds: Double = 3, _ condition: @Sendable () -> Bool) async ->
     }
     return condition()
 }
+
+@Suite("Listening sockets")
+struct ListenerTests {
+    @Test func aPortInUseIsRefusedDespiteReusePort() async throws {
+        try await withServer(handler: { _ in HTTPResponse(status: 200) }) { _, port in
+            let second = HTTPServer(configuration: HTTPServerConfiguration(port: port, loopCount: 2)) { _ in HTTPResponse(status: 200) }
+            #expect(throws: SystemCallError.self) { try second.start() }
+        }
+    }
+}

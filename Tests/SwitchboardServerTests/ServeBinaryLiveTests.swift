@@ -1,0 +1,219 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// Runs the real `switchboard` binary built next to the test bundle.
+final class ServerProcess: Sendable {
+    let process: Process
+    let address: String
+    private let output: FileHandle
+    private let outputPath: String
+
+    static var binaryPath: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("switchboard").path
+    }
+
+    /// Starts `switchboard serve` and waits for its `listening` line (the first stdout line).
+    init(arguments: [String], environment: [String: String] = [:]) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)").path
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        outputPath = path
+        output = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binaryPath)
+        process.arguments = ["serve"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        var found: String?
+        while Date() < deadline, found == nil, process.isRunning {
+            if let firstLine = (try? String(contentsOfFile: path, encoding: .utf8))?.split(separator: "\n").first,
+                let object = try? JSONSerialization.jsonObject(with: Data(firstLine.utf8)) as? [String: Any],
+                object["msg"] as? String == "listening"
+            {
+                found = object["address"] as? String
+            } else {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+        guard let found else {
+            process.terminate()
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "server printed no listening line"])
+        }
+        address = found
+    }
+
+    var lines: [String] { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    func stop() -> Int32? {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            return nil
+        }
+        try? output.close()
+        try? FileManager.default.removeItem(atPath: outputPath)
+        return process.terminationStatus
+    }
+}
+
+/// A tiny HTTP client over URLSession-free sockets: one request, one response, connection closed.
+func fetch(_ address: String, _ method: String, _ path: String, body: String? = nil) async -> (status: Int, headers: String, body: String) {
+    await Task.detached {
+        let parts = address.split(separator: ":")
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_port = UInt16(Int(parts[1])!).bigEndian
+        inet_pton(AF_INET, String(parts[0]), &sin.sin_addr)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return (0, "", "") }
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
+        if let body { request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
+        request += "\r\n" + (body ?? "")
+        _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            received.append(contentsOf: buffer[0..<count])
+        }
+        let text = String(decoding: received, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return (0, text, "") }
+        let head = String(text[..<split.lowerBound])
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return (status, head, String(text[split.upperBound...]))
+    }.value
+}
+
+@Suite("switchboard binary over loopback", .serialized)
+struct ServeBinaryLiveTests {
+    @Test func servesHealthMetricsOpenAPIAndErrorsThenStopsCleanly() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/nested/dir"])
+
+        let health = await fetch(server.address, "GET", "/healthz")
+        #expect(health.status == 200)
+        #expect(health.body == #"{"database":"ok","status":"ok"}"#)
+        #expect(health.headers.contains("X-Request-Id: "))
+
+        let missing = await fetch(server.address, "GET", "/nowhere")
+        #expect(missing.status == 404)
+        #expect(missing.body.hasPrefix(#"{"error":{"code":"NOT_FOUND""#))
+
+        let malformed = await fetch(server.address, "GET", "/has space")
+        #expect(malformed.status == 400)
+        #expect(malformed.body.contains("BAD_REQUEST"))
+
+        let openapi = await fetch(server.address, "GET", "/openapi.json")
+        #expect(openapi.status == 200)
+        #expect((try? JSONSerialization.jsonObject(with: Data(openapi.body.utf8))) != nil)
+
+        let metrics = await fetch(server.address, "GET", "/metrics")
+        #expect(metrics.body.contains(#"switchboard_http_requests_total{route="/healthz",method="GET",status="200"} 1"#))
+        #expect(metrics.body.contains("switchboard_http_open_connections 1"))
+
+        #expect(FileManager.default.fileExists(atPath: data.path + "/nested/dir/switchboard.sqlite3"))
+        let lines = server.lines
+        #expect(server.stop() == 0)
+        #expect(lines.first?.contains(#""msg":"listening""#) == true)
+        #expect(lines.contains { $0.contains(#""msg":"request""#) && $0.contains(#""path":"/healthz""#) && $0.contains(#""request.id":""#) })
+    }
+
+    @Test func listeningLineComesFirstEvenAtWarningLevel() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(
+            arguments: ["--data-dir", data.path], environment: ["SWITCHBOARD_LISTEN": "127.0.0.1:0", "SWITCHBOARD_LOG_LEVEL": "warning"])
+        #expect(await fetch(server.address, "GET", "/healthz").status == 200)
+        let lines = server.lines
+        #expect(server.stop() == 0)
+        #expect(lines.count == 1)
+        #expect(lines.first?.contains(#""msg":"listening""#) == true)
+    }
+
+    @Test func sigtermLetsTheDatabaseReopen() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let first = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        #expect(first.stop() == 0)
+        // A second start over the same directory finds its schema and serves.
+        let second = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        #expect(await fetch(second.address, "GET", "/healthz").status == 200)
+        #expect(second.stop() == 0)
+    }
+}
+
+@Suite("switchboard command line")
+struct CommandLineTests {
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ServerProcess.binaryPath)
+        process.arguments = arguments
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Bounded: a command that should exit at once but serves instead is killed, not awaited.
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test func helpForEveryCommand() throws {
+        let top = try run(["--help"])
+        #expect(top.status == 0)
+        #expect(top.stdout.contains("serve"))
+        let serve = try run(["serve", "--help"])
+        #expect(serve.status == 0)
+        for word in ["--listen", "--data-dir", "--config", "--log-level", "SWITCHBOARD_LISTEN", "maxBodyBytes"] {
+            #expect(serve.stdout.contains(word), "serve --help lacks \(word)")
+        }
+        #expect(try run(["help", "serve"]).stdout == serve.stdout)
+        #expect(try run(["version", "--help"]).status == 0)
+        #expect(try run(["version"]).stdout.hasPrefix("switchboard "))
+    }
+
+    @Test func usageErrorsExit2WithAHint() throws {
+        let unknown = try run(["frobnicate"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("unknown command 'frobnicate'"))
+        let badFlag = try run(["serve", "--port", "1"])
+        #expect(badFlag.status == 2)
+        #expect(badFlag.stderr.contains("unknown option '--port'"))
+        let badValue = try run(["serve", "--listen", "nowhere"])
+        #expect(badValue.status == 2)
+        #expect(badValue.stderr.contains("--listen must be HOST:PORT"))
+        let missingFile = try run(["serve", "--config", "/nonexistent/switchboard.json"])
+        #expect(missingFile.status == 2)
+        #expect(missingFile.stderr.contains("cannot read configuration file"))
+    }
+
+    @Test func portInUseFailsWithStatus1() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let holder = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/a"])
+        let second = try run(["serve", "--listen", holder.address, "--data-dir", data.path + "/b"])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("cannot listen"))
+        #expect(holder.stop() == 0)
+    }
+}
