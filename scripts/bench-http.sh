@@ -5,7 +5,8 @@
 #
 # Measures (see bench/README.md for how to read the figures):
 #   1. throughput and p99 latency of GET /healthz with
-#      `wrk -t2 -c64 -d10s --latency`, nginx first, then ours (never at once);
+#      `wrk -t2 -c64 -d10s --latency`, alternating nginx and ours over BENCH_ROUNDS
+#      rounds (never at once), medians reported;
 #   2. resident memory per idle keep-alive connection, by holding 5,000
 #      connections open with bench/hold_connections.py and comparing RSS.
 #
@@ -17,6 +18,7 @@
 #   BENCH_DURATION  main wrk run length      (default 10s)
 #   BENCH_CONNS     wrk connections          (default 64)
 #   BENCH_THREADS   wrk threads              (default 2)
+#   BENCH_ROUNDS    alternating wrk rounds; medians are reported (default 3)
 #   BENCH_HOLD      idle connections to hold (default 5000)
 #   KEEP_TMP=1      keep the temp dir (wrk output, logs) for inspection
 set -euo pipefail
@@ -24,6 +26,7 @@ set -euo pipefail
 readonly DURATION="${BENCH_DURATION:-10s}"
 readonly CONNS="${BENCH_CONNS:-64}"
 readonly THREADS="${BENCH_THREADS:-2}"
+readonly ROUNDS="${BENCH_ROUNDS:-3}"
 readonly HOLD_COUNT="${BENCH_HOLD:-5000}"
 readonly WARMUP="2s"
 readonly NOFILE_WANTED=20000
@@ -327,25 +330,41 @@ log "warm-up: wrk $WARMUP against nginx, then switchboard"
 run_wrk warmup-nginx "$NGINX_URL" "$WARMUP"
 run_wrk warmup-switchboard "$OURS_URL" "$WARMUP"
 
-log "wrk -t$THREADS -c$CONNS -d$DURATION --latency against nginx"
-run_wrk nginx "$NGINX_URL" "$DURATION"
-log "wrk -t$THREADS -c$CONNS -d$DURATION --latency against switchboard"
-run_wrk switchboard "$OURS_URL" "$DURATION"
-
-read -r NGINX_RPS NGINX_P99 < <(parse_wrk "$TMP/wrk-nginx.txt") \
-    || die "could not parse wrk output for nginx: $(cat "$TMP/wrk-nginx.txt")"
-read -r OURS_RPS OURS_P99 < <(parse_wrk "$TMP/wrk-switchboard.txt") \
-    || die "could not parse wrk output for switchboard: $(cat "$TMP/wrk-switchboard.txt")"
-wrk_warnings nginx
-wrk_warnings switchboard
+# The machine is shared and noisy, so one run each would put drift into the
+# ratio: run ROUNDS rounds, flipping the order every round, and take medians.
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+NGINX_ALL=() OURS_ALL=() NGINX_P99S=() OURS_P99S=() ROUND_RATIOS=()
+for round in $(seq 1 "$ROUNDS"); do
+    if (( round % 2 )); then order=(nginx switchboard); else order=(switchboard nginx); fi
+    for name in "${order[@]}"; do
+        if [[ $name == nginx ]]; then url="$NGINX_URL"; else url="$OURS_URL"; fi
+        log "round $round/$ROUNDS: wrk -t$THREADS -c$CONNS -d$DURATION --latency against $name"
+        run_wrk "$name-$round" "$url" "$DURATION"
+        wrk_warnings "$name-$round"
+    done
+    read -r n_rps n_p99 < <(parse_wrk "$TMP/wrk-nginx-$round.txt") \
+        || die "could not parse wrk output for nginx: $(cat "$TMP/wrk-nginx-$round.txt")"
+    read -r o_rps o_p99 < <(parse_wrk "$TMP/wrk-switchboard-$round.txt") \
+        || die "could not parse wrk output for switchboard: $(cat "$TMP/wrk-switchboard-$round.txt")"
+    NGINX_ALL+=("$n_rps") OURS_ALL+=("$o_rps") NGINX_P99S+=("$n_p99") OURS_P99S+=("$o_p99")
+    ROUND_RATIOS+=("$(ratio "$o_rps" "$n_rps")")
+done
+NGINX_RPS="$(printf '%s\n' "${NGINX_ALL[@]}" | median)"
+OURS_RPS="$(printf '%s\n' "${OURS_ALL[@]}" | median)"
+NGINX_P99="$(printf '%s\n' "${NGINX_P99S[@]}" | median)"
+OURS_P99="$(printf '%s\n' "${OURS_P99S[@]}" | median)"
 RPS_RATIO="$(ratio "$OURS_RPS" "$NGINX_RPS")"
 RPS_OK="$(awk -v r="$RPS_RATIO" 'BEGIN { print (r != "n/a" && r >= 0.6) ? "met" : "NOT met" }')"
 
 echo
-echo "Throughput: wrk -t$THREADS -c$CONNS -d$DURATION --latency GET /healthz"
+echo "Throughput: wrk -t$THREADS -c$CONNS -d$DURATION --latency GET /healthz, median of $ROUNDS alternating rounds"
 printf '  %-12s %12s %10s %14s\n' "server" "req/s" "p99 ms" "req/s ratio"
 printf '  %-12s %12s %10s %14s\n' "nginx" "$NGINX_RPS" "$NGINX_P99" "1.00"
 printf '  %-12s %12s %10s %14s\n' "switchboard" "$OURS_RPS" "$OURS_P99" "$RPS_RATIO"
+echo "  per round (req/s nginx / switchboard = ratio):"
+for i in "${!ROUND_RATIOS[@]}"; do
+    echo "    round $((i + 1)): ${NGINX_ALL[$i]} / ${OURS_ALL[$i]} = ${ROUND_RATIOS[$i]}"
+done
 echo "  target: ratio (switchboard/nginx req/s) >= 0.6 -> $RPS_OK"
 
 # ---------------------------------------------------------------------------

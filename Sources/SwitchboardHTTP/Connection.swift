@@ -23,6 +23,14 @@ final class Connection {
     var outputOffset = 0
     var pendingOutput: Int { output.count - outputOffset }
 
+    /// Queues bytes to send. The write-stall clock starts when output goes from none to some,
+    /// so time spent idle before a response never counts as a stall.
+    func queue(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        if pendingOutput == 0 { lastWriteProgress = monotonicNanoseconds() }
+        output.append(contentsOf: bytes)
+    }
+
     /// Deadlines on the monotonic clock, in nanoseconds; 0 means none.
     var headerDeadline: UInt64 = 0
     var bodyDeadline: UInt64 = 0

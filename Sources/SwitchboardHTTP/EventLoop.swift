@@ -242,7 +242,7 @@ final class EventLoop: @unchecked Sendable {
                 connection.idleDeadline = 0
                 connection.bodyDeadline = monotonicNanoseconds() + server.bodyTimeout
                 if head.expectsContinue, connection.parser.bufferedByteCount == 0 {
-                    connection.output.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                    connection.queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                     flush(connection)
                     if connections[connection.fd] !== connection { return }
                 }
@@ -253,7 +253,7 @@ final class EventLoop: @unchecked Sendable {
                 if draining {
                     // A request that arrives after shutdown began is refused politely.
                     let refusal = server.errorResponse(status: 503, code: "SHUTTING_DOWN", message: "server is shutting down")
-                    connection.output.append(contentsOf: ResponseEncoder.fixed(refusal, bytes: refusal.bodyBytes, for: head, keepAlive: false))
+                    connection.queue(ResponseEncoder.fixed(refusal, bytes: refusal.bodyBytes, for: head, keepAlive: false))
                     connection.phase = .closingAfterFlush
                     flush(connection)
                     return
@@ -262,7 +262,7 @@ final class EventLoop: @unchecked Sendable {
                 startHandler(HTTPRequest(head: head, body: body, remoteAddress: connection.remoteAddress), on: connection)
             case .failed(let error):
                 let response = server.errorResponse(status: error.status, code: error.code, message: error.message)
-                connection.output.append(contentsOf: ResponseEncoder.fixed(response, bytes: response.bodyBytes, for: nil, keepAlive: false))
+                connection.queue(ResponseEncoder.fixed(response, bytes: response.bodyBytes, for: nil, keepAlive: false))
                 connection.phase = .closingAfterFlush
                 flush(connection)
                 return
@@ -316,7 +316,7 @@ final class EventLoop: @unchecked Sendable {
             if case .startStream(let channel) = item.then { channel.close() }
             return
         }
-        connection.output.append(contentsOf: item.bytes)
+        connection.queue(item.bytes)
         switch item.then {
         case .continueStream:
             break
@@ -383,7 +383,7 @@ final class EventLoop: @unchecked Sendable {
             }
             if connection.headerDeadline != 0, now >= connection.headerDeadline {
                 let timeout = server.errorResponse(status: 408, code: "REQUEST_TIMEOUT", message: "request head not received in time")
-                connection.output.append(contentsOf: ResponseEncoder.fixed(timeout, bytes: timeout.bodyBytes, for: nil, keepAlive: false))
+                connection.queue(ResponseEncoder.fixed(timeout, bytes: timeout.bodyBytes, for: nil, keepAlive: false))
                 connection.phase = .closingAfterFlush
                 flush(connection)
                 if connections[connection.fd] === connection { closeConnection(connection) }

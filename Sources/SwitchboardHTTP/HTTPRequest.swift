@@ -52,7 +52,7 @@ public struct HTTPRequest: Sendable {
 public enum PercentDecoding {
     /// Decodes `%XX` escapes; `nil` for a malformed escape or bytes that are not UTF-8.
     public static func decode(_ text: Substring, plusIsSpace: Bool = false) -> String? {
-        guard text.contains("%") || (plusIsSpace && text.contains("+")) else { return String(text) }
+        guard text.utf8.contains(where: { $0 == 37 || (plusIsSpace && $0 == 43) }) else { return String(text) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SwitchboardHTTP
 import SwitchboardStore
 
@@ -78,11 +79,17 @@ public final class Application: Sendable {
         {
             return given
         }
-        var generator = SystemRandomNumberGenerator()
-        let value = generator.next() as UInt64
-        let text = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - text.count) + text
+        let number = requestCounter.wrappingAdd(1, ordering: .relaxed).newValue
+        let text = String(number, radix: 16)
+        return requestIDPrefix + String(repeating: "0", count: max(0, 8 - text.count)) + text
     }
+
+    /// Request ids need to be unique, not secret: 8 random hex digits per process, then a counter.
+    private static let requestIDPrefix: String = {
+        let text = String(UInt32.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 8 - text.count) + text
+    }()
+    private static let requestCounter = Atomic<UInt64>(0)
 
     private static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

@@ -230,6 +230,30 @@ struct HTTPServerLiveTests {
         }
     }
 
+    @Test func aClientThatStopsReadingIsDroppedAtTheWriteTimeout() async throws {
+        let producerFailed = Signal()
+        let handler: HTTPHandler = { _ in
+            HTTPResponse(status: 200) { writer in
+                let block = [UInt8](repeating: 120, count: 64 * 1024)
+                do {
+                    // Far more than loopback socket buffers hold; back-pressure makes this wait.
+                    for _ in 0..<4096 { try await writer.write(block) }
+                } catch {
+                    producerFailed.fire()
+                    throw error
+                }
+            }
+        }
+        try await withServer({ $0.writeTimeout = .seconds(1) }, handler: handler) { server, port in
+            let client = try RawClient(port: port)
+            client.send("GET /firehose HTTP/1.1\r\nHost: a\r\n\r\n")
+            // Never read: the server's writes stall, and the sweep drops the connection.
+            #expect(await producerFailed.wait(seconds: 10))
+            #expect(await eventually { server.openConnectionCount == 0 })
+            withExtendedLifetime(client) {}
+        }
+    }
+
     @Test func finishedStreamKeepsTheConnection() async throws {
         let handler: HTTPHandler = { request in
             if request.path == "/plain" { return HTTPResponse(status: 200, body: Array("plain".utf8)) }

@@ -266,20 +266,31 @@ public struct HTTPRequestParser: Sendable {
         }
 
         guard lines.count <= limits.maxHeaderCount else { return .failure(.tooManyHeaders) }
+        // One pass: keep every field, and note the few that decide framing and connection reuse.
         var headers = HTTPHeaders()
+        var hostCount = 0
+        var transferEncodings: [String] = []
+        var lengths: [String] = []
+        var expectation: String?
+        var connectionOptions: [String] = []
         for line in lines {
             if let first = line.first, first == 32 || first == 9 { return .failure(.obsoleteLineFolding) }
             guard let (name, value) = parseField(line) else { return .failure(.malformedHeader) }
             headers.add(name, value)
+            switch name.utf8.count {
+            case 4 where HTTPHeaders.equalsIgnoringCase(name, "Host"): hostCount += 1
+            case 6 where HTTPHeaders.equalsIgnoringCase(name, "Expect"): expectation = value
+            case 10 where HTTPHeaders.equalsIgnoringCase(name, "Connection"): connectionOptions.append(value)
+            case 14 where HTTPHeaders.equalsIgnoringCase(name, "Content-Length"): lengths.append(value)
+            case 17 where HTTPHeaders.equalsIgnoringCase(name, "Transfer-Encoding"): transferEncodings.append(value)
+            default: break
+            }
         }
 
-        let hosts = headers.values("Host")
-        if hosts.count > 1 { return .failure(.multipleHost) }
-        if hosts.isEmpty && version == .http1_1 { return .failure(.missingHost) }
+        if hostCount > 1 { return .failure(.multipleHost) }
+        if hostCount == 0 && version == .http1_1 { return .failure(.missingHost) }
 
         let framing: HTTPRequestHead.BodyFraming
-        let transferEncodings = headers.values("Transfer-Encoding")
-        let lengths = headers.values("Content-Length")
         if !transferEncodings.isEmpty {
             if !lengths.isEmpty || version == .http1_0 { return .failure(.conflictingFraming) }
             guard transferEncodings.count == 1, transferEncodings[0].lowercased() == "chunked" else {
@@ -298,13 +309,13 @@ public struct HTTPRequestParser: Sendable {
         }
 
         var expectsContinue = false
-        if let expectation = headers["Expect"] {
+        if let expectation {
             guard expectation.lowercased() == "100-continue" else { return .failure(.unsupportedExpectation) }
             expectsContinue = version == .http1_1
         }
 
         var keepAlive = version == .http1_1
-        for value in headers.values("Connection") {
+        for value in connectionOptions {
             for option in value.split(separator: ",") {
                 switch option.trimmingSpaces().lowercased() {
                 case "close": keepAlive = false

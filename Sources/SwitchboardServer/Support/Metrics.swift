@@ -17,6 +17,15 @@ public final class Metrics: Sendable {
         var buckets = [UInt64](repeating: 0, count: Metrics.latencyBuckets.count)
         var count: UInt64 = 0
         var sum: Double = 0
+
+        mutating func record(_ seconds: Double) {
+            // Buckets are cumulative: count the observation in every bucket whose bound it fits.
+            if let first = Metrics.latencyBuckets.firstIndex(where: { seconds <= $0 }) {
+                for index in first..<buckets.count { buckets[index] += 1 }
+            }
+            count += 1
+            sum += seconds
+        }
     }
 
     private struct State {
@@ -39,13 +48,7 @@ public final class Metrics: Sendable {
     public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
         state.withLock { state in
             state.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-            var histogram = state.latency[route] ?? Histogram()
-            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound {
-                histogram.buckets[index] += 1
-            }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.latency[route] = histogram
+            state.latency[route, default: Histogram()].record(seconds)
         }
     }
 
