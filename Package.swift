@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardHTTP", targets: ["SwitchboardHTTP"]),
         .library(name: "SwitchboardStore", targets: ["SwitchboardStore"]),
+        .library(name: "SwitchboardWire", targets: ["SwitchboardWire"]),
     ],
     targets: [
         // C system libraries, each used only by the one Swift module that owns it.
@@ -18,9 +19,18 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
 
         // Pure domain: no I/O.
         .target(name: "SwitchboardCore", swiftSettings: strict),
+
+        // Codable wire types shared by the server and the SDK; Foundation only.
+        .target(name: "SwitchboardWire", swiftSettings: strict),
+
+        // OpenSSL: random, hashes, HMAC, scrypt, JWT.
+        .target(name: "SwitchboardCrypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // HTTP/1.1 over our own epoll loops; knows nothing about the product.
         .target(name: "SwitchboardHTTP", dependencies: ["CLinux"], swiftSettings: strict),
@@ -31,7 +41,7 @@ let package = Package(
         // Routes, configuration, logging, metrics, services.
         .target(
             name: "SwitchboardServer",
-            dependencies: ["SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore"],
+            dependencies: ["SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto"],
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
 
@@ -42,11 +52,18 @@ let package = Package(
         .executableTarget(name: "embed-resource", path: "Plugins/EmbedTool", swiftSettings: strict),
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["embed-resource"]),
 
-        .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP"], swiftSettings: strict),
+        // Test support shipped beside the library: loopback clients and polling helpers.
+        .target(name: "SwitchboardTesting", swiftSettings: strict),
+
+        .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardServerTests",
-            dependencies: ["SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore"],
+            dependencies: [
+                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
+                "SwitchboardCrypto", "SwitchboardTesting",
+            ],
             swiftSettings: strict),
     ]
 )

@@ -1,15 +1,20 @@
 import Foundation
 import Synchronization
+import SwitchboardCore
+import SwitchboardCrypto
 import SwitchboardHTTP
 import SwitchboardStore
 
 /// The product behind the transport: routes every request, maps errors to the envelope,
 /// stamps a request id on the response and on every log line, and records metrics.
+/// Background work (event waiter timeouts, event retention) runs in `run()`.
 public final class Application: Sendable {
     /// The resolved configuration.
     public let configuration: ServerConfiguration
     /// The database.
     public let database: Database
+    /// The database with the event hub.
+    public let store: ServerStore
     /// The root logger.
     public let logger: Logger
     /// The metrics registry served at `/metrics`.
@@ -18,14 +23,69 @@ public final class Application: Sendable {
     public let router: Router
 
     /// Wires the routes over an open database.
-    public init(configuration: ServerConfiguration, database: Database, logger: Logger, metrics: Metrics = Metrics()) {
+    init(
+        configuration: ServerConfiguration, database: Database, logger: Logger, metrics: Metrics = Metrics(),
+        environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks()
+    ) throws {
         self.configuration = configuration
         self.database = database
         self.logger = logger
         self.metrics = metrics
+        let store = ServerStore(database: database, environment: environment)
+        self.store = store
+        let authenticator = Authenticator(store: store)
         var router = Router()
         SystemRoutes(database: database, metrics: metrics).register(in: &router)
+        let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.passwordScryptLogN), r: 8, p: 1)
+        AccountRoutes(service: try AccountService(store: store, hasher: PasswordHasher(cost: passwordCost)), authenticator: authenticator)
+            .register(in: &router)
+        EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
+            .register(in: &router)
+        SocialRoutes(
+            friends: FriendService(store: store), conversations: ConversationService(store: store),
+            groups: GroupService(store: store), authenticator: authenticator
+        ).register(in: &router)
         self.router = router
+        metrics.addGauge("switchboard_event_waiters", help: "Held event requests (long polls and streams) waiting for events.") {
+            Double(store.hub.waiterCount)
+        }
+    }
+
+    /// Creates the application with the production defaults.
+    public convenience init(configuration: ServerConfiguration, database: Database, logger: Logger) throws {
+        try self.init(configuration: configuration, database: database, logger: logger, metrics: Metrics())
+    }
+
+    /// Runs background work until cancelled: waiter timeouts and event retention.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.store.hub.run() }
+            group.addTask { await self.pruneEventsPeriodically() }
+            await group.waitForAll()
+        }
+    }
+
+    /// Deletes events older than the retention window now, then hourly.
+    func pruneEventsPeriodically() async {
+        while !Task.isCancelled {
+            do {
+                let deleted = try await pruneEvents()
+                if deleted > 0 { logger.info("pruned events", ["deleted": .int(deleted), "retentionDays": .int(configuration.eventRetentionDays)]) }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.error("event pruning failed", ["error": .string(String(describing: error))])
+            }
+            try? await Task.sleep(for: .seconds(3600))
+        }
+    }
+
+    /// Deletes events older than the retention window; returns how many.
+    func pruneEvents() async throws -> Int {
+        let window = TimeInterval(configuration.eventRetentionDays) * 86_400
+        return try await store.write { transaction in
+            try EventFeed.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)), in: transaction.connection)
+        }
     }
 
     /// The transport's handler.

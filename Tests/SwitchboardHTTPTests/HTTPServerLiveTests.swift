@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SwitchboardHTTP
+import SwitchboardTesting
 
 /// A one-shot flag that tests can await with a deadline instead of sleeping blindly.
 final class Signal: Sendable {
@@ -185,7 +186,7 @@ struct HTTPServerLiveTests {
         // The idle keep-alive connection was closed, and nothing listens any more.
         #expect(await idle.receive(timeout: 2).closed)
         await shutdown.value
-        #expect(throws: SystemCallError.self) { try RawClient(port: port) }
+        #expect(throws: ConnectError.self) { try RawClient(port: port) }
     }
 
     @Test func shutdownGraceIsBounded() async throws {
@@ -308,22 +309,3 @@ struct HTTPServerLiveTests {
     }
 }
 
-/// Polls a condition for up to `seconds`.
-func eventually(seconds: Double = 3, _ condition: @Sendable () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
-@Suite("Listening sockets")
-struct ListenerTests {
-    @Test func aPortInUseIsRefusedDespiteReusePort() async throws {
-        try await withServer(handler: { _ in HTTPResponse(status: 200) }) { _, port in
-            let second = HTTPServer(configuration: HTTPServerConfiguration(port: port, loopCount: 2)) { _ in HTTPResponse(status: 200) }
-            #expect(throws: SystemCallError.self) { try second.start() }
-        }
-    }
-}

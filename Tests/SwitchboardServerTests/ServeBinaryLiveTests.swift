@@ -64,7 +64,9 @@ final class ServerProcess: Sendable {
 }
 
 /// A tiny HTTP client over URLSession-free sockets: one request, one response, connection closed.
-func fetch(_ address: String, _ method: String, _ path: String, body: String? = nil) async -> (status: Int, headers: String, body: String) {
+func fetch(
+    _ address: String, _ method: String, _ path: String, body: String? = nil, headers extra: [String: String] = [:]
+) async -> (status: Int, headers: String, body: String) {
     await Task.detached {
         let parts = address.split(separator: ":")
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -80,6 +82,7 @@ func fetch(_ address: String, _ method: String, _ path: String, body: String? = 
         }
         guard connected == 0 else { return (0, "", "") }
         var request = "\(method) \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
+        for (name, value) in extra { request += "\(name): \(value)\r\n" }
         if let body { request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
         request += "\r\n" + (body ?? "")
         _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -5,7 +5,7 @@ import Synchronization
 import SwitchboardStore
 
 /// A fresh directory under the system temporary directory, removed by `remove()`.
-struct ScratchDirectory {
+struct ScratchDirectory: Sendable {
     let path: String
 
     init() {
@@ -23,19 +23,30 @@ final class RecordingLogSink: LogSink {
     var recorded: [String] { lines.withLock { $0 } }
 }
 
-/// An `Application` over a scratch database, for in-process tests; `close()` cleans up.
-struct TestApplication {
+/// An `Application` over a scratch database, for in-process tests, with its background work
+/// (waiter timeouts, retention) running; `close()` stops it and cleans up.
+final class TestApplication: Sendable {
     let application: Application
     let sink: RecordingLogSink
     let directory: ScratchDirectory
+    private let background: Task<Void, Never>
 
-    init() throws {
+    init(
+        configuration: ServerConfiguration = ServerConfiguration(),
+        environment: ServerEnvironment = .live,
+        eventHooks: EventRoutes.Hooks = EventRoutes.Hooks()
+    ) throws {
         directory = ScratchDirectory()
         let database = try Database(
             configuration: DatabaseConfiguration(path: directory.path + "/switchboard.sqlite3"), migrations: Schema.migrations)
         sink = RecordingLogSink()
-        application = Application(
-            configuration: ServerConfiguration(), database: database, logger: Logger(level: .debug, sink: sink))
+        var configuration = configuration
+        configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
+        let application = try Application(
+            configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
+            environment: environment, eventHooks: eventHooks)
+        self.application = application
+        background = Task { await application.run() }
     }
 
     func request(_ method: String, _ target: String, headers: HTTPHeaders = ["Host": "test"], body: String = "") async -> HTTPResponse {
@@ -43,6 +54,7 @@ struct TestApplication {
     }
 
     func close() {
+        background.cancel()
         application.database.close()
         directory.remove()
     }

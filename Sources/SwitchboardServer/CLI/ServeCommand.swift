@@ -29,7 +29,14 @@ struct ServeCommand {
             startupLogger.error("cannot open the database", ["error": .string(String(describing: error)), "dataDir": .string(configuration.dataDirectory)])
             return 1
         }
-        let application = Application(configuration: configuration, database: database, logger: logger)
+        let application: Application
+        do {
+            application = try Application(configuration: configuration, database: database, logger: logger)
+        } catch {
+            startupLogger.error("cannot start", ["error": .string(String(describing: error))])
+            database.close()
+            return 1
+        }
         let server = HTTPServer(
             configuration: configuration.httpConfiguration(errorResponder: { status, code, message in
                 APIError(status: status, code: code, message: message).response
@@ -52,6 +59,8 @@ struct ServeCommand {
             "schemaVersion": .int(database.migratedVersion),
         ])
 
+        let background = Task.detached { await application.run() }
+
         var received: Int32 = 0
         sigwait(&stopSignals, &received)
         logger.info("shutting down", ["signal": .string(received == SIGTERM ? "SIGTERM" : "SIGINT")])
@@ -62,6 +71,8 @@ struct ServeCommand {
         let grace = Duration.seconds(configuration.shutdownGraceSeconds)
         Task.detached {
             await server.shutdown(gracePeriod: grace)
+            background.cancel()
+            await background.value
             done.signal()
         }
         done.wait()

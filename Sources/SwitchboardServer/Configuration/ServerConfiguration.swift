@@ -25,6 +25,13 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var loopThreads = 0
     /// Seconds in-flight requests get to finish after SIGTERM.
     public var shutdownGraceSeconds = 10
+    /// Days events are kept; older ones are pruned and older cursors get 410.
+    public var eventRetentionDays = 30
+    /// Seconds between heartbeat comments on an idle event stream.
+    public var eventHeartbeatSeconds = 15
+    /// log2 of scrypt's N for new password hashes (r = 8, p = 1); 15 costs ~32 MiB and tens
+    /// of milliseconds a hash. Existing hashes keep verifying with the cost they were made with.
+    public var passwordScryptLogN = 15
 
     /// The embedded defaults.
     public init() {}
@@ -86,6 +93,9 @@ public struct ConfigurationSetting: Sendable {
         integer("maxConnections", "SWITCHBOARD_MAX_CONNECTIONS", 1...1_000_000, "most open client connections (default 20000)") { $0.maxConnections = $1 },
         integer("loopThreads", "SWITCHBOARD_LOOP_THREADS", 0...256, "event-loop threads, 0 for one per core (default 0)") { $0.loopThreads = $1 },
         integer("shutdownGraceSeconds", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS", 0...600, "seconds in-flight requests get after SIGTERM (default 10)") { $0.shutdownGraceSeconds = $1 },
+        integer("eventRetentionDays", "SWITCHBOARD_EVENT_RETENTION_DAYS", 1...3650, "days events are kept before pruning (default 30)") { $0.eventRetentionDays = $1 },
+        integer("passwordScryptLogN", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N", 10...20, "log2 of scrypt N for new password hashes (default 15)") { $0.passwordScryptLogN = $1 },
+        integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },
     ]
 
     private static func integer(

@@ -1,0 +1,40 @@
+/// Input rules for accounts, each failure a 400 naming the field.
+enum AccountValidation {
+    static func username(_ raw: String) throws(APIError) -> String {
+        let name = raw.lowercased()
+        guard (3...32).contains(name.utf8.count),
+            name.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 46 || $0 == 95 || $0 == 45 })
+        else {
+            throw APIError.validation("'username' must be 3 to 32 characters: letters, digits, '.', '_' or '-'", field: "username")
+        }
+        return name
+    }
+
+    static func password(_ password: String) throws(APIError) {
+        guard (8...128).contains(password.count), password.utf8.count <= 1024 else {
+            throw APIError.validation("'password' must be 8 to 128 characters", field: "password")
+        }
+    }
+
+    static func displayName(_ raw: String) throws(APIError) -> String {
+        try text(raw, field: "displayName", maxLength: 64)
+    }
+
+    /// Trimmed, 1…`maxLength` characters, no control characters.
+    static func text(_ raw: String, field: String, maxLength: Int) throws(APIError) -> String {
+        let trimmed = raw.trimmingWhitespace()
+        guard (1...maxLength).contains(trimmed.count), !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIError.validation("'\(field)' must be 1 to \(maxLength) characters without control characters", field: field)
+        }
+        return trimmed
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        var scalars = Substring(self)
+        while let first = scalars.first, first.isWhitespace { scalars = scalars.dropFirst() }
+        while let last = scalars.last, last.isWhitespace { scalars = scalars.dropLast() }
+        return String(scalars)
+    }
+}

@@ -1,0 +1,144 @@
+import Synchronization
+
+/// Held requests waiting for a user's next event. A commit that wrote events for some users
+/// calls `notify`; one sweep (in `run()`) times waiters out, so a held request costs a small
+/// entry here and no timer of its own.
+///
+/// Use: `register` before the second query, `wait` only if that query found nothing, and
+/// always `release` (it is harmless after a wake-up). A notification that arrives between
+/// `register` and `wait` is kept, so no event can slip between the query and the wait.
+public final class EventHub: Sendable {
+    /// Why a wait ended.
+    public enum WakeReason: Sendable, Equatable {
+        case notified
+        case timedOut
+        case cancelled
+    }
+
+    /// A registered waiter.
+    public struct Token: Sendable, Hashable {
+        let id: UInt64
+        let userID: String
+    }
+
+    private struct Entry {
+        var deadline: ContinuousClock.Instant
+        var continuation: CheckedContinuation<WakeReason, Never>?
+        var result: WakeReason?
+    }
+
+    private struct State {
+        var nextID: UInt64 = 0
+        var waiters: [String: [UInt64: Entry]] = [:]
+        var count = 0
+    }
+
+    private let state = Mutex(State())
+    /// How often `run()` looks for expired waiters.
+    let sweepInterval: Duration
+
+    /// Creates a hub; `sweepInterval` bounds how late a timeout may fire.
+    public init(sweepInterval: Duration = .milliseconds(100)) {
+        self.sweepInterval = sweepInterval
+    }
+
+    /// The number of registered waiters.
+    public var waiterCount: Int { state.withLock { $0.count } }
+
+    /// Registers a waiter for `userID` that times out at `deadline`.
+    public func register(userID: String, deadline: ContinuousClock.Instant) -> Token {
+        state.withLock { state in
+            state.nextID += 1
+            state.waiters[userID, default: [:]][state.nextID] = Entry(deadline: deadline)
+            state.count += 1
+            return Token(id: state.nextID, userID: userID)
+        }
+    }
+
+    /// Suspends until the waiter is notified, times out or its task is cancelled. Returns at
+    /// once when that already happened since `register`.
+    public func wait(_ token: Token) async -> WakeReason {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
+                let immediate: WakeReason? = state.withLock { state in
+                    guard var entry = state.waiters[token.userID]?[token.id] else { return .cancelled }
+                    if let result = entry.result { return result }
+                    entry.continuation = continuation
+                    state.waiters[token.userID]?[token.id] = entry
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            finish(token, with: .cancelled)
+        }
+    }
+
+    /// Removes the waiter; a suspended `wait` returns `.cancelled`.
+    public func release(_ token: Token) {
+        let continuation = state.withLock { state -> CheckedContinuation<WakeReason, Never>? in
+            guard let entry = state.waiters[token.userID]?.removeValue(forKey: token.id) else { return nil }
+            if state.waiters[token.userID]?.isEmpty == true { state.waiters[token.userID] = nil }
+            state.count -= 1
+            return entry.continuation
+        }
+        continuation?.resume(returning: .cancelled)
+    }
+
+    /// Wakes every waiter of these users (called after the commit that wrote their events).
+    public func notify<Users: Sequence>(_ userIDs: Users) where Users.Element == String {
+        var wake: [CheckedContinuation<WakeReason, Never>] = []
+        state.withLock { state in
+            for userID in userIDs {
+                guard var entries = state.waiters[userID] else { continue }
+                for (id, var entry) in entries where entry.result == nil {
+                    entry.result = .notified
+                    if let continuation = entry.continuation {
+                        entry.continuation = nil
+                        wake.append(continuation)
+                    }
+                    entries[id] = entry
+                }
+                state.waiters[userID] = entries
+            }
+        }
+        for continuation in wake { continuation.resume(returning: .notified) }
+    }
+
+    /// Times out every waiter whose deadline has passed.
+    public func sweep(now: ContinuousClock.Instant = .now) {
+        var wake: [CheckedContinuation<WakeReason, Never>] = []
+        state.withLock { state in
+            for (userID, entries) in state.waiters {
+                for (id, entry) in entries where entry.result == nil && entry.deadline <= now {
+                    state.waiters[userID]?[id]?.result = .timedOut
+                    if let continuation = entry.continuation {
+                        state.waiters[userID]?[id]?.continuation = nil
+                        wake.append(continuation)
+                    }
+                }
+            }
+        }
+        for continuation in wake { continuation.resume(returning: .timedOut) }
+    }
+
+    /// Sweeps until cancelled.
+    public func run() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: sweepInterval)
+            sweep()
+        }
+    }
+
+    private func finish(_ token: Token, with reason: WakeReason) {
+        let continuation = state.withLock { state -> CheckedContinuation<WakeReason, Never>? in
+            guard var entry = state.waiters[token.userID]?[token.id], entry.result == nil else { return nil }
+            entry.result = reason
+            let continuation = entry.continuation
+            entry.continuation = nil
+            state.waiters[token.userID]?[token.id] = entry
+            return continuation
+        }
+        continuation?.resume(returning: reason)
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import SwitchboardHTTP
+import SwitchboardWire
+
+/// `GET /events` (long poll) and `GET /events/stream` (Server-Sent Events).
+struct EventRoutes {
+    /// Test seams.
+    struct Hooks: Sendable {
+        /// Runs after the first query found nothing and before the waiter is registered: the
+        /// window the second query exists to close.
+        var afterFirstQuery: (@Sendable () async -> Void)?
+
+        init(afterFirstQuery: (@Sendable () async -> Void)? = nil) {
+            self.afterFirstQuery = afterFirstQuery
+        }
+    }
+
+    /// The largest integer a JSON number carries exactly: 2^53 − 1.
+    static let maxSafeInteger: Int64 = 9_007_199_254_740_991
+
+    let store: ServerStore
+    let authenticator: Authenticator
+    let heartbeat: Duration
+    let hooks: Hooks
+
+    func register(in router: inout Router) {
+        router.add("GET", "/events", authenticator.require { context, principal in
+            let parameters = context.request.queryParameters
+            let after = try Self.cursor(parameters["after"], name: "after")
+            let wait = try Self.waitSeconds(parameters["wait"])
+            let events = try await longPoll(userID: principal.user.id, after: after, wait: wait)
+            return .json(EventsPage(events: events, cursor: events.last?.id ?? after))
+        })
+        router.add("GET", "/events/stream", authenticator.require { context, principal in
+            let after: Int64
+            if let lastEventID = context.request.headers["Last-Event-ID"] {
+                after = try Self.cursor(lastEventID, name: "Last-Event-ID")
+            } else {
+                after = try Self.cursor(context.request.queryParameters["after"], name: "after")
+            }
+            let userID = principal.user.id
+            // Check the cursor before the stream starts, so an expired one is a plain 410.
+            let first = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+            return HTTPResponse(
+                status: 200,
+                headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"]
+            ) { writer in
+                try await stream(userID: userID, sessionID: principal.sessionID, after: after, first: first, to: writer)
+            }
+        })
+    }
+
+    /// The long poll of SPEC §2: answer at once when events exist; otherwise register, query
+    /// once more, and only then wait for a commit to wake us.
+    func longPoll(userID: String, after: Int64, wait: Int) async throws -> [Event] {
+        let first = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+        if !first.isEmpty || wait == 0 { return first }
+        if let hook = hooks.afterFirstQuery { await hook() }
+        let token = store.hub.register(userID: userID, deadline: .now + .seconds(wait))
+        defer { store.hub.release(token) }
+        let second = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+        if !second.isEmpty { return second }
+        switch await store.hub.wait(token) {
+        case .notified:
+            return try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+        case .timedOut, .cancelled:
+            return []
+        }
+    }
+
+    /// Writes events as they come, `id:` being the event id, with a comment heartbeat when
+    /// nothing happened for `heartbeat`. Ends when the client goes away, or at the first
+    /// heartbeat after its session ended (logout).
+    func stream(userID: String, sessionID: String, after: Int64, first: [Event], to writer: HTTPStreamWriter) async throws {
+        let encoder = JSONBody.makeEncoder()
+        var cursor = after
+        var pending = first
+        try await writer.write("retry: 3000\n\n")
+        while !Task.isCancelled {
+            if pending.isEmpty {
+                let token = store.hub.register(userID: userID, deadline: .now + heartbeat)
+                let current = cursor
+                pending = try await store.read { try EventFeed.page(for: userID, after: current, in: $0) }
+                if pending.isEmpty {
+                    let reason = await store.hub.wait(token)
+                    store.hub.release(token)
+                    switch reason {
+                    case .cancelled: return
+                    case .timedOut:
+                        let live = try await store.read { connection in
+                            try !connection.query("SELECT 1 FROM sessions WHERE id = ? AND ended_at IS NULL", [.text(sessionID)]).isEmpty
+                        }
+                        if !live { return }
+                        try await writer.write(": heartbeat\n\n")
+                    case .notified: break
+                    }
+                    continue
+                }
+                store.hub.release(token)
+            }
+            var frame = ""
+            for event in pending {
+                let data = String(decoding: try encoder.encode(event), as: UTF8.self)
+                frame += "id: \(event.id)\ndata: \(data)\n\n"
+                cursor = event.id
+            }
+            pending = []
+            try await writer.write(frame)
+            let current = cursor
+            pending = try await store.read { try EventFeed.page(for: userID, after: current, in: $0) }
+        }
+    }
+
+    /// A non-negative safe integer (0 … 2^53 − 1), digits only.
+    static func cursor(_ text: String?, name: String) throws(APIError) -> Int64 {
+        guard let text else { throw APIError.validation("query parameter '\(name)' is required", field: name) }
+        guard !text.isEmpty, text.utf8.count <= 16, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            let value = Int64(text), value <= maxSafeInteger
+        else {
+            throw APIError.validation("'\(name)' must be an integer from 0 to 9007199254740991", field: name)
+        }
+        return value
+    }
+
+    /// 0–25 seconds, default 20.
+    static func waitSeconds(_ text: String?) throws(APIError) -> Int {
+        guard let text else { return 20 }
+        guard !text.isEmpty, text.utf8.count <= 2, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            let value = Int(text), value <= 25
+        else {
+            throw APIError.validation("'wait' must be an integer from 0 to 25", field: "wait")
+        }
+        return value
+    }
+}

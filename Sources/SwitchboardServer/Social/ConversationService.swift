@@ -1,0 +1,78 @@
+import SwitchboardStore
+import SwitchboardWire
+
+/// 1:1 conversations: listing, messages and read markers. Only the two participants see a
+/// conversation (404 for anyone else); sending needs a friendship and no block (403).
+struct ConversationService: Sendable {
+    let store: ServerStore
+
+    func list(for principal: Principal) async throws -> [Conversation] {
+        let userID = principal.user.id
+        return try await store.read { connection in
+            try connection.query(
+                "SELECT id FROM conversations WHERE user_a = ?1 OR user_b = ?1 ORDER BY created_at, id", [.text(userID)]
+            ).map { try Self.conversation(try $0.string("id"), for: userID, in: connection) }
+        }
+    }
+
+    func get(_ conversationID: String, for principal: Principal) async throws -> Conversation {
+        let userID = principal.user.id
+        return try await store.read { try Self.conversation(conversationID, for: userID, in: $0) }
+    }
+
+    func send(_ request: SendMessage, to conversationID: String, from principal: Principal) async throws -> (Message, isNew: Bool) {
+        let userID = principal.user.id
+        return try await store.write { transaction in
+            let peer = try SocialQueries.conversationPeer(conversationID, of: userID, in: transaction.connection)
+            try Self.requireInteraction(userID, peer, in: transaction.connection)
+            let (message, isNew) = try MessageStore.send(request, in: .conversation(conversationID), from: userID, transaction: transaction)
+            if isNew {
+                try transaction.appendEvent(EventKind.message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
+            }
+            return (message, isNew)
+        }
+    }
+
+    func messages(in conversationID: String, before: String?, limit: Int, for principal: Principal) async throws -> MessagePage {
+        let userID = principal.user.id
+        return try await store.read { connection in
+            _ = try SocialQueries.conversationPeer(conversationID, of: userID, in: connection)
+            return try MessageStore.page(in: .conversation(conversationID), before: before, limit: limit, connection: connection)
+        }
+    }
+
+    /// Reading needs no friendship: blocking hides nothing already shared.
+    func markRead(_ request: MarkRead, in conversationID: String, by principal: Principal) async throws -> ReadMarker {
+        let userID = principal.user.id
+        return try await store.write { transaction in
+            let peer = try SocialQueries.conversationPeer(conversationID, of: userID, in: transaction.connection)
+            let (marker, moved) = try MessageStore.markRead(request.messageId, in: .conversation(conversationID), by: userID, transaction: transaction)
+            if moved {
+                try transaction.appendEvent(EventKind.messageRead, to: [peer, userID], conversationID: conversationID, messageID: marker.messageId)
+            }
+            return marker
+        }
+    }
+
+    /// 403 unless the two are friends and neither blocked the other.
+    static func requireInteraction(_ a: String, _ b: String, in connection: SQLiteConnection) throws {
+        if try SocialQueries.isBlocked(a, b, in: connection) {
+            throw APIError(status: 403, code: "BLOCKED", message: "one of you has blocked the other")
+        }
+        if try SocialQueries.friendship(a, b, in: connection) == nil {
+            throw APIError(status: 403, code: "NOT_FRIENDS", message: "you are no longer friends")
+        }
+    }
+
+    static func conversation(_ conversationID: String, for userID: String, in connection: SQLiteConnection) throws -> Conversation {
+        let peerID = try SocialQueries.conversationPeer(conversationID, of: userID, in: connection)
+        guard let peer = try SocialQueries.user(peerID, in: connection),
+            let (_, _, createdAt) = try SocialQueries.conversationParticipants(conversationID, in: connection)
+        else { throw APIError.notFound("no such conversation") }
+        let isFriend = try SocialQueries.friendship(userID, peerID, in: connection) != nil
+        let blocked = try SocialQueries.isBlocked(userID, peerID, in: connection)
+        return Conversation(
+            id: conversationID, peer: peer, isFriend: isFriend, canInteract: isFriend && !blocked, createdAt: createdAt,
+            readMarkers: try MessageStore.readMarkers(in: .conversation(conversationID), connection: connection))
+    }
+}

@@ -1,0 +1,199 @@
+import SwitchboardStore
+import SwitchboardWire
+
+/// Groups: an owner and members. Only members see a group (404 otherwise); only the owner
+/// renames it, adds or removes members, or dissolves it (403 for other members).
+struct GroupService: Sendable {
+    let store: ServerStore
+    static let maxMembers = 10_000
+
+    func create(_ request: CreateGroup, by principal: Principal) async throws -> Group {
+        let owner = principal.user.id
+        let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
+        return try await store.write { transaction in
+            let memberIDs = try Self.checkedNewMembers(request.memberIds, for: owner, existing: [owner], in: transaction.connection)
+            let groupID = transaction.newID()
+            try transaction.connection.run(
+                "INSERT INTO groups (id, name, owner_id, created_at) VALUES (?, ?, ?, ?)",
+                [.text(groupID), .text(name), .text(owner), .text(transaction.timestamp)])
+            for userID in [owner] + memberIDs {
+                try transaction.connection.run(
+                    "INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)",
+                    [.text(groupID), .text(userID), .text(transaction.timestamp)])
+            }
+            try transaction.appendEvent(EventKind.groupMembersChanged, to: [owner] + memberIDs, groupID: groupID)
+            return try Self.group(groupID, for: owner, in: transaction.connection)
+        }
+    }
+
+    func list(for principal: Principal) async throws -> [Group] {
+        let userID = principal.user.id
+        return try await store.read { connection in
+            try connection.query(
+                """
+                SELECT g.id FROM groups g JOIN group_members m ON m.group_id = g.id AND m.user_id = ?
+                WHERE g.dissolved_at IS NULL ORDER BY g.created_at, g.id
+                """,
+                [.text(userID)]
+            ).map { try Self.group(try $0.string("id"), for: userID, in: connection) }
+        }
+    }
+
+    func get(_ groupID: String, for principal: Principal) async throws -> Group {
+        let userID = principal.user.id
+        return try await store.read { try Self.group(groupID, for: userID, in: $0) }
+    }
+
+    func rename(_ groupID: String, to request: RenameGroup, by principal: Principal) async throws -> Group {
+        let userID = principal.user.id
+        let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
+        return try await store.write { transaction in
+            try Self.requireOwner(groupID, userID, in: transaction.connection)
+            try transaction.connection.run("UPDATE groups SET name = ? WHERE id = ?", [.text(name), .text(groupID)])
+            try transaction.appendEvent(EventKind.groupChanged, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection), groupID: groupID)
+            return try Self.group(groupID, for: userID, in: transaction.connection)
+        }
+    }
+
+    func addMembers(_ request: AddGroupMembers, to groupID: String, by principal: Principal) async throws -> Group {
+        let userID = principal.user.id
+        return try await store.write { transaction in
+            try Self.requireOwner(groupID, userID, in: transaction.connection)
+            let existing = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
+            let added = try Self.checkedNewMembers(request.userIds, for: userID, existing: Set(existing), in: transaction.connection)
+            for member in added {
+                try transaction.connection.run(
+                    "INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)",
+                    [.text(groupID), .text(member), .text(transaction.timestamp)])
+            }
+            if !added.isEmpty {
+                try transaction.appendEvent(EventKind.groupMembersChanged, to: existing + added, groupID: groupID)
+            }
+            return try Self.group(groupID, for: userID, in: transaction.connection)
+        }
+    }
+
+    /// The owner removes a member (the owner cannot be removed: dissolve the group instead).
+    func removeMember(_ memberID: String, from groupID: String, by principal: Principal) async throws {
+        let userID = principal.user.id
+        _ = try await store.write { transaction in
+            try Self.requireOwner(groupID, userID, in: transaction.connection)
+            guard memberID != userID else {
+                throw APIError(status: 409, code: "OWNER_CANNOT_LEAVE", message: "the owner cannot leave; dissolve the group instead")
+            }
+            try Self.removeMember(memberID, from: groupID, in: transaction)
+        }
+    }
+
+    /// A member leaves (the owner cannot: dissolve the group instead).
+    func leave(_ groupID: String, by principal: Principal) async throws {
+        let userID = principal.user.id
+        _ = try await store.write { transaction in
+            let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
+            guard group.ownerID != userID else {
+                throw APIError(status: 409, code: "OWNER_CANNOT_LEAVE", message: "the owner cannot leave; dissolve the group instead")
+            }
+            try Self.removeMember(userID, from: groupID, in: transaction)
+        }
+    }
+
+    /// The owner dissolves the group: it disappears for everyone, who are told by `group_changed`.
+    func dissolve(_ groupID: String, by principal: Principal) async throws {
+        let userID = principal.user.id
+        _ = try await store.write { transaction in
+            try Self.requireOwner(groupID, userID, in: transaction.connection)
+            let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
+            try transaction.connection.run("UPDATE groups SET dissolved_at = ? WHERE id = ?", [.text(transaction.timestamp), .text(groupID)])
+            try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
+        }
+    }
+
+    func send(_ request: SendMessage, to groupID: String, from principal: Principal) async throws -> (Message, isNew: Bool) {
+        let userID = principal.user.id
+        return try await store.write { transaction in
+            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
+            let (message, isNew) = try MessageStore.send(request, in: .group(groupID), from: userID, transaction: transaction)
+            if isNew {
+                try transaction.appendEvent(
+                    EventKind.groupMessage, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection),
+                    groupID: groupID, messageID: message.id)
+            }
+            return (message, isNew)
+        }
+    }
+
+    func messages(in groupID: String, before: String?, limit: Int, for principal: Principal) async throws -> MessagePage {
+        let userID = principal.user.id
+        return try await store.read { connection in
+            _ = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
+            return try MessageStore.page(in: .group(groupID), before: before, limit: limit, connection: connection)
+        }
+    }
+
+    func markRead(_ request: MarkRead, in groupID: String, by principal: Principal) async throws -> ReadMarker {
+        let userID = principal.user.id
+        return try await store.write { transaction in
+            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
+            let (marker, moved) = try MessageStore.markRead(request.messageId, in: .group(groupID), by: userID, transaction: transaction)
+            if moved {
+                try transaction.appendEvent(
+                    EventKind.groupMessageRead, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection),
+                    groupID: groupID, messageID: marker.messageId)
+            }
+            return marker
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func requireOwner(_ groupID: String, _ userID: String, in connection: SQLiteConnection) throws {
+        let group = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
+        guard group.ownerID == userID else {
+            throw APIError(status: 403, code: "NOT_GROUP_OWNER", message: "only the group's owner can do this")
+        }
+    }
+
+    private static func removeMember(_ memberID: String, from groupID: String, in transaction: WriteTransaction) throws {
+        let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
+        guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }
+        try transaction.connection.run("DELETE FROM group_members WHERE group_id = ? AND user_id = ?", [.text(groupID), .text(memberID)])
+        try transaction.appendEvent(EventKind.groupMembersChanged, to: members, groupID: groupID)
+    }
+
+    /// New members must exist, be friends of the adder and not blocked either way; duplicates
+    /// and existing members are dropped.
+    private static func checkedNewMembers(_ ids: [String], for adder: String, existing: Set<String>, in connection: SQLiteConnection) throws -> [String] {
+        var seen = existing
+        var result: [String] = []
+        for id in ids where seen.insert(id).inserted {
+            guard try SocialQueries.user(id, in: connection) != nil else {
+                throw APIError(status: 404, code: "NOT_FOUND", message: "no such user: \(id)", field: "memberIds")
+            }
+            if try SocialQueries.isBlocked(adder, id, in: connection) {
+                throw APIError(status: 403, code: "BLOCKED", message: "you and \(id) have a block between you", field: "memberIds")
+            }
+            guard try SocialQueries.friendship(adder, id, in: connection) != nil else {
+                throw APIError(status: 403, code: "NOT_FRIENDS", message: "only friends can be added: \(id)", field: "memberIds")
+            }
+            result.append(id)
+        }
+        guard existing.count + result.count <= maxMembers else {
+            throw APIError.validation("a group has at most \(maxMembers) members", field: "memberIds")
+        }
+        return result
+    }
+
+    static func group(_ groupID: String, for userID: String, in connection: SQLiteConnection) throws -> Group {
+        let row = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
+        let members = try connection.query(
+            """
+            SELECT u.id, u.username, u.display_name, m.joined_at FROM group_members m JOIN users u ON u.id = m.user_id
+            WHERE m.group_id = ? ORDER BY m.joined_at, u.username
+            """,
+            [.text(groupID)]
+        ).map { GroupMember(user: try SocialQueries.user(from: $0), joinedAt: try $0.string("joined_at")) }
+        return Group(
+            id: groupID, name: row.name, ownerId: row.ownerID, createdAt: row.createdAt, members: members,
+            readMarkers: try MessageStore.readMarkers(in: .group(groupID), connection: connection))
+    }
+}

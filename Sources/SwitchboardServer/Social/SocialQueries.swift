@@ -1,0 +1,88 @@
+import SwitchboardStore
+import SwitchboardWire
+
+/// Reads of the social graph shared by the social services (and, later, calls).
+enum SocialQueries {
+    static func user(_ id: String, in connection: SQLiteConnection) throws -> User? {
+        try connection.query("SELECT id, username, display_name FROM users WHERE id = ?", [.text(id)]).first.map { try user(from: $0) }
+    }
+
+    static func user(username: String, in connection: SQLiteConnection) throws -> User? {
+        try connection.query("SELECT id, username, display_name FROM users WHERE username = ?", [.text(username.lowercased())])
+            .first.map { try user(from: $0) }
+    }
+
+    static func user(from row: SQLiteRow, prefix: String = "") throws -> User {
+        User(id: try row.string(prefix + "id"), username: try row.string(prefix + "username"),
+             displayName: try row.string(prefix + "display_name"))
+    }
+
+    /// The pair in storage order (smaller id first).
+    static func ordered(_ a: String, _ b: String) -> (String, String) { a < b ? (a, b) : (b, a) }
+
+    /// The pair's friendship: its conversation and since when; `nil` when not friends.
+    static func friendship(_ a: String, _ b: String, in connection: SQLiteConnection) throws -> (conversationID: String, since: String)? {
+        let (first, second) = ordered(a, b)
+        guard let row = try connection.query(
+            "SELECT conversation_id, created_at FROM friendships WHERE user_a = ? AND user_b = ?",
+            [.text(first), .text(second)]).first
+        else { return nil }
+        return (try row.string("conversation_id"), try row.string("created_at"))
+    }
+
+    /// Whether either of the two blocked the other.
+    static func isBlocked(_ a: String, _ b: String, in connection: SQLiteConnection) throws -> Bool {
+        try !connection.query(
+            "SELECT 1 FROM blocks WHERE (blocker = ?1 AND blocked = ?2) OR (blocker = ?2 AND blocked = ?1) LIMIT 1",
+            [.text(a), .text(b)]).isEmpty
+    }
+
+    /// The conversation's two participants, if it exists.
+    static func conversationParticipants(_ id: String, in connection: SQLiteConnection) throws -> (String, String, createdAt: String)? {
+        guard let row = try connection.query("SELECT user_a, user_b, created_at FROM conversations WHERE id = ?", [.text(id)]).first else {
+            return nil
+        }
+        return (try row.string("user_a"), try row.string("user_b"), try row.string("created_at"))
+    }
+
+    /// The peer of `userID` in a conversation they take part in; 404 for anyone else.
+    static func conversationPeer(_ conversationID: String, of userID: String, in connection: SQLiteConnection) throws -> String {
+        guard let (a, b, _) = try conversationParticipants(conversationID, in: connection), a == userID || b == userID else {
+            throw APIError.notFound("no such conversation")
+        }
+        return a == userID ? b : a
+    }
+
+    /// The pair's conversation, created when missing (it outlives unfriending).
+    static func conversation(between a: String, and b: String, in transaction: WriteTransaction) throws -> String {
+        let (first, second) = ordered(a, b)
+        if let row = try transaction.connection.query(
+            "SELECT id FROM conversations WHERE user_a = ? AND user_b = ?", [.text(first), .text(second)]).first
+        {
+            return try row.string("id")
+        }
+        let id = transaction.newID()
+        try transaction.connection.run(
+            "INSERT INTO conversations (id, user_a, user_b, created_at) VALUES (?, ?, ?, ?)",
+            [.text(id), .text(first), .text(second), .text(transaction.timestamp)])
+        return id
+    }
+
+    /// A live group's row, if `userID` is a member; 404 otherwise (non-members cannot see it).
+    static func group(_ groupID: String, visibleTo userID: String, in connection: SQLiteConnection) throws -> (name: String, ownerID: String, createdAt: String) {
+        guard let row = try connection.query(
+            """
+            SELECT g.name, g.owner_id, g.created_at FROM groups g
+            JOIN group_members m ON m.group_id = g.id AND m.user_id = ?
+            WHERE g.id = ? AND g.dissolved_at IS NULL
+            """,
+            [.text(userID), .text(groupID)]).first
+        else { throw APIError.notFound("no such group") }
+        return (try row.string("name"), try row.string("owner_id"), try row.string("created_at"))
+    }
+
+    static func memberIDs(of groupID: String, in connection: SQLiteConnection) throws -> [String] {
+        try connection.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, user_id", [.text(groupID)])
+            .map { try $0.string("user_id") }
+    }
+}

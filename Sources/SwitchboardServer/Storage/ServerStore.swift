@@ -1,0 +1,99 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+
+/// Time and ids as injected values, so tests control both.
+public struct ServerEnvironment: Sendable {
+    /// The current time.
+    public var now: @Sendable () -> Date
+    /// A fresh id (a lowercase UUID string).
+    public var newID: @Sendable () -> String
+
+    /// Wall-clock time and random UUIDs.
+    public static let live = ServerEnvironment(now: { Date() }, newID: { UUID().uuidString.lowercased() })
+
+    /// Creates an environment.
+    public init(now: @escaping @Sendable () -> Date, newID: @escaping @Sendable () -> String) {
+        self.now = now
+        self.newID = newID
+    }
+}
+
+/// One write transaction as services see it: the connection, the time of the change, and an
+/// event writer whose users are woken after the commit.
+public final class WriteTransaction {
+    /// The writer connection, inside `BEGIN IMMEDIATE`.
+    public let connection: SQLiteConnection
+    /// The moment of this change, as stored text.
+    public let timestamp: String
+    /// The moment of this change.
+    public let date: Date
+    let environment: ServerEnvironment
+    fileprivate(set) var notifiedUsers: Set<String> = []
+
+    init(connection: SQLiteConnection, environment: ServerEnvironment) {
+        self.connection = connection
+        self.environment = environment
+        date = environment.now()
+        timestamp = Timestamp.iso8601(date)
+    }
+
+    /// A fresh id.
+    public func newID() -> String { environment.newID() }
+
+    /// Writes one event row per user (in the order given, duplicates dropped); their waiters
+    /// are woken once the transaction commits.
+    public func appendEvent(
+        _ kind: String, to userIDs: [String], conversationID: String? = nil, groupID: String? = nil,
+        messageID: String? = nil, callID: String? = nil
+    ) throws {
+        var seen = Set<String>()
+        for userID in userIDs where seen.insert(userID).inserted {
+            try connection.run(
+                """
+                INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.text(userID), .text(kind), conversationID.map(SQLiteValue.text) ?? .null,
+                 groupID.map(SQLiteValue.text) ?? .null, messageID.map(SQLiteValue.text) ?? .null,
+                 callID.map(SQLiteValue.text) ?? .null, .text(timestamp)])
+        }
+        notifiedUsers.formUnion(seen)
+    }
+}
+
+/// The database plus the event hub: every write that appends events wakes those users'
+/// held requests right after its commit, never before and never by polling.
+public final class ServerStore: Sendable {
+    /// The database.
+    public let database: Database
+    /// Held event requests.
+    public let hub: EventHub
+    /// Time and ids.
+    public let environment: ServerEnvironment
+
+    /// Creates the store.
+    public init(database: Database, hub: EventHub = EventHub(), environment: ServerEnvironment = .live) {
+        self.database = database
+        self.hub = hub
+        self.environment = environment
+    }
+
+    /// Runs `body` in one write transaction; after it commits, wakes the users it wrote
+    /// events for. A thrown error rolls everything back and wakes nobody.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
+        let environment = self.environment
+        let (result, users) = try await database.write { connection in
+            let transaction = WriteTransaction(connection: connection, environment: environment)
+            let result = try body(transaction)
+            return (result, transaction.notifiedUsers)
+        }
+        if !users.isEmpty { hub.notify(users) }
+        return result
+    }
+
+    /// Runs `body` on a reader connection inside one snapshot.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await database.read(body)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import SwitchboardTesting
+
+/// Register → befriend → message → events, through the real binary over loopback.
+@Suite("Accounts, social and events through the binary", .serialized)
+struct EventsLiveTests {
+    private struct Account {
+        let token: String
+        let id: String
+        var auth: [String: String] { ["Authorization": "Bearer \(token)"] }
+    }
+
+    private func json(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    private func register(_ address: String, _ name: String) async throws -> Account {
+        let reply = await fetch(address, "POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
+        #expect(reply.status == 201)
+        let object = json(reply.body)
+        let user = try #require(object["user"] as? [String: Any])
+        return Account(token: try #require(object["token"] as? String), id: try #require(user["id"] as? String))
+    }
+
+    /// Alice and Bob become friends; returns their conversation id.
+    private func befriend(_ address: String, _ alice: Account, _ bob: Account) async throws -> String {
+        let request = await fetch(address, "POST", "/friend-requests", body: #"{"userId":"\#(bob.id)"}"#, headers: alice.auth)
+        #expect(request.status == 201)
+        let requestID = try #require(json(request.body)["id"] as? String)
+        let accepted = await fetch(address, "POST", "/friend-requests/\(requestID)/accept", headers: bob.auth)
+        #expect(accepted.status == 200)
+        return try #require(json(accepted.body)["conversationId"] as? String)
+    }
+
+    @Test func aMessageWakesTheFriendsHeldLongPoll() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        defer { _ = server.stop() }
+        let alice = try await register(server.address, "alice"), bob = try await register(server.address, "bob")
+        let conversation = try await befriend(server.address, alice, bob)
+        let me = json(await fetch(server.address, "GET", "/me", headers: bob.auth).body)
+        let cursor = try #require(me["eventCursor"] as? Int)
+
+        let started = Date()
+        async let held = fetch(server.address, "GET", "/events?after=\(cursor)&wait=20", headers: bob.auth)
+        try await Task.sleep(for: .milliseconds(300))  // let the poll register its waiter
+        let sent = await fetch(server.address, "POST", "/conversations/\(conversation)/messages", body: #"{"text":"hello bob"}"#, headers: alice.auth)
+        #expect(sent.status == 201)
+        let messageID = try #require(json(sent.body)["id"] as? String)
+
+        let answer = await held
+        #expect(answer.status == 200)
+        #expect(Date().timeIntervalSince(started) < 10, "the poll must be woken by the commit, not time out")
+        let events = try #require(json(answer.body)["events"] as? [[String: Any]])
+        #expect(events.count == 1)
+        #expect(events.first?["kind"] as? String == "message")
+        #expect(events.first?["messageId"] as? String == messageID)
+        #expect(events.first?["conversationId"] as? String == conversation)
+        let history = json(await fetch(server.address, "GET", "/conversations/\(conversation)/messages", headers: bob.auth).body)
+        #expect((history["messages"] as? [[String: Any]])?.first?["text"] as? String == "hello bob")
+    }
+
+    @Test func theStreamResumesAfterAReconnectWithoutLossOrDuplicates() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
+        defer { _ = server.stop() }
+        let alice = try await register(server.address, "alice"), bob = try await register(server.address, "bob")
+        let conversation = try await befriend(server.address, alice, bob)
+        let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
+
+        func send(_ text: String) async -> String? {
+            json(await fetch(server.address, "POST", "/conversations/\(conversation)/messages", body: #"{"text":"\#(text)"}"#, headers: alice.auth).body)["id"] as? String
+        }
+        @Sendable func ids(in text: String) -> [Int] {
+            // Split on any newline: "\r\n" (chunk framing) is one Character in Swift.
+            text.split(whereSeparator: \.isNewline).filter { $0.hasPrefix("id: ") }.compactMap { Int($0.dropFirst(4)) }
+        }
+
+        // First connection: everything so far (friend request, acceptance), then one live message.
+        let first = try RawClient(port: port)
+        first.send("GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(bob.token)\r\n\r\n")
+        let opening = await first.receive(timeout: 5) { ids(in: $0).count >= 2 }
+        #expect(opening.text.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(opening.text.contains("Content-Type: text/event-stream"))
+        #expect(opening.text.contains("retry: 3000"))
+        let firstMessage = await send("one")
+        let live = await first.receive(timeout: 5) { $0.contains(firstMessage ?? "-") }
+        let seenBefore = ids(in: opening.text + live.text)
+        #expect(seenBefore.count == 3)
+        // An idle stream carries heartbeats.
+        let idle = await first.receive(timeout: 3) { $0.contains(": heartbeat") }
+        #expect(idle.text.contains(": heartbeat"))
+        let lastSeen = try #require(seenBefore.last)
+        _ = first  // the first connection goes away here
+        withExtendedLifetime(first) {}
+
+        // While disconnected: two more messages. Reconnect with Last-Event-ID.
+        let missed = [await send("two"), await send("three")]
+        let second = try RawClient(port: port)
+        second.send("GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(bob.token)\r\nLast-Event-ID: \(lastSeen)\r\n\r\n")
+        let resumed = await second.receive(timeout: 5) { text in missed.allSatisfy { text.contains($0 ?? "-") } }
+        let seenAfter = ids(in: resumed.text)
+        #expect(seenAfter.count == 2, "exactly the two missed events, got \(seenAfter)")
+        #expect(seenAfter.allSatisfy { $0 > lastSeen })
+        #expect(Set(seenBefore).isDisjoint(with: seenAfter))
+        #expect(seenAfter == seenAfter.sorted())
+    }
+
+    @Test func logoutEndsAnOpenStreamAtTheNextHeartbeat() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
+        defer { _ = server.stop() }
+        let alice = try await register(server.address, "alice")
+        let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
+        let client = try RawClient(port: port)
+        client.send("GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(alice.token)\r\n\r\n")
+        #expect(await client.receive(timeout: 5) { $0.contains(": heartbeat") }.text.contains(": heartbeat"))
+        #expect(await fetch(server.address, "POST", "/auth/logout", headers: alice.auth).status == 204)
+        // The stream ends cleanly: the terminating chunk arrives within a heartbeat or two.
+        @Sendable func ended(_ text: String) -> Bool { text.hasPrefix("0\r\n\r\n") || text.contains("\r\n0\r\n\r\n") }
+        let end = await client.receive(timeout: 5) { ended($0) }
+        #expect(ended(end.text))
+    }
+
+    @Test func logoutEndsTheSession() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        defer { _ = server.stop() }
+        let alice = try await register(server.address, "alice")
+        #expect(await fetch(server.address, "GET", "/me", headers: alice.auth).status == 200)
+        #expect(await fetch(server.address, "POST", "/auth/logout", headers: alice.auth).status == 204)
+        let after = await fetch(server.address, "GET", "/me", headers: alice.auth)
+        #expect(after.status == 401)
+        #expect(after.body.contains("unknown or ended session"))
+        // Logging in again gives a new, working token.
+        let login = await fetch(server.address, "POST", "/auth/login", body: #"{"username":"ALICE","password":"long enough"}"#)
+        #expect(login.status == 200)
+        let token = try #require(json(login.body)["token"] as? String)
+        #expect(token != alice.token)
+        #expect(await fetch(server.address, "GET", "/me", headers: ["Authorization": "Bearer \(token)"]).status == 200)
+    }
+}
