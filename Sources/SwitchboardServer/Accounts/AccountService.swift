@@ -32,7 +32,7 @@ struct AccountService: Sendable {
                 try Self.startSession(for: user.id, token: token, in: transaction)
                 return AuthSession(user: user, token: token.text, eventCursor: 0)
             }
-        } catch let error as StoreError where error.constraint == .unique {
+        } catch let error as StoreError where error.constraint == .unique && error.message.contains("users.username") {
             throw APIError(status: 409, code: "USERNAME_TAKEN", message: "the username '\(username)' is taken", field: "username")
         }
     }

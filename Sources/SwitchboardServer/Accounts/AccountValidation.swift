@@ -1,7 +1,9 @@
 /// Input rules for accounts, each failure a 400 naming the field.
 enum AccountValidation {
     static func username(_ raw: String) throws(APIError) -> String {
-        let name = raw.lowercased()
+        // ASCII is checked before lowercasing: Unicode case mapping turns some non-ASCII
+        // letters (the Kelvin sign) into ASCII ones, which would make look-alike names.
+        let name = raw.utf8.allSatisfy({ $0 < 128 }) ? raw.lowercased() : ""
         guard (3...32).contains(name.utf8.count),
             name.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 46 || $0 == 95 || $0 == 45 })
         else {
@@ -20,10 +22,14 @@ enum AccountValidation {
         try text(raw, field: "displayName", maxLength: 64)
     }
 
-    /// Trimmed, 1…`maxLength` characters, no control characters.
-    static func text(_ raw: String, field: String, maxLength: Int) throws(APIError) -> String {
+    /// Trimmed, 1…`maxLength` characters, no control characters (but line breaks and tabs
+    /// when `multiline`, as message text needs).
+    static func text(_ raw: String, field: String, maxLength: Int, multiline: Bool = false) throws(APIError) -> String {
         let trimmed = raw.trimmingWhitespace()
-        guard (1...maxLength).contains(trimmed.count), !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        let allowed: Set<Unicode.Scalar> = multiline ? ["\n", "\r", "\t"] : []
+        guard (1...maxLength).contains(trimmed.count),
+            !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !allowed.contains($0) })
+        else {
             throw APIError.validation("'\(field)' must be 1 to \(maxLength) characters without control characters", field: field)
         }
         return trimmed

@@ -38,11 +38,6 @@ public struct APIError: Error, Sendable, Equatable {
     /// 500 for a failure that is the server's fault; the detail goes to the log, not the client.
     public static let `internal` = APIError(status: 500, code: "INTERNAL", message: "internal server error")
 
-    /// 503 when something the server depends on is unavailable.
-    public static func unavailable(_ message: String) -> APIError {
-        APIError(status: 503, code: "SERVICE_UNAVAILABLE", message: message)
-    }
-
     /// The envelope as a response.
     public var response: HTTPResponse {
         var body = #"{"error":{"code":"\#(JSONText.escape(code))","message":"\#(JSONText.escape(message))""#

@@ -24,20 +24,21 @@ struct ConversationService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             let peer = try SocialQueries.conversationPeer(conversationID, of: userID, in: transaction.connection)
-            try Self.requireInteraction(userID, peer, in: transaction.connection)
-            let (message, isNew) = try MessageStore.send(request, in: .conversation(conversationID), from: userID, transaction: transaction)
-            if isNew {
-                try transaction.appendEvent(EventKind.message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
+            if let stored = try MessageStore.replay(request, in: .conversation(conversationID), from: userID, connection: transaction.connection) {
+                return (stored, false)
             }
-            return (message, isNew)
+            try Self.requireInteraction(userID, peer, in: transaction.connection)
+            let message = try MessageStore.insert(request, in: .conversation(conversationID), from: userID, transaction: transaction)
+            try transaction.appendEvent(EventKind.message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
+            return (message, true)
         }
     }
 
-    func messages(in conversationID: String, before: String?, limit: Int, for principal: Principal) async throws -> MessagePage {
+    func messages(in conversationID: String, before: String?, limit: String?, for principal: Principal) async throws -> MessagePage {
         let userID = principal.user.id
         return try await store.read { connection in
             _ = try SocialQueries.conversationPeer(conversationID, of: userID, in: connection)
-            return try MessageStore.page(in: .conversation(conversationID), before: before, limit: limit, connection: connection)
+            return try MessageStore.page(in: .conversation(conversationID), before: before, limit: try MessageStore.limit(limit), connection: connection)
         }
     }
 

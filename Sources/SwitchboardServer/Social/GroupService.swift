@@ -11,7 +11,7 @@ struct GroupService: Sendable {
         let owner = principal.user.id
         let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
         return try await store.write { transaction in
-            let memberIDs = try Self.checkedNewMembers(request.memberIds, for: owner, existing: [owner], in: transaction.connection)
+            let memberIDs = try Self.checkedNewMembers(request.memberIds, field: "memberIds", for: owner, existing: [owner], in: transaction.connection)
             let groupID = transaction.newID()
             try transaction.connection.run(
                 "INSERT INTO groups (id, name, owner_id, created_at) VALUES (?, ?, ?, ?)",
@@ -46,9 +46,9 @@ struct GroupService: Sendable {
 
     func rename(_ groupID: String, to request: RenameGroup, by principal: Principal) async throws -> Group {
         let userID = principal.user.id
-        let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
         return try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction.connection)
+            let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
             try transaction.connection.run("UPDATE groups SET name = ? WHERE id = ?", [.text(name), .text(groupID)])
             try transaction.appendEvent(EventKind.groupChanged, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection), groupID: groupID)
             return try Self.group(groupID, for: userID, in: transaction.connection)
@@ -60,7 +60,7 @@ struct GroupService: Sendable {
         return try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             let existing = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
-            let added = try Self.checkedNewMembers(request.userIds, for: userID, existing: Set(existing), in: transaction.connection)
+            let added = try Self.checkedNewMembers(request.userIds, field: "userIds", for: userID, existing: Set(existing), in: transaction.connection)
             for member in added {
                 try transaction.connection.run(
                     "INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)",
@@ -79,7 +79,7 @@ struct GroupService: Sendable {
         _ = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             guard memberID != userID else {
-                throw APIError(status: 409, code: "OWNER_CANNOT_LEAVE", message: "the owner cannot leave; dissolve the group instead")
+                throw APIError(status: 409, code: "CANNOT_REMOVE_OWNER", message: "the owner cannot be removed; dissolve the group instead")
             }
             try Self.removeMember(memberID, from: groupID, in: transaction)
         }
@@ -112,21 +112,22 @@ struct GroupService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
-            let (message, isNew) = try MessageStore.send(request, in: .group(groupID), from: userID, transaction: transaction)
-            if isNew {
-                try transaction.appendEvent(
-                    EventKind.groupMessage, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection),
-                    groupID: groupID, messageID: message.id)
+            if let stored = try MessageStore.replay(request, in: .group(groupID), from: userID, connection: transaction.connection) {
+                return (stored, false)
             }
-            return (message, isNew)
+            let message = try MessageStore.insert(request, in: .group(groupID), from: userID, transaction: transaction)
+            try transaction.appendEvent(
+                EventKind.groupMessage, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection),
+                groupID: groupID, messageID: message.id)
+            return (message, true)
         }
     }
 
-    func messages(in groupID: String, before: String?, limit: Int, for principal: Principal) async throws -> MessagePage {
+    func messages(in groupID: String, before: String?, limit: String?, for principal: Principal) async throws -> MessagePage {
         let userID = principal.user.id
         return try await store.read { connection in
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
-            return try MessageStore.page(in: .group(groupID), before: before, limit: limit, connection: connection)
+            return try MessageStore.page(in: .group(groupID), before: before, limit: try MessageStore.limit(limit), connection: connection)
         }
     }
 
@@ -162,23 +163,25 @@ struct GroupService: Sendable {
 
     /// New members must exist, be friends of the adder and not blocked either way; duplicates
     /// and existing members are dropped.
-    private static func checkedNewMembers(_ ids: [String], for adder: String, existing: Set<String>, in connection: SQLiteConnection) throws -> [String] {
+    private static func checkedNewMembers(
+        _ ids: [String], field: String, for adder: String, existing: Set<String>, in connection: SQLiteConnection
+    ) throws -> [String] {
         var seen = existing
         var result: [String] = []
         for id in ids where seen.insert(id).inserted {
             guard try SocialQueries.user(id, in: connection) != nil else {
-                throw APIError(status: 404, code: "NOT_FOUND", message: "no such user: \(id)", field: "memberIds")
+                throw APIError(status: 404, code: "NOT_FOUND", message: "no such user: \(id)", field: field)
             }
             if try SocialQueries.isBlocked(adder, id, in: connection) {
-                throw APIError(status: 403, code: "BLOCKED", message: "you and \(id) have a block between you", field: "memberIds")
+                throw APIError(status: 403, code: "BLOCKED", message: "you and \(id) have a block between you", field: field)
             }
             guard try SocialQueries.friendship(adder, id, in: connection) != nil else {
-                throw APIError(status: 403, code: "NOT_FRIENDS", message: "only friends can be added: \(id)", field: "memberIds")
+                throw APIError(status: 403, code: "NOT_FRIENDS", message: "only friends can be added: \(id)", field: field)
             }
             result.append(id)
         }
         guard existing.count + result.count <= maxMembers else {
-            throw APIError.validation("a group has at most \(maxMembers) members", field: "memberIds")
+            throw APIError.validation("a group has at most \(maxMembers) members", field: field)
         }
         return result
     }

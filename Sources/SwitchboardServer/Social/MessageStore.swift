@@ -23,31 +23,51 @@ enum MessageStore {
 
     static let maxTextLength = 4000
 
-    /// Stores a message (or returns the one already stored under the sender's `clientId`).
-    static func send(_ request: SendMessage, in scope: Scope, from senderID: String, transaction: WriteTransaction) throws -> (Message, isNew: Bool) {
-        let text = try AccountValidation.text(request.text, field: "text", maxLength: maxTextLength)
-        if let clientID = request.clientId {
-            guard (1...64).contains(clientID.utf8.count) else {
-                throw APIError.validation("'clientId' must be 1 to 64 characters", field: "clientId")
-            }
-            if let row = try transaction.connection.query(
-                "SELECT * FROM messages WHERE sender_id = ? AND client_id = ?", [.text(senderID), .text(clientID)]).first
-            {
-                let existing = try message(from: row)
-                guard existing.text == text, (existing.conversationId ?? existing.groupId) == scope.id else {
-                    throw APIError(status: 409, code: "CLIENT_ID_REUSED", message: "'clientId' was already used for a different message", field: "clientId")
-                }
-                return (existing, false)
-            }
+    /// The message the sender already stored under this request's `clientId`, if any: a
+    /// retry gets it back even if sending would no longer be allowed. The same `clientId`
+    /// with other content is 409.
+    static func replay(_ request: SendMessage, in scope: Scope, from senderID: String, connection: SQLiteConnection) throws -> Message? {
+        guard let clientID = request.clientId else { return nil }
+        guard (1...64).contains(clientID.utf8.count) else {
+            throw APIError.validation("'clientId' must be 1 to 64 characters", field: "clientId")
         }
+        guard let row = try connection.query(
+            "SELECT * FROM messages WHERE sender_id = ? AND client_id = ?", [.text(senderID), .text(clientID)]).first
+        else { return nil }
+        let existing = try message(from: row)
+        let text = try validatedText(request.text)
+        guard existing.text == text, (existing.conversationId ?? existing.groupId) == scope.id else {
+            throw APIError(status: 409, code: "CLIENT_ID_REUSED", message: "'clientId' was already used for a different message", field: "clientId")
+        }
+        return existing
+    }
+
+    /// Stores a new message; call `replay` first.
+    static func insert(_ request: SendMessage, in scope: Scope, from senderID: String, transaction: WriteTransaction) throws -> Message {
+        let text = try validatedText(request.text)
         let id = transaction.newID()
         try transaction.connection.run(
             "INSERT INTO messages (id, \(scope.column), sender_id, client_id, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             [.text(id), .text(scope.id), .text(senderID), request.clientId.map(SQLiteValue.text) ?? .null, .text(text), .text(transaction.timestamp)])
-        if case .conversation(let conversationID) = scope {
-            return (Message(id: id, conversationId: conversationID, groupId: nil, senderId: senderID, text: text, createdAt: transaction.timestamp), true)
+        switch scope {
+        case .conversation(let conversationID):
+            return Message(id: id, conversationId: conversationID, groupId: nil, senderId: senderID, text: text, createdAt: transaction.timestamp)
+        case .group(let groupID):
+            return Message(id: id, conversationId: nil, groupId: groupID, senderId: senderID, text: text, createdAt: transaction.timestamp)
         }
-        return (Message(id: id, conversationId: nil, groupId: scope.id, senderId: senderID, text: text, createdAt: transaction.timestamp), true)
+    }
+
+    /// `limit`: digits only, 1–100, default 50.
+    static func limit(_ text: String?) throws(APIError) -> Int {
+        guard let text else { return 50 }
+        guard !text.isEmpty, text.utf8.count <= 3, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text),
+            (1...100).contains(value)
+        else { throw APIError.validation("'limit' must be an integer from 1 to 100", field: "limit") }
+        return value
+    }
+
+    static func validatedText(_ text: String) throws(APIError) -> String {
+        try AccountValidation.text(text, field: "text", maxLength: maxTextLength, multiline: true)
     }
 
     /// Up to `limit` messages older than `before` (or the newest), oldest first.

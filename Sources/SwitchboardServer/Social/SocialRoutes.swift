@@ -60,8 +60,9 @@ struct SocialRoutes {
             return .json(message, status: isNew ? 201 : 200)
         })
         router.add("GET", "/conversations/{id}/messages", auth.require { context, principal in
-            let (before, limit) = try Self.paging(context)
-            return .json(try await conversations.messages(in: context.parameter("id"), before: before, limit: limit, for: principal))
+            let parameters = context.request.queryParameters
+            return .json(try await conversations.messages(
+                in: context.parameter("id"), before: parameters["before"], limit: parameters["limit"], for: principal))
         })
         router.add("PUT", "/conversations/{id}/read", auth.require { context, principal in
             .json(try await conversations.markRead(try context.decode(MarkRead.self), in: context.parameter("id"), by: principal))
@@ -99,24 +100,12 @@ struct SocialRoutes {
             return .json(message, status: isNew ? 201 : 200)
         })
         router.add("GET", "/groups/{id}/messages", auth.require { context, principal in
-            let (before, limit) = try Self.paging(context)
-            return .json(try await groups.messages(in: context.parameter("id"), before: before, limit: limit, for: principal))
+            let parameters = context.request.queryParameters
+            return .json(try await groups.messages(
+                in: context.parameter("id"), before: parameters["before"], limit: parameters["limit"], for: principal))
         })
         router.add("PUT", "/groups/{id}/read", auth.require { context, principal in
             .json(try await groups.markRead(try context.decode(MarkRead.self), in: context.parameter("id"), by: principal))
         })
-    }
-
-    /// `before` (a message id) and `limit` (1–100, default 50).
-    static func paging(_ context: RequestContext) throws(APIError) -> (String?, Int) {
-        let parameters = context.request.queryParameters
-        var limit = 50
-        if let text = parameters["limit"] {
-            guard let value = Int(text), (1...100).contains(value) else {
-                throw APIError.validation("'limit' must be an integer from 1 to 100", field: "limit")
-            }
-            limit = value
-        }
-        return (parameters["before"], limit)
     }
 }
