@@ -56,6 +56,7 @@ let package = Package(
         .target(name: "SwitchboardTesting", swiftSettings: strict),
 
         .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(

@@ -21,6 +21,7 @@ public final class Application: Sendable {
     public let metrics: Metrics
     /// The routes.
     public let router: Router
+    let calls: CallService
 
     /// Wires the routes over an open database.
     init(
@@ -41,10 +42,17 @@ public final class Application: Sendable {
             .register(in: &router)
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)
+        let calls = CallService(
+            store: store, media: Self.mediaBackend(for: configuration),
+            minter: MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30),
+            ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.emptyRoomGraceSeconds),
+            logger: logger)
+        self.calls = calls
         SocialRoutes(
-            friends: FriendService(store: store), conversations: ConversationService(store: store),
-            groups: GroupService(store: store), authenticator: authenticator
+            friends: FriendService(store: store, calls: calls), conversations: ConversationService(store: store),
+            groups: GroupService(store: store, calls: calls), authenticator: authenticator
         ).register(in: &router)
+        CallRoutes(service: calls, authenticator: authenticator).register(in: &router)
         self.router = router
         metrics.addGauge("switchboard_event_waiters", help: "Held event requests (long polls and streams) waiting for events.") {
             Double(store.hub.waiterCount)
@@ -61,8 +69,39 @@ public final class Application: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.store.hub.run() }
             group.addTask { await self.pruneEventsPeriodically() }
+            group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
+            if calls.media.managesRooms {
+                let interval = Duration.seconds(configuration.emptyRoomCheckSeconds)
+                group.addTask { await self.every(interval, "empty-room watchdog") { try await self.calls.checkEmptyRooms() } }
+            }
             await group.waitForAll()
         }
+    }
+
+    /// Runs `work` now and then every `interval` until cancelled; failures are logged.
+    private func every(_ interval: Duration, _ name: String, _ work: @Sendable () async throws -> Void) async {
+        while !Task.isCancelled {
+            do {
+                try await work()
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.error("\(name) failed", ["error": .string(String(describing: error))])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// The configured media backend.
+    static func mediaBackend(for configuration: ServerConfiguration) -> any MediaBackend {
+        guard configuration.mediaBackend == "livekit", var components = URLComponents(string: configuration.livekitURL) else {
+            return UnmanagedMedia()
+        }
+        components.scheme = components.scheme == "wss" ? "https" : "http"
+        guard let apiBase = components.url else { return UnmanagedMedia() }
+        return LiveKitRoomService(
+            apiBase: apiBase, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret,
+            deadline: .milliseconds(configuration.mediaDeadlineMilliseconds))
     }
 
     /// Deletes events older than the retention window now, then hourly.

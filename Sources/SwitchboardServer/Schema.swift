@@ -13,7 +13,64 @@ public enum Schema {
             INSERT INTO server_state (key, value) VALUES ('created_at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
             """),
         Migration(version: 2, name: "accounts_social_events", sql: accountsSocialEvents),
+        Migration(version: 3, name: "calls", sql: calls),
     ]
+
+    /// Calls. Times here are integer milliseconds since 1970 (timers compare them exactly);
+    /// the API formats them as ISO-8601.
+    static let calls = """
+        CREATE TABLE calls (
+            id TEXT PRIMARY KEY NOT NULL,
+            scope_kind TEXT NOT NULL CHECK (scope_kind IN ('conversation', 'group')),
+            scope_id TEXT NOT NULL,
+            mode TEXT NOT NULL CHECK (mode IN ('audio', 'video')),
+            state TEXT NOT NULL CHECK (state IN ('ringing', 'active', 'ended')),
+            end_reason TEXT,
+            created_by TEXT NOT NULL REFERENCES users(id),
+            client_id TEXT NOT NULL,
+            created_at_ms INTEGER NOT NULL,
+            answered_at_ms INTEGER,
+            ended_at_ms INTEGER,
+            ring_deadline_ms INTEGER NOT NULL,
+            room_name TEXT NOT NULL,
+            empty_since_ms INTEGER,
+            -- Bumped by every transition: a transition computed from an older version retries.
+            version INTEGER NOT NULL DEFAULT 1
+        ) STRICT;
+        -- At most one ringing or active call per scope.
+        CREATE UNIQUE INDEX calls_live_per_scope ON calls(scope_kind, scope_id) WHERE state != 'ended';
+        CREATE UNIQUE INDEX calls_by_client_id ON calls(created_by, client_id);
+        CREATE INDEX calls_ringing_deadline ON calls(ring_deadline_ms) WHERE state != 'ended';
+        CREATE INDEX calls_history ON calls(scope_kind, scope_id, ended_at_ms) WHERE state = 'ended';
+        CREATE INDEX calls_active ON calls(state) WHERE state = 'active';
+
+        CREATE TABLE call_invitations (
+            call_id TEXT NOT NULL REFERENCES calls(id),
+            user_id TEXT NOT NULL REFERENCES users(id),
+            state TEXT NOT NULL,
+            updated_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (call_id, user_id)
+        ) STRICT;  -- rowid keeps the invitation order
+        CREATE INDEX call_invitations_by_user ON call_invitations(user_id, state);
+
+        CREATE TABLE call_participants (
+            call_id TEXT NOT NULL REFERENCES calls(id),
+            user_id TEXT NOT NULL REFERENCES users(id),
+            joined_at_ms INTEGER NOT NULL,
+            left_at_ms INTEGER,
+            PRIMARY KEY (call_id, user_id)
+        ) STRICT;  -- rowid keeps the joining order
+        CREATE INDEX call_participants_by_user ON call_participants(user_id);
+
+        -- Who is in a ringing or active call right now (the caller of a ringing call, the
+        -- present participants of an active one). The primary key makes "a user is in at most
+        -- one call" a database invariant, not a check that two requests could both pass.
+        CREATE TABLE call_occupants (
+            user_id TEXT PRIMARY KEY NOT NULL REFERENCES users(id),
+            call_id TEXT NOT NULL REFERENCES calls(id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX call_occupants_by_call ON call_occupants(call_id);
+        """
 
     /// Users, sessions, the social graph, messages and the event feed.
     ///

@@ -29,6 +29,24 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var eventRetentionDays = 30
     /// Seconds between heartbeat comments on an idle event stream.
     public var eventHeartbeatSeconds = 15
+    /// Seconds a call rings before unanswered invitations become `missed`.
+    public var ringTimeoutSeconds = 45
+    /// Seconds an active call's media room may stay empty before the call ends `connection_lost`.
+    public var emptyRoomGraceSeconds = 90
+    /// Seconds between empty-room checks (when rooms are managed).
+    public var emptyRoomCheckSeconds = 10
+    /// `none` (LiveKit manages its rooms itself; tokens are still minted) or `livekit` (the
+    /// server closes rooms and removes participants over RoomService, and runs the watchdog).
+    public var mediaBackend = "none"
+    /// The LiveKit URL clients connect to; the API URL is derived from it (ws → http, wss → https).
+    public var livekitURL = "ws://127.0.0.1:7880"
+    /// The LiveKit API key (the dev server's default).
+    public var livekitAPIKey = "devkey"
+    /// The LiveKit API secret (the dev server's default).
+    public var livekitAPISecret = "secret"
+    /// Milliseconds a RoomService call may take before the transition fails with 503.
+    public var mediaDeadlineMilliseconds = 3000
+
     /// log2 of scrypt's N for new password hashes (r = 8, p = 1); 15 costs ~32 MiB and tens
     /// of milliseconds a hash. Existing hashes keep verifying with the cost they were made with.
     public var passwordScryptLogN = 15
@@ -95,6 +113,34 @@ public struct ConfigurationSetting: Sendable {
         integer("shutdownGraceSeconds", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS", 0...600, "seconds in-flight requests get after SIGTERM (default 10)") { $0.shutdownGraceSeconds = $1 },
         integer("eventRetentionDays", "SWITCHBOARD_EVENT_RETENTION_DAYS", 1...3650, "days events are kept before pruning (default 30)") { $0.eventRetentionDays = $1 },
         integer("passwordScryptLogN", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N", 10...20, "log2 of scrypt N for new password hashes (default 15)") { $0.passwordScryptLogN = $1 },
+        integer("ringTimeoutSeconds", "SWITCHBOARD_RING_TIMEOUT_SECONDS", 5...600, "seconds a call rings before it is missed (default 45)") { $0.ringTimeoutSeconds = $1 },
+        integer("emptyRoomGraceSeconds", "SWITCHBOARD_EMPTY_ROOM_GRACE_SECONDS", 1...3600, "seconds an active call's room may stay empty (default 90)") { $0.emptyRoomGraceSeconds = $1 },
+        integer("emptyRoomCheckSeconds", "SWITCHBOARD_EMPTY_ROOM_CHECK_SECONDS", 1...600, "seconds between empty-room checks (default 10)") { $0.emptyRoomCheckSeconds = $1 },
+        ConfigurationSetting(key: "mediaBackend", environment: "SWITCHBOARD_MEDIA_BACKEND", flag: nil,
+                             help: "none or livekit: whether the server manages LiveKit rooms (default none; tokens are minted either way)") { config, text in
+            guard ["none", "livekit"].contains(text) else { return "must be none or livekit" }
+            config.mediaBackend = text
+            return nil
+        },
+        ConfigurationSetting(key: "livekitURL", environment: "SWITCHBOARD_LIVEKIT_URL", flag: nil,
+                             help: "LiveKit URL for clients, ws:// or wss:// (default ws://127.0.0.1:7880)") { config, text in
+            guard text.hasPrefix("ws://") || text.hasPrefix("wss://"), URL(string: text)?.host != nil else { return "must be a ws:// or wss:// URL" }
+            config.livekitURL = text
+            return nil
+        },
+        ConfigurationSetting(key: "livekitAPIKey", environment: "SWITCHBOARD_LIVEKIT_API_KEY", flag: nil,
+                             help: "LiveKit API key (default devkey, the dev server's)") { config, text in
+            guard !text.isEmpty else { return "must not be empty" }
+            config.livekitAPIKey = text
+            return nil
+        },
+        ConfigurationSetting(key: "livekitAPISecret", environment: "SWITCHBOARD_LIVEKIT_API_SECRET", flag: nil,
+                             help: "LiveKit API secret (default secret, the dev server's); never logged") { config, text in
+            guard !text.isEmpty else { return "must not be empty" }
+            config.livekitAPISecret = text
+            return nil
+        },
+        integer("mediaDeadlineMilliseconds", "SWITCHBOARD_MEDIA_DEADLINE_MS", 100...60_000, "milliseconds a RoomService call may take (default 3000)") { $0.mediaDeadlineMilliseconds = $1 },
         integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },
     ]
 

@@ -5,6 +5,7 @@ import SwitchboardWire
 /// same transaction.
 struct FriendService: Sendable {
     let store: ServerStore
+    let calls: CallService
 
     func sendRequest(_ request: SendFriendRequest, from principal: Principal) async throws -> FriendRequest {
         let me = principal.user
@@ -108,13 +109,26 @@ struct FriendService: Sendable {
     /// Ends the friendship; the conversation and its history stay.
     func removeFriend(_ friendID: String, by principal: Principal) async throws {
         let userID = principal.user.id
+        let friendship = try await store.read { try SocialQueries.friendship(userID, friendID, in: $0) }
+        guard let friendship else { throw APIError.notFound("not a friend") }
+        await calls.withdrawMedia(scopeKind: .conversation, scopeID: friendship.conversationID)
         _ = try await store.write { transaction in
             guard let friendship = try SocialQueries.friendship(userID, friendID, in: transaction.connection) else {
                 throw APIError.notFound("not a friend")
             }
             let (first, second) = SocialQueries.ordered(userID, friendID)
             try transaction.connection.run("DELETE FROM friendships WHERE user_a = ? AND user_b = ?", [.text(first), .text(second)])
+            try CallService.endLiveCall(scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, in: transaction)
             try transaction.appendEvent(EventKind.friendRemoved, to: [friendID, userID], conversationID: friendship.conversationID)
+        }
+    }
+
+    /// The pair's conversation id, if they have one.
+    private func conversation(_ a: String, _ b: String) async throws -> String? {
+        let (first, second) = SocialQueries.ordered(a, b)
+        return try await store.read { connection in
+            try connection.query("SELECT id FROM conversations WHERE user_a = ? AND user_b = ?", [.text(first), .text(second)])
+                .first.map { try $0.string("id") }
         }
     }
 
@@ -132,6 +146,11 @@ struct FriendService: Sendable {
     /// friendship and the shared history stay, but no new interaction is possible.
     func block(_ targetID: String, by principal: Principal) async throws -> Block {
         let userID = principal.user.id
+        let alreadyBlocked = try await store.read { connection in
+            try !connection.query("SELECT 1 FROM blocks WHERE blocker = ? AND blocked = ?", [.text(userID), .text(targetID)]).isEmpty
+        }
+        let conversationID = targetID == userID ? nil : try await conversation(userID, targetID)
+        if let conversationID, !alreadyBlocked { await calls.withdrawMedia(scopeKind: .conversation, scopeID: conversationID) }
         return try await store.write { transaction in
             let connection = transaction.connection
             guard let target = try SocialQueries.user(targetID, in: connection) else { throw APIError.notFound("no such user") }
@@ -140,11 +159,16 @@ struct FriendService: Sendable {
                 return Block(user: target, createdAt: try row.string("created_at"))
             }
             try connection.run("INSERT INTO blocks (blocker, blocked, created_at) VALUES (?, ?, ?)", [.text(userID), .text(targetID), .text(transaction.timestamp)])
-            try connection.run(
+            let cancelled = try connection.run(
                 "UPDATE friend_requests SET state = 'cancelled', updated_at = ?3 WHERE state = 'pending' AND ((from_user = ?1 AND to_user = ?2) OR (from_user = ?2 AND to_user = ?1))",
                 [.text(userID), .text(targetID), .text(transaction.timestamp)])
-            let conversationID = try SocialQueries.friendship(userID, targetID, in: connection)?.conversationID
-            try transaction.appendEvent(EventKind.blockChanged, to: [userID, targetID], conversationID: conversationID)
+            if cancelled > 0 { try transaction.appendEvent(EventKind.friendRequest, to: [userID, targetID]) }
+            if let conversationID {
+                try CallService.endLiveCall(scopeKind: .conversation, scopeID: conversationID, reason: .blocked, in: transaction)
+            }
+            try transaction.appendEvent(
+                EventKind.blockChanged, to: [userID, targetID],
+                conversationID: try SocialQueries.friendship(userID, targetID, in: connection)?.conversationID)
             return Block(user: target, createdAt: transaction.timestamp)
         }
     }

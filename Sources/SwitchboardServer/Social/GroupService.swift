@@ -5,6 +5,7 @@ import SwitchboardWire
 /// renames it, adds or removes members, or dissolves it (403 for other members).
 struct GroupService: Sendable {
     let store: ServerStore
+    let calls: CallService
     static let maxMembers = 10_000
 
     func create(_ request: CreateGroup, by principal: Principal) async throws -> Group {
@@ -76,6 +77,15 @@ struct GroupService: Sendable {
     /// The owner removes a member (the owner cannot be removed: dissolve the group instead).
     func removeMember(_ memberID: String, from groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
+        // Permission first: media is withdrawn only for a change that is allowed.
+        try await store.read { connection in
+            try Self.requireOwner(groupID, userID, in: connection)
+            guard memberID != userID else { return }
+            guard try SocialQueries.memberIDs(of: groupID, in: connection).contains(memberID) else {
+                throw APIError.notFound("not a member of this group")
+            }
+        }
+        if memberID != userID { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: memberID) }
         _ = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             guard memberID != userID else {
@@ -88,6 +98,8 @@ struct GroupService: Sendable {
     /// A member leaves (the owner cannot: dissolve the group instead).
     func leave(_ groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
+        let isOwner = try await store.read { try SocialQueries.group(groupID, visibleTo: userID, in: $0).ownerID == userID }
+        if !isOwner { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: userID) }
         _ = try await store.write { transaction in
             let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
             guard group.ownerID != userID else {
@@ -100,9 +112,12 @@ struct GroupService: Sendable {
     /// The owner dissolves the group: it disappears for everyone, who are told by `group_changed`.
     func dissolve(_ groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
+        try await store.read { try Self.requireOwner(groupID, userID, in: $0) }
+        await calls.withdrawMedia(scopeKind: .group, scopeID: groupID)
         _ = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
+            try CallService.endLiveCall(scopeKind: .group, scopeID: groupID, reason: .groupDissolved, in: transaction)
             try transaction.connection.run("UPDATE groups SET dissolved_at = ? WHERE id = ?", [.text(transaction.timestamp), .text(groupID)])
             try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
         }
@@ -111,10 +126,12 @@ struct GroupService: Sendable {
     func send(_ request: SendMessage, to groupID: String, from principal: Principal) async throws -> (Message, isNew: Bool) {
         let userID = principal.user.id
         return try await store.write { transaction in
-            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
+            // A retry gets its own stored message back even after losing the group: it reveals
+            // nothing the sender did not already have.
             if let stored = try MessageStore.replay(request, in: .group(groupID), from: userID, connection: transaction.connection) {
                 return (stored, false)
             }
+            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
             let message = try MessageStore.insert(request, in: .group(groupID), from: userID, transaction: transaction)
             try transaction.appendEvent(
                 EventKind.groupMessage, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection),
@@ -157,6 +174,7 @@ struct GroupService: Sendable {
     private static func removeMember(_ memberID: String, from groupID: String, in transaction: WriteTransaction) throws {
         let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
         guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }
+        try CallService.removeFromLiveCall(groupID: groupID, userID: memberID, in: transaction)
         try transaction.connection.run("DELETE FROM group_members WHERE group_id = ? AND user_id = ?", [.text(groupID), .text(memberID)])
         try transaction.appendEvent(EventKind.groupMembersChanged, to: members, groupID: groupID)
     }

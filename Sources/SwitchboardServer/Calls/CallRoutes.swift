@@ -1,0 +1,39 @@
+import SwitchboardHTTP
+import SwitchboardWire
+
+/// `/calls…`.
+struct CallRoutes {
+    let service: CallService
+    let authenticator: Authenticator
+
+    func register(in router: inout Router) {
+        let auth = authenticator, service = self.service
+        router.add("POST", "/calls", auth.require { context, principal in
+            let (call, isNew) = try await service.create(try context.decode(CreateCall.self), by: principal)
+            return .json(call, status: isNew ? 201 : 200)
+        })
+        router.add("GET", "/calls/active", auth.require { _, principal in
+            .json(try await service.active(for: principal))
+        })
+        router.add("GET", "/calls/current", auth.require { context, principal in
+            let parameters = context.request.queryParameters
+            let call = try await service.current(scopeKind: parameters["scopeKind"], scopeID: parameters["scopeId"], for: principal)
+            return .json(call)
+        })
+        router.add("GET", "/calls/history", auth.require { context, principal in
+            let parameters = context.request.queryParameters
+            return .json(try await service.history(scopeKind: parameters["scopeKind"], scopeID: parameters["scopeId"], for: principal))
+        })
+        router.add("GET", "/calls/{id}", auth.require { context, principal in
+            .json(try await service.get(context.parameter("id"), for: principal))
+        })
+        for action in [CallService.Action.accept, .decline, .join, .leave, .cancel] {
+            router.add("POST", "/calls/{id}/\(action.rawValue)", auth.require { context, principal in
+                .json(try await service.perform(action, on: context.parameter("id"), by: principal))
+            })
+        }
+        router.add("POST", "/calls/{id}/media-token", auth.require { context, principal in
+            .json(try await service.mediaToken(context.parameter("id"), for: principal))
+        })
+    }
+}

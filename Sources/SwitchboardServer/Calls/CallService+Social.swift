@@ -1,0 +1,60 @@
+import SwitchboardCore
+import SwitchboardStore
+import SwitchboardWire
+
+/// How social changes end or leave calls: the media permission is withdrawn first (best
+/// effort, so that a block or an unfriending never fails because the media server is down),
+/// then the call's transition commits in the same transaction as the social change.
+extension CallService {
+    /// Before a change that ends the scope's live call (or removes `member` from it): close the
+    /// room, or remove that member from it. Failures are logged; the watchdog and LiveKit's own
+    /// timeouts are the fallback.
+    func withdrawMedia(scopeKind: CallScopeKind, scopeID: String, member: String? = nil) async {
+        guard media.managesRooms else { return }
+        do {
+            let call = try await store.read { connection -> CallRecord? in
+                guard let id = try CallStore.liveCallID(scopeKind: scopeKind, scopeID: scopeID, in: connection) else { return nil }
+                return try CallStore.load(id, in: connection)?.call
+            }
+            guard let call, call.answeredAt != nil else { return }
+            if let member {
+                guard call.presentUserIDs.contains(member) else { return }
+                let lastOne = call.presentUserIDs == [member]
+                try await media.perform(lastOne ? [.deleteRoom(call.roomName)] : [.removeParticipant(room: call.roomName, identity: member)])
+            } else {
+                try await media.perform([.deleteRoom(call.roomName)])
+            }
+        } catch {
+            logger.warning("could not withdraw media before a social change", [
+                "scope.id": .string(scopeID), "error": .string(String(describing: error)),
+            ])
+        }
+    }
+
+    /// Inside the social change's transaction: ends the scope's live call with `reason`.
+    static func endLiveCall(scopeKind: CallScopeKind, scopeID: String, reason: CallEndReason, in transaction: WriteTransaction) throws {
+        try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, in: transaction) { call in
+            CallStateMachine.scopeEnded(call, reason: reason, now: transaction.date)
+        }
+    }
+
+    /// Inside the social change's transaction: takes `userID` out of the group's live call.
+    static func removeFromLiveCall(groupID: String, userID: String, in transaction: WriteTransaction) throws {
+        try applyToLiveCall(scopeKind: .group, scopeID: groupID, in: transaction) { call in
+            CallStateMachine.memberRemoved(call, userID: userID, now: transaction.date)
+        }
+    }
+
+    private static func applyToLiveCall(
+        scopeKind: CallScopeKind, scopeID: String, in transaction: WriteTransaction,
+        _ decide: (CallRecord) -> CallStateMachine.Transition?
+    ) throws {
+        let connection = transaction.connection
+        guard let id = try CallStore.liveCallID(scopeKind: scopeKind, scopeID: scopeID, in: connection),
+            let stored = try CallStore.load(id, in: connection), let transition = decide(stored.call)
+        else { return }
+        // Same transaction as the read: the version cannot have moved.
+        _ = try CallStore.update(transition.call, from: stored.version, in: connection)
+        try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: id)
+    }
+}

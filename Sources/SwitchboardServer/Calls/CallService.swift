@@ -1,0 +1,306 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+import SwitchboardWire
+
+extension CallTransitionError {
+    var apiError: APIError { APIError(status: status, code: code, message: message) }
+}
+
+/// Calls: the I/O shell around `CallStateMachine`. Every transition is computed from a stored
+/// version, its media work is done first (a failure answers 503 and changes nothing), and the
+/// new state and its `call_changed` events commit together, only if nobody changed the call
+/// meanwhile (otherwise it is computed again).
+struct CallService: Sendable {
+    let store: ServerStore
+    let media: any MediaBackend
+    let minter: MediaTokenMinter
+    let ringTimeout: TimeInterval
+    let emptyRoomGrace: TimeInterval
+    let logger: Logger
+
+    // MARK: Create
+
+    func create(_ request: CreateCall, by principal: Principal) async throws -> (CallInfo, isNew: Bool) {
+        guard let scopeKind = CallScopeKind(rawValue: request.scopeKind) else {
+            throw APIError.validation("'scopeKind' must be 'conversation' or 'group'", field: "scopeKind")
+        }
+        guard let mode = CallMode(rawValue: request.mode) else {
+            throw APIError.validation("'mode' must be 'audio' or 'video'", field: "mode")
+        }
+        guard UUID(uuidString: request.clientId) != nil else {
+            throw APIError.validation("'clientId' must be a UUID", field: "clientId")
+        }
+        let caller = principal.user.id
+        let ringTimeout = self.ringTimeout
+        do {
+            return try await store.write { transaction in
+                let connection = transaction.connection
+                if let row = try connection.query(
+                    "SELECT id, scope_kind, scope_id, mode FROM calls WHERE created_by = ? AND client_id = ?",
+                    [.text(caller), .text(request.clientId.lowercased())]).first
+                {
+                    let same = try row.string("scope_kind") == scopeKind.rawValue && row.string("scope_id") == request.scopeId
+                        && row.string("mode") == mode.rawValue
+                    guard same, let existing = try CallStore.load(try row.string("id"), in: connection) else {
+                        throw APIError(status: 409, code: "CALL_BUSY", message: "'clientId' was already used for a different call", field: "clientId")
+                    }
+                    return (CallStore.info(existing.call), false)
+                }
+                let invitees = try Self.invitees(scopeKind: scopeKind, scopeID: request.scopeId, caller: caller, in: connection)
+                guard !invitees.isEmpty else {
+                    throw APIError(status: 409, code: "NOBODY_TO_CALL", message: "the group has no other members to ring")
+                }
+                if !(try CallStore.busyUsers([caller], in: connection)).isEmpty {
+                    throw APIError(status: 409, code: "CALL_BUSY", message: "you are already in a call")
+                }
+                if try CallStore.liveCallID(scopeKind: scopeKind, scopeID: request.scopeId, in: connection) != nil {
+                    throw APIError(status: 409, code: "CALL_BUSY", message: "a call is already ringing or active here")
+                }
+                let callID = transaction.newID()
+                let transition = CallStateMachine.create(
+                    id: callID, scopeKind: scopeKind, scopeID: request.scopeId, mode: mode, caller: caller, invitees: invitees,
+                    busy: try CallStore.busyUsers(invitees, in: connection), roomName: "call_\(callID)", now: transaction.date,
+                    ringTimeout: ringTimeout)
+                try CallStore.insert(transition.call, clientID: request.clientId.lowercased(), in: connection)
+                try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
+                return (CallStore.info(transition.call), true)
+            }
+        } catch let error as CallTransitionError {
+            throw error.apiError
+        }
+    }
+
+    /// The other members of the scope, after checking the caller may call there.
+    private static func invitees(scopeKind: CallScopeKind, scopeID: String, caller: String, in connection: SQLiteConnection) throws -> [String] {
+        try requireScopeVisible(scopeKind, scopeID, caller, in: connection)
+        switch scopeKind {
+        case .conversation:
+            let peer = try SocialQueries.conversationPeer(scopeID, of: caller, in: connection)
+            try ConversationService.requireInteraction(caller, peer, in: connection)
+            return [peer]
+        case .group:
+            return try SocialQueries.memberIDs(of: scopeID, in: connection).filter { $0 != caller }
+        }
+    }
+
+    // MARK: Transitions by a user
+
+    enum Action: String, Sendable {
+        case accept, decline, join, leave, cancel
+    }
+
+    func perform(_ action: Action, on callID: String, by principal: Principal) async throws -> CallInfo {
+        let userID = principal.user.id
+        let call = try await transition(callID, visibleTo: userID) { call, context throws(CallTransitionError) in
+            switch action {
+            case .accept: try CallStateMachine.accept(call, by: userID, now: context.now, busyElsewhere: context.actorBusyElsewhere)
+            case .decline: try CallStateMachine.decline(call, by: userID, now: context.now)
+            case .join:
+                try CallStateMachine.join(call, by: userID, now: context.now, isMember: context.actorIsMember, busyElsewhere: context.actorBusyElsewhere)
+            case .leave: try CallStateMachine.leave(call, by: userID, now: context.now)
+            case .cancel: try CallStateMachine.cancel(call, by: userID, now: context.now)
+            }
+        }
+        return CallStore.info(call)
+    }
+
+    struct Context: Sendable {
+        let now: Date
+        let actorBusyElsewhere: Bool
+        let actorIsMember: Bool
+    }
+
+    typealias Decision = @Sendable (CallRecord, Context) throws(CallTransitionError) -> CallStateMachine.Transition?
+
+    /// Computes a transition from the stored call, does its media work, and commits it if the
+    /// call did not change meanwhile (else starts again, a few times).
+    @discardableResult
+    func transition(_ callID: String, visibleTo userID: String?, _ decide: @escaping Decision) async throws -> CallRecord {
+        for _ in 0..<5 {
+            let (stored, context) = try await store.read { connection -> (CallStore.Versioned?, Context) in
+                let stored = try CallStore.load(callID, in: connection)
+                var busy = false, member = false
+                if let userID, let call = stored?.call {
+                    busy = !(try CallStore.busyUsers([userID], excluding: callID, in: connection)).isEmpty
+                    if call.scopeKind == .group {
+                        member = (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: connection)) != nil
+                    }
+                }
+                return (stored, Context(now: store.environment.now(), actorBusyElsewhere: busy, actorIsMember: member))
+            }
+            guard let stored else { throw APIError.notFound("no such call") }
+            if let userID, !stored.call.involvedUserIDs.contains(userID), !context.actorIsMember {
+                throw APIError.notFound("no such call")
+            }
+            let transition: CallStateMachine.Transition?
+            do {
+                transition = try decide(stored.call, context)
+            } catch {
+                throw error.apiError
+            }
+            guard let transition else { return stored.call }
+            if !transition.effects.media.isEmpty {
+                do {
+                    try await media.perform(transition.effects.media)
+                } catch {
+                    logger.warning("media backend failed; call unchanged", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                    throw APIError(status: 503, code: "CALL_MEDIA_UNAVAILABLE", message: "the media server did not answer; nothing changed, try again")
+                }
+            }
+            do {
+                let committed = try await store.write { transaction -> Bool in
+                    guard try CallStore.update(transition.call, from: stored.version, in: transaction.connection) else { return false }
+                    try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
+                    return true
+                }
+                if committed { return transition.call }
+            } catch let error as CallTransitionError {
+                throw error.apiError
+            }
+        }
+        throw APIError(status: 409, code: "CALL_CHANGED", message: "the call kept changing; try again")
+    }
+
+    // MARK: Reads
+
+    func get(_ callID: String, for principal: Principal) async throws -> CallInfo {
+        let userID = principal.user.id
+        return try await store.read { connection in
+            guard let stored = try CallStore.load(callID, in: connection), try Self.canSee(stored.call, userID, in: connection) else {
+                throw APIError.notFound("no such call")
+            }
+            return CallStore.info(stored.call)
+        }
+    }
+
+    /// Calls where the user has a ringing invitation, is a present participant, or is the
+    /// caller of a call that still rings.
+    func active(for principal: Principal) async throws -> [CallInfo] {
+        let userID = principal.user.id
+        return try await store.read { connection in
+            let ids = try connection.query(
+                """
+                SELECT c.id FROM calls c WHERE c.state != 'ended' AND (
+                    EXISTS (SELECT 1 FROM call_invitations i WHERE i.call_id = c.id AND i.user_id = ?1 AND i.state = 'ringing')
+                    OR EXISTS (SELECT 1 FROM call_occupants o WHERE o.call_id = c.id AND o.user_id = ?1))
+                ORDER BY c.created_at_ms, c.id
+                """,
+                [.text(userID)]
+            ).map { try $0.string("id") }
+            return try ids.compactMap { try CallStore.load($0, in: connection).map { CallStore.info($0.call) } }
+        }
+    }
+
+    func current(scopeKind: String?, scopeID: String?, for principal: Principal) async throws -> CallInfo? {
+        let (kind, id) = try Self.scope(scopeKind, scopeID)
+        let userID = principal.user.id
+        return try await store.read { connection in
+            try Self.requireScopeVisible(kind, id, userID, in: connection)
+            guard let callID = try CallStore.liveCallID(scopeKind: kind, scopeID: id, in: connection) else { return nil }
+            return try CallStore.load(callID, in: connection).map { CallStore.info($0.call) }
+        }
+    }
+
+    func history(scopeKind: String?, scopeID: String?, for principal: Principal) async throws -> [CallInfo] {
+        let (kind, id) = try Self.scope(scopeKind, scopeID)
+        let userID = principal.user.id
+        return try await store.read { connection in
+            try Self.requireScopeVisible(kind, id, userID, in: connection)
+            return try connection.query(
+                "SELECT id FROM calls WHERE scope_kind = ? AND scope_id = ? AND state = 'ended' ORDER BY ended_at_ms DESC, id LIMIT 100",
+                [.text(kind.rawValue), .text(id)]
+            ).compactMap { try CallStore.load(try $0.string("id"), in: connection).map { CallStore.info($0.call) } }
+        }
+    }
+
+    /// A LiveKit token for the call's room, only for a present participant of an active call.
+    func mediaToken(_ callID: String, for principal: Principal) async throws -> MediaToken {
+        let userID = principal.user.id
+        let call = try await store.read { connection -> CallRecord in
+            guard let stored = try CallStore.load(callID, in: connection), try Self.canSee(stored.call, userID, in: connection) else {
+                throw APIError.notFound("no such call")
+            }
+            return stored.call
+        }
+        guard call.state == .active, call.presentUserIDs.contains(userID) else {
+            throw APIError(status: 403, code: "NOT_PARTICIPANT", message: "media tokens are only for participants of an active call")
+        }
+        return minter.mint(identity: userID, room: call.roomName, mode: call.mode, now: store.environment.now())
+    }
+
+    private static func canSee(_ call: CallRecord, _ userID: String, in connection: SQLiteConnection) throws -> Bool {
+        if call.involvedUserIDs.contains(userID) { return true }
+        return call.scopeKind == .group && (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: connection)) != nil
+    }
+
+    private static func scope(_ kind: String?, _ id: String?) throws(APIError) -> (CallScopeKind, String) {
+        guard let kind else { throw APIError.validation("query parameter 'scopeKind' is required", field: "scopeKind") }
+        guard let scopeKind = CallScopeKind(rawValue: kind) else {
+            throw APIError.validation("'scopeKind' must be 'conversation' or 'group'", field: "scopeKind")
+        }
+        guard let id, !id.isEmpty else { throw APIError.validation("query parameter 'scopeId' is required", field: "scopeId") }
+        return (scopeKind, id)
+    }
+
+    /// 403 NOT_MEMBER unless the user is in the scope (SPEC §2). An unknown scope gets the same
+    /// answer, so the status tells a stranger nothing about which ids exist.
+    private static func requireScopeVisible(_ kind: CallScopeKind, _ id: String, _ userID: String, in connection: SQLiteConnection) throws {
+        let member: Bool
+        switch kind {
+        case .conversation: member = (try? SocialQueries.conversationPeer(id, of: userID, in: connection)) != nil
+        case .group: member = (try? SocialQueries.group(id, visibleTo: userID, in: connection)) != nil
+        }
+        guard member else {
+            throw APIError(status: 403, code: "NOT_MEMBER", message: "you are not a member of this \(kind.rawValue)")
+        }
+    }
+
+    // MARK: Timers (derived from stored state, so a restart resumes them)
+
+    /// Applies the ring timeout to every call whose deadline has passed.
+    func sweepRingTimeouts() async throws {
+        let now = CallStore.milliseconds(store.environment.now())
+        let due = try await store.read { connection in
+            try connection.query(
+                """
+                SELECT c.id FROM calls c WHERE c.state != 'ended' AND c.ring_deadline_ms <= ?
+                AND EXISTS (SELECT 1 FROM call_invitations i WHERE i.call_id = c.id AND i.state = 'ringing')
+                """,
+                [.integer(now)]
+            ).map { try $0.string("id") }
+        }
+        for callID in due {
+            do {
+                try await transition(callID, visibleTo: nil) { call, context in CallStateMachine.ringTimedOut(call, now: context.now) }
+            } catch {
+                logger.warning("ring timeout not applied; will retry", ["call.id": .string(callID), "error": .string(String(describing: error))])
+            }
+        }
+    }
+
+    /// Counts each active call's media participants; a failed count changes nothing.
+    func checkEmptyRooms() async throws {
+        guard media.managesRooms else { return }
+        let active = try await store.read { connection in
+            try connection.query("SELECT id, room_name FROM calls WHERE state = 'active'").map { (try $0.string("id"), try $0.string("room_name")) }
+        }
+        let grace = emptyRoomGrace
+        for (callID, room) in active {
+            let count: Int?
+            do {
+                count = try await media.participantCount(room: room)
+            } catch {
+                logger.warning("could not count media participants", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                count = nil
+            }
+            do {
+                try await transition(callID, visibleTo: nil) { call, context in
+                    CallStateMachine.mediaCounted(call, participants: count, now: context.now, grace: grace)
+                }
+            } catch {
+                logger.warning("watchdog transition failed", ["call.id": .string(callID), "error": .string(String(describing: error))])
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+/// `POST /calls` body.
+public struct CreateCall: Codable, Sendable, Equatable {
+    /// `conversation` or `group`.
+    public var scopeKind: String
+    /// The conversation's or group's id.
+    public var scopeId: String
+    /// `audio` or `video`.
+    public var mode: String
+    /// A UUID chosen by the caller: the same request again returns the same call.
+    public var clientId: String
+
+    public init(scopeKind: String, scopeId: String, mode: String, clientId: String) {
+        self.scopeKind = scopeKind
+        self.scopeId = scopeId
+        self.mode = mode
+        self.clientId = clientId
+    }
+}
+
+/// An invitee's answer, as clients see it.
+public struct CallInvitationInfo: Codable, Sendable, Equatable {
+    public var userId: String
+    /// `ringing`, `accepted`, `declined`, `busy`, `missed` or `cancelled`.
+    public var state: String
+    public var updatedAt: String
+
+    public init(userId: String, state: String, updatedAt: String) {
+        self.userId = userId
+        self.state = state
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A user in the call's media session.
+public struct CallParticipantInfo: Codable, Sendable, Equatable {
+    public var userId: String
+    public var joinedAt: String
+    /// `null` while they are in the call.
+    public var leftAt: String?
+
+    public init(userId: String, joinedAt: String, leftAt: String?) {
+        self.userId = userId
+        self.joinedAt = joinedAt
+        self.leftAt = leftAt
+    }
+
+    enum CodingKeys: String, CodingKey { case userId, joinedAt, leftAt }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(joinedAt, forKey: .joinedAt)
+        try container.encode(leftAt, forKey: .leftAt)
+    }
+}
+
+/// A call as every endpoint shows it. It never carries the media room's name or the
+/// caller's `clientId`.
+public struct CallInfo: Codable, Sendable, Equatable {
+    public var id: String
+    public var scopeKind: String
+    public var scopeId: String
+    public var mode: String
+    /// `ringing`, `active` or `ended`.
+    public var state: String
+    /// `null` until ended: `declined`, `completed`, `cancelled`, `missed`, `busy`,
+    /// `connection_lost`, `unfriended`, `blocked` or `group_dissolved`.
+    public var endReason: String?
+    public var createdBy: String
+    public var createdAt: String
+    public var answeredAt: String?
+    public var endedAt: String?
+    public var invitations: [CallInvitationInfo]
+    public var participants: [CallParticipantInfo]
+
+    public init(
+        id: String, scopeKind: String, scopeId: String, mode: String, state: String, endReason: String?, createdBy: String,
+        createdAt: String, answeredAt: String?, endedAt: String?, invitations: [CallInvitationInfo], participants: [CallParticipantInfo]
+    ) {
+        self.id = id
+        self.scopeKind = scopeKind
+        self.scopeId = scopeId
+        self.mode = mode
+        self.state = state
+        self.endReason = endReason
+        self.createdBy = createdBy
+        self.createdAt = createdAt
+        self.answeredAt = answeredAt
+        self.endedAt = endedAt
+        self.invitations = invitations
+        self.participants = participants
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, scopeKind, scopeId, mode, state, endReason, createdBy, createdAt, answeredAt, endedAt, invitations, participants
+    }
+
+    /// Writes `null` for what does not apply yet.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(scopeKind, forKey: .scopeKind)
+        try container.encode(scopeId, forKey: .scopeId)
+        try container.encode(mode, forKey: .mode)
+        try container.encode(state, forKey: .state)
+        try container.encode(endReason, forKey: .endReason)
+        try container.encode(createdBy, forKey: .createdBy)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(answeredAt, forKey: .answeredAt)
+        try container.encode(endedAt, forKey: .endedAt)
+        try container.encode(invitations, forKey: .invitations)
+        try container.encode(participants, forKey: .participants)
+    }
+}
+
+/// `POST /calls/{id}/media-token` answer: where and how to join the media room.
+public struct MediaToken: Codable, Sendable, Equatable {
+    /// The media server's URL (`wss://…`).
+    public var url: String
+    /// A LiveKit access token (HS256 JWT) valid for 30 seconds, for this call's room only.
+    public var token: String
+    public var expiresAt: String
+
+    public init(url: String, token: String, expiresAt: String) {
+        self.url = url
+        self.token = token
+        self.expiresAt = expiresAt
+    }
+}
