@@ -10,6 +10,7 @@ run: release
 
 test:
 	scripts/ensure-deps.sh
+	scripts/ensure-python-tools.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel --num-workers 2
 	scripts/fuzz.sh --smoke
