@@ -259,6 +259,8 @@ final class EventLoop: @unchecked Sendable {
                     return
                 }
                 connection.phase = .handling
+                // A held request (a long poll) should cost little: drop the consumed bytes now.
+                connection.parser.releaseMemoryIfIdle()
                 startHandler(HTTPRequest(head: head, body: body, remoteAddress: connection.remoteAddress), on: connection)
             case .failed(let error):
                 let response = server.errorResponse(status: error.status, code: error.code, message: error.message)

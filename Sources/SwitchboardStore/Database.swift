@@ -69,15 +69,21 @@ public final class Database: Sendable {
     /// Writes run one at a time, in call order, on a dedicated serial queue. When `body` throws,
     /// the transaction is rolled back and the error is rethrown unchanged. A failing `COMMIT`
     /// also rolls back and throws a ``StoreError``.
+    ///
+    /// `afterCommit`, when given, runs on the writer queue right after a successful `COMMIT` and
+    /// before the next write starts, so successive calls see commits in commit order (the server
+    /// wakes event waiters there). It must be quick and must not touch the database.
     @discardableResult
-    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+    public func write<T: Sendable>(
+        _ body: @escaping @Sendable (SQLiteConnection) throws -> T, afterCommit: (@Sendable (T) -> Void)? = nil
+    ) async throws -> T {
         try checkOpen()
         let writer = self.writer
         return try await withCheckedThrowingContinuation { continuation in
             writerQueue.async {
-                continuation.resume(with: Result {
-                    try writer.connection.inTransaction(begin: "BEGIN IMMEDIATE", body)
-                })
+                let result = Result { try writer.connection.inTransaction(begin: "BEGIN IMMEDIATE", body) }
+                if case .success(let value) = result { afterCommit?(value) }
+                continuation.resume(with: result)
             }
         }
     }

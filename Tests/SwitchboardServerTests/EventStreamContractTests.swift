@@ -243,3 +243,18 @@ struct EventStreamContractTests {
         #expect(await app.request("GET", "/events?after=\(me.eventCursor)&wait=0", headers: headers(alice.token)).status == 200)
     }
 }
+
+@Suite("Event JSON fast path")
+struct EventJSONTests {
+    /// The hand-written encoder must produce exactly what JSONEncoder (sorted keys) does.
+    @Test func matchesJSONEncoderByteForByte() throws {
+        let events = [
+            Event(id: 1, kind: "message", conversationId: "c\"1", groupId: nil, messageId: "m\\1", callId: nil, createdAt: "2026-11-30T04:50:45.535Z"),
+            Event(id: 9_007_199_254_740_991, kind: "call_changed\n", callId: "ü-☎️", createdAt: "t\u{01}"),
+        ]
+        let expected = try JSONBody.makeEncoder().encode(EventsPage(events: events, cursor: 42))
+        #expect(EventJSON.page(events, cursor: 42) == Array(expected))
+        #expect(EventJSON.page([], cursor: 7) == Array(try JSONBody.makeEncoder().encode(EventsPage(events: [], cursor: 7))))
+        #expect(Array(EventJSON.event(events[0]).utf8) == Array(try JSONBody.makeEncoder().encode(events[0])))
+    }
+}

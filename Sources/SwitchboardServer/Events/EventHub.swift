@@ -1,16 +1,24 @@
 import Synchronization
+import SwitchboardWire
 
-/// Held requests waiting for a user's next event. A commit that wrote events for some users
-/// calls `notify`; one sweep (in `run()`) times waiters out, so a held request costs a small
-/// entry here and no timer of its own.
+/// Held requests waiting for a user's next events. Right after each commit, in commit order,
+/// the store hands the events it wrote to `deliver`; one sweep (in `run()`) times waiters out,
+/// so a held request costs a small entry here and no timer of its own.
 ///
 /// Use: `register` before the second query, `wait` only if that query found nothing, and
-/// always `release` (it is harmless after a wake-up). A notification that arrives between
+/// always `release` (it is harmless after a wake-up). A delivery that arrives between
 /// `register` and `wait` is kept, so no event can slip between the query and the wait.
+///
+/// Why the delivered events can be answered without another query: anything committed before
+/// the second query's snapshot is in that query; anything committed later is delivered after
+/// the waiter registered, and deliveries come in commit order, so the first delivery a waiter
+/// gets holds that user's next events. Later deliveries are left to the next request, which
+/// reads them from the database.
 public final class EventHub: Sendable {
     /// Why a wait ended.
     public enum WakeReason: Sendable, Equatable {
-        case notified
+        /// New events for the user, in id order.
+        case notified([Event])
         case timedOut
         case cancelled
     }
@@ -85,24 +93,23 @@ public final class EventHub: Sendable {
         continuation?.resume(returning: .cancelled)
     }
 
-    /// Wakes every waiter of these users (called after the commit that wrote their events).
-    public func notify<Users: Sequence>(_ userIDs: Users) where Users.Element == String {
-        var wake: [CheckedContinuation<WakeReason, Never>] = []
+    /// Hands each user's new events to their waiters (called right after the commit that wrote
+    /// them, in commit order). A waiter keeps the first delivery it gets.
+    public func deliver(_ events: [String: [Event]]) {
+        var wake: [(CheckedContinuation<WakeReason, Never>, [Event])] = []
         state.withLock { state in
-            for userID in userIDs {
-                guard var entries = state.waiters[userID] else { continue }
-                for (id, var entry) in entries where entry.result == nil {
-                    entry.result = .notified
+            for (userID, userEvents) in events {
+                guard let entries = state.waiters[userID] else { continue }
+                for (id, entry) in entries where entry.result == nil {
+                    state.waiters[userID]?[id]?.result = .notified(userEvents)
                     if let continuation = entry.continuation {
-                        entry.continuation = nil
-                        wake.append(continuation)
+                        state.waiters[userID]?[id]?.continuation = nil
+                        wake.append((continuation, userEvents))
                     }
-                    entries[id] = entry
                 }
-                state.waiters[userID] = entries
             }
         }
-        for continuation in wake { continuation.resume(returning: .notified) }
+        for (continuation, userEvents) in wake { continuation.resume(returning: .notified(userEvents)) }
     }
 
     /// Times out every waiter whose deadline has passed.

@@ -29,7 +29,9 @@ struct EventRoutes {
             let after = try Self.cursor(parameters["after"], name: "after")
             let wait = try Self.waitSeconds(parameters["wait"])
             let events = try await longPoll(userID: principal.user.id, after: after, wait: wait)
-            return .json(EventsPage(events: events, cursor: events.last?.id ?? after))
+            return HTTPResponse(
+                status: 200, headers: ["Content-Type": "application/json"],
+                body: EventJSON.page(events, cursor: events.last?.id ?? after))
         })
         router.add("GET", "/events/stream", authenticator.require { context, principal in
             let after: Int64
@@ -61,8 +63,8 @@ struct EventRoutes {
         let second = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
         if !second.isEmpty { return second }
         switch await store.hub.wait(token) {
-        case .notified:
-            return try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+        case .notified(let events):
+            return Array(events.filter { $0.id > after }.prefix(EventFeed.pageSize))
         case .timedOut, .cancelled:
             return []
         }
@@ -72,7 +74,6 @@ struct EventRoutes {
     /// nothing happened for `heartbeat`. Ends when the client goes away, or at the first
     /// heartbeat after its session ended (logout).
     func stream(userID: String, sessionID: String, after: Int64, first: [Event], to writer: HTTPStreamWriter) async throws {
-        let encoder = JSONBody.makeEncoder()
         var cursor = after
         var pending = first
         try await writer.write("retry: 3000\n\n")
@@ -85,6 +86,9 @@ struct EventRoutes {
                     let reason = await store.hub.wait(token)
                     store.hub.release(token)
                     switch reason {
+                    case .notified(let events):
+                        pending = events.filter { $0.id > cursor }
+                        if pending.isEmpty { continue }
                     case .cancelled: return
                     case .timedOut:
                         let live = try await store.read { connection in
@@ -92,16 +96,15 @@ struct EventRoutes {
                         }
                         if !live { return }
                         try await writer.write(": heartbeat\n\n")
-                    case .notified: break
+                        continue
                     }
-                    continue
+                } else {
+                    store.hub.release(token)
                 }
-                store.hub.release(token)
             }
             var frame = ""
             for event in pending {
-                let data = String(decoding: try encoder.encode(event), as: UTF8.self)
-                frame += "id: \(event.id)\ndata: \(data)\n\n"
+                frame += "id: \(event.id)\ndata: \(EventJSON.event(event))\n\n"
                 cursor = event.id
             }
             pending = []

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import SwitchboardStore
+import SwitchboardWire
 
 /// Time and ids as injected values, so tests control both.
 public struct ServerEnvironment: Sendable {
@@ -29,7 +30,8 @@ public final class WriteTransaction {
     /// The moment of this change.
     public let date: Date
     let environment: ServerEnvironment
-    fileprivate(set) var notifiedUsers: Set<String> = []
+    /// The events this transaction wrote, per user, in id order.
+    fileprivate(set) var written: [String: [Event]] = [:]
 
     init(connection: SQLiteConnection, environment: ServerEnvironment) {
         self.connection = connection
@@ -48,17 +50,20 @@ public final class WriteTransaction {
         messageID: String? = nil, callID: String? = nil
     ) throws {
         var seen = Set<String>()
+        let statement = try connection.prepare(
+            """
+            INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """)
         for userID in userIDs where seen.insert(userID).inserted {
-            try connection.run(
-                """
-                INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """,
+            try statement.run(
                 [.text(userID), .text(kind), conversationID.map(SQLiteValue.text) ?? .null,
                  groupID.map(SQLiteValue.text) ?? .null, messageID.map(SQLiteValue.text) ?? .null,
                  callID.map(SQLiteValue.text) ?? .null, .text(timestamp)])
+            written[userID, default: []].append(Event(
+                id: connection.lastInsertRowID, kind: kind, conversationId: conversationID, groupId: groupID,
+                messageId: messageID, callId: callID, createdAt: timestamp))
         }
-        notifiedUsers.formUnion(seen)
     }
 }
 
@@ -79,16 +84,19 @@ public final class ServerStore: Sendable {
         self.environment = environment
     }
 
-    /// Runs `body` in one write transaction; after it commits, wakes the users it wrote
-    /// events for. A thrown error rolls everything back and wakes nobody.
+    /// Runs `body` in one write transaction; right after it commits (on the writer queue, so in
+    /// commit order) hands the events it wrote to their users' waiters. A thrown error rolls
+    /// everything back and wakes nobody.
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
-        let (result, users) = try await database.write { connection in
+        let hub = self.hub
+        let (result, _) = try await database.write({ connection in
             let transaction = WriteTransaction(connection: connection, environment: environment)
             let result = try body(transaction)
-            return (result, transaction.notifiedUsers)
-        }
-        if !users.isEmpty { hub.notify(users) }
+            return (result, transaction.written)
+        }, afterCommit: { output in
+            if !output.1.isEmpty { hub.deliver(output.1) }
+        })
         return result
     }
 

@@ -1,0 +1,50 @@
+import SwitchboardHTTP
+import SwitchboardWire
+
+/// Event JSON written by hand for the hot path (every long-poll answer and stream frame):
+/// the same bytes `JSONEncoder` with sorted keys produces, at a fraction of the cost.
+enum EventJSON {
+    /// `{"cursor":…,"events":[…]}`.
+    static func page(_ events: [Event], cursor: Int64) -> [UInt8] {
+        var text = "{\"cursor\":\(cursor),\"events\":["
+        for (index, event) in events.enumerated() {
+            if index > 0 { text += "," }
+            append(event, to: &text)
+        }
+        text += "]}"
+        return Array(text.utf8)
+    }
+
+    /// One event object.
+    static func event(_ event: Event) -> String {
+        var text = ""
+        append(event, to: &text)
+        return text
+    }
+
+    private static func append(_ event: Event, to text: inout String) {
+        text += "{\"callId\":"
+        string(event.callId, to: &text)
+        text += ",\"conversationId\":"
+        string(event.conversationId, to: &text)
+        text += ",\"createdAt\":"
+        string(event.createdAt, to: &text)
+        text += ",\"groupId\":"
+        string(event.groupId, to: &text)
+        text += ",\"id\":\(event.id),\"kind\":"
+        string(event.kind, to: &text)
+        text += ",\"messageId\":"
+        string(event.messageId, to: &text)
+        text += "}"
+    }
+
+    private static func string(_ value: String?, to text: inout String) {
+        guard let value else {
+            text += "null"
+            return
+        }
+        text += "\""
+        text += JSONText.escape(value)
+        text += "\""
+    }
+}
