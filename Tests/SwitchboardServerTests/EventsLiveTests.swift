@@ -128,6 +128,37 @@ struct EventsLiveTests {
         #expect(ended(end.text))
     }
 
+    @Test func aClientDisconnectFreesItsWaiterAtOnce() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        defer { _ = server.stop() }
+        let alice = try await register(server.address, "alice")
+        let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
+        @Sendable func waiters() async -> String? {
+            await fetch(server.address, "GET", "/metrics").body.split(separator: "\n")
+                .first { $0.hasPrefix("switchboard_event_waiters ") }.map { String($0.dropFirst("switchboard_event_waiters ".count)) }
+        }
+        var client: RawClient? = try RawClient(port: port)
+        client?.send("GET /events?after=0&wait=25 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(alice.token)\r\n\r\n")
+        var held = false
+        for _ in 0..<100 where !held {
+            held = await waiters() == "1"
+            if !held { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(held)
+        client = nil  // the socket closes
+        let started = ContinuousClock.now
+        var freed = false
+        for _ in 0..<100 where !freed {
+            freed = await waiters() == "0"
+            if !freed { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(freed)
+        #expect(ContinuousClock.now - started < .seconds(1), "the waiter must go with the connection, not at its 25 s timeout")
+        withExtendedLifetime(client) {}
+    }
+
     @Test func logoutEndsTheSession() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
