@@ -26,6 +26,7 @@ release:
 bench: release
 	scripts/bench-http.sh .build/release/switchboard
 	scripts/bench-events.sh .build/release/switchboard
+	scripts/bench-calls.sh .build/release/switchboard
 
 fuzz:
 	scripts/ensure-deps.sh

@@ -265,6 +265,9 @@ if c.get("call_busy_409"):
 if c.get("waited_for_pair"):
     print(f"calls: {c['waited_for_pair']} time(s) no pair was free when a "
           f"call was due (cancels lag behind; use more BENCH_PAIRS)")
+if c.get("waited_for_conn"):
+    print(f"calls: {c['waited_for_conn']} time(s) every caller connection "
+          f"was busy when a call was due (use more BENCH_CONNS)")
 for what, n in sorted(f.get("unexpected_non_2xx", {}).items()):
     print(f"server metrics: {what}: {n}")
 if f.get("setup_reconnects"):

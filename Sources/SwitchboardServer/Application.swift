@@ -22,11 +22,13 @@ public final class Application: Sendable {
     /// The routes.
     public let router: Router
     let calls: CallService
+    let dispatcher: PushDispatcher
 
     /// Wires the routes over an open database.
     init(
         configuration: ServerConfiguration, database: Database, logger: Logger, metrics: Metrics = Metrics(),
-        environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks()
+        environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
+        pushProvider: (any PushProvider)? = nil, pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
         self.configuration = configuration
         self.database = database
@@ -42,18 +44,28 @@ public final class Application: Sendable {
             .register(in: &router)
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)
+        let dispatcher = PushDispatcher(
+            store: store, provider: pushProvider ?? UnconfiguredPushProvider(), logger: logger, metrics: metrics,
+            jitter: pushJitter ?? { Double.random(in: 0..<1) })
+        self.dispatcher = dispatcher
         let calls = CallService(
             store: store, media: Self.mediaBackend(for: configuration),
             minter: MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30),
             ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.emptyRoomGraceSeconds),
-            logger: logger)
+            push: PushOutbox.Settings(bundleID: configuration.apnsBundleID, provider: dispatcher.provider.name),
+            logger: logger, pushesQueued: { dispatcher.wake() })
         self.calls = calls
         SocialRoutes(
             friends: FriendService(store: store, calls: calls), conversations: ConversationService(store: store),
             groups: GroupService(store: store, calls: calls), authenticator: authenticator
         ).register(in: &router)
         CallRoutes(service: calls, authenticator: authenticator).register(in: &router)
+        DeviceRoutes(store: store, authenticator: authenticator).register(in: &router)
+        AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         self.router = router
+        metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {
+            Double(dispatcher.pendingCount)
+        }
         metrics.addGauge("switchboard_event_waiters", help: "Held event requests (long polls and streams) waiting for events.") {
             Double(store.hub.waiterCount)
         }
@@ -69,6 +81,7 @@ public final class Application: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.store.hub.run() }
             group.addTask { await self.pruneEventsPeriodically() }
+            group.addTask { await self.dispatcher.run() }
             group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
             if calls.media.managesRooms {
                 let interval = Duration.seconds(configuration.emptyRoomCheckSeconds)

@@ -14,7 +14,50 @@ public enum Schema {
             """),
         Migration(version: 2, name: "accounts_social_events", sql: accountsSocialEvents),
         Migration(version: 3, name: "calls", sql: calls),
+        Migration(version: 4, name: "push", sql: push),
     ]
+
+    /// Push devices and the push outbox. A job is written in the same transaction as the
+    /// transition that started the ring; its id is also its `apns-id`, the same on every retry.
+    static let push = """
+        CREATE TABLE push_devices (
+            device_id TEXT PRIMARY KEY NOT NULL,
+            user_id TEXT NOT NULL REFERENCES users(id),
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            platform TEXT NOT NULL,
+            token TEXT NOT NULL,
+            environment TEXT NOT NULL CHECK (environment IN ('sandbox', 'production')),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            -- BadDeviceToken / DeviceTokenNotForTopic answers seen for this token.
+            suspect_reports INTEGER NOT NULL DEFAULT 0
+        ) STRICT;
+        CREATE UNIQUE INDEX push_devices_token ON push_devices(platform, token);
+        CREATE INDEX push_devices_by_user ON push_devices(user_id);
+        CREATE INDEX push_devices_by_session ON push_devices(session_id);
+
+        CREATE TABLE push_jobs (
+            id TEXT PRIMARY KEY NOT NULL,
+            call_id TEXT NOT NULL REFERENCES calls(id),
+            user_id TEXT NOT NULL REFERENCES users(id),
+            device_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            token TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            headers TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dropped', 'expired', 'failed')),
+            reason TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at_ms INTEGER NOT NULL,
+            next_attempt_at_ms INTEGER NOT NULL,
+            expires_at_ms INTEGER NOT NULL,
+            finished_at_ms INTEGER,
+            claimed_until_ms INTEGER
+        ) STRICT;
+        CREATE INDEX push_jobs_due ON push_jobs(next_attempt_at_ms) WHERE state = 'pending';
+        CREATE INDEX push_jobs_finished ON push_jobs(state, finished_at_ms);
+        """
 
     /// Calls. Times here are integer milliseconds since 1970 (timers compare them exactly);
     /// the API formats them as ISO-8601.

@@ -22,11 +22,12 @@ struct CallWorld {
     let app: TestApplication
     let clock: CallTestClock
 
-    init(configuration: ServerConfiguration = ServerConfiguration()) throws {
+    init(configuration: ServerConfiguration = ServerConfiguration(), pushProvider: (any PushProvider)? = nil) throws {
         let clock = CallTestClock()
         self.clock = clock
         app = try TestApplication(
-            configuration: configuration, environment: ServerEnvironment(now: { clock.now }, newID: { UUID().uuidString.lowercased() }))
+            configuration: configuration, environment: ServerEnvironment(now: { clock.now }, newID: { UUID().uuidString.lowercased() }),
+            pushProvider: pushProvider, pushJitter: { 0.5 })
     }
 
     func person(_ name: String) async throws -> Person {

@@ -34,7 +34,9 @@ final class TestApplication: Sendable {
     init(
         configuration: ServerConfiguration = ServerConfiguration(),
         environment: ServerEnvironment = .live,
-        eventHooks: EventRoutes.Hooks = EventRoutes.Hooks()
+        eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
+        pushProvider: (any PushProvider)? = nil,
+        pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
         directory = ScratchDirectory()
         let database = try Database(
@@ -44,7 +46,7 @@ final class TestApplication: Sendable {
         configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
-            environment: environment, eventHooks: eventHooks)
+            environment: environment, eventHooks: eventHooks, pushProvider: pushProvider, pushJitter: pushJitter)
         self.application = application
         background = Task { await application.run() }
     }

@@ -58,12 +58,13 @@ struct AccountService: Sendable {
         }
     }
 
-    /// Ends the session. (Push devices bound to it are unbound here once they exist.)
+    /// Ends the session and unbinds every push device registered under it.
     func logout(_ principal: Principal) async throws {
         _ = try await store.write { transaction in
             try transaction.connection.run(
                 "UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
                 [.text(transaction.timestamp), .text(principal.sessionID)])
+            try transaction.connection.run("DELETE FROM push_devices WHERE session_id = ?", [.text(principal.sessionID)])
         }
     }
 

@@ -17,7 +17,10 @@ struct CallService: Sendable {
     let minter: MediaTokenMinter
     let ringTimeout: TimeInterval
     let emptyRoomGrace: TimeInterval
+    let push: PushOutbox.Settings
     let logger: Logger
+    /// Called after a commit that wrote push jobs, so the dispatcher starts at once.
+    let pushesQueued: @Sendable () -> Void
 
     // MARK: Create
 
@@ -32,7 +35,8 @@ struct CallService: Sendable {
             throw APIError.validation("'clientId' must be a UUID", field: "clientId")
         }
         let caller = principal.user.id
-        let ringTimeout = self.ringTimeout
+        let ringTimeout = self.ringTimeout, push = self.push
+        defer { pushesQueued() }
         do {
             return try await store.write { transaction in
                 let connection = transaction.connection
@@ -64,6 +68,8 @@ struct CallService: Sendable {
                     ringTimeout: ringTimeout)
                 try CallStore.insert(transition.call, clientID: request.clientId.lowercased(), in: connection)
                 try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
+                // Same truth on both paths: the ring's pushes commit with its events.
+                try PushOutbox.enqueueRings(for: transition, settings: push, in: transaction)
                 return (CallStore.info(transition.call), true)
             }
         } catch let error as CallTransitionError {

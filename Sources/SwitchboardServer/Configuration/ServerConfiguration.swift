@@ -47,6 +47,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Milliseconds a RoomService call may take before the transition fails with 503.
     public var mediaDeadlineMilliseconds = 3000
 
+    /// The iOS app's bundle id; VoIP pushes go to the topic `<bundle id>.voip`.
+    public var apnsBundleID = "com.example.switchboard"
+    /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
+    public var adminKey = ""
+
     /// log2 of scrypt's N for new password hashes (r = 8, p = 1); 15 costs ~32 MiB and tens
     /// of milliseconds a hash. Existing hashes keep verifying with the cost they were made with.
     public var passwordScryptLogN = 15
@@ -141,6 +146,18 @@ public struct ConfigurationSetting: Sendable {
             return nil
         },
         integer("mediaDeadlineMilliseconds", "SWITCHBOARD_MEDIA_DEADLINE_MS", 100...60_000, "milliseconds a RoomService call may take (default 3000)") { $0.mediaDeadlineMilliseconds = $1 },
+        ConfigurationSetting(key: "apnsBundleID", environment: "SWITCHBOARD_APNS_BUNDLE_ID", flag: nil,
+                             help: "the iOS app's bundle id; VoIP pushes use the topic <id>.voip (default com.example.switchboard)") { config, text in
+            guard !text.isEmpty, !text.hasSuffix(".voip") else { return "must be the bundle id, without .voip" }
+            config.apnsBundleID = text
+            return nil
+        },
+        ConfigurationSetting(key: "adminKey", environment: "SWITCHBOARD_ADMIN_KEY", flag: nil,
+                             help: "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged") { config, text in
+            guard text.isEmpty || text.utf8.count >= 16 else { return "must be at least 16 characters" }
+            config.adminKey = text
+            return nil
+        },
         integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },
     ]
 

@@ -31,6 +31,8 @@ public final class Metrics: Sendable {
     private struct State {
         var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
+        /// Other counters: name → (help, labels text → value).
+        var counters: [String: (help: String, values: [String: UInt64])] = [:]
     }
 
     private let state = Mutex(State())
@@ -42,6 +44,14 @@ public final class Metrics: Sendable {
     /// Registers a gauge read at scrape time.
     public func addGauge(_ name: String, help: String, read: @escaping @Sendable () -> Double) {
         gauges.withLock { $0.append((name, help, read)) }
+    }
+
+    /// Adds one to a labelled counter (created on first use).
+    public func increment(_ name: String, help: String, labels: [(String, String)]) {
+        let text = labels.map { "\($0.0)=\"\(Self.escape($0.1))\"" }.joined(separator: ",")
+        state.withLock { state in
+            state.counters[name, default: (help, [:])].values[text, default: 0] += 1
+        }
     }
 
     /// Records one finished request.
@@ -70,6 +80,12 @@ public final class Metrics: Sendable {
             text += "switchboard_http_request_duration_seconds_bucket{\(label),le=\"+Inf\"} \(histogram.count)\n"
             text += "switchboard_http_request_duration_seconds_sum{\(label)} \(Self.format(histogram.sum))\n"
             text += "switchboard_http_request_duration_seconds_count{\(label)} \(histogram.count)\n"
+        }
+        for (name, counter) in snapshot.counters.sorted(by: { $0.key < $1.key }) {
+            text += "# HELP \(name) \(counter.help)\n# TYPE \(name) counter\n"
+            for (labels, value) in counter.values.sorted(by: { $0.key < $1.key }) {
+                text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
+            }
         }
         for gauge in gauges.withLock({ $0 }) {
             text += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Self.format(gauge.read()))\n"

@@ -1,0 +1,73 @@
+import Foundation
+import SwitchboardHTTP
+import SwitchboardWire
+
+/// `POST /voip/devices` and `DELETE /voip/devices/{deviceId}`: a device's VoIP token, bound to
+/// the session that registered it (logout unbinds it).
+struct DeviceRoutes {
+    let store: ServerStore
+    let authenticator: Authenticator
+
+    /// The platform name of PushKit VoIP tokens.
+    static let voipPlatform = "ios-voip"
+
+    func register(in router: inout Router) {
+        let store = self.store
+        router.add("POST", "/voip/devices", authenticator.require { context, principal in
+            let request = try context.decode(RegisterVoIPDevice.self)
+            let (deviceID, token, environment) = try Self.validate(request)
+            let userID = principal.user.id, sessionID = principal.sessionID
+            let device = try await store.write { transaction -> VoIPDevice in
+                let connection = transaction.connection
+                // A token belongs to one installation: another device row holding it goes.
+                try connection.run(
+                    "DELETE FROM push_devices WHERE platform = ? AND token = ? AND device_id != ?",
+                    [.text(Self.voipPlatform), .text(token), .text(deviceID)])
+                try connection.run(
+                    """
+                    INSERT INTO push_devices (device_id, user_id, session_id, platform, token, environment, created_at, updated_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
+                    ON CONFLICT (device_id) DO UPDATE SET user_id = excluded.user_id, session_id = excluded.session_id,
+                        token = excluded.token, environment = excluded.environment, updated_at = excluded.updated_at,
+                        suspect_reports = 0
+                    """,
+                    [.text(deviceID), .text(userID), .text(sessionID), .text(Self.voipPlatform), .text(token),
+                     .text(environment), .text(transaction.timestamp)])
+                return VoIPDevice(deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), updatedAt: transaction.timestamp)
+            }
+            context.logger.info("voip device registered", [
+                "device.id": .string(deviceID), "token.suffix": .string(device.tokenSuffix), "environment": .string(environment),
+            ])
+            return .json(device)
+        })
+        router.add("DELETE", "/voip/devices/{deviceId}", authenticator.require { context, principal in
+            let deviceID = context.parameter("deviceId").lowercased()
+            let userID = principal.user.id
+            let removed = try await store.write { transaction in
+                try transaction.connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)])
+            }
+            guard removed > 0 else { throw APIError.notFound("no such device") }
+            return .noContent
+        })
+    }
+
+    /// A UUID device id, an even-length hex token of 32 to 200 bytes, a known environment.
+    static func validate(_ request: RegisterVoIPDevice) throws(APIError) -> (String, String, String) {
+        guard UUID(uuidString: request.deviceId) != nil else {
+            throw APIError.validation("'deviceId' must be a UUID", field: "deviceId")
+        }
+        let token = request.pushToken.lowercased()
+        guard (64...400).contains(token.utf8.count), token.utf8.count % 2 == 0,
+            token.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+        else {
+            throw APIError.validation("'pushToken' must be the device token as hex (64 to 400 hex digits)", field: "pushToken")
+        }
+        guard ["sandbox", "production"].contains(request.environment) else {
+            throw APIError.validation("'environment' must be 'sandbox' or 'production'", field: "environment")
+        }
+        return (request.deviceId.lowercased(), token, request.environment)
+    }
+
+    /// What logs and answers show of a token.
+    static func suffix(_ token: String) -> String { String(token.suffix(8)) }
+}

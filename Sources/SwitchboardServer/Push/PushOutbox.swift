@@ -1,0 +1,64 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+
+/// Writes push jobs inside the transaction that starts a ring: one per (ringing invitee,
+/// device bound to a live session). A job that cannot be built (payload too large) is stored
+/// as failed, so nothing is silent.
+enum PushOutbox {
+    struct Settings: Sendable {
+        /// The app's bundle id; VoIP pushes go to `<bundleID>.voip`.
+        let bundleID: String
+        /// The provider name recorded on jobs (`apns`).
+        let provider: String
+    }
+
+    static func enqueueRings(for transition: CallStateMachine.Transition, settings: Settings, in transaction: WriteTransaction) throws {
+        let call = transition.call
+        guard !transition.effects.ring.isEmpty else { return }
+        let connection = transaction.connection
+        let callerName = try SocialQueries.user(call.createdBy, in: connection)?.displayName ?? ""
+        var groupName: String?
+        if call.scopeKind == .group {
+            groupName = try connection.query("SELECT name FROM groups WHERE id = ?", [.text(call.scopeID)]).first?.string("name")
+        }
+        let now = CallStore.milliseconds(transaction.date)
+        for userID in transition.effects.ring {
+            let devices = try connection.query(
+                """
+                SELECT d.device_id, d.token, d.environment FROM push_devices d
+                JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
+                WHERE d.user_id = ? AND d.platform = ?
+                """,
+                [.text(userID), .text(DeviceRoutes.voipPlatform)])
+            for device in devices {
+                let jobID = transaction.newID()
+                var state = "pending", reason: String?
+                var payload: [UInt8] = [], headers: [(String, String)] = []
+                do {
+                    let push = try VoIPPush.build(
+                        callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
+                        callerName: callerName, groupName: groupName, bundleID: settings.bundleID, apnsID: jobID,
+                        expiresAt: call.ringDeadline, now: transaction.date)
+                    payload = push.payload
+                    headers = push.headers
+                } catch {
+                    state = "failed"
+                    reason = "\(error)"
+                }
+                let headerJSON = (try? JSONSerialization.data(withJSONObject: headers.map { [$0.0, $0.1] })).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+                try connection.run(
+                    """
+                    INSERT INTO push_jobs (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state,
+                        reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [.text(jobID), .text(call.id), .text(userID), .text(try device.string("device_id")), .text(settings.provider),
+                     .text(try device.string("token")), .text(try device.string("environment")),
+                     .text(String(decoding: payload, as: UTF8.self)), .text(headerJSON), .text(state),
+                     reason.map(SQLiteValue.text) ?? .null, .integer(now), .integer(now),
+                     .integer(CallStore.milliseconds(call.ringDeadline)), state == "pending" ? .null : .integer(now)])
+            }
+        }
+    }
+}
