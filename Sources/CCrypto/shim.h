@@ -11,8 +11,13 @@
 #include <openssl/evp.h>    /* EVP_MD_CTX, EVP_sha256, EVP_PBE_scrypt */
 #include <openssl/hmac.h>   /* HMAC() one-shot (not deprecated in 3.0) */
 #include <openssl/rand.h>   /* RAND_bytes */
+#include <openssl/bio.h>    /* BIO_new(BIO_s_mem()), BIO_write, BIO_read: PEM text in and out of OpenSSL */
+#include <openssl/pem.h>    /* PEM_read_bio_PrivateKey, PEM_read_bio_PUBKEY, PEM_write_bio_PUBKEY/PrivateKey */
+#include <openssl/ec.h>     /* ECDSA_SIG_*, d2i/i2d_ECDSA_SIG, EC_curve_nist2nid (none deprecated in 3.0) */
+#include <openssl/bn.h>     /* BN_bin2bn, BN_bn2binpad, BN_free: raw r || s <-> ECDSA_SIG */
+#include <openssl/objects.h> /* OBJ_sn2nid, NID_X9_62_prime256v1 (from obj_mac.h) */
 
 /* No static inline wrappers are needed: every call SwitchboardCrypto makes is a plain C function,
-   and the constants it reads (EVP_MAX_MD_SIZE) are integer macros Swift imports directly. */
+   and the constants it reads (EVP_MAX_MD_SIZE, NID_X9_62_prime256v1) are integer macros Swift imports directly. */
 
 #endif
