@@ -22,6 +22,9 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure domain: no I/O.
         .target(name: "SwitchboardCore", swiftSettings: strict),
@@ -35,13 +38,21 @@ let package = Package(
         // HTTP/1.1 over our own epoll loops; knows nothing about the product.
         .target(name: "SwitchboardHTTP", dependencies: ["CLinux"], swiftSettings: strict),
 
+        // Push: the HTTP/2 transport (libcurl multi) and the APNs provider.
+        .target(
+            name: "SwitchboardPush", dependencies: ["CCurl", "SwitchboardCore", "SwitchboardCrypto"],
+            swiftSettings: strict),
+
         // Storage: SQLite owner, migrations, writer/reader connections.
         .target(name: "SwitchboardStore", dependencies: ["CSQLite"], swiftSettings: strict),
 
         // Routes, configuration, logging, metrics, services.
         .target(
             name: "SwitchboardServer",
-            dependencies: ["SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto"],
+            dependencies: [
+                "SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
+                "SwitchboardPush",
+            ],
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
 
@@ -59,6 +70,9 @@ let package = Package(
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto"],
+            exclude: ["Transport/h2_test_server.py"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [

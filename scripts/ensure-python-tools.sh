@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Python test tooling (PyPI) the live tests use, only when missing.
 set -euo pipefail
-if ! python3 -c "import livekit.api" >/dev/null 2>&1; then
-    echo "installing livekit-api (test tooling: verifies media tokens with LiveKit's own verifier)" >&2
-    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore livekit-api
+# livekit-api: LiveKit's own verifier checks our media tokens.
+# h2: the HTTP/2 test server the push transport tests talk to.
+missing=()
+python3 -c "import livekit.api" >/dev/null 2>&1 || missing+=(livekit-api)
+python3 -c "import h2" >/dev/null 2>&1 || missing+=(h2)
+if ((${#missing[@]})); then
+    echo "installing Python test tooling: ${missing[*]}" >&2
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${missing[@]}"
 fi

@@ -45,7 +45,8 @@ public final class Application: Sendable {
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)
         let dispatcher = PushDispatcher(
-            store: store, provider: pushProvider ?? UnconfiguredPushProvider(), logger: logger, metrics: metrics,
+            store: store, provider: try pushProvider ?? APNsPushProvider.make(from: configuration) ?? UnconfiguredPushProvider(),
+            logger: logger, metrics: metrics,
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
         let calls = CallService(
@@ -82,6 +83,7 @@ public final class Application: Sendable {
             group.addTask { await self.store.hub.run() }
             group.addTask { await self.pruneEventsPeriodically() }
             group.addTask { await self.dispatcher.run() }
+            group.addTask { await self.every(.seconds(1), "WAL checkpoint") { try await self.database.checkpoint() } }
             group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
             if calls.media.managesRooms {
                 let interval = Duration.seconds(configuration.emptyRoomCheckSeconds)

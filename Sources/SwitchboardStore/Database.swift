@@ -29,6 +29,9 @@ public final class Database: Sendable {
 
     private let writer: ConfinedConnection
     private let writerQueue: DispatchQueue
+    /// A connection of its own for checkpoints, so their fsyncs never run inside a commit.
+    private let checkpointer: ConfinedConnection
+    private let checkpointQueue = DispatchQueue(label: "switchboard.store.checkpoint")
     private let readers: ReaderPool
     private let isClosedState = Mutex(false)
 
@@ -47,6 +50,12 @@ public final class Database: Sendable {
         let writer = try SQLiteConnection.open(path: configuration.path)
         try Self.configure(writer, configuration)
         let outcome = try MigrationRunner.migrate(writer, migrations: migrations)
+        // Commits should not pay for checkpoints: `checkpoint()` runs them on another
+        // connection (the server calls it every second). SQLite's own automatic checkpoint
+        // stays as a fallback, at ten times its default size.
+        try writer.execute("PRAGMA wal_autocheckpoint=10000")
+        let checkpointer = try SQLiteConnection.open(path: configuration.path)
+        try Self.configure(checkpointer, configuration)
         var readers: [SQLiteConnection] = []
         for _ in 0..<configuration.readerCount {
             let reader = try SQLiteConnection.open(path: configuration.path, readOnly: true)
@@ -57,6 +66,7 @@ public final class Database: Sendable {
         self.migratedVersion = outcome.version
         self.appliedMigrations = outcome.applied
         self.writer = ConfinedConnection(connection: writer)
+        self.checkpointer = ConfinedConnection(connection: checkpointer)
         // A serial queue runs on an overcommit thread of its own; on Linux the global concurrent
         // queue's threads are the ones Swift's cooperative pool uses, so blocking work must not go there.
         self.writerQueue = DispatchQueue(label: "switchboard.store.writer")
@@ -108,6 +118,23 @@ public final class Database: Sendable {
         }
     }
 
+    /// Copies what the WAL holds into the database file without blocking readers or the writer
+    /// (`PRAGMA wal_checkpoint(PASSIVE)`), on a connection and thread of its own. Returns the
+    /// WAL's size and how much of it is now checkpointed, in pages.
+    @discardableResult
+    public func checkpoint() async throws -> (walPages: Int, checkpointed: Int) {
+        try checkOpen()
+        let checkpointer = self.checkpointer
+        return try await withCheckedThrowingContinuation { continuation in
+            checkpointQueue.async {
+                continuation.resume(with: Result {
+                    let row = try checkpointer.connection.query("PRAGMA wal_checkpoint(PASSIVE)").first
+                    return (try row?.int("log") ?? 0, try row?.int("checkpointed") ?? 0)
+                })
+            }
+        }
+    }
+
     /// Whether ``close()`` has been called.
     public var isClosed: Bool { isClosedState.withLock { $0 } }
 
@@ -123,6 +150,8 @@ public final class Database: Sendable {
         }
         guard wasOpen else { return }
         readers.close()
+        let checkpointer = self.checkpointer
+        checkpointQueue.sync { checkpointer.connection.close() }
         let writer = self.writer
         if DispatchQueue.getSpecific(key: writerQueueKey) == Self.writerQueueMarker {
             writerQueue.async { writer.connection.close() }

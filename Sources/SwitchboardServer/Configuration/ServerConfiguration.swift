@@ -49,6 +49,21 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     /// The iOS app's bundle id; VoIP pushes go to the topic `<bundle id>.voip`.
     public var apnsBundleID = "com.example.switchboard"
+    /// APNs provider-token auth: the 10-character team id, key id, and the `.p8` key file.
+    public var apnsTeamID = ""
+    public var apnsKeyID = ""
+    public var apnsKeyFile = ""
+    /// APNs certificate auth instead: the client certificate and its key (PEM files).
+    public var apnsCertificateFile = ""
+    public var apnsCertificateKeyFile = ""
+    /// Where APNs is; point both at an emulator (`http://` means h2c with prior knowledge).
+    public var apnsProductionURL = "https://api.push.apple.com"
+    public var apnsSandboxURL = "https://api.sandbox.push.apple.com"
+    /// A CA file to trust for APNs instead of the system's (an emulator's certificate).
+    public var apnsCAFile = ""
+    /// Long-lived HTTP/2 connections per APNs environment.
+    public var apnsConnections = 1
+
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
 
@@ -152,6 +167,41 @@ public struct ConfigurationSetting: Sendable {
             config.apnsBundleID = text
             return nil
         },
+        ConfigurationSetting(key: "apnsTeamID", environment: "SWITCHBOARD_APNS_TEAM_ID", flag: nil, help: "APNs team id (10 characters), for token auth") { config, text in
+            config.apnsTeamID = text
+            return nil
+        },
+        ConfigurationSetting(key: "apnsKeyID", environment: "SWITCHBOARD_APNS_KEY_ID", flag: nil, help: "APNs key id (10 characters), for token auth") { config, text in
+            config.apnsKeyID = text
+            return nil
+        },
+        ConfigurationSetting(key: "apnsKeyFile", environment: "SWITCHBOARD_APNS_KEY_FILE", flag: nil, help: "the APNs .p8 key file; with team and key id enables APNs") { config, text in
+            config.apnsKeyFile = text
+            return nil
+        },
+        ConfigurationSetting(key: "apnsCertificateFile", environment: "SWITCHBOARD_APNS_CERTIFICATE_FILE", flag: nil, help: "APNs client certificate (PEM), instead of a .p8 key") { config, text in
+            config.apnsCertificateFile = text
+            return nil
+        },
+        ConfigurationSetting(key: "apnsCertificateKeyFile", environment: "SWITCHBOARD_APNS_CERTIFICATE_KEY_FILE", flag: nil, help: "the key of apnsCertificateFile (PEM)") { config, text in
+            config.apnsCertificateKeyFile = text
+            return nil
+        },
+        ConfigurationSetting(key: "apnsProductionURL", environment: "SWITCHBOARD_APNS_PRODUCTION_URL", flag: nil, help: "APNs production base URL (default https://api.push.apple.com; http:// = h2c, for emulators)") { config, text in
+            guard text.hasPrefix("https://") || text.hasPrefix("http://") else { return "must be an http(s):// URL" }
+            config.apnsProductionURL = text
+            return nil
+        },
+        ConfigurationSetting(key: "apnsSandboxURL", environment: "SWITCHBOARD_APNS_SANDBOX_URL", flag: nil, help: "APNs sandbox base URL (default https://api.sandbox.push.apple.com)") { config, text in
+            guard text.hasPrefix("https://") || text.hasPrefix("http://") else { return "must be an http(s):// URL" }
+            config.apnsSandboxURL = text
+            return nil
+        },
+        ConfigurationSetting(key: "apnsCAFile", environment: "SWITCHBOARD_APNS_CA_FILE", flag: nil, help: "CA file to trust for APNs (an emulator's certificate)") { config, text in
+            config.apnsCAFile = text
+            return nil
+        },
+        integer("apnsConnections", "SWITCHBOARD_APNS_CONNECTIONS", 1...16, "HTTP/2 connections per APNs environment (default 1)") { $0.apnsConnections = $1 },
         ConfigurationSetting(key: "adminKey", environment: "SWITCHBOARD_ADMIN_KEY", flag: nil,
                              help: "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged") { config, text in
             guard text.isEmpty || text.utf8.count >= 16 else { return "must be at least 16 characters" }

@@ -1,0 +1,103 @@
+import Foundation
+import Synchronization
+
+/// An HTTP/2 client for APNs-style traffic: few long-lived connections, many multiplexed streams, a deadline on
+/// every request, and a reconnect backoff that never turns into a tight loop.
+///
+/// libcurl (with nghttp2) does the protocol work; one `CURLM*` multi handle runs on one dedicated thread (not the
+/// Swift cooperative pool). Requests reach it through a `Mutex`-guarded inbox and a `curl_multi_wakeup`.
+///
+/// ```swift
+/// let client = try HTTP2Client(configuration: .init(baseURL: "https://api.push.apple.com"))
+/// let response = try await client.send(HTTP2Request(path: "/3/device/\(token)", headers: headers, body: payload))
+/// print(response.status, response.headerValue("apns-id") ?? "-")
+/// await client.shutdown()
+/// ```
+///
+/// After a connection-level failure (connect refused, TLS failure, connection lost, GOAWAY under a request) new
+/// connection attempts wait `reconnectInitialDelay`, doubling up to `reconnectMaximumDelay`, and only one
+/// request probes the connection; the others wait (within their deadlines). The delay resets when a response
+/// arrives.
+public final class HTTP2Client: Sendable {
+    /// The configuration the client was created with.
+    public let configuration: HTTP2ClientConfiguration
+    private let storage: HTTP2ClientStorage
+
+    /// Creates the client and starts its loop thread; connections open lazily on the first request.
+    ///
+    /// Throws ``HTTP2ClientError/invalidConfiguration(_:)`` for values that cannot work.
+    public init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
+        let baseURL = try configuration.validatedBaseURL()
+        try CurlGlobal.ensureInitialized()
+        let multi = try CurlMultiHandle(configuration: configuration)
+        let storage = HTTP2ClientStorage(wakeTarget: CurlWakeTarget(multi: multi.raw))
+        self.configuration = configuration
+        self.storage = storage
+        let handOff = LoopHandOff(
+            HTTP2ClientLoop(configuration: configuration, baseURL: baseURL, multi: multi, storage: storage))
+        let thread = Thread {
+            handOff.take().run()  // the loop, and with it the multi handle, is released when run() returns
+            storage.loopDidExit()
+        }
+        thread.name = "sb-push-h2"
+        thread.start()
+    }
+
+    deinit {
+        // Without an explicit shutdown(), still stop the thread and free the handles (nobody waits for it).
+        storage.shutDown()
+    }
+
+    /// Sends `request` and suspends until its response, an ``HTTP2ClientError``, or `CancellationError` when the
+    /// calling task is cancelled (the stream is reset, the connection stays).
+    ///
+    /// Any HTTP status is a response; only transport failures throw.
+    public func send(_ request: HTTP2Request) async throws -> HTTP2Response {
+        let deadline = ContinuousClock.now + (request.timeout ?? configuration.requestTimeout)
+        let id = storage.reserveID()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP2Response, any Error>) in
+                storage.submit(
+                    id: id, PendingRequest(request: request, deadline: deadline, continuation: continuation))
+            }
+        } onCancel: {
+            storage.cancel(id: id)
+        }
+    }
+
+    /// Requests sent and not yet answered (queued, waiting for a connection, or on the wire).
+    public var inFlight: Int { storage.inFlight }
+
+    /// Connections libcurl has been allowed to open so far (a metric; the backoff keeps it low while the server
+    /// is unreachable).
+    public var connectionAttempts: Int { storage.connectionAttempts.load(ordering: .relaxed) }
+
+    /// Fails every pending request with ``HTTP2ClientError/shutdown``, stops the loop thread and frees the
+    /// libcurl handles; returns when the thread has finished. Later sends fail with `.shutdown` at once.
+    public func shutdown() async {
+        storage.shutDown()
+        await storage.waitForLoopExit()
+    }
+
+    /// The loop thread's kernel id while it runs (tests check `/proc/self/task/<id>` to see it end).
+    var loopThreadID: Int32? { storage.loopThreadID }
+
+    /// Easy handles alive now (tests check it returns to 0: no leaked transfers).
+    var liveTransfers: Int { storage.liveTransfers.load(ordering: .relaxed) }
+}
+
+/// Carries the loop from `init` to its thread.
+///
+/// `@unchecked Sendable` is safe because `init` creates the loop, stores it here and starts exactly one thread that
+/// calls ``take()`` once; `init` keeps no other reference, so the loop is only ever touched by that thread.
+private final class LoopHandOff: @unchecked Sendable {
+    private var loop: HTTP2ClientLoop?
+
+    init(_ loop: HTTP2ClientLoop) { self.loop = loop }
+
+    func take() -> HTTP2ClientLoop {
+        guard let loop else { preconditionFailure("the loop was already taken") }
+        self.loop = nil
+        return loop
+    }
+}

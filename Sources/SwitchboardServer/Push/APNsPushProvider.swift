@@ -1,0 +1,38 @@
+import Foundation
+import SwitchboardCrypto
+import SwitchboardPush
+
+/// The outbox's provider for APNs.
+struct APNsPushProvider: PushProvider {
+    let apns: APNsProvider
+    var name: String { "apns" }
+
+    func send(_ job: PushJob) async -> PushSendResult {
+        switch await apns.send(deviceToken: job.token, environment: job.environment, headers: job.headers, payload: job.payload) {
+        case .response(let status, let reason, _): .response(status: status, reason: reason)
+        case .transportFailure(let message): .transportFailure(message)
+        }
+    }
+
+    /// The provider the configuration asks for, or `nil` when APNs is not configured.
+    static func make(from configuration: ServerConfiguration) throws -> APNsPushProvider? {
+        let credentials: APNsCredentials
+        if !configuration.apnsKeyFile.isEmpty {
+            guard configuration.apnsTeamID.count == 10, configuration.apnsKeyID.count == 10 else {
+                throw ConfigurationError(message: "apnsTeamID and apnsKeyID (10 characters each) go with apnsKeyFile")
+            }
+            guard let pem = FileManager.default.contents(atPath: configuration.apnsKeyFile).map({ String(decoding: $0, as: UTF8.self) }) else {
+                throw ConfigurationError(message: "cannot read apnsKeyFile \(configuration.apnsKeyFile)")
+            }
+            credentials = .token(teamID: configuration.apnsTeamID, keyID: configuration.apnsKeyID, key: try ES256PrivateKey(pem: pem))
+        } else if !configuration.apnsCertificateFile.isEmpty {
+            credentials = .certificate(certificateFile: configuration.apnsCertificateFile, keyFile: configuration.apnsCertificateKeyFile)
+        } else {
+            return nil
+        }
+        return APNsPushProvider(apns: try APNsProvider(configuration: APNsConfiguration(
+            credentials: credentials, productionURL: configuration.apnsProductionURL, sandboxURL: configuration.apnsSandboxURL,
+            caFile: configuration.apnsCAFile.isEmpty ? nil : configuration.apnsCAFile,
+            connectionsPerEnvironment: configuration.apnsConnections)))
+    }
+}
