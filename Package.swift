@@ -25,6 +25,10 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "CTLS", path: "Sources/CTLS", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // Pure domain: no I/O.
         .target(name: "SwitchboardCore", swiftSettings: strict),
@@ -43,6 +47,9 @@ let package = Package(
             name: "SwitchboardPush", dependencies: ["CCurl", "SwitchboardCore", "SwitchboardCrypto"],
             swiftSettings: strict),
 
+        // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
+        .target(name: "SwitchboardAPNsEmulator", dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto"], swiftSettings: strict),
+
         // Storage: SQLite owner, migrations, writer/reader connections.
         .target(name: "SwitchboardStore", dependencies: ["CSQLite"], swiftSettings: strict),
 
@@ -57,7 +64,7 @@ let package = Package(
             plugins: ["EmbedOpenAPI"]),
 
         // The one binary: wiring only.
-        .executableTarget(name: "switchboard", dependencies: ["SwitchboardServer"], swiftSettings: strict),
+        .executableTarget(name: "switchboard", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator"], swiftSettings: strict),
 
         // Build tool that embeds openapi.json into the server binary.
         .executableTarget(name: "embed-resource", path: "Plugins/EmbedTool", swiftSettings: strict),
@@ -71,13 +78,16 @@ let package = Package(
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
+            name: "SwitchboardAPNsEmulatorTests", dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2"],
+            swiftSettings: strict),
+        .testTarget(
             name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto"],
             exclude: ["Transport/h2_test_server.py"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
-                "SwitchboardCrypto", "SwitchboardTesting",
+                "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush",
             ],
             swiftSettings: strict),
     ]

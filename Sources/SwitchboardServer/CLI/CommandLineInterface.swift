@@ -11,9 +11,10 @@ public enum CommandLineInterface {
         Usage: switchboard <command> [options]
 
         Commands:
-          serve      Run the server (HTTP API, event stream, timers, push delivery).
-          version    Print the version.
-          help       Show help for a command: switchboard help serve
+          serve          Run the server (HTTP API, event stream, timers, push delivery).
+          apns-emulator  Run a local stand-in for Apple's APNs (HTTP/2, h2c or TLS).
+          version        Print the version.
+          help           Show help for a command: switchboard help serve
 
         Run 'switchboard <command> --help' for a command's options.
         """

@@ -1,0 +1,158 @@
+import Foundation
+import Synchronization
+
+/// A local stand-in for Apple's APNs: HTTP/2 (h2c with prior knowledge, or TLS with ALPN `h2`),
+/// APNs's validation and answers, scripted faults, and an inbox per device token that a
+/// simulated phone long-polls.
+///
+/// ```swift
+/// let emulator = APNsEmulator(configuration: APNsEmulatorConfiguration(port: 0))
+/// let address = try emulator.start()                 // address.port
+/// emulator.addFaults([APNsFault(.unregistered, token: deadToken)])
+/// …
+/// emulator.inbox(token: token)                      // the pushes it accepted, in order
+/// await emulator.shutdown()
+/// ```
+/// It runs on one dedicated thread of its own (never Swift's cooperative pool).
+public final class APNsEmulator: Sendable {
+    /// Where a started emulator listens.
+    public struct Address: Sendable, Hashable, CustomStringConvertible {
+        /// The host it was configured with.
+        public let host: String
+        /// The bound port (the real one when 0 was configured).
+        public let port: Int
+        /// `h2` with TLS, `h2c` without.
+        public let mode: String
+
+        /// `host:port`, with brackets around an IPv6 literal.
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    private enum Phase {
+        case idle
+        case running(EmulatorLoop, Address, certificatePEM: String?)
+        case stopped
+    }
+
+    /// The configuration it was created with.
+    public let configuration: APNsEmulatorConfiguration
+    private let shared: EmulatorShared
+    private let phase = Mutex(Phase.idle)
+
+    /// Creates an emulator; nothing listens until ``start()``.
+    public init(configuration: APNsEmulatorConfiguration) {
+        self.configuration = configuration
+        shared = EmulatorShared(faults: configuration.faults, inboxCapacity: configuration.inboxCapacity)
+    }
+
+    deinit {
+        if case .running(let loop, _, _) = phase.withLock({ $0 }) { loop.requestStop() }
+    }
+
+    /// Binds the listening socket, starts the loop thread and returns the address.
+    ///
+    /// Throws ``APNsEmulatorSystemError`` when the address cannot be bound, an
+    /// ``APNsEmulatorTLSError`` when the TLS certificate cannot be made, and an
+    /// ``APNsEmulatorStateError`` when called twice.
+    @discardableResult
+    public func start() throws -> Address {
+        try phase.withLock { phase in
+            guard case .idle = phase else { throw APNsEmulatorStateError(message: "start() was already called") }
+            let makeTransport: (Int32) throws -> ConnectionTransport
+            var certificatePEM: String?
+            if let tls = configuration.tls {
+                let context = try TLSServerContext(tls)
+                certificatePEM = context.certificatePEM
+                makeTransport = { fd in try TLSTransport(fd: fd, context: context) }
+            } else {
+                makeTransport = { fd in PlainTransport(fd: fd) }
+            }
+            let (fd, port) = try Socket.listen(host: configuration.host, port: configuration.port)
+            let router = EmulatorRouter(
+                policy: configuration.validationPolicy, shared: shared, clock: configuration.clock,
+                makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds)
+            let loop: EmulatorLoop
+            do {
+                loop = try EmulatorLoop(
+                    listenFD: fd, shared: shared, router: router,
+                    maxConcurrentStreams: UInt32(clamping: configuration.maxConcurrentStreams),
+                    // Push bodies beyond the payload limit are only counted; control bodies get 1 MiB.
+                    bodyLimit: max(configuration.maxPayloadBytes + 1, 1 << 20), log: configuration.log,
+                    makeTransport: makeTransport)
+            } catch {
+                close(fd)
+                throw error
+            }
+            let thread = Thread { loop.run() }
+            thread.name = "switchboard.apns-emulator"
+            thread.start()
+            let address = Address(host: configuration.host, port: port, mode: configuration.tls == nil ? "h2c" : "h2")
+            phase = .running(loop, address, certificatePEM: certificatePEM)
+            return address
+        }
+    }
+
+    /// Closes every connection, stops listening and returns once the loop thread has finished.
+    /// Safe to call more than once, or before ``start()``.
+    public func shutdown() async {
+        let loop: EmulatorLoop? = phase.withLock { phase in
+            defer { phase = .stopped }
+            if case .running(let loop, _, _) = phase { return loop }
+            return nil
+        }
+        guard let loop else { return }
+        loop.requestStop()
+        await loop.waitUntilFinished()
+    }
+
+    /// The address it listens on, once started.
+    public var address: Address? {
+        phase.withLock { phase in
+            if case .running(_, let address, _) = phase { return address }
+            return nil
+        }
+    }
+
+    /// With TLS, once started: the self-signed certificate (PEM) a client must trust.
+    public var certificatePEM: String? {
+        phase.withLock { phase in
+            if case .running(_, _, let certificatePEM) = phase { return certificatePEM }
+            return nil
+        }
+    }
+
+    // MARK: Faults, inbox and statistics (the same as the control endpoints)
+
+    /// Adds faults after those already in force.
+    public func addFaults(_ faults: [APNsFault]) {
+        shared.state.withLock { $0.faults.add(faults) }
+    }
+
+    /// Removes every fault, or only those for `token`.
+    public func clearFaults(token: String? = nil) {
+        shared.state.withLock { $0.faults.clear(token: token) }
+    }
+
+    /// The faults in force, with their remaining counts.
+    public var faults: [APNsFault] {
+        shared.state.withLock { $0.faults.faults }
+    }
+
+    /// The pushes accepted for `token` (any case) after index `after`, oldest first.
+    public func inbox(token: String, after: Int = 0) -> [APNsInboxMessage] {
+        shared.state.withLock { $0.inbox.read(token: token.lowercased(), after: after).messages }
+    }
+
+    /// Counters since start.
+    public var stats: APNsEmulatorStats {
+        shared.state.withLock { $0.stats }
+    }
+}
+
+/// ``APNsEmulator/start()`` was called in the wrong state.
+public struct APNsEmulatorStateError: Error, Sendable, CustomStringConvertible {
+    /// What was wrong.
+    public let message: String
+    /// The message.
+    public var description: String { message }
+}

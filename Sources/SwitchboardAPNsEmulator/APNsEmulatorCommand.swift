@@ -1,0 +1,324 @@
+import Foundation
+import Glibc
+import SwitchboardCrypto
+
+/// `switchboard apns-emulator`: parses its options, runs an ``APNsEmulator`` until SIGTERM or
+/// SIGINT, and exits 0.
+///
+/// ```swift
+/// // in the CLI's dispatcher, with the arguments after "apns-emulator":
+/// case "apns-emulator": return APNsEmulatorCommand.run(rest)
+/// ```
+public enum APNsEmulatorCommand {
+    /// The `--help` text.
+    public static let help = """
+        Usage: switchboard apns-emulator [--listen HOST:PORT] [--bundle-id ID] [--team-id ID]
+                                         [--key-id ID] [--public-key FILE] [--faults FILE]
+                                         [--tls --ca-out FILE] [--max-concurrent-streams N]
+                                         [--inbox-capacity N] [--verbose]
+
+        Runs a local stand-in for Apple's APNs until SIGTERM or SIGINT, then exits 0. Point the
+        push provider's base URL at it instead of api.push.apple.com. It speaks HTTP/2 only:
+        cleartext h2c with prior knowledge by default (curl --http2-prior-knowledge), or TLS
+        with ALPN h2 (--tls). The first line on standard output is
+          {"msg":"listening","address":"127.0.0.1:PORT","mode":"h2c"}
+        (with port 0 the kernel picks the port); with --verbose one JSON line follows per push
+        answered (device tokens shown only as a short suffix).
+
+        Options:
+          --listen HOST:PORT        address to listen on; HOST is an IP literal or localhost,
+                                    PORT may be 0 (default 127.0.0.1:2197)
+          --bundle-id ID            the app's bundle id; the one topic accepted is ID.voip
+                                    (without it, any topic ending in .voip)
+          --team-id ID              the Team ID a provider token's "iss" must name
+          --key-id ID               the Key ID a provider token's "kid" must name
+          --public-key FILE         PEM (SPKI, "BEGIN PUBLIC KEY") of the ES256 key whose tokens
+                                    are accepted. Without it provider tokens are only checked
+                                    structurally (three base64url parts, a 64-byte signature,
+                                    alg ES256, kid, iss, iat and its age): the signature is NOT
+                                    verified. Get it from a .p8 key with
+                                    openssl pkey -in AuthKey.p8 -pubout
+          --faults FILE             JSON fault script in force from the start (see Faults)
+          --tls                     serve TLS with ALPN h2, using a self-signed certificate
+                                    for localhost, 127.0.0.1 and ::1 made at start
+          --ca-out FILE             with --tls: write that certificate (PEM) to FILE, for the
+                                    client to trust (curl --cacert FILE)
+          --max-concurrent-streams N  SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
+          --inbox-capacity N        messages kept per device token (default 1000)
+          --verbose                 log every push answered
+          -h, --help                show this help
+
+        What it checks, in this order (the first failure answers, as APNs does, with
+        {"reason":"…"} and the apns-id header):
+          path POST /3/device/<token> (404 BadPath, 405 MethodNotAllowed, 400 MissingDeviceToken);
+          authorization, apns-topic, apns-push-type, apns-priority, apns-expiration,
+          apns-collapse-id or apns-id sent twice (400 DuplicateHeaders);
+          authorization: bearer <JWT> (403 MissingProviderToken; InvalidProviderToken for a bad
+          signature, alg, kid, iss or an iat more than 60 s ahead; ExpiredProviderToken for an
+          iat older than 60 minutes);
+          the token: 64+ hex digits (400 BadDeviceToken);
+          apns-topic (400 MissingTopic; BadTopic if not a bundle id; TopicDisallowed unless it
+          is <bundle>.voip); apns-push-type must be voip (400 InvalidPushType);
+          apns-priority 5 or 10 (400 BadPriority); apns-expiration an integer (400
+          BadExpirationDate); apns-collapse-id at most 64 bytes (400 BadCollapseId); apns-id a
+          lowercase 8-4-4-4-12 UUID (400 BadMessageId);
+          the payload: non-empty (400 PayloadEmpty), at most 5120 bytes (413 PayloadTooLarge),
+          a JSON object (400 BadPayload: APNs documents no reason for malformed JSON, so this
+          one is the emulator's own).
+        A valid push is answered 200 with its apns-id (generated when absent) and appended to
+        its token's inbox.
+
+        Faults (the --faults file, or POST /control/faults): one object, an array, or
+        {"faults":[…]}. "token" (hex) limits a fault to one device token, otherwise it applies
+        to every push; "count" is how many pushes it applies to (default: no limit).
+          {"kind":"unregistered"}          410 Unregistered with a timestamp
+                                           ("reason":"ExpiredToken" for the other 410)
+          {"kind":"badDeviceToken"}        400 BadDeviceToken
+          {"kind":"tooManyRequests"}       429 TooManyRequests
+          {"kind":"internalServerError"}   500 InternalServerError
+          {"kind":"serviceUnavailable"}    503 ServiceUnavailable ("reason":"Shutdown" too)
+          {"kind":"respond","status":403,"reason":"Forbidden"}   any status and reason
+          {"kind":"delay","milliseconds":5000}   hold the answer (other streams go on); a
+                                           stream the client resets meanwhile is not delivered
+          {"kind":"goawayAfter","streams":3,"reason":"Shutdown"}   answer 3 pushes on a
+                                           connection, then GOAWAY with {"reason":…} and close
+                                           ("count" here counts connections)
+          {"kind":"refuseStream"}          RST_STREAM REFUSED_STREAM, push not processed
+        Example: {"faults":[{"kind":"unregistered","token":"<hex>","count":1},
+                            {"kind":"delay","milliseconds":3000,"count":2}]}
+
+        Inbox and control (HTTP/2 on the same port; answers are JSON):
+          GET /inbox/<token>?after=N&wait=S
+              the pushes for <token> after index N (indices start at 1), answered at once if
+              there are any, else held up to S seconds (at most 60) until one arrives:
+              {"messages":[{"index":1,"apnsId":"…","headers":{"apns-topic":"…",…},
+                            "payload":{…},"receivedAt":"2024-01-01T00:00:00.000Z"}],"cursor":1}
+              ask again with after=<cursor>; a cursor below N means the inbox started over
+          DELETE /inbox/<token>             empty that inbox (204)
+          GET /control/faults               the faults in force, with remaining counts
+          POST /control/faults              add faults (body as in the --faults file)
+          DELETE /control/faults[?token=T]  remove all faults, or those for one token (204)
+          GET /control/stats                answers per status and reason, connections,
+                                            streams, deliveries, refusals, GOAWAYs, long polls
+
+        Example:
+          switchboard apns-emulator --listen 127.0.0.1:0 --bundle-id com.example.app \\
+            --team-id DEF123GHIJ --key-id ABC123DEFG --public-key key.pub.pem
+        """
+
+    /// Runs the command with the arguments that follow `apns-emulator` and returns the exit
+    /// status: 0 after SIGTERM/SIGINT or `--help`, 1 when it cannot start, 2 for bad usage.
+    ///
+    /// Blocks SIGTERM and SIGINT on the calling thread before any thread starts (so every
+    /// thread inherits the mask) and waits for them with `sigwait`; the library part installs
+    /// no signal handling of its own.
+    public static func run(_ arguments: [String]) -> Int32 {
+        if arguments.contains("-h") || arguments.contains("--help") {
+            print(help)
+            return 0
+        }
+        let options: Options
+        do {
+            options = try Options(parsing: arguments)
+        } catch {
+            printError("\(error.message)\nRun 'switchboard apns-emulator --help' for usage.")
+            return 2
+        }
+
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGTERM)
+        sigaddset(&stopSignals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+
+        let configuration: APNsEmulatorConfiguration
+        do {
+            configuration = try options.configuration()
+        } catch {
+            printError("cannot start: \(error)")
+            return 1
+        }
+        let emulator = APNsEmulator(configuration: configuration)
+        let address: APNsEmulator.Address
+        do {
+            address = try emulator.start()
+            if let caOut = options.caOut, let certificate = emulator.certificatePEM {
+                try Data(certificate.utf8).write(to: URL(fileURLWithPath: caOut))
+            }
+        } catch {
+            printError("cannot start: \(error)")
+            return 1
+        }
+        var listening = JSONWriter()
+        listening.beginObject()
+        listening.member("msg", "listening")
+        listening.member("address", address.description)
+        listening.member("mode", address.mode)
+        if let caOut = options.caOut { listening.member("caFile", caOut) }
+        listening.endObject()
+        StandardOutput.line(listening.text)
+
+        var received: Int32 = 0
+        sigwait(&stopSignals, &received)
+
+        // shutdown() is async; run it off this thread's executor and wait here.
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await emulator.shutdown()
+            done.signal()
+        }
+        done.wait()
+        StandardOutput.line(#"{"msg":"stopped","signal":"\#(received == SIGTERM ? "SIGTERM" : "SIGINT")"}"#)
+        return 0
+    }
+
+    private static func printError(_ message: String) {
+        FileHandle.standardError.write(Data("switchboard apns-emulator: \(message)\n".utf8))
+    }
+
+    /// A command-line problem (exit status 2).
+    struct UsageError: Error {
+        let message: String
+    }
+
+    /// A file named on the command line cannot be used (exit status 1).
+    struct StartError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    /// The parsed options.
+    struct Options {
+        var host = "127.0.0.1"
+        var port = 2197
+        var bundleID: String?
+        var teamID: String?
+        var keyID: String?
+        var publicKeyFile: String?
+        var faultsFile: String?
+        var tls = false
+        var caOut: String?
+        var maxConcurrentStreams = 1000
+        var inboxCapacity = 1000
+        var verbose = false
+
+        init(parsing arguments: [String]) throws(UsageError) {
+            // `--flag=value` is the same as `--flag value`, as in `switchboard serve`.
+            let arguments = arguments.flatMap { argument -> [String] in
+                guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
+                return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
+            }
+            var index = 0
+            func value(_ flag: String) throws(UsageError) -> String {
+                index += 1
+                guard index < arguments.count, !arguments[index].hasPrefix("--") else {
+                    throw UsageError(message: "\(flag) needs a value")
+                }
+                return arguments[index]
+            }
+            func positive(_ flag: String) throws(UsageError) -> Int {
+                let text = try value(flag)
+                guard let number = Int(text), number >= 1 else {
+                    throw UsageError(message: "\(flag) needs a positive integer, not '\(text)'")
+                }
+                return number
+            }
+            while index < arguments.count {
+                let argument = arguments[index]
+                switch argument {
+                case "--listen":
+                    (host, port) = try Self.hostAndPort(try value(argument))
+                case "--bundle-id": bundleID = try value(argument)
+                case "--team-id": teamID = try value(argument)
+                case "--key-id": keyID = try value(argument)
+                case "--public-key": publicKeyFile = try value(argument)
+                case "--faults": faultsFile = try value(argument)
+                case "--tls": tls = true
+                case "--ca-out": caOut = try value(argument)
+                case "--max-concurrent-streams": maxConcurrentStreams = try positive(argument)
+                case "--inbox-capacity": inboxCapacity = try positive(argument)
+                case "--verbose": verbose = true
+                default: throw UsageError(message: "unknown option '\(argument)'")
+                }
+                index += 1
+            }
+            if caOut != nil, !tls { throw UsageError(message: "--ca-out needs --tls") }
+        }
+
+        /// `HOST:PORT`, `[IPV6]:PORT`, or `:PORT` (host 127.0.0.1).
+        static func hostAndPort(_ text: String) throws(UsageError) -> (String, Int) {
+            let host: String
+            let portText: Substring
+            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+                host = String(text[text.index(after: text.startIndex)..<close])
+                let rest = text[text.index(after: close)...]
+                guard rest.hasPrefix(":") else { throw UsageError(message: "--listen needs HOST:PORT, not '\(text)'") }
+                portText = rest.dropFirst()
+            } else {
+                guard let colon = text.lastIndex(of: ":") else {
+                    throw UsageError(message: "--listen needs HOST:PORT, not '\(text)'")
+                }
+                let name = String(text[..<colon])
+                host = name.isEmpty ? "127.0.0.1" : name
+                portText = text[text.index(after: colon)...]
+            }
+            guard let port = Int(portText), (0...65535).contains(port) else {
+                throw UsageError(message: "--listen port must be 0...65535, not '\(portText)'")
+            }
+            return (host, port)
+        }
+
+        /// The emulator configuration, reading the key and fault files.
+        func configuration() throws -> APNsEmulatorConfiguration {
+            var configuration = APNsEmulatorConfiguration(host: host, port: port)
+            configuration.bundleID = bundleID
+            configuration.teamID = teamID
+            configuration.keyID = keyID
+            configuration.maxConcurrentStreams = maxConcurrentStreams
+            configuration.inboxCapacity = inboxCapacity
+            if let publicKeyFile {
+                let pem = String(decoding: try Self.read(publicKeyFile, for: "--public-key"), as: UTF8.self)
+                do {
+                    configuration.publicKey = try ES256PublicKey(pem: pem)
+                } catch {
+                    throw StartError(message: "--public-key \(publicKeyFile): \(error)")
+                }
+            }
+            if let faultsFile {
+                let bytes = try Self.read(faultsFile, for: "--faults")
+                do {
+                    configuration.faults = try APNsFault.parseScript(bytes)
+                } catch {
+                    throw APNsFaultScriptError(message: "\(faultsFile): \(error.message)")
+                }
+            }
+            if tls { configuration.tls = APNsEmulatorTLS() }
+            if verbose { configuration.log = { StandardOutput.line($0) } }
+            return configuration
+        }
+
+        private static func read(_ path: String, for flag: String) throws(StartError) -> [UInt8] {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw StartError(message: "cannot read \(flag) file \(path)")
+            }
+            return [UInt8](data)
+        }
+    }
+}
+
+/// Whole lines to standard output, each with one `write(2)` so lines from the loop thread
+/// and the main thread never interleave.
+enum StandardOutput {
+    static func line(_ text: String) {
+        let bytes = Array((text + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+    }
+}

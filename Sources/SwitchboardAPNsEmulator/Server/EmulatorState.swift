@@ -1,0 +1,48 @@
+import Synchronization
+
+/// The state both the loop thread and the public API touch: faults, inboxes, statistics.
+struct EmulatorState: Sendable {
+    var faults: FaultBook
+    var inbox: InboxStore
+    var stats = APNsEmulatorStats()
+
+    /// Counts one push answer under `"200"` or `"<status> <reason>"`.
+    mutating func countAnswer(status: Int, reason: String?) {
+        let key = reason.map { "\(status) \($0)" } ?? String(status)
+        stats.responses[key, default: 0] += 1
+    }
+}
+
+/// Holds ``EmulatorState`` under a `Mutex`; every access is short and never blocks on I/O.
+final class EmulatorShared: Sendable {
+    let state: Mutex<EmulatorState>
+
+    init(faults: [APNsFault], inboxCapacity: Int) {
+        state = Mutex(EmulatorState(faults: FaultBook(faults), inbox: InboxStore(capacity: inboxCapacity)))
+    }
+}
+
+/// A response the loop submits on a stream.
+struct EmulatorResponse: Sendable {
+    var status: Int
+    var headers: [APNsHeader] = []
+    var body: [UInt8] = []
+    /// Whether this answers a push (and so is counted in the statistics when sent).
+    var isPushAnswer = false
+    /// The APNs reason of an error answer, for the statistics.
+    var reason: String?
+
+    /// A JSON response (`content-type: application/json`).
+    static func json(_ status: Int, _ body: [UInt8], headers: [APNsHeader] = []) -> EmulatorResponse {
+        EmulatorResponse(status: status, headers: headers + [APNsHeader("content-type", "application/json")], body: body)
+    }
+
+    /// `{"error":"…"}` for the inbox and control endpoints.
+    static func error(_ status: Int, _ message: String) -> EmulatorResponse {
+        var json = JSONWriter()
+        json.beginObject()
+        json.member("error", message)
+        json.endObject()
+        return .json(status, json.bytes)
+    }
+}
