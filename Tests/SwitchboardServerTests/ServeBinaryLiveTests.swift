@@ -14,15 +14,16 @@ final class ServerProcess: Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("switchboard").path
     }
 
-    /// Starts `switchboard serve` and waits for its `listening` line (the first stdout line).
-    init(arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `switchboard <command>` (default `serve`) and waits for its `listening` line
+    /// (the first stdout line).
+    init(command: String = "serve", arguments: [String], environment: [String: String] = [:]) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)").path
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         outputPath = path
         output = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binaryPath)
-        process.arguments = ["serve"] + arguments
+        process.arguments = [command] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -47,6 +48,13 @@ final class ServerProcess: Sendable {
     }
 
     var lines: [String] { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+
+    /// Kills the process with SIGKILL (a crash) and waits for it to be gone.
+    func crash() {
+        kill(process.processIdentifier, SIGKILL)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+    }
 
     /// Sends SIGTERM and waits (bounded) for the exit status.
     func stop() -> Int32? {

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import SwitchboardCrypto
+import SwitchboardPush
+
+/// The push path end to end through the real binaries: `switchboard serve` sends VoIP pushes
+/// over HTTP/2 and TLS to `switchboard apns-emulator`, as it would to Apple; the tests read
+/// the emulator's inbox per device token, as a phone would receive its pushes.
+@Suite("Push through the binaries (server → APNs emulator)", .serialized)
+struct PushLiveTests {
+    static let bundleID = "com.example.phone"
+    static let teamID = "TEAM123456"
+    static let keyID = "KEY1234567"
+    static let adminKey = "admin-key-for-tests-0123"
+
+    /// An emulator and a server pointed at it, with a fresh provider key.
+    final class Rig: @unchecked Sendable {
+        // @unchecked Sendable: every stored property is a `let` of a Sendable type or a
+        // process handle only used from the test that owns the rig.
+        let directory = ScratchDirectory()
+        let emulator: ServerProcess
+        let inbox: HTTP2Client
+        private(set) var server: ServerProcess
+        let serverEnvironment: [String: String]
+
+        init() throws {
+            let key = try ES256PrivateKey.generate()
+            let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub", caFile = directory.path + "/emulator-ca.pem"
+            try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
+            try key.publicKeyPEM.write(toFile: publicFile, atomically: true, encoding: .utf8)
+            emulator = try ServerProcess(command: "apns-emulator", arguments: [
+                "--listen", "127.0.0.1:0", "--bundle-id", PushLiveTests.bundleID, "--team-id", PushLiveTests.teamID,
+                "--key-id", PushLiveTests.keyID, "--public-key", publicFile, "--tls", "--ca-out", caFile,
+            ])
+            let port = emulator.address.split(separator: ":").last.map(String.init) ?? "0"
+            var settings = HTTP2ClientConfiguration(baseURL: "https://localhost:\(port)")
+            settings.caFile = caFile
+            settings.requestTimeout = .seconds(20)
+            inbox = try HTTP2Client(configuration: settings)
+            serverEnvironment = [
+                "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10", "SWITCHBOARD_APNS_TEAM_ID": PushLiveTests.teamID,
+                "SWITCHBOARD_APNS_KEY_ID": PushLiveTests.keyID, "SWITCHBOARD_APNS_KEY_FILE": keyFile,
+                "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)", "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_APNS_CA_FILE": caFile, "SWITCHBOARD_APNS_BUNDLE_ID": PushLiveTests.bundleID,
+                "SWITCHBOARD_ADMIN_KEY": PushLiveTests.adminKey,
+            ]
+            server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
+        }
+
+        /// SIGKILL the server and start it again on the same data directory.
+        func crashAndRestart() throws {
+            server.crash()
+            server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
+        }
+
+        func close() async {
+            _ = server.stop()
+            await inbox.shutdown()
+            _ = emulator.stop()
+            directory.remove()
+        }
+
+        /// The pushes the emulator accepted for a device token (waits up to `wait` seconds for the first).
+        func pushes(for token: String, wait: Int = 10) async throws -> [[String: Any]] {
+            let response = try await inbox.send(HTTP2Request(method: "GET", path: "/inbox/\(token)?after=0&wait=\(wait)", headers: [], body: []))
+            let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            return object?["messages"] as? [[String: Any]] ?? []
+        }
+
+        func fault(_ json: String) async throws {
+            let response = try await inbox.send(HTTP2Request(
+                method: "POST", path: "/control/faults", headers: [("content-type", "application/json")], body: Array(json.utf8)))
+            #expect(response.status < 300, "fault not accepted: \(String(decoding: response.body, as: UTF8.self))")
+        }
+
+        func adminStatus() async -> [String: Any] {
+            let reply = await fetch(server.address, "GET", "/admin/push/status", headers: ["Authorization": "Bearer \(PushLiveTests.adminKey)"])
+            return (try? JSONSerialization.jsonObject(with: Data(reply.body.utf8)) as? [String: Any]) ?? [:]
+        }
+
+        /// Polls the admin view until `condition` holds on its outcomes.
+        func waitForOutcome(_ condition: ([[String: Any]]) -> Bool) async throws -> Bool {
+            for _ in 0..<150 {
+                if condition((await adminStatus()["outcomes"] as? [[String: Any]]) ?? []) { return true }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return false
+        }
+    }
+
+    struct Person {
+        let token: String
+        let id: String
+        var auth: [String: String] { ["Authorization": "Bearer \(token)"] }
+    }
+
+    static func json(_ text: String) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:] }
+
+    static func person(_ rig: Rig, _ name: String, device: String? = nil) async throws -> Person {
+        let reply = await fetch(rig.server.address, "POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
+        let object = json(reply.body)
+        let person = Person(token: try #require(object["token"] as? String), id: try #require((object["user"] as? [String: Any])?["id"] as? String))
+        if let device {
+            let registered = await fetch(
+                rig.server.address, "POST", "/voip/devices",
+                body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(device)","environment":"production"}"#, headers: person.auth)
+            #expect(registered.status == 200)
+        }
+        return person
+    }
+
+    static func befriend(_ rig: Rig, _ a: Person, _ b: Person) async throws -> String {
+        let request = await fetch(rig.server.address, "POST", "/friend-requests", body: #"{"userId":"\#(b.id)"}"#, headers: a.auth)
+        let id = try #require(json(request.body)["id"] as? String)
+        return try #require(json(await fetch(rig.server.address, "POST", "/friend-requests/\(id)/accept", headers: b.auth).body)["conversationId"] as? String)
+    }
+
+    static func call(_ rig: Rig, _ caller: Person, _ kind: String, _ scope: String, mode: String = "audio") async throws -> String {
+        let reply = await fetch(
+            rig.server.address, "POST", "/calls",
+            body: #"{"scopeKind":"\#(kind)","scopeId":"\#(scope)","mode":"\#(mode)","clientId":"\#(UUID().uuidString)"}"#, headers: caller.auth)
+        #expect(reply.status == 201, "\(reply.body)")
+        return try #require(json(reply.body)["id"] as? String)
+    }
+
+    static func deviceToken(_ seed: Int) -> String { String(repeating: String(format: "%02x", seed), count: 32) }
+
+    @Test func aCallRingsTheDeviceWithACorrectVoIPPush() async throws {
+        let rig = try Rig()
+        let token = Self.deviceToken(0xa1)
+        let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob", device: token)
+        let conversation = try await Self.befriend(rig, alice, bob)
+        let started = Date()
+        let callID = try await Self.call(rig, alice, "conversation", conversation, mode: "video")
+        let pushes = try await rig.pushes(for: token)
+        #expect(pushes.count == 1)
+        let push = try #require(pushes.first)
+        let headers = try #require(push["headers"] as? [String: String])
+        #expect(headers["apns-push-type"] == "voip")
+        #expect(headers["apns-topic"] == "\(Self.bundleID).voip")
+        #expect(headers["apns-priority"] == "10")
+        #expect(headers["apns-collapse-id"] == "call_\(callID)")
+        let expiration = try #require(headers["apns-expiration"].flatMap(Double.init))
+        #expect(expiration <= started.timeIntervalSince1970 + 46 && expiration >= started.timeIntervalSince1970 + 43)
+        #expect((push["apnsId"] as? String)?.count == 36)
+        let payload = try #require(push["payload"] as? [String: Any])
+        #expect(payload["callId"] as? String == callID && payload["mode"] as? String == "video")
+        #expect(payload["scopeKind"] as? String == "conversation" && payload["scopeId"] as? String == conversation)
+        #expect(payload["callerName"] as? String == "alice" && payload["aps"] != nil)
+        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 1 } })
+        await rig.close()
+    }
+
+    @Test func serverErrorsAreRetriedCancelledRingsAreDroppedAnd410DeletesTheToken() async throws {
+        let rig = try Rig()
+        let token = Self.deviceToken(0xb2)
+        let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob", device: token)
+        let conversation = try await Self.befriend(rig, alice, bob)
+
+        // 1. A 500 is retried and then delivered, once.
+        try await rig.fault(#"{"kind":"internalServerError","token":"\#(token)","count":1}"#)
+        let first = try await Self.call(rig, alice, "conversation", conversation)
+        let delivered = try await rig.pushes(for: token)
+        #expect(delivered.count == 1)
+        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "delivered" } })
+        _ = await fetch(rig.server.address, "POST", "/calls/\(first)/cancel", headers: alice.auth)
+
+        // 2. A ring cancelled while its job waits for a retry is dropped, never sent.
+        try await rig.fault(#"{"kind":"serviceUnavailable","token":"\#(token)","count":1}"#)
+        let second = try await Self.call(rig, alice, "conversation", conversation)
+        try await Task.sleep(for: .milliseconds(300))  // the first attempt gets its 503
+        #expect(await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth).status == 200)
+        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "dropped" && $0["reason"] as? String == "call_not_ringing" } })
+        #expect(try await rig.pushes(for: token, wait: 0).count == 1, "the cancelled ring must not reach the phone")
+
+        // 3. 410 Unregistered deletes the token: the next ring writes no job for it.
+        try await rig.fault(#"{"kind":"unregistered","token":"\#(token)","count":1}"#)
+        let third = try await Self.call(rig, alice, "conversation", conversation)
+        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "failed" && $0["reason"] as? String == "Unregistered" } })
+        _ = await fetch(rig.server.address, "POST", "/calls/\(third)/cancel", headers: alice.auth)
+        _ = try await Self.call(rig, alice, "conversation", conversation)
+        try await Task.sleep(for: .milliseconds(500))
+        let pending = await rig.adminStatus()["pending"] as? Int
+        #expect(pending == 0)
+        let failedOrDelivered = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).reduce(0) { $0 + (($1["count"] as? Int) ?? 0) }
+        #expect(failedOrDelivered == 3, "no fourth job: the token was deleted")
+        await rig.close()
+    }
+
+    @Test func jobsPendingWhenTheServerIsKilledAreDeliveredAfterRestartOnceEach() async throws {
+        let rig = try Rig()
+        let tokens = [Self.deviceToken(0xc1), Self.deviceToken(0xc2), Self.deviceToken(0xc3)]
+        let owner = try await Self.person(rig, "owner")
+        var members: [Person] = []
+        for (index, token) in tokens.enumerated() { members.append(try await Self.person(rig, "member\(index)", device: token)) }
+        for member in members { _ = try await Self.befriend(rig, owner, member) }
+        let ids = members.map { "\"\($0.id)\"" }.joined(separator: ",")
+        let group = try #require(Self.json(await fetch(rig.server.address, "POST", "/groups", body: #"{"name":"team","memberIds":[\#(ids)]}"#, headers: owner.auth).body)["id"] as? String)
+
+        // Every first attempt gets a 503, so all three jobs are pending when the server dies.
+        try await rig.fault(#"{"kind":"serviceUnavailable","count":3}"#)
+        _ = try await Self.call(rig, owner, "group", group)
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(await rig.adminStatus()["pending"] as? Int == 3)
+        try rig.crashAndRestart()
+
+        var seen: [String] = []
+        for token in tokens {
+            let pushes = try await rig.pushes(for: token)
+            #expect(pushes.count == 1, "each device gets its ring exactly once")
+            seen += pushes.compactMap { $0["apnsId"] as? String }
+        }
+        #expect(Set(seen).count == 3, "one apns-id per job")
+        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 3 } })
+        await rig.close()
+    }
+}
