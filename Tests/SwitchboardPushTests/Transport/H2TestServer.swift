@@ -1,10 +1,6 @@
 import Foundation
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Runs `h2_test_server.py` (Python `h2`) on 127.0.0.1 for one test: HTTP/2 over TLS with a fresh self-signed
 /// certificate by default (ALPN h2, the path APNs uses), or h2c with prior knowledge (`tls: false`).
 ///
