@@ -24,9 +24,11 @@ release:
 	$(SWIFT) build -c release --product switchboard
 
 bench: release
+	$(SWIFT) build -c release --product push-bench
 	scripts/bench-http.sh .build/release/switchboard
 	scripts/bench-events.sh .build/release/switchboard
 	scripts/bench-calls.sh .build/release/switchboard
+	scripts/bench-push.sh .build/release/switchboard .build/release/push-bench
 
 fuzz:
 	scripts/ensure-deps.sh

@@ -66,6 +66,11 @@ let package = Package(
         // The one binary: wiring only.
         .executableTarget(name: "switchboard", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator"], swiftSettings: strict),
 
+        // Benchmark program: pushes per second through the APNs provider (make bench).
+        .executableTarget(
+            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardCore"],
+            path: "Benchmarks/PushBench", swiftSettings: strict),
+
         // Build tool that embeds openapi.json into the server binary.
         .executableTarget(name: "embed-resource", path: "Plugins/EmbedTool", swiftSettings: strict),
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["embed-resource"]),

@@ -130,6 +130,9 @@ public enum APNsEmulatorCommand {
         sigaddset(&stopSignals, SIGTERM)
         sigaddset(&stopSignals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        // TLS writes go through OpenSSL's plain write(2): a client that vanishes must not kill
+        // the emulator with SIGPIPE (the write fails with EPIPE instead).
+        signal(SIGPIPE, SIG_IGN)
 
         let configuration: APNsEmulatorConfiguration
         do {

@@ -49,13 +49,13 @@ struct InboxStore: Sendable {
     mutating func append(
         token: String, apnsID: String, headers: [APNsHeader], payload: [UInt8], receivedAt: Int64
     ) -> APNsInboxMessage {
-        var inbox = inboxes[token, default: Inbox()]
-        inbox.lastIndex += 1
-        let message = APNsInboxMessage(
-            index: inbox.lastIndex, apnsID: apnsID, headers: headers, payload: payload, receivedAt: receivedAt)
-        inbox.messages.append(message)
-        if inbox.messages.count > capacity { inbox.messages.removeFirst(inbox.messages.count - capacity) }
-        inboxes[token] = inbox
+        // Mutated in place: copying the inbox out and back would copy every stored message per push.
+        inboxes[token, default: Inbox()].lastIndex += 1
+        let index = inboxes[token]!.lastIndex
+        let message = APNsInboxMessage(index: index, apnsID: apnsID, headers: headers, payload: payload, receivedAt: receivedAt)
+        inboxes[token]!.messages.append(message)
+        let excess = inboxes[token]!.messages.count - capacity
+        if excess > 0 { inboxes[token]!.messages.removeFirst(excess) }
         return message
     }
 

@@ -1,0 +1,452 @@
+// push-bench: push throughput and latency of SwitchboardPush's APNsProvider against an APNs
+// stand-in (normally `switchboard apns-emulator --tls`). Figures are printed, never asserted.
+//
+//   push-bench --url https://localhost:PORT --ca-file ca.pem --team-id T --key-id K \
+//              --key-file key.p8 --bundle-id com.example.app \
+//              [--count 20000] [--concurrency 200] [--connections 1] [--warmup 2000]
+//   push-bench generate-key --p8 key.p8 --public key.pub.pem
+//
+// One JSON object goes to stdout: pushes/s, send→response latency p50/p90/p99/max in ms,
+// answers per status, transport failures and the process's CPU time during the measured run.
+// Errors go to stderr. See bench/README.md, "Push benchmark".
+//
+// Wiring only at top level: top-level code in main.swift is MainActor-isolated, so the work
+// runs in `PushBench` (nonisolated) and the async part in a detached task that the main thread
+// waits for with a semaphore; the main thread never runs, or waits for, a MainActor task.
+import Foundation
+import Synchronization
+import SwitchboardCore
+import SwitchboardCrypto
+import SwitchboardPush
+
+exit(PushBench.main(Array(CommandLine.arguments.dropFirst())))
+
+/// The command: parses options, then either writes a key pair or runs the benchmark.
+enum PushBench {
+    static let usage = """
+        usage: push-bench --url https://HOST:PORT --ca-file FILE --team-id ID --key-id ID
+                          --key-file FILE.p8 [--bundle-id ID] [--count N] [--concurrency C]
+                          [--connections K] [--streams-per-connection S] [--warmup N]
+                          [--tokens N] [--timeout-ms MS] [--label TEXT]
+               push-bench generate-key --p8 FILE --public FILE
+        """
+
+    /// Runs the command synchronously and returns the exit status (0 ran, 1 failed, 2 usage).
+    static func main(_ arguments: [String]) -> Int32 {
+        if arguments.contains("-h") || arguments.contains("--help") {
+            print(usage)
+            return 0
+        }
+        if arguments.first == "generate-key" {
+            return generateKey(Array(arguments.dropFirst()))
+        }
+        let options: Options
+        do {
+            options = try Options(parsing: arguments)
+        } catch {
+            fail("\(error.message)\n\(usage)")
+            return 2
+        }
+        let status = Mutex<Int32>(1)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            let code = await run(options)
+            status.withLock { $0 = code }
+            done.signal()
+        }
+        done.wait()
+        return status.withLock { $0 }
+    }
+
+    // MARK: The benchmark
+
+    private static func run(_ options: Options) async -> Int32 {
+        let key: ES256PrivateKey
+        do {
+            let pem = try String(contentsOfFile: options.keyFile, encoding: .utf8)
+            key = try ES256PrivateKey(pem: pem)
+        } catch {
+            fail("cannot read the .p8 key \(options.keyFile): \(error)")
+            return 1
+        }
+        let workload: Workload
+        do {
+            workload = try Workload(bundleID: options.bundleID, tokens: options.tokens)
+        } catch {
+            fail("cannot build the VoIP push: \(error)")
+            return 1
+        }
+        let provider: APNsProvider
+        do {
+            provider = try APNsProvider(
+                configuration: APNsConfiguration(
+                    credentials: .token(teamID: options.teamID, keyID: options.keyID, key: key),
+                    productionURL: options.url, sandboxURL: options.url, caFile: options.caFile,
+                    connectionsPerEnvironment: options.connections,
+                    maxConcurrentStreams: options.streamsPerConnection,
+                    requestTimeout: .milliseconds(options.timeoutMilliseconds)))
+        } catch {
+            fail("cannot create the APNs provider: \(error)")
+            return 1
+        }
+
+        // Warm-up: connections, TLS, the provider token and both sides' caches; not counted.
+        if options.warmup > 0 {
+            let warm = await sendAll(
+                count: options.warmup, offset: 0, concurrency: options.concurrency, provider: provider,
+                workload: workload)
+            if warm.ok == 0 {
+                fail("no push of the warm-up was answered 200: \(warm.summary)")
+                await provider.shutdown()
+                return 1
+            }
+        }
+
+        let cpuBefore = processCPUMilliseconds()
+        let started = ContinuousClock.now
+        let tally = await sendAll(
+            count: options.count, offset: options.warmup, concurrency: options.concurrency, provider: provider,
+            workload: workload)
+        let elapsed = ContinuousClock.now - started
+        let cpuUsed = processCPUMilliseconds() - cpuBefore
+        await provider.shutdown()
+
+        let seconds = elapsed.inSeconds
+        var latencies = tally.latencies
+        latencies.sort()
+        var json = JSONObject()
+        json.add("client", "switchboard APNsProvider (SwitchboardPush, libcurl + nghttp2)")
+        if let label = options.label { json.add("label", label) }
+        json.add("url", options.url)
+        json.add("count", options.count)
+        json.add("warmup", options.warmup)
+        json.add("concurrency", options.concurrency)
+        json.add("connections", options.connections)
+        json.add("streams_per_connection", options.streamsPerConnection)
+        json.add("device_tokens", options.tokens)
+        json.add("seconds", rounded(seconds, 3))
+        json.add("pushes_per_second", rounded(seconds > 0 ? Double(options.count) / seconds : 0, 0))
+        json.add("p50_ms", rounded(percentile(latencies, 0.50), 3))
+        json.add("p90_ms", rounded(percentile(latencies, 0.90), 3))
+        json.add("p99_ms", rounded(percentile(latencies, 0.99), 3))
+        json.add("max_ms", rounded(latencies.last ?? 0, 3))
+        json.add("over_1s", latencies.count { $0 >= 1000 })
+        json.add("ok", tally.ok)
+        json.add("statuses", tally.statuses.mapValues { Double($0) })
+        json.add("failures", tally.failures.mapValues { Double($0) })
+        json.add("failure_examples", tally.failureExamples)
+        json.add("client_cpu_ms", rounded(cpuUsed, 0))
+        print(json.text)
+        return 0
+    }
+
+    /// Sends pushes `offset ..< offset + count` with `concurrency` senders, each sending its next
+    /// push as soon as its previous one was answered.
+    private static func sendAll(
+        count: Int, offset: Int, concurrency: Int, provider: APNsProvider, workload: Workload
+    ) async -> Tally {
+        let next = Counter()
+        return await withTaskGroup(of: Tally.self) { group in
+            for _ in 0..<min(concurrency, count) {
+                group.addTask {
+                    var tally = Tally()
+                    tally.latencies.reserveCapacity(count / max(concurrency, 1) + 16)
+                    // Bounded: every pass takes a new index, and the loop ends at `count`.
+                    while true {
+                        let index = next.take()
+                        guard index < count else { break }
+                        let (token, headers) = workload.push(offset + index)
+                        let start = ContinuousClock.now
+                        let result = await provider.send(
+                            deviceToken: token, environment: "production", headers: headers,
+                            payload: workload.payload)
+                        tally.record(result, milliseconds: (ContinuousClock.now - start).inMilliseconds)
+                    }
+                    return tally
+                }
+            }
+            var total = Tally()
+            for await part in group { total.merge(part) }
+            return total
+        }
+    }
+
+    // MARK: generate-key
+
+    private static func generateKey(_ arguments: [String]) -> Int32 {
+        var p8: String?
+        var publicPEM: String?
+        var index = 0
+        while index < arguments.count {
+            let flag = arguments[index]
+            guard index + 1 < arguments.count else {
+                fail("\(flag) needs a value\n\(usage)")
+                return 2
+            }
+            switch flag {
+            case "--p8": p8 = arguments[index + 1]
+            case "--public": publicPEM = arguments[index + 1]
+            default:
+                fail("unknown option '\(flag)'\n\(usage)")
+                return 2
+            }
+            index += 2
+        }
+        guard let p8, let publicPEM else {
+            fail("generate-key needs --p8 FILE and --public FILE\n\(usage)")
+            return 2
+        }
+        do {
+            let key = try ES256PrivateKey.generate()
+            try Data(try key.pkcs8PEM().utf8).write(to: URL(fileURLWithPath: p8))
+            chmod(p8, 0o600)
+            try Data(key.publicKeyPEM.utf8).write(to: URL(fileURLWithPath: publicPEM))
+        } catch {
+            fail("cannot write the key pair: \(error)")
+            return 1
+        }
+        return 0
+    }
+
+    // MARK: Helpers
+
+    static func fail(_ message: String) {
+        FileHandle.standardError.write(Data("push-bench: \(message)\n".utf8))
+    }
+
+    /// User + system CPU time of this process so far, in milliseconds.
+    private static func processCPUMilliseconds() -> Double {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        func ms(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return ms(usage.ru_utime) + ms(usage.ru_stime)
+    }
+
+    /// Nearest-rank percentile of ascending `sorted` values (0 when empty).
+    private static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        // The epsilon keeps 0.99 × 20,000 at rank 19,800 despite binary rounding (as the Python client).
+        let rank = Int((fraction * Double(sorted.count) - 1e-9).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
+
+    private static func rounded(_ value: Double, _ decimals: Int) -> Double {
+        let scale = pow(10, Double(decimals))
+        return (value * scale).rounded() / scale
+    }
+}
+
+/// The command-line options of a benchmark run.
+struct Options {
+    struct UsageError: Error {
+        let message: String
+    }
+
+    var url = ""
+    var caFile: String?
+    var teamID = ""
+    var keyID = ""
+    var keyFile = ""
+    var bundleID = "com.example.switchboard"
+    var count = 20_000
+    var concurrency = 200
+    var connections = 1
+    /// Streams one connection may carry; by default concurrency / connections (rounded up), so
+    /// libcurl has to spread the senders over every connection instead of multiplexing them all
+    /// on the first.
+    var streamsPerConnection = 0
+    var warmup = 2_000
+    var tokens = 1_000
+    var timeoutMilliseconds = 10_000
+    var label: String?
+
+    init(parsing arguments: [String]) throws(UsageError) {
+        var index = 0
+        func value(_ flag: String) throws(UsageError) -> String {
+            index += 1
+            guard index < arguments.count else { throw UsageError(message: "\(flag) needs a value") }
+            return arguments[index]
+        }
+        func number(_ flag: String, minimum: Int) throws(UsageError) -> Int {
+            let text = try value(flag)
+            guard let number = Int(text), number >= minimum else {
+                throw UsageError(message: "\(flag) needs an integer >= \(minimum), not '\(text)'")
+            }
+            return number
+        }
+        while index < arguments.count {
+            let flag = arguments[index]
+            switch flag {
+            case "--url": url = try value(flag)
+            case "--ca-file": caFile = try value(flag)
+            case "--team-id": teamID = try value(flag)
+            case "--key-id": keyID = try value(flag)
+            case "--key-file": keyFile = try value(flag)
+            case "--bundle-id": bundleID = try value(flag)
+            case "--count": count = try number(flag, minimum: 1)
+            case "--concurrency": concurrency = try number(flag, minimum: 1)
+            case "--connections": connections = try number(flag, minimum: 1)
+            case "--streams-per-connection": streamsPerConnection = try number(flag, minimum: 1)
+            case "--warmup": warmup = try number(flag, minimum: 0)
+            case "--tokens": tokens = try number(flag, minimum: 1)
+            case "--timeout-ms": timeoutMilliseconds = try number(flag, minimum: 1)
+            case "--label": label = try value(flag)
+            default: throw UsageError(message: "unknown option '\(flag)'")
+            }
+            index += 1
+        }
+        guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+            throw UsageError(message: "--url must be https://HOST:PORT (or http:// for h2c)")
+        }
+        guard !teamID.isEmpty, !keyID.isEmpty, !keyFile.isEmpty else {
+            throw UsageError(message: "--team-id, --key-id and --key-file are required")
+        }
+        if streamsPerConnection == 0 {
+            streamsPerConnection = (concurrency + connections - 1) / connections
+        }
+    }
+}
+
+/// The pushes to send: one VoIP push (SPEC §3, built by `VoIPPush`), sent to `tokens` device
+/// tokens in turn, each with its own `apns-id`.
+struct Workload: Sendable {
+    let payload: [UInt8]
+    private let headers: [(String, String)]
+    private let apnsIDIndex: Int
+    private let tokens: [String]
+
+    init(bundleID: String, tokens count: Int) throws {
+        let now = Date()
+        let push = try VoIPPush.build(
+            callID: "0b7c2f5e-6a61-4d47-9a3e-2f4c1d8e9b10", scopeKind: "conversation",
+            scopeID: "9d1e4a7b-3c2f-4e5a-8b6d-1f0e2d3c4b5a", mode: "audio", callerName: "Bench Caller",
+            groupName: nil, bundleID: bundleID, apnsID: "00000000-0000-4000-8000-000000000000",
+            expiresAt: now.addingTimeInterval(3600), now: now)
+        payload = push.payload
+        headers = push.headers
+        guard let index = push.headers.firstIndex(where: { $0.0 == "apns-id" }) else {
+            throw WorkloadError.noApnsID
+        }
+        apnsIDIndex = index
+        // 64 hex digits, distinct per device: "00…01", "00…02", …
+        tokens = (1...count).map { number in
+            let hex = String(number, radix: 16)
+            return String(repeating: "0", count: 64 - hex.count) + hex
+        }
+    }
+
+    enum WorkloadError: Error {
+        case noApnsID
+    }
+
+    /// Push number `index`: its device token and its headers with a fresh `apns-id`.
+    func push(_ index: Int) -> (token: String, headers: [(String, String)]) {
+        var headers = headers
+        headers[apnsIDIndex].1 = UUID().uuidString.lowercased()
+        return (tokens[index % tokens.count], headers)
+    }
+}
+
+/// Hands out increasing indices to the senders.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+
+    func take() -> Int {
+        value.add(1, ordering: .relaxed).oldValue
+    }
+}
+
+/// What one sender (or all of them, merged) saw.
+struct Tally: Sendable {
+    var latencies: [Double] = []
+    var statuses: [String: Int] = [:]
+    var failures: [String: Int] = [:]
+    /// The first full detail seen per failure code (libcurl's message).
+    var failureExamples: [String: String] = [:]
+    var ok = 0
+
+    mutating func record(_ result: APNsResult, milliseconds: Double) {
+        latencies.append(milliseconds)
+        switch result {
+        case .response(let status, let reason, _):
+            statuses[reason.map { "\(status) \($0)" } ?? String(status), default: 0] += 1
+            if status == 200 { ok += 1 }
+        case .transportFailure(let detail):
+            // "timed_out", "connection_failed: …": keep the code, drop the per-request detail.
+            let code = detail.split(separator: ":", maxSplits: 1).first.map(String.init) ?? detail
+            failures[code, default: 0] += 1
+            if failureExamples[code] == nil { failureExamples[code] = detail }
+        }
+    }
+
+    mutating func merge(_ other: Tally) {
+        latencies.append(contentsOf: other.latencies)
+        statuses.merge(other.statuses, uniquingKeysWith: +)
+        failures.merge(other.failures, uniquingKeysWith: +)
+        failureExamples.merge(other.failureExamples) { first, _ in first }
+        ok += other.ok
+    }
+
+    var summary: String {
+        "statuses \(statuses), failures \(failures)"
+    }
+}
+
+/// A flat JSON object written by hand (keys in insertion order, numbers and strings only).
+struct JSONObject {
+    private var members: [String] = []
+
+    mutating func add(_ key: String, _ value: String) {
+        members.append("\(Self.quoted(key)):\(Self.quoted(value))")
+    }
+
+    mutating func add(_ key: String, _ value: Int) {
+        members.append("\(Self.quoted(key)):\(value)")
+    }
+
+    mutating func add(_ key: String, _ value: Double) {
+        let text = value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+        members.append("\(Self.quoted(key)):\(text)")
+    }
+
+    mutating func add(_ key: String, _ value: [String: String]) {
+        var inner = JSONObject()
+        for (name, text) in value.sorted(by: { $0.key < $1.key }) { inner.add(name, text) }
+        members.append("\(Self.quoted(key)):\(inner.text)")
+    }
+
+    mutating func add(_ key: String, _ value: [String: Double]) {
+        var inner = JSONObject()
+        for (name, number) in value.sorted(by: { $0.key < $1.key }) { inner.add(name, number) }
+        members.append("\(Self.quoted(key)):\(inner.text)")
+    }
+
+    var text: String { "{" + members.joined(separator: ",") + "}" }
+
+    private static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}
+
+extension Duration {
+    /// The duration in (fractional) seconds.
+    var inSeconds: Double {
+        let (whole, attoseconds) = components
+        return Double(whole) + Double(attoseconds) / 1e18
+    }
+
+    /// The duration in (fractional) milliseconds.
+    var inMilliseconds: Double { inSeconds * 1000 }
+}

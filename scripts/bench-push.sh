@@ -1,0 +1,427 @@
+#!/usr/bin/env bash
+# Push benchmark: VoIP pushes per second through our APNs provider (SwitchboardPush over
+# libcurl/nghttp2) to the APNs emulator over TLS, on one and on BENCH_CONNS HTTP/2
+# connections, side by side with a well-known Python APNs client (aioapns, PyPI) against
+# the same emulator, on 127.0.0.1.
+#
+#   usage: scripts/bench-push.sh path/to/switchboard [path/to/push-bench]
+#
+# push-bench defaults to the push-bench beside the switchboard binary; build both with
+#   swift build -c release --product switchboard && swift build -c release --product push-bench
+#
+# Measures (see bench/README.md, "Push benchmark", for how to read them), each run
+# BENCH_COUNT pushes after BENCH_WARMUP uncounted ones, BENCH_CONCURRENCY senders that
+# each send their next push when the previous one is answered, over BENCH_ROUNDS rounds
+# in rotating order (medians reported):
+#   1. push-bench (our APNsProvider), 1 connection;
+#   2. push-bench, BENCH_CONNS connections (streams per connection = concurrency / conns);
+#   3. bench/apns_python_client.py (aioapns, 1 connection).
+# Per run: pushes/s, send -> response latency p50/p99/max, statuses, client CPU; and from
+# the emulator (GET /control/stats, /proc): connections it accepted, pushes it processed,
+# its CPU time.
+#
+# Figures are printed, never asserted: exit 0 when every step ran, non-zero with a
+# message on stderr when a step failed. All traffic stays on loopback. Every process
+# started here is stopped by the EXIT trap, even on failure.
+#
+# Environment knobs (all optional):
+#   BENCH_COUNT        measured pushes per run                  (default 20000)
+#   BENCH_WARMUP       uncounted pushes before each run          (default 2000)
+#   BENCH_CONCURRENCY  concurrent senders                        (default 200)
+#   BENCH_CONNS        connections for the multi-connection run  (default 4)
+#   BENCH_ROUNDS       rounds; medians are reported              (default 3)
+#   BENCH_TOKENS       device tokens the pushes go to in turn    (default 1000)
+#   BENCH_RUN_SECONDS  cap on one client run                     (default 60)
+#   KEEP_TMP=1         keep the temp dir (keys, per-run JSON, emulator logs)
+set -euo pipefail
+
+readonly COUNT="${BENCH_COUNT:-20000}"
+readonly WARMUP="${BENCH_WARMUP:-2000}"
+readonly CONCURRENCY="${BENCH_CONCURRENCY:-200}"
+readonly CONNS="${BENCH_CONNS:-4}"
+readonly ROUNDS="${BENCH_ROUNDS:-3}"
+readonly TOKENS="${BENCH_TOKENS:-1000}"
+readonly RUN_SECONDS="${BENCH_RUN_SECONDS:-60}"
+readonly TARGET_PPS=5000
+readonly TEAM_ID="BENCHTEAM1"
+readonly KEY_ID="BENCHKEY01"
+readonly BUNDLE_ID="com.example.switchboard"
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CLIENT_PY="$HERE/../bench/apns_python_client.py"
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'bench-push: error: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------
+[[ $# -eq 1 || $# -eq 2 ]] || die "usage: $0 path/to/switchboard [path/to/push-bench]"
+SWITCHBOARD="$1"
+[[ -x "$SWITCHBOARD" ]] || die "server binary '$SWITCHBOARD' not found or not executable (build it first)"
+SWITCHBOARD="$(cd "$(dirname "$SWITCHBOARD")" && pwd)/$(basename "$SWITCHBOARD")"
+PUSH_BENCH="${2:-$(dirname "$SWITCHBOARD")/push-bench}"
+[[ -x "$PUSH_BENCH" ]] || die "push-bench '$PUSH_BENCH' not found or not executable" \
+    "(build it: swift build -c release --product push-bench)"
+PUSH_BENCH="$(cd "$(dirname "$PUSH_BENCH")" && pwd)/$(basename "$PUSH_BENCH")"
+[[ -f "$CLIENT_PY" ]] || die "missing $CLIENT_PY"
+command -v python3 >/dev/null || die "python3 is required"
+command -v timeout >/dev/null || die "timeout (coreutils) is required"
+for knob in COUNT CONCURRENCY CONNS ROUNDS TOKENS RUN_SECONDS; do
+    [[ "${!knob}" =~ ^[1-9][0-9]*$ ]] || die "BENCH_$knob must be a positive integer, got '${!knob}'"
+done
+[[ "$WARMUP" =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be a non-negative integer, got '$WARMUP'"
+"$SWITCHBOARD" apns-emulator --help >/dev/null 2>&1 \
+    || die "'$SWITCHBOARD' has no apns-emulator command (rebuild it)"
+
+BUILD="release"
+case "$SWITCHBOARD:$PUSH_BENCH" in
+    */debug/*) BUILD="debug" ;;
+esac
+
+# ---------------------------------------------------------------------------
+# Cleanup: everything we start is recorded here and stopped on exit.
+# ---------------------------------------------------------------------------
+TMP="$(mktemp -d -t switchboard-bench-push.XXXXXX)"
+EMULATOR_PID=""
+CLIENT_PID=""
+
+# stop_pid PID: SIGTERM, wait up to 10 s, then SIGKILL. Sets STOP_STATUS to
+# the exit status, or "killed". Must run in this shell (not in $(...)) so
+# that `wait` can reap our own child and see its status.
+STOP_STATUS=""
+stop_pid() {
+    local pid="$1" i
+    STOP_STATUS=0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -KILL "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+            STOP_STATUS="killed"
+            return 0
+        fi
+    fi
+    wait "$pid" 2>/dev/null || STOP_STATUS=$?
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    set +e
+    [[ -n "$CLIENT_PID" ]] && stop_pid "$CLIENT_PID"
+    [[ -n "$EMULATOR_PID" ]] && stop_pid "$EMULATOR_PID"
+    if [[ $rc -ne 0 ]]; then
+        for f in "$TMP/emulator.err" "$TMP/emulator.out" "$TMP/client.err"; do
+            if [[ -s "$f" ]]; then
+                printf -- '--- last lines of %s ---\n' "$(basename "$f")" >&2
+                tail -n 15 "$f" >&2
+            fi
+        done
+    fi
+    if [[ "${KEEP_TMP:-0}" == 1 ]]; then
+        log "kept temp dir $TMP"
+    else
+        rm -rf "$TMP"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT
+trap 'log "terminated"; exit 143' TERM
+
+: >"$TMP/warnings"
+warn() { log "WARNING: $*"; echo "$*" >>"$TMP/warnings"; }
+
+# ---------------------------------------------------------------------------
+# 1. Tools: curl (emulator stats), aioapns (the reference client)
+# ---------------------------------------------------------------------------
+if ! command -v curl >/dev/null; then
+    log "apt-get install -y curl"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq curl; } >&2 || die "could not install curl"
+fi
+PY_OK=1
+if ! python3 -c "import aioapns" >/dev/null 2>&1; then
+    log "pip install aioapns (the reference client)"
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore aioapns >&2 || true
+    if ! python3 -c "import aioapns" >/dev/null 2>&1; then
+        PY_OK=0
+        warn "aioapns could not be installed from PyPI: no reference run, no ratio"
+    fi
+fi
+
+# ---------------------------------------------------------------------------
+# 2. A provider key (ES256, .p8) and the emulator (TLS) that trusts it
+# ---------------------------------------------------------------------------
+"$PUSH_BENCH" generate-key --p8 "$TMP/key.p8" --public "$TMP/key.pub.pem" 2>"$TMP/client.err" \
+    || die "push-bench generate-key failed: $(cat "$TMP/client.err")"
+
+log "starting $SWITCHBOARD apns-emulator --tls ($BUILD build)"
+# SIGPIPE is ignored for the emulator (inherited through exec): its TLS transport writes
+# with OpenSSL's socket BIO (write(2), no MSG_NOSIGNAL) and `apns-emulator` does not ignore
+# SIGPIPE itself, so a client closing a connection while the emulator still writes to it
+# would kill the emulator (status 141) in the middle of the benchmark.
+# stdout goes to a file so the emulator can never block on a full pipe; its first line
+# is the JSON "listening" record with the bound address.
+(
+    trap '' PIPE
+    exec "$SWITCHBOARD" apns-emulator --listen 127.0.0.1:0 --tls --ca-out "$TMP/ca.pem" \
+        --public-key "$TMP/key.pub.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID" --bundle-id "$BUNDLE_ID" \
+        --max-concurrent-streams 1000
+) </dev/null >"$TMP/emulator.out" 2>"$TMP/emulator.err" &
+EMULATOR_PID=$!
+
+ADDR=""
+for ((i = 0; i < 300; i++)); do   # 300 x 0.1 s = 30 s
+    if [[ -s "$TMP/emulator.out" ]] && [[ "$(head -c 65536 "$TMP/emulator.out" | wc -l)" -ge 1 ]]; then
+        ADDR="$(head -n 1 "$TMP/emulator.out" | python3 -c '
+import json, sys
+try:
+    rec = json.loads(sys.stdin.readline())
+except ValueError:
+    sys.exit("first stdout line is not JSON")
+if rec.get("msg") != "listening" or not rec.get("address") or rec.get("mode") != "h2":
+    sys.exit("first stdout line is not a TLS (h2) listening record with an address")
+print(rec["address"])
+')" || die "could not parse the emulator's first stdout line: $(head -n 1 "$TMP/emulator.out")"
+        break
+    fi
+    kill -0 "$EMULATOR_PID" 2>/dev/null || die "the emulator exited during startup"
+    sleep 0.1
+done
+[[ -n "$ADDR" ]] || die "the emulator printed no listening line within 30 s"
+[[ "$ADDR" == 127.0.0.1:* ]] || die "the emulator listens on '$ADDR', expected 127.0.0.1:PORT"
+[[ -s "$TMP/ca.pem" ]] || die "the emulator wrote no CA certificate"
+PORT="${ADDR##*:}"
+# The certificate names localhost, 127.0.0.1 and ::1; /etc/hosts maps localhost to 127.0.0.1.
+URL="https://localhost:$PORT"
+log "emulator listening on $ADDR (pid $EMULATOR_PID)"
+
+# running PID: true while PID exists and is not a zombie (an exited child that was not
+# reaped yet still answers kill -0).
+running() {
+    local state
+    state="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" || return 1
+    [[ -n "$state" && "$state" != Z ]]
+}
+
+# emulator_snapshot FILE: GET /control/stats (one fresh connection) plus the emulator's
+# CPU ticks from /proc/PID/stat (utime + stime), as one JSON object.
+emulator_snapshot() {
+    local out="$1" ticks
+    running "$EMULATOR_PID" || die "the emulator is gone (see its log below)"
+    ticks="$(awk '{ print $14 + $15 }' "/proc/$EMULATOR_PID/stat")"
+    curl -sS --http2 --cacert "$TMP/ca.pem" --max-time 10 "$URL/control/stats" >"$out.stats" \
+        || die "GET /control/stats from the emulator failed"
+    python3 - "$out.stats" "$ticks" "$(getconf CLK_TCK)" >"$out" <<'PY'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+stats["cpu_ms"] = int(sys.argv[2]) * 1000 / int(sys.argv[3])
+print(json.dumps(stats))
+PY
+}
+
+# ---------------------------------------------------------------------------
+# 3. The runs, rotating the order every round
+# ---------------------------------------------------------------------------
+# run_client NAME ROUND: one run; its JSON (with the emulator's figures for the run
+# under "emulator") goes to $TMP/run-NAME-ROUND.json. Runs in this shell so the
+# traps know CLIENT_PID.
+run_client() {
+    local name="$1" round="$2" out="$TMP/run-$1-$2.json" rc=0
+    local -a command
+    case "$name" in
+        ours-1)
+            command=("$PUSH_BENCH" --url "$URL" --ca-file "$TMP/ca.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID"
+                --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID" --count "$COUNT" --warmup "$WARMUP"
+                --concurrency "$CONCURRENCY" --connections 1 --tokens "$TOKENS" --label "$name") ;;
+        ours-n)
+            command=("$PUSH_BENCH" --url "$URL" --ca-file "$TMP/ca.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID"
+                --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID" --count "$COUNT" --warmup "$WARMUP"
+                --concurrency "$CONCURRENCY" --connections "$CONNS" --tokens "$TOKENS" --label "$name") ;;
+        python)
+            command=(python3 "$CLIENT_PY" --host localhost --port "$PORT" --ca-file "$TMP/ca.pem"
+                --team-id "$TEAM_ID" --key-id "$KEY_ID" --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID"
+                --count "$COUNT" --warmup "$WARMUP" --concurrency "$CONCURRENCY" --tokens "$TOKENS"
+                --max-seconds "$((RUN_SECONDS - 5 > 5 ? RUN_SECONDS - 5 : 5))" --label "$name") ;;
+    esac
+    emulator_snapshot "$TMP/emu-before.json"
+    log "round $round/$ROUNDS: $name"
+    timeout -k 5 "$RUN_SECONDS" "${command[@]}" </dev/null >"$out.client" 2>"$TMP/client.err" &
+    CLIENT_PID=$!
+    # Watch the emulator while the client runs, so that its death ends the run at once
+    # instead of after the clients' retries; bounded by the client's own `timeout`.
+    for ((i = 0; i < (RUN_SECONDS + 10) * 20; i++)); do
+        running "$CLIENT_PID" || break
+        running "$EMULATOR_PID" || die "the emulator exited during $name round $round (see its log below)"
+        sleep 0.05
+    done
+    wait "$CLIENT_PID" || rc=$?
+    CLIENT_PID=""
+    case "$rc" in
+        0) ;;
+        124|137) die "$name did not finish within ${RUN_SECONDS} s (BENCH_RUN_SECONDS)" ;;
+        *) die "$name failed (exit $rc): $(tail -n 5 "$TMP/client.err")" ;;
+    esac
+    emulator_snapshot "$TMP/emu-after.json"
+    python3 - "$out.client" "$TMP/emu-before.json" "$TMP/emu-after.json" >"$out" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+before, after = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+sent = run["count"] + run["warmup"]
+run["emulator"] = {
+    # The after-snapshot's own curl connection is one of the accepted ones.
+    "connections_accepted": after["connectionsAccepted"] - before["connectionsAccepted"] - 1,
+    "push_requests": after["pushRequests"] - before["pushRequests"],
+    "extra_push_requests": after["pushRequests"] - before["pushRequests"] - sent,
+    "cpu_ms": round(after["cpu_ms"] - before["cpu_ms"]),
+}
+print(json.dumps(run))
+PY
+    if [[ -s "$TMP/client.err" ]]; then
+        warn "$name round $round wrote to stderr: $(head -n 3 "$TMP/client.err" | tr '\n' ' ' | cut -c1-300)"
+    fi
+}
+
+NAMES=(ours-1 ours-n)
+[[ $PY_OK -eq 1 ]] && NAMES+=(python)
+for round in $(seq 1 "$ROUNDS"); do
+    # Rotate: round 1 ours-1 ours-n python, round 2 ours-n python ours-1, ...
+    count=${#NAMES[@]}
+    for ((j = 0; j < count; j++)); do
+        run_client "${NAMES[$(((j + round - 1) % count))]}" "$round"
+    done
+done
+
+# ---------------------------------------------------------------------------
+# 4. Stop the emulator (it should exit 0 on SIGTERM) and summarise
+# ---------------------------------------------------------------------------
+stop_pid "$EMULATOR_PID"
+EMULATOR_EXIT="$STOP_STATUS"
+EMULATOR_PID=""
+[[ "$EMULATOR_EXIT" == 0 ]] || warn "emulator: exit status on SIGTERM was $EMULATOR_EXIT (expected 0)"
+[[ -s "$TMP/emulator.err" ]] \
+    && warn "emulator wrote to stderr: $(head -n 2 "$TMP/emulator.err" | tr '\n' ' ' | cut -c1-300)"
+
+CURL_VERSION="$(curl --version | head -n 1 | awk '{ print $2 }')"
+NGHTTP2_VERSION="$(dpkg-query -W -f='${Version}' libnghttp2-14 2>/dev/null || echo '?')"
+python3 - "$TMP" "$ROUNDS" "$CONNS" "$TARGET_PPS" "$BUILD" "$CURL_VERSION" "$NGHTTP2_VERSION" \
+    >"$TMP/report.txt" 2>>"$TMP/warnings" <<'PY'
+import glob, json, os, statistics, sys, time
+
+tmp, rounds, conns, target, build = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+curl_version, nghttp2_version = sys.argv[6], sys.argv[7]
+runs = {}
+for path in sorted(glob.glob(os.path.join(tmp, "run-*-*.json"))):
+    name = os.path.basename(path)[4:-5].rsplit("-", 1)[0]
+    runs.setdefault(name, []).append(json.load(open(path)))
+
+def med(name, key, sub=None):
+    values = [(r[sub] if sub else r)[key] for r in runs.get(name, [])]
+    return statistics.median(values) if values else None
+
+def fmt(value, decimals=0):
+    if value is None:
+        return "n/a"
+    return f"{value:,.{decimals}f}"
+
+rows = [("ours-1", "switchboard, 1 connection"), ("ours-n", f"switchboard, {conns} connections"),
+        ("python", "aioapns, 1 connection")]
+first = next(iter(runs.values()))[0]
+count, warmup, concurrency, tokens = first["count"], first["warmup"], first["concurrency"], first["device_tokens"]
+py_client = runs["python"][0]["client"] if "python" in runs else "aioapns (not run)"
+
+print()
+print(f"Push throughput: {count:,} VoIP pushes per run after {warmup:,} warm-up, {concurrency} concurrent "
+      f"senders, {tokens:,} device tokens; HTTP/2 over TLS to the APNs emulator on 127.0.0.1; "
+      f"median of {rounds} rounds")
+header = (f"  {'client':<30} {'pushes/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+          f"{'client CPU ms':>13} {'emu CPU ms':>10} {'conns opened':>12} {'pushes x2':>9}")
+print(header)
+for name, title in rows:
+    if name not in runs:
+        continue
+    print(f"  {title:<30} {fmt(med(name, 'pushes_per_second')):>9} {fmt(med(name, 'p50_ms'), 2):>8} "
+          f"{fmt(med(name, 'p99_ms'), 2):>8} {fmt(med(name, 'max_ms'), 1):>8} "
+          f"{fmt(med(name, 'client_cpu_ms')):>13} {fmt(med(name, 'cpu_ms', 'emulator')):>10} "
+          f"{fmt(med(name, 'connections_accepted', 'emulator')):>12} "
+          f"{fmt(med(name, 'extra_push_requests', 'emulator')):>9}")
+print("  per round, pushes/s:")
+for i in range(rounds):
+    parts = []
+    for name, title in rows:
+        if name in runs and i < len(runs[name]):
+            parts.append(f"{name} {runs[name][i]['pushes_per_second']:,}")
+    print(f"    round {i + 1}: " + ", ".join(parts))
+
+ours1 = med("ours-1", "pushes_per_second")
+oursn = med("ours-n", "pushes_per_second")
+py = med("python", "pushes_per_second")
+ratio1 = f"{ours1 / py:.2f}" if py else "n/a"
+ration = f"{oursn / py:.2f}" if py else "n/a"
+met = "met" if ours1 is not None and ours1 >= target else "NOT met"
+print(f"  reference: {py_client}")
+print(f"  ratio switchboard/aioapns pushes/s, 1 connection each: {ratio1} "
+      f"({conns} connections vs aioapns's 1: {ration})")
+print(f"  target: >= {target:,} pushes/s on one connection -> {met}")
+
+print()
+print("---- summary (paste-ready) ----")
+print(f"Switchboard push benchmark, {time.strftime('%Y-%m-%d', time.gmtime())}, {os.cpu_count()} cores, "
+      f"{build} build, loopback, TLS; libcurl {curl_version}, libnghttp2 {nghttp2_version}")
+print(f"{count:,} VoIP pushes per run ({warmup:,} warm-up), {concurrency} concurrent senders, "
+      f"{tokens:,} device tokens, median of {rounds} rounds; reference: {py_client}")
+print()
+print("| client                         | pushes/s | p50 ms | p99 ms | connections opened |")
+print("|--------------------------------|---------:|-------:|-------:|-------------------:|")
+for name, title in rows:
+    if name in runs:
+        print(f"| {title:<30} | {fmt(med(name, 'pushes_per_second')):>8} | {fmt(med(name, 'p50_ms'), 2):>6} | "
+              f"{fmt(med(name, 'p99_ms'), 2):>6} | {fmt(med(name, 'connections_accepted', 'emulator')):>18} |")
+print()
+print(f"ratio switchboard/aioapns pushes/s (1 connection each): {ratio1}")
+churn = med("ours-1", "connections_accepted", "emulator")
+note = f"; {fmt(churn)} connections one after another, see warnings" if churn and churn > 1 else ""
+print(f">= {target:,} pushes/s on one connection: {met} ({fmt(ours1)} pushes/s{note})")
+if build == "debug":
+    print("NOTE: debug build - these figures are a functional check only and mean nothing.")
+
+# Warnings (stderr of this helper is appended to the warnings file), one line per client
+# and kind, with the per-round figures.
+def warn(text):
+    print(text, file=sys.stderr)
+
+expected_conns = {"ours-1": 1, "ours-n": conns, "python": 1}
+for name, title in rows:
+    done = runs.get(name, [])
+    if not done:
+        continue
+    for i, run in enumerate(done, 1):
+        bad = {k: v for k, v in run["statuses"].items() if k != "200"}
+        if bad or run["failures"]:
+            examples = run.get("failure_examples", {})
+            warn(f"{title}, round {i}: non-200 answers {bad or '{}'}, transport failures {run['failures'] or '{}'}"
+                 + (f" (e.g. {next(iter(examples.values()))[:200]})" if examples else ""))
+    accepted = [run["emulator"]["connections_accepted"] for run in done]
+    if max(accepted) > expected_conns[name]:
+        warn(f"{title}: the emulator accepted {'/'.join(map(str, accepted))} connections in the rounds "
+             f"(expected {expected_conns[name]}): connections were closed and reopened during the runs "
+             f"(see bench/README.md, 'Connection churn')")
+    extra = [run["emulator"]["extra_push_requests"] for run in done]
+    if max(extra) > 0:
+        warn(f"{title}: the emulator processed {'/'.join(map(str, extra))} more pushes than the client sent "
+             f"in the rounds: pushes retried after the emulator had processed them (duplicate deliveries)")
+    slow = [run.get("over_1s", 0) for run in done]
+    if max(slow) > 0:
+        warn(f"{title}: {'/'.join(map(str, slow))} pushes in the rounds took 1 s or more")
+PY
+cat "$TMP/report.txt"
+if [[ -s "$TMP/warnings" ]]; then
+    echo "warnings:"
+    sed 's/^/  - /' "$TMP/warnings"
+fi
