@@ -126,6 +126,19 @@ final class PushDispatcher: Sendable {
         let nowMS = CallStore.milliseconds(now)
         let leaseMS = Int64(claimLease * 1000)
         let batch = batchSize
+        // One cheap read answers the gauge and whether anything is due, so an idle outbox
+        // never takes the single writer.
+        let (waiting, due) = try await store.read { connection -> (Int, Int) in
+            let row = try connection.query(
+                """
+                SELECT count(*) AS pending, coalesce(sum(next_attempt_at_ms <= ?1 AND (claimed_until_ms IS NULL OR claimed_until_ms < ?1)), 0) AS due
+                FROM push_jobs WHERE state = 'pending'
+                """,
+                [.integer(nowMS)]).first
+            return (try row?.int("pending") ?? 0, try row?.int("due") ?? 0)
+        }
+        pending.store(waiting, ordering: .relaxed)
+        guard due > 0 else { return 0 }
         let jobs = try await store.write { transaction -> [PushJob] in
             let rows = try transaction.connection.query(
                 """
@@ -149,8 +162,6 @@ final class PushDispatcher: Sendable {
                 group.addTask { await self.process(job) }
             }
         }
-        let waiting = try await store.read { try $0.query("SELECT count(*) AS n FROM push_jobs WHERE state = 'pending'").first?.int("n") ?? 0 }
-        pending.store(waiting, ordering: .relaxed)
         return jobs.count
     }
 
