@@ -55,10 +55,8 @@ from collections import deque
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from event_fanout import (  # noqa: E402
-    Api, BenchError, body_of, cpu_seconds, log, ms, non_2xx, now,
-    own_cpu_seconds, pct, response_length, rss_kb, send_all_nonblocking,
-    status_of)
-from hold_connections import raise_nofile  # noqa: E402
+    BenchError, body_of, cpu_seconds, log, ms, now, own_cpu_seconds, pct,
+    response_length, rss_kb, run_client, send_all_nonblocking, status_of)
 
 PASSWORD = "bench-password-1"
 
@@ -783,48 +781,22 @@ def main():
         ap.error("--pairs, --rate, --duration, --conns and --cancel-conns "
                  "must be positive")
 
-    started = now()
-    needed = args.pairs + args.conns + args.cancel_conns + 64
-    limit = raise_nofile(needed)
-    if limit < needed:
-        print(f"error: RLIMIT_NOFILE is {limit}, need {needed}; raise "
-              f"`ulimit -n`", file=sys.stderr)
-        return 2
-
     out = {"pairs": args.pairs}
-    api = Api(args.host, args.port)
-    rc = 0
-    try:
+
+    def body(api, started):
         log(f"setup: {args.pairs} callers + {args.pairs} callees, one "
             f"friendship per pair")
         info = setup(api, args.pairs, started + args.max_seconds)
         out["setup_s"] = info["timing_s"]
         run_calls(args, api, info, out)
-        time.sleep(0.2)   # let the server record the last cancelled polls
-        found = non_2xx(api.metrics_text())
-        # Expected: closing the callees' sockets with a poll held, which the
-        # server counts as 499 (client closed request), and the setup's
-        # unauthenticated probe that checks the build has POST /calls.
-        expected = {"GET /events 499": args.pairs, "POST /calls 401": 1}
-        out["non_2xx"] = found
-        out["unexpected_non_2xx"] = {
-            k: f"{v} (expected {expected.get(k, 0)})"
-            for k, v in found.items() if v != expected.get(k, 0)}
-        out["unexpected_non_2xx"].update({
-            k: f"0 (expected {v})" for k, v in expected.items()
-            if k not in found})
-        out["setup_reconnects"] = api.reconnects
-    except BenchError as e:
-        print(f"call_latency: error: {e}", file=sys.stderr)
-        out["error"] = str(e)
-        rc = 1
-    finally:
-        api.close()
-        out["client_seconds"] = round(now() - started, 1)
-        if args.json_out:
-            with open(args.json_out, "w") as fh:
-                json.dump(out, fh, indent=1, sort_keys=True)
-    return rc
+
+    # Expected: closing the callees' sockets with a poll held, which the
+    # server counts as 499 (client closed request), and the setup's
+    # unauthenticated probe that checks the build has POST /calls.
+    return run_client("call_latency", args,
+                      args.pairs + args.conns + args.cancel_conns + 64, out,
+                      body, {"GET /events 499": args.pairs,
+                             "POST /calls 401": 1})
 
 
 if __name__ == "__main__":

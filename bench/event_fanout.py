@@ -1035,6 +1035,51 @@ def non_2xx(metrics_text):
     return found
 
 
+def run_client(name, args, needed, out, body, expected):
+    """The frame of a load client's main(), shared with call_latency.py.
+
+    Raises RLIMIT_NOFILE to `needed` (exit status 2 if it cannot), calls
+    body(api, started) with an Api on args.host:args.port (setup and the
+    measurements, filling `out`), then records the server's non-2xx counts
+    against `expected` ({"METHOD /path STATUS": count}) and the setup
+    reconnects in `out`. A BenchError is reported as "NAME: error: ..." (exit
+    status 1). `out` always goes to args.json_out (if set). Returns the exit
+    status.
+    """
+    started = now()
+    limit = raise_nofile(needed)
+    if limit < needed:
+        print(f"error: RLIMIT_NOFILE is {limit}, need {needed}; raise "
+              f"`ulimit -n`", file=sys.stderr)
+        return 2
+
+    api = Api(args.host, args.port)
+    rc = 0
+    try:
+        body(api, started)
+        time.sleep(0.2)   # let the server record the last cancelled polls
+        found = non_2xx(api.metrics_text())
+        out["non_2xx"] = found
+        out["unexpected_non_2xx"] = {
+            k: f"{v} (expected {expected.get(k, 0)})"
+            for k, v in found.items() if v != expected.get(k, 0)}
+        out["unexpected_non_2xx"].update({
+            k: f"0 (expected {v})" for k, v in expected.items()
+            if k not in found})
+        out["setup_reconnects"] = api.reconnects
+    except BenchError as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        out["error"] = str(e)
+        rc = 1
+    finally:
+        api.close()
+        out["client_seconds"] = round(now() - started, 1)
+        if args.json_out:
+            with open(args.json_out, "w") as f:
+                json.dump(out, f, indent=1, sort_keys=True)
+    return rc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--host", default="127.0.0.1")
@@ -1065,48 +1110,20 @@ def main():
     if args.members < 1 or args.rounds < 1 or args.rate <= 0:
         ap.error("--members, --rounds and --rate must be positive")
 
-    started = now()
-    needed = args.members + 64
-    limit = raise_nofile(needed)
-    if limit < needed:
-        print(f"error: RLIMIT_NOFILE is {limit}, need {needed}; raise "
-              f"`ulimit -n`", file=sys.stderr)
-        return 2
-
     out = {"members": args.members, "rounds": args.rounds}
-    api = Api(args.host, args.port)
-    rc = 0
-    try:
+
+    def body(api, started):
         log(f"setup: owner + {args.members} members, friendships, one group")
         info = setup(api, args.members, started + args.max_seconds)
         out["setup_s"] = info["timing_s"]
         run_fanout(args, api, info, out)
         run_latency(args, api, info, out)
-        time.sleep(0.2)   # let the server record the last cancelled poll
-        found = non_2xx(api.metrics_text())
-        # Expected: the release check closes every held poll, and the
-        # latency step closes its receiver with a poll outstanding; the
-        # server counts those as 499 (client closed request).
-        expected = {"GET /events 499": args.members + 1}
-        out["non_2xx"] = found
-        out["unexpected_non_2xx"] = {
-            k: f"{v} (expected {expected.get(k, 0)})"
-            for k, v in found.items() if v != expected.get(k, 0)}
-        out["unexpected_non_2xx"].update({
-            k: f"0 (expected {v})" for k, v in expected.items()
-            if k not in found})
-        out["setup_reconnects"] = api.reconnects
-    except BenchError as e:
-        print(f"event_fanout: error: {e}", file=sys.stderr)
-        out["error"] = str(e)
-        rc = 1
-    finally:
-        api.close()
-        out["client_seconds"] = round(now() - started, 1)
-        if args.json_out:
-            with open(args.json_out, "w") as f:
-                json.dump(out, f, indent=1, sort_keys=True)
-    return rc
+
+    # Expected: the release check closes every held poll, and the latency
+    # step closes its receiver with a poll outstanding; the server counts
+    # those as 499 (client closed request).
+    return run_client("event_fanout", args, args.members + 64, out, body,
+                      {"GET /events 499": args.members + 1})
 
 
 if __name__ == "__main__":

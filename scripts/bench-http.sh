@@ -37,128 +37,39 @@ export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 HOLD_PY="$HERE/../bench/hold_connections.py"
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'bench-http: error: %s\n' "$*" >&2; exit 1; }
+BENCH_NAME=bench-http
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
 
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
 [[ $# -eq 1 ]] || die "usage: $0 path/to/switchboard"
-SWITCHBOARD="$1"
-[[ -x "$SWITCHBOARD" ]] || die "server binary '$SWITCHBOARD' not found or not executable (build it first)"
-SWITCHBOARD="$(cd "$(dirname "$SWITCHBOARD")" && pwd)/$(basename "$SWITCHBOARD")"
+need_switchboard "$1"
 [[ -f "$HOLD_PY" ]] || die "missing $HOLD_PY"
 command -v python3 >/dev/null || die "python3 is required"
 
 # ---------------------------------------------------------------------------
 # Cleanup: everything we start is recorded here and stopped on exit.
 # ---------------------------------------------------------------------------
-TMP="$(mktemp -d -t switchboard-bench.XXXXXX)"
 SERVER_PID=""
 NGINX_PID=""
 HOLD_PID=""
 HOLD_FD_OPEN=0
-
-# stop_pid PID: SIGTERM, wait up to 10 s, then SIGKILL. Sets STOP_STATUS to
-# the exit status, or "killed". Must run in this shell (not in $(...)) so
-# that `wait` can reap our own child and see its status.
-STOP_STATUS=""
-stop_pid() {
-    local pid="$1" i
-    STOP_STATUS=0
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -KILL "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-            STOP_STATUS="killed"
-            return 0
-        fi
-    fi
-    wait "$pid" 2>/dev/null || STOP_STATUS=$?
-}
-
-cleanup() {
-    local rc=$? workers
-    trap - EXIT INT TERM
-    set +e
-    if [[ $HOLD_FD_OPEN -eq 1 ]]; then exec 7>&-; fi
-    [[ -n "$HOLD_PID" ]] && stop_pid "$HOLD_PID"
-    [[ -n "$SERVER_PID" ]] && stop_pid "$SERVER_PID"
-    if [[ -n "$NGINX_PID" ]]; then
-        workers="$(child_pids "$NGINX_PID")"
-        # TERM = nginx fast shutdown; the master stops its workers itself.
-        stop_pid "$NGINX_PID"
-        if [[ "$STOP_STATUS" == killed ]]; then
-            # A SIGKILLed master leaves its workers behind: stop them too.
-            for w in $workers; do kill -KILL "$w" 2>/dev/null; done
-        fi
-    fi
-    if [[ $rc -ne 0 ]]; then
-        for f in "$TMP/server.err" "$TMP/server.out" "$TMP/nginx/error.log" "$TMP/hold.err"; do
-            if [[ -s "$f" ]]; then
-                printf -- '--- last lines of %s ---\n' "$(basename "$f")" >&2
-                tail -n 15 "$f" >&2
-            fi
-        done
-    fi
-    if [[ "${KEEP_TMP:-0}" == 1 ]]; then
-        log "kept temp dir $TMP"
-    else
-        rm -rf "$TMP"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
+# The holder's stdin FIFO (fd 7) is closed first, so that it exits on EOF.
+close_hold_fd() { if [[ $HOLD_FD_OPEN -eq 1 ]]; then exec 7>&-; fi; }
+BENCH_CLEANUP_HOOK=close_hold_fd
+# TERM = nginx fast shutdown; the master stops its workers itself (":tree":
+# a SIGKILLed master's workers are killed too).
+BENCH_STOP_ON_EXIT=(HOLD_PID SERVER_PID NGINX_PID:tree)
+bench_init_tmp switchboard-bench.XXXXXX
+BENCH_FAILURE_LOGS=("$TMP/server.err" "$TMP/server.out" "$TMP/nginx/error.log" "$TMP/hold.err")
 
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
 
-# A free TCP port on 127.0.0.1 (bind port 0, read it back, close).
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-# Direct children of PID (nginx workers of the master), from /proc.
-child_pids() {
-    local parent="$1" st pid ppid
-    for st in /proc/[0-9]*/status; do
-        ppid="$(awk '/^PPid:/ {print $2; exit}' "$st" 2>/dev/null)" || continue
-        if [[ "$ppid" == "$parent" ]]; then
-            pid="${st#/proc/}"
-            echo "${pid%/status}"
-        fi
-    done
-}
-
-# VmRSS in KB of each given PID, summed.
-rss_kb() {
-    local total=0 pid kb
-    for pid in "$@"; do
-        kb="$(awk '/^VmRSS:/ {print $2; exit}' "/proc/$pid/status" 2>/dev/null)" || kb=""
-        [[ -n "$kb" ]] || die "cannot read VmRSS of pid $pid (process gone?)"
-        total=$((total + kb))
-    done
-    echo "$total"
-}
-
-# Wait (bounded) until HOST:PORT accepts TCP connections.
-wait_port() {
-    local port="$1" pid="$2" name="$3" i
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || die "$name exited during startup"
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    die "$name did not accept connections on 127.0.0.1:$port within 10 s"
-}
+# (free_port, child_pids, rss_kb, wait_port, ... come from bench-lib.sh)
 
 # Run wrk; store its full output in $TMP/wrk-NAME.txt.
 run_wrk() {
@@ -190,8 +101,7 @@ wrk_warnings() {
     local name="$1" f="$TMP/wrk-$1.txt" line
     line="$(grep -E 'Socket errors|Non-2xx' "$f" || true)"
     if [[ -n "$line" ]]; then
-        log "WARNING ($name): $(echo "$line" | tr -s ' ' | tr '\n' ';')"
-        echo "$name: $(echo "$line" | tr -s ' ' | tr '\n' ';')" >>"$TMP/warnings"
+        warn_from "$name" "$(echo "$line" | tr -s ' ' | tr '\n' ';')"
     fi
 }
 
@@ -201,47 +111,24 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "n/a"; else pri
 # ---------------------------------------------------------------------------
 # 1. Tools and limits
 # ---------------------------------------------------------------------------
-APT_UPDATED=0
-apt_install() {
-    command -v apt-get >/dev/null || die "'$1' missing and apt-get not available"
-    if [[ $APT_UPDATED -eq 0 ]]; then
-        log "apt-get update"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
-        APT_UPDATED=1
-    fi
-    log "apt-get install -y $*"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
-}
 command -v wrk >/dev/null || apt_install wrk || die "could not install wrk"
 command -v nginx >/dev/null || apt_install nginx-light || apt_install nginx \
     || die "could not install nginx"
 command -v wrk >/dev/null || die "wrk still not on PATH after install"
 command -v nginx >/dev/null || die "nginx still not on PATH after install"
 
-# Raise the open-file limit for this shell and everything it starts. Try a
-# higher hard limit first (needs privilege), then lift the soft limit to it.
-ulimit -Hn 30000 2>/dev/null || true
-hard_nofile="$(ulimit -Hn)"
-if [[ "$hard_nofile" == unlimited ]] || ((hard_nofile >= NOFILE_WANTED)); then
-    ulimit -n "$( [[ "$hard_nofile" == unlimited ]] && echo 30000 || echo "$hard_nofile")"
-fi
-NOFILE="$(ulimit -n)"
-((NOFILE >= NOFILE_WANTED)) || die "open-file limit is $NOFILE (hard $hard_nofile); need >= $NOFILE_WANTED"
+raise_nofile "$NOFILE_WANTED"
 # nginx's worker_rlimit_nofile cannot exceed our hard limit (it would only log
 # a setrlimit alert), so use 30000 when allowed, else the hard limit.
 NGINX_RLIMIT=$(( NOFILE < 30000 ? NOFILE : 30000 ))
-log "open-file limit: $NOFILE"
 
-BUILD="release"
-case "$SWITCHBOARD" in
-    */debug/*) BUILD="debug" ;;
-esac
+BUILD="$(build_type "$SWITCHBOARD")"
 
 # ---------------------------------------------------------------------------
 # 2. nginx reference server
 # ---------------------------------------------------------------------------
 NGINX_PORT="$(free_port)"
-mkdir -p "$TMP/nginx" "$TMP/data"
+mkdir -p "$TMP/nginx"
 # Temp paths are set explicitly so nothing under /var/lib/nginx is needed.
 # scgi/uwsgi ones only when compiled in (nginx-light may lack them).
 extra_temp=""
@@ -291,35 +178,10 @@ NGINX_URL="http://127.0.0.1:$NGINX_PORT/healthz"
 # 3. Switchboard
 # ---------------------------------------------------------------------------
 log "starting $SWITCHBOARD ($BUILD build)"
-# stdout goes to a file so the server can never block on a full pipe; its
-# first line is the JSON "listening" record with the bound address.
-"$SWITCHBOARD" serve --listen 127.0.0.1:0 --data-dir "$TMP/data" --log-level "${BENCH_LOG_LEVEL:-warning}" \
-    </dev/null >"$TMP/server.out" 2>"$TMP/server.err" &
-SERVER_PID=$!
-
-OURS_ADDR=""
-for ((i = 0; i < 300; i++)); do   # 300 x 0.1 s = 30 s
-    # Only look at a complete (newline-terminated) first line.
-    if [[ -s "$TMP/server.out" ]] && [[ "$(head -c 65536 "$TMP/server.out" | wc -l)" -ge 1 ]]; then
-        OURS_ADDR="$(head -n 1 "$TMP/server.out" | python3 -c '
-import json, sys
-try:
-    rec = json.loads(sys.stdin.readline())
-except ValueError:
-    sys.exit("first stdout line is not JSON")
-if rec.get("msg") != "listening" or not rec.get("address"):
-    sys.exit("first stdout line is not a listening record with an address")
-print(rec["address"])
-')" || die "could not parse the server's first stdout line: $(head -n 1 "$TMP/server.out")"
-        break
-    fi
-    kill -0 "$SERVER_PID" 2>/dev/null || die "switchboard exited during startup"
-    sleep 0.1
-done
-[[ -n "$OURS_ADDR" ]] || die "switchboard printed no listening line within 30 s"
-[[ "$OURS_ADDR" == 127.0.0.1:* ]] || die "switchboard listens on '$OURS_ADDR', expected 127.0.0.1:PORT"
-OURS_PORT="${OURS_ADDR##*:}"
-wait_port "$OURS_PORT" "$SERVER_PID" switchboard
+# shellcheck disable=SC2119  # no extra environment for the server here
+start_switchboard
+OURS_ADDR="$LISTEN_ADDR"
+OURS_PORT="$LISTEN_PORT"
 OURS_URL="http://$OURS_ADDR/healthz"
 log "switchboard listening on $OURS_ADDR"
 
@@ -398,8 +260,7 @@ hold_memory() {
     [[ -n "$held" ]] || die "hold_connections.py did not report within 90 s against $name"
     ((held > 0)) || die "hold_connections.py could not hold any connection to $name: $(cat "$TMP/hold.err")"
     if ((held != HOLD_COUNT)); then
-        log "WARNING ($name): held only $held of $HOLD_COUNT connections"
-        echo "$name: held only $held of $HOLD_COUNT connections" >>"$TMP/warnings"
+        warn_from "$name" "held only $held of $HOLD_COUNT connections"
     fi
 
     sleep 1   # settle: let the server finish any per-connection allocation
@@ -422,8 +283,7 @@ hold_memory() {
         echo "$name: $closed held connections closed by the server during the hold" >>"$TMP/warnings"
     fi
     if [[ -s "$TMP/hold.err" ]]; then   # e.g. failed connects, non-200 statuses
-        log "WARNING ($name): hold_connections.py: $(tr '\n' ' ' <"$TMP/hold.err")"
-        echo "$name: hold_connections.py: $(tr '\n' ' ' <"$TMP/hold.err")" >>"$TMP/warnings"
+        warn_from "$name" "hold_connections.py: $(tr '\n' ' ' <"$TMP/hold.err")"
     fi
     HM_BEFORE="$before" HM_AFTER="$after" HM_HELD="$held"
 }
@@ -462,9 +322,7 @@ if [[ "$SERVER_EXIT" != 0 ]]; then
     echo "switchboard: exit status on SIGTERM was $SERVER_EXIT (expected 0)" >>"$TMP/warnings"
 fi
 
-echo
-echo "---- summary (paste-ready) ----"
-echo "Switchboard HTTP benchmark, $(date -u +%Y-%m-%d), $(nproc) cores, $BUILD build, loopback"
+summary_header HTTP
 echo "wrk -t$THREADS -c$CONNS -d$DURATION --latency GET /healthz; $HOLD_COUNT idle keep-alive connections held; nginx $(nginx -v 2>&1 | sed 's|.*nginx/||') with worker_processes 2"
 echo
 echo "| server      |   req/s | p99 ms | idle KB per held conn |"
@@ -474,10 +332,5 @@ printf '| %-11s | %7s | %6s | %21s |\n' "nginx" "$NGINX_RPS" "$NGINX_P99" "$NGIN
 echo
 echo "req/s ratio switchboard/nginx: $RPS_RATIO (target >= 0.6: $RPS_OK)"
 echo "switchboard RSS: $OURS_BEFORE KB idle -> $OURS_AFTER KB with $OURS_HELD held = $OURS_PER KB/conn (target <= 4: $MEM_OK)"
-if [[ "$BUILD" == debug ]]; then
-    echo "NOTE: debug build - these figures are a functional check only and mean nothing."
-fi
-if [[ -s "$TMP/warnings" ]]; then
-    echo "warnings:"
-    sed 's/^/  - /' "$TMP/warnings"
-fi
+print_debug_note
+print_warnings

@@ -50,109 +50,48 @@ readonly BUNDLE_ID="com.example.switchboard"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CLIENT_PY="$HERE/../bench/apns_python_client.py"
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'bench-push: error: %s\n' "$*" >&2; exit 1; }
+BENCH_NAME=bench-push
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
 
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
 [[ $# -eq 1 || $# -eq 2 ]] || die "usage: $0 path/to/switchboard [path/to/push-bench]"
-SWITCHBOARD="$1"
-[[ -x "$SWITCHBOARD" ]] || die "server binary '$SWITCHBOARD' not found or not executable (build it first)"
-SWITCHBOARD="$(cd "$(dirname "$SWITCHBOARD")" && pwd)/$(basename "$SWITCHBOARD")"
+need_switchboard "$1"
 PUSH_BENCH="${2:-$(dirname "$SWITCHBOARD")/push-bench}"
 [[ -x "$PUSH_BENCH" ]] || die "push-bench '$PUSH_BENCH' not found or not executable" \
     "(build it: swift build -c release --product push-bench)"
-PUSH_BENCH="$(cd "$(dirname "$PUSH_BENCH")" && pwd)/$(basename "$PUSH_BENCH")"
+PUSH_BENCH="$(abs_path "$PUSH_BENCH")"
 [[ -f "$CLIENT_PY" ]] || die "missing $CLIENT_PY"
 command -v python3 >/dev/null || die "python3 is required"
 command -v timeout >/dev/null || die "timeout (coreutils) is required"
-for knob in COUNT CONCURRENCY CONNS ROUNDS TOKENS RUN_SECONDS; do
-    [[ "${!knob}" =~ ^[1-9][0-9]*$ ]] || die "BENCH_$knob must be a positive integer, got '${!knob}'"
-done
-[[ "$WARMUP" =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be a non-negative integer, got '$WARMUP'"
+need_positive_ints COUNT CONCURRENCY CONNS ROUNDS TOKENS RUN_SECONDS
+need_nonneg_int WARMUP
 "$SWITCHBOARD" apns-emulator --help >/dev/null 2>&1 \
     || die "'$SWITCHBOARD' has no apns-emulator command (rebuild it)"
 
-BUILD="release"
-case "$SWITCHBOARD:$PUSH_BENCH" in
-    */debug/*) BUILD="debug" ;;
-esac
+BUILD="$(build_type "$SWITCHBOARD" "$PUSH_BENCH")"
 
 # ---------------------------------------------------------------------------
 # Cleanup: everything we start is recorded here and stopped on exit.
 # ---------------------------------------------------------------------------
-TMP="$(mktemp -d -t switchboard-bench-push.XXXXXX)"
 EMULATOR_PID=""
 CLIENT_PID=""
-
-# stop_pid PID: SIGTERM, wait up to 10 s, then SIGKILL. Sets STOP_STATUS to
-# the exit status, or "killed". Must run in this shell (not in $(...)) so
-# that `wait` can reap our own child and see its status.
-STOP_STATUS=""
-stop_pid() {
-    local pid="$1" i
-    STOP_STATUS=0
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -KILL "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-            STOP_STATUS="killed"
-            return 0
-        fi
-    fi
-    wait "$pid" 2>/dev/null || STOP_STATUS=$?
-}
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    set +e
-    [[ -n "$CLIENT_PID" ]] && stop_pid "$CLIENT_PID"
-    [[ -n "$EMULATOR_PID" ]] && stop_pid "$EMULATOR_PID"
-    if [[ $rc -ne 0 ]]; then
-        for f in "$TMP/emulator.err" "$TMP/emulator.out" "$TMP/client.err"; do
-            if [[ -s "$f" ]]; then
-                printf -- '--- last lines of %s ---\n' "$(basename "$f")" >&2
-                tail -n 15 "$f" >&2
-            fi
-        done
-    fi
-    if [[ "${KEEP_TMP:-0}" == 1 ]]; then
-        log "kept temp dir $TMP"
-    else
-        rm -rf "$TMP"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
+BENCH_STOP_ON_EXIT=(CLIENT_PID EMULATOR_PID)
+bench_init_tmp switchboard-bench-push.XXXXXX
+BENCH_FAILURE_LOGS=("$TMP/emulator.err" "$TMP/emulator.out" "$TMP/client.err")
 
 : >"$TMP/warnings"
-warn() { log "WARNING: $*"; echo "$*" >>"$TMP/warnings"; }
 
 # ---------------------------------------------------------------------------
 # 1. Tools: curl (emulator stats), aioapns (the reference client)
 # ---------------------------------------------------------------------------
-if ! command -v curl >/dev/null; then
-    log "apt-get install -y curl"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get update -qq && apt-get install -y -qq curl; } >&2 || die "could not install curl"
-fi
+command -v curl >/dev/null || apt_install curl || die "could not install curl"
 PY_OK=1
-if ! python3 -c "import aioapns" >/dev/null 2>&1; then
-    log "pip install aioapns (the reference client)"
-    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore aioapns >&2 || true
-    if ! python3 -c "import aioapns" >/dev/null 2>&1; then
-        PY_OK=0
-        warn "aioapns could not be installed from PyPI: no reference run, no ratio"
-    fi
+if ! pip_module aioapns aioapns "the reference client"; then
+    PY_OK=0
+    warn "aioapns could not be installed from PyPI: no reference run, no ratio"
 fi
 
 # ---------------------------------------------------------------------------
@@ -176,28 +115,10 @@ log "starting $SWITCHBOARD apns-emulator --tls ($BUILD build)"
 ) </dev/null >"$TMP/emulator.out" 2>"$TMP/emulator.err" &
 EMULATOR_PID=$!
 
-ADDR=""
-for ((i = 0; i < 300; i++)); do   # 300 x 0.1 s = 30 s
-    if [[ -s "$TMP/emulator.out" ]] && [[ "$(head -c 65536 "$TMP/emulator.out" | wc -l)" -ge 1 ]]; then
-        ADDR="$(head -n 1 "$TMP/emulator.out" | python3 -c '
-import json, sys
-try:
-    rec = json.loads(sys.stdin.readline())
-except ValueError:
-    sys.exit("first stdout line is not JSON")
-if rec.get("msg") != "listening" or not rec.get("address") or rec.get("mode") != "h2":
-    sys.exit("first stdout line is not a TLS (h2) listening record with an address")
-print(rec["address"])
-')" || die "could not parse the emulator's first stdout line: $(head -n 1 "$TMP/emulator.out")"
-        break
-    fi
-    kill -0 "$EMULATOR_PID" 2>/dev/null || die "the emulator exited during startup"
-    sleep 0.1
-done
-[[ -n "$ADDR" ]] || die "the emulator printed no listening line within 30 s"
-[[ "$ADDR" == 127.0.0.1:* ]] || die "the emulator listens on '$ADDR', expected 127.0.0.1:PORT"
+wait_listening "$EMULATOR_PID" "$TMP/emulator.out" "the emulator" "the emulator's" h2 "TLS (h2)"
+ADDR="$LISTEN_ADDR"
 [[ -s "$TMP/ca.pem" ]] || die "the emulator wrote no CA certificate"
-PORT="${ADDR##*:}"
+PORT="$LISTEN_PORT"
 # The certificate names localhost, 127.0.0.1 and ::1; /etc/hosts maps localhost to 127.0.0.1.
 URL="https://localhost:$PORT"
 log "emulator listening on $ADDR (pid $EMULATOR_PID)"
@@ -421,7 +342,4 @@ for name, title in rows:
         warn(f"{title}: {'/'.join(map(str, slow))} pushes in the rounds took 1 s or more")
 PY
 cat "$TMP/report.txt"
-if [[ -s "$TMP/warnings" ]]; then
-    echo "warnings:"
-    sed 's/^/  - /' "$TMP/warnings"
-fi
+print_warnings
