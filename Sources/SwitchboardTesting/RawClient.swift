@@ -48,7 +48,7 @@ public final class RawClient: Sendable {
     }
 
     /// Reads until the peer closes, the timeout passes, or `until` says the bytes are enough.
-    public func receive(timeout: Double = 5, until done: @escaping @Sendable (String) -> Bool = { _ in false }) async -> (text: String, closed: Bool) {
+    public func receive(timeout: Double = 15, until done: @escaping @Sendable (String) -> Bool = { _ in false }) async -> (text: String, closed: Bool) {
         await offPool { self.receiveBlocking(timeout: timeout, until: done) }
     }
 
@@ -69,7 +69,7 @@ public final class RawClient: Sendable {
     }
 
     /// Reads `count` complete fixed-length responses.
-    public func receiveResponses(_ count: Int, timeout: Double = 5) async -> [String] {
+    public func receiveResponses(_ count: Int, timeout: Double = 15) async -> [String] {
         let result = await receive(timeout: timeout) { Self.splitResponses($0).count >= count }
         return Self.splitResponses(result.text)
     }
