@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SwitchboardHTTP", targets: ["SwitchboardHTTP"]),
         .library(name: "SwitchboardStore", targets: ["SwitchboardStore"]),
         .library(name: "SwitchboardWire", targets: ["SwitchboardWire"]),
+        .library(name: "SwitchboardKit", targets: ["SwitchboardKit"]),
     ],
     targets: [
         // C system libraries, each used only by the one Swift module that owns it.
@@ -35,6 +36,10 @@ let package = Package(
 
         // Codable wire types shared by the server and the SDK; Foundation only.
         .target(name: "SwitchboardWire", swiftSettings: strict),
+
+        // The client SDK (Foundation only, so it builds for iOS): call identity, query
+        // encoding and the event consumer's policy so far.
+        .target(name: "SwitchboardKit", dependencies: ["SwitchboardWire"], swiftSettings: strict),
 
         // OpenSSL: random, hashes, HMAC, scrypt, JWT.
         .target(name: "SwitchboardCrypto", dependencies: ["CCrypto"], swiftSettings: strict),
@@ -80,6 +85,7 @@ let package = Package(
 
         .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardWire"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
