@@ -98,7 +98,7 @@ let package = Package(
             name: "SwitchboardServerTests",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
-                "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush",
+                "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit",
             ],
             swiftSettings: strict),
     ]

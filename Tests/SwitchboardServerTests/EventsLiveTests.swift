@@ -159,6 +159,24 @@ struct EventsLiveTests {
         withExtendedLifetime(client) {}
     }
 
+    @Test func sigtermAnswersHeldLongPollsAtOnceInsteadOfWaitingOutTheGrace() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        let alice = try await register(server.address, "alice")
+        let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
+        let client = try RawClient(port: port)
+        client.send("GET /events?after=0&wait=25 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(alice.token)\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(300))
+        let started = Date()
+        let answer = Task { await client.receive(timeout: 12) { $0.contains("\"events\":[]") } }
+        #expect(server.stop() == 0)
+        let reply = await answer.value
+        #expect(reply.text.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(reply.text.contains(#"{"cursor":0,"events":[]}"#))
+        #expect(Date().timeIntervalSince(started) < 3, "shutdown must not wait out the 10 s grace for a long poll")
+    }
+
     @Test func logoutEndsTheSession() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }

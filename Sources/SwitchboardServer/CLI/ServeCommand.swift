@@ -69,6 +69,8 @@ struct ServeCommand {
         // executor (this function is not MainActor-isolated, and nothing here needs the main thread).
         let done = DispatchSemaphore(value: 0)
         let grace = Duration.seconds(configuration.shutdownGraceSeconds)
+        // Held long polls answer now (empty batches), so they do not hold the drain for its grace.
+        application.store.hub.closeAll()
         Task.detached {
             await server.shutdown(gracePeriod: grace)
             background.cancel()

@@ -39,6 +39,8 @@ public final class EventHub: Sendable {
         var nextID: UInt64 = 0
         var waiters: [String: [UInt64: Entry]] = [:]
         var count = 0
+        /// After `closeAll()`: new waiters time out at once.
+        var closed = false
     }
 
     private let state = Mutex(State())
@@ -50,6 +52,9 @@ public final class EventHub: Sendable {
         self.sweepInterval = sweepInterval
     }
 
+    /// Whether `closeAll()` was called (the server is shutting down).
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
     /// The number of registered waiters.
     public var waiterCount: Int { state.withLock { $0.count } }
 
@@ -57,7 +62,7 @@ public final class EventHub: Sendable {
     public func register(userID: String, deadline: ContinuousClock.Instant) -> Token {
         state.withLock { state in
             state.nextID += 1
-            state.waiters[userID, default: [:]][state.nextID] = Entry(deadline: deadline)
+            state.waiters[userID, default: [:]][state.nextID] = Entry(deadline: deadline, result: state.closed ? .timedOut : nil)
             state.count += 1
             return Token(id: state.nextID, userID: userID)
         }
@@ -127,6 +132,14 @@ public final class EventHub: Sendable {
             }
         }
         for continuation in wake { continuation.resume(returning: .timedOut) }
+    }
+
+    /// The server is shutting down: every held request is answered now (as a timeout: an empty
+    /// batch, or a heartbeat for a stream), and later ones do not wait, so the drain is not held
+    /// up by long polls.
+    public func closeAll() {
+        state.withLock { $0.closed = true }
+        sweep(now: .now + .seconds(86_400 * 365))
     }
 
     /// Sweeps until cancelled.

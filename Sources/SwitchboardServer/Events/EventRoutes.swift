@@ -91,6 +91,7 @@ struct EventRoutes {
                         if pending.isEmpty { continue }
                     case .cancelled: return
                     case .timedOut:
+                        if store.hub.isClosed { return }  // shutting down: end the stream cleanly
                         let live = try await store.read { connection in
                             try !connection.query("SELECT 1 FROM sessions WHERE id = ? AND ended_at IS NULL", [.text(sessionID)]).isEmpty
                         }

@@ -1,0 +1,168 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SwitchboardWire
+
+/// An error answered by the server, with its stable code (`CALL_BUSY`, `UNAUTHORIZED`, …).
+public struct SwitchboardAPIError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The HTTP status.
+    public let status: Int
+    /// The server's error code; `TRANSPORT` when no answer came back.
+    public let code: String
+    /// The server's message.
+    public let message: String
+    /// The request field at fault, when the server names one.
+    public let field: String?
+
+    public var description: String { "\(status) \(code): \(message)" }
+}
+
+/// Sends one request. The seam where an app plugs in its own trust rules (a self-signed
+/// certificate for its one host) or a test double.
+public protocol HTTPTransport: Sendable {
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
+}
+
+/// The default transport: `URLSession` with the system's trust.
+public struct URLSessionTransport: HTTPTransport {
+    let session: URLSession
+
+    public init(session: URLSession = URLSession(configuration: .ephemeral)) {
+        self.session = session
+    }
+
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        return (data, http)
+    }
+}
+
+/// The Switchboard API as async methods. Stateless apart from the token it is given.
+public struct SwitchboardClient: Sendable {
+    /// The server's base URL.
+    public let baseURL: URL
+    /// The bearer token, when signed in.
+    public var token: String?
+    let transport: any HTTPTransport
+
+    public init(baseURL: URL, token: String? = nil, transport: any HTTPTransport = URLSessionTransport()) {
+        self.baseURL = baseURL
+        self.token = token
+        self.transport = transport
+    }
+
+    // MARK: Accounts
+
+    public func register(username: String, password: String, displayName: String) async throws -> AuthSession {
+        try await call("POST", "/auth/register", body: RegisterRequest(username: username, password: password, displayName: displayName))
+    }
+
+    public func login(username: String, password: String) async throws -> AuthSession {
+        try await call("POST", "/auth/login", body: LoginRequest(username: username, password: password))
+    }
+
+    public func logout() async throws {
+        try await send("POST", "/auth/logout")
+    }
+
+    public func me() async throws -> Me {
+        try await call("GET", "/me")
+    }
+
+    // MARK: Events
+
+    /// One long poll: events after `after`, held up to `wait` seconds.
+    public func events(after: Int64, wait: Int) async throws -> EventsPage {
+        try await call("GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10))
+    }
+
+    // MARK: Calls
+
+    public func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID = UUID()) async throws -> CallInfo {
+        try await call("POST", "/calls", body: CreateCall(scopeKind: scopeKind, scopeId: scopeID, mode: mode, clientId: clientID.uuidString.lowercased()))
+    }
+
+    public func call(_ callID: String) async throws -> CallInfo {
+        try await call("GET", "/calls/\(QueryEncoding.encode(callID))")
+    }
+
+    public func activeCalls() async throws -> [CallInfo] {
+        try await call("GET", "/calls/active")
+    }
+
+    /// `accept`, `decline`, `join`, `leave` or `cancel`.
+    public func perform(_ action: String, onCall callID: String) async throws -> CallInfo {
+        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/\(action)")
+    }
+
+    public func mediaToken(forCall callID: String) async throws -> MediaToken {
+        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/media-token")
+    }
+
+    // MARK: Push devices
+
+    public func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice {
+        try await call("POST", "/voip/devices", body: RegisterVoIPDevice(deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment))
+    }
+
+    // MARK: Plumbing
+
+    private struct Empty: Encodable {}
+
+    private func call<Response: Decodable>(
+        _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30
+    ) async throws -> Response {
+        try await call(method, path, query: query, body: Optional<Empty>.none, timeout: timeout)
+    }
+
+    private func call<Body: Encodable, Response: Decodable>(
+        _ method: String, _ path: String, query: [(String, String)] = [], body: Body?, timeout: TimeInterval = 30
+    ) async throws -> Response {
+        let data = try await send(method, path, query: query, body: body, timeout: timeout)
+        do {
+            return try JSONDecoder().decode(Response.self, from: data)
+        } catch {
+            throw SwitchboardAPIError(status: 200, code: "BAD_RESPONSE", message: "the server's answer did not decode: \(error)", field: nil)
+        }
+    }
+
+    @discardableResult
+    private func send(_ method: String, _ path: String) async throws -> Data {
+        try await send(method, path, query: [], body: Optional<Empty>.none, timeout: 30)
+    }
+
+    @discardableResult
+    private func send<Body: Encodable>(_ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval) async throws -> Data {
+        var text = baseURL.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        text += path
+        if !query.isEmpty { text += "?" + QueryEncoding.query(query) }
+        guard let url = URL(string: text) else {
+            throw SwitchboardAPIError(status: 0, code: "BAD_REQUEST", message: "cannot form a URL from \(text)", field: nil)
+        }
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try JSONEncoder().encode(body)
+        }
+        let data: Data, response: HTTPURLResponse
+        do {
+            (data, response) = try await transport.send(request)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw SwitchboardAPIError(status: 0, code: "TRANSPORT", message: String(describing: error), field: nil)
+        }
+        guard (200..<300).contains(response.statusCode) else {
+            let envelope = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any]
+            throw SwitchboardAPIError(
+                status: response.statusCode, code: envelope?["code"] as? String ?? "HTTP_\(response.statusCode)",
+                message: envelope?["message"] as? String ?? "", field: envelope?["field"] as? String)
+        }
+        return data
+    }
+}
