@@ -14,9 +14,9 @@ struct PushLiveTests {
     static let adminKey = "admin-key-for-tests-0123"
 
     /// An emulator and a server pointed at it, with a fresh provider key.
+    // @unchecked Sendable: every stored property is a `let` of a Sendable type except `server`,
+    // which only the one test that owns the rig replaces (in `crashAndRestart`), never concurrently.
     final class Rig: @unchecked Sendable {
-        // @unchecked Sendable: every stored property is a `let` of a Sendable type or a
-        // process handle only used from the test that owns the rig.
         let directory = ScratchDirectory()
         let emulator: ServerProcess
         let inbox: HTTP2Client
