@@ -5,28 +5,13 @@ import Testing
 /// timeouts survive a restart.
 @Suite("Calls through the binary", .serialized)
 struct CallsLiveTests {
-    private struct Account {
-        let token: String
-        let id: String
-        var auth: [String: String] { ["Authorization": "Bearer \(token)"] }
-    }
-
-    private func json(_ text: String) -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
-    }
-
-    private func register(_ address: String, _ name: String) async throws -> Account {
-        let reply = await fetch(address, "POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
-        let object = json(reply.body)
-        return Account(token: try #require(object["token"] as? String), id: try #require((object["user"] as? [String: Any])?["id"] as? String))
-    }
+    private typealias Account = LiveAccount
+    private func json(_ text: String) -> [String: Any] { liveJSON(text) }
+    private func register(_ address: String, _ name: String) async throws -> Account { try await liveRegister(address, name) }
 
     private func friendsWithConversation(_ address: String) async throws -> (Account, Account, String) {
         let alice = try await register(address, "alice"), bob = try await register(address, "bob")
-        let request = await fetch(address, "POST", "/friend-requests", body: #"{"userId":"\#(bob.id)"}"#, headers: alice.auth)
-        let requestID = try #require(json(request.body)["id"] as? String)
-        let accepted = await fetch(address, "POST", "/friend-requests/\(requestID)/accept", headers: bob.auth)
-        return (alice, bob, try #require(json(accepted.body)["conversationId"] as? String))
+        return (alice, bob, try await liveBefriend(address, alice, bob))
     }
 
     private func startCall(_ address: String, _ caller: Account, _ conversation: String, mode: String) async throws -> String {

@@ -5,32 +5,11 @@ import SwitchboardTesting
 /// Register → befriend → message → events, through the real binary over loopback.
 @Suite("Accounts, social and events through the binary", .serialized)
 struct EventsLiveTests {
-    private struct Account {
-        let token: String
-        let id: String
-        var auth: [String: String] { ["Authorization": "Bearer \(token)"] }
-    }
-
-    private func json(_ text: String) -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
-    }
-
-    private func register(_ address: String, _ name: String) async throws -> Account {
-        let reply = await fetch(address, "POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
-        #expect(reply.status == 201)
-        let object = json(reply.body)
-        let user = try #require(object["user"] as? [String: Any])
-        return Account(token: try #require(object["token"] as? String), id: try #require(user["id"] as? String))
-    }
-
-    /// Alice and Bob become friends; returns their conversation id.
+    private typealias Account = LiveAccount
+    private func json(_ text: String) -> [String: Any] { liveJSON(text) }
+    private func register(_ address: String, _ name: String) async throws -> Account { try await liveRegister(address, name) }
     private func befriend(_ address: String, _ alice: Account, _ bob: Account) async throws -> String {
-        let request = await fetch(address, "POST", "/friend-requests", body: #"{"userId":"\#(bob.id)"}"#, headers: alice.auth)
-        #expect(request.status == 201)
-        let requestID = try #require(json(request.body)["id"] as? String)
-        let accepted = await fetch(address, "POST", "/friend-requests/\(requestID)/accept", headers: bob.auth)
-        #expect(accepted.status == 200)
-        return try #require(json(accepted.body)["conversationId"] as? String)
+        try await liveBefriend(address, alice, bob)
     }
 
     @Test func aMessageWakesTheFriendsHeldLongPoll() async throws {

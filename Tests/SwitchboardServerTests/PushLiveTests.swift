@@ -88,18 +88,12 @@ struct PushLiveTests {
         }
     }
 
-    struct Person {
-        let token: String
-        let id: String
-        var auth: [String: String] { ["Authorization": "Bearer \(token)"] }
-    }
+    typealias Person = LiveAccount
 
-    static func json(_ text: String) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:] }
+    static func json(_ text: String) -> [String: Any] { liveJSON(text) }
 
     static func person(_ rig: Rig, _ name: String, device: String? = nil) async throws -> Person {
-        let reply = await fetch(rig.server.address, "POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
-        let object = json(reply.body)
-        let person = Person(token: try #require(object["token"] as? String), id: try #require((object["user"] as? [String: Any])?["id"] as? String))
+        let person = try await liveRegister(rig.server.address, name)
         if let device {
             let registered = await fetch(
                 rig.server.address, "POST", "/voip/devices",
@@ -110,9 +104,7 @@ struct PushLiveTests {
     }
 
     static func befriend(_ rig: Rig, _ a: Person, _ b: Person) async throws -> String {
-        let request = await fetch(rig.server.address, "POST", "/friend-requests", body: #"{"userId":"\#(b.id)"}"#, headers: a.auth)
-        let id = try #require(json(request.body)["id"] as? String)
-        return try #require(json(await fetch(rig.server.address, "POST", "/friend-requests/\(id)/accept", headers: b.auth).body)["conversationId"] as? String)
+        try await liveBefriend(rig.server.address, a, b)
     }
 
     static func call(_ rig: Rig, _ caller: Person, _ kind: String, _ scope: String, mode: String = "audio") async throws -> String {
