@@ -95,4 +95,29 @@ struct ConfigurationTests {
         #expect(throws: CommandLineInterface.UsageError.self) { try CommandLineInterface.parseFlags(["--bogus", "1"], known: ["--listen"]) }
         #expect(throws: CommandLineInterface.UsageError.self) { try CommandLineInterface.parseFlags(["--listen"], known: ["--listen"]) }
     }
+
+    @Test(arguments: [
+        ("SWITCHBOARD_LIVEKIT_URL", "http://media.example", "SWITCHBOARD_LIVEKIT_URL must be a ws:// or wss:// URL"),
+        ("SWITCHBOARD_MEDIA_BACKEND", "janus", "SWITCHBOARD_MEDIA_BACKEND must be none or livekit"),
+        ("SWITCHBOARD_APNS_BUNDLE_ID", "com.example.app.voip", "SWITCHBOARD_APNS_BUNDLE_ID must be the bundle id, without .voip"),
+        ("SWITCHBOARD_APNS_PRODUCTION_URL", "ftp://x", "SWITCHBOARD_APNS_PRODUCTION_URL must be an http(s):// URL"),
+        ("SWITCHBOARD_ADMIN_KEY", "short", "SWITCHBOARD_ADMIN_KEY must be at least 16 characters"),
+    ])
+    func badTextSettingsAreRefused(variable: String, value: String, message: String) {
+        do {
+            _ = try ServerConfiguration.resolve(flags: [:], environment: [variable: value], file: nil)
+            Issue.record("expected an error for \(variable)=\(value)")
+        } catch {
+            #expect(error.message == message)
+        }
+    }
+
+    @Test func goodTextSettingsAreApplied() throws {
+        let configuration = try ServerConfiguration.resolve(flags: [:], environment: [
+            "SWITCHBOARD_LIVEKIT_URL": "wss://media.example", "SWITCHBOARD_APNS_TEAM_ID": "TEAM123456",
+            "SWITCHBOARD_ADMIN_KEY": "0123456789abcdef", "SWITCHBOARD_MEDIA_BACKEND": "livekit",
+        ], file: nil)
+        #expect(configuration.livekitURL == "wss://media.example" && configuration.apnsTeamID == "TEAM123456")
+        #expect(configuration.adminKey == "0123456789abcdef" && configuration.mediaBackend == "livekit")
+    }
 }

@@ -136,80 +136,52 @@ public struct ConfigurationSetting: Sendable {
         integer("ringTimeoutSeconds", "SWITCHBOARD_RING_TIMEOUT_SECONDS", 5...600, "seconds a call rings before it is missed (default 45)") { $0.ringTimeoutSeconds = $1 },
         integer("emptyRoomGraceSeconds", "SWITCHBOARD_EMPTY_ROOM_GRACE_SECONDS", 1...3600, "seconds an active call's room may stay empty (default 90)") { $0.emptyRoomGraceSeconds = $1 },
         integer("emptyRoomCheckSeconds", "SWITCHBOARD_EMPTY_ROOM_CHECK_SECONDS", 1...600, "seconds between empty-room checks (default 10)") { $0.emptyRoomCheckSeconds = $1 },
-        ConfigurationSetting(key: "mediaBackend", environment: "SWITCHBOARD_MEDIA_BACKEND", flag: nil,
-                             help: "none or livekit: whether the server manages LiveKit rooms (default none; tokens are minted either way)") { config, text in
-            guard ["none", "livekit"].contains(text) else { return "must be none or livekit" }
-            config.mediaBackend = text
-            return nil
+        text("mediaBackend", "SWITCHBOARD_MEDIA_BACKEND", "none or livekit: whether the server manages LiveKit rooms (default none; tokens are minted either way)", \.mediaBackend) { text in
+            ["none", "livekit"].contains(text) ? nil : "must be none or livekit"
         },
-        ConfigurationSetting(key: "livekitURL", environment: "SWITCHBOARD_LIVEKIT_URL", flag: nil,
-                             help: "LiveKit URL for clients, ws:// or wss:// (default ws://127.0.0.1:7880)") { config, text in
-            guard text.hasPrefix("ws://") || text.hasPrefix("wss://"), URL(string: text)?.host != nil else { return "must be a ws:// or wss:// URL" }
-            config.livekitURL = text
-            return nil
+        text("livekitURL", "SWITCHBOARD_LIVEKIT_URL", "LiveKit URL for clients, ws:// or wss:// (default ws://127.0.0.1:7880)", \.livekitURL) { text in
+            (text.hasPrefix("ws://") || text.hasPrefix("wss://")) && URL(string: text)?.host != nil ? nil : "must be a ws:// or wss:// URL"
         },
-        ConfigurationSetting(key: "livekitAPIKey", environment: "SWITCHBOARD_LIVEKIT_API_KEY", flag: nil,
-                             help: "LiveKit API key (default devkey, the dev server's)") { config, text in
-            guard !text.isEmpty else { return "must not be empty" }
-            config.livekitAPIKey = text
-            return nil
+        text("livekitAPIKey", "SWITCHBOARD_LIVEKIT_API_KEY", "LiveKit API key (default devkey, the dev server's)", \.livekitAPIKey) { text in
+            !text.isEmpty ? nil : "must not be empty"
         },
-        ConfigurationSetting(key: "livekitAPISecret", environment: "SWITCHBOARD_LIVEKIT_API_SECRET", flag: nil,
-                             help: "LiveKit API secret (default secret, the dev server's); never logged") { config, text in
-            guard !text.isEmpty else { return "must not be empty" }
-            config.livekitAPISecret = text
-            return nil
+        text("livekitAPISecret", "SWITCHBOARD_LIVEKIT_API_SECRET", "LiveKit API secret (default secret, the dev server's); never logged", \.livekitAPISecret) { text in
+            !text.isEmpty ? nil : "must not be empty"
         },
         integer("mediaDeadlineMilliseconds", "SWITCHBOARD_MEDIA_DEADLINE_MS", 100...60_000, "milliseconds a RoomService call may take (default 3000)") { $0.mediaDeadlineMilliseconds = $1 },
-        ConfigurationSetting(key: "apnsBundleID", environment: "SWITCHBOARD_APNS_BUNDLE_ID", flag: nil,
-                             help: "the iOS app's bundle id; VoIP pushes use the topic <id>.voip (default com.example.switchboard)") { config, text in
-            guard !text.isEmpty, !text.hasSuffix(".voip") else { return "must be the bundle id, without .voip" }
-            config.apnsBundleID = text
-            return nil
+        text("apnsBundleID", "SWITCHBOARD_APNS_BUNDLE_ID", "the iOS app's bundle id; VoIP pushes use the topic <id>.voip (default com.example.switchboard)", \.apnsBundleID) { text in
+            !text.isEmpty && !text.hasSuffix(".voip") ? nil : "must be the bundle id, without .voip"
         },
-        ConfigurationSetting(key: "apnsTeamID", environment: "SWITCHBOARD_APNS_TEAM_ID", flag: nil, help: "APNs team id (10 characters), for token auth") { config, text in
-            config.apnsTeamID = text
-            return nil
+        text("apnsTeamID", "SWITCHBOARD_APNS_TEAM_ID", "APNs team id (10 characters), for token auth", \.apnsTeamID),
+        text("apnsKeyID", "SWITCHBOARD_APNS_KEY_ID", "APNs key id (10 characters), for token auth", \.apnsKeyID),
+        text("apnsKeyFile", "SWITCHBOARD_APNS_KEY_FILE", "the APNs .p8 key file; with team and key id enables APNs", \.apnsKeyFile),
+        text("apnsCertificateFile", "SWITCHBOARD_APNS_CERTIFICATE_FILE", "APNs client certificate (PEM), instead of a .p8 key", \.apnsCertificateFile),
+        text("apnsCertificateKeyFile", "SWITCHBOARD_APNS_CERTIFICATE_KEY_FILE", "the key of apnsCertificateFile (PEM)", \.apnsCertificateKeyFile),
+        text("apnsProductionURL", "SWITCHBOARD_APNS_PRODUCTION_URL", "APNs production base URL (default https://api.push.apple.com; http:// = h2c, for emulators)", \.apnsProductionURL) { text in
+            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
         },
-        ConfigurationSetting(key: "apnsKeyID", environment: "SWITCHBOARD_APNS_KEY_ID", flag: nil, help: "APNs key id (10 characters), for token auth") { config, text in
-            config.apnsKeyID = text
-            return nil
+        text("apnsSandboxURL", "SWITCHBOARD_APNS_SANDBOX_URL", "APNs sandbox base URL (default https://api.sandbox.push.apple.com)", \.apnsSandboxURL) { text in
+            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
         },
-        ConfigurationSetting(key: "apnsKeyFile", environment: "SWITCHBOARD_APNS_KEY_FILE", flag: nil, help: "the APNs .p8 key file; with team and key id enables APNs") { config, text in
-            config.apnsKeyFile = text
-            return nil
-        },
-        ConfigurationSetting(key: "apnsCertificateFile", environment: "SWITCHBOARD_APNS_CERTIFICATE_FILE", flag: nil, help: "APNs client certificate (PEM), instead of a .p8 key") { config, text in
-            config.apnsCertificateFile = text
-            return nil
-        },
-        ConfigurationSetting(key: "apnsCertificateKeyFile", environment: "SWITCHBOARD_APNS_CERTIFICATE_KEY_FILE", flag: nil, help: "the key of apnsCertificateFile (PEM)") { config, text in
-            config.apnsCertificateKeyFile = text
-            return nil
-        },
-        ConfigurationSetting(key: "apnsProductionURL", environment: "SWITCHBOARD_APNS_PRODUCTION_URL", flag: nil, help: "APNs production base URL (default https://api.push.apple.com; http:// = h2c, for emulators)") { config, text in
-            guard text.hasPrefix("https://") || text.hasPrefix("http://") else { return "must be an http(s):// URL" }
-            config.apnsProductionURL = text
-            return nil
-        },
-        ConfigurationSetting(key: "apnsSandboxURL", environment: "SWITCHBOARD_APNS_SANDBOX_URL", flag: nil, help: "APNs sandbox base URL (default https://api.sandbox.push.apple.com)") { config, text in
-            guard text.hasPrefix("https://") || text.hasPrefix("http://") else { return "must be an http(s):// URL" }
-            config.apnsSandboxURL = text
-            return nil
-        },
-        ConfigurationSetting(key: "apnsCAFile", environment: "SWITCHBOARD_APNS_CA_FILE", flag: nil, help: "CA file to trust for APNs (an emulator's certificate)") { config, text in
-            config.apnsCAFile = text
-            return nil
-        },
+        text("apnsCAFile", "SWITCHBOARD_APNS_CA_FILE", "CA file to trust for APNs (an emulator's certificate)", \.apnsCAFile),
         integer("apnsConnections", "SWITCHBOARD_APNS_CONNECTIONS", 1...16, "HTTP/2 connections per APNs environment (default 1)") { $0.apnsConnections = $1 },
-        ConfigurationSetting(key: "adminKey", environment: "SWITCHBOARD_ADMIN_KEY", flag: nil,
-                             help: "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged") { config, text in
-            guard text.isEmpty || text.utf8.count >= 16 else { return "must be at least 16 characters" }
-            config.adminKey = text
-            return nil
+        text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
+            text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },
         integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },
     ]
+
+    /// A string setting; `check` returns a problem description, or nil when the text is fine.
+    private static func text(
+        _ key: String, _ environment: String, _ help: String, _ field: WritableKeyPath<ServerConfiguration, String> & Sendable,
+        check: @escaping @Sendable (String) -> String? = { _ in nil }
+    ) -> ConfigurationSetting {
+        ConfigurationSetting(key: key, environment: environment, flag: nil, help: help) { config, text in
+            if let problem = check(text) { return problem }
+            config[keyPath: field] = text
+            return nil
+        }
+    }
 
     private static func integer(
         _ key: String, _ environment: String, _ range: ClosedRange<Int>, _ help: String,
