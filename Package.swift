@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SwitchboardStore", targets: ["SwitchboardStore"]),
         .library(name: "SwitchboardWire", targets: ["SwitchboardWire"]),
         .library(name: "SwitchboardKit", targets: ["SwitchboardKit"]),
+        .library(name: "SwitchboardKitTesting", targets: ["SwitchboardKitTesting"]),
     ],
     targets: [
         // C system libraries, each used only by the one Swift module that owns it.
@@ -83,9 +84,13 @@ let package = Package(
         // Test support shipped beside the library: loopback clients and polling helpers.
         .target(name: "SwitchboardTesting", swiftSettings: strict),
 
+        // For app developers' tests too (Foundation only): a CallKit that enforces its contract,
+        // simulated media, a manual clock and a whole simulated phone.
+        .target(name: "SwitchboardKitTesting", dependencies: ["SwitchboardKit", "SwitchboardWire"], swiftSettings: strict),
+
         .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardWire"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(

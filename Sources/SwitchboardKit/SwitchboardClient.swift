@@ -16,6 +16,13 @@ public struct SwitchboardAPIError: Error, Sendable, Equatable, CustomStringConve
     public let field: String?
 
     public var description: String { "\(status) \(code): \(message)" }
+
+    public init(status: Int, code: String, message: String, field: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+    }
 }
 
 /// Sends one request. The seam where an app plugs in its own trust rules (a self-signed
@@ -105,6 +112,12 @@ public struct SwitchboardClient: Sendable {
 
     public func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice {
         try await call("POST", "/voip/devices", body: RegisterVoIPDevice(deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment))
+    }
+
+    /// Forgets this installation's push token (`DELETE /voip/devices/{deviceId}`), e.g. when
+    /// PushKit invalidates it.
+    public func unregisterVoIPDevice(deviceID: UUID) async throws {
+        try await send("DELETE", "/voip/devices/\(QueryEncoding.encode(deviceID.uuidString.lowercased()))")
     }
 
     // MARK: Plumbing

@@ -1,0 +1,302 @@
+import Foundation
+import Synchronization
+import SwitchboardWire
+
+/// The one object the app talks to about calls. It takes VoIP pushes, the event stream's
+/// events and the user's actions, and keeps the call system (CallKit), the server and the
+/// media session in agreement (SPEC §4 rules 1–7).
+///
+/// It is the call system's delegate and the push handler: decisions are made by `CallLedger`
+/// under a lock, and the effects are performed outside it, in order.
+///
+/// ```swift
+/// let coordinator = CallCoordinator(userID: session.user.id, backend: client, callSystem: callKit,
+///                                   media: { callID in LiveKitMedia(callID) })
+/// // PushKit: coordinator.handleVoIPPush(payload.dictionaryPayload, mustReport: true, completion: completion)
+/// // Event feed: await coordinator.handle(events: events)
+/// ```
+public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendable {
+    public typealias Notice = CallLedger.Notice
+
+    let backend: any CallBackend
+    let callSystem: any CallSystem
+    let makeMedia: @Sendable (String) -> any MediaSession
+    let clock: any CallClock
+    let onNotice: @Sendable (Notice) -> Void
+
+    private struct State {
+        var ledger: CallLedger
+        /// PushKit completions, by the report that releases them.
+        var pushCompletions: [Int: @Sendable () -> Void] = [:]
+        /// Actions handed over by the call system and not completed yet.
+        var actions: [UUID: CallSystemAction] = [:]
+        var media: [String: any MediaSession] = [:]
+        var tasks: [Int: Task<Void, Never>] = [:]
+        var nextTask = 0
+        var watcher: Task<Void, Never>?
+        var closed = false
+    }
+
+    private let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - userID: the signed-in user (to read invitations).
+    ///   - media: makes the media session for a call id.
+    ///   - onNotice: what happened, for the app's UI and logs (any thread).
+    public init(
+        userID: String, backend: any CallBackend, callSystem: any CallSystem,
+        media: @escaping @Sendable (String) -> any MediaSession,
+        clock: any CallClock = SystemCallClock(),
+        configuration: CallLedger.Configuration = CallLedger.Configuration(),
+        onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
+    ) {
+        self.backend = backend
+        self.callSystem = callSystem
+        self.makeMedia = media
+        self.clock = clock
+        self.onNotice = onNotice
+        state = Mutex(State(ledger: CallLedger(userID: userID, configuration: configuration)))
+        callSystem.setDelegate(self)
+    }
+
+    // MARK: Inputs from the app
+
+    /// A VoIP push: reported to the call system before this returns; `completion` runs once the
+    /// report completed (rule 1).
+    public func handleVoIPPush(_ payload: [AnyHashable: Any], mustReport: Bool = true, completion: @escaping @Sendable () -> Void) {
+        let push = IncomingCallPush(dictionary: payload)
+        let placeholder = UUID()
+        let effects = state.withLock { state -> [CallLedger.Effect] in
+            let effects = state.ledger.pushReceived(push, mustReport: mustReport, placeholder: placeholder)
+            for case .reportIncoming(_, _, let report) in effects.prefix(1) { state.pushCompletions[report] = completion }
+            return effects
+        }
+        guard case .reportIncoming? = effects.first else {
+            completion()
+            return
+        }
+        perform(effects)
+    }
+
+    /// Events from the app's event feed: calls that changed are re-read (a foreground incoming
+    /// call takes the push's path). Returns when they were handled, so the feed may advance.
+    public func handle(events: [Event]) async {
+        var seen = Set<String>()
+        for event in events where event.kind == EventKind.callChanged {
+            guard let callID = event.callId, seen.insert(callID).inserted else { continue }
+            await request(callID, .fetch)
+        }
+    }
+
+    /// Places a call: the server first (its id names the call), then the call system's start
+    /// transaction. Returns the call id.
+    @discardableResult
+    public func startCall(scopeKind: String, scopeID: String, mode: String, handle: String, clientID: UUID = UUID()) async throws -> String {
+        let call = try await backend.createCall(scopeKind: scopeKind, scopeID: scopeID, mode: mode, clientID: clientID)
+        input { $0.callCreated(call, handle: handle) }
+        return call.id
+    }
+
+    /// The app's own answer button: goes through the call system like a lock-screen answer.
+    public func answer(_ callID: String) { input { $0.answerRequested(callID) } }
+
+    /// Hang up, decline or cancel.
+    public func end(_ callID: String) { input { $0.endRequested(callID) } }
+
+    public func setMuted(_ callID: String, _ muted: Bool) { input { $0.muteRequested(callID, muted: muted) } }
+
+    /// The coordinator's view of a call.
+    public func call(_ callID: String) -> CallLedger.Entry? { state.withLock { $0.ledger.entries[callID] } }
+
+    /// Calls not yet ended.
+    public var liveCallIDs: [String] { state.withLock { $0.ledger.liveCallIDs } }
+
+    /// Waits until no request, media join or event read is in flight (tests, demos).
+    public func settle() async {
+        while true {
+            let tasks = state.withLock { Array($0.tasks.values) }
+            if tasks.isEmpty { return }
+            for task in tasks { await task.value }
+        }
+    }
+
+    /// Stops following events and leaves media (the app is going away).
+    public func shutdown() {
+        let (watcher, tasks, media) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.watcher = nil
+                state.media = [:]
+            }
+            return (state.watcher, Array(state.tasks.values), Array(state.media.values))
+        }
+        watcher?.cancel()
+        tasks.forEach { $0.cancel() }
+        media.forEach { $0.leave() }
+    }
+
+    // MARK: CallSystemDelegate
+
+    public func callSystemDidReset() { input { $0.callSystemReset() } }
+
+    public func callSystem(perform action: CallSystemAction) {
+        state.withLock { $0.actions[action.id] = action }
+        input { $0.actionPerformed(id: action.id, CallActionRequest(callUUID: action.callUUID, kind: action.kind)) }
+    }
+
+    public func callSystem(timedOutPerforming action: CallSystemAction) {
+        state.withLock { _ = $0.actions.removeValue(forKey: action.id) }
+        input { $0.actionTimedOut(id: action.id) }
+    }
+
+    public func callSystemDidActivateAudioSession() { input { $0.audioSessionActivated() } }
+
+    public func callSystemDidDeactivateAudioSession() { input { $0.audioSessionDeactivated() } }
+
+    // MARK: Performing effects
+
+    private func input(_ decide: (inout CallLedger) -> [CallLedger.Effect]) {
+        let effects = state.withLock { decide(&$0.ledger) }
+        perform(effects)
+    }
+
+    private func perform(_ effects: [CallLedger.Effect]) {
+        for effect in effects { perform(effect) }
+    }
+
+    private func perform(_ effect: CallLedger.Effect) {
+        switch effect {
+        case .reportIncoming(let uuid, let update, let report):
+            callSystem.reportNewIncomingCall(uuid: uuid, update: update) { [self] error in
+                input { $0.reportCompleted(uuid, error: error) }
+                let completion = state.withLock { $0.pushCompletions.removeValue(forKey: report) }
+                completion?()
+            }
+        case .reportConnecting(let uuid):
+            callSystem.reportOutgoingCallStartedConnecting(uuid: uuid, at: clock.now)
+        case .reportConnected(let uuid):
+            callSystem.reportOutgoingCallConnected(uuid: uuid, at: clock.now)
+        case .reportEnded(let uuid, let reason):
+            callSystem.reportCallEnded(uuid: uuid, at: clock.now, reason: reason)
+        case .requestTransaction(let request):
+            callSystem.requestTransaction(request) { [self] error in
+                input { $0.transactionCompleted(request, error: error) }
+            }
+        case .fulfil(let id):
+            state.withLock { $0.actions.removeValue(forKey: id) }?.fulfill()
+        case .fail(let id):
+            state.withLock { $0.actions.removeValue(forKey: id) }?.fail()
+        case .server(let callID, let request):
+            spawn { [self] in await self.request(callID, request) }
+        case .joinMedia(let callID, let token):
+            let session = makeMedia(callID)
+            let previous = state.withLock { state -> (any MediaSession)? in
+                defer { state.media[callID] = session }
+                return state.media[callID]
+            }
+            previous?.leave()
+            spawn { [self] in
+                let joined: Bool
+                do {
+                    try await session.join(url: token.url, token: token.token)
+                    joined = true
+                } catch {
+                    joined = false
+                }
+                input { $0.mediaJoined(callID, succeeded: joined) }
+            }
+        case .leaveMedia(let callID):
+            state.withLock { $0.media.removeValue(forKey: callID) }?.leave()
+        case .startAudio(let callID):
+            media(callID)?.startAudio()
+        case .stopAudio(let callID):
+            media(callID)?.stopAudio()
+        case .setMuted(let callID, let muted):
+            media(callID)?.setMuted(muted)
+        case .schedule(let callID, let timer, let seconds):
+            clock.schedule(after: seconds) { [self] in input { $0.timerFired(callID, timer) } }
+        case .watch:
+            startWatcher()
+        case .notify(let notice):
+            onNotice(notice)
+        }
+    }
+
+    private func media(_ callID: String) -> (any MediaSession)? { state.withLock { $0.media[callID] } }
+
+    /// One server request, its answer fed back to the ledger.
+    private func request(_ callID: String, _ request: CallLedger.ServerRequest) async {
+        let result: CallLedger.ServerResult
+        do {
+            switch request {
+            case .fetch: result = .call(try await backend.call(callID))
+            case .accept: result = .call(try await backend.perform("accept", onCall: callID))
+            case .decline: result = .call(try await backend.perform("decline", onCall: callID))
+            case .leave: result = .call(try await backend.perform("leave", onCall: callID))
+            case .cancel: result = .call(try await backend.perform("cancel", onCall: callID))
+            case .mediaToken: result = .mediaToken(try await backend.mediaToken(forCall: callID))
+            }
+        } catch let error as SwitchboardAPIError {
+            result = .failure(status: error.status, code: error.code)
+        } catch {
+            result = .failure(status: 0, code: "TRANSPORT")
+        }
+        input { $0.serverAnswered(callID, request, result) }
+    }
+
+    private func spawn(_ work: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            guard !state.closed else { return }
+            let id = state.nextTask
+            state.nextTask += 1
+            state.tasks[id] = Task { [self] in
+                await work()
+                _ = self.state.withLock { $0.tasks.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    // MARK: Following the server while calls are live
+
+    /// While any call is live, the coordinator follows the event stream itself, so a call
+    /// answered elsewhere or hung up is noticed even when the app's own feed is not running
+    /// (a backgrounded app kept alive by its call).
+    private func startWatcher() {
+        state.withLock { state in
+            guard state.watcher == nil, !state.closed else { return }
+            state.watcher = Task { [self] in await self.watch() }
+        }
+    }
+
+    private func watch() async {
+        var cursor: Int64?
+        var failures = 0
+        while !Task.isCancelled {
+            let live = state.withLock { state -> [String] in
+                let live = state.ledger.liveCallIDs
+                if live.isEmpty { state.watcher = nil }
+                return live
+            }
+            if live.isEmpty { return }
+            do {
+                if let after = cursor {
+                    let page = try await backend.events(after: after, wait: EventConsumerPolicy.wait)
+                    cursor = page.cursor
+                    await handle(events: page.events)
+                } else {
+                    cursor = try await backend.eventCursor()
+                    // Re-read what happened before the cursor was taken.
+                    for callID in live { await request(callID, .fetch) }
+                }
+                failures = 0
+            } catch let error as SwitchboardAPIError where error.status == 401 {
+                state.withLock { $0.watcher = nil }
+                return
+            } catch {
+                if Task.isCancelled { return }
+                failures += 1
+                try? await clock.sleep(seconds: min(Double(failures), 3))
+            }
+        }
+    }
+}

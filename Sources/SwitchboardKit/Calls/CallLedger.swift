@@ -1,0 +1,613 @@
+import Foundation
+import SwitchboardWire
+
+/// The coordinator's decisions (SPEC §4 rules 1–7) as a pure state machine: every input — a
+/// push, a server read, a call-system callback, a timer — returns the effects to perform, in
+/// order. Time and ids come in as inputs; nothing here does I/O.
+///
+/// Invariants it keeps:
+/// - a call is reported to the call system once per push or event and ended there exactly once,
+///   with the UUID it was reported under (an end that arrives while a report is pending waits
+///   for the report's completion);
+/// - every action the call system hands over is completed exactly once (or timed out);
+/// - audio starts only when the session is active *and* the call's media engine exists.
+public struct CallLedger: Sendable {
+    /// Deadlines, in seconds.
+    public struct Configuration: Sendable, Equatable {
+        /// From the answer action to joined media (rule 5).
+        public var answerDeadline: Double
+        /// An outgoing call neither answered nor rejected ends after this (rule 6).
+        public var dialTimeout: Double
+
+        public init(answerDeadline: Double = 10, dialTimeout: Double = 45) {
+            self.answerDeadline = answerDeadline
+            self.dialTimeout = dialTimeout
+        }
+    }
+
+    public enum Direction: String, Sendable, Equatable { case incoming, outgoing }
+
+    /// How a call came to this device.
+    public enum Origin: String, Sendable, Equatable { case push, eventStream = "event_stream", dialed }
+
+    /// Where the call stands in the call system.
+    public enum SystemState: String, Sendable, Equatable {
+        /// `reportNewIncomingCall` or the start transaction is pending.
+        case reporting
+        /// The call system shows it.
+        case live
+        /// Ended in the call system (reported or by an end action).
+        case ended
+        /// The call system refused it: it never showed.
+        case refused
+    }
+
+    /// Where the call stands for the user.
+    public enum Stage: String, Sendable, Equatable { case ringing, answering, dialing, connecting, active, ended }
+
+    /// A request to the server.
+    public enum ServerRequest: Sendable, Equatable {
+        case fetch, accept, decline, leave, cancel, mediaToken
+    }
+
+    /// What a server request came back with.
+    public enum ServerResult: Sendable, Equatable {
+        case call(CallInfo)
+        case mediaToken(MediaToken)
+        /// The server answered with an error code (`status` 0: no answer).
+        case failure(status: Int, code: String)
+    }
+
+    public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout }
+
+    /// What the app hears about (its UI and logs).
+    public enum Notice: Sendable, Equatable {
+        case incoming(callID: String, origin: Origin)
+        case dialing(callID: String)
+        case connected(callID: String)
+        case audioStarted(callID: String)
+        case audioStopped(callID: String)
+        /// `reason` is nil when the user ended it on this device; `refusal` is set when the call
+        /// system refused the report (Do Not Disturb, block list…).
+        case ended(callID: String, reason: CallEndReason?, refusal: IncomingCallError?)
+    }
+
+    /// What to do, in order.
+    public enum Effect: Sendable, Equatable {
+        /// Report to the call system; `report` names the completion that ends the push handler.
+        case reportIncoming(UUID, CallUpdate, report: Int)
+        case reportConnecting(UUID)
+        case reportConnected(UUID)
+        case reportEnded(UUID, CallEndReason)
+        case requestTransaction(CallActionRequest)
+        case fulfil(UUID)
+        case fail(UUID)
+        case server(callID: String, ServerRequest)
+        case joinMedia(callID: String, MediaToken)
+        case leaveMedia(callID: String)
+        case startAudio(callID: String)
+        case stopAudio(callID: String)
+        case setMuted(callID: String, Bool)
+        case schedule(callID: String, Timer, afterSeconds: Double)
+        /// Keep following the server's events while calls are live.
+        case watch
+        case notify(Notice)
+    }
+
+    /// One call as this device knows it.
+    public struct Entry: Sendable, Equatable {
+        public let callID: String
+        public let uuid: UUID
+        public let direction: Direction
+        public let origin: Origin
+        public var update: CallUpdate
+        public var system: SystemState
+        public var stage: Stage
+        /// The reason the call ended with, once it has.
+        public var endReason: CallEndReason?
+        /// An end that waits for a pending report.
+        var queuedEnd: CallEndReason?
+        /// The answer or start action still to complete.
+        var pendingAction: UUID?
+        /// This device accepted / declined (so the server's "accepted" is not "elsewhere").
+        var acceptedHere = false
+        var declinedHere = false
+        var serverActive = false
+        var mediaRequested = false
+        var mediaJoined = false
+        var audioRunning = false
+        var connectedReported = false
+    }
+
+    public let configuration: Configuration
+    /// The signed-in user.
+    public let userID: String
+    public private(set) var entries: [String: Entry] = [:]
+    /// Ended calls, oldest first, so old ones can be forgotten.
+    private var endedOrder: [String] = []
+    private var byUUID: [UUID: String] = [:]
+    private var audioSessionActive = false
+    private var nextReport = 0
+    /// Ended calls kept to recognise duplicate and stale pushes.
+    static let endedMemory = 64
+
+    public init(userID: String, configuration: Configuration = Configuration()) {
+        self.userID = userID
+        self.configuration = configuration
+    }
+
+    public func entry(uuid: UUID) -> Entry? { byUUID[uuid].flatMap { entries[$0] } }
+
+    /// Calls not yet ended.
+    public var liveCallIDs: [String] { entries.values.filter { $0.stage != .ended }.map(\.callID).sorted() }
+
+    // MARK: Incoming: push and event stream
+
+    /// A VoIP push (rule 1). `push` is nil when the payload had no usable call id: a placeholder
+    /// under `placeholder` is reported and ended at once. Always reports unless `mustReport` is
+    /// false and the call is already known.
+    public mutating func pushReceived(_ push: IncomingCallPush?, mustReport: Bool, placeholder: UUID) -> [Effect] {
+        guard let push else {
+            let key = "placeholder:" + placeholder.uuidString
+            var entry = Entry(
+                callID: key, uuid: placeholder, direction: .incoming, origin: .push,
+                update: CallUpdate(handle: "unknown"), system: .reporting, stage: .ended)
+            entry.queuedEnd = .failed
+            entry.endReason = .failed
+            insert(entry)
+            remember(ended: key)
+            return [reportIncoming(entry.uuid, entry.update)]
+        }
+        if let known = entries[push.callID] {
+            if !mustReport { return [] }
+            // A duplicate or stale push is still reported (rule 1)…
+            var effects = [reportIncoming(known.uuid, known.update)]
+            if known.stage == .ended, known.system != .reporting, known.system != .live {
+                // …and ended at once: the call system does not show it any more.
+                var entry = known
+                entry.system = .reporting
+                entry.queuedEnd = known.endReason ?? .failed
+                entries[push.callID] = entry
+            } else if known.stage == .ended, known.system == .live {
+                effects.append(contentsOf: endInSystem(push.callID, known.endReason ?? .failed))
+            }
+            return effects
+        }
+        return beginIncoming(callID: push.callID, update: push.update, origin: .push)
+    }
+
+    /// A server read of a call (after a `call_changed` event, a push or a request).
+    public mutating func callRead(_ call: CallInfo) -> [Effect] {
+        guard var entry = entries[call.id] else {
+            // Foreground incoming calls follow the push path (rule 3).
+            guard call.state == "ringing", call.createdBy != userID,
+                  call.invitations.contains(where: { $0.userId == userID && $0.state == "ringing" })
+            else { return [] }
+            let update = CallUpdate(handle: call.scopeId, callerName: nil, hasVideo: call.mode == "video", isGroup: call.scopeKind == "group")
+            return beginIncoming(callID: call.id, update: update, origin: .eventStream)
+        }
+        guard entry.stage != .ended else {
+            // We left, but the server still has us in the call (an accept that landed late).
+            if entry.acceptedHere, call.state == "active", Self.isPresent(userID, in: call) { return [.server(callID: call.id, .leave)] }
+            return []
+        }
+        if let reason = Self.endReason(of: call, for: userID, entry: entry) {
+            return finish(call.id, reason, server: nil)
+        }
+        if call.state == "active" {
+            entry.serverActive = true
+            entries[call.id] = entry
+            if entry.direction == .outgoing, entry.stage == .dialing {
+                entry.stage = .connecting
+                entry.mediaRequested = true
+                entries[call.id] = entry
+                return [.server(callID: call.id, .mediaToken)]
+            }
+        }
+        return []
+    }
+
+    /// The call system answered a report.
+    public mutating func reportCompleted(_ uuid: UUID, error: CallSystemError?) -> [Effect] {
+        guard let callID = byUUID[uuid], var entry = entries[callID], entry.system == .reporting else {
+            // A duplicate's report (refused with callUUIDAlreadyExists, which still counts).
+            return []
+        }
+        if let error, error != .incomingCall(.callUUIDAlreadyExists) {
+            entry.system = .refused
+            entries[callID] = entry
+            let refusal: IncomingCallError? = if case .incomingCall(let code) = error { code } else { nil }
+            if entry.stage == .ended { return [] }
+            // No call shows, but the server still rings us: decline there (no ghost call).
+            return finish(callID, .failed, server: .decline, refusal: refusal)
+        }
+        entry.system = .live
+        entries[callID] = entry
+        if let queued = entry.queuedEnd { return endInSystem(callID, queued) }
+        return []
+    }
+
+    // MARK: Outgoing
+
+    /// The server created our call: ask the call system to start it.
+    public mutating func callCreated(_ call: CallInfo, handle: String) -> [Effect] {
+        let uuid = CallIdentity.uuid(forCallID: call.id)
+        if entries[call.id] != nil { return [] }
+        let update = CallUpdate(handle: handle, hasVideo: call.mode == "video", isGroup: call.scopeKind == "group")
+        var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .dialing)
+        if call.state == "ended" {
+            // Busy at once: nothing to show in the call system.
+            let reason = Self.endReason(serverReason: call.endReason)
+            entry.system = .refused
+            entry.stage = .ended
+            entry.endReason = reason
+            insert(entry)
+            remember(ended: call.id)
+            return [.notify(.ended(callID: call.id, reason: reason, refusal: nil))]
+        }
+        insert(entry)
+        return [
+            .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
+            .notify(.dialing(callID: call.id)),
+            .schedule(callID: call.id, .dialTimeout, afterSeconds: configuration.dialTimeout),
+            .watch,
+        ] + callRead(call)
+    }
+
+    /// The app asks to answer (its own button): through the call system, like a lock-screen answer.
+    public func answerRequested(_ callID: String) -> [Effect] {
+        guard let entry = entries[callID], entry.direction == .incoming, entry.stage == .ringing, entry.system == .live else { return [] }
+        return [.requestTransaction(CallActionRequest(callUUID: entry.uuid, kind: .answer))]
+    }
+
+    /// The app asks to end (hang up, decline, cancel): through the call system when it shows
+    /// the call, else directly.
+    public mutating func endRequested(_ callID: String) -> [Effect] {
+        guard let entry = entries[callID], entry.stage != .ended else { return [] }
+        if entry.system == .live {
+            return [.requestTransaction(CallActionRequest(callUUID: entry.uuid, kind: .end))]
+        }
+        return endedLocally(callID)
+    }
+
+    /// The app asks to mute or unmute.
+    public func muteRequested(_ callID: String, muted: Bool) -> [Effect] {
+        guard let entry = entries[callID], entry.stage != .ended, entry.system == .live else { return [] }
+        return [.requestTransaction(CallActionRequest(callUUID: entry.uuid, kind: .setMuted(muted)))]
+    }
+
+    /// The call system answered a transaction request.
+    public mutating func transactionCompleted(_ request: CallActionRequest, error: CallSystemError?) -> [Effect] {
+        guard let callID = byUUID[request.callUUID], var entry = entries[callID] else { return [] }
+        switch request.kind {
+        case .start:
+            if error == nil {
+                if entry.system == .reporting {
+                    entry.system = .live
+                    entries[callID] = entry
+                    if let queued = entry.queuedEnd { return endInSystem(callID, queued) }
+                }
+                return []
+            }
+            // Refused (maximum call groups…): no call shows; do not leave the callee ringing.
+            entry.system = .refused
+            entries[callID] = entry
+            if entry.stage == .ended { return [] }
+            return finish(callID, .failed, server: .cancel)
+        case .end:
+            guard error != nil else { return [] }
+            // The call system does not know the call (any more): end it here and on the server.
+            if entry.system == .live {
+                entry.system = .ended
+                entries[callID] = entry
+            }
+            return endedLocally(callID)
+        case .answer, .setMuted, .setHeld:
+            return []
+        }
+    }
+
+    // MARK: Call-system actions
+
+    /// `provider(_:perform:)`.
+    public mutating func actionPerformed(id: UUID, _ request: CallActionRequest) -> [Effect] {
+        guard let callID = byUUID[request.callUUID], var entry = entries[callID] else {
+            // An end for a call this process does not know is fulfilled, never failed.
+            return [request.kind == .end ? .fulfil(id) : .fail(id)]
+        }
+        switch request.kind {
+        case .answer:
+            guard entry.direction == .incoming, entry.stage == .ringing else { return [.fail(id)] }
+            entry.stage = .answering
+            entry.pendingAction = id
+            entry.acceptedHere = true
+            entries[callID] = entry
+            return [
+                .server(callID: callID, .accept),
+                .schedule(callID: callID, .answerDeadline, afterSeconds: configuration.answerDeadline),
+            ]
+        case .start:
+            guard entry.direction == .outgoing, entry.stage != .ended else { return [.fail(id)] }
+            if entry.system == .reporting { entry.system = .live }
+            entries[callID] = entry
+            return [.reportConnecting(entry.uuid), .fulfil(id)]
+        case .end:
+            guard entry.stage != .ended else {
+                entry.system = .ended
+                entries[callID] = entry
+                return [.fulfil(id)]
+            }
+            entry.system = .ended
+            entries[callID] = entry
+            // The end action itself ends the call in the call system.
+            return [.fulfil(id)] + endedLocally(callID)
+        case .setMuted(let muted), .setHeld(let muted):
+            guard entry.stage != .ended else { return [.fail(id)] }
+            return [.setMuted(callID: callID, muted), .fulfil(id)]
+        }
+    }
+
+    /// `provider(_:timedOutPerforming:)`: the call system gave up on the action.
+    public mutating func actionTimedOut(id: UUID) -> [Effect] {
+        guard let callID = entries.values.first(where: { $0.pendingAction == id })?.callID, var entry = entries[callID] else { return [] }
+        entry.pendingAction = nil
+        entries[callID] = entry
+        return finish(callID, .failed, server: entry.direction == .incoming ? .leave : .cancel)
+    }
+
+    /// `providerDidReset`: the call system dropped every call.
+    public mutating func callSystemReset() -> [Effect] {
+        var effects: [Effect] = []
+        audioSessionActive = false
+        for callID in liveCallIDs {
+            guard var entry = entries[callID] else { continue }
+            entry.system = .ended
+            entry.pendingAction = nil
+            entries[callID] = entry
+            effects += endedLocally(callID)
+        }
+        return effects
+    }
+
+    // MARK: Audio (rule 7)
+
+    public mutating func audioSessionActivated() -> [Effect] {
+        audioSessionActive = true
+        return startAudioIfReady()
+    }
+
+    public mutating func audioSessionDeactivated() -> [Effect] {
+        audioSessionActive = false
+        var effects: [Effect] = []
+        for (callID, entry) in entries where entry.audioRunning {
+            entries[callID]?.audioRunning = false
+            effects += [.stopAudio(callID: callID), .notify(.audioStopped(callID: callID))]
+        }
+        return effects
+    }
+
+    // MARK: Server and media results
+
+    /// A server request came back.
+    public mutating func serverAnswered(_ callID: String, _ request: ServerRequest, _ result: ServerResult) -> [Effect] {
+        guard let entry = entries[callID] else {
+            if case .call(let call) = result { return callRead(call) }
+            return []
+        }
+        switch (request, result) {
+        case (.mediaToken, .mediaToken(let token)):
+            guard entry.stage == .answering || entry.stage == .connecting else { return [] }
+            return [.joinMedia(callID: callID, token)]
+        case (.mediaToken, .failure):
+            guard entry.stage == .answering || entry.stage == .connecting else { return [] }
+            return failCall(callID)
+        case (.accept, .call(let call)):
+            var effects = callRead(call)
+            if entries[callID]?.stage == .answering, !(entries[callID]?.mediaRequested ?? true) {
+                entries[callID]?.mediaRequested = true
+                effects.append(.server(callID: callID, .mediaToken))
+            }
+            return effects
+        case (.accept, .failure):
+            guard entry.stage == .answering else { return [] }
+            return failCall(callID)
+        case (.fetch, .failure(let status, _)):
+            // The server no longer shows us the call: it cannot go on.
+            guard status == 404, entry.stage != .ended else { return [] }
+            return finish(callID, .failed, server: nil)
+        case (_, .call(let call)):
+            return callRead(call)
+        default:
+            return []
+        }
+    }
+
+    /// Media joined (the engine exists now) or failed.
+    public mutating func mediaJoined(_ callID: String, succeeded: Bool) -> [Effect] {
+        guard var entry = entries[callID] else { return [] }
+        guard entry.stage == .answering || entry.stage == .connecting else {
+            // Joined after the call ended: leave again.
+            return succeeded ? [.leaveMedia(callID: callID)] : []
+        }
+        guard succeeded else { return failCall(callID) }
+        entry.mediaJoined = true
+        var effects: [Effect] = []
+        if entry.stage == .answering, let action = entry.pendingAction {
+            effects.append(.fulfil(action))
+            entry.pendingAction = nil
+        }
+        if entry.direction == .outgoing, !entry.connectedReported {
+            entry.connectedReported = true
+            effects.append(.reportConnected(entry.uuid))
+        }
+        entry.stage = .active
+        entries[callID] = entry
+        effects.append(.notify(.connected(callID: callID)))
+        return effects + startAudioIfReady()
+    }
+
+    /// A scheduled timer fired.
+    public mutating func timerFired(_ callID: String, _ timer: Timer) -> [Effect] {
+        guard let entry = entries[callID] else { return [] }
+        switch timer {
+        case .answerDeadline:
+            guard entry.stage == .answering else { return [] }
+            return failCall(callID)
+        case .dialTimeout:
+            guard entry.direction == .outgoing, entry.stage == .dialing else { return [] }
+            return finish(callID, .unanswered, server: .cancel)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The user ended the call here (or the call system dropped it): tell the server what that
+    /// means at this stage.
+    private mutating func endedLocally(_ callID: String) -> [Effect] {
+        guard var entry = entries[callID], entry.stage != .ended else { return [] }
+        let server: ServerRequest
+        switch entry.stage {
+        case .ringing:
+            server = .decline
+            entry.declinedHere = true
+        case .dialing: server = entry.serverActive ? .leave : .cancel
+        default: server = .leave
+        }
+        entries[callID] = entry
+        return finish(callID, .remoteEnded, server: server, local: true)
+    }
+
+    private mutating func beginIncoming(callID: String, update: CallUpdate, origin: Origin) -> [Effect] {
+        let uuid = CallIdentity.uuid(forCallID: callID)
+        insert(Entry(callID: callID, uuid: uuid, direction: .incoming, origin: origin, update: update, system: .reporting, stage: .ringing))
+        return [
+            reportIncoming(uuid, update),
+            .notify(.incoming(callID: callID, origin: origin)),
+            // Is it still ringing? (A stale push is reported, then ended.)
+            .server(callID: callID, .fetch),
+            .watch,
+        ]
+    }
+
+    private mutating func reportIncoming(_ uuid: UUID, _ update: CallUpdate) -> Effect {
+        nextReport += 1
+        return .reportIncoming(uuid, update, report: nextReport)
+    }
+
+    /// A local failure (answer or media): the action fails, the call ends as failed, the server
+    /// is told, so nothing is left behind (the zombie of rule 4).
+    private mutating func failCall(_ callID: String) -> [Effect] {
+        guard let entry = entries[callID] else { return [] }
+        let server: ServerRequest = switch (entry.direction, entry.serverActive || entry.acceptedHere) {
+        case (.outgoing, false): .cancel
+        case (.incoming, false): .decline
+        default: .leave
+        }
+        return finish(callID, .failed, server: server)
+    }
+
+    /// Ends a call everywhere, once: the pending action fails, the call system hears the reason
+    /// (unless `local`: an end action already ended it there), media and audio stop, the server
+    /// is told when `server` is set.
+    private mutating func finish(
+        _ callID: String, _ reason: CallEndReason, server: ServerRequest?, local: Bool = false, refusal: IncomingCallError? = nil
+    ) -> [Effect] {
+        guard var entry = entries[callID], entry.stage != .ended else { return [] }
+        var effects: [Effect] = []
+        if let action = entry.pendingAction {
+            effects.append(.fail(action))
+            entry.pendingAction = nil
+        }
+        entry.stage = .ended
+        entry.endReason = reason
+        entries[callID] = entry
+        remember(ended: callID)
+        if !local { effects += endInSystem(callID, reason) }
+        if entry.audioRunning {
+            entries[callID]?.audioRunning = false
+            effects += [.stopAudio(callID: callID), .notify(.audioStopped(callID: callID))]
+        }
+        if entry.mediaRequested || entry.mediaJoined { effects.append(.leaveMedia(callID: callID)) }
+        if let server { effects.append(.server(callID: callID, server)) }
+        effects.append(.notify(.ended(callID: callID, reason: local ? nil : reason, refusal: refusal)))
+        return effects
+    }
+
+    /// Reports the end to the call system now, or once the pending report completes.
+    private mutating func endInSystem(_ callID: String, _ reason: CallEndReason) -> [Effect] {
+        guard var entry = entries[callID] else { return [] }
+        switch entry.system {
+        case .reporting:
+            entry.queuedEnd = reason
+            entries[callID] = entry
+            return []
+        case .live:
+            entry.system = .ended
+            entry.queuedEnd = nil
+            entries[callID] = entry
+            return [.reportEnded(entry.uuid, reason)]
+        case .ended, .refused:
+            return []
+        }
+    }
+
+    private mutating func startAudioIfReady() -> [Effect] {
+        guard audioSessionActive else { return [] }
+        var effects: [Effect] = []
+        for (callID, entry) in entries where entry.mediaJoined && entry.stage == .active && !entry.audioRunning {
+            entries[callID]?.audioRunning = true
+            effects += [.startAudio(callID: callID), .notify(.audioStarted(callID: callID))]
+        }
+        return effects
+    }
+
+    private mutating func insert(_ entry: Entry) {
+        entries[entry.callID] = entry
+        byUUID[entry.uuid] = entry.callID
+    }
+
+    private mutating func remember(ended callID: String) {
+        endedOrder.append(callID)
+        while endedOrder.count > Self.endedMemory {
+            let old = endedOrder.removeFirst()
+            if let entry = entries[old], entry.stage == .ended, entry.system != .reporting {
+                entries[old] = nil
+                if byUUID[entry.uuid] == old { byUUID[entry.uuid] = nil }
+            }
+        }
+    }
+
+    static func isPresent(_ userID: String, in call: CallInfo) -> Bool {
+        call.participants.contains { $0.userId == userID && $0.leftAt == nil }
+    }
+
+    /// How the server's state ends this device's call, if it does (rule 4).
+    static func endReason(of call: CallInfo, for userID: String, entry: Entry) -> CallEndReason? {
+        if entry.direction == .incoming, let invitation = call.invitations.first(where: { $0.userId == userID }) {
+            switch invitation.state {
+            case "accepted" where !entry.acceptedHere: return .answeredElsewhere
+            case "declined" where !entry.declinedHere: return .declinedElsewhere
+            case "missed": return .unanswered
+            case "cancelled", "busy": return .remoteEnded
+            default: break
+            }
+        }
+        // Our own participation ended on the server (left from another device, or dropped).
+        if call.state == "active", entry.stage == .active, !isPresent(userID, in: call),
+           call.participants.contains(where: { $0.userId == userID }) {
+            return .remoteEnded
+        }
+        guard call.state == "ended" else { return nil }
+        return endReason(serverReason: call.endReason)
+    }
+
+    /// The server's end reason as the call system's (documented in the README).
+    public static func endReason(serverReason: String?) -> CallEndReason {
+        switch serverReason {
+        case "missed": .unanswered
+        case "connection_lost": .failed
+        case "declined", "completed", "cancelled", "busy", "unfriended", "blocked", "group_dissolved": .remoteEnded
+        default: .failed
+        }
+    }
+}

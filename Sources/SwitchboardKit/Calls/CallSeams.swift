@@ -1,0 +1,55 @@
+import Foundation
+import Synchronization
+import SwitchboardWire
+
+/// The server requests the coordinator makes. `SwitchboardClient` is the real one; tests use
+/// an in-memory backend.
+public protocol CallBackend: Sendable {
+    func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID) async throws -> CallInfo
+    func call(_ callID: String) async throws -> CallInfo
+    /// `accept`, `decline`, `join`, `leave` or `cancel`.
+    func perform(_ action: String, onCall callID: String) async throws -> CallInfo
+    func mediaToken(forCall callID: String) async throws -> MediaToken
+    /// The newest event id (where following the event stream starts).
+    func eventCursor() async throws -> Int64
+    func events(after: Int64, wait: Int) async throws -> EventsPage
+}
+
+extension SwitchboardClient: CallBackend {
+    public func eventCursor() async throws -> Int64 { try await me().eventCursor }
+}
+
+/// The media connection of one call (a LiveKit room, in production): the seam between the
+/// coordinator and the media stack.
+public protocol MediaSession: AnyObject, Sendable {
+    /// Connects to the room; when it returns, the audio engine exists (but must not run yet).
+    func join(url: String, token: String) async throws
+    /// Starts audio I/O: called only once the call system activated the audio session.
+    func startAudio()
+    /// Stops audio I/O (deactivation, reset, end).
+    func stopAudio()
+    func setMuted(_ muted: Bool)
+    /// Leaves the room; idempotent.
+    func leave()
+}
+
+/// Time for the coordinator's deadlines, injected so tests run on a manual clock.
+public protocol CallClock: Sendable {
+    var now: Date { get }
+    /// Runs `work` after `seconds` (on any thread).
+    func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void)
+    /// Waits `seconds` (the event watcher's pause after a failure).
+    func sleep(seconds: Double) async throws
+}
+
+/// Wall-clock time and Dispatch timers.
+public struct SystemCallClock: CallClock {
+    public init() {}
+    public var now: Date { Date() }
+    public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: work)
+    }
+    public func sleep(seconds: Double) async throws {
+        try await Task.sleep(nanoseconds: UInt64(max(seconds, 0) * 1_000_000_000))
+    }
+}

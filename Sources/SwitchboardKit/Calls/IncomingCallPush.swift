@@ -1,0 +1,55 @@
+import Foundation
+
+/// The VoIP push payload of SPEC §3: `{"aps":{}, "callId", "scopeKind", "scopeId", "mode",
+/// "callerName", "groupName"?}`. It carries no secrets: the call is re-read from the server.
+public struct IncomingCallPush: Sendable, Equatable {
+    public var callID: String
+    public var scopeKind: String
+    public var scopeID: String
+    public var mode: String
+    public var callerName: String?
+    public var groupName: String?
+
+    public init(callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String? = nil, groupName: String? = nil) {
+        self.callID = callID
+        self.scopeKind = scopeKind
+        self.scopeID = scopeID
+        self.mode = mode
+        self.callerName = callerName
+        self.groupName = groupName
+    }
+
+    /// Reads PushKit's `dictionaryPayload`; `nil` when there is no usable `callId` (the push must
+    /// still be reported: the coordinator reports a placeholder and ends it).
+    public init?(dictionary: [AnyHashable: Any]) {
+        guard let callID = dictionary["callId"] as? String, !callID.isEmpty, callID.utf8.count <= 128 else { return nil }
+        self.callID = callID
+        scopeKind = dictionary["scopeKind"] as? String ?? "conversation"
+        scopeID = dictionary["scopeId"] as? String ?? ""
+        mode = dictionary["mode"] as? String ?? "audio"
+        callerName = dictionary["callerName"] as? String
+        groupName = dictionary["groupName"] as? String
+    }
+
+    /// Reads the JSON body of a push (as the APNs emulator's inbox keeps it).
+    public init?(json: Data) {
+        guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else { return nil }
+        self.init(dictionary: object)
+    }
+
+    /// What the call system shows while it rings.
+    public var update: CallUpdate {
+        let isGroup = scopeKind == "group"
+        let name = isGroup ? (groupName ?? callerName) : callerName
+        return CallUpdate(handle: scopeID, callerName: name, hasVideo: mode == "video", isGroup: isGroup)
+    }
+}
+
+/// Whatever takes VoIP pushes: the `CallCoordinator`. The PushKit receiver of the Apple adapter
+/// hands every push here and calls nothing else.
+public protocol VoIPPushHandling: AnyObject, Sendable {
+    /// Reports the call to the call system synchronously, before returning; `completion` runs
+    /// once the report completed (pass PushKit's completion straight through). With
+    /// `mustReport == false` (iOS 26.4 metadata) a push for a call already known may be skipped.
+    func handleVoIPPush(_ payload: [AnyHashable: Any], mustReport: Bool, completion: @escaping @Sendable () -> Void)
+}

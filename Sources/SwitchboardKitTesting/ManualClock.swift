@@ -1,0 +1,66 @@
+import Foundation
+import Synchronization
+import SwitchboardKit
+
+/// A clock that moves only when told to: scheduled work runs, in time order, inside
+/// `advance(by:)`. For tests and demos that must not wait on wall time.
+public final class ManualClock: CallClock {
+    private struct Timer {
+        let due: Double
+        let order: Int
+        let work: @Sendable () -> Void
+    }
+
+    private struct State {
+        var elapsed = 0.0
+        var timers: [Timer] = []
+        var order = 0
+    }
+
+    private let start: Date
+    private let state = Mutex(State())
+
+    public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+        self.start = start
+    }
+
+    /// Seconds since the clock was made.
+    public var elapsed: Double { state.withLock { $0.elapsed } }
+
+    public var now: Date { start.addingTimeInterval(elapsed) }
+
+    public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            state.order += 1
+            state.timers.append(Timer(due: state.elapsed + max(seconds, 0), order: state.order, work: work))
+        }
+    }
+
+    public func sleep(seconds: Double) async throws {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            schedule(after: seconds) { continuation.resume() }
+        }
+        try Task.checkCancellation()
+    }
+
+    /// Moves time forward, running each timer that falls due at its own time.
+    public func advance(by seconds: Double) {
+        let target = elapsed + seconds
+        while true {
+            let next = state.withLock { state -> Timer? in
+                guard let index = state.timers.indices.min(by: {
+                    (state.timers[$0].due, state.timers[$0].order) < (state.timers[$1].due, state.timers[$1].order)
+                }), state.timers[index].due <= target else { return nil }
+                let timer = state.timers.remove(at: index)
+                state.elapsed = max(state.elapsed, timer.due)
+                return timer
+            }
+            guard let next else { break }
+            next.work()
+        }
+        state.withLock { $0.elapsed = max($0.elapsed, target) }
+    }
+
+    /// Timers not yet due.
+    public var pendingTimers: Int { state.withLock { $0.timers.count } }
+}
