@@ -103,7 +103,7 @@ let package = Package(
             name: "SwitchboardServerTests",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
-                "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit",
+                "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
             ],
             swiftSettings: strict),
     ]
