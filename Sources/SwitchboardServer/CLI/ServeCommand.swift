@@ -20,46 +20,21 @@ struct ServeCommand {
 
         let logger = Logger(level: configuration.logLevel)
         let startupLogger = Logger(level: .info, sink: FileDescriptorLogSink.standardError)
-        let database: Database
+        let embedded: EmbeddedServer
         do {
-            database = try Database(
-                configuration: DatabaseConfiguration(path: configuration.dataDirectory + "/switchboard.sqlite3"),
-                migrations: Schema.migrations)
+            embedded = try EmbeddedServer(configuration: configuration, logger: logger)
         } catch {
-            startupLogger.error("cannot open the database", ["error": .string(String(describing: error)), "dataDir": .string(configuration.dataDirectory)])
+            startupLogger.error(error.step, [
+                "error": .string(String(describing: error.underlying)), "dataDir": .string(configuration.dataDirectory),
+                "listen": .string(configuration.listen.description),
+            ])
             return 1
         }
-        let application: Application
-        do {
-            application = try Application(configuration: configuration, database: database, logger: logger)
-        } catch {
-            startupLogger.error("cannot start", ["error": .string(String(describing: error))])
-            database.close()
-            return 1
-        }
-        let server = HTTPServer(
-            configuration: configuration.httpConfiguration(errorResponder: { status, code, message in
-                APIError(status: status, code: code, message: message).response
-            }),
-            handler: application.handle)
-        application.metrics.addGauge("switchboard_http_open_connections", help: "Open client connections.") {
-            Double(server.openConnectionCount)
-        }
-        let address: SocketAddress
-        do {
-            address = try server.start()
-        } catch {
-            startupLogger.error("cannot listen", ["error": .string(String(describing: error)), "listen": .string(configuration.listen.description)])
-            database.close()
-            return 1
-        }
-        logger.announce("listening", ["address": .string(address.description), "version": .string(CommandLineInterface.version)])
+        logger.announce("listening", ["address": .string(embedded.address), "version": .string(CommandLineInterface.version)])
         logger.info("database ready", [
             "path": .string(configuration.dataDirectory + "/switchboard.sqlite3"),
-            "schemaVersion": .int(database.migratedVersion),
+            "schemaVersion": .int(embedded.database.migratedVersion),
         ])
-
-        let background = Task.detached { await application.run() }
 
         var received: Int32 = 0
         sigwait(&stopSignals, &received)
@@ -67,18 +42,13 @@ struct ServeCommand {
 
         // The shutdown is async; run it on the global executor and wait here, off the main actor's
         // executor (this function is not MainActor-isolated, and nothing here needs the main thread).
+        // Held long polls answer at once (empty batches), so they do not hold the drain.
         let done = DispatchSemaphore(value: 0)
-        let grace = Duration.seconds(configuration.shutdownGraceSeconds)
-        // Held long polls answer now (empty batches), so they do not hold the drain for its grace.
-        application.store.hub.closeAll()
         Task.detached {
-            await server.shutdown(gracePeriod: grace)
-            background.cancel()
-            await background.value
+            await embedded.stop()
             done.signal()
         }
         done.wait()
-        database.close()
         logger.info("stopped")
         return 0
     }
