@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "SwitchboardWire", targets: ["SwitchboardWire"]),
         .library(name: "SwitchboardKit", targets: ["SwitchboardKit"]),
         .library(name: "SwitchboardKitTesting", targets: ["SwitchboardKitTesting"]),
+        .library(name: "SwitchboardCallKit", targets: ["SwitchboardCallKit"]),
     ],
     targets: [
         // C system libraries, each used only by the one Swift module that owns it.
@@ -42,6 +43,19 @@ let package = Package(
         // encoding and the event consumer's policy so far.
         .target(name: "SwitchboardKit", dependencies: ["SwitchboardWire"], swiftSettings: strict),
 
+        // Signature stubs of exactly the CallKit, PushKit and AVFAudio API the adapter uses, so
+        // that Linux type-checks the adapter and runs its mapping tests. Never built on Apple
+        // platforms, where the real frameworks are used.
+        .target(name: "AppleFrameworkStubs", swiftSettings: strict),
+
+        // The Apple adapter: CallKit `CallSystem`, PushKit receiver, audio session configuration.
+        .target(
+            name: "SwitchboardCallKit",
+            dependencies: [
+                "SwitchboardKit", "SwitchboardWire", .target(name: "AppleFrameworkStubs", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: strict),
+
         // OpenSSL: random, hashes, HMAC, scrypt, JWT.
         .target(name: "SwitchboardCrypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
@@ -69,8 +83,19 @@ let package = Package(
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
 
+        // `switchboard demo` and `switchboard bench wakeup`: the server, the APNs emulator and
+        // simulated phones in one process.
+        .target(
+            name: "SwitchboardDemo",
+            dependencies: [
+                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
+                "SwitchboardWire",
+            ],
+            swiftSettings: strict),
+
         // The one binary: wiring only.
-        .executableTarget(name: "switchboard", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator"], swiftSettings: strict),
+        .executableTarget(
+            name: "switchboard", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo"], swiftSettings: strict),
 
         // Benchmark program: pushes per second through the APNs provider (make bench).
         .executableTarget(
@@ -91,6 +116,13 @@ let package = Package(
         .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardCallKitTests",
+            dependencies: [
+                "SwitchboardCallKit", "SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire",
+                .target(name: "AppleFrameworkStubs", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -40,9 +41,66 @@ public struct URLSessionTransport: HTTPTransport {
     }
 
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        #if canImport(FoundationNetworking)
+        // swift-corelibs-foundation can trap when a data task is cancelled just as it finishes
+        // (`URLSession.behaviour(for:)`), which cancelling a long poll invites. So on Linux a
+        // cancelled request is abandoned, not cancelled: the caller gets CancellationError at
+        // once and the task ends on its own (answer, server close or timeout).
+        let waiter = OneShot<(Data, URLResponse)>()
+        let (data, response) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiter.arm(continuation)
+                session.dataTask(with: request) { data, response, error in
+                    if let data, let response {
+                        waiter.resume(.success((data, response)))
+                    } else {
+                        waiter.resume(.failure(error ?? URLError(.badServerResponse)))
+                    }
+                }.resume()
+            }
+        } onCancel: {
+            waiter.resume(.failure(CancellationError()))
+        }
+        #else
         let (data, response) = try await session.data(for: request)
+        #endif
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
         return (data, http)
+    }
+}
+
+/// A continuation resumed at most once, whichever comes first: the answer or a cancellation
+/// (which may come before the continuation exists).
+final class OneShot<Value: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Value, any Error>?
+        var early: Result<Value, any Error>?
+        var done = false
+    }
+
+    private let state = Mutex(State())
+
+    func arm(_ continuation: CheckedContinuation<Value, any Error>) {
+        let early = state.withLock { state -> Result<Value, any Error>? in
+            if let early = state.early { return early }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func resume(_ result: Result<Value, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+            guard !state.done else { return nil }
+            state.done = true
+            guard let continuation = state.continuation else {
+                state.early = result
+                return nil
+            }
+            state.continuation = nil
+            return continuation
+        }
+        continuation?.resume(with: result)
     }
 }
 
@@ -76,6 +134,21 @@ public struct SwitchboardClient: Sendable {
 
     public func me() async throws -> Me {
         try await call("GET", "/me")
+    }
+
+    // MARK: Friends and groups (whom one may call)
+
+    public func sendFriendRequest(toUserID userID: String) async throws -> FriendRequest {
+        try await call("POST", "/friend-requests", body: SendFriendRequest(userId: userID))
+    }
+
+    /// Accepts a request; the answer names the pair's conversation (the scope of 1:1 calls).
+    public func acceptFriendRequest(_ requestID: String) async throws -> Friend {
+        try await call("POST", "/friend-requests/\(QueryEncoding.encode(requestID))/accept")
+    }
+
+    public func createGroup(name: String, memberIDs: [String]) async throws -> Group {
+        try await call("POST", "/groups", body: CreateGroup(name: name, memberIds: memberIDs))
     }
 
     // MARK: Events

@@ -18,6 +18,12 @@ public struct PhoneTimelineEntry: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(phone): \(text)" }
 }
 
+/// A coordinator notice with the time it happened.
+public struct TimedNotice: Sendable, Equatable {
+    public let at: Date
+    public let notice: CallLedger.Notice
+}
+
 /// A phone for end-to-end tests and the demo: the SDK's `CallCoordinator` over a
 /// `SimulatedCallSystem`, a push inbox, simulated media and an app state. A push to a killed
 /// app launches it in the background first, as iOS does; in the foreground the app runs its
@@ -45,6 +51,7 @@ public final class SimulatedPhone: Sendable {
         var feed: Task<Void, Never>?
         var pushLoop: Task<Void, Never>?
         var timeline: [PhoneTimelineEntry] = []
+        var notices: [TimedNotice] = []
         var pushesReceived = 0
         var launches = 0
     }
@@ -79,6 +86,13 @@ public final class SimulatedPhone: Sendable {
     public var callSystem: SimulatedCallSystem? { state.withLock { $0.callSystem } }
     public var coordinator: CallCoordinator? { state.withLock { $0.coordinator } }
     public var timeline: [PhoneTimelineEntry] { state.withLock { $0.timeline } }
+    /// What the coordinator reported, in order.
+    public var notices: [TimedNotice] { state.withLock { $0.notices } }
+
+    /// When the first notice matching `predicate` happened.
+    public func firstNotice(_ predicate: (CallLedger.Notice) -> Bool) -> Date? {
+        state.withLock { $0.notices.first { predicate($0.notice) }?.at }
+    }
     public var launches: Int { state.withLock { $0.launches } }
 
     /// Registers this phone's VoIP token with the server.
@@ -157,7 +171,7 @@ public final class SimulatedPhone: Sendable {
         }
         guard let system = callSystem, let coordinator else { return false }
         state.withLock { $0.pushesReceived += 1 }
-        note("VoIP push for call \(payload["callId"] as? String ?? "?")")
+        note("VoIP push for call \((payload["callId"] as? String ?? "?").prefix(8))")
         return system.deliverVoIPPush(payload, mustReport: mustReport, to: coordinator)
     }
 
@@ -216,7 +230,7 @@ public final class SimulatedPhone: Sendable {
         media.attach(system)
         let coordinator = CallCoordinator(
             userID: userID, backend: client, callSystem: system, media: { [media] in media.makeSession($0) }, clock: clock,
-            configuration: ledgerConfiguration, onNotice: { [weak self] notice in self?.note(Self.describe(notice)) })
+            configuration: ledgerConfiguration, onNotice: { [weak self] notice in self?.record(notice) })
         state.withLock { state in
             state.appState = appState
             state.callSystem = system
@@ -253,21 +267,29 @@ public final class SimulatedPhone: Sendable {
         state.withLock { $0.feed = task }
     }
 
+    private func record(_ notice: CallLedger.Notice) {
+        let timed = TimedNotice(at: clock.now, notice: notice)
+        state.withLock { $0.notices.append(timed) }
+        note(Self.describe(notice))
+    }
+
     func note(_ text: String) {
         let entry = PhoneTimelineEntry(at: clock.now, phone: name, text: text)
         state.withLock { $0.timeline.append(entry) }
         onTimeline(entry)
     }
 
-    static func describe(_ notice: CallLedger.Notice) -> String {
-        switch notice {
-        case .incoming(let callID, let origin): "incoming call \(callID) reported (woken by \(origin.rawValue))"
-        case .dialing(let callID): "dialing \(callID)"
-        case .connected(let callID): "connected \(callID)"
-        case .audioStarted(let callID): "audio started \(callID)"
-        case .audioStopped(let callID): "audio stopped \(callID)"
+    /// A notice in words, with the call id shortened to its first 8 characters.
+    public static func describe(_ notice: CallLedger.Notice) -> String {
+        func short(_ id: String) -> String { String(id.prefix(8)) }
+        return switch notice {
+        case .incoming(let callID, let origin): "incoming call \(short(callID)) reported (woken by \(origin.rawValue))"
+        case .dialing(let callID): "dialing, call \(short(callID))"
+        case .connected(let callID): "connected \(short(callID))"
+        case .audioStarted(let callID): "audio started \(short(callID))"
+        case .audioStopped(let callID): "audio stopped \(short(callID))"
         case .ended(let callID, let reason, let refusal):
-            "call \(callID) ended" + (reason.map { " (\($0))" } ?? " here") + (refusal.map { ", refused: \($0)" } ?? "")
+            "call \(short(callID)) ended" + (reason.map { " (\($0))" } ?? " here") + (refusal.map { ", refused: \($0)" } ?? "")
         }
     }
 }

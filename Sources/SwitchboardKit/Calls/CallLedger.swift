@@ -267,7 +267,8 @@ public struct CallLedger: Sendable {
         if entry.system == .live {
             return [.requestTransaction(CallActionRequest(callUUID: entry.uuid, kind: .end))]
         }
-        return endedLocally(callID)
+        // A report still pending: end it in the call system once the report completes.
+        return endedLocally(callID, alsoInSystem: entry.system == .reporting)
     }
 
     /// The app asks to mute or unmute.
@@ -463,7 +464,7 @@ public struct CallLedger: Sendable {
 
     /// The user ended the call here (or the call system dropped it): tell the server what that
     /// means at this stage.
-    private mutating func endedLocally(_ callID: String) -> [Effect] {
+    private mutating func endedLocally(_ callID: String, alsoInSystem: Bool = false) -> [Effect] {
         guard var entry = entries[callID], entry.stage != .ended else { return [] }
         let server: ServerRequest
         switch entry.stage {
@@ -474,7 +475,7 @@ public struct CallLedger: Sendable {
         default: server = .leave
         }
         entries[callID] = entry
-        return finish(callID, .remoteEnded, server: server, local: true)
+        return finish(callID, .remoteEnded, server: server, local: true, endInSystem: alsoInSystem)
     }
 
     private mutating func beginIncoming(callID: String, update: CallUpdate, origin: Origin) -> [Effect] {
@@ -507,10 +508,12 @@ public struct CallLedger: Sendable {
     }
 
     /// Ends a call everywhere, once: the pending action fails, the call system hears the reason
-    /// (unless `local`: an end action already ended it there), media and audio stop, the server
-    /// is told when `server` is set.
+    /// (unless `local`: the user ended it here, usually through an end action that already ended
+    /// it there — `endInSystem` overrides), media and audio stop, the server is told when
+    /// `server` is set.
     private mutating func finish(
-        _ callID: String, _ reason: CallEndReason, server: ServerRequest?, local: Bool = false, refusal: IncomingCallError? = nil
+        _ callID: String, _ reason: CallEndReason, server: ServerRequest?, local: Bool = false, endInSystem reportEnd: Bool? = nil,
+        refusal: IncomingCallError? = nil
     ) -> [Effect] {
         guard var entry = entries[callID], entry.stage != .ended else { return [] }
         var effects: [Effect] = []
@@ -522,7 +525,7 @@ public struct CallLedger: Sendable {
         entry.endReason = reason
         entries[callID] = entry
         remember(ended: callID)
-        if !local { effects += endInSystem(callID, reason) }
+        if reportEnd ?? !local { effects += endInSystem(callID, reason) }
         if entry.audioRunning {
             entries[callID]?.audioRunning = false
             effects += [.stopAudio(callID: callID), .notify(.audioStopped(callID: callID))]

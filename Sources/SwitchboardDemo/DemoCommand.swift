@@ -1,0 +1,340 @@
+import Foundation
+import Synchronization
+import SwitchboardKit
+import SwitchboardKitTesting
+import SwitchboardWire
+
+/// `switchboard demo`: the server, the APNs emulator and five simulated phones in one process,
+/// playing the calls users ask about first, with a timeline of who did what, which path woke
+/// each phone, and the latencies.
+public enum DemoCommand {
+    public static let help = """
+        Usage: switchboard demo [--ring-timeout SECONDS] [--help]
+
+        Starts the server (temporary SQLite database), the APNs emulator (TLS) and five simulated
+        phones in one process, and plays six scenarios with a timeline:
+          1. a 1:1 call to a locked phone, answered
+          2. the same user's second device stops ringing when the first answers
+          3. a declined call
+          4. a missed call after the ring timeout
+          5. a busy callee
+          6. a group call where one invitee joins late and the last leaver ends it
+
+        Phones: alice (app in the foreground), bob-iphone (background), bob-ipad (not running),
+        carol (not running), dave (background). A phone whose app is not running is launched in
+        the background by the VoIP push, as iOS does; each timeline line says which path woke a
+        phone: "push" or "event_stream".
+
+        Options:
+          --ring-timeout SECONDS   how long a call rings before it is missed (default 6; 5-600)
+          --help                   this text
+
+        Exit status: 0 when every scenario ended as expected, 1 otherwise, 2 for bad options.
+        Nothing is kept: the database and keys live in a temporary directory removed at the end.
+        """
+
+    public static func run(_ arguments: [String]) -> Int32 {
+        var ringTimeout = 6
+        var index = 0
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--help", "-h":
+                print(help)
+                return 0
+            case "--ring-timeout":
+                guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), (5...600).contains(value) else {
+                    FileHandle.standardError.write(Data("switchboard demo: --ring-timeout needs a number of seconds from 5 to 600\n".utf8))
+                    return 2
+                }
+                ringTimeout = value
+                index += 1
+            default:
+                FileHandle.standardError.write(Data("switchboard demo: unknown option '\(arguments[index])' (see --help)\n".utf8))
+                return 2
+            }
+            index += 1
+        }
+        let result = Mutex<Int32>(1)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            let code = await DemoRun.play(ringTimeout: ringTimeout)
+            result.withLock { $0 = code }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
+    }
+}
+
+/// A scenario did not end as expected.
+struct DemoFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Prints timeline lines as they happen, relative to the current scenario's start.
+final class DemoPrinter: Sendable {
+    private let scenarioStart = Mutex(Date())
+
+    func startScenario(_ number: Int, _ title: String) {
+        scenarioStart.withLock { $0 = Date() }
+        write("\n── \(number). \(title) " + String(repeating: "─", count: max(0, 72 - title.count)) + "\n")
+    }
+
+    func timeline(_ entry: PhoneTimelineEntry) {
+        let offset = entry.at.timeIntervalSince(scenarioStart.withLock { $0 })
+        let name = entry.phone.count < 11 ? entry.phone + String(repeating: " ", count: 11 - entry.phone.count) : entry.phone
+        write(String(format: "  +%6.3fs  ", offset) + name + " " + entry.text + "\n")
+    }
+
+    func say(_ text: String) { write("  \(text)\n") }
+
+    private func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}
+
+/// One run of the demo.
+struct DemoRun {
+    let stack: DemoStack
+    let printer: DemoPrinter
+    let alice: SimulatedPhone, bobPhone: SimulatedPhone, bobPad: SimulatedPhone, carol: SimulatedPhone, dave: SimulatedPhone
+    let sessions: [String: AuthSession]
+    let conversations: [String: String]
+    let groupID: String
+    let ringTimeout: Int
+
+    static func play(ringTimeout: Int) async -> Int32 {
+        let printer = DemoPrinter()
+        printer.say("Starting the server, the APNs emulator and five phones…")
+        var options = DemoStack.Options()
+        options.ringTimeoutSeconds = ringTimeout
+        let stack: DemoStack
+        do {
+            stack = try await DemoStack(options: options)
+        } catch {
+            FileHandle.standardError.write(Data("switchboard demo: cannot start: \(error)\n".utf8))
+            return 1
+        }
+        var code: Int32 = 0
+        var phones: [SimulatedPhone] = []
+        do {
+            let run = try await DemoRun.setUp(stack: stack, printer: printer, ringTimeout: ringTimeout)
+            phones = [run.alice, run.bobPhone, run.bobPad, run.carol, run.dave]
+            printer.say("server http://\(stack.server.address), APNs emulator https://localhost:\(stack.emulator.address?.port ?? 0)")
+            try await run.all()
+            printer.say("\nAll six scenarios ended as expected.")
+        } catch {
+            printer.say("\nFAILED: \(error)")
+            code = 1
+        }
+        for phone in phones { phone.shutDown() }
+        await stack.shutDown()
+        return code
+    }
+
+    static func setUp(stack: DemoStack, printer: DemoPrinter, ringTimeout: Int) async throws -> DemoRun {
+        var sessions: [String: AuthSession] = [:]
+        for name in ["alice", "bob", "carol", "dave"] { sessions[name] = try await stack.register(name, displayName: name.capitalized) }
+        let s = sessions.mapValues { $0 }
+        var conversations: [String: String] = [:]
+        for (a, b) in [("alice", "bob"), ("alice", "carol"), ("alice", "dave"), ("dave", "bob"), ("dave", "carol")] {
+            conversations["\(a)-\(b)"] = try await stack.befriend(s[a]!, s[b]!)
+        }
+        let group = try await stack.client(s["alice"]!).createGroup(name: "Team", memberIDs: ["bob", "carol", "dave"].map { s[$0]!.user.id })
+        let log: @Sendable (PhoneTimelineEntry) -> Void = { printer.timeline($0) }
+        let alice = stack.phone("alice", of: s["alice"]!, onTimeline: log)
+        let bobPhone = stack.phone("bob-iphone", of: s["bob"]!, onTimeline: log)
+        let bobPad = stack.phone("bob-ipad", of: s["bob"]!, onTimeline: log)
+        let carol = stack.phone("carol", of: s["carol"]!, onTimeline: log)
+        let dave = stack.phone("dave", of: s["dave"]!, onTimeline: log)
+        for phone in [alice, bobPhone, bobPad, carol, dave] {
+            try await phone.registerForPushes()
+            phone.startReceivingPushes()
+        }
+        await alice.bringToForeground()
+        bobPhone.sendToBackground()
+        dave.sendToBackground()
+        return DemoRun(
+            stack: stack, printer: printer, alice: alice, bobPhone: bobPhone, bobPad: bobPad, carol: carol, dave: dave,
+            sessions: sessions, conversations: conversations, groupID: group.id, ringTimeout: ringTimeout)
+    }
+
+    func all() async throws {
+        try await scenario(1, "A 1:1 call to a locked phone, answered") { try await lockedPhoneAnswers() }
+        try await scenario(2, "Bob's second device stops ringing when the first answers") { try await secondDeviceStops() }
+        try await scenario(3, "A declined call") { try await declined() }
+        try await scenario(4, "A missed call after the ring timeout (\(ringTimeout) s)") { try await missed() }
+        try await scenario(5, "A busy callee") { try await busy() }
+        try await scenario(6, "A group call: one invitee joins late, the last leaver ends it") { try await groupCall() }
+    }
+
+    // MARK: Scenarios
+
+    func lockedPhoneAnswers() async throws {
+        let (callID, dialed) = try await dial(alice, "alice-carol", handle: "Carol")
+        try await until("carol rings") { carol.systemCall(callID)?.state == .ringing }
+        reportWake(carol, callID, since: dialed)
+        try await pause(1)
+        try carol.answer(callID)
+        let answered = Date()
+        try await until("both connected") { connected(alice, callID) && connected(carol, callID) }
+        printer.say("→ answer to both connected: \(ms(Date().timeIntervalSince(answered)))")
+        try await pause(1.5)
+        try alice.hangUp(callID)
+        try await until("carol's call ends") { carol.systemCall(callID)?.state == .ended }
+        try expect(carol.systemCall(callID)?.endReason == .remoteEnded, "carol's call ended as remote ended")
+    }
+
+    func secondDeviceStops() async throws {
+        let (callID, dialed) = try await dial(alice, "alice-bob", handle: "Bob")
+        try await until("both of bob's devices ring") { bobPhone.systemCall(callID)?.state == .ringing && bobPad.systemCall(callID)?.state == .ringing }
+        reportWake(bobPhone, callID, since: dialed)
+        reportWake(bobPad, callID, since: dialed)
+        try await pause(1)
+        try bobPhone.answer(callID)
+        let answered = Date()
+        try await until("bob-ipad stops ringing") { bobPad.systemCall(callID)?.state == .ended }
+        try expect(bobPad.systemCall(callID)?.endReason == .answeredElsewhere, "bob-ipad ended as answered elsewhere")
+        printer.say("→ bob-ipad stopped ringing \(ms(Date().timeIntervalSince(answered))) after bob-iphone answered")
+        try await until("both connected") { connected(alice, callID) && connected(bobPhone, callID) }
+        try await pause(1)
+        try bobPhone.hangUp(callID)
+        try await until("alice's call ends") { alice.systemCall(callID)?.state == .ended }
+        try expect(alice.systemCall(callID)?.endReason == .remoteEnded, "alice's call ended as remote ended")
+    }
+
+    func declined() async throws {
+        let (callID, dialed) = try await dial(alice, "alice-dave", handle: "Dave")
+        try await until("dave rings") { dave.systemCall(callID)?.state == .ringing }
+        reportWake(dave, callID, since: dialed)
+        try await pause(1)
+        try dave.hangUp(callID)
+        try await until("alice's call ends") { alice.systemCall(callID)?.state == .ended }
+        let server = try await stack.client(sessions["alice"]!).call(callID)
+        try expect(server.endReason == "declined", "the server ended the call as declined")
+        printer.say("→ server: ended, \(server.endReason ?? "?"); alice's call system: \(alice.systemCall(callID)?.endReason.map { "\($0)" } ?? "?")")
+    }
+
+    func missed() async throws {
+        let (callID, dialed) = try await dial(alice, "alice-carol", handle: "Carol")
+        try await until("carol rings") { carol.systemCall(callID)?.state == .ringing }
+        reportWake(carol, callID, since: dialed)
+        printer.say("(nobody answers…)")
+        try await until("the ring timeout", seconds: Double(ringTimeout) + 10) {
+            carol.systemCall(callID)?.state == .ended && alice.systemCall(callID)?.state == .ended
+        }
+        try expect(carol.systemCall(callID)?.endReason == .unanswered, "carol's call ended as unanswered")
+        try expect(alice.systemCall(callID)?.endReason == .unanswered, "alice's call ended as unanswered")
+    }
+
+    func busy() async throws {
+        let (callID, _) = try await dial(alice, "alice-bob", handle: "Bob")
+        try await until("bob rings") { bobPhone.systemCall(callID)?.state == .ringing }
+        try bobPhone.answer(callID)
+        try await until("alice and bob connected") { connected(alice, callID) && connected(bobPhone, callID) }
+        printer.say("(dave calls bob while bob talks to alice)")
+        let (busyID, _) = try await dial(dave, "dave-bob", handle: "Bob")
+        try await until("dave's call ends") { dave.coordinator?.call(busyID)?.stage == .ended }
+        let server = try await stack.client(sessions["dave"]!).call(busyID)
+        try expect(server.endReason == "busy", "the server ended dave's call as busy")
+        try expect(bobPhone.systemCall(busyID) == nil && bobPad.systemCall(busyID) == nil, "bob's devices never rang for dave's call")
+        printer.say("→ dave's call: \(server.endReason ?? "?"); bob's call with alice goes on")
+        try await pause(1)
+        try alice.hangUp(callID)
+        try await until("bob's call ends") { bobPhone.systemCall(callID)?.state == .ended }
+    }
+
+    func groupCall() async throws {
+        let (callID, dialed) = try await dial(alice, nil, handle: "Team")
+        try await until("the group rings") {
+            [bobPhone, bobPad, carol, dave].allSatisfy { $0.systemCall(callID)?.state == .ringing }
+        }
+        for phone in [bobPhone, bobPad, carol, dave] { reportWake(phone, callID, since: dialed) }
+        try await pause(1)
+        try bobPhone.answer(callID)
+        try await until("alice and bob connected") { connected(alice, callID) && connected(bobPhone, callID) }
+        try await pause(2)
+        printer.say("(carol joins late)")
+        try carol.answer(callID)
+        try await until("carol connected") { connected(carol, callID) }
+        try await until("dave's ring timeout", seconds: Double(ringTimeout) + 10) { dave.systemCall(callID)?.state == .ended }
+        try expect(dave.systemCall(callID)?.endReason == .unanswered, "dave's call ended as unanswered")
+        try bobPhone.hangUp(callID)
+        try await pause(0.5)
+        try alice.hangUp(callID)
+        try await pause(0.5)
+        let ongoing = try await stack.client(sessions["carol"]!).call(callID)
+        try expect(ongoing.state == "active", "the call goes on while carol is in it")
+        try carol.hangUp(callID)
+        try await until("the server ends the call") {
+            carol.systemCall(callID)?.state == .ended
+        }
+        var server = try await stack.client(sessions["carol"]!).call(callID)
+        for _ in 0..<50 where server.state != "ended" {
+            try await Task.sleep(nanoseconds: 100_000_000)
+            server = try await stack.client(sessions["carol"]!).call(callID)
+        }
+        try expect(server.state == "ended" && server.endReason == "completed", "the last leaver ended the call (completed)")
+        printer.say("→ server: \(server.state), \(server.endReason ?? "?") when carol, the last one, left")
+    }
+
+    // MARK: Helpers
+
+    func scenario(_ number: Int, _ title: String, _ body: () async throws -> Void) async throws {
+        printer.startScenario(number, title)
+        try await body()
+        try await until("every phone is idle") {
+            [alice, bobPhone, bobPad, carol, dave].allSatisfy { $0.coordinator?.liveCallIDs.isEmpty ?? true }
+        }
+        for phone in [alice, bobPhone, bobPad, carol, dave] {
+            if let violations = phone.callSystem?.violations, !violations.isEmpty {
+                throw DemoFailure(description: "\(phone.name) broke the CallKit contract: \(violations)")
+            }
+        }
+        printer.say("✓ scenario \(number) ended as expected")
+    }
+
+    func dial(_ phone: SimulatedPhone, _ conversation: String?, handle: String) async throws -> (String, Date) {
+        let started = Date()
+        let callID: String
+        if let conversation {
+            callID = try await phone.dial(scopeKind: "conversation", scopeID: conversations[conversation]!, handle: handle)
+        } else {
+            callID = try await phone.dial(scopeKind: "group", scopeID: groupID, handle: handle)
+        }
+        return (callID, started)
+    }
+
+    func reportWake(_ phone: SimulatedPhone, _ callID: String, since: Date) {
+        var path = "?"
+        let at = phone.notices.first { timed in
+            if case .incoming(let id, let origin) = timed.notice, id == callID {
+                path = origin.rawValue
+                return true
+            }
+            return false
+        }?.at
+        guard let at else { return }
+        printer.say("→ \(phone.name) woken by \(path) \(ms(at.timeIntervalSince(since))) after the dial")
+    }
+
+    func connected(_ phone: SimulatedPhone, _ callID: String) -> Bool {
+        phone.coordinator?.call(callID)?.stage == .active
+    }
+
+    func until(_ what: String, seconds: Double = 10, _ condition: () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() > deadline { throw DemoFailure(description: "timed out waiting for: \(what)") }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+    }
+
+    func pause(_ seconds: Double) async throws { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }
+
+    func expect(_ condition: Bool, _ what: String) throws {
+        guard condition else { throw DemoFailure(description: "expected: \(what)") }
+    }
+
+    func ms(_ seconds: Double) -> String { String(format: "%.0f ms", seconds * 1000) }
+}

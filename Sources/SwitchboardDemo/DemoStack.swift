@@ -1,0 +1,126 @@
+import Foundation
+import SwitchboardAPNsEmulator
+import SwitchboardCrypto
+import SwitchboardHTTP
+import SwitchboardKit
+import SwitchboardKitTesting
+import SwitchboardServer
+import SwitchboardWire
+
+/// The whole system in one process: the server on a temporary SQLite database, the APNs
+/// emulator (TLS, as Apple's), and simulated phones whose pushes come from the emulator's inbox.
+/// The demo and the wake-up bench stand on it.
+public final class DemoStack: Sendable {
+    public struct Options: Sendable {
+        /// Seconds a call rings before it is missed (the server's minimum is 5).
+        public var ringTimeoutSeconds = 45
+        public var logLevel = LogLevel.error
+        public init() {}
+    }
+
+    static let bundleID = "com.example.switchboard.demo"
+    static let password = "demo password 1"
+
+    public let server: EmbeddedServer
+    public let emulator: APNsEmulator
+    public let directory: String
+    public let baseURL: URL
+
+    public init(options: Options = Options()) async throws {
+        directory = NSTemporaryDirectory() + "switchboard-demo-" + UUID().uuidString.lowercased()
+        try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
+        let key = try ES256PrivateKey.generate()
+        let keyFile = directory + "/AuthKey.p8", caFile = directory + "/emulator-ca.pem"
+        try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
+
+        var emulatorConfiguration = APNsEmulatorConfiguration(port: 0)
+        emulatorConfiguration.bundleID = Self.bundleID
+        emulatorConfiguration.teamID = "DEMOTEAM01"
+        emulatorConfiguration.keyID = "DEMOKEY001"
+        emulatorConfiguration.publicKey = key.publicKey
+        emulatorConfiguration.tls = APNsEmulatorTLS()
+        emulator = APNsEmulator(configuration: emulatorConfiguration)
+        let address = try emulator.start()
+        try (emulator.certificatePEM ?? "").write(toFile: caFile, atomically: true, encoding: .utf8)
+
+        var configuration = ServerConfiguration()
+        configuration.listen = SocketAddress(host: "127.0.0.1", port: 0)
+        configuration.dataDirectory = directory + "/data"
+        configuration.logLevel = options.logLevel
+        configuration.ringTimeoutSeconds = options.ringTimeoutSeconds
+        configuration.passwordScryptLogN = 10
+        configuration.shutdownGraceSeconds = 1
+        configuration.apnsBundleID = Self.bundleID
+        configuration.apnsTeamID = "DEMOTEAM01"
+        configuration.apnsKeyID = "DEMOKEY001"
+        configuration.apnsKeyFile = keyFile
+        configuration.apnsCAFile = caFile
+        configuration.apnsProductionURL = "https://localhost:\(address.port)"
+        configuration.apnsSandboxURL = "https://localhost:\(address.port)"
+        do {
+            server = try EmbeddedServer(configuration: configuration, logger: Logger(level: options.logLevel, sink: FileDescriptorLogSink.standardError))
+        } catch {
+            await emulator.shutdown()
+            throw error
+        }
+        baseURL = URL(string: "http://\(server.address)")!
+    }
+
+    /// Stops the server and the emulator and removes the temporary directory.
+    public func shutDown() async {
+        await server.stop()
+        await emulator.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Registers a user.
+    public func register(_ username: String, displayName: String? = nil) async throws -> AuthSession {
+        try await SwitchboardClient(baseURL: baseURL).register(username: username, password: Self.password, displayName: displayName ?? username)
+    }
+
+    /// Makes two users friends; returns their conversation id.
+    public func befriend(_ a: AuthSession, _ b: AuthSession) async throws -> String {
+        let request = try await client(a).sendFriendRequest(toUserID: b.user.id)
+        return try await client(b).acceptFriendRequest(request.id).conversationId
+    }
+
+    public func client(_ session: AuthSession, baseURL: URL? = nil) -> SwitchboardClient {
+        SwitchboardClient(baseURL: baseURL ?? self.baseURL, token: session.token)
+    }
+
+    /// A phone of `session`'s user whose pushes come from the emulator's inbox for its token.
+    public func phone(
+        _ name: String, of session: AuthSession, baseURL: URL? = nil, pushDelay: (@Sendable () -> Double)? = nil,
+        onTimeline: @escaping @Sendable (PhoneTimelineEntry) -> Void = { _ in }
+    ) -> SimulatedPhone {
+        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        return SimulatedPhone(
+            name: name, userID: session.user.id, client: client(session, baseURL: baseURL),
+            pushSource: EmulatorInbox(emulator: emulator, token: token, delay: pushDelay), pushToken: token,
+            onTimeline: onTimeline)
+    }
+}
+
+/// A phone's pushes from the in-process emulator's inbox, optionally each delayed (a weak network
+/// between APNs and the phone).
+struct EmulatorInbox: PushSource {
+    let emulator: APNsEmulator
+    let token: String
+    let delay: (@Sendable () -> Double)?
+
+    func pushes(after: Int, wait: Double) async throws -> (payloads: [Data], cursor: Int) {
+        let deadline = Date().addingTimeInterval(wait)
+        while true {
+            let messages = emulator.inbox(token: token, after: after)
+            if let last = messages.last {
+                if let delay {
+                    let seconds = delay()
+                    if seconds > 0 { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }
+                }
+                return (messages.map { Data($0.payload) }, last.index)
+            }
+            if Date() >= deadline { return ([], after) }
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+    }
+}
