@@ -83,19 +83,23 @@ let package = Package(
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
 
+        // Weak networks on loopback: a TCP proxy that applies a named network profile.
+        .target(name: "SwitchboardNetSim", swiftSettings: strict),
+
         // `switchboard demo` and `switchboard bench wakeup`: the server, the APNs emulator and
         // simulated phones in one process.
         .target(
             name: "SwitchboardDemo",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardWire",
+                "SwitchboardWire", "SwitchboardNetSim",
             ],
             swiftSettings: strict),
 
         // The one binary: wiring only.
         .executableTarget(
-            name: "switchboard", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo"], swiftSettings: strict),
+            name: "switchboard", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim"],
+            swiftSettings: strict),
 
         // Benchmark program: pushes per second through the APNs provider (make bench).
         .executableTarget(
@@ -123,6 +127,7 @@ let package = Package(
                 .target(name: "AppleFrameworkStubs", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: strict),
+        .testTarget(name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(

@@ -14,6 +14,7 @@ public enum CommandLineInterface {
           serve          Run the server (HTTP API, event stream, timers, push delivery).
           apns-emulator  Run a local stand-in for Apple's APNs (HTTP/2, h2c or TLS).
           demo           Play six call scenarios: server, APNs emulator and simulated phones in one process.
+          proxy          A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).
           version        Print the version.
           help           Show help for a command: switchboard help serve
 

@@ -1,0 +1,170 @@
+import Glibc
+import Synchronization
+
+/// The one choke point for system calls: retries `EINTR`, turns -1 into a `systemCall` error
+/// with the call's name and `strerror` text.
+@discardableResult
+func systemCall<T: FixedWidthInteger>(_ name: String, _ body: () -> T) throws(NetSimError) -> T {
+    while true {
+        let result = body()
+        if result != -1 { return result }
+        let code = errno
+        if code == EINTR { continue }
+        throw NetSimError(.systemCall, "\(name): \(describeErrno(code))")
+    }
+}
+
+/// `strerror` text with the number, e.g. "Connection refused (errno 111)".
+func describeErrno(_ code: Int32) -> String {
+    "\(String(cString: strerror(code))) (errno \(code))"
+}
+
+/// Seconds on the monotonic clock: the only clock the proxy reads (the schedule never does).
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+}
+
+/// Socket set-up for the proxy: IPv4 TCP only.
+enum Socket {
+    static let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+
+    /// A non-blocking listening socket bound to `endpoint`, and the port it got.
+    static func listen(on endpoint: IPv4Endpoint, backlog: Int32 = 128) throws(NetSimError) -> (fd: Int32, port: Int) {
+        var address = try endpoint.socketAddress(role: "listen address")
+        let fd = try systemCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        do throws(NetSimError) {
+            var on: Int32 = 1
+            try systemCall("setsockopt(SO_REUSEADDR)") {
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound != 0 {
+                throw NetSimError(.bindFailed, "cannot listen on \(endpoint): \(describeErrno(errno))")
+            }
+            try systemCall("listen(\(endpoint))") { Glibc.listen(fd, backlog) }
+            var local = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            try systemCall("getsockname") {
+                withUnsafeMutablePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+                }
+            }
+            return (fd, Int(UInt16(bigEndian: local.sin_port)))
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Accepts one connection as a non-blocking socket; `nil` when none is waiting.
+    static func accept(from listener: Int32) throws(NetSimError) -> Int32? {
+        while true {
+            let fd = Glibc.accept(listener, nil, nil)
+            if fd >= 0 {
+                makeNonBlocking(fd)
+                setNoDelay(fd)
+                return fd
+            }
+            switch errno {
+            case EINTR, ECONNABORTED: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            default: throw NetSimError(.systemCall, "accept: \(describeErrno(errno))")
+            }
+        }
+    }
+
+    /// Connects to `endpoint` without blocking past `timeout` seconds, giving up early when
+    /// `wakeFD` becomes readable (the proxy is stopping). Returns a non-blocking socket.
+    static func connect(to endpoint: IPv4Endpoint, timeout: Double, wakeFD: Int32) throws(NetSimError) -> Int32 {
+        var address = try endpoint.socketAddress(role: "upstream")
+        let fd = try systemCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        let started = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var failure = started == 0 ? 0 : errno
+        if failure == EINPROGRESS || failure == EINTR {
+            var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            let deadline = monotonicSeconds() + timeout
+            failure = ETIMEDOUT
+            while true {
+                let remaining = deadline - monotonicSeconds()
+                if remaining <= 0 { break }
+                let ready = poll(&fds, 2, Int32(min(remaining * 1000, 60_000).rounded(.up)))
+                if ready < 0, errno == EINTR { continue }
+                if fds[1].revents != 0 { failure = ECANCELED; break }
+                if fds[0].revents != 0 {
+                    var code: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
+                    failure = code
+                    break
+                }
+            }
+        }
+        if failure != 0 {
+            close(fd)
+            throw NetSimError(.systemCall, "cannot connect to upstream \(endpoint): \(describeErrno(failure))")
+        }
+        setNoDelay(fd)
+        return fd
+    }
+
+    static func makeNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    /// Small writes go out at once: the schedule, not Nagle, decides when bytes leave.
+    static func setNoDelay(_ fd: Int32) {
+        var on: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Closes with `SO_LINGER` 0, so the peer gets an RST instead of a FIN.
+    static func abort(_ fd: Int32) {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close(fd)
+    }
+}
+
+/// A POSIX thread that can be joined, unlike Foundation's `Thread`: `stop()` returns only after
+/// every thread the proxy started has ended.
+final class JoinableThread: Sendable {
+    private final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+
+    private let handle: pthread_t
+    private let joined = Mutex(false)
+
+    /// Starts `body` on a new thread.
+    init(_ body: @escaping @Sendable () -> Void) throws(NetSimError) {
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        var handle = pthread_t()
+        let status = pthread_create(&handle, nil, { raw in
+            guard let raw else { return nil }
+            Unmanaged<Body>.fromOpaque(raw).takeRetainedValue().run()
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<Body>.fromOpaque(context).release()
+            throw NetSimError(.systemCall, "pthread_create: \(describeErrno(status))")
+        }
+        self.handle = handle
+    }
+
+    /// Waits for the thread to end; later calls return at once.
+    func join() {
+        let first = joined.withLock { joined in
+            defer { joined = true }
+            return !joined
+        }
+        if first { pthread_join(handle, nil) }
+    }
+}
