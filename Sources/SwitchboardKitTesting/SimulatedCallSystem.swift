@@ -443,24 +443,30 @@ public final class SimulatedCallSystem: CallSystem {
     }
 
     private func timeOut(_ id: UUID) {
-        let action = state.withLock { state -> CallSystemAction? in
-            guard var pending = state.actions[id], pending.completed == nil, !pending.timedOut else { return nil }
+        let (action, deactivate) = state.withLock { state -> (CallSystemAction?, Bool) in
+            guard var pending = state.actions[id], pending.completed == nil, !pending.timedOut else { return (nil, false) }
             pending.timedOut = true
             state.actions[id] = pending
             let uuid = pending.action.callUUID
+            var deactivate = false
             switch pending.action.kind {
             case .answer, .start:
                 if state.calls[uuid]?.state != .ended {
                     state.calls[uuid]?.state = .ended
                     state.calls[uuid]?.endReason = .failed
+                    deactivate = deactivateIfIdle(&state)
                 }
             default: break
             }
-            return pending.action
+            return (pending.action, deactivate)
         }
         guard let action else { return }
         record("timed out \(action.kind) \(short(action.callUUID))")
         enqueue { $0.callSystem(timedOutPerforming: action) }
+        if deactivate {
+            record("audio session deactivated")
+            enqueue { $0.callSystemDidDeactivateAudioSession() }
+        }
     }
 
     /// True when no call is left and the session should be deactivated.

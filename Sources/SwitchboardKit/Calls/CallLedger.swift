@@ -117,6 +117,8 @@ public struct CallLedger: Sendable {
         var mediaJoined = false
         var audioRunning = false
         var connectedReported = false
+        var userMuted = false
+        var held = false
     }
 
     public let configuration: Configuration
@@ -342,9 +344,17 @@ public struct CallLedger: Sendable {
             entries[callID] = entry
             // The end action itself ends the call in the call system.
             return [.fulfil(id)] + endedLocally(callID)
-        case .setMuted(let muted), .setHeld(let muted):
+        case .setMuted(let muted):
             guard entry.stage != .ended else { return [.fail(id)] }
-            return [.setMuted(callID: callID, muted), .fulfil(id)]
+            entry.userMuted = muted
+            entries[callID] = entry
+            return [.setMuted(callID: callID, entry.userMuted || entry.held), .fulfil(id)]
+        case .setHeld(let held):
+            // On hold the microphone is closed; off hold it is as the user left it.
+            guard entry.stage != .ended else { return [.fail(id)] }
+            entry.held = held
+            entries[callID] = entry
+            return [.setMuted(callID: callID, entry.userMuted || entry.held), .fulfil(id)]
         }
     }
 
