@@ -3,7 +3,7 @@ SWIFT ?= swift
 FUZZ_SECONDS ?= 300
 ARGS ?=
 
-.PHONY: run test build release bench fuzz clean
+.PHONY: run test build release bench fuzz weaknet clean
 
 run: release
 	.build/release/switchboard serve $(ARGS)
@@ -13,6 +13,7 @@ test:
 	scripts/ensure-python-tools.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel --num-workers 2
+	.build/debug/switchboard bench wakeup --phones 8 --profiles good,poor_4g --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
 	scripts/fuzz.sh --smoke
 
 build:
@@ -29,6 +30,10 @@ bench: release
 	scripts/bench-events.sh .build/release/switchboard
 	scripts/bench-calls.sh .build/release/switchboard
 	scripts/bench-push.sh .build/release/switchboard .build/release/push-bench
+
+# The full wake-up regression harness: 200 phones, every network profile, gated.
+weaknet: release
+	.build/release/switchboard bench wakeup --out .build/weaknet $(ARGS)
 
 fuzz:
 	scripts/ensure-deps.sh

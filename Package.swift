@@ -127,6 +127,7 @@ let package = Package(
                 .target(name: "AppleFrameworkStubs", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: strict),
+        .testTarget(name: "SwitchboardDemoTests", dependencies: ["SwitchboardDemo"], swiftSettings: strict),
         .testTarget(name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),

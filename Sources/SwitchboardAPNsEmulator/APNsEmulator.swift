@@ -143,6 +143,12 @@ public final class APNsEmulator: Sendable {
         shared.state.withLock { $0.inbox.read(token: token.lowercased(), after: after).messages }
     }
 
+    /// Calls `observer` with the (lower-case) device token of every push delivered to an inbox,
+    /// on the emulator's loop thread: keep it short. In-process phones use it instead of polling.
+    public func observeDeliveries(_ observer: @escaping @Sendable (String) -> Void) {
+        shared.deliveryObservers.withLock { $0.append(observer) }
+    }
+
     /// Counters since start.
     public var stats: APNsEmulatorStats {
         shared.state.withLock { $0.stats }

@@ -5,26 +5,20 @@ import SwitchboardDemo
 import SwitchboardNetSim
 import SwitchboardServer
 
+/// Subcommands that live outside the server's own command line: how to run each, and its help.
+let subcommands: [String: (run: ([String]) -> Int32, help: String)] = [
+    "apns-emulator": (APNsEmulatorCommand.run, APNsEmulatorCommand.help),
+    "demo": (DemoCommand.run, DemoCommand.help),
+    "proxy": (ProxyCommand.run, ProxyCommand.help),
+    "bench": (BenchCommand.run, BenchCommand.help),
+]
+
 let arguments = CommandLine.arguments
-if arguments.count > 1, arguments[1] == "apns-emulator" {
-    exit(APNsEmulatorCommand.run(Array(arguments.dropFirst(2))))
+if arguments.count > 1, let command = subcommands[arguments[1]] {
+    exit(command.run(Array(arguments.dropFirst(2))))
 }
-if arguments.count > 1, arguments[1] == "demo" {
-    exit(DemoCommand.run(Array(arguments.dropFirst(2))))
-}
-if arguments.count > 2, arguments[1] == "help", arguments[2] == "apns-emulator" {
-    print(APNsEmulatorCommand.help)
-    exit(0)
-}
-if arguments.count > 1, arguments[1] == "proxy" {
-    exit(ProxyCommand.run(Array(arguments.dropFirst(2))))
-}
-if arguments.count > 2, arguments[1] == "help", arguments[2] == "demo" {
-    print(DemoCommand.help)
-    exit(0)
-}
-if arguments.count > 2, arguments[1] == "help", arguments[2] == "proxy" {
-    print(ProxyCommand.help)
+if arguments.count > 2, arguments[1] == "help", let command = subcommands[arguments[2]] {
+    print(command.help)
     exit(0)
 }
 exit(CommandLineInterface.run(arguments))

@@ -301,7 +301,10 @@ final class EmulatorLoop: @unchecked Sendable {
         try connection.respond(streamID, response)
         dirty.insert(connection.id)
         if let log, response.isPushAnswer { log(Self.logLine(response, token: token, connection: connection.id)) }
-        if let token = router.sent(response, delivery: delivery) { wakeWaiters(token: token) }
+        if let token = router.sent(response, delivery: delivery) {
+            wakeWaiters(token: token)
+            for observer in shared.deliveryObservers.withLock({ $0 }) { observer(token) }
+        }
     }
 
     private func wakeWaiters(token: String) {

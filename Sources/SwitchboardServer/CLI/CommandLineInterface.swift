@@ -15,6 +15,7 @@ public enum CommandLineInterface {
           apns-emulator  Run a local stand-in for Apple's APNs (HTTP/2, h2c or TLS).
           demo           Play six call scenarios: server, APNs emulator and simulated phones in one process.
           proxy          A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).
+          bench wakeup   Wake-up latency and call setup of simulated phones over weak networks.
           version        Print the version.
           help           Show help for a command: switchboard help serve
 

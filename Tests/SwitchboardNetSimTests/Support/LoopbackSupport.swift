@@ -20,8 +20,23 @@ func eventually(seconds: Double = 3, _ condition: @Sendable () -> Bool) async ->
 }
 
 /// The number of open descriptors of this process.
-func openDescriptorCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+/// This process's TCP sockets whose local port is `localPort` or whose peer's port is
+/// `peerPort`: the descriptors one proxy owns, unlike a process-wide count, which tests running
+/// in parallel disturb.
+func socketDescriptors(localPort: Int, peerPort: Int) -> [Int32] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return names.compactMap(Int32.init).filter { fd in
+        func port(_ query: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> Int? {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let result = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { query(fd, $0, &length) }
+            }
+            guard result == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+        return port(getsockname) == localPort || port(getpeername) == peerPort
+    }
 }
 
 /// A loopback TCP echo server: one thread accepts, one thread per connection echoes until the

@@ -1,0 +1,362 @@
+import Foundation
+import Synchronization
+import SwitchboardKit
+import SwitchboardKitTesting
+import SwitchboardNetSim
+import SwitchboardWire
+
+/// `switchboard bench wakeup`: simulated phones behind the impairment proxy, one network
+/// profile after another; for each ring the wake-up latency and whether the call was set up.
+public enum WakeupBench {
+    public struct Options: Sendable, Equatable {
+        /// Phones in all: half call, half are called (one ring per pair and profile).
+        public var phones = 200
+        public var profiles: [NetworkProfile] = NetworkProfile.all
+        public var thresholds = WakeupThresholds()
+        public var outDirectory = "wakeup-results"
+        /// Rings in flight at once.
+        public var concurrency = 20
+        /// Answer → both connected within this many seconds counts as a successful setup.
+        public var setupLimitSeconds = 3.0
+        public var seed: UInt64 = 1
+        public init() {}
+    }
+
+    public static let help = """
+        Usage: switchboard bench wakeup [--phones N] [--profiles LIST] [--thresholds FILE]
+                                        [--out DIR] [--concurrency N] [--seed N]
+
+        Starts the server, the APNs emulator and N simulated phones in one process. Each phone
+        talks to the server through the impairment proxy (see 'switchboard proxy --help'), and
+        each VoIP push reaches it after the same profile's downlink delay. For each profile in
+        turn, half the phones call the other half (their apps not running, so only the push can
+        wake them), and for each ring it measures:
+          wake-up latency   from POST /calls sent by the caller to the incoming call reported
+                            in the callee's (simulated) CallKit
+          setup             the callee answers at once; success when both sides are connected
+                            within 3 s of the answer
+        It prints a progress bar, then a table per profile (p50, p95, p99 wake-up latency,
+        setup success rate) gated against the thresholds, and writes DIR/wakeup.json (every
+        sample) and DIR/wakeup-latency.svg (the latency distribution per profile).
+
+        Options:
+          --phones N          phones in all, an even number from 2 (default 200)
+          --profiles LIST     comma-separated profile names (default: all five:
+                              good,poor_4g,poor_3g,wifi_30_loss,wifi_50_loss)
+          --thresholds FILE   JSON gates (default: p95 wake-up < 1500 ms and setup success
+                              > 95 % for every profile); format:
+                              {"default":{"p95WakeupMilliseconds":1500,"minimumSetupSuccessRate":0.95},
+                               "profiles":{"wifi_50_loss":{…}}}
+          --out DIR           where to write the results (default ./wakeup-results)
+          --concurrency N     rings in flight at once (default 20)
+          --seed N            seeds the proxy's and the push path's random decisions (default 1)
+          -h, --help          this text
+
+        Exit status: 0 when every profile passed its gates, 1 when one failed (or the run could
+        not complete), 2 for bad options.
+        """
+
+    /// Parses the flags after `bench wakeup`.
+    public static func parse(_ arguments: [String]) throws(BenchUsageError) -> Options? {
+        var options = Options()
+        var index = 0
+        func value() throws(BenchUsageError) -> String {
+            guard index + 1 < arguments.count else { throw BenchUsageError("\(arguments[index]) needs a value") }
+            index += 1
+            return arguments[index]
+        }
+        func number(_ text: String, _ flag: String, _ range: ClosedRange<Int>) throws(BenchUsageError) -> Int {
+            guard let number = Int(text), range.contains(number) else {
+                throw BenchUsageError("\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            }
+            return number
+        }
+        while index < arguments.count {
+            let flag = arguments[index]
+            switch flag {
+            case "-h", "--help": return nil
+            case "--phones":
+                options.phones = try number(try value(), flag, 2...10_000)
+                guard options.phones % 2 == 0 else { throw BenchUsageError("--phones must be even (callers and callees in pairs)") }
+            case "--profiles":
+                do {
+                    options.profiles = try NetworkProfile.parseList(try value())
+                } catch let error as NetSimError {
+                    throw BenchUsageError(error.description)
+                } catch {
+                    throw BenchUsageError("\(error)")
+                }
+            case "--thresholds": options.thresholds = try WakeupThresholds.load(path: try value())
+            case "--out":
+                options.outDirectory = try value()
+                guard !options.outDirectory.isEmpty else { throw BenchUsageError("--out needs a directory") }
+            case "--concurrency": options.concurrency = try number(try value(), flag, 1...1000)
+            case "--seed":
+                let text = try value()
+                guard let seed = UInt64(text) else { throw BenchUsageError("--seed must be a whole number ≥ 0, not '\(text)'") }
+                options.seed = seed
+            default: throw BenchUsageError("unknown option '\(flag)' (see --help)")
+            }
+            index += 1
+        }
+        return options
+    }
+
+    /// `switchboard bench wakeup …` (the arguments after `wakeup`).
+    public static func run(_ arguments: [String]) -> Int32 {
+        let options: Options
+        do {
+            guard let parsed = try parse(arguments) else {
+                print(help)
+                return 0
+            }
+            options = parsed
+        } catch {
+            FileHandle.standardError.write(Data("switchboard bench wakeup: \(error)\n".utf8))
+            return 2
+        }
+        let result = Mutex<Int32>(1)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            let code: Int32
+            do {
+                let report = try await execute(options)
+                code = report.passed ? 0 : 1
+            } catch {
+                FileHandle.standardError.write(Data("switchboard bench wakeup: \(error)\n".utf8))
+                code = 1
+            }
+            result.withLock { $0 = code }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
+    }
+
+    /// Runs every profile, prints the table, writes the files.
+    public static func execute(_ options: Options) async throws -> WakeupReport {
+        let started = ISO8601DateFormatter().string(from: Date())
+        let stack = try await DemoStack()
+        do {
+            let report = try await measure(options, on: stack, startedAt: started)
+            await stack.shutDown()
+            return report
+        } catch {
+            await stack.shutDown()
+            throw error
+        }
+    }
+
+    private struct Pair: Sendable {
+        let caller: AuthSession
+        let callee: AuthSession
+        let conversation: String
+        let calleeDevice: UUID
+    }
+
+    private static func measure(_ options: Options, on stack: DemoStack, startedAt: String) async throws -> WakeupReport {
+        let err = FileHandle.standardError
+        err.write(Data("Setting up \(options.phones) phones (\(options.phones / 2) pairs)…\n".utf8))
+        var pairs: [Pair] = []
+        for index in 0..<(options.phones / 2) {
+            let caller = try await stack.register("caller\(index)"), callee = try await stack.register("callee\(index)")
+            pairs.append(Pair(caller: caller, callee: callee, conversation: try await stack.befriend(caller, callee), calleeDevice: UUID()))
+        }
+        guard let serverPort = Int(stack.server.address.split(separator: ":").last ?? "") else {
+            throw BenchUsageError("cannot read the server's port from \(stack.server.address)")
+        }
+        var results: [WakeupProfileResult] = []
+        for (profileIndex, profile) in options.profiles.enumerated() {
+            let seed = options.seed &+ UInt64(profileIndex) &* 1_000_003
+            let proxy = ImpairmentProxy(configuration: ImpairmentProxyConfiguration(
+                upstream: IPv4Endpoint(host: "127.0.0.1", port: serverPort), profile: profile, seed: seed))
+            let port = try proxy.start()
+            let proxied = URL(string: "http://127.0.0.1:\(port)")!
+            var callers: [SimulatedPhone] = [], callees: [SimulatedPhone] = []
+            for (index, pair) in pairs.enumerated() {
+                let link = PushLink(profile: profile, seed: seed &+ UInt64(index) &+ 7)
+                callers.append(stack.phone("caller\(index)", of: pair.caller, baseURL: proxied))
+                callees.append(stack.phone("callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: { link.delay() }))
+            }
+            // Callers have their app open; callees' devices register directly (set-up, not
+            // measured) and their apps then stay closed, so only the push can wake them.
+            await withTaskGroup(of: Void.self) { group in
+                for caller in callers { group.addTask { await caller.bringToForeground() } }
+            }
+            for (index, callee) in callees.enumerated() {
+                _ = try await stack.client(pairs[index].callee).registerVoIPDevice(
+                    deviceID: pairs[index].calleeDevice, pushToken: callee.pushToken, environment: "sandbox")
+                callee.startReceivingPushes()
+            }
+            let progress = Progress(profile: profile.name, total: pairs.count)
+            progress.draw()
+            var samples = [WakeupSample?](repeating: nil, count: pairs.count)
+            await withTaskGroup(of: (Int, WakeupSample).self) { group in
+                var next = 0
+                func launch() {
+                    let index = next
+                    next += 1
+                    let caller = callers[index], callee = callees[index], pair = pairs[index]
+                    group.addTask { (index, await ring(caller: caller, callee: callee, conversation: pair.conversation, options: options)) }
+                }
+                while next < min(options.concurrency, pairs.count) { launch() }
+                for await (index, sample) in group {
+                    samples[index] = sample
+                    progress.advance()
+                    if next < pairs.count { launch() }
+                }
+            }
+            progress.finish()
+            let violations = (callers + callees).flatMap { phone in (phone.callSystem?.violations ?? []).map { "\(phone.name): \($0)" } }
+            for phone in callers + callees { phone.shutDown() }
+            proxy.stop()
+            results.append(WakeupProfileResult(
+                profile: profile.name, samples: samples.compactMap { $0 }, threshold: options.thresholds.threshold(for: profile.name),
+                contractViolations: violations))
+        }
+        let report = WakeupReport(phones: options.phones, startedAt: startedAt, profiles: results)
+        print(report.table)
+        try FileManager.default.createDirectory(atPath: options.outDirectory, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let json = options.outDirectory + "/wakeup.json", chart = options.outDirectory + "/wakeup-latency.svg"
+        try encoder.encode(report).write(to: URL(fileURLWithPath: json))
+        try report.chartSVG.write(toFile: chart, atomically: true, encoding: .utf8)
+        print("wrote \(json) and \(chart)")
+        print(report.passed ? "all gates passed" : "a gate FAILED")
+        return report
+    }
+
+    /// One ring: dial, wait for the callee's call system to ring, answer, wait for both sides
+    /// connected, hang up.
+    static func ring(caller: SimulatedPhone, callee: SimulatedPhone, conversation: String, options: Options) async -> WakeupSample {
+        let dialed = Date()
+        let callID: String
+        do {
+            callID = try await caller.dial(scopeKind: "conversation", scopeID: conversation, handle: callee.name)
+        } catch {
+            return WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "dial failed: \(error)")
+        }
+        var origin: String?
+        func woke() -> Date? {
+            callee.notices.first { timed in
+                guard case .incoming(let id, let how) = timed.notice, id == callID else { return false }
+                origin = how.rawValue
+                return true
+            }?.at
+        }
+        guard await wait(seconds: 30, { woke() != nil }), let wokeAt = woke() else {
+            try? caller.hangUp(callID)
+            return WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "never rang")
+        }
+        let wakeup = wokeAt.timeIntervalSince(dialed) * 1000
+        let answered = Date()
+        do {
+            try callee.answer(callID)
+        } catch {
+            try? caller.hangUp(callID)
+            return WakeupSample(wakeupMilliseconds: wakeup, setupSucceeded: false, setupMilliseconds: nil, wokenBy: origin, failure: "answer refused: \(error)")
+        }
+        func connected(_ phone: SimulatedPhone) -> Date? {
+            phone.notices.first { if case .connected(let id) = $0.notice { id == callID } else { false } }?.at
+        }
+        let both = await wait(seconds: options.setupLimitSeconds + 7) { connected(caller) != nil && connected(callee) != nil }
+        let setup = both ? max(connected(caller)!, connected(callee)!).timeIntervalSince(answered) * 1000 : nil
+        let succeeded = setup.map { $0 <= options.setupLimitSeconds * 1000 } ?? false
+        var failure: String?
+        if !both {
+            let ended = callee.notices.compactMap { timed -> String? in
+                if case .ended(let id, let reason, _) = timed.notice, id == callID { return reason.map { "\($0)" } ?? "here" }
+                return nil
+            }.first
+            failure = "not connected" + (ended.map { " (callee ended: \($0))" } ?? "")
+        } else if !succeeded {
+            failure = "connected too late"
+        }
+        try? caller.hangUp(callID)
+        _ = await wait(seconds: 10) {
+            caller.coordinator?.call(callID)?.stage == .ended && callee.coordinator?.call(callID)?.stage == .ended
+        }
+        return WakeupSample(wakeupMilliseconds: wakeup, setupSucceeded: succeeded, setupMilliseconds: setup, wokenBy: origin, failure: failure)
+    }
+
+    static func wait(seconds: Double, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() > deadline { return false }
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+        return true
+    }
+}
+
+/// The APNs → phone leg of a profile: each push is delayed as the profile's downlink would
+/// deliver one segment on a warm connection (latency, jitter, loss stalls).
+final class PushLink: Sendable {
+    private let schedule: Mutex<LinkSchedule<SplitMix64>>
+    private let start = Date()
+
+    init(profile: NetworkProfile, seed: UInt64) {
+        schedule = Mutex(LinkSchedule(link: profile.downlink, random: SplitMix64(seed: seed)))
+    }
+
+    /// Seconds until a push that arrives now reaches the phone.
+    func delay() -> Double {
+        let now = Date().timeIntervalSince(start)
+        let release = schedule.withLock { $0.segmentArrived(byteCount: 400, at: now) }
+        return max(0, release.releaseAt - now)
+    }
+}
+
+/// A progress bar on standard error.
+final class Progress: Sendable {
+    private let profile: String
+    private let total: Int
+    private let done = Mutex(0)
+
+    init(profile: String, total: Int) {
+        self.profile = profile
+        self.total = total
+    }
+
+    func advance() {
+        done.withLock { $0 += 1 }
+        draw()
+    }
+
+    func draw() {
+        let count = done.withLock { $0 }
+        let width = 30
+        let filled = total == 0 ? width : count * width / total
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        FileHandle.standardError.write(Data("\r  \(profile.padding(toLength: 13, withPad: " ", startingAt: 0)) [\(bar)] \(count)/\(total)".utf8))
+    }
+
+    func finish() { FileHandle.standardError.write(Data("\n".utf8)) }
+}
+
+/// `switchboard bench <kind>`.
+public enum BenchCommand {
+    public static let help = """
+        Usage: switchboard bench wakeup [options]
+
+        Benchmarks that need the whole system in one process:
+          wakeup   wake-up latency and call setup over weak networks (see 'switchboard bench wakeup --help')
+        """
+
+    public static func run(_ arguments: [String]) -> Int32 {
+        guard let kind = arguments.first else {
+            FileHandle.standardError.write(Data("switchboard bench: which benchmark? (wakeup)\n".utf8))
+            return 2
+        }
+        switch kind {
+        case "wakeup": return WakeupBench.run(Array(arguments.dropFirst()))
+        case "-h", "--help", "help":
+            print(help)
+            return 0
+        default:
+            FileHandle.standardError.write(Data("switchboard bench: unknown benchmark '\(kind)' (wakeup)\n".utf8))
+            return 2
+        }
+    }
+}

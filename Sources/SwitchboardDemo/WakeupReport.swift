@@ -1,0 +1,216 @@
+import Foundation
+
+/// One ring of the wake-up bench.
+public struct WakeupSample: Codable, Sendable, Equatable {
+    /// From `POST /calls` sent by the caller to the incoming call reported in the callee's call
+    /// system; nil when the callee never rang.
+    public var wakeupMilliseconds: Double?
+    /// Answer → both sides connected within the setup limit.
+    public var setupSucceeded: Bool
+    /// From the answer to both sides connected; nil when they never both were.
+    public var setupMilliseconds: Double?
+    /// Which path woke the callee (`push` or `event_stream`).
+    public var wokenBy: String?
+    /// What went wrong, when something did.
+    public var failure: String?
+
+    public init(wakeupMilliseconds: Double?, setupSucceeded: Bool, setupMilliseconds: Double?, wokenBy: String?, failure: String?) {
+        self.wakeupMilliseconds = wakeupMilliseconds
+        self.setupSucceeded = setupSucceeded
+        self.setupMilliseconds = setupMilliseconds
+        self.wokenBy = wokenBy
+        self.failure = failure
+    }
+}
+
+/// The gates a profile must pass.
+public struct WakeupThreshold: Codable, Sendable, Equatable {
+    /// The 95th percentile wake-up latency must be below this.
+    public var p95WakeupMilliseconds: Double
+    /// The share of rings whose setup succeeded must be above this (0…1).
+    public var minimumSetupSuccessRate: Double
+
+    public init(p95WakeupMilliseconds: Double = 1500, minimumSetupSuccessRate: Double = 0.95) {
+        self.p95WakeupMilliseconds = p95WakeupMilliseconds
+        self.minimumSetupSuccessRate = minimumSetupSuccessRate
+    }
+}
+
+/// The thresholds file: defaults, and overrides per profile name.
+///
+/// ```json
+/// {"default": {"p95WakeupMilliseconds": 1500, "minimumSetupSuccessRate": 0.95},
+///  "profiles": {"wifi_50_loss": {"p95WakeupMilliseconds": 4000, "minimumSetupSuccessRate": 0.8}}}
+/// ```
+public struct WakeupThresholds: Codable, Sendable, Equatable {
+    public var `default`: WakeupThreshold
+    public var profiles: [String: WakeupThreshold]
+
+    public init(default: WakeupThreshold = WakeupThreshold(), profiles: [String: WakeupThreshold] = [:]) {
+        self.default = `default`
+        self.profiles = profiles
+    }
+
+    public func threshold(for profile: String) -> WakeupThreshold { profiles[profile] ?? self.default }
+
+    /// Reads a thresholds file; a clear error for anything that is not one.
+    public static func load(path: String) throws(BenchUsageError) -> WakeupThresholds {
+        guard let data = FileManager.default.contents(atPath: path) else { throw BenchUsageError("cannot read the thresholds file \(path)") }
+        let thresholds: WakeupThresholds
+        do {
+            thresholds = try JSONDecoder().decode(WakeupThresholds.self, from: data)
+        } catch {
+            throw BenchUsageError("the thresholds file \(path) is not valid: \(error)")
+        }
+        for (name, threshold) in [("default", thresholds.default)] + thresholds.profiles.sorted(by: { $0.key < $1.key }) {
+            guard threshold.p95WakeupMilliseconds > 0, (0...1).contains(threshold.minimumSetupSuccessRate) else {
+                throw BenchUsageError("thresholds for \(name): p95WakeupMilliseconds must be > 0 and minimumSetupSuccessRate within 0…1")
+            }
+        }
+        return thresholds
+    }
+}
+
+/// A bad flag or file: exit status 2.
+public struct BenchUsageError: Error, Equatable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// One profile's figures and verdict.
+public struct WakeupProfileResult: Codable, Sendable, Equatable {
+    public var profile: String
+    public var rings: Int
+    public var woken: Int
+    public var p50WakeupMilliseconds: Double?
+    public var p95WakeupMilliseconds: Double?
+    public var p99WakeupMilliseconds: Double?
+    public var setupSuccessRate: Double
+    public var threshold: WakeupThreshold
+    public var passed: Bool
+    /// Why the gate failed, when it did.
+    public var gateFailures: [String]
+    /// Broken CallKit rules seen on any phone (should be none).
+    public var contractViolations: [String]
+    public var samples: [WakeupSample]
+
+    /// Summarises `samples` and applies `threshold`. A ring that never woke counts as a miss for
+    /// setup and as an infinitely late wake-up for the percentiles.
+    public init(profile: String, samples: [WakeupSample], threshold: WakeupThreshold, contractViolations: [String] = []) {
+        self.profile = profile
+        self.samples = samples
+        self.threshold = threshold
+        self.contractViolations = contractViolations
+        rings = samples.count
+        let latencies = samples.map { $0.wakeupMilliseconds ?? .infinity }.sorted()
+        woken = latencies.filter(\.isFinite).count
+        func finite(_ value: Double?) -> Double? { value.flatMap { $0.isFinite ? $0 : nil } }
+        p50WakeupMilliseconds = finite(Self.percentile(latencies, 50))
+        p95WakeupMilliseconds = finite(Self.percentile(latencies, 95))
+        p99WakeupMilliseconds = finite(Self.percentile(latencies, 99))
+        setupSuccessRate = samples.isEmpty ? 0 : Double(samples.filter(\.setupSucceeded).count) / Double(samples.count)
+        var failures: [String] = []
+        let p95 = Self.percentile(latencies, 95) ?? .infinity
+        if !(p95 < threshold.p95WakeupMilliseconds) {
+            failures.append(String(format: "p95 wake-up %@ ≥ %.0f ms", p95.isFinite ? String(format: "%.0f ms", p95) : "(some phones never rang)", threshold.p95WakeupMilliseconds))
+        }
+        if !(setupSuccessRate > threshold.minimumSetupSuccessRate) {
+            failures.append(String(format: "setup success %.1f %% ≤ %.1f %%", setupSuccessRate * 100, threshold.minimumSetupSuccessRate * 100))
+        }
+        if !contractViolations.isEmpty { failures.append("\(contractViolations.count) CallKit contract violations") }
+        gateFailures = failures
+        passed = failures.isEmpty
+    }
+
+    /// Nearest-rank percentile of ascending `values`.
+    public static func percentile(_ values: [Double], _ percent: Double) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let rank = Int((percent / 100 * Double(values.count)).rounded(.up))
+        return values[min(max(rank, 1), values.count) - 1]
+    }
+}
+
+/// The whole run, as written to `wakeup.json`.
+public struct WakeupReport: Codable, Sendable, Equatable {
+    public var phones: Int
+    public var startedAt: String
+    public var passed: Bool
+    public var profiles: [WakeupProfileResult]
+
+    public init(phones: Int, startedAt: String, profiles: [WakeupProfileResult]) {
+        self.phones = phones
+        self.startedAt = startedAt
+        self.profiles = profiles
+        passed = profiles.allSatisfy(\.passed)
+    }
+
+    /// The table printed at the end.
+    public var table: String {
+        func ms(_ value: Double?) -> String { value.map { String(format: "%.0f", $0) } ?? "—" }
+        var lines = ["profile        rings  woken  p50 ms  p95 ms  p99 ms  setup ok  gate"]
+        for result in profiles {
+            let gate = result.passed ? "pass" : "FAIL: " + result.gateFailures.joined(separator: "; ")
+            func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+            lines.append(
+                result.profile.padding(toLength: 14, withPad: " ", startingAt: 0)
+                    + String(format: " %5d  %5d  ", result.rings, result.woken)
+                    + [result.p50WakeupMilliseconds, result.p95WakeupMilliseconds, result.p99WakeupMilliseconds].map { right(ms($0), 6) }
+                        .joined(separator: "  ")
+                    + String(format: "  %7.1f%%  ", result.setupSuccessRate * 100) + gate)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The wake-up latency distribution per profile (cumulative), as an SVG image.
+    public var chartSVG: String {
+        let width = 860.0, height = 480.0, left = 70.0, right = 180.0, top = 40.0, bottom = 60.0
+        let plotWidth = width - left - right, plotHeight = height - top - bottom
+        let colours = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d"]
+        let allLatencies = profiles.flatMap { $0.samples.compactMap(\.wakeupMilliseconds) }
+        let thresholds = profiles.map(\.threshold.p95WakeupMilliseconds)
+        let rawMax = max(allLatencies.max() ?? 1000, thresholds.max() ?? 1500) * 1.05
+        let step = [100.0, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000].first { rawMax / $0 <= 8 } ?? 50000
+        let maxX = (rawMax / step).rounded(.up) * step
+        func x(_ ms: Double) -> Double { left + min(ms, maxX) / maxX * plotWidth }
+        func y(_ share: Double) -> Double { top + (1 - share) * plotHeight }
+        var svg = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(left)" y="24" font-size="16">Wake-up latency (POST /calls → incoming call reported), cumulative, \(phones) phones</text>
+
+            """
+        for tick in stride(from: 0.0, through: maxX, by: step) {
+            svg += "<line x1=\"\(x(tick))\" y1=\"\(top)\" x2=\"\(x(tick))\" y2=\"\(top + plotHeight)\" stroke=\"#eee\"/>"
+            svg += "<text x=\"\(x(tick))\" y=\"\(top + plotHeight + 18)\" text-anchor=\"middle\">\(Int(tick))</text>\n"
+        }
+        for share in stride(from: 0.0, through: 1.0, by: 0.25) {
+            svg += "<line x1=\"\(left)\" y1=\"\(y(share))\" x2=\"\(left + plotWidth)\" y2=\"\(y(share))\" stroke=\"#eee\"/>"
+            svg += "<text x=\"\(left - 8)\" y=\"\(y(share) + 4)\" text-anchor=\"end\">\(Int(share * 100)) %</text>\n"
+        }
+        svg += "<line x1=\"\(left)\" y1=\"\(y(0.95))\" x2=\"\(left + plotWidth)\" y2=\"\(y(0.95))\" stroke=\"#999\" stroke-dasharray=\"4 4\"/>\n"
+        for threshold in Set(thresholds).sorted() {
+            svg += "<line x1=\"\(x(threshold))\" y1=\"\(top)\" x2=\"\(x(threshold))\" y2=\"\(top + plotHeight)\" stroke=\"#c00\" stroke-dasharray=\"6 3\"/>"
+            svg += "<text x=\"\(x(threshold) + 4)\" y=\"\(top + 12)\" fill=\"#c00\">p95 gate \(Int(threshold)) ms</text>\n"
+        }
+        svg += "<text x=\"\(left + plotWidth / 2)\" y=\"\(height - 16)\" text-anchor=\"middle\">milliseconds</text>\n"
+        svg += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(plotWidth)\" height=\"\(plotHeight)\" fill=\"none\" stroke=\"#333\"/>\n"
+        for (index, result) in profiles.enumerated() {
+            let colour = colours[index % colours.count]
+            let latencies = result.samples.compactMap(\.wakeupMilliseconds).sorted()
+            if !latencies.isEmpty, result.rings > 0 {
+                var points = [(x(0), y(0))]
+                for (rank, latency) in latencies.enumerated() {
+                    points.append((x(latency), y(Double(rank) / Double(result.rings))))
+                    points.append((x(latency), y(Double(rank + 1) / Double(result.rings))))
+                }
+                let path = points.map { String(format: "%.1f,%.1f", $0.0, $0.1) }.joined(separator: " ")
+                svg += "<polyline fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\" points=\"\(path)\"/>\n"
+            }
+            let legendY = top + 20 + Double(index) * 22
+            svg += "<line x1=\"\(left + plotWidth + 16)\" y1=\"\(legendY - 4)\" x2=\"\(left + plotWidth + 40)\" y2=\"\(legendY - 4)\" stroke=\"\(colour)\" stroke-width=\"3\"/>"
+            svg += "<text x=\"\(left + plotWidth + 46)\" y=\"\(legendY)\">\(result.profile)\(result.passed ? "" : " (FAIL)")</text>\n"
+        }
+        svg += "</svg>\n"
+        return svg
+    }
+}
