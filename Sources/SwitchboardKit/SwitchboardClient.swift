@@ -172,6 +172,11 @@ public struct SwitchboardClient: Sendable {
         try await call("GET", "/calls/active")
     }
 
+    /// The newest ended calls of a conversation or group (at most 100).
+    public func callHistory(scopeKind: String, scopeID: String) async throws -> [CallInfo] {
+        try await call("GET", "/calls/history", query: [("scopeKind", scopeKind), ("scopeId", scopeID)])
+    }
+
     /// `accept`, `decline`, `join`, `leave` or `cancel`.
     public func perform(_ action: String, onCall callID: String) async throws -> CallInfo {
         try await call("POST", "/calls/\(QueryEncoding.encode(callID))/\(action)")

@@ -4,7 +4,20 @@ import Foundation
 import Synchronization
 import Testing
 import SwitchboardKit
+import SwitchboardKitTesting
+import SwitchboardWire
 @testable import SwitchboardCallKit
+
+/// A server that cannot be reached: every request fails at once.
+private struct UnreachableBackend: CallBackend {
+    var unreachable: SwitchboardAPIError { SwitchboardAPIError(status: 0, code: "TRANSPORT", message: "unreachable") }
+    func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID) async throws -> CallInfo { throw unreachable }
+    func call(_ callID: String) async throws -> CallInfo { throw unreachable }
+    func perform(_ action: String, onCall callID: String) async throws -> CallInfo { throw unreachable }
+    func mediaToken(forCall callID: String) async throws -> MediaToken { throw unreachable }
+    func eventCursor() async throws -> Int64 { throw unreachable }
+    func events(after: Int64, wait: Int) async throws -> EventsPage { throw unreachable }
+}
 
 private let deviceID = UUID(uuidString: "6f1c2a9e-3b7d-4e5f-8a90-b1c2d3e4f5a6")!
 
@@ -217,6 +230,28 @@ extension CallKitAdapterSuite {
                 provider._stubCompleteIncomingCallReport(0, error: nil)
                 #expect(completed.timesSet == 1)
                 #expect(handler.reportErrors == [nil])
+            }
+        }
+
+        /// The same order with the SDK's real `CallCoordinator` as the handler, over the adapter.
+        @Test func theRealCoordinatorReleasesPushKitOnlyAfterCallKitAnswered() throws {
+            try withCallSystem { system, provider, _ in
+                let clock = ManualClock()
+                let coordinator = CallCoordinator(
+                    userID: "me", backend: UnreachableBackend(), callSystem: system,
+                    media: SimulatedMedia(clock: clock).makeSession, clock: clock)
+                defer { coordinator.shutdown() }
+                let receiver = makeReceiver(handler: coordinator)
+                let completed = Flag()
+                try registryDelegate(of: receiver).pushRegistry(
+                    receiver.registry, didReceiveIncomingPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
+                    for: .voIP, completion: { completed.set() })
+                let report = try #require(provider._stubIncomingCallReports.first, "reported before PushKit's callback returned")
+                #expect(report.uuid == CallIdentity.uuid(forCallID: "8e7a2a6c-1b2c-4d3e-8f40-0123456789ab"))
+                #expect(completed.timesSet == 0)
+                provider._stubCompleteIncomingCallReport(0, error: nil)
+                #expect(completed.timesSet == 1)
+                #expect(coordinator.call("8e7a2a6c-1b2c-4d3e-8f40-0123456789ab")?.system == .live)
             }
         }
 

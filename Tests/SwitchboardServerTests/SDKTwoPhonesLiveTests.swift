@@ -63,6 +63,8 @@ struct SDKTwoPhonesLiveTests {
         #expect(bobPhone.coordinator?.call(callID)?.stage == .ended)
         let server = try await SwitchboardClient(baseURL: base, token: alice.token).call(callID)
         #expect(server.state == "ended" && server.endReason == "completed")
+        let history = try await SwitchboardClient(baseURL: base, token: bob.token).callHistory(scopeKind: "conversation", scopeID: conversation)
+        #expect(history.map(\.id) == [callID])
         #expect(await eventually(seconds: 5) {
             alicePhone.media.session(callID)?.status.left == true && bobPhone.media.session(callID)?.status.left == true
         })
