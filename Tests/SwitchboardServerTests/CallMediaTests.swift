@@ -74,7 +74,7 @@ final class FakeLiveKit: Sendable {
         configuration.livekitAPIKey = "fake-key"
         configuration.livekitAPISecret = secret
         // Generous for a loaded 2-core machine; the hanging case still proves the cut-off.
-        configuration.mediaDeadlineMilliseconds = 3000
+        configuration.mediaDeadlineMilliseconds = 6000
         configuration.emptyRoomGraceSeconds = 90
         return configuration
     }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `switchboard demo` as a user runs it: every scenario must end as expected (exit 0) and the
+# timeline must show the push path and the end reasons. Run after the Swift tests, alone, so
+# its five phones do not compete with them for the two cores.
+set -euo pipefail
+binary=${1:-.build/debug/switchboard}
+output=$(mktemp)
+trap 'rm -f "$output"' EXIT
+if ! timeout 180 "$binary" demo --ring-timeout 5 >"$output" 2>&1; then
+    tail -40 "$output"
+    echo "demo smoke: switchboard demo failed" >&2
+    exit 1
+fi
+for expected in "All six scenarios ended as expected." "woken by push" "(answeredElsewhere)" "(unanswered)" \
+    "✓ scenario 1 " "✓ scenario 2 " "✓ scenario 3 " "✓ scenario 4 " "✓ scenario 5 " "✓ scenario 6 "; do
+    if ! grep -qF -- "$expected" "$output"; then
+        tail -40 "$output"
+        echo "demo smoke: missing '$expected' in the demo's timeline" >&2
+        exit 1
+    fi
+done
+echo "demo smoke: 6 scenarios passed"
