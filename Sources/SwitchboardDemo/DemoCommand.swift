@@ -18,7 +18,7 @@ public enum DemoCommand {
           3. a declined call
           4. a missed call after the ring timeout
           5. a busy callee
-          6. a group call where one invitee joins late and the last leaver ends it
+          6. a group call: one invitee declines, then joins late; the last leaver ends it
 
         Phones: alice (app in the foreground), bob-iphone (background), bob-ipad (not running),
         carol (not running), dave (background). A phone whose app is not running is launched in
@@ -165,7 +165,7 @@ struct DemoRun {
         try await scenario(3, "A declined call") { try await declined() }
         try await scenario(4, "A missed call after the ring timeout (\(ringTimeout) s)") { try await missed() }
         try await scenario(5, "A busy callee") { try await busy() }
-        try await scenario(6, "A group call: one invitee joins late, the last leaver ends it") { try await groupCall() }
+        try await scenario(6, "A group call: carol declines, then joins late; the last leaver ends it") { try await groupCall() }
     }
 
     // MARK: Scenarios
@@ -253,9 +253,13 @@ struct DemoRun {
         try await pause(1)
         try bobPhone.answer(callID)
         try await until("alice and bob connected") { connected(alice, callID) && connected(bobPhone, callID) }
-        try await pause(2)
-        printer.say("(carol joins late)")
-        try carol.answer(callID)
+        try await pause(0.5)
+        printer.say("(carol declines for now…)")
+        try carol.hangUp(callID)
+        try await until("carol's phone stops ringing") { carol.systemCall(callID)?.state == .ended }
+        try await pause(1.5)
+        printer.say("(…and joins late from the app)")
+        try await carol.join(callID, handle: "Team")
         try await until("carol connected") { connected(carol, callID) }
         try await until("dave's ring timeout", seconds: Double(ringTimeout) + 10) { dave.systemCall(callID)?.state == .ended }
         try expect(dave.systemCall(callID)?.endReason == .unanswered, "dave's call ended as unanswered")

@@ -197,6 +197,14 @@ public final class SimulatedPhone: Sendable {
         return try await coordinator.startCall(scopeKind: scopeKind, scopeID: scopeID, mode: mode, handle: handle)
     }
 
+    /// Joins an active group call from the app (after missing or declining it).
+    public func join(_ callID: String, handle: String) async throws {
+        if appState == .killed { await bringToForeground() }
+        guard let coordinator else { throw CallSystemError.other("app not running") }
+        note("user joins the call")
+        try await coordinator.joinCall(callID, handle: handle)
+    }
+
     /// The call as the system shows it.
     public func systemCall(_ callID: String) -> SimulatedCallSystem.Call? {
         callSystem?.call(CallIdentity.uuid(forCallID: callID))

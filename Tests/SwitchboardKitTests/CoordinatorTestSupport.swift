@@ -123,6 +123,10 @@ final class InMemoryCallBackend: CallBackend {
                 call.state = "ended"
                 call.endReason = "cancelled"
                 for index in call.invitations.indices { call.invitations[index].state = "cancelled" }
+            case "join":
+                guard call.state == "active", call.scopeKind == "group",
+                      !call.participants.contains(where: { $0.userId == me && $0.leftAt == nil }) else { throw conflict }
+                call.participants.append(CallParticipantInfo(userId: me, joinedAt: stamp, leftAt: nil))
             case "leave":
                 guard call.state == "active" else { throw conflict }
                 call.state = "ended"

@@ -97,6 +97,13 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         return call.id
     }
 
+    /// Joins an active group call the user is not in (missed or declined earlier): the server
+    /// first, then the call system's start transaction and media.
+    public func joinCall(_ callID: String, handle: String) async throws {
+        let call = try await backend.perform("join", onCall: callID)
+        input { $0.callJoined(call, handle: handle) }
+    }
+
     /// The app's own answer button: goes through the call system like a lock-screen answer.
     public func answer(_ callID: String) { input { $0.answerRequested(callID) } }
 

@@ -256,6 +256,24 @@ public struct CallLedger: Sendable {
         ] + callRead(call)
     }
 
+    /// The server let us join an active group call we were not in (`POST /calls/{id}/join`,
+    /// after missing or declining it): it shows as an outgoing call that is already connecting.
+    public mutating func callJoined(_ call: CallInfo, handle: String) -> [Effect] {
+        if let existing = entries[call.id], existing.stage != .ended { return [] }
+        let uuid = CallIdentity.uuid(forCallID: call.id)
+        let update = CallUpdate(handle: handle, hasVideo: call.mode == "video", isGroup: call.scopeKind == "group")
+        var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .connecting)
+        entry.serverActive = true
+        entry.mediaRequested = true
+        insert(entry)
+        return [
+            .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
+            .notify(.dialing(callID: call.id)),
+            .server(callID: call.id, .mediaToken),
+            .watch,
+        ]
+    }
+
     /// The app asks to answer (its own button): through the call system, like a lock-screen answer.
     public func answerRequested(_ callID: String) -> [Effect] {
         guard let entry = entries[callID], entry.direction == .incoming, entry.stage == .ringing, entry.system == .live else { return [] }
@@ -292,11 +310,12 @@ public struct CallLedger: Sendable {
                 }
                 return []
             }
-            // Refused (maximum call groups…): no call shows; do not leave the callee ringing.
+            // Refused (maximum call groups…): no call shows; do not leave the callee ringing
+            // (or, for a call we joined, the others thinking we are there).
             entry.system = .refused
             entries[callID] = entry
             if entry.stage == .ended { return [] }
-            return finish(callID, .failed, server: .cancel)
+            return finish(callID, .failed, server: entry.serverActive ? .leave : .cancel)
         case .end:
             guard error != nil else { return [] }
             // The call system does not know the call (any more): end it here and on the server.
