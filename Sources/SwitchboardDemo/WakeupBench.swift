@@ -277,7 +277,10 @@ public enum WakeupBench {
         _ = await wait(seconds: 10) {
             caller.coordinator?.call(callID)?.stage == .ended && callee.coordinator?.call(callID)?.stage == .ended
         }
-        return WakeupSample(wakeupMilliseconds: wakeup, setupSucceeded: succeeded, setupMilliseconds: setup, wokenBy: origin, failure: failure)
+        return WakeupSample(
+            wakeupMilliseconds: wakeup, setupSucceeded: succeeded, setupMilliseconds: setup, wokenBy: origin, failure: failure,
+            calleeConnectedMilliseconds: connected(callee).map { $0.timeIntervalSince(answered) * 1000 },
+            callerConnectedMilliseconds: connected(caller).map { $0.timeIntervalSince(answered) * 1000 })
     }
 
     static func wait(seconds: Double, _ condition: () -> Bool) async -> Bool {

@@ -13,13 +13,21 @@ public struct WakeupSample: Codable, Sendable, Equatable {
     public var wokenBy: String?
     /// What went wrong, when something did.
     public var failure: String?
+    /// From the answer to each side connected, when it was (where setup time goes).
+    public var calleeConnectedMilliseconds: Double?
+    public var callerConnectedMilliseconds: Double?
 
-    public init(wakeupMilliseconds: Double?, setupSucceeded: Bool, setupMilliseconds: Double?, wokenBy: String?, failure: String?) {
+    public init(
+        wakeupMilliseconds: Double?, setupSucceeded: Bool, setupMilliseconds: Double?, wokenBy: String?, failure: String?,
+        calleeConnectedMilliseconds: Double? = nil, callerConnectedMilliseconds: Double? = nil
+    ) {
         self.wakeupMilliseconds = wakeupMilliseconds
         self.setupSucceeded = setupSucceeded
         self.setupMilliseconds = setupMilliseconds
         self.wokenBy = wokenBy
         self.failure = failure
+        self.calleeConnectedMilliseconds = calleeConnectedMilliseconds
+        self.callerConnectedMilliseconds = callerConnectedMilliseconds
     }
 }
 

@@ -111,11 +111,22 @@ public struct SwitchboardClient: Sendable {
     /// The bearer token, when signed in.
     public var token: String?
     let transport: any HTTPTransport
+    /// Long polls ride their own connections, so a held poll never makes a call request wait
+    /// for a new connection (a TCP handshake, which a lossy network can stretch to seconds).
+    let eventTransport: any HTTPTransport
 
-    public init(baseURL: URL, token: String? = nil, transport: any HTTPTransport = URLSessionTransport()) {
+    /// - Parameters:
+    ///   - transport: sends every request but long polls.
+    ///   - eventTransport: sends long polls (`GET /events`); by default a session of its own.
+    ///     Pass the same transport to share one.
+    public init(
+        baseURL: URL, token: String? = nil, transport: any HTTPTransport = URLSessionTransport(),
+        eventTransport: (any HTTPTransport)? = nil
+    ) {
         self.baseURL = baseURL
         self.token = token
         self.transport = transport
+        self.eventTransport = eventTransport ?? URLSessionTransport()
     }
 
     // MARK: Accounts
@@ -155,7 +166,7 @@ public struct SwitchboardClient: Sendable {
 
     /// One long poll: events after `after`, held up to `wait` seconds.
     public func events(after: Int64, wait: Int) async throws -> EventsPage {
-        try await call("GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10))
+        try await call("GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: eventTransport)
     }
 
     // MARK: Calls
@@ -203,15 +214,16 @@ public struct SwitchboardClient: Sendable {
     private struct Empty: Encodable {}
 
     private func call<Response: Decodable>(
-        _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30
+        _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30, via: (any HTTPTransport)? = nil
     ) async throws -> Response {
-        try await call(method, path, query: query, body: Optional<Empty>.none, timeout: timeout)
+        try await call(method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via)
     }
 
     private func call<Body: Encodable, Response: Decodable>(
-        _ method: String, _ path: String, query: [(String, String)] = [], body: Body?, timeout: TimeInterval = 30
+        _ method: String, _ path: String, query: [(String, String)] = [], body: Body?, timeout: TimeInterval = 30,
+        via: (any HTTPTransport)? = nil
     ) async throws -> Response {
-        let data = try await send(method, path, query: query, body: body, timeout: timeout)
+        let data = try await send(method, path, query: query, body: body, timeout: timeout, via: via)
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
@@ -225,7 +237,9 @@ public struct SwitchboardClient: Sendable {
     }
 
     @discardableResult
-    private func send<Body: Encodable>(_ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval) async throws -> Data {
+    private func send<Body: Encodable>(
+        _ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval, via: (any HTTPTransport)? = nil
+    ) async throws -> Data {
         var text = baseURL.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
         text += path
@@ -242,7 +256,7 @@ public struct SwitchboardClient: Sendable {
         }
         let data: Data, response: HTTPURLResponse
         do {
-            (data, response) = try await transport.send(request)
+            (data, response) = try await (via ?? transport).send(request)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
