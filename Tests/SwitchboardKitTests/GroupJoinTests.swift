@@ -60,3 +60,20 @@ struct GroupJoinTests {
         #expect(rig.backend.info(call.id)?.participants.contains { $0.userId == "me" && $0.leftAt == nil } == false)
     }
 }
+
+/// A refreshed token reaches the coordinator without losing its calls.
+@Suite("Coordinator session")
+struct CoordinatorSessionTests {
+    @Test func requestsAfterUseBackendGoToTheNewOne() async throws {
+        let rig = ScenarioRig(.ours)
+        let coordinator = try #require(rig.coordinator as? CallCoordinator)
+        let refreshed = InMemoryCallBackend()
+        coordinator.use(backend: refreshed)
+        let call = refreshed.ring()
+        rig.system.deliverVoIPPush(refreshed.push(for: call), to: coordinator)
+        await rig.run(seconds: 0.5)
+        #expect(refreshed.requests.contains("fetch"))
+        #expect(rig.backend.requests.isEmpty, "the old token is not used any more")
+        #expect(rig.system.call(rig.uuid(call))?.state == .ringing)
+    }
+}

@@ -18,7 +18,9 @@ import SwitchboardWire
 public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendable {
     public typealias Notice = CallLedger.Notice
 
-    let backend: any CallBackend
+    private let backendBox: Mutex<any CallBackend>
+    /// The server, as of the newest token (see `use(backend:)`).
+    var backend: any CallBackend { backendBox.withLock { $0 } }
     let callSystem: any CallSystem
     let makeMedia: @Sendable (String) -> any MediaSession
     let clock: any CallClock
@@ -50,7 +52,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         configuration: CallLedger.Configuration = CallLedger.Configuration(),
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
-        self.backend = backend
+        backendBox = Mutex(backend)
         self.callSystem = callSystem
         self.makeMedia = media
         self.clock = clock
@@ -111,6 +113,12 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     public func end(_ callID: String) { input { $0.endRequested(callID) } }
 
     public func setMuted(_ callID: String, _ muted: Bool) { input { $0.muteRequested(callID, muted: muted) } }
+
+    /// The same user's session got a new token (a refresh or a new login): requests from now on
+    /// use `backend`. A different user needs a new coordinator.
+    public func use(backend: any CallBackend) {
+        backendBox.withLock { $0 = backend }
+    }
 
     /// The coordinator's view of a call.
     public func call(_ callID: String) -> CallLedger.Entry? { state.withLock { $0.ledger.entries[callID] } }
