@@ -88,7 +88,7 @@ struct BugClassScenarioTests {
         let rig = ScenarioRig(implementation) { $0.maximumCallGroups = 1 }
         let first = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
-        rig.backend.fail("mediaToken")
+        rig.backend.fail("mediaToken", times: 2)  // the media service is down (an early ask and the retry)
         let accepted = rig.backend.change(first) { call in
             call.state = "active"
             call.invitations[0].state = "accepted"

@@ -372,6 +372,59 @@ struct CallLedgerTests {
 
 // MARK: - Fixtures
 
+/// The caller's early media token (weak networks): asked beside the re-read while ringing.
+@Suite("CallLedger: early media token for the caller")
+struct EarlyMediaTokenTests {
+    static func dialing() -> (CallLedger, CallInfo) {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.outgoing()
+        _ = ledger.callCreated(call, handle: "bob")
+        return (ledger, call)
+    }
+
+    static func answered(_ call: CallInfo) -> CallInfo {
+        var call = call
+        call.state = "active"
+        call.invitations[0].state = "accepted"
+        call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: Fixture.stamp, leftAt: nil))
+        return call
+    }
+
+    @Test func aChangeToARingingOutgoingCallAsksForATokenBesideTheReread() {
+        var (ledger, call) = Self.dialing()
+        #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .earlyMediaToken), .server(callID: call.id, .fetch)])
+        #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .fetch)], "one early ask at a time")
+        var incoming = CallLedger(userID: "me")
+        #expect(incoming.callChanged("other") == [.server(callID: "other", .fetch)])
+    }
+
+    @Test func anEarlyTokenJoinsAtOnceAndTheRereadAsksNothingMore() {
+        var (ledger, call) = Self.dialing()
+        _ = ledger.callChanged(call.id)
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: call.id, Fixture.token)])
+        #expect(ledger.entries[call.id]?.stage == .connecting)
+        #expect(ledger.callRead(Self.answered(call)).isEmpty)
+        #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.reportConnected(ledger.entries[call.id]!.uuid)))
+    }
+
+    @Test func anEarlyTokenThatCameTooSoonIsAskedForAgainOnceTheAnswerIsSeen() {
+        var (ledger, call) = Self.dialing()
+        _ = ledger.callChanged(call.id)
+        #expect(ledger.callRead(Self.answered(call)).isEmpty, "the early ask is still out")
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT"))
+            == [.server(callID: call.id, .mediaToken)])
+        #expect(ledger.serverAnswered(call.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: call.id, Fixture.token)])
+    }
+
+    @Test func anEarlyTokenRefusedWhileStillRingingChangesNothing() {
+        var (ledger, call) = Self.dialing()
+        _ = ledger.callChanged(call.id)
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT")).isEmpty)
+        #expect(ledger.entries[call.id]?.stage == .dialing)
+        #expect(ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)), "the next change may ask again")
+    }
+}
+
 private enum Fixture {
     static let stamp = "2026-11-30T00:00:00.000Z"
     static let token = MediaToken(url: "wss://media.test", token: "token", expiresAt: stamp)

@@ -10,6 +10,7 @@ final class InMemoryCallBackend: CallBackend {
     struct Failure: Sendable {
         let status: Int
         let code: String
+        var times: Int
     }
 
     private struct State {
@@ -30,9 +31,9 @@ final class InMemoryCallBackend: CallBackend {
     var requests: [String] { state.withLock { $0.requests } }
     func info(_ callID: String) -> CallInfo? { state.withLock { $0.calls[callID] } }
 
-    /// The next request of this kind (`accept`, `mediaToken`, `create`…) fails.
-    func fail(_ operation: String, status: Int = 503, code: String = "CALL_MEDIA_UNAVAILABLE") {
-        state.withLock { $0.failures[operation] = Failure(status: status, code: code) }
+    /// The next `times` requests of this kind (`accept`, `mediaToken`, `create`…) fail.
+    func fail(_ operation: String, status: Int = 503, code: String = "CALL_MEDIA_UNAVAILABLE", times: Int = 1) {
+        state.withLock { $0.failures[operation] = Failure(status: status, code: code, times: times) }
     }
 
     /// Requests of this kind wait until `release` (a slow network).
@@ -168,7 +169,13 @@ final class InMemoryCallBackend: CallBackend {
     private func gate(_ operation: String) async throws {
         state.withLock { $0.requests.append(operation) }
         while state.withLock({ $0.hold.contains(operation) }) { try await Task.sleep(nanoseconds: 1_000_000) }
-        if let failure = state.withLock({ $0.failures.removeValue(forKey: operation) }) {
+        let failure = state.withLock { state -> Failure? in
+            guard var failure = state.failures[operation] else { return nil }
+            failure.times -= 1
+            state.failures[operation] = failure.times > 0 ? failure : nil
+            return failure
+        }
+        if let failure {
             throw SwitchboardAPIError(status: failure.status, code: failure.code, message: "injected", field: nil)
         }
     }

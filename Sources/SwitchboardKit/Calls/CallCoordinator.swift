@@ -86,7 +86,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         var seen = Set<String>()
         for event in events where event.kind == EventKind.callChanged {
             guard let callID = event.callId, seen.insert(callID).inserted else { continue }
-            await request(callID, .fetch)
+            let effects = state.withLock { $0.ledger.callChanged(callID) }
+            // The re-read is awaited (the feed advances after it); anything else runs beside it.
+            perform(effects.filter { $0 != .server(callID: callID, .fetch) })
+            if effects.contains(.server(callID: callID, .fetch)) { await request(callID, .fetch) }
         }
     }
 
@@ -249,7 +252,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             case .decline: result = .call(try await backend.perform("decline", onCall: callID))
             case .leave: result = .call(try await backend.perform("leave", onCall: callID))
             case .cancel: result = .call(try await backend.perform("cancel", onCall: callID))
-            case .mediaToken: result = .mediaToken(try await backend.mediaToken(forCall: callID))
+            case .mediaToken, .earlyMediaToken: result = .mediaToken(try await backend.mediaToken(forCall: callID))
             }
         } catch let error as SwitchboardAPIError {
             result = .failure(status: error.status, code: error.code)

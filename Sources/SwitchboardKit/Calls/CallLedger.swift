@@ -48,6 +48,9 @@ public struct CallLedger: Sendable {
     /// A request to the server.
     public enum ServerRequest: Sendable, Equatable {
         case fetch, accept, decline, leave, cancel, mediaToken
+        /// A media token asked for on a `call_changed` while our outgoing call rings, beside the
+        /// re-read: when the change was the answer, it saves a round trip (weak networks).
+        case earlyMediaToken
     }
 
     /// What a server request came back with.
@@ -119,6 +122,7 @@ public struct CallLedger: Sendable {
         var connectedReported = false
         var userMuted = false
         var held = false
+        var earlyTokenInFlight = false
     }
 
     public let configuration: Configuration
@@ -178,6 +182,17 @@ public struct CallLedger: Sendable {
         return beginIncoming(callID: push.callID, update: push.update, origin: .push)
     }
 
+    /// A `call_changed` event named this call: re-read it (and, while our outgoing call rings,
+    /// ask for a media token beside the re-read).
+    public mutating func callChanged(_ callID: String) -> [Effect] {
+        guard var entry = entries[callID], entry.direction == .outgoing, entry.stage == .dialing, !entry.earlyTokenInFlight else {
+            return [.server(callID: callID, .fetch)]
+        }
+        entry.earlyTokenInFlight = true
+        entries[callID] = entry
+        return [.server(callID: callID, .earlyMediaToken), .server(callID: callID, .fetch)]
+    }
+
     /// A server read of a call (after a `call_changed` event, a push or a request).
     public mutating func callRead(_ call: CallInfo) -> [Effect] {
         guard var entry = entries[call.id] else {
@@ -203,7 +218,8 @@ public struct CallLedger: Sendable {
                 entry.stage = .connecting
                 entry.mediaRequested = true
                 entries[call.id] = entry
-                return [.server(callID: call.id, .mediaToken)]
+                // An early token on its way decides: it joins, or on failure asks again.
+                return entry.earlyTokenInFlight ? [] : [.server(callID: call.id, .mediaToken)]
             }
         }
         return []
@@ -425,6 +441,25 @@ public struct CallLedger: Sendable {
             return []
         }
         switch (request, result) {
+        case (.earlyMediaToken, .mediaToken(let token)):
+            // Only a participant of an active call gets one: the callee answered.
+            guard var entry = entries[callID] else { return [] }
+            entry.earlyTokenInFlight = false
+            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting, !entry.mediaJoined else {
+                entries[callID] = entry
+                return []
+            }
+            entry.stage = .connecting
+            entry.serverActive = true
+            entry.mediaRequested = true
+            entries[callID] = entry
+            return [.joinMedia(callID: callID, token)]
+        case (.earlyMediaToken, .failure):
+            // Too early (still ringing when it arrived). If the re-read has since seen the answer,
+            // ask properly now.
+            entries[callID]?.earlyTokenInFlight = false
+            guard entry.stage == .connecting, !entry.mediaJoined else { return [] }
+            return [.server(callID: callID, .mediaToken)]
         case (.mediaToken, .mediaToken(let token)):
             guard entry.stage == .answering || entry.stage == .connecting else { return [] }
             return [.joinMedia(callID: callID, token)]
