@@ -64,3 +64,30 @@ public final class ManualClock: CallClock {
     /// Timers not yet due.
     public var pendingTimers: Int { state.withLock { $0.timers.count } }
 }
+
+extension SimulatedCallSystem {
+    /// Lets delegate callbacks and the in-memory work they start run until nothing moves (five
+    /// quiet passes in a row): for tests on a manual clock, where nothing waits on time.
+    public func settle() async {
+        var quiet = 0
+        while quiet < 5 {
+            await drain()
+            try? await Task.sleep(nanoseconds: 1_000_000)
+            quiet = pendingCallbacks == 0 ? quiet + 1 : 0
+        }
+    }
+}
+
+extension ManualClock {
+    /// Moves time forward `seconds` in steps of `step`, letting `system` settle before and after
+    /// each step, so timers and the work they start interleave as they would in real time.
+    public func run(seconds: Double, step: Double = 0.1, settling system: SimulatedCallSystem) async {
+        await system.settle()
+        var left = seconds
+        while left > 1e-9 {
+            advance(by: min(step, left))
+            left -= step
+            await system.settle()
+        }
+    }
+}

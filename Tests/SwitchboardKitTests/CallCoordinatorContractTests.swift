@@ -259,25 +259,10 @@ private final class ContractRig: Sendable {
     deinit { coordinator.shutdown() }
 
     /// Lets callbacks and in-memory requests run until nothing moves.
-    func settle() async {
-        var quiet = 0
-        while quiet < 5 {
-            await system.drain()
-            try? await Task.sleep(nanoseconds: 1_000_000)
-            quiet = system.pendingCallbacks == 0 ? quiet + 1 : 0
-        }
-    }
+    func settle() async { await system.settle() }
 
     /// Runs the clock forward in steps, settling between them.
-    func run(seconds: Double, step: Double = 0.1) async {
-        await settle()
-        var left = seconds
-        while left > 1e-9 {
-            clock.advance(by: min(step, left))
-            left -= step
-            await settle()
-        }
-    }
+    func run(seconds: Double, step: Double = 0.1) async { await clock.run(seconds: seconds, step: step, settling: system) }
 
     @discardableResult
     func push(_ call: CallInfo, mustReport: Bool = true) -> Bool {

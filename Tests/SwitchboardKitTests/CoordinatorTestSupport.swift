@@ -243,25 +243,10 @@ final class ScenarioRig: Sendable {
     }
 
     /// Lets callbacks and requests run until nothing moves (they are all in memory).
-    func settle() async {
-        var quiet = 0
-        while quiet < 5 {
-            await system.drain()
-            try? await Task.sleep(nanoseconds: 1_000_000)
-            quiet = system.pendingCallbacks == 0 ? quiet + 1 : 0
-        }
-    }
+    func settle() async { await system.settle() }
 
     /// Runs time forward in small steps, settling between them.
-    func run(seconds: Double, step: Double = 0.1) async {
-        await settle()
-        var left = seconds
-        while left > 1e-9 {
-            clock.advance(by: min(step, left))
-            left -= step
-            await settle()
-        }
-    }
+    func run(seconds: Double, step: Double = 0.1) async { await clock.run(seconds: seconds, step: step, settling: system) }
 
     /// A push as PushKit delivers it.
     @discardableResult
