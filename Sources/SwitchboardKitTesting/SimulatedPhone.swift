@@ -249,13 +249,15 @@ public final class SimulatedPhone: Sendable {
     }
 
     private func killedBySystem() {
-        let coordinator = state.withLock { state in
+        let (coordinator, feed) = state.withLock { state in
             defer {
                 state.appState = .killed
                 state.coordinator = nil
+                state.feed = nil
             }
-            return state.coordinator
+            return (state.coordinator, state.feed)
         }
+        feed?.cancel()
         coordinator?.shutdown()
         note("killed by iOS")
     }

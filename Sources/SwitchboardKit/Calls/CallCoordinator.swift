@@ -155,7 +155,11 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     // MARK: CallSystemDelegate
 
-    public func callSystemDidReset() { input { $0.callSystemReset() } }
+    public func callSystemDidReset() {
+        // Actions handed over before a reset are void: CallKit wants none of them completed.
+        state.withLock { $0.actions.removeAll() }
+        input { $0.callSystemReset() }
+    }
 
     public func callSystem(perform action: CallSystemAction) {
         state.withLock { $0.actions[action.id] = action }

@@ -61,7 +61,7 @@ public struct CallLedger: Sendable {
         case failure(status: Int, code: String)
     }
 
-    public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout }
+    public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout, withdrawalRetry }
 
     /// What the app hears about (its UI and logs).
     public enum Notice: Sendable, Equatable {
@@ -114,7 +114,13 @@ public struct CallLedger: Sendable {
         var pendingAction: UUID?
         /// This device accepted / declined (so the server's "accepted" is not "elsewhere").
         var acceptedHere = false
+        /// The server answered our accept: we are a participant there.
+        var acceptConfirmed = false
         var declinedHere = false
+        /// A decline, leave or cancel the server has not confirmed yet (retried after transient
+        /// failures), and how often it was sent.
+        var withdrawal: ServerRequest?
+        var withdrawalAttempts = 0
         var serverActive = false
         var mediaRequested = false
         var mediaJoined = false
@@ -205,7 +211,10 @@ public struct CallLedger: Sendable {
         }
         guard entry.stage != .ended else {
             // We left, but the server still has us in the call (an accept that landed late).
-            if entry.acceptedHere, call.state == "active", Self.isPresent(userID, in: call) { return [.server(callID: call.id, .leave)] }
+            // (Or our cancel lost the race with the callee's answer.)
+            if entry.acceptedHere || entry.direction == .outgoing, call.state == "active", Self.isPresent(userID, in: call) {
+                return withdraw(call.id, .leave)
+            }
             return []
         }
         if let reason = Self.endReason(of: call, for: userID, entry: entry) {
@@ -333,7 +342,11 @@ public struct CallLedger: Sendable {
             if entry.stage == .ended { return [] }
             return finish(callID, .failed, server: entry.serverActive ? .leave : .cancel)
         case .end:
-            guard error != nil else { return [] }
+            guard let error else { return [] }
+            guard error == .transaction(.unknownCallUUID) else {
+                // Refused for another reason: the call still shows; report its end ourselves.
+                return endedLocally(callID, alsoInSystem: true)
+            }
             // The call system does not know the call (any more): end it here and on the server.
             if entry.system == .live {
                 entry.system = .ended
@@ -398,7 +411,7 @@ public struct CallLedger: Sendable {
         guard let callID = entries.values.first(where: { $0.pendingAction == id })?.callID, var entry = entries[callID] else { return [] }
         entry.pendingAction = nil
         entries[callID] = entry
-        return finish(callID, .failed, server: entry.direction == .incoming ? .leave : .cancel)
+        return finish(callID, .failed, server: withdrawal(for: callID))
     }
 
     /// `providerDidReset`: the call system dropped every call.
@@ -467,6 +480,7 @@ public struct CallLedger: Sendable {
             guard entry.stage == .answering || entry.stage == .connecting else { return [] }
             return failCall(callID)
         case (.accept, .call(let call)):
+            entries[callID]?.acceptConfirmed = true
             var effects = callRead(call)
             if entries[callID]?.stage == .answering, !(entries[callID]?.mediaRequested ?? true) {
                 entries[callID]?.mediaRequested = true
@@ -476,6 +490,23 @@ public struct CallLedger: Sendable {
         case (.accept, .failure):
             guard entry.stage == .answering else { return [] }
             return failCall(callID)
+        case (.decline, .failure(let status, _)), (.leave, .failure(let status, _)), (.cancel, .failure(let status, _)):
+            guard entry.withdrawal == request else { return [] }
+            if status == 0 || status == 429 || status >= 500 {
+                guard entry.withdrawalAttempts < Self.withdrawalRetries else {
+                    entries[callID]?.withdrawal = nil
+                    return []
+                }
+                let delay = min(pow(2, Double(entry.withdrawalAttempts - 1)), 8)
+                return [.schedule(callID: callID, .withdrawalRetry, afterSeconds: delay)]
+            }
+            // Refused (409: the call moved on, e.g. answered as we cancelled): re-read it; a
+            // read of an ended entry leaves if we are still in the call.
+            entries[callID]?.withdrawal = nil
+            return status == 404 ? [] : [.server(callID: callID, .fetch)]
+        case (.decline, .call(let call)), (.leave, .call(let call)), (.cancel, .call(let call)):
+            if entry.withdrawal == request { entries[callID]?.withdrawal = nil }
+            return callRead(call)
         case (.fetch, .failure(let status, _)):
             // The server no longer shows us the call: it cannot go on.
             guard status == 404, entry.stage != .ended else { return [] }
@@ -507,6 +538,8 @@ public struct CallLedger: Sendable {
         }
         entry.stage = .active
         entries[callID] = entry
+        // A mute (or hold) chosen before the engine existed applies now.
+        if entry.userMuted || entry.held { effects.append(.setMuted(callID: callID, true)) }
         effects.append(.notify(.connected(callID: callID)))
         return effects + startAudioIfReady()
     }
@@ -521,6 +554,10 @@ public struct CallLedger: Sendable {
         case .dialTimeout:
             guard entry.direction == .outgoing, entry.stage == .dialing else { return [] }
             return finish(callID, .unanswered, server: .cancel)
+        case .withdrawalRetry:
+            guard let request = entry.withdrawal else { return [] }
+            entries[callID]?.withdrawalAttempts += 1
+            return [.server(callID: callID, request)]
         }
     }
 
@@ -529,17 +566,8 @@ public struct CallLedger: Sendable {
     /// The user ended the call here (or the call system dropped it): tell the server what that
     /// means at this stage.
     private mutating func endedLocally(_ callID: String, alsoInSystem: Bool = false) -> [Effect] {
-        guard var entry = entries[callID], entry.stage != .ended else { return [] }
-        let server: ServerRequest
-        switch entry.stage {
-        case .ringing:
-            server = .decline
-            entry.declinedHere = true
-        case .dialing: server = entry.serverActive ? .leave : .cancel
-        default: server = .leave
-        }
-        entries[callID] = entry
-        return finish(callID, .remoteEnded, server: server, local: true, endInSystem: alsoInSystem)
+        guard let entry = entries[callID], entry.stage != .ended else { return [] }
+        return finish(callID, .remoteEnded, server: withdrawal(for: callID), local: true, endInSystem: alsoInSystem)
     }
 
     private mutating func beginIncoming(callID: String, update: CallUpdate, origin: Origin) -> [Effect] {
@@ -559,16 +587,36 @@ public struct CallLedger: Sendable {
         return .reportIncoming(uuid, update, report: nextReport)
     }
 
+    /// What tells the server we are out: a callee whose accept the server has not confirmed
+    /// declines (a failed accept left the invitation ringing; an accept that landed after all is
+    /// left when a re-read shows it), a caller cancels until the call is answered, everyone else
+    /// leaves.
+    private mutating func withdrawal(for callID: String) -> ServerRequest {
+        guard let entry = entries[callID] else { return .leave }
+        switch entry.direction {
+        case .outgoing: return entry.serverActive ? .leave : .cancel
+        case .incoming:
+            if entry.acceptConfirmed { return .leave }
+            entries[callID]?.declinedHere = true
+            return .decline
+        }
+    }
+
+    /// Sends a withdrawal and remembers it until the server confirms it.
+    private mutating func withdraw(_ callID: String, _ request: ServerRequest) -> [Effect] {
+        entries[callID]?.withdrawal = request
+        entries[callID]?.withdrawalAttempts = 1
+        return [.server(callID: callID, request)]
+    }
+
+    /// Retries for a withdrawal the server could not take (503, 429, no answer), with backoff.
+    static let withdrawalRetries = 5
+
     /// A local failure (answer or media): the action fails, the call ends as failed, the server
     /// is told, so nothing is left behind (the zombie of rule 4).
     private mutating func failCall(_ callID: String) -> [Effect] {
-        guard let entry = entries[callID] else { return [] }
-        let server: ServerRequest = switch (entry.direction, entry.serverActive || entry.acceptedHere) {
-        case (.outgoing, false): .cancel
-        case (.incoming, false): .decline
-        default: .leave
-        }
-        return finish(callID, .failed, server: server)
+        guard entries[callID] != nil else { return [] }
+        return finish(callID, .failed, server: withdrawal(for: callID))
     }
 
     /// Ends a call everywhere, once: the pending action fails, the call system hears the reason
@@ -595,7 +643,7 @@ public struct CallLedger: Sendable {
             effects += [.stopAudio(callID: callID), .notify(.audioStopped(callID: callID))]
         }
         if entry.mediaRequested || entry.mediaJoined { effects.append(.leaveMedia(callID: callID)) }
-        if let server { effects.append(.server(callID: callID, server)) }
+        if let server { effects += withdraw(callID, server) }
         effects.append(.notify(.ended(callID: callID, reason: local ? nil : reason, refusal: refusal)))
         return effects
     }

@@ -1,0 +1,124 @@
+import Foundation
+import Synchronization
+import Testing
+import SwitchboardKit
+import SwitchboardKitTesting
+import SwitchboardWire
+
+/// Found in review: the server left in a wrong state after races and failures, a mute lost
+/// before media joined, an end the call system refused, a manual clock that ignored cancellation.
+@Suite("Coordinator: races and failures found in review")
+struct ReviewFindingsTests {
+    private func ours(_ rig: ScenarioRig) -> CallCoordinator { rig.coordinator as! CallCoordinator }
+
+    /// Waits (real time) until the in-memory backend has seen a request.
+    private func waitForRequest(_ rig: ScenarioRig, _ name: String) async {
+        for _ in 0..<2000 where !rig.backend.requests.contains(name) { try? await Task.sleep(nanoseconds: 1_000_000) }
+    }
+
+    @Test
+    func hangUpRacingTheAnswerLeavesTheCallerInTheServerCall() async throws {
+        let rig = ScenarioRig(.ours)
+        let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
+        await rig.run(seconds: 1)
+        rig.backend.hold("cancel")
+        ours(rig).end(id)  // the user hangs up while it rings
+        await rig.settle()
+        await waitForRequest(rig, "cancel")
+        // Bob's accept lands first on the server.
+        let accepted = rig.backend.change(id) { call in
+            call.state = "active"
+            call.invitations[0].state = "accepted"
+            call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: call.createdAt, leftAt: nil))
+        }
+        rig.backend.release("cancel")  // → 409 CALL_NOT_RINGING
+        await ours(rig).settle()
+        await rig.events(accepted)
+        await rig.run(seconds: 2)
+        #expect(rig.system.liveCalls.isEmpty)
+        let server = try #require(rig.backend.info(id))
+        #expect(!CallLedger.isStillParticipant("me", in: server), "me still a participant: \(server.state) \(rig.backend.requests)")
+    }
+
+    @Test
+    func aFailedAcceptLeavesTheCallerRinging() async throws {
+        let rig = ScenarioRig(.ours)
+        let call = rig.backend.ring()
+        rig.push(call)
+        await rig.run(seconds: 1)
+        rig.backend.fail("accept", status: 503, code: "CALL_MEDIA_UNAVAILABLE")
+        try rig.system.userAnswers(rig.uuid(call))
+        await rig.run(seconds: 2)
+        #expect(rig.system.liveCalls.isEmpty, "ended in the call system as failed")
+        #expect(rig.backend.info(call.id)?.invitations.first?.state != "ringing", "\(rig.backend.requests)")
+    }
+
+    @Test
+    func aFailedLeaveIsNotRetried() async throws {
+        let rig = ScenarioRig(.ours)
+        let call = rig.backend.ring()
+        rig.push(call)
+        await rig.run(seconds: 1)
+        try rig.system.userAnswers(rig.uuid(call))
+        await rig.run(seconds: 2)
+        try #require(rig.backend.info(call.id)?.state == "active")
+        rig.backend.fail("leave", status: 503, code: "CALL_MEDIA_UNAVAILABLE")
+        try rig.system.userEnds(rig.uuid(call))
+        await rig.run(seconds: 10)
+        #expect(rig.backend.info(call.id)?.state == "ended", "\(rig.backend.requests)")
+    }
+
+    @Test
+    func muteBeforeMediaJoinedIsLost() async throws {
+        let rig = ScenarioRig(.ours)
+        let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
+        await rig.run(seconds: 1)
+        try rig.system.userMutes(CallIdentity.uuid(forCallID: id), true)
+        await rig.run(seconds: 0.5)
+        #expect(rig.system.call(CallIdentity.uuid(forCallID: id))?.muted == true)
+        await rig.events(rig.backend.change(id) { call in
+            call.state = "active"
+            call.invitations[0].state = "accepted"
+            call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: call.createdAt, leftAt: nil))
+        })
+        await rig.run(seconds: 2)
+        let session = try #require(rig.media.session(id))
+        try #require(session.status.audioFlowing)
+        #expect(session.status.muted, "CallKit shows muted, the microphone is open")
+    }
+
+    @Test
+    func aRefusedEndTransactionLeavesAZombie() {
+        var ledger = CallLedger(userID: "me")
+        let push = IncomingCallPush(callID: "call-1", scopeKind: "conversation", scopeID: "conv-alice", mode: "audio", callerName: "alice")
+        let uuid = CallIdentity.uuid(forCallID: "call-1")
+        _ = ledger.pushReceived(push, mustReport: true, placeholder: UUID())
+        _ = ledger.reportCompleted(uuid, error: nil)
+        let request = CallActionRequest(callUUID: uuid, kind: .end)
+        #expect(ledger.endRequested("call-1") == [.requestTransaction(request)])
+        let effects = ledger.transactionCompleted(request, error: .transaction(.unknown))
+        #expect(effects.contains(.reportEnded(uuid, .failed)) || effects.contains(.reportEnded(uuid, .remoteEnded)), "\(effects)")
+    }
+
+    @Test
+    func manualClockSleepHonoursCancellation() async {
+        let clock = ManualClock()
+        let done = Mutex(false)
+        let task = Task {
+            try? await clock.sleep(seconds: 60)
+            done.withLock { $0 = true }
+        }
+        try? await Task.sleep(nanoseconds: 20_000_000)
+        task.cancel()
+        try? await Task.sleep(nanoseconds: 100_000_000)
+        #expect(done.withLock { $0 }, "still suspended after cancel")
+        clock.advance(by: 60)
+        await task.value
+    }
+}
+
+extension CallLedger {
+    static func isStillParticipant(_ userID: String, in call: CallInfo) -> Bool {
+        call.participants.contains { $0.userId == userID && $0.leftAt == nil }
+    }
+}
