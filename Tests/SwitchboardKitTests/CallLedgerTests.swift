@@ -372,6 +372,58 @@ struct CallLedgerTests {
 
 // MARK: - Fixtures
 
+/// Telling the server we are out survives transient failures, and gives up in the end.
+@Suite("CallLedger: withdrawals (decline, leave, cancel)")
+struct WithdrawalTests {
+    @Test func aLeaveTheServerCouldNotTakeIsRetriedWithBackoffThenGivenUp() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.ringing()
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        _ = ledger.reportCompleted(Fixture.uuid(call), error: nil)
+        _ = ledger.actionPerformed(id: UUID(), CallActionRequest(callUUID: Fixture.uuid(call), kind: .answer))
+        _ = ledger.serverAnswered(call.id, .accept, .call(Fixture.accepted(call)))
+        _ = ledger.serverAnswered(call.id, .mediaToken, .mediaToken(Fixture.token))
+        _ = ledger.mediaJoined(call.id, succeeded: true)
+        let ended = ledger.actionPerformed(id: UUID(), CallActionRequest(callUUID: Fixture.uuid(call), kind: .end))
+        #expect(ended.contains(.server(callID: call.id, .leave)), "an accepted call is left")
+        var delays: [Double] = []
+        for _ in 0..<10 {
+            let effects = ledger.serverAnswered(call.id, .leave, .failure(status: 503, code: "CALL_MEDIA_UNAVAILABLE"))
+            guard case .schedule(_, .withdrawalRetry, let delay)? = effects.first else { break }
+            delays.append(delay)
+            #expect(ledger.timerFired(call.id, .withdrawalRetry) == [.server(callID: call.id, .leave)])
+        }
+        #expect(delays == [1, 2, 4, 8], "backoff 1, 2, 4, 8 s, then five attempts in all")
+        #expect(ledger.timerFired(call.id, .withdrawalRetry).isEmpty)
+    }
+
+    @Test func aWithdrawalRefusedWith409RereadsTheCall() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.outgoing()
+        _ = ledger.callCreated(call, handle: "bob")
+        _ = ledger.transactionCompleted(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .start(handle: "bob", hasVideo: false)), error: nil)
+        #expect(ledger.endRequested(call.id) == [.requestTransaction(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end))])
+        let ended = ledger.transactionCompleted(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end), error: .transaction(.unknownCallUUID))
+        #expect(ended.contains(.server(callID: call.id, .cancel)))
+        #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 409, code: "CALL_NOT_RINGING")) == [.server(callID: call.id, .fetch)])
+        var answered = call
+        answered.state = "active"
+        answered.invitations[0].state = "accepted"
+        #expect(ledger.serverAnswered(call.id, .fetch, .call(answered)) == [.server(callID: call.id, .leave)], "still in the call: leave")
+    }
+
+    @Test func aCalleeWhoseAcceptFailedDeclinesSoTheCallerStopsRinging() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.ringing()
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        _ = ledger.reportCompleted(Fixture.uuid(call), error: nil)
+        _ = ledger.actionPerformed(id: UUID(), CallActionRequest(callUUID: Fixture.uuid(call), kind: .answer))
+        let failed = ledger.serverAnswered(call.id, .accept, .failure(status: 503, code: "CALL_MEDIA_UNAVAILABLE"))
+        #expect(failed.contains(.server(callID: call.id, .decline)))
+        #expect(failed.contains(.reportEnded(Fixture.uuid(call), .failed)))
+    }
+}
+
 /// The caller's early media token (weak networks): asked beside the re-read while ringing.
 @Suite("CallLedger: early media token for the caller")
 struct EarlyMediaTokenTests {
