@@ -372,6 +372,36 @@ struct CallLedgerTests {
 
 // MARK: - Fixtures
 
+/// A stale push racing the end it should follow.
+@Suite("CallLedger: a stale push while the end is on its way")
+struct StaleReportRaceTests {
+    @Test func aStalePushAnsweredAlreadyExistsDoesNotEndTheCallTwice() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.ringing()
+        let uuid = Fixture.uuid(call)
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        _ = ledger.reportCompleted(uuid, error: nil)
+        #expect(ledger.callRead(Fixture.ended(call, reason: "cancelled")).contains(.reportEnded(uuid, .remoteEnded)))
+        // The push comes again before the call system processed that end.
+        #expect(ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID()).count == 1)
+        #expect(ledger.reportCompleted(uuid, error: .incomingCall(.callUUIDAlreadyExists)).isEmpty, "no second end")
+        // Once the call system has let it go, a later stale push is reported and ended again.
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        #expect(ledger.reportCompleted(uuid, error: nil) == [.reportEnded(uuid, .remoteEnded)])
+    }
+
+    @Test func aDuplicatePushWhileTheFirstReportIsPendingKeepsTheQueuedEnd() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.ringing()
+        let uuid = Fixture.uuid(call)
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        _ = ledger.callRead(Fixture.ended(call, reason: "cancelled"))  // ends while the report is pending
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        #expect(ledger.reportCompleted(uuid, error: .incomingCall(.callUUIDAlreadyExists)) == [.reportEnded(uuid, .remoteEnded)])
+        #expect(ledger.reportCompleted(uuid, error: nil).isEmpty)
+    }
+}
+
 /// Telling the server we are out survives transient failures, and gives up in the end.
 @Suite("CallLedger: withdrawals (decline, leave, cancel)")
 struct WithdrawalTests {

@@ -129,6 +129,8 @@ public struct CallLedger: Sendable {
         var userMuted = false
         var held = false
         var earlyTokenInFlight = false
+        /// A stale push re-reported this ended call (to end it again at once).
+        var staleReport = false
     }
 
     public let configuration: Configuration
@@ -179,6 +181,7 @@ public struct CallLedger: Sendable {
                 var entry = known
                 entry.system = .reporting
                 entry.queuedEnd = known.endReason ?? .failed
+                entry.staleReport = true
                 entries[push.callID] = entry
             } else if known.stage == .ended, known.system == .live {
                 effects.append(contentsOf: endInSystem(push.callID, known.endReason ?? .failed))
@@ -248,6 +251,15 @@ public struct CallLedger: Sendable {
             // No call shows, but the server still rings us: decline there (no ghost call).
             return finish(callID, .failed, server: .decline, refusal: refusal)
         }
+        if entry.staleReport, error != nil {
+            // The call system still shows it: the end we already sent is on its way.
+            entry.staleReport = false
+            entry.system = .ended
+            entry.queuedEnd = nil
+            entries[callID] = entry
+            return []
+        }
+        entry.staleReport = false
         entry.system = .live
         entries[callID] = entry
         if let queued = entry.queuedEnd { return endInSystem(callID, queued) }
