@@ -372,6 +372,29 @@ struct CallLedgerTests {
 
 // MARK: - Fixtures
 
+/// CallKit timing out an answer we had just fulfilled.
+@Suite("CallLedger: a timeout crossing our fulfilment")
+struct CrossedTimeoutTests {
+    @Test func anAnswerFulfilledAsCallKitTimedItOutEndsTheCallEverywhere() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.ringing()
+        let uuid = Fixture.uuid(call)
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        _ = ledger.reportCompleted(uuid, error: nil)
+        let answer = UUID(), request = CallActionRequest(callUUID: uuid, kind: .answer)
+        _ = ledger.actionPerformed(id: answer, request)
+        _ = ledger.serverAnswered(call.id, .accept, .call(Fixture.accepted(call)))
+        _ = ledger.serverAnswered(call.id, .mediaToken, .mediaToken(Fixture.token))
+        #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.fulfil(answer)))
+        let effects = ledger.actionTimedOut(id: answer, request: request)
+        #expect(effects.contains(.server(callID: call.id, .leave)) && effects.contains(.leaveMedia(callID: call.id)))
+        #expect(!effects.contains { if case .reportEnded = $0 { true } else { false } }, "the call system already ended it")
+        #expect(ledger.entries[call.id]?.stage == .ended)
+        let muted = CallActionRequest(callUUID: uuid, kind: .setMuted(true))
+        #expect(ledger.actionTimedOut(id: UUID(), request: muted).isEmpty)
+    }
+}
+
 /// A stale push racing the end it should follow.
 @Suite("CallLedger: a stale push while the end is on its way")
 struct StaleReportRaceTests {

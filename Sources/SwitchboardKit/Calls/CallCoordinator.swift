@@ -168,7 +168,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     public func callSystem(timedOutPerforming action: CallSystemAction) {
         state.withLock { _ = $0.actions.removeValue(forKey: action.id) }
-        input { $0.actionTimedOut(id: action.id) }
+        input { $0.actionTimedOut(id: action.id, request: CallActionRequest(callUUID: action.callUUID, kind: action.kind)) }
     }
 
     public func callSystemDidActivateAudioSession() { input { $0.audioSessionActivated() } }

@@ -419,11 +419,21 @@ public struct CallLedger: Sendable {
     }
 
     /// `provider(_:timedOutPerforming:)`: the call system gave up on the action.
-    public mutating func actionTimedOut(id: UUID) -> [Effect] {
-        guard let callID = entries.values.first(where: { $0.pendingAction == id })?.callID, var entry = entries[callID] else { return [] }
-        entry.pendingAction = nil
+    /// `request` names the action's call and kind, for a timeout that crossed our own completion.
+    public mutating func actionTimedOut(id: UUID, request: CallActionRequest? = nil) -> [Effect] {
+        if let callID = entries.values.first(where: { $0.pendingAction == id })?.callID, var entry = entries[callID] {
+            entry.pendingAction = nil
+            entries[callID] = entry
+            return finish(callID, .failed, server: withdrawal(for: callID))
+        }
+        // We fulfilled it in the same instant CallKit gave up on it: the call system ended the
+        // call, so end it here and on the server too.
+        guard let request, request.kind == .answer || { if case .start = request.kind { true } else { false } }(),
+              let callID = byUUID[request.callUUID], var entry = entries[callID], entry.stage != .ended
+        else { return [] }
+        entry.system = .ended
         entries[callID] = entry
-        return finish(callID, .failed, server: withdrawal(for: callID))
+        return finish(callID, .failed, server: withdrawal(for: callID), local: true)
     }
 
     /// `providerDidReset`: the call system dropped every call.
