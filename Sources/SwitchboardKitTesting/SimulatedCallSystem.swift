@@ -173,6 +173,31 @@ public final class SimulatedCallSystem: CallSystem {
 
     public func configure(_ change: (inout Configuration) -> Void) { state.withLock { change(&$0.configuration) } }
 
+    /// The contract was broken (or, when asked, calls were left showing).
+    public struct ContractError: Error, Equatable, CustomStringConvertible {
+        public let violations: [CallSystemViolation]
+        /// Calls still showing when none should be (zombies block the next call: error 7).
+        public let callsLeft: [UUID]
+
+        public init(violations: [CallSystemViolation], callsLeft: [UUID]) {
+            self.violations = violations
+            self.callsLeft = callsLeft
+        }
+
+        public var description: String {
+            (violations.map(\.description) + callsLeft.map { "call \($0) still shows" }).joined(separator: "; ")
+        }
+    }
+
+    /// Throws when any rule was broken, and with `expectingNoCalls` when calls still show: one
+    /// line for a test in XCTest (`XCTAssertNoThrow(try system.checkContract())`) or Swift
+    /// Testing (`#expect(throws: Never.self) { try system.checkContract() }`).
+    public func checkContract(expectingNoCalls: Bool = false) throws(ContractError) {
+        let violations = self.violations
+        let left = expectingNoCalls ? liveCalls.map(\.uuid) : []
+        if !violations.isEmpty || !left.isEmpty { throw ContractError(violations: violations, callsLeft: left) }
+    }
+
     /// Waits until every queued delegate callback was delivered.
     public func drain() async {
         while pendingCallbacks > 0 {
