@@ -53,7 +53,8 @@ public struct ServerTrustPolicy: Sendable, Equatable {
 import Security
 
 /// A transport whose `URLSession` applies a `ServerTrustPolicy` (Apple platforms, where
-/// `URLSessionDelegate` sees the server's trust).
+/// `URLSessionDelegate` sees the server's trust). The session holds the transport as its
+/// delegate until `invalidate()`: make one per app, or invalidate the one you replace.
 public final class PinnedCertificateTransport: NSObject, HTTPTransport, URLSessionDelegate, @unchecked Sendable {
     // @unchecked Sendable: `policy` is immutable; `session` is set once in init and URLSession is thread-safe.
     private let policy: ServerTrustPolicy
@@ -63,6 +64,11 @@ public final class PinnedCertificateTransport: NSObject, HTTPTransport, URLSessi
         self.policy = policy
         super.init()
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+    }
+
+    /// Lets requests in flight finish, then releases the session (and with it this transport).
+    public func invalidate() {
+        session.finishTasksAndInvalidate()
     }
 
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
