@@ -45,6 +45,10 @@ public final class CallKitCallSystem: CallSystem, @unchecked Sendable {
     /// Whether a `CallKitCallSystem` (and so a `CXProvider`) is alive in this process.
     private static let providerPlaceTaken = Mutex(false)
 
+    /// Whether a `CallKitCallSystem` is alive in this process now (creating another one stops
+    /// the process).
+    public static var providerExists: Bool { providerPlaceTaken.withLock { $0 } }
+
     /// Creates the process's provider.
     ///
     /// - Parameters:
