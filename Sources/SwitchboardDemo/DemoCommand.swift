@@ -54,16 +54,23 @@ public enum DemoCommand {
             }
             index += 1
         }
-        let result = Mutex<Int32>(1)
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            let code = await DemoRun.play(ringTimeout: ringTimeout)
-            result.withLock { $0 = code }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0 }
+        let seconds = ringTimeout
+        return waitForExitCode { await DemoRun.play(ringTimeout: seconds) }
     }
+}
+
+/// Runs `work` on the global executor and blocks this (command-line, non-async) thread until it
+/// returns its exit status.
+func waitForExitCode(_ work: @escaping @Sendable () async -> Int32) -> Int32 {
+    let result = Mutex<Int32>(1)
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        let code = await work()
+        result.withLock { $0 = code }
+        done.signal()
+    }
+    done.wait()
+    return result.withLock { $0 }
 }
 
 /// A scenario did not end as expected.

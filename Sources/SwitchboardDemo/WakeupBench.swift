@@ -115,22 +115,14 @@ public enum WakeupBench {
             FileHandle.standardError.write(Data("switchboard bench wakeup: \(error)\n".utf8))
             return 2
         }
-        let result = Mutex<Int32>(1)
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            let code: Int32
+        return waitForExitCode {
             do {
-                let report = try await execute(options)
-                code = report.passed ? 0 : 1
+                return try await execute(options).passed ? 0 : 1
             } catch {
                 FileHandle.standardError.write(Data("switchboard bench wakeup: \(error)\n".utf8))
-                code = 1
+                return 1
             }
-            result.withLock { $0 = code }
-            done.signal()
         }
-        done.wait()
-        return result.withLock { $0 }
     }
 
     /// Runs every profile, prints the table, writes the files.
