@@ -295,6 +295,7 @@ public final class SimulatedPhone: Sendable {
         return switch notice {
         case .incoming(let callID, let origin): "incoming call \(short(callID)) reported (woken by \(origin.rawValue))"
         case .dialing(let callID): "dialing, call \(short(callID))"
+        case .joining(let callID): "joining call \(short(callID))"
         case .connected(let callID): "connected \(short(callID))"
         case .audioStarted(let callID): "audio started \(short(callID))"
         case .audioStopped(let callID): "audio stopped \(short(callID))"

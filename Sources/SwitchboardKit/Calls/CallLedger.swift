@@ -67,6 +67,8 @@ public struct CallLedger: Sendable {
     public enum Notice: Sendable, Equatable {
         case incoming(callID: String, origin: Origin)
         case dialing(callID: String)
+        /// Joining an active group call (after missing or declining it).
+        case joining(callID: String)
         case connected(callID: String)
         case audioStarted(callID: String)
         case audioStopped(callID: String)
@@ -305,7 +307,7 @@ public struct CallLedger: Sendable {
         insert(entry)
         return [
             .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
-            .notify(.dialing(callID: call.id)),
+            .notify(.joining(callID: call.id)),
             .server(callID: call.id, .mediaToken),
             .watch,
         ]
