@@ -28,12 +28,11 @@ import SwitchboardKit
 ///
 /// Every provider callback reaches the `CallSystemDelegate` in order, on the provider's
 /// delegate queue; callbacks that arrive before `setDelegate(_:)` wait for it.
+// @unchecked Sendable: every stored property is a `let`. `provider` and `callController`
+// are not Sendable in CallKit's Swift interface, but their methods may be called from any
+// thread (they pass the request to the system over XPC and answer on their own queues);
+// all other mutable state is in `relay`, under a Mutex.
 public final class CallKitCallSystem: CallSystem, @unchecked Sendable {
-    // @unchecked Sendable: every stored property is a `let`. `provider` and `callController`
-    // are not Sendable in CallKit's Swift interface, but their methods may be called from any
-    // thread (they pass the request to the system over XPC and answer on their own queues);
-    // all other mutable state is in `relay`, under a Mutex.
-
     let provider: CXProvider
     let callController: CXCallController
     private let providerDelegate: CallKitProviderDelegate

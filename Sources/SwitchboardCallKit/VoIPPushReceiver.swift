@@ -23,11 +23,10 @@ import SwitchboardKit
 /// Task { await receiver.run() }
 /// // After every login: receiver.registerCurrentToken()
 /// ```
+// @unchecked Sendable: every stored property is a `let` and Sendable, except `registry`,
+// which is touched only in `init` and then on `queue` (PushKit calls the delegate there and
+// `registerCurrentToken()` hops there).
 public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecked Sendable {
-    // @unchecked Sendable: every stored property is a `let` and Sendable, except `registry`,
-    // which is touched only in `init` and then on `queue` (PushKit calls the delegate there and
-    // `registerCurrentToken()` hops there).
-
     /// What the server should know about this device's token.
     private enum DeviceOperation: Sendable {
         case register(token: String)

@@ -39,8 +39,8 @@ open class PKPushPayload: NSObject {
 
 /// What the system says about a VoIP push (iOS 26.4).
 @available(iOS 26.4, *)
+// @unchecked: the one stored property is an immutable Bool.
 open class PKVoIPPushMetadata: NSObject, @unchecked Sendable {
-    // @unchecked: the one stored property is an immutable Bool.
     private let mustReportValue: Bool
 
     /// `false` when the push need not be reported to CallKit (already on a call, in the

@@ -53,20 +53,16 @@ public struct ServerTrustPolicy: Sendable, Equatable {
 import Security
 
 /// A transport whose `URLSession` applies a `ServerTrustPolicy` (Apple platforms, where
-/// `URLSessionDelegate` sees the server's trust). The session holds the transport as its
-/// delegate until `invalidate()`: make one per app, or invalidate the one you replace.
-public final class PinnedCertificateTransport: NSObject, HTTPTransport, URLSessionDelegate, @unchecked Sendable {
-    // @unchecked Sendable: `policy` is immutable; `session` is set once in init and URLSession is thread-safe.
-    private let policy: ServerTrustPolicy
-    private var session: URLSession!
+/// `URLSessionDelegate` sees the server's trust). The session keeps its delegate until
+/// `invalidate()`: make one per app, or invalidate the one you replace.
+public final class PinnedCertificateTransport: HTTPTransport {
+    private let session: URLSession
 
     public init(policy: ServerTrustPolicy, configuration: URLSessionConfiguration = .ephemeral) {
-        self.policy = policy
-        super.init()
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        session = URLSession(configuration: configuration, delegate: PinnedTrustDelegate(policy: policy), delegateQueue: nil)
     }
 
-    /// Lets requests in flight finish, then releases the session (and with it this transport).
+    /// Lets requests in flight finish, then releases the session and its delegate.
     public func invalidate() {
         session.finishTasksAndInvalidate()
     }
@@ -76,8 +72,17 @@ public final class PinnedCertificateTransport: NSObject, HTTPTransport, URLSessi
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
         return (data, http)
     }
+}
 
-    public func urlSession(
+/// Answers the server-trust challenge with the policy's decision.
+final class PinnedTrustDelegate: NSObject, URLSessionDelegate, Sendable {
+    let policy: ServerTrustPolicy
+
+    init(policy: ServerTrustPolicy) {
+        self.policy = policy
+    }
+
+    func urlSession(
         _ session: URLSession, didReceive challenge: URLAuthenticationChallenge
     ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
         guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
