@@ -143,10 +143,18 @@ public final class APNsEmulator: Sendable {
         shared.state.withLock { $0.inbox.read(token: token.lowercased(), after: after).messages }
     }
 
-    /// Calls `observer` with the (lower-case) device token of every push delivered to an inbox,
-    /// on the emulator's loop thread: keep it short. In-process phones use it instead of polling.
-    public func observeDeliveries(_ observer: @escaping @Sendable (String) -> Void) {
-        shared.deliveryObservers.withLock { $0.append(observer) }
+    /// The pushes accepted for `token` after index `after`, waiting up to `seconds` for the first:
+    /// the in-process form of `GET /inbox/<token>?after=&wait=` (empty when none came).
+    public func inbox(token: String, after: Int = 0, waitingUpTo seconds: Double) async -> [APNsInboxMessage] {
+        let deadline = ContinuousClock.now + .milliseconds(Int(max(seconds, 0) * 1000))
+        let key = token.lowercased()
+        while true {
+            let messages = inbox(token: key, after: after)
+            let left = deadline - ContinuousClock.now
+            if !messages.isEmpty || left <= .zero || Task.isCancelled { return messages }
+            let wait = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            await shared.inboxWaiters.wait(token: key, seconds: wait) { [self] in !inbox(token: key, after: after).isEmpty }
+        }
     }
 
     /// Counters since start.

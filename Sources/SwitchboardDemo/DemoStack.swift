@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardAPNsEmulator
 import SwitchboardCrypto
 import SwitchboardHTTP
@@ -24,7 +23,6 @@ public final class DemoStack: Sendable {
 
     public let server: EmbeddedServer
     public let emulator: APNsEmulator
-    let bell = InboxBell()
     public let directory: String
     public let baseURL: URL
 
@@ -42,8 +40,6 @@ public final class DemoStack: Sendable {
         emulatorConfiguration.publicKey = key.publicKey
         emulatorConfiguration.tls = APNsEmulatorTLS()
         emulator = APNsEmulator(configuration: emulatorConfiguration)
-        let bell = self.bell
-        emulator.observeDeliveries { bell.ring(token: $0) }
         let address = try emulator.start()
         try (emulator.certificatePEM ?? "").write(toFile: caFile, atomically: true, encoding: .utf8)
 
@@ -100,63 +96,23 @@ public final class DemoStack: Sendable {
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         return SimulatedPhone(
             name: name, userID: session.user.id, client: client(session, baseURL: baseURL),
-            pushSource: EmulatorInbox(emulator: emulator, bell: bell, token: token, delay: pushDelay), pushToken: token,
+            pushSource: EmulatorInbox(emulator: emulator, token: token, delay: pushDelay), pushToken: token,
             onTimeline: onTimeline)
     }
 }
 
 /// A phone's pushes from the in-process emulator's inbox, optionally each delayed (a weak network
-/// between APNs and the phone). It sleeps until the emulator delivers to its token.
+/// between APNs and the phone).
 struct EmulatorInbox: PushSource {
     let emulator: APNsEmulator
-    let bell: InboxBell
     let token: String
     let delay: (@Sendable () -> Double)?
 
     func pushes(after: Int, wait: Double) async throws -> (payloads: [Data], cursor: Int) {
-        let deadline = Date().addingTimeInterval(wait)
-        while true {
-            let messages = emulator.inbox(token: token, after: after)
-            if let last = messages.last {
-                if let delay {
-                    let seconds = delay()
-                    if seconds > 0 { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }
-                }
-                return (messages.map { Data($0.payload) }, last.index)
-            }
-            let left = deadline.timeIntervalSinceNow
-            if left <= 0 { return ([], after) }
-            await bell.wait(token: token, seconds: left) { !emulator.inbox(token: token, after: after).isEmpty }
-            try Task.checkCancellation()
-        }
-    }
-}
-
-/// Wakes the inbox readers of a token when the emulator delivers a push to it.
-final class InboxBell: Sendable {
-    private let waiters = Mutex<[String: [UUID: CheckedContinuation<Void, Never>]]>([:])
-
-    func ring(token: String) {
-        let woken = waiters.withLock { $0.removeValue(forKey: token.lowercased()) ?? [:] }
-        for continuation in woken.values { continuation.resume() }
-    }
-
-    /// Returns when the token's bell rings, after `seconds`, on cancellation, or at once when
-    /// `ready()` already holds once the waiter is registered (no wake-up is lost in between).
-    func wait(token: String, seconds: Double, ready: @Sendable () -> Bool) async {
-        let id = UUID(), key = token.lowercased()
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                waiters.withLock { $0[key, default: [:]][id] = continuation }
-                if ready() || Task.isCancelled { resume(key, id) }
-                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in resume(key, id) }
-            }
-        } onCancel: {
-            resume(key, id)
-        }
-    }
-
-    private func resume(_ key: String, _ id: UUID) {
-        waiters.withLock { $0[key]?.removeValue(forKey: id) }?.resume()
+        let messages = await emulator.inbox(token: token, after: after, waitingUpTo: wait)
+        try Task.checkCancellation()
+        guard let last = messages.last else { return ([], after) }
+        if let seconds = delay?(), seconds > 0 { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }
+        return (messages.map { Data($0.payload) }, last.index)
     }
 }

@@ -5,6 +5,21 @@ import Testing
 
 /// The emulator over real loopback sockets, with an nghttp2 client of the tests' own.
 @Suite struct EmulatorLiveTests {
+    @Test(.timeLimit(.minutes(1)))  // a reader that is never woken would wait its full hour
+    func anInProcessInboxReaderWakesOnDeliveryAndOtherwiseTimesOut() async throws {
+        try await withEmulator { emulator, port in
+            let token = Fixture.deviceToken(61)
+            #expect(await emulator.inbox(token: token, waitingUpTo: 0.05).isEmpty, "nothing came: empty after the wait")
+            async let waited = emulator.inbox(token: token.uppercased(), after: 0, waitingUpTo: 3600)
+            try await Task.sleep(nanoseconds: 50_000_000)
+            let sent = try await exchange(port: port, [Fixture.push(to: token, callID: "woken")])
+            #expect(sent.responses.first?.status == 200)
+            let messages = await waited
+            #expect(messages.map(\.index) == [1], "the reader woke with the push")
+            #expect(await emulator.inbox(token: token, after: 1, waitingUpTo: 0).isEmpty)
+        }
+    }
+
     @Test func aValidPushIsAnswered200WithItsApnsIDAndLandsInTheInboxInOrder() async throws {
         try await withEmulator { emulator, port in
             let token = Fixture.deviceToken(1)

@@ -303,7 +303,7 @@ final class EmulatorLoop: @unchecked Sendable {
         if let log, response.isPushAnswer { log(Self.logLine(response, token: token, connection: connection.id)) }
         if let token = router.sent(response, delivery: delivery) {
             wakeWaiters(token: token)
-            for observer in shared.deliveryObservers.withLock({ $0 }) { observer(token) }
+            shared.inboxWaiters.ring(token: token)
         }
     }
 

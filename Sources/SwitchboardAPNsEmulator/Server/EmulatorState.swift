@@ -16,8 +16,8 @@ struct EmulatorState: Sendable {
 /// Holds ``EmulatorState`` under a `Mutex`; every access is short and never blocks on I/O.
 final class EmulatorShared: Sendable {
     let state: Mutex<EmulatorState>
-    /// In-process listeners told the device token of each push delivered to an inbox.
-    let deliveryObservers = Mutex<[@Sendable (String) -> Void]>([])
+    /// In-process inbox readers (``APNsEmulator/inbox(token:after:waitingUpTo:)``).
+    let inboxWaiters = InboxWaiters()
 
     init(faults: [APNsFault], inboxCapacity: Int) {
         state = Mutex(EmulatorState(faults: FaultBook(faults), inbox: InboxStore(capacity: inboxCapacity)))
