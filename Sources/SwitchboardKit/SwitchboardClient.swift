@@ -71,7 +71,7 @@ public struct URLSessionTransport: HTTPTransport {
 
 /// A continuation resumed at most once, whichever comes first: the answer or a cancellation
 /// (which may come before the continuation exists).
-final class OneShot<Value: Sendable>: Sendable {
+package final class OneShot<Value: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Value, any Error>?
         var early: Result<Value, any Error>?
@@ -80,7 +80,9 @@ final class OneShot<Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    func arm(_ continuation: CheckedContinuation<Value, any Error>) {
+    package init() {}
+
+    package func arm(_ continuation: CheckedContinuation<Value, any Error>) {
         let early = state.withLock { state -> Result<Value, any Error>? in
             if let early = state.early { return early }
             state.continuation = continuation
@@ -89,7 +91,7 @@ final class OneShot<Value: Sendable>: Sendable {
         if let early { continuation.resume(with: early) }
     }
 
-    func resume(_ result: Result<Value, any Error>) {
+    package func resume(_ result: Result<Value, any Error>) {
         let continuation = state.withLock { state -> CheckedContinuation<Value, any Error>? in
             guard !state.done else { return nil }
             state.done = true

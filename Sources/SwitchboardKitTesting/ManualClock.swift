@@ -41,20 +41,20 @@ public final class ManualClock: CallClock {
     /// `CancellationError`) when the task is cancelled.
     public func sleep(seconds: Double) async throws {
         let id = UUID()
-        let wake = WakeOnce()
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let wake = OneShot<Void>()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 wake.arm(continuation)
                 state.withLock { state in
                     state.order += 1
-                    state.timers.append(Timer(due: state.elapsed + max(seconds, 0), order: state.order, work: { wake.fire() }, id: id))
+                    state.timers.append(Timer(
+                        due: state.elapsed + max(seconds, 0), order: state.order, work: { wake.resume(.success(())) }, id: id))
                 }
             }
         } onCancel: {
             state.withLock { $0.timers.removeAll { $0.id == id } }
-            wake.fire()
+            wake.resume(.failure(CancellationError()))
         }
-        try Task.checkCancellation()
     }
 
     /// Moves time forward, running each timer that falls due at its own time.
@@ -77,30 +77,6 @@ public final class ManualClock: CallClock {
 
     /// Timers not yet due.
     public var pendingTimers: Int { state.withLock { $0.timers.count } }
-}
-
-/// A continuation resumed once, by whichever comes first; a fire before the arm is kept.
-private final class WakeOnce: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<Void, Never>?, fired: Bool)>((nil, false))
-
-    func arm(_ continuation: CheckedContinuation<Void, Never>) {
-        let resumeNow = state.withLock { state -> Bool in
-            if state.fired { return true }
-            state.continuation = continuation
-            return false
-        }
-        if resumeNow { continuation.resume() }
-    }
-
-    func fire() {
-        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.fired else { return nil }
-            state.fired = true
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume()
-    }
 }
 
 extension SimulatedCallSystem {
