@@ -280,11 +280,8 @@ struct DemoRun {
         try await until("the server ends the call") {
             carol.systemCall(callID)?.state == .ended
         }
-        var server = try await stack.client(sessions["carol"]!).call(callID)
-        for _ in 0..<50 where server.state != "ended" {
-            try await Task.sleep(nanoseconds: 100_000_000)
-            server = try await stack.client(sessions["carol"]!).call(callID)
-        }
+        await carol.coordinator?.settle()  // her leave has been answered
+        let server = try await stack.client(sessions["carol"]!).call(callID)
         try expect(server.state == "ended" && server.endReason == "completed", "the last leaver ended the call (completed)")
         printer.say("→ server: \(server.state), \(server.endReason ?? "?") when carol, the last one, left")
     }
@@ -334,11 +331,7 @@ struct DemoRun {
     }
 
     func until(_ what: String, seconds: Double = 10, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { throw DemoFailure(description: "timed out waiting for: \(what)") }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
+        guard await poll(seconds: seconds, condition) else { throw DemoFailure(description: "timed out waiting for: \(what)") }
     }
 
     func pause(_ seconds: Double) async throws { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }

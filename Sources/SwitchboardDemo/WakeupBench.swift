@@ -237,7 +237,7 @@ public enum WakeupBench {
                 return true
             }?.at
         }
-        guard await wait(seconds: 30, { woke() != nil }), let wokeAt = woke() else {
+        guard await poll(seconds: 30, { woke() != nil }), let wokeAt = woke() else {
             try? caller.hangUp(callID)
             return WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "never rang")
         }
@@ -252,7 +252,7 @@ public enum WakeupBench {
         func connected(_ phone: SimulatedPhone) -> Date? {
             phone.notices.first { if case .connected(let id) = $0.notice { id == callID } else { false } }?.at
         }
-        let both = await wait(seconds: options.setupLimitSeconds + 7) { connected(caller) != nil && connected(callee) != nil }
+        let both = await poll(seconds: options.setupLimitSeconds + 7) { connected(caller) != nil && connected(callee) != nil }
         let setup = both ? max(connected(caller)!, connected(callee)!).timeIntervalSince(answered) * 1000 : nil
         let succeeded = setup.map { $0 <= options.setupLimitSeconds * 1000 } ?? false
         var failure: String?
@@ -266,7 +266,7 @@ public enum WakeupBench {
             failure = "connected too late"
         }
         try? caller.hangUp(callID)
-        _ = await wait(seconds: 10) {
+        _ = await poll(seconds: 10) {
             caller.coordinator?.call(callID)?.stage == .ended && callee.coordinator?.call(callID)?.stage == .ended
         }
         return WakeupSample(
@@ -275,14 +275,17 @@ public enum WakeupBench {
             callerConnectedMilliseconds: connected(caller).map { $0.timeIntervalSince(answered) * 1000 })
     }
 
-    static func wait(seconds: Double, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            try? await Task.sleep(nanoseconds: 10_000_000)
-        }
-        return true
+}
+
+/// Checks `condition` every 10 ms until it holds (true) or `seconds` pass (false): the demo and
+/// the bench watch simulated phones this way.
+func poll(seconds: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline || Task.isCancelled { return false }
+        try? await Task.sleep(nanoseconds: 10_000_000)
     }
+    return true
 }
 
 /// The APNs → phone leg of a profile: each push is delayed as the profile's downlink would
