@@ -115,6 +115,15 @@ public enum WakeupBench {
             FileHandle.standardError.write(Data("switchboard bench wakeup: \(error)\n".utf8))
             return 2
         }
+        // A results directory that cannot be written is found now, not after minutes of ringing.
+        let directory = options.outDirectory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            guard FileManager.default.isWritableFile(atPath: directory) else { throw BenchUsageError("not writable") }
+        } catch {
+            FileHandle.standardError.write(Data("switchboard bench wakeup: cannot write results to --out \(directory): \(error)\n".utf8))
+            return 2
+        }
         return waitForExitCode {
             do {
                 return try await execute(options).passed ? 0 : 1

@@ -52,7 +52,6 @@ public final class SimulatedPhone: Sendable {
         var pushLoop: Task<Void, Never>?
         var timeline: [PhoneTimelineEntry] = []
         var notices: [TimedNotice] = []
-        var pushesReceived = 0
         var launches = 0
     }
 
@@ -170,7 +169,6 @@ public final class SimulatedPhone: Sendable {
             launch(.background)
         }
         guard let system = callSystem, let coordinator else { return false }
-        state.withLock { $0.pushesReceived += 1 }
         note("VoIP push for call \((payload["callId"] as? String ?? "?").prefix(8))")
         return system.deliverVoIPPush(payload, mustReport: mustReport, to: coordinator)
     }

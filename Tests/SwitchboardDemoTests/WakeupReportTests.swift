@@ -88,6 +88,7 @@ struct WakeupReportTests {
             #expect(throws: BenchUsageError.self, "\(bad)") { try WakeupBench.parse(bad) }
         }
         #expect(WakeupBench.run(["--phones", "3"]) == 2)
+        #expect(WakeupBench.run(["--out", "/proc/switchboard-cannot-write-here"]) == 2, "a bad --out fails before any phone rings")
     }
 
     @Test func theReportPrintsATableAndDrawsEachProfile() {
