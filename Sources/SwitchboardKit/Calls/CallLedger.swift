@@ -127,7 +127,6 @@ public struct CallLedger: Sendable {
         var mediaRequested = false
         var mediaJoined = false
         var audioRunning = false
-        var connectedReported = false
         var userMuted = false
         var held = false
         var earlyTokenInFlight = false
@@ -556,8 +555,9 @@ public struct CallLedger: Sendable {
             effects.append(.fulfil(action))
             entry.pendingAction = nil
         }
-        if entry.direction == .outgoing, !entry.connectedReported {
-            entry.connectedReported = true
+        // Media joins once per call (the stage leaves answering/connecting here), so this is
+        // reported once.
+        if entry.direction == .outgoing {
             effects.append(.reportConnected(entry.uuid))
         }
         entry.stage = .active
