@@ -76,4 +76,18 @@ struct CoordinatorSessionTests {
         #expect(rig.backend.requests.isEmpty, "the old token is not used any more")
         #expect(rig.system.call(rig.uuid(call))?.state == .ringing)
     }
+
+    @Test func aWakingPushReadsTheCallOnceNotOncePerPath() async throws {
+        let rig = ScenarioRig(.ours)
+        let call = rig.backend.ring()
+        rig.push(call)
+        await rig.run(seconds: 0.5)
+        #expect(rig.backend.requests.filter { $0 == "fetch" }.count == 1, "\(rig.backend.requests)")
+        // A stale push is still caught by that one read.
+        let stale = rig.backend.ring()
+        rig.backend.endCall(stale.id, reason: "missed")
+        rig.push(stale)
+        await rig.run(seconds: 0.5)
+        #expect(rig.system.call(rig.uuid(stale))?.endReason == .unanswered)
+    }
 }

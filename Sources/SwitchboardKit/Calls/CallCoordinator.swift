@@ -183,7 +183,13 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     }
 
     private func perform(_ effects: [CallLedger.Effect]) {
-        for effect in effects { perform(effect) }
+        // A watcher that starts now re-reads every live call once it holds a cursor, so a re-read
+        // asked for beside it would only repeat that request.
+        let freshWatcher = effects.contains(.watch) && startWatcher()
+        for effect in effects {
+            if case .server(_, .fetch) = effect, freshWatcher { continue }
+            perform(effect)
+        }
     }
 
     private func perform(_ effect: CallLedger.Effect) {
@@ -283,10 +289,13 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// While any call is live, the coordinator follows the event stream itself, so a call
     /// answered elsewhere or hung up is noticed even when the app's own feed is not running
     /// (a backgrounded app kept alive by its call).
-    private func startWatcher() {
+    /// Starts following events unless a watcher already runs; true when it started one.
+    @discardableResult
+    private func startWatcher() -> Bool {
         state.withLock { state in
-            guard state.watcher == nil, !state.closed else { return }
+            guard state.watcher == nil, !state.closed else { return false }
             state.watcher = Task { [self] in await self.watch() }
+            return true
         }
     }
 
