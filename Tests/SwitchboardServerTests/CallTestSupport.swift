@@ -4,11 +4,57 @@ import Synchronization
 @testable import SwitchboardServer
 import SwitchboardWire
 
-/// A clock the call tests move by hand.
+/// A clock the call tests move by hand; sleepers on it (the push dispatcher) wake when it is
+/// moved past their moment, never in real time.
 final class CallTestClock: Sendable {
-    private let value = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-    var now: Date { value.withLock { $0 } }
-    func advance(seconds: Double) { value.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    private struct State {
+        var now = Date(timeIntervalSince1970: 1_800_000_000)
+        var sleepers: [UInt64: (until: Date, continuation: CheckedContinuation<Void, any Error>)] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    var now: Date { state.withLock { $0.now } }
+    /// Tasks sleeping on this clock now.
+    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    func advance(seconds: Double) {
+        let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.now = state.now.addingTimeInterval(seconds)
+            let now = state.now
+            let ready = state.sleepers.filter { $0.value.until <= now }
+            for id in ready.keys { state.sleepers[id] = nil }
+            return ready.values.map(\.continuation)
+        }
+        for continuation in due { continuation.resume() }
+    }
+
+    /// Suspends until the clock reads `moment`; throws `CancellationError` when cancelled.
+    @Sendable func sleep(until moment: Date) async throws {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let result = state.withLock { state -> Result<Void, any Error>? in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.now >= moment { return .success(()) }
+                    state.sleepers[id] = (moment, continuation)
+                    return nil
+                }
+                if let result { continuation.resume(with: result) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { $0.sleepers.removeValue(forKey: id)?.continuation }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The environment of an application on this clock.
+    var environment: ServerEnvironment {
+        ServerEnvironment(now: { self.now }, newID: { UUID().uuidString.lowercased() }, sleepUntil: { try await self.sleep(until: $0) })
+    }
 }
 
 /// Users, friendships and groups over an in-process application, for the call tests.
@@ -26,7 +72,7 @@ struct CallWorld {
         let clock = CallTestClock()
         self.clock = clock
         app = try TestApplication(
-            configuration: configuration, environment: ServerEnvironment(now: { clock.now }, newID: { UUID().uuidString.lowercased() }),
+            configuration: configuration, environment: clock.environment,
             pushProvider: pushProvider, pushJitter: { 0.5 })
     }
 

@@ -41,75 +41,91 @@ struct UnconfiguredPushProvider: PushProvider {
 /// and records every outcome. Claims are leases, released at start-up, so a restart resumes
 /// exactly the unfinished jobs. Delivery is at least once; a retry or a resend after a crash
 /// carries the same `apns-id`.
+///
+/// Every claimed job is sent on its own task: the loop claims the next due jobs while earlier
+/// ones are still waiting for their answers, so one slow or hung token never delays another
+/// (SPEC §3). Between passes the loop sleeps until the next job is due, a new job is committed
+/// (`wake()`), or `idleCeiling` passes; an idle outbox costs one cheap read per ceiling.
 final class PushDispatcher: Sendable {
     let store: ServerStore
     let provider: any PushProvider
     let logger: Logger
     let metrics: Metrics
+    /// Jobs claimed per write transaction.
     let batchSize = 64
-    let claimLease: TimeInterval = 60
+    /// Jobs being sent at once; past it the loop waits for answers before claiming more.
+    let maxInFlight: Int
+    /// How long a claim keeps other passes off a job; far beyond any request deadline.
+    let claimLease: TimeInterval = 120
+    /// The longest the loop sleeps with nothing due (a safety net: every write of a job wakes it).
+    let idleCeiling: TimeInterval = 10
+    /// The pause after a pass that failed (the database was unavailable).
+    let failedPassBackoff: TimeInterval = 1
     let jitter: @Sendable () -> Double
-    private let wakeState = Mutex<(pending: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let work = WakeSignal()
     private let pending = Atomic<Int>(0)
+    private let passes = Atomic<Int>(0)
+    private let inFlight = Mutex<Set<String>>([])
 
     /// Jobs waiting, as of the last pass (for the metrics gauge).
     var pendingCount: Int { pending.load(ordering: .relaxed) }
+    /// Passes over the outbox so far (tests bound it: an idle dispatcher must not spin).
+    var passCount: Int { passes.load(ordering: .relaxed) }
+    /// Jobs whose sends have not finished.
+    var inFlightCount: Int { inFlight.withLock { $0.count } }
 
-    init(store: ServerStore, provider: any PushProvider, logger: Logger, metrics: Metrics, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+    init(
+        store: ServerStore, provider: any PushProvider, logger: Logger, metrics: Metrics, maxInFlight: Int = 1000,
+        jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
         self.store = store
         self.provider = provider
         self.logger = logger
         self.metrics = metrics
+        self.maxInFlight = max(1, maxInFlight)
         self.jitter = jitter
     }
 
-    /// New jobs were committed: start at once instead of at the next poll.
-    func wake() {
-        let waiter = wakeState.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.pending = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
+    /// New jobs were committed: start at once instead of at the next due time.
+    func wake() { work.signal() }
 
-    /// Runs until cancelled.
+    /// Runs until cancelled; sends still in flight are cancelled with it.
     func run() async {
         do {
             try await releaseClaims()
         } catch {
             logger.error("push dispatcher could not release old claims", ["error": .string(String(describing: error))])
         }
-        while !Task.isCancelled {
-            do {
-                if try await drainOnce() > 0 { continue }
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.error("push dispatcher pass failed", ["error": .string(String(describing: error))])
-            }
-            await waitForWork(upTo: .milliseconds(250))
-        }
-    }
-
-    private func waitForWork(upTo timeout: Duration) async {
-        let sleeper = Task {
-            try? await Task.sleep(for: timeout)
-            self.wake()
-        }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = wakeState.withLock { state -> Bool in
-                if state.pending {
-                    state.pending = false
-                    return true
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled {
+                let sleepUntil: Date
+                do {
+                    let pass = try await claimDue()
+                    for job in pass.claimed {
+                        group.addTask {
+                            let rescheduled = await self.process(job)
+                            let wasFull = self.inFlight.withLock { set in
+                                defer { set.remove(job.id) }
+                                return set.count >= self.maxInFlight
+                            }
+                            // The loop sleeps until the next due job it knew of: tell it about
+                            // a sooner retry, or a free slot it was waiting for.
+                            if rescheduled || wasFull { self.wake() }
+                        }
+                    }
+                    if pass.more { continue }
+                    sleepUntil = pass.nextDue
+                } catch is CancellationError {
+                    break
+                } catch {
+                    logger.error("push dispatcher pass failed", ["error": .string(String(describing: error))])
+                    sleepUntil = store.environment.now().addingTimeInterval(failedPassBackoff)
                 }
-                state.waiter = continuation
-                return false
+                let environment = store.environment
+                if await work.wait(sleep: { try await environment.sleepUntil(sleepUntil) }) == .cancelled { break }
             }
-            if resumeNow { continuation.resume() }
+            group.cancelAll()
         }
-        wakeState.withLock { $0.pending = false }
-        sleeper.cancel()
     }
 
     /// Claims from a previous process are void: this is the only dispatcher of this database.
@@ -119,57 +135,94 @@ final class PushDispatcher: Sendable {
         }
     }
 
-    /// Claims and processes the jobs due now; returns how many.
-    @discardableResult
-    func drainOnce() async throws -> Int {
+    /// One pass: the jobs it claimed, whether to look again at once (it claimed some), and
+    /// otherwise when the next job falls due (capped at `idleCeiling`).
+    struct Pass {
+        var claimed: [PushJob]
+        var more: Bool
+        var nextDue: Date
+    }
+
+    /// Claims the jobs due now, up to the batch size and the in-flight budget.
+    func claimDue() async throws -> Pass {
+        passes.add(1, ordering: .relaxed)
         let now = store.environment.now()
         let nowMS = CallStore.milliseconds(now)
+        let ceiling = now.addingTimeInterval(idleCeiling)
         let leaseMS = Int64(claimLease * 1000)
-        let batch = batchSize
-        // One cheap read answers the gauge and whether anything is due, so an idle outbox
-        // never takes the single writer.
-        let (waiting, due) = try await store.read { connection -> (Int, Int) in
+        let busy = inFlight.withLock { $0 }
+        let budget = min(batchSize, maxInFlight - busy.count)
+        // One cheap read answers the gauge, whether anything is due, and when the next job is;
+        // an idle outbox never takes the single writer. A claimed job counts as due when its
+        // lease lapses (its process ended without an outcome).
+        let (waiting, due, next) = try await store.read { connection -> (Int, Int, Int64?) in
             let row = try connection.query(
                 """
-                SELECT count(*) AS pending, coalesce(sum(next_attempt_at_ms <= ?1 AND (claimed_until_ms IS NULL OR claimed_until_ms < ?1)), 0) AS due
+                SELECT count(*) AS pending,
+                    coalesce(sum(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0)) <= ?1), 0) AS due,
+                    min(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0))) AS next
                 FROM push_jobs WHERE state = 'pending'
                 """,
                 [.integer(nowMS)]).first
-            return (try row?.int("pending") ?? 0, try row?.int("due") ?? 0)
+            return (try row?.int("pending") ?? 0, try row?.int("due") ?? 0, try row?.optionalInt64("next"))
         }
         pending.store(waiting, ordering: .relaxed)
-        guard due > 0 else { return 0 }
+        let nextDue = next.map { min(CallStore.date($0), ceiling) } ?? ceiling
+        // Nothing due, or nothing we may send yet: sleep until the next job (a finished send
+        // wakes the loop when it frees a slot). Never loop at once without having claimed.
+        guard due > 0, budget > 0 else { return Pass(claimed: [], more: false, nextDue: due > 0 ? ceiling : nextDue) }
         let jobs = try await store.write { transaction -> [PushJob] in
             let rows = try transaction.connection.query(
                 """
                 SELECT * FROM push_jobs WHERE state = 'pending' AND next_attempt_at_ms <= ?1
                 AND (claimed_until_ms IS NULL OR claimed_until_ms < ?1) ORDER BY next_attempt_at_ms LIMIT ?2
                 """,
-                [.integer(nowMS), .integer(Int64(batch))])
-            return try rows.map { row in
+                [.integer(nowMS), .integer(Int64(budget + busy.count))])
+            var claimed: [PushJob] = []
+            for row in rows where claimed.count < budget {
+                let id = try row.string("id")
+                // A send still running past its lease (only a test's clock jumps that far) keeps its job.
+                guard !busy.contains(id) else { continue }
                 try transaction.connection.run(
-                    "UPDATE push_jobs SET claimed_until_ms = ? WHERE id = ?", [.integer(nowMS + leaseMS), .text(try row.string("id"))])
+                    "UPDATE push_jobs SET claimed_until_ms = ? WHERE id = ?", [.integer(nowMS + leaseMS), .text(id)])
                 let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
-                return PushJob(
-                    id: try row.string("id"), callID: try row.string("call_id"), userID: try row.string("user_id"),
+                claimed.append(PushJob(
+                    id: id, callID: try row.string("call_id"), userID: try row.string("user_id"),
                     token: try row.string("token"), environment: try row.string("environment"),
                     payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
-                    attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms")))
+                    attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms"))))
+            }
+            return claimed
+        }
+        inFlight.withLock { set in for job in jobs { set.insert(job.id) } }
+        // After a claim, look again at once: more may be due, and the next due time read above
+        // was that of the jobs just claimed.
+        return Pass(claimed: jobs, more: !jobs.isEmpty, nextDue: ceiling)
+    }
+
+    /// Claims and processes the jobs due now, waiting for their outcomes; returns how many.
+    /// (The loop in `run()` does not wait; tests and tools that want one synchronous pass do.)
+    @discardableResult
+    func drainOnce() async throws -> Int {
+        let pass = try await claimDue()
+        await withDiscardingTaskGroup { group in
+            for job in pass.claimed {
+                group.addTask {
+                    _ = await self.process(job)
+                    self.inFlight.withLock { _ = $0.remove(job.id) }
+                }
             }
         }
-        await withTaskGroup(of: Void.self) { group in
-            for job in jobs {
-                group.addTask { await self.process(job) }
-            }
-        }
-        return jobs.count
+        return pass.claimed.count
     }
 
     private enum Outcome: String {
         case delivered, dropped, expired, failed
     }
 
-    private func process(_ job: PushJob) async {
+    /// Sends one job and records its outcome; `true` when it was rescheduled for a retry or
+    /// left for its lease to lapse (the loop's next due time may have moved earlier).
+    private func process(_ job: PushJob) async -> Bool {
         do {
             let (ringing, deviceLive) = try await store.read { connection -> (Bool, Bool) in
                 let ringing = try !connection.query(
@@ -187,9 +240,9 @@ final class PushDispatcher: Sendable {
                 return (ringing, live)
             }
             // A push must never ring a dead call.
-            guard ringing else { return try await finish(job, .dropped, reason: "call_not_ringing") }
-            guard deviceLive else { return try await finish(job, .dropped, reason: "device_unbound") }
-            guard store.environment.now() < job.expiresAt else { return try await finish(job, .expired, reason: "ring_window_passed") }
+            guard ringing else { try await finish(job, .dropped, reason: "call_not_ringing"); return false }
+            guard deviceLive else { try await finish(job, .dropped, reason: "device_unbound"); return false }
+            guard store.environment.now() < job.expiresAt else { try await finish(job, .expired, reason: "ring_window_passed"); return false }
 
             let result = await provider.send(job)
             let action: PushAction
@@ -206,7 +259,7 @@ final class PushDispatcher: Sendable {
             case .delivered:
                 try await finish(job, .delivered, reason: nil)
             case .retry, .refreshProviderTokenAndRetry:
-                try await retry(job, reason: reason)
+                return try await retry(job, reason: reason)
             case .deleteToken:
                 try await finish(job, .failed, reason: reason, thenRun: "DELETE FROM push_devices WHERE token = ?")
                 logger.info("push token deleted", ["token.suffix": .string(DeviceRoutes.suffix(job.token)), "reason": .string(reason)])
@@ -219,17 +272,21 @@ final class PushDispatcher: Sendable {
             case .fail:
                 try await finish(job, .failed, reason: reason)
             }
+            return false
         } catch {
             logger.error("push job not processed; its claim will lapse and it will be retried", [
                 "job.id": .string(job.id), "error": .string(String(describing: error)),
             ])
+            return true
         }
     }
 
-    private func retry(_ job: PushJob, reason: String) async throws {
+    /// Schedules the next attempt; `false` when the ring window leaves none (the job expired).
+    private func retry(_ job: PushJob, reason: String) async throws -> Bool {
         let now = store.environment.now()
         guard let next = PushRetryPolicy.nextAttempt(after: now, attempt: job.attempts, jitter: jitter(), expiresAt: job.expiresAt) else {
-            return try await finish(job, .expired, reason: reason)
+            try await finish(job, .expired, reason: reason)
+            return false
         }
         _ = try await store.write { transaction in
             try transaction.connection.run(
@@ -237,6 +294,7 @@ final class PushDispatcher: Sendable {
                 [.integer(CallStore.milliseconds(next)), .text(reason), .text(job.id)])
         }
         metrics.increment("switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: [("provider", provider.name)])
+        return true
     }
 
     private func finish(_ job: PushJob, _ outcome: Outcome, reason: String?, thenRun: String? = nil, andThen: String? = nil) async throws {

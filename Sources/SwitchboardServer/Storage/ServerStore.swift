@@ -9,14 +9,29 @@ public struct ServerEnvironment: Sendable {
     public var now: @Sendable () -> Date
     /// A fresh id (a lowercase UUID string).
     public var newID: @Sendable () -> String
+    /// Suspends until `now()` reaches the given moment (at once when it has); throws
+    /// `CancellationError` when the task is cancelled. Background work that waits for a moment
+    /// in stored time (the push dispatcher's next attempt) sleeps through this, so a test's
+    /// manual clock wakes it.
+    public var sleepUntil: @Sendable (Date) async throws -> Void
 
-    /// Wall-clock time and random UUIDs.
+    /// Wall-clock time, random UUIDs and real sleeps.
     public static let live = ServerEnvironment(now: { Date() }, newID: { UUID().uuidString.lowercased() })
 
-    /// Creates an environment.
-    public init(now: @escaping @Sendable () -> Date, newID: @escaping @Sendable () -> String) {
+    /// Creates an environment. Without `sleepUntil`, a sleep lasts the real time between
+    /// `now()` and the moment (measured against `now`, so a clock that is not the wall clock
+    /// never turns it into zero-length sleeps).
+    public init(
+        now: @escaping @Sendable () -> Date, newID: @escaping @Sendable () -> String,
+        sleepUntil: (@Sendable (Date) async throws -> Void)? = nil
+    ) {
         self.now = now
         self.newID = newID
+        self.sleepUntil = sleepUntil ?? { moment in
+            let seconds = moment.timeIntervalSince(now())
+            guard seconds > 0 else { return try Task.checkCancellation() }
+            try await Task.sleep(for: .milliseconds(Int64((min(seconds, 86_400) * 1000).rounded(.up))))
+        }
     }
 }
 

@@ -1,0 +1,189 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import SwitchboardServer
+
+/// A provider that holds the answers for some tokens until released, and answers the others
+/// from a script (200 when it runs out).
+final class HoldingPushProvider: PushProvider {
+    private struct State {
+        var held: Set<String> = []
+        var waiting: [(token: String, continuation: CheckedContinuation<PushSendResult, Never>)] = []
+        var script: [String: [PushSendResult]] = [:]
+        var sent: [String] = []
+    }
+
+    private let state = Mutex(State())
+    var name: String { "apns" }
+
+    func hold(_ token: String) { state.withLock { _ = $0.held.insert(token) } }
+    func script(_ token: String, _ results: [PushSendResult]) { state.withLock { $0.script[token] = results } }
+    var sent: [String] { state.withLock { $0.sent } }
+    var heldRequests: Int { state.withLock { $0.waiting.count } }
+
+    /// Answers every held request with 200 and stops holding.
+    func releaseAll() {
+        let waiting = state.withLock { state in
+            defer { state.waiting.removeAll(); state.held.removeAll() }
+            return state.waiting
+        }
+        for entry in waiting { entry.continuation.resume(returning: .response(status: 200, reason: nil)) }
+    }
+
+    func send(_ job: PushJob) async -> PushSendResult {
+        await withCheckedContinuation { continuation in
+            let answer = state.withLock { state -> PushSendResult? in
+                state.sent.append(job.token)
+                if state.held.contains(job.token) {
+                    state.waiting.append((job.token, continuation))
+                    return nil
+                }
+                guard var queue = state.script[job.token], !queue.isEmpty else { return .response(status: 200, reason: nil) }
+                let next = queue.removeFirst()
+                state.script[job.token] = queue
+                return next
+            }
+            if let answer { continuation.resume(returning: answer) }
+        }
+    }
+}
+
+/// Waits for `condition` with a generous bound (it normally holds within milliseconds).
+func eventually(_ seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    return try await condition()
+}
+
+private func token(_ byte: String) -> String { String(repeating: byte, count: 32) }
+
+@Suite("Push dispatcher: idle passes and no head-of-line blocking", .timeLimit(.minutes(3)))
+struct PushDispatcherTests {
+    private struct World {
+        let world: CallWorld
+        let provider: HoldingPushProvider
+        var app: TestApplication { world.app }
+        var dispatcher: PushDispatcher { world.app.application.dispatcher }
+
+        init() throws {
+            let provider = HoldingPushProvider()
+            self.provider = provider
+            var configuration = ServerConfiguration()
+            configuration.apnsBundleID = "com.example.phone"
+            world = try CallWorld(configuration: configuration, pushProvider: provider)
+        }
+
+        func register(_ person: CallWorld.Person, token: String) async {
+            _ = await app.request(
+                "POST", "/voip/devices", headers: person.headers,
+                body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(token)","environment":"production"}"#)
+        }
+
+        func job(_ token: String) async throws -> (state: String, attempts: Int)? {
+            try await app.application.store.read { connection in
+                try connection.query("SELECT state, attempts FROM push_jobs WHERE token = ? ORDER BY created_at_ms DESC LIMIT 1", [.text(token)])
+                    .first.map { (try $0.string("state"), try $0.int("attempts")) }
+            }
+        }
+
+        /// The dispatcher has nothing to do but wait for held answers, and sleeps on the manual clock.
+        func dispatcherAsleep() async throws -> Bool {
+            try await eventually { dispatcher.inFlightCount == provider.heldRequests && world.clock.sleeperCount >= 1 }
+        }
+    }
+
+    @Test func anIdleDispatcherAfterARingMakesABoundedNumberOfPasses() async throws {
+        let env = try World()
+        defer { env.world.close() }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let conversation = try await env.world.befriend(alice, bob)
+        await env.register(bob, token: token("ab"))
+        let call = try #require(await env.world.call(alice, "conversation", conversation).call)
+        #expect(try await eventually { try await env.job(token("ab"))?.state == "delivered" })
+        #expect(await env.world.act("cancel", call.id, by: alice).status == 200)
+        #expect(try await env.dispatcherAsleep())
+
+        // With the clock standing still nothing is due: no pass at all, however long we wait.
+        // (The dispatcher that spun after its first early wake made thousands here.)
+        let resting = env.dispatcher.passCount
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(env.dispatcher.passCount - resting <= 1)
+
+        // An idle hour: one pass per wake of its idle ceiling at most.
+        let before = env.dispatcher.passCount
+        let steps = 60
+        for _ in 0..<steps {
+            env.world.clock.advance(seconds: 60)
+            #expect(try await env.dispatcherAsleep())
+        }
+        let passes = env.dispatcher.passCount - before
+        #expect(passes >= 1 && passes <= 2 * steps, "an idle hour took \(passes) passes")
+    }
+
+    @Test func oneHungTokenDelaysNoOtherPush() async throws {
+        let env = try World()
+        defer {
+            env.provider.releaseAll()
+            env.world.close()
+        }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let carol = try await env.world.person("carol"), dave = try await env.world.person("dave")
+        let toBob = try await env.world.befriend(alice, bob)
+        let toCarol = try await env.world.befriend(dave, carol)
+        let hung = token("ab"), second = token("cd"), carols = token("ef"), retried = token("12")
+        env.provider.hold(hung)
+        await env.register(bob, token: hung)
+        await env.register(bob, token: second)
+        await env.register(carol, token: carols)
+        // Bob's two devices ring together: the hung one must not hold back the other.
+        _ = try #require(await env.world.call(alice, "conversation", toBob).call)
+        #expect(try await eventually { try await env.job(second)?.state == "delivered" })
+        #expect(env.provider.heldRequests == 1)
+
+        // A brand-new ring while the hung request is still open goes out at once.
+        _ = try #require(await env.world.call(dave, "conversation", toCarol).call)
+        #expect(try await eventually { try await env.job(carols)?.state == "delivered" })
+
+        // A 500 for another token is retried on its own schedule, min(2^0, 8) s + up to 0.5 s
+        // of jitter (0.25 s here): not at 1.2 s, and by 1.3 s although the hung request still waits.
+        let erin = try await env.world.person("erin"), frank = try await env.world.person("frank")
+        let toFrank = try await env.world.befriend(erin, frank)
+        await env.register(frank, token: retried)
+        env.provider.script(retried, [.response(status: 500, reason: "InternalServerError")])
+        _ = try #require(await env.world.call(erin, "conversation", toFrank).call)
+        #expect(try await eventually { try await env.job(retried)?.attempts == 1 })
+        #expect(try await env.dispatcherAsleep())
+        env.world.clock.advance(seconds: 1.2)
+        #expect(try await env.dispatcherAsleep())
+        #expect(try await env.job(retried)?.state == "pending")
+        env.world.clock.advance(seconds: 0.1)
+        #expect(try await eventually { try await env.job(retried)?.state == "delivered" })
+        #expect(env.provider.heldRequests == 1)
+        #expect(try await env.job(hung)?.state == "pending")
+
+        // The hung request's answer still counts when it comes.
+        env.provider.releaseAll()
+        #expect(try await eventually { try await env.job(hung)?.state == "delivered" })
+    }
+
+    @Test func aTimeoutOrACancelledWaitLeavesNoSignalBehind() async throws {
+        let signal = WakeSignal()
+        // A signal before the wait is remembered.
+        signal.signal()
+        #expect(await signal.wait(sleep: { try await Task.sleep(for: .seconds(3600)) }) == .signalled)
+        // A wait whose sleep ends times out, and leaves nothing for the next wait.
+        #expect(await signal.wait(sleep: {}) == .timedOut)
+        let next = Task { await signal.wait(sleep: { try await Task.sleep(for: .seconds(3600)) }) }
+        try await Task.sleep(for: .milliseconds(100))
+        signal.signal()
+        #expect(await next.value == .signalled)
+        // A cancelled wait ends as cancelled and leaves nothing either.
+        let cancelled = Task { await signal.wait(sleep: { try await Task.sleep(for: .seconds(3600)) }) }
+        cancelled.cancel()
+        #expect(await cancelled.value == .cancelled)
+        #expect(await signal.wait(sleep: {}) == .timedOut)
+    }
+}
