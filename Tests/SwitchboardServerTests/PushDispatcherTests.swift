@@ -186,4 +186,13 @@ struct PushDispatcherTests {
         #expect(await cancelled.value == .cancelled)
         #expect(await signal.wait(sleep: {}) == .timedOut)
     }
+
+    @Test func theAPNsRequestDeadlineIsASetting() throws {
+        #expect(ServerConfiguration().apnsRequestTimeoutSeconds == 10)
+        let set = try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "3"], file: nil)
+        #expect(set.apnsRequestTimeoutSeconds == 3)
+        #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "0"], file: nil)
+        }
+    }
 }

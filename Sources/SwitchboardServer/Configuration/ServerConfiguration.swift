@@ -63,6 +63,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var apnsCAFile = ""
     /// Long-lived HTTP/2 connections per APNs environment.
     public var apnsConnections = 1
+    /// The deadline of one APNs request; past it the attempt counts as a transport failure and
+    /// is retried. A slow request holds back only its own job, never another token's.
+    public var apnsRequestTimeoutSeconds = 10
 
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
@@ -165,6 +168,7 @@ public struct ConfigurationSetting: Sendable {
         },
         text("apnsCAFile", "SWITCHBOARD_APNS_CA_FILE", "CA file to trust for APNs (an emulator's certificate)", \.apnsCAFile),
         integer("apnsConnections", "SWITCHBOARD_APNS_CONNECTIONS", 1...16, "HTTP/2 connections per APNs environment (default 1)") { $0.apnsConnections = $1 },
+        integer("apnsRequestTimeoutSeconds", "SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one APNs request may take before it is retried (default 10)") { $0.apnsRequestTimeoutSeconds = $1 },
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },

@@ -33,6 +33,7 @@ struct APNsPushProvider: PushProvider {
         return APNsPushProvider(apns: try APNsProvider(configuration: APNsConfiguration(
             credentials: credentials, productionURL: configuration.apnsProductionURL, sandboxURL: configuration.apnsSandboxURL,
             caFile: configuration.apnsCAFile.isEmpty ? nil : configuration.apnsCAFile,
-            connectionsPerEnvironment: configuration.apnsConnections)))
+            connectionsPerEnvironment: configuration.apnsConnections,
+            requestTimeout: .seconds(configuration.apnsRequestTimeoutSeconds))))
     }
 }
