@@ -6,7 +6,7 @@ import SwitchboardPush
 /// The push path end to end through the real binaries: `switchboard serve` sends VoIP pushes
 /// over HTTP/2 and TLS to `switchboard apns-emulator`, as it would to Apple; the tests read
 /// the emulator's inbox per device token, as a phone would receive its pushes.
-@Suite("Push through the binaries (server → APNs emulator)", .serialized)
+@Suite("Push through the binaries (server → APNs emulator)", .serialized, .timeLimit(.minutes(5)))
 struct PushLiveTests {
     static let bundleID = "com.example.phone"
     static let teamID = "TEAM123456"
@@ -23,7 +23,7 @@ struct PushLiveTests {
         private(set) var server: ServerProcess
         let serverEnvironment: [String: String]
 
-        init() throws {
+        init(serverSettings: [String: String] = [:]) throws {
             let key = try ES256PrivateKey.generate()
             let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub", caFile = directory.path + "/emulator-ca.pem"
             try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
@@ -43,7 +43,7 @@ struct PushLiveTests {
                 "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)", "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
                 "SWITCHBOARD_APNS_CA_FILE": caFile, "SWITCHBOARD_APNS_BUNDLE_ID": PushLiveTests.bundleID,
                 "SWITCHBOARD_ADMIN_KEY": PushLiveTests.adminKey,
-            ]
+            ].merging(serverSettings) { $1 }
             server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
         }
 
@@ -78,13 +78,31 @@ struct PushLiveTests {
             return (try? JSONSerialization.jsonObject(with: Data(reply.body.utf8)) as? [String: Any]) ?? [:]
         }
 
-        /// Polls the admin view until `condition` holds on its outcomes.
-        func waitForOutcome(_ condition: ([[String: Any]]) -> Bool) async throws -> Bool {
-            for _ in 0..<150 {
-                if condition((await adminStatus()["outcomes"] as? [[String: Any]]) ?? []) { return true }
-                try await Task.sleep(for: .milliseconds(100))
+        /// Polls the admin view until `condition` holds on its outcomes (a generous bound: it
+        /// normally holds within milliseconds).
+        func waitForOutcome(_ condition: @escaping ([[String: Any]]) -> Bool) async throws -> Bool {
+            try await eventually { condition((await self.adminStatus()["outcomes"] as? [[String: Any]]) ?? []) }
+        }
+
+        /// The emulator's answers so far, by `"<status>"` or `"<status> <reason>"`.
+        func emulatorResponses() async throws -> [String: Int] {
+            let response = try await inbox.send(HTTP2Request(method: "GET", path: "/control/stats", headers: [], body: []))
+            let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            return object?["responses"] as? [String: Int] ?? [:]
+        }
+
+        /// Waits until the emulator has given `answer` at least `count` times.
+        func waitForEmulatorAnswers(_ answer: String, count: Int) async throws -> Bool {
+            try await eventually { try await self.emulatorResponses()[answer] ?? 0 >= count }
+        }
+
+        /// The value of one counter on the server's `/metrics` (0 when absent).
+        func metric(_ line: String) async -> Double {
+            let text = await fetch(server.address, "GET", "/metrics").body
+            for row in text.split(separator: "\n") where row.hasPrefix(line + " ") {
+                return Double(row.dropFirst(line.count + 1)) ?? 0
             }
-            return false
+            return 0
         }
     }
 
@@ -160,7 +178,7 @@ struct PushLiveTests {
         // 2. A ring cancelled while its job waits for a retry is dropped, never sent.
         try await rig.fault(#"{"kind":"serviceUnavailable","token":"\#(token)","count":1}"#)
         let second = try await Self.call(rig, alice, "conversation", conversation)
-        try await Task.sleep(for: .milliseconds(300))  // the first attempt gets its 503
+        #expect(try await rig.waitForEmulatorAnswers("503 ServiceUnavailable", count: 1))  // the first attempt got its 503
         #expect(await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth).status == 200)
         #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "dropped" && $0["reason"] as? String == "call_not_ringing" } })
         #expect(try await rig.pushes(for: token, wait: 0).count == 1, "the cancelled ring must not reach the phone")
@@ -171,7 +189,8 @@ struct PushLiveTests {
         #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "failed" && $0["reason"] as? String == "Unregistered" } })
         _ = await fetch(rig.server.address, "POST", "/calls/\(third)/cancel", headers: alice.auth)
         _ = try await Self.call(rig, alice, "conversation", conversation)
-        try await Task.sleep(for: .milliseconds(500))
+        // Jobs are written in the transaction that starts the ring: had one been written, it
+        // would be pending or finished by now.
         let pending = await rig.adminStatus()["pending"] as? Int
         #expect(pending == 0)
         let failedOrDelivered = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).reduce(0) { $0 + (($1["count"] as? Int) ?? 0) }
@@ -192,7 +211,8 @@ struct PushLiveTests {
         // Every first attempt gets a 503, so all three jobs are pending when the server dies.
         try await rig.fault(#"{"kind":"serviceUnavailable","count":3}"#)
         _ = try await Self.call(rig, owner, "group", group)
-        try await Task.sleep(for: .milliseconds(400))
+        #expect(try await rig.waitForEmulatorAnswers("503 ServiceUnavailable", count: 3))
+        #expect(try await eventually { await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns"}"#) == 3 })
         #expect(await rig.adminStatus()["pending"] as? Int == 3)
         try rig.crashAndRestart()
 
@@ -204,6 +224,39 @@ struct PushLiveTests {
         }
         #expect(Set(seen).count == 3, "one apns-id per job")
         #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 3 } })
+        await rig.close()
+    }
+
+    @Test func aHungRequestDelaysNoOtherTokensPushOrRetry() async throws {
+        // The emulator holds one token's answer for 25 s; the server's request deadline is 20 s.
+        let rig = try Rig(serverSettings: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "20"])
+        let hung = Self.deviceToken(0xd1), prompt = Self.deviceToken(0xd2), retried = Self.deviceToken(0xd3)
+        let owner = try await Self.person(rig, "owner")
+        var members: [Person] = []
+        for (index, token) in [hung, prompt, retried].enumerated() { members.append(try await Self.person(rig, "member\(index)", device: token)) }
+        for member in members { _ = try await Self.befriend(rig, owner, member) }
+        let ids = members.map { "\"\($0.id)\"" }.joined(separator: ",")
+        let group = try #require(Self.json(await fetch(rig.server.address, "POST", "/groups", body: #"{"name":"team","memberIds":[\#(ids)]}"#, headers: owner.auth).body)["id"] as? String)
+        try await rig.fault(#"{"kind":"delay","milliseconds":25000,"token":"\#(hung)","count":1}"#)
+        try await rig.fault(#"{"kind":"internalServerError","token":"\#(retried)","count":1}"#)
+
+        // One ring, three jobs: the prompt token's push arrives while the hung one is held.
+        let rang = Date()
+        _ = try await Self.call(rig, owner, "group", group)
+        #expect(try await rig.pushes(for: prompt, wait: 30).count == 1)
+        // The 500 is retried after min(2^0, 8) s + jitter (1.0-1.5 s), not after the hung
+        // request's deadline: when the retry arrives, the only retry the server has recorded
+        // is this token's own (the hung request's timeout, 20 s away, would be the second).
+        let pushes = try await rig.pushes(for: retried, wait: 30)
+        #expect(pushes.count == 1)
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let stamp = try #require(pushes.first?["receivedAt"] as? String)
+        let arrived = try #require(format.date(from: stamp))
+        #expect(arrived.timeIntervalSince(rang) >= 0.95, "retried no sooner than its backoff")
+        #expect(await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns"}"#) == 1)
+        #expect(try await rig.emulatorResponses()["500 InternalServerError"] == 1)
+        #expect(try await rig.pushes(for: hung, wait: 0).isEmpty, "the hung answer is still held")
         await rig.close()
     }
 }

@@ -27,7 +27,7 @@ final class ScriptedPushProvider: PushProvider {
 private let tokenA = String(repeating: "ab", count: 32)
 private let tokenB = String(repeating: "cd", count: 32)
 
-@Suite("Push devices and the outbox", .serialized)
+@Suite("Push devices and the outbox", .serialized, .timeLimit(.minutes(3)))
 struct PushOutboxTests {
     private struct World {
         let world: CallWorld
@@ -61,13 +61,15 @@ struct PushOutboxTests {
             try await app.application.store.read { try $0.query("SELECT token FROM push_devices ORDER BY token").map { try $0.string("token") } }
         }
 
-        /// Polls until `condition` holds on the jobs (the real dispatcher runs in the background).
+        /// Polls until `condition` holds on the jobs (the real dispatcher runs in the background),
+        /// with a generous bound.
         func waitForJobs(_ condition: @escaping ([(state: String, reason: String?, token: String, attempts: Int, id: String)]) -> Bool) async throws -> Bool {
-            for _ in 0..<300 {
-                if condition(try await jobs()) { return true }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            return condition(try await jobs())
+            try await eventually { condition(try await jobs()) }
+        }
+
+        /// The dispatcher has finished its sends and sleeps on the manual clock.
+        func dispatcherAsleep() async throws -> Bool {
+            try await eventually { app.application.dispatcher.inFlightCount == 0 && world.clock.sleeperCount >= 1 }
         }
     }
 
@@ -192,8 +194,9 @@ struct PushOutboxTests {
         env.provider.script(tokenA, Array(repeating: .response(status: 503, reason: "ServiceUnavailable"), count: 50))
         _ = await env.world.call(alice, "conversation", conversation)
         for _ in 0..<12 {
+            #expect(try await env.dispatcherAsleep())
             env.world.clock.advance(seconds: 8.6)
-            try await Task.sleep(for: .milliseconds(40))
+            #expect(try await env.dispatcherAsleep())
             if try await env.jobs().first?.state != "pending" { break }
         }
         #expect(try await env.waitForJobs { $0.first?.state == "expired" || $0.first?.state == "dropped" })
@@ -240,9 +243,12 @@ struct PushOutboxTests {
         let failures = try #require(object["newestFailures"] as? [[String: Any]])
         #expect(failures.first?["tokenSuffix"] as? String == String(tokenA.suffix(8)))
         #expect(!status.text.contains(tokenA))
-        let metrics = await env.app.request("GET", "/metrics").text
-        #expect(metrics.contains(#"switchboard_push_jobs_total{provider="apns",outcome="failed",reason="TopicDisallowed"} 1"#))
-        #expect(metrics.contains("switchboard_push_jobs_pending "))
+        // The counter moves just after the outcome is stored.
+        #expect(try await eventually {
+            await env.app.request("GET", "/metrics").text
+                .contains(#"switchboard_push_jobs_total{provider="apns",outcome="failed",reason="TopicDisallowed"} 1"#)
+        })
+        #expect(await env.app.request("GET", "/metrics").text.contains("switchboard_push_jobs_pending "))
     }
 
     @Test func withoutAPNsConfiguredJobsFailVisibly() async throws {
@@ -256,11 +262,11 @@ struct PushOutboxTests {
         _ = await world.app.request("POST", "/voip/devices", headers: bob.headers,
                                     body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(tokenA)","environment":"sandbox"}"#)
         _ = await world.call(alice, "conversation", conversation)
-        var reason: String?
-        for _ in 0..<300 where reason == nil {
-            reason = try await world.app.application.store.read { try $0.query("SELECT reason FROM push_jobs WHERE state = 'failed'").first?.optionalString("reason") }
-            if reason == nil { try await Task.sleep(for: .milliseconds(10)) }
+        let failedVisibly = try await eventually {
+            try await world.app.application.store.read {
+                try $0.query("SELECT reason FROM push_jobs WHERE state = 'failed'").first?.optionalString("reason")
+            } == "ProviderNotConfigured"
         }
-        #expect(reason == "ProviderNotConfigured")
+        #expect(failedVisibly)
     }
 }
