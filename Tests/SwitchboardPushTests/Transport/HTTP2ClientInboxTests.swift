@@ -3,7 +3,7 @@ import Testing
 @testable import SwitchboardPush
 
 /// The caller ↔ loop hand-over as a pure state machine (waiters are plain strings here).
-@Suite("HTTP2ClientInbox")
+@Suite("HTTP2ClientInbox", .timeLimit(.minutes(1)))
 struct HTTP2ClientInboxTests {
     typealias Inbox = HTTP2ClientInbox<String>
 

@@ -3,7 +3,7 @@ import Testing
 @testable import SwitchboardPush
 
 /// The reconnect backoff as a pure value: instants are made up, nothing sleeps.
-@Suite("ReconnectGate")
+@Suite("ReconnectGate", .timeLimit(.minutes(1)))
 struct ReconnectGateTests {
     let t0 = ContinuousClock.now
     func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
