@@ -15,7 +15,10 @@
 # in rotating order (medians reported):
 #   1. push-bench (our APNsProvider), 1 connection;
 #   2. push-bench, BENCH_CONNS connections (streams per connection = concurrency / conns);
-#   3. bench/apns_python_client.py (aioapns, 1 connection).
+#   3. bench/apns_python_client.py (aioapns, 1 connection);
+#   4. push-bench, 1 connection, with the emulator holding the answers of BENCH_HANG_PERCENT %
+#      of the device tokens past the 10 s deadline (a sender hands such a push off and goes
+#      on, as the server's dispatcher does): the other pushes' figures beside the clean ones.
 # Per run: pushes/s, send -> response latency p50/p99/max, statuses, client CPU; and from
 # the emulator (GET /control/stats, /proc): connections it accepted, pushes it processed,
 # its CPU time.
@@ -32,6 +35,7 @@
 #   BENCH_ROUNDS       rounds; medians are reported              (default 3)
 #   BENCH_TOKENS       device tokens the pushes go to in turn    (default 1000)
 #   BENCH_RUN_SECONDS  cap on one client run                     (default 60)
+#   BENCH_HANG_PERCENT tokens whose answers are held in run 4    (default 1; 0 skips run 4)
 #   KEEP_TMP=1         keep the temp dir (keys, per-run JSON, emulator logs)
 set -euo pipefail
 
@@ -42,6 +46,7 @@ readonly CONNS="${BENCH_CONNS:-4}"
 readonly ROUNDS="${BENCH_ROUNDS:-3}"
 readonly TOKENS="${BENCH_TOKENS:-1000}"
 readonly RUN_SECONDS="${BENCH_RUN_SECONDS:-60}"
+readonly HANG_PERCENT="${BENCH_HANG_PERCENT:-1}"
 readonly TARGET_PPS=5000
 readonly TEAM_ID="BENCHTEAM1"
 readonly KEY_ID="BENCHKEY01"
@@ -165,6 +170,11 @@ run_client() {
             command=("$PUSH_BENCH" --url "$URL" --ca-file "$TMP/ca.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID"
                 --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID" --count "$COUNT" --warmup "$WARMUP"
                 --concurrency "$CONCURRENCY" --connections "$CONNS" --tokens "$TOKENS" --label "$name") ;;
+        ours-hung)
+            command=("$PUSH_BENCH" --url "$URL" --ca-file "$TMP/ca.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID"
+                --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID" --count "$COUNT" --warmup "$WARMUP"
+                --concurrency "$CONCURRENCY" --connections 1 --tokens "$TOKENS" --label "$name"
+                --hang-percent "$HANG_PERCENT" --hang-ms 15000) ;;
         python)
             command=(python3 "$CLIENT_PY" --host localhost --port "$PORT" --ca-file "$TMP/ca.pem"
                 --team-id "$TEAM_ID" --key-id "$KEY_ID" --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID"
@@ -189,6 +199,11 @@ run_client() {
         124|137) die "$name did not finish within ${RUN_SECONDS} s (BENCH_RUN_SECONDS)" ;;
         *) die "$name failed (exit $rc): $(tail -n 5 "$TMP/client.err")" ;;
     esac
+    if [[ "$name" == ours-hung ]]; then
+        # The held tokens' faults never run out: clear them for the next runs.
+        curl -sS --http2 --cacert "$TMP/ca.pem" --max-time 10 -X DELETE "$URL/control/faults" >/dev/null \
+            || die "DELETE /control/faults on the emulator failed"
+    fi
     emulator_snapshot "$TMP/emu-after.json"
     python3 - "$out.client" "$TMP/emu-before.json" "$TMP/emu-after.json" >"$out" <<'PY'
 import json, sys
@@ -200,6 +215,9 @@ run["emulator"] = {
     "connections_accepted": after["connectionsAccepted"] - before["connectionsAccepted"] - 1,
     "push_requests": after["pushRequests"] - before["pushRequests"],
     "extra_push_requests": after["pushRequests"] - before["pushRequests"] - sent,
+    "duplicate_deliveries": after["duplicateDeliveries"] - before["duplicateDeliveries"],
+    "resets_received": after["resetsReceived"] - before["resetsReceived"],
+    "goaways_sent": after["goawaysSentTotal"] - before["goawaysSentTotal"],
     "cpu_ms": round(after["cpu_ms"] - before["cpu_ms"]),
 }
 print(json.dumps(run))
@@ -211,6 +229,7 @@ PY
 
 NAMES=(ours-1 ours-n)
 [[ $PY_OK -eq 1 ]] && NAMES+=(python)
+[[ "$HANG_PERCENT" -gt 0 ]] && NAMES+=(ours-hung)
 for round in $(seq 1 "$ROUNDS"); do
     # Rotate: round 1 ours-1 ours-n python, round 2 ours-n python ours-1, ...
     count=${#NAMES[@]}
@@ -253,6 +272,8 @@ def fmt(value, decimals=0):
 
 rows = [("ours-1", "switchboard, 1 connection"), ("ours-n", f"switchboard, {conns} connections"),
         ("python", "aioapns, 1 connection")]
+if "ours-hung" in runs:
+    rows.append(("ours-hung", f"switchboard, 1 conn, {runs['ours-hung'][0]['hang_percent']} % hung"))
 first = next(iter(runs.values()))[0]
 count, warmup, concurrency, tokens = first["count"], first["warmup"], first["concurrency"], first["device_tokens"]
 py_client = runs["python"][0]["client"] if "python" in runs else "aioapns (not run)"
@@ -262,7 +283,8 @@ print(f"Push throughput: {count:,} VoIP pushes per run after {warmup:,} warm-up,
       f"senders, {tokens:,} device tokens; HTTP/2 over TLS to the APNs emulator on 127.0.0.1; "
       f"median of {rounds} rounds")
 header = (f"  {'client':<30} {'pushes/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-          f"{'client CPU ms':>13} {'emu CPU ms':>10} {'conns opened':>12} {'pushes x2':>9}")
+          f"{'client CPU ms':>13} {'emu CPU ms':>10} {'conns opened':>12} {'duplicates':>10} "
+          f"{'RST_STREAMs':>11} {'GOAWAYs':>7}")
 print(header)
 for name, title in rows:
     if name not in runs:
@@ -271,7 +293,8 @@ for name, title in rows:
           f"{fmt(med(name, 'p99_ms'), 2):>8} {fmt(med(name, 'max_ms'), 1):>8} "
           f"{fmt(med(name, 'client_cpu_ms')):>13} {fmt(med(name, 'cpu_ms', 'emulator')):>10} "
           f"{fmt(med(name, 'connections_accepted', 'emulator')):>12} "
-          f"{fmt(med(name, 'extra_push_requests', 'emulator')):>9}")
+          f"{fmt(med(name, 'duplicate_deliveries', 'emulator')):>10} "
+          f"{fmt(med(name, 'resets_received', 'emulator')):>11} {fmt(med(name, 'goaways_sent', 'emulator')):>7}")
 print("  per round, pushes/s:")
 for i in range(rounds):
     parts = []
@@ -290,6 +313,14 @@ print(f"  reference: {py_client}")
 print(f"  ratio switchboard/aioapns pushes/s, 1 connection each: {ratio1} "
       f"({conns} connections vs aioapns's 1: {ration})")
 print(f"  target: >= {target:,} pushes/s on one connection -> {met}")
+if "ours-hung" in runs:
+    hung = runs["ours-hung"][0]
+    print(f"  with {hung['hang_percent']} % of the tokens held: the other pushes at "
+          f"{fmt(med('ours-hung', 'pushes_per_second'))}/s, p99 {fmt(med('ours-hung', 'p99_ms'), 2)} ms "
+          f"(clean: {fmt(ours1)}/s, p99 {fmt(med('ours-1', 'p99_ms'), 2)} ms); held pushes per run "
+          f"{fmt(med('ours-hung', 'hung_pushes'))}, ended {hung['hung_failures'] or hung['hung_statuses']}")
+print("  duplicates = deliveries of an apns-id already delivered; RST_STREAMs = stream resets the client sent;")
+print("  GOAWAYs = every GOAWAY the emulator sent (nghttp2 sends one after 1,000 resets above 33/s)")
 
 print()
 print("---- summary (paste-ready) ----")
@@ -298,12 +329,13 @@ print(f"Switchboard push benchmark, {time.strftime('%Y-%m-%d', time.gmtime())}, 
 print(f"{count:,} VoIP pushes per run ({warmup:,} warm-up), {concurrency} concurrent senders, "
       f"{tokens:,} device tokens, median of {rounds} rounds; reference: {py_client}")
 print()
-print("| client                         | pushes/s | p50 ms | p99 ms | connections opened |")
-print("|--------------------------------|---------:|-------:|-------:|-------------------:|")
+print("| client                         | pushes/s | p50 ms | p99 ms | connections opened | duplicates |")
+print("|--------------------------------|---------:|-------:|-------:|-------------------:|-----------:|")
 for name, title in rows:
     if name in runs:
         print(f"| {title:<30} | {fmt(med(name, 'pushes_per_second')):>8} | {fmt(med(name, 'p50_ms'), 2):>6} | "
-              f"{fmt(med(name, 'p99_ms'), 2):>6} | {fmt(med(name, 'connections_accepted', 'emulator')):>18} |")
+              f"{fmt(med(name, 'p99_ms'), 2):>6} | {fmt(med(name, 'connections_accepted', 'emulator')):>18} | "
+              f"{fmt(med(name, 'duplicate_deliveries', 'emulator')):>10} |")
 print()
 print(f"ratio switchboard/aioapns pushes/s (1 connection each): {ratio1}")
 churn = med("ours-1", "connections_accepted", "emulator")
@@ -317,13 +349,14 @@ if build == "debug":
 def warn(text):
     print(text, file=sys.stderr)
 
-expected_conns = {"ours-1": 1, "ours-n": conns, "python": 1}
+expected_conns = {"ours-1": 1, "ours-n": conns, "python": 1, "ours-hung": 1}
 for name, title in rows:
     done = runs.get(name, [])
     if not done:
         continue
     for i, run in enumerate(done, 1):
         bad = {k: v for k, v in run["statuses"].items() if k != "200"}
+        # The held pushes' own timeouts are the point of that run, not a failure.
         if bad or run["failures"]:
             examples = run.get("failure_examples", {})
             warn(f"{title}, round {i}: non-200 answers {bad or '{}'}, transport failures {run['failures'] or '{}'}"

@@ -4,6 +4,7 @@
 //   push-bench --url https://localhost:PORT --ca-file ca.pem --team-id T --key-id K \
 //              --key-file key.p8 --bundle-id com.example.app \
 //              [--count 20000] [--concurrency 200] [--connections 1] [--warmup 2000]
+//              [--hang-percent P --hang-ms MS]
 //   push-bench generate-key --p8 key.p8 --public key.pub.pem
 //
 // One JSON object goes to stdout: pushes/s, send→response latency p50/p90/p99/max in ms,
@@ -28,7 +29,14 @@ enum PushBench {
                           --key-file FILE.p8 [--bundle-id ID] [--count N] [--concurrency C]
                           [--connections K] [--streams-per-connection S] [--warmup N]
                           [--tokens N] [--timeout-ms MS] [--label TEXT]
+                          [--hang-percent P] [--hang-ms MS]
                push-bench generate-key --p8 FILE --public FILE
+
+        --hang-percent P  the emulator holds the answers for P % of the device tokens (so P % of
+                          the pushes) for --hang-ms (default 15000, past the 10 s deadline); a
+                          sender hands such a push off and goes on, as the server's dispatcher
+                          does, and the figures are those of the other pushes, which must not
+                          slow down (`hung_*` figures count the held ones)
         """
 
     /// Runs the command synchronously and returns the exit status (0 ran, 1 failed, 2 usage).
@@ -90,11 +98,23 @@ enum PushBench {
             return 1
         }
 
+        if options.hangPercent > 0 {
+            do {
+                try await installHangs(options, workload: workload)
+            } catch {
+                fail("cannot install the delay faults on the emulator: \(error)")
+                await provider.shutdown()
+                return 1
+            }
+        }
+
         // Warm-up: connections, TLS, the provider token and both sides' caches; not counted.
+        // (Its held pushes are still open when the measured run starts, as in steady state.)
+        let handedOff = HandedOff()
         if options.warmup > 0 {
             let warm = await sendAll(
                 count: options.warmup, offset: 0, concurrency: options.concurrency, provider: provider,
-                workload: workload)
+                workload: workload, hangEvery: options.hangEvery, handedOff: handedOff)
             if warm.ok == 0 {
                 fail("no push of the warm-up was answered 200: \(warm.summary)")
                 await provider.shutdown()
@@ -106,9 +126,10 @@ enum PushBench {
         let started = ContinuousClock.now
         let tally = await sendAll(
             count: options.count, offset: options.warmup, concurrency: options.concurrency, provider: provider,
-            workload: workload)
+            workload: workload, hangEvery: options.hangEvery, handedOff: handedOff)
         let elapsed = ContinuousClock.now - started
         let cpuUsed = processCPUMilliseconds() - cpuBefore
+        let hung = await handedOff.wait()
         await provider.shutdown()
 
         let seconds = elapsed.inSeconds
@@ -136,14 +157,20 @@ enum PushBench {
         json.add("failures", tally.failures.mapValues { Double($0) })
         json.add("failure_examples", tally.failureExamples)
         json.add("client_cpu_ms", rounded(cpuUsed, 0))
+        json.add("hang_percent", options.hangPercent)
+        json.add("hung_pushes", hung.latencies.count)  // warm-up's and measured run's
+        json.add("hung_statuses", hung.statuses.mapValues { Double($0) })
+        json.add("hung_failures", hung.failures.mapValues { Double($0) })
         print(json.text)
         return 0
     }
 
     /// Sends pushes `offset ..< offset + count` with `concurrency` senders, each sending its next
-    /// push as soon as its previous one was answered.
+    /// push as soon as its previous one was answered. With `hangEvery` > 0 a push to a held token
+    /// (token index divisible by it) is handed off to `handedOff` and not waited for.
     private static func sendAll(
-        count: Int, offset: Int, concurrency: Int, provider: APNsProvider, workload: Workload
+        count: Int, offset: Int, concurrency: Int, provider: APNsProvider, workload: Workload, hangEvery: Int,
+        handedOff: HandedOff = HandedOff()
     ) async -> Tally {
         let next = Counter()
         return await withTaskGroup(of: Tally.self) { group in
@@ -156,6 +183,10 @@ enum PushBench {
                         let index = next.take()
                         guard index < count else { break }
                         let (token, headers) = workload.push(offset + index)
+                        if hangEvery > 0, workload.tokenIndex(offset + index) % hangEvery == 0 {
+                            handedOff.send(provider: provider, token: token, headers: headers, payload: workload.payload)
+                            continue
+                        }
                         let start = ContinuousClock.now
                         let result = await provider.send(
                             deviceToken: token, environment: "production", headers: headers,
@@ -168,6 +199,29 @@ enum PushBench {
             var total = Tally()
             for await part in group { total.merge(part) }
             return total
+        }
+    }
+
+    /// Asks the emulator (`POST /control/faults`) to hold the answers of every held token.
+    private static func installHangs(_ options: Options, workload: Workload) async throws {
+        var settings = HTTP2ClientConfiguration(baseURL: options.url)
+        settings.caFile = options.caFile
+        let control = try HTTP2Client(configuration: settings)
+        let faults = workload.tokens(every: options.hangEvery).map {
+            #"{"kind":"delay","milliseconds":\#(options.hangMilliseconds),"token":"\#($0)"}"#
+        }
+        let body = Array("[\(faults.joined(separator: ","))]".utf8)
+        let response: HTTP2Response
+        do {
+            response = try await control.send(HTTP2Request(
+                method: "POST", path: "/control/faults", headers: [("content-type", "application/json")], body: body))
+        } catch {
+            await control.shutdown()
+            throw error
+        }
+        await control.shutdown()
+        guard response.status < 300 else {
+            throw Options.UsageError(message: "the emulator answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         }
     }
 
@@ -259,6 +313,11 @@ struct Options {
     var tokens = 1_000
     var timeoutMilliseconds = 10_000
     var label: String?
+    /// Percent of the device tokens whose answers the emulator holds (0 = none).
+    var hangPercent = 0
+    var hangMilliseconds = 15_000
+    /// Every how many tokens one is held (0 = none).
+    var hangEvery: Int { hangPercent > 0 ? max(1, 100 / hangPercent) : 0 }
 
     init(parsing arguments: [String]) throws(UsageError) {
         var index = 0
@@ -291,6 +350,8 @@ struct Options {
             case "--tokens": tokens = try number(flag, minimum: 1)
             case "--timeout-ms": timeoutMilliseconds = try number(flag, minimum: 1)
             case "--label": label = try value(flag)
+            case "--hang-percent": hangPercent = try number(flag, minimum: 0)
+            case "--hang-ms": hangMilliseconds = try number(flag, minimum: 1)
             default: throw UsageError(message: "unknown option '\(flag)'")
             }
             index += 1
@@ -301,6 +362,7 @@ struct Options {
         guard !teamID.isEmpty, !keyID.isEmpty, !keyFile.isEmpty else {
             throw UsageError(message: "--team-id, --key-id and --key-file are required")
         }
+        guard hangPercent <= 50 else { throw UsageError(message: "--hang-percent must be 0 to 50") }
         if streamsPerConnection == 0 {
             streamsPerConnection = (concurrency + connections - 1) / connections
         }
@@ -339,11 +401,45 @@ struct Workload: Sendable {
         case noApnsID
     }
 
+    /// The index of push number `index`'s device token.
+    func tokenIndex(_ index: Int) -> Int { index % tokens.count }
+
+    /// Every `every`-th device token (indices 0, every, 2 × every, …).
+    func tokens(every: Int) -> [String] {
+        guard every > 0 else { return [] }
+        return stride(from: 0, to: tokens.count, by: every).map { tokens[$0] }
+    }
+
     /// Push number `index`: its device token and its headers with a fresh `apns-id`.
     func push(_ index: Int) -> (token: String, headers: [(String, String)]) {
         var headers = headers
         headers[apnsIDIndex].1 = UUID().uuidString.lowercased()
         return (tokens[index % tokens.count], headers)
+    }
+}
+
+/// The pushes handed off without waiting (to held tokens), and what became of them.
+final class HandedOff: Sendable {
+    private let state = Mutex<(tasks: [Task<(APNsResult, Double), Never>], done: Bool)>(([], false))
+
+    func send(provider: APNsProvider, token: String, headers: [(String, String)], payload: [UInt8]) {
+        let task = Task {
+            let start = ContinuousClock.now
+            let result = await provider.send(deviceToken: token, environment: "production", headers: headers, payload: payload)
+            return (result, (ContinuousClock.now - start).inMilliseconds)
+        }
+        state.withLock { $0.tasks.append(task) }
+    }
+
+    /// Waits for every handed-off push and tallies them.
+    func wait() async -> Tally {
+        let tasks = state.withLock { $0.tasks }
+        var tally = Tally()
+        for task in tasks {
+            let (result, milliseconds) = await task.value
+            tally.record(result, milliseconds: milliseconds)
+        }
+        return tally
     }
 }
 

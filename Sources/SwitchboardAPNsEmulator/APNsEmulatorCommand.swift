@@ -99,7 +99,9 @@ public enum APNsEmulatorCommand {
           POST /control/faults              add faults (body as in the --faults file)
           DELETE /control/faults[?token=T]  remove all faults, or those for one token (204)
           GET /control/stats                answers per status and reason, connections,
-                                            streams, deliveries, refusals, GOAWAYs, long polls
+                                            streams, deliveries, duplicate deliveries (same
+                                            apns-id again), refusals, RST_STREAMs received,
+                                            GOAWAYs (faults' and all), long polls
 
         Example:
           switchboard apns-emulator --listen 127.0.0.1:0 --bundle-id com.example.app \\

@@ -3,7 +3,7 @@ import SwitchboardAPNsEmulator
 import Testing
 
 /// Every fault kind over loopback.
-@Suite struct FaultLiveTests {
+@Suite(.timeLimit(.minutes(3))) struct FaultLiveTests {
     struct AnswerFault: Sendable, CustomTestStringConvertible {
         let fault: APNsFault
         let status: Int
@@ -75,6 +75,7 @@ import Testing
             let result = try await exchange(port: port, [Fixture.push(to: token)], timeout: 1)
             #expect(result.responses[0].finished == false)
             #expect(await eventually(within: 10) { emulator.stats.delayedAnswersAbandoned == 1 })
+            #expect(await eventually { emulator.stats.resetsReceived == 1 })  // the client's RST_STREAM
             #expect(emulator.inbox(token: token).isEmpty)
             // The fault is used up: the retry goes through at once.
             let retry = try await exchange(port: port, [Fixture.push(to: token)], timeout: 10)
@@ -98,10 +99,26 @@ import Testing
             #expect(emulator.inbox(token: token).count == 2)
             #expect(await eventually { emulator.stats.connectionsOpen == 0 })
             #expect(emulator.stats.goawaysSent == 1)
+            #expect(emulator.stats.goawaysSentTotal == 1)
             // The fault applied to one connection; a new one carries all five.
             let next = try await exchange(port: port, requests)
             #expect(next.goaway == nil)
             #expect(next.responses.allSatisfy { $0.status == 200 })
+        }
+    }
+
+    @Test func aPushResentWithTheSameApnsIDCountsAsADuplicateDelivery() async throws {
+        let token = Fixture.deviceToken(18)
+        let apnsID = UUID().uuidString.lowercased()
+        try await withEmulator(Fixture.configuration()) { emulator, port in
+            let first = try await exchange(port: port, [Fixture.push(to: token, apnsID: apnsID), Fixture.push(to: token, apnsID: UUID().uuidString.lowercased())])
+            #expect(first.responses.map(\.status) == [200, 200], "\(first.responses)")
+            #expect(emulator.stats.duplicateDeliveries == 0)
+            let again = try await exchange(port: port, [Fixture.push(to: token, apnsID: apnsID)])
+            #expect(again.responses[0].status == 200)
+            #expect(emulator.stats.pushesDelivered == 3)
+            #expect(emulator.stats.duplicateDeliveries == 1)
+            #expect(emulator.stats.resetsReceived == 0)
         }
     }
 

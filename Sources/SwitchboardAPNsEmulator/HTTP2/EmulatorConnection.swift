@@ -30,6 +30,9 @@ final class EmulatorConnection {
     private var pendingOffset = 0
     /// Push streams this connection has carried (for `goawayAfter`).
     var pushStreams = 0
+    /// RST_STREAM frames the client sent and GOAWAY frames this side sent, not yet counted in
+    /// the emulator's statistics (the loop takes them after each read and write).
+    private(set) var uncounted = (resetsReceived: 0, goawaysSent: 0)
     /// The last stream processed before this connection's GOAWAY, once one is queued.
     private(set) var goawayLastStreamID: Int32?
     /// Once finished: when to give up waiting for the peer to close (monotonic nanoseconds).
@@ -51,6 +54,12 @@ final class EmulatorConnection {
     /// Feeds bytes read from the socket.
     func receive(_ bytes: UnsafeRawBufferPointer) throws(NGHTTP2Error) {
         try session.receive(bytes)
+    }
+
+    /// Takes the frame counts since the last call.
+    func takeFrameCounts() -> (resetsReceived: Int, goawaysSent: Int) {
+        defer { uncounted = (0, 0) }
+        return uncounted
     }
 
     /// Takes the streams whose requests are complete, in arrival order.
@@ -187,6 +196,10 @@ final class EmulatorConnection {
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
             guard let frame else { return 0 }
             let type = frame.pointee.hd.type
+            if type == UInt8(NGHTTP2_RST_STREAM.rawValue) {
+                EmulatorConnection.connection(userData).uncounted.resetsReceived += 1
+                return 0
+            }
             let endsStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             guard endsStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) else {
                 return 0
@@ -194,6 +207,14 @@ final class EmulatorConnection {
             let connection = EmulatorConnection.connection(userData)
             let streamID = frame.pointee.hd.stream_id
             if connection.streams[streamID] != nil { connection.completedStreams.append(streamID) }
+            return 0
+        }
+        // Every GOAWAY this side sends: a fault's, and nghttp2's own (a protocol error, or its
+        // rapid-reset guard after a burst of client RST_STREAMs, CVE-2023-44487).
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+            if let frame, frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+                EmulatorConnection.connection(userData).uncounted.goawaysSent += 1
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in

@@ -18,6 +18,15 @@ public struct APNsEmulatorStats: Sendable, Hashable {
     public var delayedAnswersAbandoned = 0
     /// GOAWAY frames sent by a fault.
     public var goawaysSent = 0
+    /// GOAWAY frames sent for any reason: faults, protocol errors, and nghttp2's own guard
+    /// against rapid stream resets (which closes a connection whose client resets streams
+    /// faster than 33/s after a burst of 1,000).
+    public var goawaysSentTotal = 0
+    /// RST_STREAM frames received from clients.
+    public var resetsReceived = 0
+    /// Pushes delivered whose `apns-id` had been delivered before (a resend of a push that
+    /// was already processed: what a phone must dedupe).
+    public var duplicateDeliveries = 0
     /// Inbox long polls waiting now.
     public var longPollsWaiting = 0
 
@@ -40,6 +49,9 @@ public struct APNsEmulatorStats: Sendable, Hashable {
         json.member("streamsRefused", streamsRefused)
         json.member("delayedAnswersAbandoned", delayedAnswersAbandoned)
         json.member("goawaysSent", goawaysSent)
+        json.member("goawaysSentTotal", goawaysSentTotal)
+        json.member("resetsReceived", resetsReceived)
+        json.member("duplicateDeliveries", duplicateDeliveries)
         json.member("longPollsWaiting", longPollsWaiting)
         json.endObject()
         return json.bytes

@@ -232,11 +232,13 @@ final class EmulatorLoop: @unchecked Sendable {
                 } catch {
                     // A protocol error: nghttp2 has queued GOAWAY; send it and stop listening.
                     _ = try? connection.flush()
+                    countFrames(connection)
                     logEvent("protocol error", connection: connection.id, error: error.message)
                     linger(connection)
                     return
                 }
                 processCompletedStreams(connection)
+                countFrames(connection)
             case .wouldBlock:
                 return
             case .closed:
@@ -372,6 +374,7 @@ final class EmulatorLoop: @unchecked Sendable {
                 closeConnection(connection, reason: error.description)
                 continue
             }
+            countFrames(connection)
             if connection.isFinished { linger(connection) }
         }
         dirty.removeAll(keepingCapacity: true)
@@ -398,7 +401,18 @@ final class EmulatorLoop: @unchecked Sendable {
         }
     }
 
+    /// Moves the connection's RST_STREAM and GOAWAY counts into the statistics.
+    private func countFrames(_ connection: EmulatorConnection) {
+        let counts = connection.takeFrameCounts()
+        guard counts.resetsReceived > 0 || counts.goawaysSent > 0 else { return }
+        shared.state.withLock { state in
+            state.stats.resetsReceived += counts.resetsReceived
+            state.stats.goawaysSentTotal += counts.goawaysSent
+        }
+    }
+
     private func closeConnection(_ connection: EmulatorConnection, reason: String?) {
+        countFrames(connection)
         guard connections.removeValue(forKey: connection.id) != nil else { return }
         connection.transport.close()
         let before = waiters.count

@@ -120,6 +120,7 @@ struct EmulatorRouter {
                 token: delivery.push.deviceToken, apnsID: delivery.apnsID, headers: delivery.push.headers,
                 payload: delivery.push.payload, receivedAt: now)
             state.stats.pushesDelivered += 1
+            state.noteDelivery(apnsID: delivery.apnsID)
             return delivery.push.deviceToken
         }
     }

@@ -5,6 +5,16 @@ struct EmulatorState: Sendable {
     var faults: FaultBook
     var inbox: InboxStore
     var stats = APNsEmulatorStats()
+    /// The apns-ids delivered so far (to count resends of processed pushes); forgotten whole
+    /// past `deliveredIDLimit`, so a long-running emulator's memory stays bounded.
+    var deliveredIDs: Set<String> = []
+    static let deliveredIDLimit = 1_000_000
+
+    /// Notes a delivery of `apnsID`; counts it as a duplicate when it was delivered before.
+    mutating func noteDelivery(apnsID: String) {
+        if deliveredIDs.count >= Self.deliveredIDLimit { deliveredIDs.removeAll() }
+        if !deliveredIDs.insert(apnsID.lowercased()).inserted { stats.duplicateDeliveries += 1 }
+    }
 
     /// Counts one push answer under `"200"` or `"<status> <reason>"`.
     mutating func countAnswer(status: Int, reason: String?) {
