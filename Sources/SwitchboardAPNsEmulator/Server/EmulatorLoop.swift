@@ -54,6 +54,11 @@ final class EmulatorLoop: @unchecked Sendable {
     private var dirty: Set<UInt64> = []
     /// Connections with input buffered above the socket, to read again without waiting.
     private var rereads: Set<UInt64> = []
+    /// After `accept` failed for lack of descriptors or memory, the listening socket is not
+    /// watched until then (monotonic nanoseconds): it stays readable, and watching it would
+    /// spin. The pause doubles from 100 ms to 1 s while the failures go on.
+    private var acceptPausedUntil: UInt64?
+    private var acceptPause: UInt64 = 100_000_000
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
     init(
@@ -118,7 +123,8 @@ final class EmulatorLoop: @unchecked Sendable {
             pollFDs.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
             pollFDs.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
-            pollFDs.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0))
+            if let until = acceptPausedUntil, monotonicNanoseconds() >= until { acceptPausedUntil = nil }
+            pollFDs.append(pollfd(fd: listenFD, events: acceptPausedUntil == nil ? Int16(POLLIN) : 0, revents: 0))
             for connection in connections.values {
                 guard let fd = connection.transport.pollDescriptor else { continue }
                 let writable = connection.wantsWritable && connection.lingerDeadline == nil
@@ -168,7 +174,7 @@ final class EmulatorLoop: @unchecked Sendable {
     private func pollTimeout() -> Int32 {
         let next = min(
             delayed.lazy.map(\.deadline).min() ?? .max, waiters.lazy.map(\.deadline).min() ?? .max,
-            connections.values.lazy.compactMap(\.lingerDeadline).min() ?? .max)
+            connections.values.lazy.compactMap(\.lingerDeadline).min() ?? .max, acceptPausedUntil ?? .max)
         guard next != .max else { return 1000 }
         let now = monotonicNanoseconds()
         guard next > now else { return 0 }
@@ -186,8 +192,16 @@ final class EmulatorLoop: @unchecked Sendable {
             do {
                 guard let accepted = try Socket.accept(listenFD) else { return }
                 fd = accepted
+                acceptPause = 100_000_000
             } catch {
-                logEvent("accept failed", error: error.description)
+                if [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error.errno) {
+                    // Logged once per pause, not once per wake-up.
+                    acceptPausedUntil = monotonicNanoseconds() + acceptPause
+                    logEvent("accept paused", error: "\(error.description); retrying in \(acceptPause / 1_000_000) ms")
+                    acceptPause = min(acceptPause * 2, 1_000_000_000)
+                } else {
+                    logEvent("accept failed", error: error.description)
+                }
                 return
             }
             let transport: ConnectionTransport

@@ -36,8 +36,11 @@ final class CurlMultiHandle {
         self.raw = raw
         let pipelining = configuration.needsOneConnectionPerRequest ? CURLPIPE_NOTHING : CURLPIPE_MULTIPLEX
         try setLong(CURLMOPT_PIPELINING, pipelining, "CURLMOPT_PIPELINING")
-        try setLong(CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnections, "CURLMOPT_MAX_HOST_CONNECTIONS")
-        try setLong(CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxConnections, "CURLMOPT_MAX_TOTAL_CONNECTIONS")
+        // The overflow connections are opened only when the loop admits requests past the regular
+        // connections' streams, which it does only for slots that slow requests hold.
+        let connections = configuration.maxConnections + configuration.overflowConnections
+        try setLong(CURLMOPT_MAX_HOST_CONNECTIONS, connections, "CURLMOPT_MAX_HOST_CONNECTIONS")
+        try setLong(CURLMOPT_MAX_TOTAL_CONNECTIONS, connections, "CURLMOPT_MAX_TOTAL_CONNECTIONS")
         try setLong(
             CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.maxConcurrentStreams, "CURLMOPT_MAX_CONCURRENT_STREAMS")
     }

@@ -24,6 +24,8 @@ final class CurlTransfer {
 
     /// The reconnect-gate epoch it was admitted under.
     var epoch: UInt64 = 0
+    /// When it was last handed to libcurl.
+    private(set) var admittedAt: ContinuousClock.Instant = .now
     /// The pre-request callback ran: the request went out on a ready connection.
     private(set) var requestSent = false
     /// Its connection attempt was refused by the reconnect gate (nothing reached the network).
@@ -71,6 +73,7 @@ final class CurlTransfer {
 
     /// Sets the deadline that is left and readies the handle for (re-)adding to the multi handle.
     func arm(now: ContinuousClock.Instant, connectTimeout: Duration) throws(HTTP2ClientError) {
+        admittedAt = now
         let remaining = max(1, (deadline - now).millisecondsRoundedUp)
         try setLong(CURLOPT_TIMEOUT_MS, remaining, "CURLOPT_TIMEOUT_MS")
         try setLong(CURLOPT_CONNECTTIMEOUT_MS, min(remaining, connectTimeout.millisecondsRoundedUp), "CURLOPT_CONNECTTIMEOUT_MS")

@@ -14,6 +14,16 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// How many requests may share one connection at once; the server's own limit applies on top.
     public var maxConcurrentStreams: Int
 
+    /// Extra connections the client may open only while slow requests (unanswered for longer
+    /// than ``slowRequestThreshold``) hold stream slots that new requests would need: requests
+    /// the server is slow to answer never hold back the others. Each slow request frees one slot
+    /// for a new one, up to this many connections' worth. 0 keeps strictly to ``maxConnections``.
+    public var overflowConnections: Int
+
+    /// How long a request may wait for its answer before it counts as slow (APNs answers in
+    /// milliseconds).
+    public var slowRequestThreshold: Duration
+
     /// The deadline of every request, counted from ``HTTP2Client/send(_:)``; overridable per request.
     public var requestTimeout: Duration
 
@@ -53,6 +63,8 @@ public struct HTTP2ClientConfiguration: Sendable {
         baseURL: String,
         maxConnections: Int = 1,
         maxConcurrentStreams: Int = 100,
+        overflowConnections: Int = 2,
+        slowRequestThreshold: Duration = .seconds(1),
         requestTimeout: Duration = .seconds(10),
         connectTimeout: Duration = .seconds(5),
         caFile: String? = nil,
@@ -67,6 +79,8 @@ public struct HTTP2ClientConfiguration: Sendable {
         self.baseURL = baseURL
         self.maxConnections = maxConnections
         self.maxConcurrentStreams = maxConcurrentStreams
+        self.overflowConnections = overflowConnections
+        self.slowRequestThreshold = slowRequestThreshold
         self.requestTimeout = requestTimeout
         self.connectTimeout = connectTimeout
         self.caFile = caFile
@@ -90,6 +104,9 @@ public struct HTTP2ClientConfiguration: Sendable {
         }
         guard maxConnections >= 1, maxConcurrentStreams >= 1 else {
             throw .invalidConfiguration("maxConnections and maxConcurrentStreams must be at least 1")
+        }
+        guard overflowConnections >= 0, slowRequestThreshold > .zero else {
+            throw .invalidConfiguration("overflowConnections must not be negative and slowRequestThreshold must be positive")
         }
         guard requestTimeout > .zero, connectTimeout > .zero else {
             throw .invalidConfiguration("requestTimeout and connectTimeout must be positive")

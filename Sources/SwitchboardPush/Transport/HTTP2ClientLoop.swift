@@ -23,7 +23,10 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
     private let baseURL: String
     private let multi: CurlMultiHandle
     private let clock = ContinuousClock()
+    /// The regular connections' streams.
     private let admissionLimit: Int
+    /// With the overflow connections' streams: the most that slow requests can raise the limit to.
+    private let overflowLimit: Int
     private var gate: ReconnectGate
     /// Accepted, not yet handed to libcurl (gate closed, or more than the connections' streams in flight).
     private var waiting: [CurlTransfer] = []
@@ -39,6 +42,9 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
         self.storage = storage
         let (limit, overflow) = configuration.maxConnections.multipliedReportingOverflow(by: configuration.maxConcurrentStreams)
         admissionLimit = overflow ? Int.max : limit
+        let (extra, extraOverflow) = configuration.overflowConnections.multipliedReportingOverflow(by: configuration.maxConcurrentStreams)
+        let (total, totalOverflow) = admissionLimit.addingReportingOverflow(extra)
+        overflowLimit = overflow || extraOverflow || totalOverflow ? Int.max : total
         gate = ReconnectGate(
             initialDelay: configuration.reconnectInitialDelay, maximumDelay: configuration.reconnectMaximumDelay)
     }
@@ -108,12 +114,23 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
         }
     }
 
+    /// How many transfers may be in libcurl now: the regular connections' streams, plus one for
+    /// every slow transfer (unanswered past the threshold), up to the overflow connections'.
+    /// (Counted only when the regular budget is used up, so the common case costs nothing.)
+    private func currentLimit(now: ContinuousClock.Instant) -> Int {
+        guard active.count >= admissionLimit, overflowLimit > admissionLimit else { return admissionLimit }
+        let slowSince = now - configuration.slowRequestThreshold
+        let slow = active.values.reduce(0) { $0 + ($1.admittedAt <= slowSince ? 1 : 0) }
+        return min(overflowLimit, admissionLimit + slow)
+    }
+
     /// Hands waiting transfers to libcurl as far as the gate and the stream budget allow.
     private func admit(now: ContinuousClock.Instant) {
-        while !waiting.isEmpty, active.count < admissionLimit {
+        let limit = waiting.isEmpty ? admissionLimit : currentLimit(now: now)
+        while !waiting.isEmpty, active.count < limit {
             switch gate.admission(at: now) {
             case .all:
-                let count = min(waiting.count, admissionLimit - active.count)
+                let count = min(waiting.count, limit - active.count)
                 let batch = waiting.prefix(count)
                 waiting.removeFirst(count)
                 for transfer in batch { _ = add(transfer, now: now) }
@@ -232,11 +249,20 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
         for transfer in active.values where transfer.deadline + Self.deadlineGrace < wakeAt {
             wakeAt = transfer.deadline + Self.deadlineGrace
         }
-        if !waiting.isEmpty, active.count < admissionLimit {
-            switch gate.admission(at: now) {
-            case .all, .one: return 0
-            case .none(let until?): wakeAt = min(wakeAt, until)
-            case .none(nil): break
+        if !waiting.isEmpty {
+            if active.count < currentLimit(now: now) {
+                switch gate.admission(at: now) {
+                case .all, .one: return 0
+                case .none(let until?): wakeAt = min(wakeAt, until)
+                case .none(nil): break
+                }
+            } else if active.count < overflowLimit {
+                // Full: look again when the oldest transfer turns slow and frees a slot.
+                let threshold = configuration.slowRequestThreshold
+                let slowSince = now - threshold
+                if let turnsSlow = active.values.lazy.map(\.admittedAt).filter({ $0 > slowSince }).min() {
+                    wakeAt = min(wakeAt, turnsSlow + threshold)
+                }
             }
         }
         return max(0, (wakeAt - now).millisecondsRoundedUp)

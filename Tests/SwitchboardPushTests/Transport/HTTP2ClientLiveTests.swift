@@ -36,6 +36,42 @@ struct HTTP2ClientLiveTests {
         await client.shutdown()
     }
 
+    @Test("requests the server holds do not hold back the others, even when they fill every stream")
+    func slowRequestsDoNotBlockTheStreamBudget() async throws {
+        let server = try H2TestServer()
+        defer { server.stop() }
+        func client(overflow: Int) throws -> HTTP2Client {
+            try HTTP2Client(configuration: .init(
+                baseURL: server.baseURL, maxConcurrentStreams: 4, overflowConnections: overflow,
+                slowRequestThreshold: .milliseconds(300), requestTimeout: .seconds(30), caFile: server.caFile))
+        }
+        // Watches the server on a connection of its own (the client's streams will all be taken).
+        let observer = try HTTP2Client(configuration: .init(baseURL: server.baseURL, caFile: server.caFile))
+        for overflow in [0, 1] {
+            let client = try client(overflow: overflow)
+            _ = try await client.send(HTTP2Request(path: "/echo"))
+            let baseline = try await serverStats(observer).requests
+            let held = (0..<4).map { _ in Task { try await client.send(HTTP2Request(path: "/delay?ms=20000")) } }
+            try await waitForServerRequests(observer, 4, since: baseline)  // every stream of the connection is taken
+            if overflow == 0 {
+                // Strictly one connection: a new request waits for a free stream (here, past its deadline).
+                await #expect(throws: HTTP2ClientError.timedOut) {
+                    _ = try await client.send(HTTP2Request(path: "/echo", timeout: .seconds(2)))
+                }
+            } else {
+                // The held requests turn slow and the new one goes out on an overflow connection.
+                let fast = try await client.send(HTTP2Request(path: "/echo", body: [7]))
+                #expect(fast.body == [7])
+                #expect(client.inFlight == 4, "the held requests are still waiting")
+                #expect(client.connectionAttempts == 2)
+            }
+            held.forEach { $0.cancel() }
+            for task in held { _ = try? await task.value }
+            await client.shutdown()
+        }
+        await observer.shutdown()
+    }
+
     @Test("status, headers and body come back exactly; request headers and body arrive exactly")
     func exactRoundTrip() async throws {
         let server = try H2TestServer()
