@@ -16,9 +16,10 @@
 #   1. push-bench (our APNsProvider), 1 connection;
 #   2. push-bench, BENCH_CONNS connections (streams per connection = concurrency / conns);
 #   3. bench/apns_python_client.py (aioapns, 1 connection);
-#   4. push-bench, 1 connection, with the emulator holding the answers of BENCH_HANG_PERCENT %
-#      of the device tokens past the 10 s deadline (a sender hands such a push off and goes
-#      on, as the server's dispatcher does): the other pushes' figures beside the clean ones.
+#   4. push-bench, 1 connection, a quarter of BENCH_COUNT, with the emulator holding the
+#      answers of BENCH_HANG_PERCENT % of the device tokens past the 10 s deadline (a sender
+#      hands such a push off and goes on, as the server's dispatcher does): the other pushes'
+#      figures beside the clean ones.
 # Per run: pushes/s, send -> response latency p50/p99/max, statuses, client CPU; and from
 # the emulator (GET /control/stats, /proc): connections it accepted, pushes it processed,
 # its CPU time.
@@ -172,7 +173,7 @@ run_client() {
                 --concurrency "$CONCURRENCY" --connections "$CONNS" --tokens "$TOKENS" --label "$name") ;;
         ours-hung)
             command=("$PUSH_BENCH" --url "$URL" --ca-file "$TMP/ca.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID"
-                --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID" --count "$COUNT" --warmup "$WARMUP"
+                --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID" --count "$((COUNT / 4))" --warmup "$((WARMUP / 4))"
                 --concurrency "$CONCURRENCY" --connections 1 --tokens "$TOKENS" --label "$name"
                 --hang-percent "$HANG_PERCENT" --hang-ms 15000) ;;
         python)
@@ -183,11 +184,15 @@ run_client() {
     esac
     emulator_snapshot "$TMP/emu-before.json"
     log "round $round/$ROUNDS: $name"
-    timeout -k 5 "$RUN_SECONDS" "${command[@]}" </dev/null >"$out.client" 2>"$TMP/client.err" &
+    # The held pushes keep the hung run open until their 10 s deadline, and every stall it
+    # finds lasts as long: it gets twice the cap.
+    local cap="$RUN_SECONDS"
+    [[ "$name" == ours-hung ]] && cap=$((RUN_SECONDS * 2))
+    timeout -k 5 "$cap" "${command[@]}" </dev/null >"$out.client" 2>"$TMP/client.err" &
     CLIENT_PID=$!
     # Watch the emulator while the client runs, so that its death ends the run at once
     # instead of after the clients' retries; bounded by the client's own `timeout`.
-    for ((i = 0; i < (RUN_SECONDS + 10) * 20; i++)); do
+    for ((i = 0; i < (cap + 10) * 20; i++)); do
         running "$CLIENT_PID" || break
         running "$EMULATOR_PID" || die "the emulator exited during $name round $round (see its log below)"
         sleep 0.05
@@ -196,7 +201,7 @@ run_client() {
     CLIENT_PID=""
     case "$rc" in
         0) ;;
-        124|137) die "$name did not finish within ${RUN_SECONDS} s (BENCH_RUN_SECONDS)" ;;
+        124|137) die "$name did not finish within ${cap} s (BENCH_RUN_SECONDS)" ;;
         *) die "$name failed (exit $rc): $(tail -n 5 "$TMP/client.err")" ;;
     esac
     if [[ "$name" == ours-hung ]]; then
