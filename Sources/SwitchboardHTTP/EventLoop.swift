@@ -30,6 +30,11 @@ final class EventLoop: @unchecked Sendable {
     private var draining = false
     private var stopping = false
     private var nextSweep: UInt64 = 0
+    /// Accepting stops for a while after a failure that would repeat at once (out of
+    /// descriptors): the listening socket is level-triggered, so it stays readable.
+    private var acceptBackoff = FailureBackoff()
+    /// `epoll_wait` itself failing: the loop waits before it polls again.
+    private var pollBackoff = FailureBackoff()
     private let finished = Mutex(false)
 
     init(index: Int, listenFD: Int32, server: ServerShared) throws {
@@ -85,13 +90,24 @@ final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
         while !(stopping || (draining && connections.isEmpty)) {
-            let timeout: Int32 = draining ? 50 : 1000
+            if acceptBackoff.resumeIfDue(now: monotonicNanoseconds()) { resumeAccepting() }
+            let timeout = acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000)
             let count = epoll_wait(epollFD, events, Int32(maxEvents), timeout)
             if count < 0 {
-                if errno == EINTR { continue }
-                server.log("epoll_wait failed: \(String(cString: strerror(errno)))")
-                break
+                let code = errno
+                if code == EINTR { continue }
+                // Never a reason to stop serving, nor to poll again at once: wait, then look at
+                // the inbox (a stop request must still get through) and poll again.
+                let pause = pollBackoff.failed(now: monotonicNanoseconds())
+                server.report(HTTPTransportProblem(operation: .poll, errno: code, pause: .nanoseconds(Int64(pause))))
+                var delay = timespec(tv_sec: Int(pause / 1_000_000_000), tv_nsec: Int(pause % 1_000_000_000))
+                var left = timespec()
+                while nanosleep(&delay, &left) != 0 && errno == EINTR { delay = left }
+                _ = pollBackoff.resumeIfDue(now: monotonicNanoseconds())
+                drainInbox()
+                continue
             }
+            pollBackoff.recovered()
             for slot in 0..<Int(count) {
                 let fd = Int32(truncatingIfNeeded: switchboard_epoll_data(events + slot))
                 let flags = switchboard_epoll_events(events + slot)
@@ -133,6 +149,8 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Accepting
 
     private func acceptConnections() {
+        // The listening socket may still be in the batch that reported the failure.
+        guard !acceptBackoff.isPaused else { return }
         for _ in 0..<128 {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -140,11 +158,19 @@ final class EventLoop: @unchecked Sendable {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { switchboard_accept4(listenFD, $0, &length) }
             }
             if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK {
-                    server.log("accept failed: \(String(cString: strerror(errno)))")
+                let code = errno
+                switch AcceptFailure(errno: code) {
+                case .retry: continue
+                case .caughtUp:
+                    acceptBackoff.recovered()
+                    return
+                case .connectionFailed:
+                    server.report(HTTPTransportProblem(operation: .accept, errno: code, pause: nil))
+                    continue
+                case .pause:
+                    pauseAccepting(.accept, errno: code)
+                    return
                 }
-                return
             }
             guard server.admitConnection() else {
                 let busy = server.errorResponse(status: 503, code: "SERVER_BUSY", message: "too many open connections")
@@ -165,8 +191,35 @@ final class EventLoop: @unchecked Sendable {
                 try register(fd, events: readInterest)
                 connection.interest = readInterest
             } catch {
+                // Out of epoll watches or memory: the client is dropped; do not take the next
+                // one at once.
                 closeConnection(connection)
+                if ErrnoName.isResourceExhaustion(error.errno) {
+                    pauseAccepting(.watch, errno: error.errno)
+                    return
+                }
+                server.report(HTTPTransportProblem(operation: .watch, errno: error.errno, pause: nil))
             }
+        }
+    }
+
+    /// Stops watching the listening socket until the backoff ends (the run loop's timeout
+    /// wakes it then): the connections already open are served meanwhile, and clients that
+    /// connect wait in the kernel's backlog.
+    private func pauseAccepting(_ operation: HTTPTransportProblem.Operation, errno code: Int32) {
+        let pause = acceptBackoff.failed(now: monotonicNanoseconds())
+        if listenFD >= 0 { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil) }
+        server.report(HTTPTransportProblem(operation: operation, errno: code, pause: .nanoseconds(Int64(pause))))
+    }
+
+    private func resumeAccepting() {
+        guard listenFD >= 0, !draining else { return }
+        do {
+            try register(listenFD, events: switchboard_epollin())
+        } catch where error.errno == EEXIST {
+            // Still watched: the removal failed, so there is nothing to restore.
+        } catch {
+            pauseAccepting(.watch, errno: error.errno)
         }
     }
 
@@ -399,6 +452,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func beginDrain() {
         draining = true
+        acceptBackoff.cancel()
         if listenFD >= 0 {
             _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil)
             close(listenFD)
@@ -430,7 +484,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: epoll registration
 
-    private func register(_ fd: Int32, events: UInt32) throws {
+    private func register(_ fd: Int32, events: UInt32) throws(SystemCallError) {
         var event = epoll_event()
         switchboard_epoll_set(&event, events, UInt64(UInt32(bitPattern: fd)))
         try systemCall("epoll_ctl") { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) }
@@ -442,7 +496,9 @@ final class EventLoop: @unchecked Sendable {
         if epoll_ctl(epollFD, EPOLL_CTL_MOD, connection.fd, &event) == 0 {
             connection.interest = events
         } else {
+            let code = errno
             closeConnection(connection)
+            server.report(HTTPTransportProblem(operation: .watch, errno: code, pause: nil))
         }
     }
 }

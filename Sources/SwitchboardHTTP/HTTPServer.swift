@@ -33,8 +33,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var backlog: Int32
     /// Produces the error responses the transport sends by itself.
     public var errorResponder: HTTPErrorResponder
-    /// Receives transport-level problems worth logging.
-    public var diagnostics: @Sendable (String) -> Void
+    /// Receives each failure the transport survived (accept, `epoll_wait`, `epoll_ctl`), on
+    /// the loop's thread: count them all, rate-limit what you log. It must not block.
+    public var reportProblem: @Sendable (HTTPTransportProblem) -> Void
 
     /// Creates a configuration; see each property for its default.
     public init(
@@ -49,7 +50,7 @@ public struct HTTPServerConfiguration: Sendable {
         maxConnections: Int = 20_000,
         backlog: Int32 = 4096,
         errorResponder: @escaping HTTPErrorResponder = HTTPServerConfiguration.jsonErrorEnvelope,
-        diagnostics: @escaping @Sendable (String) -> Void = { _ in }
+        reportProblem: @escaping @Sendable (HTTPTransportProblem) -> Void = { _ in }
     ) {
         self.host = host
         self.port = port
@@ -62,7 +63,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.backlog = backlog
         self.errorResponder = errorResponder
-        self.diagnostics = diagnostics
+        self.reportProblem = reportProblem
     }
 
     /// `{"error":{"code":...,"message":...}}` as JSON.
@@ -132,7 +133,7 @@ final class ServerShared: Sendable {
         configuration.errorResponder(status, code, message)
     }
 
-    func log(_ message: String) { configuration.diagnostics(message) }
+    func report(_ problem: HTTPTransportProblem) { configuration.reportProblem(problem) }
 }
 
 /// An HTTP/1.1 server: one epoll loop per core on `SO_REUSEPORT` sockets.
