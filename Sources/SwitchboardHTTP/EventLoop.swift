@@ -20,6 +20,7 @@ final class EventLoop: @unchecked Sendable {
 
     private let index: Int
     private let server: ServerShared
+    private let descriptors: (limit: Int, reserve: Int)
     private let epollFD: Int32
     private let wakeFD: Int32
     private var listenFD: Int32
@@ -37,8 +38,10 @@ final class EventLoop: @unchecked Sendable {
     private var pollBackoff = FailureBackoff()
     private let finished = Mutex(false)
 
-    init(index: Int, listenFD: Int32, server: ServerShared) throws {
+    /// `descriptors`: the process's descriptor limit and how many of them connections leave free.
+    init(index: Int, listenFD: Int32, server: ServerShared, descriptors: (limit: Int, reserve: Int)) throws {
         self.index = index
+        self.descriptors = descriptors
         self.listenFD = listenFD
         self.server = server
         epollFD = try systemCall("epoll_create1") { switchboard_epoll_create() }
@@ -92,14 +95,14 @@ final class EventLoop: @unchecked Sendable {
         while !(stopping || (draining && connections.isEmpty)) {
             if acceptBackoff.resumeIfDue(now: monotonicNanoseconds()) { resumeAccepting() }
             let timeout = acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000)
-            let count = epoll_wait(epollFD, events, Int32(maxEvents), timeout)
+            let count = server.configuration.pollCall(epollFD, events, Int32(maxEvents), timeout)
             if count < 0 {
                 let code = errno
                 if code == EINTR { continue }
                 // Never a reason to stop serving, nor to poll again at once: wait, then look at
                 // the inbox (a stop request must still get through) and poll again.
                 let pause = pollBackoff.failed(now: monotonicNanoseconds())
-                server.report(HTTPTransportProblem(operation: .poll, errno: code, pause: .nanoseconds(Int64(pause))))
+                server.report(HTTPTransportProblem(operation: .poll, cause: .error(code), pause: .nanoseconds(Int64(pause))))
                 var delay = timespec(tv_sec: Int(pause / 1_000_000_000), tv_nsec: Int(pause % 1_000_000_000))
                 var left = timespec()
                 while nanosleep(&delay, &left) != 0 && errno == EINTR { delay = left }
@@ -155,7 +158,7 @@ final class EventLoop: @unchecked Sendable {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let fd = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { switchboard_accept4(listenFD, $0, &length) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { server.configuration.acceptCall(listenFD, $0, &length) }
             }
             if fd < 0 {
                 let code = errno
@@ -165,20 +168,29 @@ final class EventLoop: @unchecked Sendable {
                     acceptBackoff.recovered()
                     return
                 case .connectionFailed:
-                    server.report(HTTPTransportProblem(operation: .accept, errno: code, pause: nil))
+                    server.report(HTTPTransportProblem(operation: .accept, cause: .error(code), pause: nil))
                     continue
                 case .pause:
-                    pauseAccepting(.accept, errno: code)
+                    pauseAccepting(HTTPTransportProblem(operation: .accept, cause: .error(code), pause: nil))
                     return
                 }
             }
+            if fd >= descriptors.limit - descriptors.reserve {
+                // Descriptors are allocated lowest first, so this one being among the last few
+                // means nearly all are taken. Serving it would leave none for the database,
+                // outgoing connections or the Swift runtime (libdispatch traps when it cannot
+                // open a file): refuse it and pause as if accept had said EMFILE.
+                refuse(fd, message: "out of file descriptors")
+                pauseAccepting(HTTPTransportProblem(
+                    operation: .accept, cause: .descriptorReserve(limit: descriptors.limit, reserve: descriptors.reserve), pause: nil))
+                return
+            }
             guard server.admitConnection() else {
-                let busy = server.errorResponse(status: 503, code: "SERVER_BUSY", message: "too many open connections")
-                let bytes = ResponseEncoder.fixed(busy, bytes: busy.bodyBytes, for: nil, keepAlive: false)
-                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                close(fd)
+                refuse(fd, message: "too many open connections")
                 continue
             }
+            // Progress: the next pause, if any, is short again.
+            acceptBackoff.recovered()
             var on: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
             nextConnectionID += 1
@@ -194,22 +206,32 @@ final class EventLoop: @unchecked Sendable {
                 // Out of epoll watches or memory: the client is dropped; do not take the next
                 // one at once.
                 closeConnection(connection)
-                if ErrnoName.isResourceExhaustion(error.errno) {
-                    pauseAccepting(.watch, errno: error.errno)
+                let problem = HTTPTransportProblem(operation: .watch, cause: .error(error.errno), pause: nil)
+                if problem.isResourceExhaustion {
+                    pauseAccepting(problem)
                     return
                 }
-                server.report(HTTPTransportProblem(operation: .watch, errno: error.errno, pause: nil))
+                server.report(problem)
             }
         }
+    }
+
+    /// Answers 503 `SERVER_BUSY` and closes.
+    private func refuse(_ fd: Int32, message: String) {
+        let busy = server.errorResponse(status: 503, code: "SERVER_BUSY", message: message)
+        let bytes = ResponseEncoder.fixed(busy, bytes: busy.bodyBytes, for: nil, keepAlive: false)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(fd)
     }
 
     /// Stops watching the listening socket until the backoff ends (the run loop's timeout
     /// wakes it then): the connections already open are served meanwhile, and clients that
     /// connect wait in the kernel's backlog.
-    private func pauseAccepting(_ operation: HTTPTransportProblem.Operation, errno code: Int32) {
+    /// `problem` is reported with the pause's length.
+    private func pauseAccepting(_ problem: HTTPTransportProblem) {
         let pause = acceptBackoff.failed(now: monotonicNanoseconds())
         if listenFD >= 0 { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil) }
-        server.report(HTTPTransportProblem(operation: operation, errno: code, pause: .nanoseconds(Int64(pause))))
+        server.report(HTTPTransportProblem(operation: problem.operation, cause: problem.cause, pause: .nanoseconds(Int64(pause))))
     }
 
     private func resumeAccepting() {
@@ -219,7 +241,7 @@ final class EventLoop: @unchecked Sendable {
         } catch where error.errno == EEXIST {
             // Still watched: the removal failed, so there is nothing to restore.
         } catch {
-            pauseAccepting(.watch, errno: error.errno)
+            pauseAccepting(HTTPTransportProblem(operation: .watch, cause: .error(error.errno), pause: nil))
         }
     }
 
@@ -498,7 +520,7 @@ final class EventLoop: @unchecked Sendable {
         } else {
             let code = errno
             closeConnection(connection)
-            server.report(HTTPTransportProblem(operation: .watch, errno: code, pause: nil))
+            server.report(HTTPTransportProblem(operation: .watch, cause: .error(code), pause: nil))
         }
     }
 }

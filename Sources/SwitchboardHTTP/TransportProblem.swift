@@ -20,29 +20,53 @@ public struct HTTPTransportProblem: Sendable, Equatable, CustomStringConvertible
         case watch = "epoll_ctl"
     }
 
+    /// Why it failed.
+    public enum Cause: Sendable, Equatable {
+        /// The call returned this `errno`.
+        case error(Int32)
+        /// The accepted connection took one of the descriptors the loops leave free for the
+        /// rest of the process (`HTTPServerConfiguration.descriptorReserve`): it was answered
+        /// 503 and closed. `limit` is the process's descriptor limit.
+        case descriptorReserve(limit: Int, reserve: Int)
+    }
+
     public let operation: Operation
-    /// The `errno` value.
-    public let errno: Int32
+    public let cause: Cause
     /// How long the loop stops accepting because of it (nil: accepting goes on), or for `poll`,
     /// how long the loop waits before it polls again.
     public let pause: Duration?
 
-    public init(operation: Operation, errno: Int32, pause: Duration?) {
+    public init(operation: Operation, cause: Cause, pause: Duration?) {
         self.operation = operation
-        self.errno = errno
+        self.cause = cause
         self.pause = pause
     }
 
-    /// The `errno` constant's name, `EMFILE` (or `errno 123` for one without a name here):
-    /// a metric label with few values.
-    public var reason: String { ErrnoName.of(errno) }
+    /// A metric label with few values: the `errno` constant's name (`EMFILE`, or `errno 123`
+    /// for one without a name here), or `descriptor_reserve`.
+    public var reason: String {
+        switch cause {
+        case .error(let code): ErrnoName.of(code)
+        case .descriptorReserve: "descriptor_reserve"
+        }
+    }
 
     /// Whether it is the process or the system running out of something (descriptors, socket
     /// buffers, memory, epoll watches) rather than a bad peer or a bug.
-    public var isResourceExhaustion: Bool { ErrnoName.isResourceExhaustion(errno) }
+    public var isResourceExhaustion: Bool {
+        switch cause {
+        case .error(let code): ErrnoName.isResourceExhaustion(code)
+        case .descriptorReserve: true
+        }
+    }
 
     public var description: String {
-        var text = "\(operation.rawValue) failed: \(String(cString: strerror(errno))) (\(reason))"
+        var text = switch cause {
+        case .error(let code): "\(operation.rawValue) failed: \(String(cString: strerror(code))) (\(reason))"
+        case .descriptorReserve(let limit, let reserve):
+            "out of file descriptors: a connection took one of the last \(reserve) of the \(limit) allowed (RLIMIT_NOFILE), "
+                + "kept for the rest of the process; it was answered 503"
+        }
         if let pause {
             let milliseconds = pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000
             text += operation == .poll ? "; polling again in \(milliseconds) ms" : "; accepting paused for \(milliseconds) ms"

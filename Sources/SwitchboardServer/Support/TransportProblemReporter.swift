@@ -29,7 +29,7 @@ final class TransportProblemReporter: Sendable {
         switch problem.operation {
         case .accept:
             metrics.increment(
-                Self.acceptErrors, help: "Failed accepts on the listening sockets, by errno (EMFILE, ENFILE: out of descriptors).",
+                Self.acceptErrors, help: "Connections the listening sockets could not take, by reason: descriptor_reserve (the last descriptors are kept for the process), EMFILE or ENFILE (out of descriptors), other errno names.",
                 labels: [("reason", problem.reason)])
         case .poll, .watch:
             metrics.increment(
