@@ -20,6 +20,7 @@ final class EventLoop: @unchecked Sendable {
 
     private let index: Int
     private let server: ServerShared
+    private let descriptors: (limit: Int, reserve: Int)
     private let epollFD: Int32
     private let wakeFD: Int32
     private var listenFD: Int32
@@ -30,10 +31,17 @@ final class EventLoop: @unchecked Sendable {
     private var draining = false
     private var stopping = false
     private var nextSweep: UInt64 = 0
+    /// Accepting stops for a while after a failure that would repeat at once (out of
+    /// descriptors): the listening socket is level-triggered, so it stays readable.
+    private var acceptBackoff = FailureBackoff()
+    /// `epoll_wait` itself failing: the loop waits before it polls again.
+    private var pollBackoff = FailureBackoff()
     private let finished = Mutex(false)
 
-    init(index: Int, listenFD: Int32, server: ServerShared) throws {
+    /// `descriptors`: the process's descriptor limit and how many of them connections leave free.
+    init(index: Int, listenFD: Int32, server: ServerShared, descriptors: (limit: Int, reserve: Int)) throws {
         self.index = index
+        self.descriptors = descriptors
         self.listenFD = listenFD
         self.server = server
         epollFD = try systemCall("epoll_create1") { switchboard_epoll_create() }
@@ -85,13 +93,24 @@ final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
         while !(stopping || (draining && connections.isEmpty)) {
-            let timeout: Int32 = draining ? 50 : 1000
-            let count = epoll_wait(epollFD, events, Int32(maxEvents), timeout)
+            if acceptBackoff.resumeIfDue(now: monotonicNanoseconds()) { resumeAccepting() }
+            let timeout = acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000)
+            let count = server.configuration.pollCall(epollFD, events, Int32(maxEvents), timeout)
             if count < 0 {
-                if errno == EINTR { continue }
-                server.log("epoll_wait failed: \(String(cString: strerror(errno)))")
-                break
+                let code = errno
+                if code == EINTR { continue }
+                // Never a reason to stop serving, nor to poll again at once: wait, then look at
+                // the inbox (a stop request must still get through) and poll again.
+                let pause = pollBackoff.failed(now: monotonicNanoseconds())
+                server.report(HTTPTransportProblem(operation: .poll, cause: .error(code), pause: .nanoseconds(Int64(pause))))
+                var delay = timespec(tv_sec: Int(pause / 1_000_000_000), tv_nsec: Int(pause % 1_000_000_000))
+                var left = timespec()
+                while nanosleep(&delay, &left) != 0 && errno == EINTR { delay = left }
+                _ = pollBackoff.resumeIfDue(now: monotonicNanoseconds())
+                drainInbox()
+                continue
             }
+            pollBackoff.recovered()
             for slot in 0..<Int(count) {
                 let fd = Int32(truncatingIfNeeded: switchboard_epoll_data(events + slot))
                 let flags = switchboard_epoll_events(events + slot)
@@ -133,26 +152,45 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Accepting
 
     private func acceptConnections() {
+        // The listening socket may still be in the batch that reported the failure.
+        guard !acceptBackoff.isPaused else { return }
         for _ in 0..<128 {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let fd = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { switchboard_accept4(listenFD, $0, &length) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { server.configuration.acceptCall(listenFD, $0, &length) }
             }
             if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK {
-                    server.log("accept failed: \(String(cString: strerror(errno)))")
+                let code = errno
+                switch AcceptFailure(errno: code) {
+                case .retry: continue
+                case .caughtUp:
+                    acceptBackoff.recovered()
+                    return
+                case .connectionFailed:
+                    server.report(HTTPTransportProblem(operation: .accept, cause: .error(code), pause: nil))
+                    continue
+                case .pause:
+                    pauseAccepting(HTTPTransportProblem(operation: .accept, cause: .error(code), pause: nil))
+                    return
                 }
+            }
+            if fd >= descriptors.limit - descriptors.reserve {
+                // Descriptors are allocated lowest first, so this one being among the last few
+                // means nearly all are taken. Serving it would leave none for the database,
+                // outgoing connections or the Swift runtime (libdispatch traps when it cannot
+                // open a file): refuse it and pause as if accept had said EMFILE.
+                refuse(fd, message: "out of file descriptors")
+                pauseAccepting(HTTPTransportProblem(
+                    operation: .accept, cause: .descriptorReserve(limit: descriptors.limit, reserve: descriptors.reserve), pause: nil))
                 return
             }
             guard server.admitConnection() else {
-                let busy = server.errorResponse(status: 503, code: "SERVER_BUSY", message: "too many open connections")
-                let bytes = ResponseEncoder.fixed(busy, bytes: busy.bodyBytes, for: nil, keepAlive: false)
-                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                close(fd)
+                refuse(fd, message: "too many open connections")
                 continue
             }
+            // Progress: the next pause, if any, is short again.
+            acceptBackoff.recovered()
             var on: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
             nextConnectionID += 1
@@ -165,8 +203,45 @@ final class EventLoop: @unchecked Sendable {
                 try register(fd, events: readInterest)
                 connection.interest = readInterest
             } catch {
+                // Out of epoll watches or memory: the client is dropped; do not take the next
+                // one at once.
                 closeConnection(connection)
+                let problem = HTTPTransportProblem(operation: .watch, cause: .error(error.errno), pause: nil)
+                if problem.isResourceExhaustion {
+                    pauseAccepting(problem)
+                    return
+                }
+                server.report(problem)
             }
+        }
+    }
+
+    /// Answers 503 `SERVER_BUSY` and closes.
+    private func refuse(_ fd: Int32, message: String) {
+        let busy = server.errorResponse(status: 503, code: "SERVER_BUSY", message: message)
+        let bytes = ResponseEncoder.fixed(busy, bytes: busy.bodyBytes, for: nil, keepAlive: false)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(fd)
+    }
+
+    /// Stops watching the listening socket until the backoff ends (the run loop's timeout
+    /// wakes it then): the connections already open are served meanwhile, and clients that
+    /// connect wait in the kernel's backlog.
+    /// `problem` is reported with the pause's length.
+    private func pauseAccepting(_ problem: HTTPTransportProblem) {
+        let pause = acceptBackoff.failed(now: monotonicNanoseconds())
+        if listenFD >= 0 { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil) }
+        server.report(HTTPTransportProblem(operation: problem.operation, cause: problem.cause, pause: .nanoseconds(Int64(pause))))
+    }
+
+    private func resumeAccepting() {
+        guard listenFD >= 0, !draining else { return }
+        do {
+            try register(listenFD, events: switchboard_epollin())
+        } catch where error.errno == EEXIST {
+            // Still watched: the removal failed, so there is nothing to restore.
+        } catch {
+            pauseAccepting(HTTPTransportProblem(operation: .watch, cause: .error(error.errno), pause: nil))
         }
     }
 
@@ -399,6 +474,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func beginDrain() {
         draining = true
+        acceptBackoff.cancel()
         if listenFD >= 0 {
             _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil)
             close(listenFD)
@@ -430,7 +506,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: epoll registration
 
-    private func register(_ fd: Int32, events: UInt32) throws {
+    private func register(_ fd: Int32, events: UInt32) throws(SystemCallError) {
         var event = epoll_event()
         switchboard_epoll_set(&event, events, UInt64(UInt32(bitPattern: fd)))
         try systemCall("epoll_ctl") { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) }
@@ -442,7 +518,9 @@ final class EventLoop: @unchecked Sendable {
         if epoll_ctl(epollFD, EPOLL_CTL_MOD, connection.fd, &event) == 0 {
             connection.interest = events
         } else {
+            let code = errno
             closeConnection(connection)
+            server.report(HTTPTransportProblem(operation: .watch, cause: .error(code), pause: nil))
         }
     }
 }

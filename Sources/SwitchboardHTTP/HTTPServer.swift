@@ -33,8 +33,14 @@ public struct HTTPServerConfiguration: Sendable {
     public var backlog: Int32
     /// Produces the error responses the transport sends by itself.
     public var errorResponder: HTTPErrorResponder
-    /// Receives transport-level problems worth logging.
-    public var diagnostics: @Sendable (String) -> Void
+    /// Descriptors the loops leave free for the rest of the process (database, outgoing
+    /// connections, the Swift runtime, which traps when it cannot open a file); at most a
+    /// quarter of the limit. A client that would take one of them is answered 503, and
+    /// accepting pauses as when the limit is reached.
+    public var descriptorReserve: Int
+    /// Receives each failure the transport survived (accept, `epoll_wait`, `epoll_ctl`), on
+    /// the loop's thread: count them all, rate-limit what you log. It must not block.
+    public var reportProblem: @Sendable (HTTPTransportProblem) -> Void
 
     /// Creates a configuration; see each property for its default.
     public init(
@@ -49,7 +55,8 @@ public struct HTTPServerConfiguration: Sendable {
         maxConnections: Int = 20_000,
         backlog: Int32 = 4096,
         errorResponder: @escaping HTTPErrorResponder = HTTPServerConfiguration.jsonErrorEnvelope,
-        diagnostics: @escaping @Sendable (String) -> Void = { _ in }
+        descriptorReserve: Int = 64,
+        reportProblem: @escaping @Sendable (HTTPTransportProblem) -> Void = { _ in }
     ) {
         self.host = host
         self.port = port
@@ -62,8 +69,16 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.backlog = backlog
         self.errorResponder = errorResponder
-        self.diagnostics = diagnostics
+        self.descriptorReserve = max(0, descriptorReserve)
+        self.reportProblem = reportProblem
     }
+
+    /// `accept4` with `SOCK_NONBLOCK | SOCK_CLOEXEC`, and `epoll_wait`: replaced in tests to
+    /// fail on demand.
+    var acceptCall: @Sendable (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?) -> Int32 = {
+        switchboard_accept4($0, $1, $2)
+    }
+    var pollCall: @Sendable (Int32, UnsafeMutablePointer<epoll_event>?, Int32, Int32) -> Int32 = { epoll_wait($0, $1, $2, $3) }
 
     /// `{"error":{"code":...,"message":...}}` as JSON.
     public static let jsonErrorEnvelope: HTTPErrorResponder = { status, code, message in
@@ -132,7 +147,7 @@ final class ServerShared: Sendable {
         configuration.errorResponder(status, code, message)
     }
 
-    func log(_ message: String) { configuration.diagnostics(message) }
+    func report(_ problem: HTTPTransportProblem) { configuration.reportProblem(problem) }
 }
 
 /// An HTTP/1.1 server: one epoll loop per core on `SO_REUSEPORT` sockets.
@@ -165,7 +180,8 @@ public final class HTTPServer: Sendable {
     @discardableResult
     public func start() throws -> SocketAddress {
         let configuration = shared.configuration
-        Self.raiseDescriptorLimit(to: configuration.maxConnections + 1024)
+        let limit = Self.raiseDescriptorLimit(to: configuration.maxConnections + 1024)
+        let descriptors = (limit: limit, reserve: min(configuration.descriptorReserve, limit / 4))
         signal(SIGPIPE, SIG_IGN)
         var sockets: [Int32] = []
         var bound: SocketAddress
@@ -181,7 +197,7 @@ public final class HTTPServer: Sendable {
             sockets.forEach { close($0) }
             throw error
         }
-        let loops = try sockets.enumerated().map { try EventLoop(index: $0.offset, listenFD: $0.element, server: shared) }
+        let loops = try sockets.enumerated().map { try EventLoop(index: $0.offset, listenFD: $0.element, server: shared, descriptors: descriptors) }
         for (index, loop) in loops.enumerated() {
             let thread = Thread { loop.run() }
             thread.name = "switchboard-loop-\(index)"
@@ -207,13 +223,17 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private static func raiseDescriptorLimit(to wanted: Int) {
+    /// Raises the soft descriptor limit towards `wanted` (up to the hard limit); returns the
+    /// soft limit in force.
+    private static func raiseDescriptorLimit(to wanted: Int) -> Int {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int(Int32.max) }
         let target = min(rlim_t(wanted), limit.rlim_max)
         if limit.rlim_cur < target {
-            limit.rlim_cur = target
-            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            var raised = limit
+            raised.rlim_cur = target
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
         }
+        return Int(min(limit.rlim_cur, rlim_t(Int32.max)))
     }
 }

@@ -299,6 +299,7 @@ public final class SimulatedPhone: Sendable {
         case .audioStopped(let callID): "audio stopped \(short(callID))"
         case .ended(let callID, let reason, let refusal):
             "call \(short(callID)) ended" + (reason.map { " (\($0))" } ?? " here") + (refusal.map { ", refused: \($0)" } ?? "")
+        case .tokenRejected: "session token refused (401)"
         }
     }
 }

@@ -38,10 +38,11 @@ public final class EmbeddedServer: Sendable {
             database.close()
             throw StartError(step: "cannot start", underlying: error)
         }
+        let problems = TransportProblemReporter(metrics: application.metrics, logger: logger)
         let server = HTTPServer(
-            configuration: configuration.httpConfiguration(errorResponder: { status, code, message in
-                APIError(status: status, code: code, message: message).response
-            }),
+            configuration: configuration.httpConfiguration(
+                errorResponder: { status, code, message in APIError(status: status, code: code, message: message).response },
+                reportProblem: { problems.report($0) }),
             handler: application.handle)
         self.server = server
         application.metrics.addGauge("switchboard_http_open_connections", help: "Open client connections.") {

@@ -18,9 +18,8 @@ import SwitchboardWire
 public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendable {
     public typealias Notice = CallLedger.Notice
 
-    private let backendBox: Mutex<any CallBackend>
     /// The server, as of the newest token (see `use(backend:)`).
-    var backend: any CallBackend { backendBox.withLock { $0 } }
+    var backend: any CallBackend { state.withLock { $0.backend } }
     let callSystem: any CallSystem
     let makeMedia: @Sendable (String) -> any MediaSession
     let clock: any CallClock
@@ -28,6 +27,12 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     private struct State {
         var ledger: CallLedger
+        var backend: any CallBackend
+        /// Bumped by `use(backend:)`: a 401 for a request sent with an older token is no
+        /// verdict on the current one.
+        var generation = 0
+        /// The token generation the app was told is refused (told once per token).
+        var rejectedGeneration: Int?
         /// PushKit completions, by the report that releases them.
         var pushCompletions: [Int: @Sendable () -> Void] = [:]
         /// Actions handed over by the call system and not completed yet.
@@ -52,12 +57,11 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         configuration: CallLedger.Configuration = CallLedger.Configuration(),
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
-        backendBox = Mutex(backend)
         self.callSystem = callSystem
         self.makeMedia = media
         self.clock = clock
         self.onNotice = onNotice
-        state = Mutex(State(ledger: CallLedger(userID: userID, configuration: configuration)))
+        state = Mutex(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
         callSystem.setDelegate(self)
     }
 
@@ -119,8 +123,16 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     /// The same user's session got a new token (a refresh or a new login): requests from now on
     /// use `backend`. A different user needs a new coordinator.
+    ///
+    /// Live calls are followed again with it (the event watcher stops when the server refuses
+    /// a token, see `Notice.tokenRejected`) and re-read, since events may have been missed
+    /// meanwhile; a decline, leave or cancel the old token could not deliver is sent again.
     public func use(backend: any CallBackend) {
-        backendBox.withLock { $0 = backend }
+        state.withLock { state in
+            state.backend = backend
+            state.generation += 1
+        }
+        input { $0.sessionRenewed() }
     }
 
     /// The coordinator's view of a call.
@@ -252,24 +264,50 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     private func media(_ callID: String) -> (any MediaSession)? { state.withLock { $0.media[callID] } }
 
-    /// One server request, its answer fed back to the ledger.
+    /// One server request, its answer fed back to the ledger. A 401 for a token that was
+    /// replaced while the request was on its way is sent again with the new one.
     private func request(_ callID: String, _ request: CallLedger.ServerRequest) async {
-        let result: CallLedger.ServerResult
-        do {
-            switch request {
-            case .fetch: result = .call(try await backend.call(callID))
-            case .accept: result = .call(try await backend.perform("accept", onCall: callID))
-            case .decline: result = .call(try await backend.perform("decline", onCall: callID))
-            case .leave: result = .call(try await backend.perform("leave", onCall: callID))
-            case .cancel: result = .call(try await backend.perform("cancel", onCall: callID))
-            case .mediaToken, .earlyMediaToken: result = .mediaToken(try await backend.mediaToken(forCall: callID))
-            }
-        } catch let error as SwitchboardAPIError {
-            result = .failure(status: error.status, code: error.code)
-        } catch {
-            result = .failure(status: 0, code: "TRANSPORT")
+        var result: CallLedger.ServerResult
+        while true {
+            let (backend, generation) = state.withLock { ($0.backend, $0.generation) }
+            result = await send(request, callID, to: backend)
+            guard case .failure(401, _) = result, !tokenRefused(generation) else { break }
         }
         input { $0.serverAnswered(callID, request, result) }
+    }
+
+    private func send(_ request: CallLedger.ServerRequest, _ callID: String, to backend: any CallBackend) async -> CallLedger.ServerResult {
+        do {
+            switch request {
+            case .fetch: return .call(try await backend.call(callID))
+            case .accept: return .call(try await backend.perform("accept", onCall: callID))
+            case .decline: return .call(try await backend.perform("decline", onCall: callID))
+            case .leave: return .call(try await backend.perform("leave", onCall: callID))
+            case .cancel: return .call(try await backend.perform("cancel", onCall: callID))
+            case .mediaToken, .earlyMediaToken: return .mediaToken(try await backend.mediaToken(forCall: callID))
+            }
+        } catch let error as SwitchboardAPIError {
+            return .failure(status: error.status, code: error.code)
+        } catch {
+            return .failure(status: 0, code: "TRANSPORT")
+        }
+    }
+
+    /// The server answered 401 to a request sent with the token of `generation`. True when that
+    /// is still the current token (the app is told, once); false when `use(backend:)` replaced
+    /// it meanwhile, so the request should go again with the new one.
+    /// `stopWatching`: the event watcher asks; it stops in the same step (under the lock that
+    /// `use(backend:)` takes), so a new token always finds either it running or it gone.
+    private func tokenRefused(_ generation: Int, stopWatching: Bool = false) -> Bool {
+        let (refused, tell) = state.withLock { state -> (Bool, Bool) in
+            guard state.generation == generation else { return (false, false) }
+            if stopWatching { state.watcher = nil }
+            let tell = state.rejectedGeneration != generation && !state.closed
+            state.rejectedGeneration = generation
+            return (true, tell)
+        }
+        if tell { onNotice(.tokenRejected) }
+        return refused
     }
 
     private func spawn(_ work: @escaping @Sendable () async -> Void) {
@@ -299,14 +337,16 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         }
     }
 
+    /// It ends only when no call is live, on `shutdown()`, or when the server refuses the
+    /// current token (the app is told; `use(backend:)` starts it again).
     private func watch() async {
         var cursor: Int64?
         var failures = 0
         while !Task.isCancelled {
-            let live = state.withLock { state -> [String] in
+            let (live, backend, generation) = state.withLock { state -> ([String], any CallBackend, Int) in
                 let live = state.ledger.liveCallIDs
                 if live.isEmpty { state.watcher = nil }
-                return live
+                return (live, state.backend, state.generation)
             }
             if live.isEmpty { return }
             do {
@@ -321,8 +361,12 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
                 }
                 failures = 0
             } catch let error as SwitchboardAPIError where error.status == 401 {
-                state.withLock { $0.watcher = nil }
-                return
+                // Sent with a token replaced meanwhile: go on at once with the new one.
+                if tokenRefused(generation, stopWatching: true) { return }
+            } catch let error as SwitchboardAPIError where error.status == 410 {
+                // The server no longer keeps events that far back: start from a new cursor and
+                // re-read the live calls, as when the watcher starts.
+                cursor = nil
             } catch {
                 if Task.isCancelled { return }
                 failures += 1

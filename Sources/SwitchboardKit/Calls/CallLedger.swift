@@ -75,6 +75,10 @@ public struct CallLedger: Sendable {
         /// `reason` is nil when the user ended it on this device; `refusal` is set when the call
         /// system refused the report (Do Not Disturb, block list…).
         case ended(callID: String, reason: CallEndReason?, refusal: IncomingCallError?)
+        /// The server refused the session token (401) while calls are live: the coordinator
+        /// stopped following them. Refresh the session and pass the new token to
+        /// `use(backend:)`; the coordinator then follows and re-reads them. Once per token.
+        case tokenRejected
     }
 
     /// What to do, in order.
@@ -132,6 +136,8 @@ public struct CallLedger: Sendable {
         var earlyTokenInFlight = false
         /// A stale push re-reported this ended call (to end it again at once).
         var staleReport = false
+        /// The withdrawal was refused with 401: it goes again with the next token.
+        var withdrawalAwaitsSession = false
     }
 
     public let configuration: Configuration
@@ -515,6 +521,11 @@ public struct CallLedger: Sendable {
             return failCall(callID)
         case (.decline, .failure(let status, _)), (.leave, .failure(let status, _)), (.cancel, .failure(let status, _)):
             guard entry.withdrawal == request else { return [] }
+            if status == 401 {
+                // The token is refused: kept until `sessionRenewed` brings a new one.
+                entries[callID]?.withdrawalAwaitsSession = true
+                return []
+            }
             if status == 0 || status == 429 || status >= 500 {
                 guard entry.withdrawalAttempts < Self.withdrawalRetries else {
                     entries[callID]?.withdrawal = nil
@@ -566,6 +577,21 @@ public struct CallLedger: Sendable {
         if entry.userMuted || entry.held { effects.append(.setMuted(callID: callID, true)) }
         effects.append(.notify(.connected(callID: callID)))
         return effects + startAudioIfReady()
+    }
+
+    /// The app brought a new session token (`use(backend:)`): follow the live calls again
+    /// (the watcher stops on a 401) and re-read them, since their events may have been missed;
+    /// send again the withdrawals the old token could not deliver.
+    public mutating func sessionRenewed() -> [Effect] {
+        var effects: [Effect] = []
+        for callID in entries.keys.sorted() {
+            guard let entry = entries[callID], entry.withdrawalAwaitsSession, let request = entry.withdrawal else { continue }
+            entries[callID]?.withdrawalAwaitsSession = false
+            effects.append(.server(callID: callID, request))
+        }
+        let live = liveCallIDs
+        if !live.isEmpty { effects += [.watch] + live.map { .server(callID: $0, .fetch) } }
+        return effects
     }
 
     /// A scheduled timer fired.

@@ -77,14 +77,18 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The embedded defaults.
     public init() {}
 
-    /// The HTTP transport settings these values imply.
-    public func httpConfiguration(errorResponder: @escaping HTTPErrorResponder) -> HTTPServerConfiguration {
+    /// The HTTP transport settings these values imply; `reportProblem` hears the transport's
+    /// failures (accept, `epoll_wait`).
+    public func httpConfiguration(
+        errorResponder: @escaping HTTPErrorResponder,
+        reportProblem: @escaping @Sendable (HTTPTransportProblem) -> Void = { _ in }
+    ) -> HTTPServerConfiguration {
         HTTPServerConfiguration(
             host: listen.host, port: listen.port,
             loopCount: loopThreads > 0 ? loopThreads : ProcessInfo.processInfo.activeProcessorCount,
             limits: HTTPParserLimits(maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes),
             headerTimeout: .seconds(headerTimeoutSeconds), idleTimeout: .seconds(idleTimeoutSeconds),
-            maxConnections: maxConnections, errorResponder: errorResponder)
+            maxConnections: maxConnections, errorResponder: errorResponder, reportProblem: reportProblem)
     }
 }
 
