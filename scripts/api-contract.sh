@@ -21,7 +21,7 @@ examples=${CONTRACT_EXAMPLES:-40}
 time_limit=${CONTRACT_TIME_LIMIT:-300}
 [[ -x $binary ]] || { echo "api contract: no server binary at $binary (run swift build first)" >&2; exit 2; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/switchboard-contract.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/api-contract.XXXXXX")
 server_pid= fuzzer_pid=
 stop() {  # stop <pid>: SIGTERM, up to 10 s to exit, then SIGKILL
     [[ -n $1 ]] || return 0

@@ -1,4 +1,5 @@
-"""Schemathesis hooks for scripts/api-contract.sh: authentication and short long polls.
+"""Schemathesis hooks for scripts/api-contract.sh: signing in (and again after a generated
+logout), event reads that answer at once, and real calls and friend requests to work on.
 
 Loaded with SCHEMATHESIS_HOOKS=contract_hooks (PYTHONPATH set by the script). Reads:
   CONTRACT_BASE_URL      the server under test, http://127.0.0.1:<port>
@@ -10,7 +11,6 @@ Loaded with SCHEMATHESIS_HOOKS=contract_hooks (PYTHONPATH set by the script). Re
 
 import json
 import os
-import urllib.request
 import uuid
 
 import schemathesis
@@ -34,12 +34,10 @@ LONGEST_WAIT_SECONDS = 1
 
 def login() -> str:
     """A fresh bearer token for the contract account (a new session each time)."""
-    body = json.dumps({"username": USERNAME, "password": PASSWORD}).encode()
-    request = urllib.request.Request(
-        BASE_URL + "/auth/login", data=body, method="POST", headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)["token"]
+    status, session = request(BASE_URL, "POST", "/auth/login", {"username": USERNAME, "password": PASSWORD})
+    if status != 200:
+        raise RuntimeError(f"cannot sign in as {USERNAME}: {status} {session}")
+    return session["token"]
 
 
 def schemes(case) -> set:
@@ -66,28 +64,51 @@ class SwitchboardAuth:
         case.headers["Authorization"] = f"Bearer {ADMIN_KEY if 'adminKey' in wanted else token}"
 
 
+def is_cursor(value):
+    """Whether `value` is sent as a valid event cursor (digits, at most 2^53 - 1)."""
+    text = str(value)
+    return not isinstance(value, bool) and text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= 2**53 - 1
+
+
 def shortened(value):
     """A valid `wait` made at most LONGEST_WAIT_SECONDS; anything invalid is left as generated."""
     if isinstance(value, list):
         return [shortened(item) for item in value]
-    if isinstance(value, bool):
-        return value
-    text = str(value)
-    if text.isascii() and text.isdigit() and len(text) <= 2 and int(text) <= 25:
-        return min(int(text), LONGEST_WAIT_SECONDS)
+    if not isinstance(value, bool) and is_cursor(value) and len(str(value)) <= 2 and int(str(value)) <= 25:
+        return min(int(str(value)), LONGEST_WAIT_SECONDS)
     return value
 
 
+def newest_event_id(case):
+    """The newest event id of the account the case is signed in as (0 when unknown)."""
+    authorization = (case.headers or {}).get("Authorization", "")
+    if not authorization.startswith("Bearer "):
+        return 0
+    status, me = request(BASE_URL, "GET", "/me", token=authorization[len("Bearer "):])
+    return me["eventCursor"] if status == 200 else 0
+
+
 @schemathesis.hook("before_call")
-def shorten_long_polls(context, case, kwargs):
-    """Gives every generated GET /events a short `wait`, right before it is sent (whichever phase
-    made the case), so an empty long poll answers within LONGEST_WAIT_SECONDS."""
+def keep_event_reads_short(context, case, kwargs):
+    """Right before a generated GET /events or /events/stream is sent (whichever phase made it):
+    a valid cursor is moved back to just before the account's newest event, so there is always
+    an event to answer with at once, and a valid `wait` is capped at LONGEST_WAIT_SECONDS.
+    Without this a long poll holds up to 25 s and a stream sends nothing but heartbeats until
+    the read gives up, and a busy machine turns that into timeouts. Valid values stay valid and
+    invalid ones stay as generated, so each case tests what it was generated to test."""
     operation = case.operation
-    if operation.method.upper() != "GET" or operation.path != "/events":
+    if operation.method.upper() != "GET" or operation.path not in ("/events", "/events/stream"):
         return
     query = dict(case.query or {})
-    query["wait"] = shortened(query["wait"]) if "wait" in query else LONGEST_WAIT_SECONDS
+    newest = newest_event_id(case)
+    if newest > 0 and "after" in query and is_cursor(query["after"]):
+        query["after"] = min(int(str(query["after"])), newest - 1)
+    if operation.path == "/events":
+        query["wait"] = shortened(query["wait"]) if "wait" in query else LONGEST_WAIT_SECONDS
     case.query = query
+    resume = (case.headers or {}).get("Last-Event-ID")
+    if newest > 0 and resume is not None and is_cursor(resume):
+        case.headers["Last-Event-ID"] = str(min(int(str(resume)), newest - 1))
 
 
 def with_seeded_scope(values):
@@ -176,7 +197,8 @@ class Caller:
         for _ in range(2):
             if cls.group is None:
                 cls.start_over()
-                continue
+            if cls.group is None:
+                return None
             status, current = request(BASE_URL, "GET", f"/calls/current?scopeKind=group&scopeId={cls.group}", token=cls.token)
             if status == 200 and current is not None:
                 return current["id"]
@@ -184,7 +206,7 @@ class Caller:
             status, call = request(BASE_URL, "POST", "/calls", body, token=cls.token)
             if status == 201 and call["state"] == "ringing":
                 return call["id"]
-            cls.start_over()
+            cls.group = None  # this caller can no longer ring the account: the next try is a new one
         return None
 
 

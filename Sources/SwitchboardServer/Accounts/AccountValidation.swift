@@ -40,10 +40,13 @@ enum AccountValidation {
 }
 
 extension String {
+    /// Without leading and trailing whitespace (Unicode White_Space), scalar by scalar: trimming
+    /// by `Character` would also drop what a whitespace scalar carries along, such as a combining
+    /// accent or an emoji skin-tone modifier right after a space.
     func trimmingWhitespace() -> String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first.isWhitespace { scalars = scalars.dropFirst() }
-        while let last = scalars.last, last.isWhitespace { scalars = scalars.dropLast() }
-        return String(scalars)
+        var scalars = unicodeScalars[...]
+        while let first = scalars.first, first.properties.isWhitespace { scalars = scalars.dropFirst() }
+        while let last = scalars.last, last.properties.isWhitespace { scalars = scalars.dropLast() }
+        return String(Substring(scalars))
     }
 }
