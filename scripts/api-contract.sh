@@ -7,9 +7,9 @@
 # refused fails the run. It stops the server itself and leaves nothing behind.
 #
 # Usage: scripts/api-contract.sh [path/to/switchboard]     (default .build/debug/switchboard)
-#   CONTRACT_SECONDS=S         schemathesis' time budget (default 90): it spreads it over its
+#   CONTRACT_SECONDS=S         schemathesis' time budget (default 60): it spreads it over its
 #                              phases and keeps fuzzing until it is spent, so a quiet machine
-#                              sends a few thousand requests and a busy one fewer, never more time
+#                              sends thousands of requests and a busy one fewer, never more time
 #   CONTRACT_SEED=N|random     data generation seed (default: a fixed one)
 #   CONTRACT_EXAMPLES=N        fuzzed requests per operation in each fuzzing round (default 40)
 #   CONTRACT_VERBOSE=1         print schemathesis' whole report (warnings too), not only its summary
@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 binary=$(realpath "${1:-.build/debug/switchboard}")
 seed=${CONTRACT_SEED:-20261201}
 examples=${CONTRACT_EXAMPLES:-40}
-budget=${CONTRACT_SECONDS:-90}
+budget=${CONTRACT_SECONDS:-60}
 # The hard limit, in case schemathesis overruns its budget (a hung request, a long shrink).
 time_limit=$((budget + 120))
 [[ -x $binary ]] || { echo "api contract: no server binary at $binary (run swift build first)" >&2; exit 2; }
