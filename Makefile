@@ -13,6 +13,7 @@ test:
 	scripts/ensure-python-tools.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel --num-workers 2
+	scripts/api-contract.sh .build/debug/switchboard
 	scripts/demo-smoke.sh .build/debug/switchboard
 	.build/debug/switchboard bench wakeup --phones 8 --profiles good,poor_4g --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
 	scripts/fuzz.sh --smoke

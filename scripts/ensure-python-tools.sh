@@ -3,9 +3,15 @@
 set -euo pipefail
 # livekit-api: LiveKit's own verifier checks our media tokens.
 # h2: the HTTP/2 test server the push transport tests talk to.
+# schemathesis: scripts/api-contract.sh checks the server against openapi.json. Pinned: its
+#   checks and its reading of the document change between releases, and the contract run must
+#   mean the same thing on every machine.
+schemathesis_version=4.32.5
 missing=()
 python3 -c "import livekit.api" >/dev/null 2>&1 || missing+=(livekit-api)
 python3 -c "import h2" >/dev/null 2>&1 || missing+=(h2)
+python3 -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$schemathesis_version')" >/dev/null 2>&1 ||
+    missing+=("schemathesis==$schemathesis_version")
 if ((${#missing[@]})); then
     echo "installing Python test tooling: ${missing[*]}" >&2
     python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${missing[@]}"

@@ -144,4 +144,98 @@ struct OpenAPIDocumentTests {
             #expect(node != nil, "dangling \(ref)")
         }
     }
+
+    private static let methods: Set<String> = ["get", "post", "put", "patch", "delete"]
+
+    /// The object a local `$ref` points at, or `object` itself when it is no reference.
+    private func resolve(_ object: [String: Any], in doc: [String: Any]) -> [String: Any] {
+        guard let ref = object["$ref"] as? String else { return object }
+        var node: Any? = doc
+        for part in ref.dropFirst(2).split(separator: "/") { node = (node as? [String: Any])?[String(part)] }
+        return node as? [String: Any] ?? [:]
+    }
+
+    /// The error codes the document lists in the `Error` schema: each written `CODE (`.
+    private func listedCodes(in doc: [String: Any]) throws -> Set<String> {
+        let schemas = try #require((doc["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let error = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
+        let code = try #require((error["properties"] as? [String: Any])?["code"] as? [String: Any])
+        let text = try #require(code["description"] as? String)
+        let names = try Regex(#"([A-Z][A-Z0-9_]+) (?:and [A-Z][A-Z0-9_]+ )?\("#)
+        var codes = Set<String>()
+        for match in text.matches(of: names) { codes.insert(String(text[match.range].split(separator: " ")[0])) }
+        // "SERVER_BUSY and SHUTTING_DOWN (503)": the second name of a pair.
+        for match in text.matches(of: try Regex(#"and ([A-Z][A-Z0-9_]+) \("#)) {
+            codes.insert(String(text[match.range].split(separator: " ")[1]))
+        }
+        return codes
+    }
+
+    /// Every operation that needs a credential documents 401 and every one with a body 400; every
+    /// error answer is the error envelope, and its description starts with its own status and
+    /// names only codes the document lists.
+    @Test func errorAnswersAreDocumentedConsistently() throws {
+        let doc = try document()
+        let codes = try listedCodes(in: doc)
+        let paths = try #require(doc["paths"] as? [String: [String: Any]])
+        for (path, operations) in paths {
+            for (method, value) in operations where Self.methods.contains(method) {
+                let operation = try #require(value as? [String: Any])
+                let name = "\(method.uppercased()) \(path)"
+                let responses = try #require(operation["responses"] as? [String: [String: Any]])
+                let security = operation["security"] as? [[String: Any]] ?? []
+                if !security.allSatisfy(\.isEmpty) { #expect(responses["401"] != nil, "\(name) needs a credential but documents no 401") }
+                if operation["requestBody"] != nil { #expect(responses["400"] != nil, "\(name) takes a body but documents no 400") }
+                for (status, response) in responses where !status.hasPrefix("2") && path != "/healthz" {
+                    let envelope = ((resolve(response, in: doc)["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"]
+                    #expect((envelope as? [String: Any])?["$ref"] as? String == "#/components/schemas/Error", "\(name) \(status)")
+                    let description = response["description"] as? String ?? ""
+                    #expect(description.hasPrefix("\(status) "), "\(name) \(status): \(description)")
+                    let named = description.prefix { $0 != ":" }.split(whereSeparator: { !$0.isUppercase && !$0.isNumber && $0 != "_" })
+                        .map(String.init).filter { $0.count > 2 && $0.first!.isLetter }
+                    #expect(!named.isEmpty, "\(name) \(status) names no code: \(description)")
+                    for code in named { #expect(codes.contains(code), "\(name) \(status): \(code) is not in the Error schema's list") }
+                }
+            }
+        }
+    }
+
+    /// Every error code in the server's sources (`code: "…"`, and the code tables of call
+    /// transitions and the HTTP parser) is in the document's list, so a new refusal cannot ship
+    /// undocumented.
+    @Test func everyErrorCodeTheServerAnswersIsDocumented() throws {
+        let codes = try listedCodes(in: try document())
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let pattern = try Regex(#"(?:code: |case [^:\n]+: |default: )"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)""#)
+        var used = Set<String>()
+        for folder in ["Sources/SwitchboardServer", "Sources/SwitchboardCore", "Sources/SwitchboardHTTP"] {
+            let directory = root.appendingPathComponent(folder)
+            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
+            // HTTPResponse.swift's `case 200: "OK"` table holds reason phrases, not codes.
+            for file in files where file.hasSuffix(".swift") && !file.hasSuffix("HTTPResponse.swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                for match in text.matches(of: pattern) {
+                    let literal = text[match.range]
+                    used.insert(String(literal.split(separator: "\"")[1]))
+                }
+            }
+        }
+        #expect(used.count > 20, "found only \(used.sorted())")
+        #expect(used.subtracting(codes).isEmpty, "undocumented codes: \(used.subtracting(codes).sorted())")
+    }
+
+    /// Every `{parameter}` in a path is declared as a path parameter, and nothing else is.
+    @Test func pathParametersAreDeclared() throws {
+        let doc = try document()
+        let paths = try #require(doc["paths"] as? [String: [String: Any]])
+        for (path, operations) in paths {
+            let inPath = Set(path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) })
+            let shared = (operations["parameters"] as? [[String: Any]] ?? []).map { resolve($0, in: doc) }
+            for (method, value) in operations where Self.methods.contains(method) {
+                let own = ((value as? [String: Any])?["parameters"] as? [[String: Any]] ?? []).map { resolve($0, in: doc) }
+                let declared = Set((shared + own).filter { $0["in"] as? String == "path" }.compactMap { $0["name"] as? String })
+                #expect(declared == inPath, "\(method.uppercased()) \(path): declared \(declared.sorted())")
+            }
+        }
+    }
 }

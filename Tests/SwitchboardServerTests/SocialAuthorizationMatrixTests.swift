@@ -226,7 +226,7 @@ struct SocialAuthorizationMatrixTests {
     /// every endpoint is 401.
     static let table: [(SocialEndpoint, [SocialOutcome])] = [
         //                       owner                            member                         stranger                   blocked                blocker
-        (.sendFriendRequest,    [.invalid,                        .conflict("REQUEST_PENDING"),  .created,                  .forbidden("BLOCKED"), .forbidden("BLOCKED")]),
+        (.sendFriendRequest,    [.conflict("CANNOT_BEFRIEND_SELF"), .conflict("REQUEST_PENDING"),  .created,                  .forbidden("BLOCKED"), .forbidden("BLOCKED")]),
         (.listFriendRequests,   [.listed,                         .listed,                       .unlisted,                 .unlisted,             .unlisted]),
         (.acceptFriendRequest,  [.forbidden("FORBIDDEN"),         .ok,                           .invisible,                .invisible,            .invisible]),
         (.declineFriendRequest, [.forbidden("FORBIDDEN"),         .ok,                           .invisible,                .invisible,            .invisible]),
@@ -234,7 +234,7 @@ struct SocialAuthorizationMatrixTests {
         (.listFriends,          [.listed,                         .listed,                       .unlisted,                 .listed,               .listed]),
         (.removeFriend,         [.invisible,                      .noContent,                    .invisible,                .noContent,            .noContent]),
         (.listBlocks,           [.listed,                         .unlisted,                     .unlisted,                 .unlisted,             .listed]),
-        (.block,                [.invalid,                        .ok,                           .ok,                       .ok,                   .ok]),
+        (.block,                [.conflict("CANNOT_BLOCK_SELF"),  .ok,                           .ok,                       .ok,                   .ok]),
         (.unblock,              [.noContent,                      .noContent,                    .noContent,                .noContent,            .noContent]),
         (.listConversations,    [.listed,                         .listed,                       .unlisted,                 .listed,               .listed]),
         (.getConversation,      [.ok,                             .ok,                           .invisible,                .ok,                   .ok]),

@@ -51,8 +51,8 @@ struct SocialBehaviourTests {
     }
 
     @Test(arguments: [
-        (#"{"userId":"SELF"}"#, 400, "VALIDATION_FAILED"),
-        (#"{"username":"OLIVIA"}"#, 400, "VALIDATION_FAILED"),
+        (#"{"userId":"SELF"}"#, 409, "CANNOT_BEFRIEND_SELF"),
+        (#"{"username":"OLIVIA"}"#, 409, "CANNOT_BEFRIEND_SELF"),
         (#"{"userId":"00000000-0000-0000-0000-000000000000"}"#, 404, "NOT_FOUND"),
         (#"{"username":"nobody"}"#, 404, "NOT_FOUND"),
         (#"{"username":"max","userId":"SELF"}"#, 400, "VALIDATION_FAILED"),
@@ -269,7 +269,7 @@ struct SocialBehaviourTests {
         #expect(try await api.call(olivia, "GET", "/blocks").decoded([Block].self).map(\.user.id) == [max.id])
     }
 
-    @Test(arguments: [("PUT", "SELF", 400), ("PUT", "UNKNOWN", 404), ("DELETE", "UNKNOWN", 404)])
+    @Test(arguments: [("PUT", "SELF", 409), ("PUT", "UNKNOWN", 404), ("DELETE", "UNKNOWN", 404)])
     func blockTargetsAreChecked(method: String, target: String, status: Int) async throws {
         let (api, users) = try await Self.world("olivia")
         defer { api.app.close() }

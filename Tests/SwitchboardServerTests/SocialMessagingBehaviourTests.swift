@@ -99,8 +99,13 @@ struct SocialMessagingBehaviourTests {
         }
     }
 
-    @Test(arguments: [("limit=0", "limit"), ("limit=101", "limit"), ("limit=three", "limit"), ("before=UNKNOWN", "before"), ("before=OTHER", "before")])
-    func badPagingIs400(query: String, field: String) async throws {
+    /// A bad `limit` is 400; a `before` that names no message of this conversation is 404 (it
+    /// is well-formed, like an unknown id in a path).
+    @Test(arguments: [
+        ("limit=0", "limit", 400), ("limit=101", "limit", 400), ("limit=three", "limit", 400),
+        ("before=UNKNOWN", "before", 404), ("before=OTHER", "before", 404),
+    ])
+    func badPagingIsRefused(query: String, field: String, status: Int) async throws {
         let (api, olivia, max, conversationID) = try await Self.friends()
         defer { api.app.close() }
         let sam = try await api.register("sam")
@@ -109,8 +114,8 @@ struct SocialMessagingBehaviourTests {
         let target = query.replacingOccurrences(of: "UNKNOWN", with: "00000000-0000-0000-0000-000000000000")
             .replacingOccurrences(of: "OTHER", with: otherMessage)
         let response = await api.call(olivia, "GET", "/conversations/\(conversationID)/messages?\(target)")
-        #expect(response.status == 400)
-        #expect(response.apiErrorCode == "VALIDATION_FAILED")
+        #expect(response.status == status)
+        #expect(response.apiErrorCode == (status == 400 ? "VALIDATION_FAILED" : "NOT_FOUND"))
         #expect(response.apiErrorField == field)
     }
 
@@ -189,7 +194,8 @@ struct SocialMessagingBehaviourTests {
         try await api.skipEvents(of: olivia)
         for messageID in [elsewhere, "00000000-0000-0000-0000-000000000000"] {
             let response = await api.call(olivia, "PUT", "/conversations/\(conversationID)/read", #"{"messageId":"\#(messageID)"}"#)
-            #expect(response.status == 400)
+            #expect(response.status == 404)
+            #expect(response.apiErrorCode == "NOT_FOUND")
             #expect(response.apiErrorField == "messageId")
         }
         try await api.expectEvents([], for: [olivia])

@@ -12,9 +12,12 @@ enum AccountValidation {
         return name
     }
 
+    /// Counted in Unicode code points, as NIST SP 800-63B counts password length (and as JSON
+    /// Schema's `minLength`/`maxLength` count), not in user-perceived characters: "e" plus a
+    /// combining accent is two.
     static func password(_ password: String) throws(APIError) {
-        guard (8...128).contains(password.count), password.utf8.count <= 1024 else {
-            throw APIError.validation("'password' must be 8 to 128 characters", field: "password")
+        guard (8...128).contains(password.unicodeScalars.count) else {
+            throw APIError.validation("'password' must be 8 to 128 characters (Unicode code points)", field: "password")
         }
     }
 
@@ -37,10 +40,13 @@ enum AccountValidation {
 }
 
 extension String {
+    /// Without leading and trailing whitespace (Unicode White_Space), scalar by scalar: trimming
+    /// by `Character` would also drop what a whitespace scalar carries along, such as a combining
+    /// accent or an emoji skin-tone modifier right after a space.
     func trimmingWhitespace() -> String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first.isWhitespace { scalars = scalars.dropFirst() }
-        while let last = scalars.last, last.isWhitespace { scalars = scalars.dropLast() }
-        return String(scalars)
+        var scalars = unicodeScalars[...]
+        while let first = scalars.first, first.properties.isWhitespace { scalars = scalars.dropFirst() }
+        while let last = scalars.last, last.properties.isWhitespace { scalars = scalars.dropLast() }
+        return String(Substring(scalars))
     }
 }

@@ -34,12 +34,13 @@ struct EventRoutes {
                 body: EventJSON.page(events, cursor: events.last?.id ?? after))
         })
         router.add("GET", "/events/stream", authenticator.require { context, principal in
-            let after: Int64
-            if let lastEventID = context.request.headers["Last-Event-ID"] {
-                after = try Self.cursor(lastEventID, name: "Last-Event-ID")
-            } else {
-                after = try Self.cursor(context.request.queryParameters["after"], name: "after")
-            }
+            // `after` is part of the stream's URL, which an EventSource sends again on every
+            // reconnect, so it is always required and checked; `Last-Event-ID`, which the
+            // EventSource adds when it reconnects, says where to resume and wins.
+            let query = try Self.cursor(context.request.queryParameters["after"], name: "after")
+            let after = try context.request.headers["Last-Event-ID"].map { text throws(APIError) in
+                try Self.cursor(text, name: "Last-Event-ID")
+            } ?? query
             let userID = principal.user.id
             // Check the cursor before the stream starts, so an expired one is a plain 410.
             let first = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }

@@ -14,6 +14,18 @@ struct AdminRoutes {
         let state: String
         let reason: String?
         let count: Int
+
+        // Every field is always present (`reason` is null for jobs that ended without one), as
+        // the document says; the synthesized encoder would leave a nil out.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(provider, forKey: .provider)
+            try container.encode(state, forKey: .state)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(count, forKey: .count)
+        }
+
+        private enum CodingKeys: String, CodingKey { case provider, state, reason, count }
     }
 
     struct Failure: Encodable {
@@ -25,6 +37,20 @@ struct AdminRoutes {
         let reason: String?
         let attempts: Int
         let finishedAt: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(jobId, forKey: .jobId)
+            try container.encode(callId, forKey: .callId)
+            try container.encode(userId, forKey: .userId)
+            try container.encode(provider, forKey: .provider)
+            try container.encode(tokenSuffix, forKey: .tokenSuffix)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(attempts, forKey: .attempts)
+            try container.encode(finishedAt, forKey: .finishedAt)
+        }
+
+        private enum CodingKeys: String, CodingKey { case jobId, callId, userId, provider, tokenSuffix, reason, attempts, finishedAt }
     }
 
     struct Status: Encodable {
@@ -32,6 +58,17 @@ struct AdminRoutes {
         let oldestPendingAgeSeconds: Double?
         let outcomes: [Outcome]
         let newestFailures: [Failure]
+
+        // `oldestPendingAgeSeconds` is null, not missing, when nothing is pending.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(pending, forKey: .pending)
+            try container.encode(oldestPendingAgeSeconds, forKey: .oldestPendingAgeSeconds)
+            try container.encode(outcomes, forKey: .outcomes)
+            try container.encode(newestFailures, forKey: .newestFailures)
+        }
+
+        private enum CodingKeys: String, CodingKey { case pending, oldestPendingAgeSeconds, outcomes, newestFailures }
     }
 
     func register(in router: inout Router) {

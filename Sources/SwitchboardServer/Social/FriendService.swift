@@ -18,7 +18,10 @@ struct FriendService: Sendable {
             default: throw APIError.validation("send exactly one of 'username' and 'userId'")
             }
             guard let target else { throw APIError.notFound("no such user") }
-            guard target.id != me.id else { throw APIError.validation("you cannot befriend yourself") }
+            // Not a 400: the body is well-formed; who sends it is what makes it impossible.
+            guard target.id != me.id else {
+                throw APIError(status: 409, code: "CANNOT_BEFRIEND_SELF", message: "you cannot befriend yourself")
+            }
             if try SocialQueries.isBlocked(me.id, target.id, in: connection) {
                 throw APIError(status: 403, code: "BLOCKED", message: "one of you has blocked the other")
             }
@@ -154,7 +157,9 @@ struct FriendService: Sendable {
         return try await store.write { transaction in
             let connection = transaction.connection
             guard let target = try SocialQueries.user(targetID, in: connection) else { throw APIError.notFound("no such user") }
-            guard target.id != userID else { throw APIError.validation("you cannot block yourself") }
+            guard target.id != userID else {
+                throw APIError(status: 409, code: "CANNOT_BLOCK_SELF", message: "you cannot block yourself")
+            }
             if let row = try connection.query("SELECT created_at FROM blocks WHERE blocker = ? AND blocked = ?", [.text(userID), .text(targetID)]).first {
                 return Block(user: target, createdAt: try row.string("created_at"))
             }

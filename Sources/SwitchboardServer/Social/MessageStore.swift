@@ -28,8 +28,8 @@ enum MessageStore {
     /// with other content is 409.
     static func replay(_ request: SendMessage, in scope: Scope, from senderID: String, connection: SQLiteConnection) throws -> Message? {
         guard let clientID = request.clientId else { return nil }
-        guard (1...64).contains(clientID.utf8.count) else {
-            throw APIError.validation("'clientId' must be 1 to 64 characters", field: "clientId")
+        guard (1...64).contains(clientID.unicodeScalars.count) else {
+            throw APIError.validation("'clientId' must be 1 to 64 characters (Unicode code points)", field: "clientId")
         }
         guard let row = try connection.query(
             "SELECT * FROM messages WHERE sender_id = ? AND client_id = ?", [.text(senderID), .text(clientID)]).first
@@ -76,7 +76,7 @@ enum MessageStore {
         if let before {
             guard let row = try connection.query(
                 "SELECT seq FROM messages WHERE id = ? AND \(scope.column) = ?", [.text(before), .text(scope.id)]).first
-            else { throw APIError.validation("'before' is not a message of this \(scope.column == "group_id" ? "group" : "conversation")", field: "before") }
+            else { throw unknownMessage(field: "before", in: scope) }
             beforeSeq = try row.int64("seq")
         }
         let rows = try connection.query(
@@ -91,7 +91,7 @@ enum MessageStore {
     static func markRead(_ messageID: String, in scope: Scope, by userID: String, transaction: WriteTransaction) throws -> (ReadMarker, moved: Bool) {
         guard let row = try transaction.connection.query(
             "SELECT seq FROM messages WHERE id = ? AND \(scope.column) = ?", [.text(messageID), .text(scope.id)]).first
-        else { throw APIError.validation("'messageId' is not a message of this \(scope.column == "group_id" ? "group" : "conversation")", field: "messageId") }
+        else { throw unknownMessage(field: "messageId", in: scope) }
         let seq = try row.int64("seq")
         let moved = try transaction.connection.run(
             """
@@ -102,6 +102,13 @@ enum MessageStore {
             [.text(scope.id), .text(userID), .integer(seq), .text(transaction.timestamp)]) > 0
         let marker = try readMarkers(in: scope, connection: transaction.connection).first { $0.userId == userID }
         return (marker ?? ReadMarker(userId: userID, messageId: messageID, updatedAt: transaction.timestamp), moved)
+    }
+
+    /// 404 naming the field: the id is well-formed but names no message of this conversation or
+    /// group (like an unknown user in a group's member list).
+    private static func unknownMessage(field: String, in scope: Scope) -> APIError {
+        let place = scope.column == "group_id" ? "group" : "conversation"
+        return APIError(status: 404, code: "NOT_FOUND", message: "'\(field)' is not a message of this \(place)", field: field)
     }
 
     static func readMarkers(in scope: Scope, connection: SQLiteConnection) throws -> [ReadMarker] {
