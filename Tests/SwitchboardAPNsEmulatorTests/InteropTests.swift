@@ -12,7 +12,7 @@ struct CurlInteropTests {
         try await onThread {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            process.arguments = ["--silent", "--max-time", "10"] + arguments
+            process.arguments = ["--silent", "--max-time", "\(Int(generousWait))"] + arguments
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
@@ -90,7 +90,7 @@ struct CurlInteropTests {
                     }
                 }
                 guard connected == 0 else { throw TestClientError("connect failed") }
-                var timeout = timeval(tv_sec: 5, tv_usec: 0)
+                var timeout = timeval(tv_sec: Int(generousWait), tv_usec: 0)
                 setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
                 let request = Array("POST /3/device/abc HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
                 _ = send(fd, request, request.count, Int32(MSG_NOSIGNAL))
