@@ -4,7 +4,7 @@ import SwitchboardCrypto
 import Testing
 
 /// The emulator over real loopback sockets, with an nghttp2 client of the tests' own.
-@Suite struct EmulatorLiveTests {
+@Suite(.timeLimit(.minutes(5))) struct EmulatorLiveTests {
     @Test(.timeLimit(.minutes(1)))  // a reader that is never woken would wait its full hour
     func anInProcessInboxReaderWakesOnDeliveryAndOtherwiseTimesOut() async throws {
         try await withEmulator { emulator, port in

@@ -3,7 +3,7 @@ import SwitchboardAPNsEmulator
 import Testing
 
 /// Every fault kind over loopback.
-@Suite struct FaultLiveTests {
+@Suite(.timeLimit(.minutes(5))) struct FaultLiveTests {
     struct AnswerFault: Sendable, CustomTestStringConvertible {
         let fault: APNsFault
         let status: Int

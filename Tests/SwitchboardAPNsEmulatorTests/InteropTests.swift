@@ -5,7 +5,7 @@ import Testing
 
 /// Debian's curl (built with nghttp2) as an independent client: h2c with prior knowledge, and
 /// TLS with ALPN h2 against the certificate the emulator writes out.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs /usr/bin/curl"))
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs /usr/bin/curl"), .timeLimit(.minutes(5)))
 struct CurlInteropTests {
     /// Runs curl on a thread of its own and returns its exit status and standard output.
     static func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
@@ -74,7 +74,7 @@ struct CurlInteropTests {
 }
 
 /// What a client that does not speak HTTP/2 gets, and that it harms no one else.
-@Suite struct ProtocolErrorTests {
+@Suite(.timeLimit(.minutes(5))) struct ProtocolErrorTests {
     @Test func anHTTP1RequestIsClosedAndOtherClientsCarryOn() async throws {
         try await withEmulator { emulator, port in
             let reply = try await onThread { () -> [UInt8] in

@@ -45,7 +45,7 @@ private let echo: HTTPHandler = { request in
     HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.path) \(request.body.count)".utf8))
 }
 
-@Suite("HTTP server over loopback", .serialized)
+@Suite("HTTP server over loopback", .serialized, .timeLimit(.minutes(5)))
 struct HTTPServerLiveTests {
     @Test func keepAliveAndPipelining() async throws {
         try await withServer(handler: echo) { _, port in

@@ -7,7 +7,7 @@ import SwitchboardWire
 
 /// Found in review: the server left in a wrong state after races and failures, a mute lost
 /// before media joined, an end the call system refused, a manual clock that ignored cancellation.
-@Suite("Coordinator: races and failures found in review")
+@Suite("Coordinator: races and failures found in review", .timeLimit(.minutes(3)))
 struct ReviewFindingsTests {
     private func ours(_ rig: ScenarioRig) -> CallCoordinator { rig.coordinator as! CallCoordinator }
 

@@ -30,7 +30,7 @@ private func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
 }
 
-@Suite("Impairment proxy over loopback", .serialized)
+@Suite("Impairment proxy over loopback", .serialized, .timeLimit(.minutes(5)))
 struct ImpairmentProxyLiveTests {
     @Test func goodPassesAMegabyteIntactBothWays() async throws {
         try await withEchoProxy(profile: .good) { proxy, port, _ in

@@ -87,7 +87,7 @@ final class FakeLiveKit: Sendable {
     }
 }
 
-@Suite("Calls and the media backend", .serialized)
+@Suite("Calls and the media backend", .serialized, .timeLimit(.minutes(5)))
 struct CallMediaTests {
     private func activeCall(_ world: CallWorld) async throws -> (CallWorld.Person, CallWorld.Person, CallInfo) {
         let alice = try await world.person("alice"), bob = try await world.person("bob")

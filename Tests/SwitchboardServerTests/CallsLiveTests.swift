@@ -5,7 +5,7 @@ import Testing
 
 /// Calls through the real binary: LiveKit's own verifier accepts our media tokens, and ring
 /// timeouts survive a restart.
-@Suite("Calls through the binary", .serialized)
+@Suite("Calls through the binary", .serialized, .timeLimit(.minutes(5)))
 struct CallsLiveTests {
     private typealias Account = LiveAccount
     private func json(_ text: String) -> [String: Any] { liveJSON(text) }

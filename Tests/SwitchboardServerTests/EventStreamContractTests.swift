@@ -34,7 +34,7 @@ private func page(_ response: HTTPResponse) throws -> EventsPage {
     try JSONDecoder().decode(EventsPage.self, from: Data(response.bodyBytes))
 }
 
-@Suite("Event stream contract (SPEC §2)")
+@Suite("Event stream contract (SPEC §2)", .timeLimit(.minutes(3)))
 struct EventStreamContractTests {
     @Test(arguments: [
         "after=-1", "after=9007199254740992", "after=99999999999999999", "after=abc", "after=", "after=1.5",
@@ -253,7 +253,7 @@ struct EventStreamContractTests {
     }
 }
 
-@Suite("Event JSON fast path")
+@Suite("Event JSON fast path", .timeLimit(.minutes(3)))
 struct EventJSONTests {
     /// The hand-written encoder must produce exactly what JSONEncoder (sorted keys) does.
     @Test func matchesJSONEncoderByteForByte() throws {

@@ -3,7 +3,7 @@ import Testing
 import SwitchboardTesting
 
 /// Register → befriend → message → events, through the real binary over loopback.
-@Suite("Accounts, social and events through the binary", .serialized)
+@Suite("Accounts, social and events through the binary", .serialized, .timeLimit(.minutes(5)))
 struct EventsLiveTests {
     private typealias Account = LiveAccount
     private func json(_ text: String) -> [String: Any] { liveJSON(text) }

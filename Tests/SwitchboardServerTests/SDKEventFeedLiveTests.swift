@@ -10,7 +10,7 @@ import SwitchboardTesting
 import SwitchboardWire
 
 /// The SDK's API client and event feed against the real server binary.
-@Suite("SDK event feed against the binary", .serialized)
+@Suite("SDK event feed against the binary", .serialized, .timeLimit(.minutes(5)))
 struct SDKEventFeedLiveTests {
     private static let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"]
 

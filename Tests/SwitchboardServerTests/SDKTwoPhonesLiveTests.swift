@@ -22,7 +22,7 @@ struct EmulatorInboxPushSource: PushSource {
 /// SDK end to end through the real binaries: two simulated phones, the server, the APNs
 /// emulator. The callee's app is in the background with no event feed: only the VoIP push can
 /// wake it.
-@Suite("SDK: two simulated phones through the server and the push path", .serialized)
+@Suite("SDK: two simulated phones through the server and the push path", .serialized, .timeLimit(.minutes(5)))
 struct SDKTwoPhonesLiveTests {
     @Test func aBackgroundedPhoneIsWokenByPushAnswersAndBothHangUpCleanly() async throws {
         let rig = try PushLiveTests.Rig()

@@ -132,7 +132,7 @@ func liveMetric(_ address: String, _ name: String) async -> String? {
         .first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count + 1)) }
 }
 
-@Suite("switchboard binary over loopback", .serialized)
+@Suite("switchboard binary over loopback", .serialized, .timeLimit(.minutes(5)))
 struct ServeBinaryLiveTests {
     @Test func servesHealthMetricsOpenAPIAndErrorsThenStopsCleanly() async throws {
         let data = ScratchDirectory()
@@ -191,7 +191,7 @@ struct ServeBinaryLiveTests {
     }
 }
 
-@Suite("switchboard command line")
+@Suite("switchboard command line", .timeLimit(.minutes(5)))
 struct CommandLineTests {
     /// Runs the binary to completion on a thread of its own.
     private func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {

@@ -2,7 +2,7 @@ import Dispatch
 import SwitchboardStore
 import Testing
 
-@Suite("Closing a database")
+@Suite("Closing a database", .timeLimit(.minutes(3)))
 struct DatabaseCloseTests {
     @Test("after close, read and write throw .closed; closing twice is fine")
     func closedCallsThrow() async throws {

@@ -4,7 +4,7 @@ import SwitchboardStore
 import Synchronization
 import Testing
 
-@Suite("Database concurrency")
+@Suite("Database concurrency", .timeLimit(.minutes(3)))
 struct DatabaseConcurrencyTests {
     @Test("200 concurrent writes all commit without busy errors")
     func concurrentWrites() async throws {
