@@ -111,16 +111,26 @@ struct CallMediaTests {
         await livekit.stop()
     }
 
-    @Test(arguments: [FakeLiveKit.Behaviour.fail, .hang])
-    func aMediaFailureIs503AndChangesNothing(behaviour: FakeLiveKit.Behaviour) async throws {
+    @Test func aMediaFailureIs503AndChangesNothing() async throws {
+        try await mediaOutageIs503AndChangesNothing(.fail)
+    }
+
+    /// The RoomService never answers, so only the media deadline can end the request (this
+    /// suite's time limit catches a missing one). Known hazard, in the server rather than here:
+    /// on Linux the deadline cancels `URLSession.data(for:)` just as URLSession's own timeout
+    /// (set to the same deadline) completes it, and swift-corelibs-foundation can deadlock on
+    /// that race (issue #5412); the test process then hangs past the time limit.
+    @Test func aHangingMediaServerIsCutOffAtTheDeadline() async throws {
+        try await mediaOutageIs503AndChangesNothing(.hang)
+    }
+
+    private func mediaOutageIs503AndChangesNothing(_ behaviour: FakeLiveKit.Behaviour) async throws {
         let livekit = try FakeLiveKit()
         let world = try CallWorld(configuration: livekit.configuration())
         defer { world.close() }
         let (alice, _, call) = try await activeCall(world)
         let before = try await world.events(of: alice).count
         livekit.set(behaviour)
-        // With .hang only the media deadline can answer this (the test's time limit catches a
-        // missing one).
         let response = await world.act("leave", call.id, by: alice)
         #expect(response.status == 503 && response.errorCode == "CALL_MEDIA_UNAVAILABLE")
         #expect(try await world.get(call.id, by: alice).state == "active")
