@@ -127,7 +127,7 @@ struct CallsLiveTests {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try ProcessLauncher.run(process)
         let deadline = Date().addingTimeInterval(generousWait)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning { process.terminate() }

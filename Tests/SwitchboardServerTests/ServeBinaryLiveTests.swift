@@ -29,7 +29,7 @@ final class ServerProcess: Sendable {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ProcessLauncher.run(process)
         let deadline = Date().addingTimeInterval(generousWait)
         var found: String?
         while Date() < deadline, found == nil, process.isRunning {
@@ -206,7 +206,7 @@ struct CommandLineTests {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try ProcessLauncher.run(process)
         // Bounded: a command that should exit at once but serves instead is killed, not awaited.
         let deadline = Date().addingTimeInterval(generousWait)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
