@@ -48,7 +48,7 @@ public final class RawClient: Sendable {
     }
 
     /// Reads until the peer closes, the timeout passes, or `until` says the bytes are enough.
-    public func receive(timeout: Double = 15, until done: @escaping @Sendable (String) -> Bool = { _ in false }) async -> (text: String, closed: Bool) {
+    public func receive(timeout: Double = generousWait, until done: @escaping @Sendable (String) -> Bool = { _ in false }) async -> (text: String, closed: Bool) {
         await offPool { self.receiveBlocking(timeout: timeout, until: done) }
     }
 
@@ -69,7 +69,7 @@ public final class RawClient: Sendable {
     }
 
     /// Reads `count` complete fixed-length responses.
-    public func receiveResponses(_ count: Int, timeout: Double = 15) async -> [String] {
+    public func receiveResponses(_ count: Int, timeout: Double = generousWait) async -> [String] {
         let result = await receive(timeout: timeout) { Self.splitResponses($0).count >= count }
         return Self.splitResponses(result.text)
     }
@@ -99,14 +99,4 @@ public final class RawClient: Sendable {
 public struct ConnectError: Error, Sendable {
     /// The `errno` value.
     public let errno: Int32
-}
-
-/// Polls a condition for up to `seconds`, off the cooperative pool's critical path.
-public func eventually(seconds: Double = 3, _ condition: @Sendable () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

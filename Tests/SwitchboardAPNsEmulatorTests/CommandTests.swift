@@ -6,7 +6,7 @@ import Testing
 
 /// `switchboard apns-emulator` option parsing (the signal-driven `run(_:)` itself is exercised
 /// by the CLI's own process tests once it is wired in).
-@Suite struct CommandTests {
+@Suite(.timeLimit(.minutes(3))) struct CommandTests {
     typealias Options = APNsEmulatorCommand.Options
 
     @Test func parsesEveryOption() throws {

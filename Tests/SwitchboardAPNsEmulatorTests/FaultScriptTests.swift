@@ -2,7 +2,7 @@ import Testing
 
 @testable import SwitchboardAPNsEmulator
 
-@Suite struct FaultScriptTests {
+@Suite(.timeLimit(.minutes(3))) struct FaultScriptTests {
     let token = Fixture.deviceToken(1)
 
     @Test func parsesEveryKindInEveryEnvelope() throws {
@@ -104,7 +104,7 @@ import Testing
     }
 }
 
-@Suite struct InboxStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct InboxStoreTests {
     @Test func indicesGrowPerTokenAndReadsFollowTheCursor() {
         var store = InboxStore(capacity: 3)
         let a = Fixture.deviceToken(1)

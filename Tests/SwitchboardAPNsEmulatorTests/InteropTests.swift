@@ -5,14 +5,14 @@ import Testing
 
 /// Debian's curl (built with nghttp2) as an independent client: h2c with prior knowledge, and
 /// TLS with ALPN h2 against the certificate the emulator writes out.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs /usr/bin/curl"))
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs /usr/bin/curl"), .timeLimit(.minutes(5)))
 struct CurlInteropTests {
     /// Runs curl on a thread of its own and returns its exit status and standard output.
     static func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await onThread {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            process.arguments = ["--silent", "--max-time", "10"] + arguments
+            process.arguments = ["--silent", "--max-time", "\(Int(generousWait))"] + arguments
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
@@ -74,7 +74,7 @@ struct CurlInteropTests {
 }
 
 /// What a client that does not speak HTTP/2 gets, and that it harms no one else.
-@Suite struct ProtocolErrorTests {
+@Suite(.timeLimit(.minutes(5))) struct ProtocolErrorTests {
     @Test func anHTTP1RequestIsClosedAndOtherClientsCarryOn() async throws {
         try await withEmulator { emulator, port in
             let reply = try await onThread { () -> [UInt8] in
@@ -90,7 +90,7 @@ struct CurlInteropTests {
                     }
                 }
                 guard connected == 0 else { throw TestClientError("connect failed") }
-                var timeout = timeval(tv_sec: 5, tv_usec: 0)
+                var timeout = timeval(tv_sec: Int(generousWait), tv_usec: 0)
                 setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
                 let request = Array("POST /3/device/abc HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
                 _ = send(fd, request, request.count, Int32(MSG_NOSIGNAL))

@@ -4,7 +4,7 @@ import Testing
 @testable import SwitchboardAPNsEmulator
 
 /// The validation rules, pure: no sockets, a fixed clock.
-@Suite struct PushValidatorTests {
+@Suite(.timeLimit(.minutes(3))) struct PushValidatorTests {
     var validator = PushValidator(policy: Fixture.configuration().validationPolicy)
 
     static func request(_ test: TestRequest) -> EmulatorRequest {

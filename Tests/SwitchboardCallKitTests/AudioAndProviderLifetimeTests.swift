@@ -7,7 +7,7 @@ import SwitchboardKit
 @testable import SwitchboardCallKit
 
 extension CallKitAdapterSuite {
-    @Suite("Audio session: configured on start and answer, never activated by the app")
+    @Suite("Audio session: configured on start and answer, never activated by the app", .timeLimit(.minutes(3)))
     struct AudioSessionTests {
         @Test func aWholeCallConfiguresTheSessionButNeverActivatesIt() throws {
             let session = AVAudioSession.sharedInstance()
@@ -69,7 +69,7 @@ extension CallKitAdapterSuite {
         }
     }
 
-    @Suite("One CXProvider per process")
+    @Suite("One CXProvider per process", .timeLimit(.minutes(3)))
     struct OneProviderTests {
         // A second live one stops the process through a `precondition`. That is not run here as an
         // exit test: spawning a copy of the whole test process starved (and once crashed) the

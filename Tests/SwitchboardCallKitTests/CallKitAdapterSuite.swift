@@ -7,7 +7,7 @@ import SwitchboardKit
 
 /// Every test that creates a `CallKitCallSystem` lives under this suite: a process may hold
 /// only one provider at a time, so these tests run one after another.
-@Suite("CallKit adapter", .serialized)
+@Suite("CallKit adapter", .serialized, .timeLimit(.minutes(3)))
 struct CallKitAdapterSuite {}
 
 /// Runs `body` with a fresh call system (its stub provider) and a recording delegate, then

@@ -7,7 +7,7 @@ import SwitchboardKit
 @testable import SwitchboardCallKit
 
 extension CallKitAdapterSuite {
-    @Suite("CallSystem → CXProvider and CXCallController")
+    @Suite("CallSystem → CXProvider and CXCallController", .timeLimit(.minutes(3)))
     struct ReportingTests {
         static let endReasons: [(CallEndReason, CXCallEndedReason)] = [
             (.failed, .failed),
@@ -161,7 +161,7 @@ extension CallKitAdapterSuite {
         }
     }
 
-    @Suite("NSError (domain, code) → CallSystemError")
+    @Suite("NSError (domain, code) → CallSystemError", .timeLimit(.minutes(3)))
     struct ErrorMappingTests {
         @Test(arguments: [
             (CXErrorCodeIncomingCallError.Code.unknown, IncomingCallError.unknown),

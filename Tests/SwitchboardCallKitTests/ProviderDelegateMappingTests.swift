@@ -6,7 +6,7 @@ import SwitchboardKit
 @testable import SwitchboardCallKit
 
 extension CallKitAdapterSuite {
-    @Suite("CXProviderDelegate → CallSystemDelegate")
+    @Suite("CXProviderDelegate → CallSystemDelegate", .timeLimit(.minutes(3)))
     struct ProviderDelegateMappingTests {
         @Test(arguments: ProviderAction.allCases)
         func eachActionReachesTheDelegateOnceAndWaitsForTheApp(_ kind: ProviderAction) throws {

@@ -148,7 +148,7 @@ struct VoIPTokenTests {
     }
 }
 
-@Suite("PushKit: incoming pushes")
+@Suite("PushKit: incoming pushes", .timeLimit(.minutes(3)))
 struct VoIPIncomingPushTests {
     @Test func thePreIOS264PathAlwaysAsksForAReport() throws {
         let handler = RecordingVoIPPushHandler()
@@ -192,7 +192,7 @@ struct VoIPIncomingPushTests {
 }
 
 extension CallKitAdapterSuite {
-    @Suite("PushKit completion after the CallKit report (SPEC §4 rule 1)")
+    @Suite("PushKit completion after the CallKit report (SPEC §4 rule 1)", .timeLimit(.minutes(3)))
     struct PushCompletionOrderTests {
         enum Path: String, CaseIterable, Sendable {
             case beforeIOS264

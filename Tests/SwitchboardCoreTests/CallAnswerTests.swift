@@ -5,7 +5,7 @@ import Testing
 /// Accept and decline, for every live call and every kind of actor, at `at(20)`.
 /// Who is who: alice is the caller; in group fixtures bob/cora/dan are invitees (see `Fixture`);
 /// erin is a member nobody invited (a participant in `groupActiveWithGuest`).
-@Suite("Calls: accept and decline")
+@Suite("Calls: accept and decline", .timeLimit(.minutes(3)))
 struct CallAnswerTests {
     static let acceptRows: [ActionRow] = [
         // Conversation: only bob's ringing invitation can be accepted.

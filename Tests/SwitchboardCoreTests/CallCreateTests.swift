@@ -3,7 +3,7 @@ import SwitchboardCore
 import Testing
 
 /// Creating a call, and the record's derived views (who is involved, who is busy).
-@Suite("Calls: create and the call record")
+@Suite("Calls: create and the call record", .timeLimit(.minutes(3)))
 struct CallCreateTests {
     func create(
         _ scope: CallScopeKind = .group, mode: CallMode = .video, invitees: [String], busy: Set<String> = [], now: Date = at(0),

@@ -26,7 +26,7 @@ struct SplitMix64 {
 
 /// Random event sequences against fresh calls; after every transition the rules that must always
 /// hold are checked. Failures name the seed and step so a sequence can be replayed.
-@Suite("Calls: invariants over random sequences")
+@Suite("Calls: invariants over random sequences", .timeLimit(.minutes(3)))
 struct CallInvariantTests {
     static let grace: TimeInterval = 30
 

@@ -4,7 +4,7 @@ import Testing
 
 /// Join, leave and cancel for every live call and kind of actor, at `at(20)`; then the rules
 /// that hold for every call: strangers, ended calls, error codes.
-@Suite("Calls: join, leave, cancel")
+@Suite("Calls: join, leave, cancel", .timeLimit(.minutes(3)))
 struct CallParticipationTests {
     static let joinRows: [ActionRow] = [
         // Conversation calls cannot be joined, by anyone.

@@ -3,7 +3,7 @@ import SwitchboardCore
 import Testing
 
 /// Whole calls, from create to end, through the real transitions.
-@Suite("Calls: scenarios end to end")
+@Suite("Calls: scenarios end to end", .timeLimit(.minutes(3)))
 struct CallScenarioTests {
     /// A call under test, advanced step by step; each step records an issue if it is refused.
     struct Story {

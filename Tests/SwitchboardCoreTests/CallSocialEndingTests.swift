@@ -4,7 +4,7 @@ import Testing
 
 /// Endings that come from the social graph: unfriending, blocking, dissolving a group, and
 /// removing a member from a group, all at `at(20)`.
-@Suite("Calls: social endings")
+@Suite("Calls: social endings", .timeLimit(.minutes(3)))
 struct CallSocialEndingTests {
     struct ScopeRow: Sendable, CustomTestStringConvertible {
         let fixture: Fixture

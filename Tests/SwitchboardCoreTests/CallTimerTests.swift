@@ -4,7 +4,7 @@ import Testing
 
 /// The two timers: the ring timeout (deadline `at(45)` in every fixture) and the empty-room
 /// watchdog (grace 30 s in these tables).
-@Suite("Calls: ring timeout and empty-room watchdog")
+@Suite("Calls: ring timeout and empty-room watchdog", .timeLimit(.minutes(3)))
 struct CallTimerTests {
     struct RingRow: Sendable, CustomTestStringConvertible {
         let fixture: Fixture

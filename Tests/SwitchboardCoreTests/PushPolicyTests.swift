@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SwitchboardCore
 
-@Suite("APNs status and reason → action, case by case")
+@Suite("APNs status and reason → action, case by case", .timeLimit(.minutes(3)))
 struct APNsResponsePolicyTests {
     /// Every documented (status, reason) APNs can answer, and what the dispatcher must do.
     static let table: [(Int, String, PushAction)] = [
@@ -43,7 +43,7 @@ struct APNsResponsePolicyTests {
     }
 }
 
-@Suite("Push retry schedule")
+@Suite("Push retry schedule", .timeLimit(.minutes(3)))
 struct PushRetryPolicyTests {
     @Test(arguments: [(0, 1.0), (1, 2.0), (2, 4.0), (3, 8.0), (4, 8.0), (20, 8.0)])
     func backoffIsMinOfPowerOfTwoAndEight(attempt: Int, seconds: Double) {
@@ -61,7 +61,7 @@ struct PushRetryPolicyTests {
     }
 }
 
-@Suite("Provider token timing on a manual clock")
+@Suite("Provider token timing on a manual clock", .timeLimit(.minutes(3)))
 struct ProviderTokenClockTests {
     let start = Date(timeIntervalSince1970: 1_700_000_000)
     func at(_ minutes: Double) -> Date { start.addingTimeInterval(minutes * 60) }
@@ -115,7 +115,7 @@ struct ProviderTokenClockTests {
     }
 }
 
-@Suite("VoIP push payload and headers")
+@Suite("VoIP push payload and headers", .timeLimit(.minutes(3)))
 struct VoIPPushTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 

@@ -1,7 +1,7 @@
 import SwitchboardCrypto
 import Testing
 
-@Suite("SHA-256 and HMAC-SHA256")
+@Suite("SHA-256 and HMAC-SHA256", .timeLimit(.minutes(3)))
 struct DigestTests {
     @Test("SHA-256 matches the FIPS 180-2 vectors for \"\" and \"abc\"")
     func sha256Vectors() {

@@ -146,7 +146,7 @@ private func decodedPart(_ token: String, _ index: Int) -> String? {
     return String(decoding: bytes, as: UTF8.self)
 }
 
-@Suite("ES256 keys, signatures and tokens")
+@Suite("ES256 keys, signatures and tokens", .timeLimit(.minutes(3)))
 struct ES256Tests {
     static let message = utf8("switchboard ES256 test message")
 

@@ -1,7 +1,7 @@
 import SwitchboardCrypto
 import Testing
 
-@Suite("Base64URL and SecureRandom")
+@Suite("Base64URL and SecureRandom", .timeLimit(.minutes(3)))
 struct EncodingTests {
     @Test("encode then decode gives back every length from 0 to 64, with and without padding")
     func roundTrip() {

@@ -1,7 +1,7 @@
 import SwitchboardCrypto
 import Testing
 
-@Suite("HS256 JSON Web Tokens")
+@Suite("HS256 JSON Web Tokens", .timeLimit(.minutes(3)))
 struct JWTTests {
     static let secret = utf8("switchboard-test-secret")
     static let claims = utf8(#"{"sub":"user-42","room":"call-7","exp":1900000000}"#)

@@ -1,7 +1,7 @@
 @testable import SwitchboardCrypto
 import Testing
 
-@Suite("Password hashing")
+@Suite("Password hashing", .timeLimit(.minutes(3)))
 struct PasswordHasherTests {
     let hasher = PasswordHasher(cost: .fastForTests)
 

@@ -1,7 +1,7 @@
 @testable import SwitchboardCrypto
 import Testing
 
-@Suite("scrypt key derivation")
+@Suite("scrypt key derivation", .timeLimit(.minutes(3)))
 struct ScryptTests {
     typealias Cost = PasswordHasher.Cost
 

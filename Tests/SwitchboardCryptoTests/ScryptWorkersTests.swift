@@ -9,7 +9,7 @@ import Glibc
 import Darwin
 #endif
 
-@Suite("Async password hashing off the cooperative pool")
+@Suite("Async password hashing off the cooperative pool", .timeLimit(.minutes(3)))
 struct ScryptWorkersTests {
     @Test("8 concurrent tasks hash and verify through the async API without deadlock")
     func concurrentAsync() async throws {

@@ -4,7 +4,7 @@ import SwitchboardDemo
 
 /// The wake-up bench's figures, gates, files and flags (the measuring itself runs in
 /// `make test`'s short bench and in `make weaknet`).
-@Suite("Wake-up bench: statistics, gates, report and flags")
+@Suite("Wake-up bench: statistics, gates, report and flags", .timeLimit(.minutes(3)))
 struct WakeupReportTests {
     static func sample(_ wakeup: Double?, ok: Bool = true) -> WakeupSample {
         WakeupSample(wakeupMilliseconds: wakeup, setupSucceeded: ok, setupMilliseconds: ok ? 500 : nil, wokenBy: wakeup == nil ? nil : "push", failure: ok ? nil : "x")

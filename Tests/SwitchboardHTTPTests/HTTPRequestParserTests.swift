@@ -41,7 +41,7 @@ struct MalformedInput: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-@Suite("HTTP request parser")
+@Suite("HTTP request parser", .timeLimit(.minutes(3)))
 struct HTTPRequestParserTests {
     @Test func simpleGet() {
         let parsed = requests(parse("GET /calls/abc?after=5&wait=20 HTTP/1.1\r\nHost: example\r\nX-A:  padded value \t\r\n\r\n"))

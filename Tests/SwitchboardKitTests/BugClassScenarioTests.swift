@@ -8,7 +8,7 @@ import SwitchboardWire
 /// manual clock against the simulated call system. Every scenario runs twice: our coordinator
 /// must get it right, and a naive coordinator that makes the classic mistake must get it
 /// wrong — so each scenario is known to catch the bug it is named after.
-@Suite("Bug-class scenarios: ours passes, a naive coordinator fails")
+@Suite("Bug-class scenarios: ours passes, a naive coordinator fails", .timeLimit(.minutes(3)))
 struct BugClassScenarioTests {
     /// A: the push is reported synchronously, before the handler's completion.
     @Test(arguments: Implementation.allCases)

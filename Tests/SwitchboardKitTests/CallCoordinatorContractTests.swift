@@ -8,7 +8,7 @@ import SwitchboardWire
 /// Our `CallCoordinator` against the simulated CallKit (SPEC §4 rules 1–7): the paths the
 /// bug-class scenarios do not cover: refusals, deadlines, odd pushes, reset, and an ending
 /// that races the report.
-@Suite("CallCoordinator keeps the call system's contract")
+@Suite("CallCoordinator keeps the call system's contract", .timeLimit(.minutes(3)))
 struct CallCoordinatorContractTests {
     // MARK: Pushes (rule 1)
 

@@ -5,7 +5,7 @@ import SwitchboardWire
 
 /// The coordinator's decisions as a pure state machine (SPEC §4 rules 1–7): inputs in,
 /// effects out, no I/O and no clock.
-@Suite("CallLedger: the call decisions without I/O")
+@Suite("CallLedger: the call decisions without I/O", .timeLimit(.minutes(3)))
 struct CallLedgerTests {
     // MARK: Incoming (rules 1–3)
 
@@ -373,7 +373,7 @@ struct CallLedgerTests {
 // MARK: - Fixtures
 
 /// CallKit timing out an answer we had just fulfilled.
-@Suite("CallLedger: a timeout crossing our fulfilment")
+@Suite("CallLedger: a timeout crossing our fulfilment", .timeLimit(.minutes(3)))
 struct CrossedTimeoutTests {
     @Test func anAnswerFulfilledAsCallKitTimedItOutEndsTheCallEverywhere() {
         var ledger = CallLedger(userID: "me")
@@ -396,7 +396,7 @@ struct CrossedTimeoutTests {
 }
 
 /// A stale push racing the end it should follow.
-@Suite("CallLedger: a stale push while the end is on its way")
+@Suite("CallLedger: a stale push while the end is on its way", .timeLimit(.minutes(3)))
 struct StaleReportRaceTests {
     @Test func aStalePushAnsweredAlreadyExistsDoesNotEndTheCallTwice() {
         var ledger = CallLedger(userID: "me")
@@ -426,7 +426,7 @@ struct StaleReportRaceTests {
 }
 
 /// Telling the server we are out survives transient failures, and gives up in the end.
-@Suite("CallLedger: withdrawals (decline, leave, cancel)")
+@Suite("CallLedger: withdrawals (decline, leave, cancel)", .timeLimit(.minutes(3)))
 struct WithdrawalTests {
     @Test func aLeaveTheServerCouldNotTakeIsRetriedWithBackoffThenGivenUp() {
         var ledger = CallLedger(userID: "me")
@@ -478,7 +478,7 @@ struct WithdrawalTests {
 }
 
 /// The caller's early media token (weak networks): asked beside the re-read while ringing.
-@Suite("CallLedger: early media token for the caller")
+@Suite("CallLedger: early media token for the caller", .timeLimit(.minutes(3)))
 struct EarlyMediaTokenTests {
     static func dialing() -> (CallLedger, CallInfo) {
         var ledger = CallLedger(userID: "me")

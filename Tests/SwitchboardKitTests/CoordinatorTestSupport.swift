@@ -20,6 +20,8 @@ final class InMemoryCallBackend: CallBackend {
         var failures: [String: Failure] = [:]
         var requests: [String] = []
         var hold: Set<String> = []
+        /// Event reads waiting for the next event (resumed with `nil`: look again).
+        var eventWaiters: [UUID: CheckedContinuation<EventsPage?, Never>] = [:]
     }
 
     let me: String
@@ -55,7 +57,8 @@ final class InMemoryCallBackend: CallBackend {
     /// Changes a call as the server would after someone else's request, and writes its event.
     @discardableResult
     func change(_ callID: String, _ body: (inout CallInfo) -> Void) -> Event {
-        state.withLock { state in
+        defer { wakeEventReaders() }
+        return state.withLock { state in
             body(&state.calls[callID]!)
             return Self.event(callID, &state)
         }
@@ -102,6 +105,7 @@ final class InMemoryCallBackend: CallBackend {
 
     func perform(_ action: String, onCall callID: String) async throws -> CallInfo {
         try await gate(action)
+        defer { wakeEventReaders() }
         let me = self.me, stamp = self.stamp
         return try state.withLock { state throws(SwitchboardAPIError) -> CallInfo in
             guard var call = state.calls[callID] else { throw SwitchboardAPIError(status: 404, code: "NOT_FOUND", message: "", field: nil) }
@@ -153,14 +157,31 @@ final class InMemoryCallBackend: CallBackend {
 
     func eventCursor() async throws -> Int64 { state.withLock { $0.nextEvent } }
 
+    /// Answers at once when there are events after `after`; otherwise waits (without polling:
+    /// a watcher left running by a test that ends mid-call must not burn the CPU the tests
+    /// beside it need) until one is written or the task is cancelled. `wait` is ignored: the
+    /// scenarios run on a manual clock and a read simply waits for the next event.
     func events(after: Int64, wait: Int) async throws -> EventsPage {
         while true {
-            let page = state.withLock { state -> EventsPage? in
-                let fresh = state.events.filter { $0.id > after }
-                return fresh.isEmpty ? nil : EventsPage(events: fresh, cursor: fresh.last!.id)
+            try Task.checkCancellation()
+            let id = UUID()
+            let page = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<EventsPage?, Never>) in
+                    let ready = state.withLock { state -> EventsPage?? in
+                        let fresh = state.events.filter { $0.id > after }
+                        if !fresh.isEmpty { return .some(EventsPage(events: fresh, cursor: fresh.last!.id)) }
+                        // The cancellation flag is set before `onCancel` runs, so a read cancelled
+                        // before it registers never registers.
+                        if Task.isCancelled { return .some(nil) }
+                        state.eventWaiters[id] = continuation
+                        return .none
+                    }
+                    if let ready { continuation.resume(returning: ready) }
+                }
+            } onCancel: {
+                state.withLock { $0.eventWaiters.removeValue(forKey: id) }?.resume(returning: nil)
             }
             if let page { return page }
-            try await Task.sleep(nanoseconds: 2_000_000)
         }
     }
 
@@ -185,6 +206,16 @@ final class InMemoryCallBackend: CallBackend {
             state.calls[call.id] = call
             _ = Self.event(call.id, &state)
         }
+        wakeEventReaders()
+    }
+
+    /// Lets every waiting event read look again (outside the lock).
+    private func wakeEventReaders() {
+        let waiters = state.withLock { state -> [CheckedContinuation<EventsPage?, Never>] in
+            defer { state.eventWaiters = [:] }
+            return Array(state.eventWaiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: nil) }
     }
 
     private static func event(_ callID: String, _ state: inout State) -> Event {
@@ -266,4 +297,17 @@ final class NoticeLog: Sendable {
     private let entries = Mutex<[CallLedger.Notice]>([])
     func append(_ notice: CallLedger.Notice) { entries.withLock { $0.append(notice) } }
     var all: [CallLedger.Notice] { entries.withLock { $0 } }
+}
+
+/// Polls `condition` every 10 ms until it holds, `seconds` (generous: a bound for a broken or hung
+/// coordinator, not a timing assertion) pass, or the task is cancelled; returns whether it held.
+/// For the few waits on real work (a request reaching the backend); the rest runs on the
+/// manual clock.
+func eventually(seconds: Double = 60, _ condition: @Sendable () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline, !Task.isCancelled {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return await condition()
 }

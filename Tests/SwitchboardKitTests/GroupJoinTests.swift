@@ -5,7 +5,7 @@ import SwitchboardKitTesting
 import SwitchboardWire
 
 /// Joining an active group call one missed or declined (`POST /calls/{id}/join`).
-@Suite("Joining a group call late")
+@Suite("Joining a group call late", .timeLimit(.minutes(3)))
 struct GroupJoinTests {
     /// A group call that rang me, that I declined, and that others are now in.
     static func declinedGroupCall(_ rig: ScenarioRig) async throws -> CallInfo {
@@ -62,7 +62,7 @@ struct GroupJoinTests {
 }
 
 /// A refreshed token reaches the coordinator without losing its calls.
-@Suite("Coordinator session")
+@Suite("Coordinator session", .timeLimit(.minutes(3)))
 struct CoordinatorSessionTests {
     @Test func requestsAfterUseBackendGoToTheNewOne() async throws {
         let rig = ScenarioRig(.ours)

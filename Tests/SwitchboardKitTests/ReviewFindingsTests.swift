@@ -7,13 +7,13 @@ import SwitchboardWire
 
 /// Found in review: the server left in a wrong state after races and failures, a mute lost
 /// before media joined, an end the call system refused, a manual clock that ignored cancellation.
-@Suite("Coordinator: races and failures found in review")
+@Suite("Coordinator: races and failures found in review", .timeLimit(.minutes(3)))
 struct ReviewFindingsTests {
     private func ours(_ rig: ScenarioRig) -> CallCoordinator { rig.coordinator as! CallCoordinator }
 
-    /// Waits (real time) until the in-memory backend has seen a request.
-    private func waitForRequest(_ rig: ScenarioRig, _ name: String) async {
-        for _ in 0..<2000 where !rig.backend.requests.contains(name) { try? await Task.sleep(nanoseconds: 1_000_000) }
+    /// Waits (real time, bounded generously) until the in-memory backend has seen a request.
+    private func waitForRequest(_ rig: ScenarioRig, _ name: String) async -> Bool {
+        await eventually { rig.backend.requests.contains(name) }
     }
 
     @Test
@@ -24,7 +24,7 @@ struct ReviewFindingsTests {
         rig.backend.hold("cancel")
         ours(rig).end(id)  // the user hangs up while it rings
         await rig.settle()
-        await waitForRequest(rig, "cancel")
+        #expect(await waitForRequest(rig, "cancel"))
         // Bob's accept lands first on the server.
         let accepted = rig.backend.change(id) { call in
             call.state = "active"
@@ -108,10 +108,12 @@ struct ReviewFindingsTests {
             try? await clock.sleep(seconds: 60)
             done.withLock { $0 = true }
         }
-        try? await Task.sleep(nanoseconds: 20_000_000)
+        // Cancel while it sleeps (its timer is registered), then wait for it to end without the
+        // clock moving: a sleep that ignored cancellation would stay suspended until the bound.
+        #expect(await eventually { clock.pendingTimers == 1 })
         task.cancel()
-        try? await Task.sleep(nanoseconds: 100_000_000)
-        #expect(done.withLock { $0 }, "still suspended after cancel")
+        #expect(await eventually { done.withLock { $0 } }, "still suspended after cancel")
+        #expect(clock.pendingTimers == 0, "the cancelled sleep left its timer behind")
         clock.advance(by: 60)
         await task.value
     }

@@ -3,7 +3,7 @@ import Testing
 import SwitchboardKit
 import SwitchboardWire
 
-@Suite("Call identity (SPEC §4 rule 2)")
+@Suite("Call identity (SPEC §4 rule 2)", .timeLimit(.minutes(3)))
 struct CallIdentityTests {
     @Test func aServerCallIDIsItsOwnUUIDSoPushAndEventAgree() {
         let callID = "8e7a2a6c-1b2c-4d3e-8f40-0123456789ab"
@@ -26,7 +26,7 @@ struct CallIdentityTests {
     }
 }
 
-@Suite("Query encoding in one place (SPEC §4 rule 8)")
+@Suite("Query encoding in one place (SPEC §4 rule 8)", .timeLimit(.minutes(3)))
 struct QueryEncodingTests {
     @Test(arguments: [
         ("+4915112345678", "%2B4915112345678"),
@@ -45,7 +45,7 @@ struct QueryEncodingTests {
     }
 }
 
-@Suite("Event consumer policy (SPEC §4 rule 10)")
+@Suite("Event consumer policy (SPEC §4 rule 10)", .timeLimit(.minutes(3)))
 struct EventConsumerPolicyTests {
     private func event(_ id: Int64, _ kind: String = "call_changed") -> Event {
         Event(id: id, kind: kind, callId: "c\(id)", createdAt: "2026-11-30T00:00:00.000Z")

@@ -3,7 +3,7 @@ import Testing
 import SwitchboardKit
 
 /// SPEC §4 rule 9: a self-signed certificate is trusted for the one configured host only.
-@Suite("Self-signed trust for one host")
+@Suite("Self-signed trust for one host", .timeLimit(.minutes(3)))
 struct ServerTrustPolicyTests {
     static let der = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })
     static let pem = "-----BEGIN CERTIFICATE-----\n" + der.base64EncodedString(options: [.lineLength64Characters]) + "\n-----END CERTIFICATE-----\n"

@@ -7,7 +7,7 @@ import SwitchboardKitTesting
 /// The simulated CallKit's contract (callkit-facts §0 and §4), one rule per test, driven
 /// directly: no coordinator, only a recording delegate and scripted push handlers. If the
 /// simulation stops enforcing a rule, every scenario that relies on it silently passes.
-@Suite("Simulated call system: the CallKit contract it enforces")
+@Suite("Simulated call system: the CallKit contract it enforces", .timeLimit(.minutes(3)))
 struct SimulatedCallSystemTests {
     // MARK: PushKit: report before the handler finishes (rule 1)
 
@@ -472,7 +472,7 @@ final class Recorder<Value: Sendable>: Sendable {
 }
 
 /// The one-line contract check app developers call at the end of a test.
-@Suite("SimulatedCallSystem.checkContract")
+@Suite("SimulatedCallSystem.checkContract", .timeLimit(.minutes(3)))
 struct CheckContractTests {
     @Test func aCleanRunPassesAndZombiesOrViolationsThrow() async throws {
         let system = SimulatedCallSystem(clock: ManualClock())

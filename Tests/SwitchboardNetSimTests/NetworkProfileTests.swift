@@ -1,7 +1,7 @@
 import Testing
 @testable import SwitchboardNetSim
 
-@Suite("Network profiles")
+@Suite("Network profiles", .timeLimit(.minutes(3)))
 struct NetworkProfileTests {
     static let names = ["good", "poor_3g", "poor_4g", "wifi_30_loss", "wifi_50_loss"]
 
@@ -80,7 +80,7 @@ struct NetworkProfileTests {
     }
 }
 
-@Suite("Addresses")
+@Suite("Addresses", .timeLimit(.minutes(3)))
 struct IPv4EndpointTests {
     @Test func parsesHostAndPort() throws {
         #expect(try IPv4Endpoint.parse("127.0.0.1:8080") == IPv4Endpoint(host: "127.0.0.1", port: 8080))

@@ -10,7 +10,7 @@ private func link(
 
 private func approximately(_ actual: Double, _ expected: Double) -> Bool { abs(actual - expected) < 1e-9 }
 
-@Suite("Random numbers")
+@Suite("Random numbers", .timeLimit(.minutes(3)))
 struct SplitMix64Tests {
     @Test func matchesTheReferenceSequence() {
         // From the reference algorithm (Steele, Lea, Flood), computed independently.
@@ -38,7 +38,7 @@ struct SplitMix64Tests {
     }
 }
 
-@Suite("Link schedule")
+@Suite("Link schedule", .timeLimit(.minutes(3)))
 struct LinkScheduleTests {
     @Test func unlimitedLinkReleasesAfterExactlyTheLatency() {
         var schedule = LinkSchedule(link: link(), random: SplitMix64(seed: 1))
@@ -159,7 +159,7 @@ struct LinkScheduleTests {
     }
 }
 
-@Suite("Connection schedule")
+@Suite("Connection schedule", .timeLimit(.minutes(3)))
 struct ConnectionScheduleTests {
     private static let asymmetric = NetworkProfile(
         name: "asymmetric", uplink: link(latency: .milliseconds(100)), downlink: link(latency: .milliseconds(50)))

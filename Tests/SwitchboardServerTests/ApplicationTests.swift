@@ -4,7 +4,7 @@ import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 
-@Suite("Application pipeline")
+@Suite("Application pipeline", .timeLimit(.minutes(3)))
 struct ApplicationTests {
     @Test func healthReportsTheDatabase() async throws {
         let app = try TestApplication()
@@ -93,7 +93,7 @@ struct ApplicationTests {
     }
 }
 
-@Suite("OpenAPI document")
+@Suite("OpenAPI document", .timeLimit(.minutes(3)))
 struct OpenAPIDocumentTests {
     private func document() throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(openAPIDocumentJSON.utf8)) as? [String: Any])

@@ -4,7 +4,7 @@ import Testing
 @testable import SwitchboardServer
 import SwitchboardWire
 
-@Suite("Calls API contract (SPEC §2)")
+@Suite("Calls API contract (SPEC §2)", .timeLimit(.minutes(3)))
 struct CallAPITests {
     @Test func aConversationCallRingsTheFriendAndWritesEventsForBoth() async throws {
         let world = try CallWorld()

@@ -11,6 +11,7 @@ final class FakeLiveKit: Sendable {
     enum Behaviour: Sendable {
         case normal
         case fail
+        /// Never answers (until the request is cancelled or the fake stops).
         case hang
     }
 
@@ -46,7 +47,7 @@ final class FakeLiveKit: Sendable {
             case .fail:
                 return HTTPResponse(status: 500, body: Array(#"{"code":"internal","msg":"boom"}"#.utf8))
             case .hang:
-                try? await Task.sleep(for: .seconds(30))
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
                 return HTTPResponse(status: 200, body: Array("{}".utf8))
             case .normal:
                 if method == "ListParticipants" {
@@ -73,14 +74,20 @@ final class FakeLiveKit: Sendable {
         configuration.livekitURL = "ws://127.0.0.1:\(port)"
         configuration.livekitAPIKey = "fake-key"
         configuration.livekitAPISecret = secret
-        // Generous for a loaded 2-core machine; the hanging case still proves the cut-off.
-        configuration.mediaDeadlineMilliseconds = 6000
+        // Generous for a loaded 2-core machine, where the fake's handlers share two threads with
+        // every test running beside this one. The hanging case proves the cut-off regardless:
+        // its RoomService never answers, so only the deadline can.
+        configuration.mediaDeadlineMilliseconds = 20_000
         configuration.emptyRoomGraceSeconds = 90
+        // The tests run the watchdog by hand (`checkEmptyRooms()`); the application's own
+        // periodic one stays out of their way. Its tick racing a leave made the leave's
+        // transition retry and send DeleteRoom twice (seen on a loaded machine).
+        configuration.emptyRoomCheckSeconds = 600
         return configuration
     }
 }
 
-@Suite("Calls and the media backend", .serialized)
+@Suite("Calls and the media backend", .serialized, .timeLimit(.minutes(5)))
 struct CallMediaTests {
     private func activeCall(_ world: CallWorld) async throws -> (CallWorld.Person, CallWorld.Person, CallInfo) {
         let alice = try await world.person("alice"), bob = try await world.person("bob")
@@ -104,18 +111,28 @@ struct CallMediaTests {
         await livekit.stop()
     }
 
-    @Test(arguments: [FakeLiveKit.Behaviour.fail, .hang])
-    func aMediaFailureIs503AndChangesNothing(behaviour: FakeLiveKit.Behaviour) async throws {
+    @Test func aMediaFailureIs503AndChangesNothing() async throws {
+        try await mediaOutageIs503AndChangesNothing(.fail)
+    }
+
+    /// The RoomService never answers, so only the media deadline can end the request (this
+    /// suite's time limit catches a missing one). Known hazard, in the server rather than here:
+    /// on Linux the deadline cancels `URLSession.data(for:)` just as URLSession's own timeout
+    /// (set to the same deadline) completes it, and swift-corelibs-foundation can deadlock on
+    /// that race (issue #5412); the test process then hangs past the time limit.
+    @Test func aHangingMediaServerIsCutOffAtTheDeadline() async throws {
+        try await mediaOutageIs503AndChangesNothing(.hang)
+    }
+
+    private func mediaOutageIs503AndChangesNothing(_ behaviour: FakeLiveKit.Behaviour) async throws {
         let livekit = try FakeLiveKit()
         let world = try CallWorld(configuration: livekit.configuration())
         defer { world.close() }
         let (alice, _, call) = try await activeCall(world)
         let before = try await world.events(of: alice).count
         livekit.set(behaviour)
-        let started = ContinuousClock.now
         let response = await world.act("leave", call.id, by: alice)
         #expect(response.status == 503 && response.errorCode == "CALL_MEDIA_UNAVAILABLE")
-        #expect(ContinuousClock.now - started < .seconds(10), "the deadline must cut a hanging RoomService (30 s) off")
         #expect(try await world.get(call.id, by: alice).state == "active")
         #expect(try await world.events(of: alice).count == before, "no event for a change that did not happen")
         // The client retries once the media server is back.

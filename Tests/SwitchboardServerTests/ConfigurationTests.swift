@@ -3,7 +3,7 @@ import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 
-@Suite("Configuration")
+@Suite("Configuration", .timeLimit(.minutes(3)))
 struct ConfigurationTests {
     private func file(_ json: String) -> (path: String, contents: Data) { ("test.json", Data(json.utf8)) }
 

@@ -3,7 +3,7 @@ import Testing
 import SwitchboardTesting
 
 /// Register → befriend → message → events, through the real binary over loopback.
-@Suite("Accounts, social and events through the binary", .serialized)
+@Suite("Accounts, social and events through the binary", .serialized, .timeLimit(.minutes(5)))
 struct EventsLiveTests {
     private typealias Account = LiveAccount
     private func json(_ text: String) -> [String: Any] { liveJSON(text) }
@@ -15,25 +15,25 @@ struct EventsLiveTests {
     @Test func aMessageWakesTheFriendsHeldLongPoll() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice"), bob = try await register(server.address, "bob")
         let conversation = try await befriend(server.address, alice, bob)
         let me = json(await fetch(server.address, "GET", "/me", headers: bob.auth).body)
         let cursor = try #require(me["eventCursor"] as? Int)
 
-        let started = Date()
-        async let held = fetch(server.address, "GET", "/events?after=\(cursor)&wait=20", headers: bob.auth)
-        try await Task.sleep(for: .milliseconds(300))  // let the poll register its waiter
+        async let held = fetch(server.address, "GET", "/events?after=\(cursor)&wait=25", headers: bob.auth)
+        // The poll is held (its waiter registered) before the message is sent, so only the
+        // commit's wake-up can answer it with the message: a poll that times out answers [].
+        #expect(await eventually { await liveMetric(server.address, "switchboard_event_waiters") == "1" })
         let sent = await fetch(server.address, "POST", "/conversations/\(conversation)/messages", body: #"{"text":"hello bob"}"#, headers: alice.auth)
         #expect(sent.status == 201)
         let messageID = try #require(json(sent.body)["id"] as? String)
 
         let answer = await held
         #expect(answer.status == 200)
-        #expect(Date().timeIntervalSince(started) < 10, "the poll must be woken by the commit, not time out")
         let events = try #require(json(answer.body)["events"] as? [[String: Any]])
-        #expect(events.count == 1)
+        #expect(events.count == 1, "the poll must be woken by the commit, not time out empty")
         #expect(events.first?["kind"] as? String == "message")
         #expect(events.first?["messageId"] as? String == messageID)
         #expect(events.first?["conversationId"] as? String == conversation)
@@ -44,7 +44,7 @@ struct EventsLiveTests {
     @Test func theStreamResumesAfterAReconnectWithoutLossOrDuplicates() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(
+        let server = try await ServerProcess.launch(
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice"), bob = try await register(server.address, "bob")
@@ -62,16 +62,16 @@ struct EventsLiveTests {
         // First connection: everything so far (friend request, acceptance), then one live message.
         let first = try RawClient(port: port)
         first.send("GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(bob.token)\r\n\r\n")
-        let opening = await first.receive(timeout: 5) { ids(in: $0).count >= 2 }
+        let opening = await first.receive { ids(in: $0).count >= 2 }
         #expect(opening.text.hasPrefix("HTTP/1.1 200 OK"))
         #expect(opening.text.contains("Content-Type: text/event-stream"))
         #expect(opening.text.contains("retry: 3000"))
         let firstMessage = await send("one")
-        let live = await first.receive(timeout: 5) { $0.contains(firstMessage ?? "-") }
+        let live = await first.receive { $0.contains(firstMessage ?? "-") }
         let seenBefore = ids(in: opening.text + live.text)
         #expect(seenBefore.count == 3)
         // An idle stream carries heartbeats.
-        let idle = await first.receive(timeout: 3) { $0.contains(": heartbeat") }
+        let idle = await first.receive { $0.contains(": heartbeat") }
         #expect(idle.text.contains(": heartbeat"))
         let lastSeen = try #require(seenBefore.last)
         _ = first  // the first connection goes away here
@@ -81,7 +81,7 @@ struct EventsLiveTests {
         let missed = [await send("two"), await send("three")]
         let second = try RawClient(port: port)
         second.send("GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(bob.token)\r\nLast-Event-ID: \(lastSeen)\r\n\r\n")
-        let resumed = await second.receive(timeout: 5) { text in missed.allSatisfy { text.contains($0 ?? "-") } }
+        let resumed = await second.receive { text in missed.allSatisfy { text.contains($0 ?? "-") } }
         let seenAfter = ids(in: resumed.text)
         #expect(seenAfter.count == 2, "exactly the two missed events, got \(seenAfter)")
         #expect(seenAfter.allSatisfy { $0 > lastSeen })
@@ -92,74 +92,69 @@ struct EventsLiveTests {
     @Test func logoutEndsAnOpenStreamAtTheNextHeartbeat() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(
+        let server = try await ServerProcess.launch(
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice")
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
         let client = try RawClient(port: port)
         client.send("GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(alice.token)\r\n\r\n")
-        #expect(await client.receive(timeout: 5) { $0.contains(": heartbeat") }.text.contains(": heartbeat"))
+        #expect(await client.receive { $0.contains(": heartbeat") }.text.contains(": heartbeat"))
         #expect(await fetch(server.address, "POST", "/auth/logout", headers: alice.auth).status == 204)
         // The stream ends cleanly: the terminating chunk arrives within a heartbeat or two.
         @Sendable func ended(_ text: String) -> Bool { text.hasPrefix("0\r\n\r\n") || text.contains("\r\n0\r\n\r\n") }
-        let end = await client.receive(timeout: 5) { ended($0) }
+        let end = await client.receive { ended($0) }
         #expect(ended(end.text))
     }
 
     @Test func aClientDisconnectFreesItsWaiterAtOnce() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice")
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
-        @Sendable func waiters() async -> String? {
-            await fetch(server.address, "GET", "/metrics").body.split(separator: "\n")
-                .first { $0.hasPrefix("switchboard_event_waiters ") }.map { String($0.dropFirst("switchboard_event_waiters ".count)) }
-        }
+        @Sendable func waiters() async -> String? { await liveMetric(server.address, "switchboard_event_waiters") }
         var client: RawClient? = try RawClient(port: port)
         client?.send("GET /events?after=0&wait=25 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(alice.token)\r\n\r\n")
-        var held = false
-        for _ in 0..<100 where !held {
-            held = await waiters() == "1"
-            if !held { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(held)
+        #expect(await eventually { await waiters() == "1" })
+        // The poll's own timeout is 25 s after it registered, so at most 25 s after now.
+        let registered = ContinuousClock.now
         client = nil  // the socket closes
-        let started = ContinuousClock.now
-        var freed = false
-        for _ in 0..<100 where !freed {
-            freed = await waiters() == "0"
-            if !freed { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(freed)
-        #expect(ContinuousClock.now - started < .seconds(1), "the waiter must go with the connection, not at its 25 s timeout")
+        // Freed within 20 s: well before the poll's own timeout could free it, and normally in
+        // milliseconds. Only a waiter that stays until its timeout runs into this bound.
+        #expect(await eventually(seconds: 20) { await waiters() == "0" }, "the waiter must go with the connection, not at its 25 s timeout")
+        #expect(ContinuousClock.now - registered < .seconds(25))
         withExtendedLifetime(client) {}
     }
 
     @Test func sigtermAnswersHeldLongPollsAtOnceInsteadOfWaitingOutTheGrace() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        let server = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": "120"])
+        defer { _ = server.stop() }
         let alice = try await register(server.address, "alice")
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
         let client = try RawClient(port: port)
         client.send("GET /events?after=0&wait=25 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(alice.token)\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(300))
-        let started = Date()
-        let answer = Task { await client.receive(timeout: 12) { $0.contains("\"events\":[]") } }
-        #expect(server.stop() == 0)
+        #expect(await eventually { await liveMetric(server.address, "switchboard_event_waiters") == "1" })
+        // The poll would answer by itself 25 s after it registered (at most 25 s from now), and
+        // a shutdown that waited for it would exit then, inside its 120 s grace. Stopping within
+        // 20 s (normally milliseconds) shows the held poll was answered at once.
+        let registered = ContinuousClock.now
+        let answer = Task { await client.receive { $0.contains("\"events\":[]") } }
+        #expect(await server.terminate(within: 20) == 0, "shutdown must not wait out a held long poll")
         let reply = await answer.value
         #expect(reply.text.hasPrefix("HTTP/1.1 200 OK"))
         #expect(reply.text.contains(#"{"cursor":0,"events":[]}"#))
-        #expect(Date().timeIntervalSince(started) < 3, "shutdown must not wait out the 10 s grace for a long poll")
+        #expect(ContinuousClock.now - registered < .seconds(25))
     }
 
     @Test func logoutEndsTheSession() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice")
         #expect(await fetch(server.address, "GET", "/me", headers: alice.auth).status == 200)

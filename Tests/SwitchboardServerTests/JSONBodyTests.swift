@@ -9,7 +9,7 @@ private struct Payload: Decodable {
     let tags: [String]?
 }
 
-@Suite("JSON bodies and the error envelope")
+@Suite("JSON bodies and the error envelope", .timeLimit(.minutes(3)))
 struct JSONBodyTests {
     private func error(_ json: String) -> APIError? {
         do {

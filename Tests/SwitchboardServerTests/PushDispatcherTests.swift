@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SwitchboardServer
+import SwitchboardTesting
 
 /// A provider that holds the answers for some tokens until released, and answers the others
 /// from a script (200 when it runs out).
@@ -48,16 +49,6 @@ final class HoldingPushProvider: PushProvider {
     }
 }
 
-/// Waits for `condition` with a generous bound (it normally holds within milliseconds).
-func eventually(_ seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    return try await condition()
-}
-
 private func token(_ byte: String) -> String { String(repeating: byte, count: 32) }
 
 @Suite("Push dispatcher: idle passes and no head-of-line blocking", .timeLimit(.minutes(3)))
@@ -91,7 +82,7 @@ struct PushDispatcherTests {
 
         /// The dispatcher has nothing to do but wait for held answers, and sleeps on the manual clock.
         func dispatcherAsleep() async throws -> Bool {
-            try await eventually { dispatcher.inFlightCount == provider.heldRequests && world.clock.sleeperCount >= 1 }
+            try await eventuallyTrying { dispatcher.inFlightCount == provider.heldRequests && world.clock.sleeperCount >= 1 }
         }
     }
 
@@ -102,7 +93,7 @@ struct PushDispatcherTests {
         let conversation = try await env.world.befriend(alice, bob)
         await env.register(bob, token: token("ab"))
         let call = try #require(await env.world.call(alice, "conversation", conversation).call)
-        #expect(try await eventually { try await env.job(token("ab"))?.state == "delivered" })
+        #expect(try await eventuallyTrying { try await env.job(token("ab"))?.state == "delivered" })
         #expect(await env.world.act("cancel", call.id, by: alice).status == 200)
         #expect(try await env.dispatcherAsleep())
 
@@ -140,12 +131,12 @@ struct PushDispatcherTests {
         await env.register(carol, token: carols)
         // Bob's two devices ring together: the hung one must not hold back the other.
         _ = try #require(await env.world.call(alice, "conversation", toBob).call)
-        #expect(try await eventually { try await env.job(second)?.state == "delivered" })
+        #expect(try await eventuallyTrying { try await env.job(second)?.state == "delivered" })
         #expect(env.provider.heldRequests == 1)
 
         // A brand-new ring while the hung request is still open goes out at once.
         _ = try #require(await env.world.call(dave, "conversation", toCarol).call)
-        #expect(try await eventually { try await env.job(carols)?.state == "delivered" })
+        #expect(try await eventuallyTrying { try await env.job(carols)?.state == "delivered" })
 
         // A 500 for another token is retried on its own schedule, min(2^0, 8) s + up to 0.5 s
         // of jitter (0.25 s here): not at 1.2 s, and by 1.3 s although the hung request still waits.
@@ -154,19 +145,19 @@ struct PushDispatcherTests {
         await env.register(frank, token: retried)
         env.provider.script(retried, [.response(status: 500, reason: "InternalServerError")])
         _ = try #require(await env.world.call(erin, "conversation", toFrank).call)
-        #expect(try await eventually { try await env.job(retried)?.attempts == 1 })
+        #expect(try await eventuallyTrying { try await env.job(retried)?.attempts == 1 })
         #expect(try await env.dispatcherAsleep())
         env.world.clock.advance(seconds: 1.2)
         #expect(try await env.dispatcherAsleep())
         #expect(try await env.job(retried)?.state == "pending")
         env.world.clock.advance(seconds: 0.1)
-        #expect(try await eventually { try await env.job(retried)?.state == "delivered" })
+        #expect(try await eventuallyTrying { try await env.job(retried)?.state == "delivered" })
         #expect(env.provider.heldRequests == 1)
         #expect(try await env.job(hung)?.state == "pending")
 
         // The hung request's answer still counts when it comes.
         env.provider.releaseAll()
-        #expect(try await eventually { try await env.job(hung)?.state == "delivered" })
+        #expect(try await eventuallyTrying { try await env.job(hung)?.state == "delivered" })
     }
 
     @Test func aTimeoutOrACancelledWaitLeavesNoSignalBehind() async throws {

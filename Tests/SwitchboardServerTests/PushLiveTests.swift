@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SwitchboardTesting
 import SwitchboardCrypto
 import SwitchboardPush
 
@@ -81,7 +82,7 @@ struct PushLiveTests {
         /// Polls the admin view until `condition` holds on its outcomes (a generous bound: it
         /// normally holds within milliseconds).
         func waitForOutcome(_ condition: @escaping ([[String: Any]]) -> Bool) async throws -> Bool {
-            try await eventually { condition((await self.adminStatus()["outcomes"] as? [[String: Any]]) ?? []) }
+            try await eventuallyTrying { condition((await self.adminStatus()["outcomes"] as? [[String: Any]]) ?? []) }
         }
 
         /// The emulator's answers so far, by `"<status>"` or `"<status> <reason>"`.
@@ -93,7 +94,7 @@ struct PushLiveTests {
 
         /// Waits until the emulator has given `answer` at least `count` times.
         func waitForEmulatorAnswers(_ answer: String, count: Int) async throws -> Bool {
-            try await eventually { try await self.emulatorResponses()[answer] ?? 0 >= count }
+            try await eventuallyTrying { try await self.emulatorResponses()[answer] ?? 0 >= count }
         }
 
         /// The value of one counter on the server's `/metrics` (0 when absent).
@@ -212,7 +213,7 @@ struct PushLiveTests {
         try await rig.fault(#"{"kind":"serviceUnavailable","count":3}"#)
         _ = try await Self.call(rig, owner, "group", group)
         #expect(try await rig.waitForEmulatorAnswers("503 ServiceUnavailable", count: 3))
-        #expect(try await eventually { await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns"}"#) == 3 })
+        #expect(try await eventuallyTrying { await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns"}"#) == 3 })
         #expect(await rig.adminStatus()["pending"] as? Int == 3)
         try rig.crashAndRestart()
 

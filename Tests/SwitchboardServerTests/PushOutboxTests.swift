@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import SwitchboardTesting
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 import SwitchboardWire
@@ -64,12 +65,12 @@ struct PushOutboxTests {
         /// Polls until `condition` holds on the jobs (the real dispatcher runs in the background),
         /// with a generous bound.
         func waitForJobs(_ condition: @escaping ([(state: String, reason: String?, token: String, attempts: Int, id: String)]) -> Bool) async throws -> Bool {
-            try await eventually { condition(try await jobs()) }
+            try await eventuallyTrying { condition(try await jobs()) }
         }
 
         /// The dispatcher has finished its sends and sleeps on the manual clock.
         func dispatcherAsleep() async throws -> Bool {
-            try await eventually { app.application.dispatcher.inFlightCount == 0 && world.clock.sleeperCount >= 1 }
+            try await eventuallyTrying { app.application.dispatcher.inFlightCount == 0 && world.clock.sleeperCount >= 1 }
         }
     }
 
@@ -244,7 +245,7 @@ struct PushOutboxTests {
         #expect(failures.first?["tokenSuffix"] as? String == String(tokenA.suffix(8)))
         #expect(!status.text.contains(tokenA))
         // The counter moves just after the outcome is stored.
-        #expect(try await eventually {
+        #expect(try await eventuallyTrying {
             await env.app.request("GET", "/metrics").text
                 .contains(#"switchboard_push_jobs_total{provider="apns",outcome="failed",reason="TopicDisallowed"} 1"#)
         })
@@ -262,7 +263,7 @@ struct PushOutboxTests {
         _ = await world.app.request("POST", "/voip/devices", headers: bob.headers,
                                     body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(tokenA)","environment":"sandbox"}"#)
         _ = await world.call(alice, "conversation", conversation)
-        let failedVisibly = try await eventually {
+        let failedVisibly = try await eventuallyTrying {
             try await world.app.application.store.read {
                 try $0.query("SELECT reason FROM push_jobs WHERE state = 'failed'").first?.optionalString("reason")
             } == "ProviderNotConfigured"

@@ -2,7 +2,7 @@ import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 
-@Suite("Router")
+@Suite("Router", .timeLimit(.minutes(3)))
 struct RouterTests {
     private func router() -> Router {
         var router = Router()

@@ -6,10 +6,11 @@ import Glibc
 import Synchronization
 import Testing
 import SwitchboardKit
+import SwitchboardTesting
 import SwitchboardWire
 
 /// The SDK's API client and event feed against the real server binary.
-@Suite("SDK event feed against the binary", .serialized)
+@Suite("SDK event feed against the binary", .serialized, .timeLimit(.minutes(5)))
 struct SDKEventFeedLiveTests {
     private static let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"]
 
@@ -33,7 +34,7 @@ struct SDKEventFeedLiveTests {
     @Test func theFeedDeliversEventsAndSavesTheCursorOnlyAfterEachBatch() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
+        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
         defer { _ = server.stop() }
         let anonymous = client(server)
         let alice = try await anonymous.register(username: "alice", password: "long enough", displayName: "Alice")
@@ -43,12 +44,14 @@ struct SDKEventFeedLiveTests {
         var iterator = feed.makeAsyncIterator()
 
         let sender = Task {
-            try await Task.sleep(for: .milliseconds(200))
+            // Sent once the feed's first long poll is held, so the event reaches it live.
+            let held = await eventually { await liveMetric(server.address, "switchboard_event_waiters") == "1" }
             var request = URLRequest(url: URL(string: "http://\(server.address)/friend-requests")!)
             request.httpMethod = "POST"
             request.setValue("Bearer \(alice.token)", forHTTPHeaderField: "Authorization")
             request.httpBody = Data(#"{"userId":"\#(bob.user.id)"}"#.utf8)
             _ = try await URLSessionTransport().send(request)
+            return held
         }
         let first = try await iterator.next()
         guard case .events(let events)? = first else {
@@ -57,15 +60,15 @@ struct SDKEventFeedLiveTests {
         }
         #expect(events.map(\.kind) == ["friend_request"])
         #expect(await store.load() == nil, "not saved while the app is still handling the batch")
-        _ = try await sender.value
+        #expect(try await sender.value, "the feed's first poll was never held")
 
         // Asking for more means the batch was handled: the cursor is saved, then it waits.
         let next = Task { [iterator] in
             var iterator = iterator
             return try await iterator.next()
         }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(await store.load() == events.last?.id)
+        let saved = events.last?.id
+        #expect(await eventually { await store.load() == saved })
         next.cancel()
         _ = try? await next.value
     }
@@ -73,7 +76,7 @@ struct SDKEventFeedLiveTests {
     @Test func anEndedSessionEndsTheFeed() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
+        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
         defer { _ = server.stop() }
         let session = try await client(server).register(username: "carol", password: "long enough", displayName: "Carol")
         let signedIn = client(server, token: session.token)
@@ -96,7 +99,9 @@ struct SDKEventFeedLiveTests {
         defer { data.remove() }
         let port = freePort()
         let arguments = ["--listen", "127.0.0.1:\(port)", "--data-dir", data.path]
-        var server = try ServerProcess(arguments: arguments, environment: Self.environment)
+        var server = try await ServerProcess.launch(arguments: arguments, environment: Self.environment)
+        let firstServer = server
+        defer { _ = firstServer.stop() }
         let anonymous = client(server)
         let alice = try await anonymous.register(username: "alice", password: "long enough", displayName: "Alice")
         let bob = try await anonymous.register(username: "bob", password: "long enough", displayName: "Bob")
@@ -108,10 +113,12 @@ struct SDKEventFeedLiveTests {
                 retries.withLock { $0 += 1 }
                 try await Task.sleep(for: .milliseconds(100))
             })
+        let delivered = Mutex<[String]>([])
         let collected = Task {
             var kinds: [String] = []
             for try await update in feed {
                 if case .events(let events) = update { kinds += events.map(\.kind) }
+                delivered.withLock { $0 = kinds }
                 if kinds.count >= 2 { break }
             }
             return kinds
@@ -123,12 +130,14 @@ struct SDKEventFeedLiveTests {
             request.httpBody = Data(#"{"userId":"\#(bob.user.id)"}"#.utf8)
             _ = try await URLSessionTransport().send(request)
         }
-        try await Task.sleep(for: .milliseconds(200))
-        try await befriendRequest(server.address)  // event 1, delivered live
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(server.stop() == 0)
-        try await Task.sleep(for: .milliseconds(400))  // the feed's polls fail and retry meanwhile
-        server = try ServerProcess(arguments: arguments, environment: Self.environment)
+        // Event 1, delivered live: sent once the feed's long poll is held, and seen before the stop.
+        #expect(await eventually { await liveMetric(firstServer.address, "switchboard_event_waiters") == "1" })
+        try await befriendRequest(server.address)
+        #expect(await eventually { delivered.withLock { $0 } == ["friend_request"] })
+        #expect(await server.terminate() == 0)
+        // While no server runs the feed's polls fail and it retries.
+        #expect(await eventually { retries.withLock { $0 } >= 1 })
+        server = try await ServerProcess.launch(arguments: arguments, environment: Self.environment)
         defer { _ = server.stop() }
         // Bob declines the request: a second friend_request event for him, after the restart.
         var cancel = URLRequest(url: URL(string: "http://\(server.address)/friend-requests")!)
@@ -139,7 +148,9 @@ struct SDKEventFeedLiveTests {
         decline.httpMethod = "POST"
         decline.setValue("Bearer \(bob.token)", forHTTPHeaderField: "Authorization")
         _ = try await URLSessionTransport().send(decline)  // event 2 for Bob (and Alice)
-        let kinds = try await collected.value
+        #expect(await eventually { delivered.withLock { $0.count } >= 2 })
+        collected.cancel()  // ends the feed if the second event never came
+        let kinds = (try? await collected.value) ?? delivered.withLock { $0 }
         #expect(kinds == ["friend_request", "friend_request"])
         #expect(retries.withLock { $0 } >= 1, "the restart must have been ridden out by retries")
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import SwitchboardTesting
 import Testing
 
 /// Runs the real `switchboard` binary built next to the test bundle.
@@ -14,8 +15,9 @@ final class ServerProcess: Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("switchboard").path
     }
 
-    /// Starts `switchboard <command>` (default `serve`) and waits for its `listening` line
-    /// (the first stdout line).
+    /// Starts `switchboard <command>` (default `serve`) and waits (bounded, generously) for its
+    /// `listening` line (the first stdout line). This blocks the calling thread; async tests
+    /// use ``launch(command:arguments:environment:)``, which waits on a thread of its own.
     init(command: String = "serve", arguments: [String], environment: [String: String] = [:]) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)").path
         _ = FileManager.default.createFile(atPath: path, contents: nil)
@@ -27,8 +29,8 @@ final class ServerProcess: Sendable {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
+        try ProcessLauncher.run(process)
+        let deadline = Date().addingTimeInterval(generousWait)
         var found: String?
         while Date() < deadline, found == nil, process.isRunning {
             if let firstLine = (try? String(contentsOfFile: path, encoding: .utf8))?.split(separator: "\n").first,
@@ -47,19 +49,27 @@ final class ServerProcess: Sendable {
         address = found
     }
 
+    /// Starts the process like `init`, waiting for it on a thread of its own so the cooperative
+    /// pool (two threads here) stays free for the tests running beside this one.
+    static func launch(command: String = "serve", arguments: [String], environment: [String: String] = [:]) async throws -> ServerProcess {
+        try await offPool { Result { try ServerProcess(command: command, arguments: arguments, environment: environment) } }.get()
+    }
+
     var lines: [String] { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
 
     /// Kills the process with SIGKILL (a crash) and waits for it to be gone.
     func crash() {
         kill(process.processIdentifier, SIGKILL)
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(generousWait)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
     }
 
-    /// Sends SIGTERM and waits (bounded) for the exit status.
-    func stop() -> Int32? {
+    /// Sends SIGTERM and waits (bounded by `seconds`) for the exit status; `nil` when the process
+    /// had to be killed. Blocks the calling thread (it suits `defer`); async tests that assert
+    /// on the status use ``terminate(within:)``.
+    func stop(within seconds: Double = generousWait) -> Int32? {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        let deadline = Date().addingTimeInterval(15)
+        let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
@@ -69,13 +79,20 @@ final class ServerProcess: Sendable {
         try? FileManager.default.removeItem(atPath: outputPath)
         return process.terminationStatus
     }
+
+    /// `stop(within:)` on a thread of its own.
+    func terminate(within seconds: Double = generousWait) async -> Int32? {
+        await offPool { self.stop(within: seconds) }
+    }
 }
 
 /// A tiny HTTP client over URLSession-free sockets: one request, one response, connection closed.
+/// The blocking socket work runs on a thread of its own (a held long poll must not occupy one of
+/// the cooperative pool's two threads), and each read waits at most `generousWait`.
 func fetch(
     _ address: String, _ method: String, _ path: String, body: String? = nil, headers extra: [String: String] = [:]
 ) async -> (status: Int, headers: String, body: String) {
-    await Task.detached {
+    await offPool {
         let parts = address.split(separator: ":")
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -83,7 +100,7 @@ func fetch(
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_port = UInt16(Int(parts[1])!).bigEndian
         inet_pton(AF_INET, String(parts[0]), &sin.sin_addr)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: Int(generousWait), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &sin) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -106,15 +123,21 @@ func fetch(
         let head = String(text[..<split.lowerBound])
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
         return (status, head, String(text[split.upperBound...]))
-    }.value
+    }
 }
 
-@Suite("switchboard binary over loopback", .serialized)
+/// The value of an unlabelled metric in the server's `/metrics` page, if present.
+func liveMetric(_ address: String, _ name: String) async -> String? {
+    await fetch(address, "GET", "/metrics").body.split(separator: "\n")
+        .first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count + 1)) }
+}
+
+@Suite("switchboard binary over loopback", .serialized, .timeLimit(.minutes(5)))
 struct ServeBinaryLiveTests {
     @Test func servesHealthMetricsOpenAPIAndErrorsThenStopsCleanly() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/nested/dir"])
+        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/nested/dir"])
 
         let health = await fetch(server.address, "GET", "/healthz")
         #expect(health.status == 200)
@@ -139,7 +162,7 @@ struct ServeBinaryLiveTests {
 
         #expect(FileManager.default.fileExists(atPath: data.path + "/nested/dir/switchboard.sqlite3"))
         let lines = server.lines
-        #expect(server.stop() == 0)
+        #expect(await server.terminate() == 0)
         #expect(lines.first?.contains(#""msg":"listening""#) == true)
         #expect(lines.contains { $0.contains(#""msg":"request""#) && $0.contains(#""path":"/healthz""#) && $0.contains(#""request.id":""#) })
     }
@@ -147,11 +170,11 @@ struct ServeBinaryLiveTests {
     @Test func listeningLineComesFirstEvenAtWarningLevel() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(
+        let server = try await ServerProcess.launch(
             arguments: ["--data-dir", data.path], environment: ["SWITCHBOARD_LISTEN": "127.0.0.1:0", "SWITCHBOARD_LOG_LEVEL": "warning"])
         #expect(await fetch(server.address, "GET", "/healthz").status == 200)
         let lines = server.lines
-        #expect(server.stop() == 0)
+        #expect(await server.terminate() == 0)
         #expect(lines.count == 1)
         #expect(lines.first?.contains(#""msg":"listening""#) == true)
     }
@@ -159,18 +182,23 @@ struct ServeBinaryLiveTests {
     @Test func sigtermLetsTheDatabaseReopen() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let first = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
-        #expect(first.stop() == 0)
+        let first = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        #expect(await first.terminate() == 0)
         // A second start over the same directory finds its schema and serves.
-        let second = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        let second = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
         #expect(await fetch(second.address, "GET", "/healthz").status == 200)
-        #expect(second.stop() == 0)
+        #expect(await second.terminate() == 0)
     }
 }
 
-@Suite("switchboard command line")
+@Suite("switchboard command line", .timeLimit(.minutes(5)))
 struct CommandLineTests {
-    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+    /// Runs the binary to completion on a thread of its own.
+    private func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await offPool { Result { try Self.runBlocking(arguments, environment: environment) } }.get()
+    }
+
+    private static func runBlocking(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ServerProcess.binaryPath)
         process.arguments = arguments
@@ -178,9 +206,9 @@ struct CommandLineTests {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try ProcessLauncher.run(process)
         // Bounded: a command that should exit at once but serves instead is killed, not awaited.
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(generousWait)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
@@ -189,31 +217,31 @@ struct CommandLineTests {
         return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
     }
 
-    @Test func helpForEveryCommand() throws {
-        let top = try run(["--help"])
+    @Test func helpForEveryCommand() async throws {
+        let top = try await run(["--help"])
         #expect(top.status == 0)
         #expect(top.stdout.contains("serve"))
-        let serve = try run(["serve", "--help"])
+        let serve = try await run(["serve", "--help"])
         #expect(serve.status == 0)
         for word in ["--listen", "--data-dir", "--config", "--log-level", "SWITCHBOARD_LISTEN", "maxBodyBytes"] {
             #expect(serve.stdout.contains(word), "serve --help lacks \(word)")
         }
-        #expect(try run(["help", "serve"]).stdout == serve.stdout)
-        #expect(try run(["version", "--help"]).status == 0)
-        #expect(try run(["version"]).stdout.hasPrefix("switchboard "))
+        #expect(try await run(["help", "serve"]).stdout == serve.stdout)
+        #expect(try await run(["version", "--help"]).status == 0)
+        #expect(try await run(["version"]).stdout.hasPrefix("switchboard "))
     }
 
-    @Test func usageErrorsExit2WithAHint() throws {
-        let unknown = try run(["frobnicate"])
+    @Test func usageErrorsExit2WithAHint() async throws {
+        let unknown = try await run(["frobnicate"])
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("unknown command 'frobnicate'"))
-        let badFlag = try run(["serve", "--port", "1"])
+        let badFlag = try await run(["serve", "--port", "1"])
         #expect(badFlag.status == 2)
         #expect(badFlag.stderr.contains("unknown option '--port'"))
-        let badValue = try run(["serve", "--listen", "nowhere"])
+        let badValue = try await run(["serve", "--listen", "nowhere"])
         #expect(badValue.status == 2)
         #expect(badValue.stderr.contains("--listen must be HOST:PORT"))
-        let missingFile = try run(["serve", "--config", "/nonexistent/switchboard.json"])
+        let missingFile = try await run(["serve", "--config", "/nonexistent/switchboard.json"])
         #expect(missingFile.status == 2)
         #expect(missingFile.stderr.contains("cannot read configuration file"))
     }
@@ -221,10 +249,10 @@ struct CommandLineTests {
     @Test func portInUseFailsWithStatus1() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let holder = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/a"])
-        let second = try run(["serve", "--listen", holder.address, "--data-dir", data.path + "/b"])
+        let holder = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/a"])
+        let second = try await run(["serve", "--listen", holder.address, "--data-dir", data.path + "/b"])
         #expect(second.status == 1)
         #expect(second.stderr.contains("cannot listen"))
-        #expect(holder.stop() == 0)
+        #expect(await holder.terminate() == 0)
     }
 }

@@ -220,7 +220,7 @@ struct SocialMatrixFixture: Sendable {
     func close() { api.app.close() }
 }
 
-@Suite("Social authorization matrix")
+@Suite("Social authorization matrix", .timeLimit(.minutes(3)))
 struct SocialAuthorizationMatrixTests {
     /// One line per endpoint; columns owner, member, stranger, blocked, blocker. Without a token
     /// every endpoint is 401.

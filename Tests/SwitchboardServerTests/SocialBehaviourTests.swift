@@ -5,7 +5,7 @@ import Testing
 import SwitchboardWire
 
 /// Friend requests, friendships, blocks and the event feed, as two or three clients see them.
-@Suite("Social behaviour: friends, blocks, events")
+@Suite("Social behaviour: friends, blocks, events", .timeLimit(.minutes(3)))
 struct SocialBehaviourTests {
     /// A fresh application with registered users.
     private static func world(_ names: String...) async throws -> (SocialClient, [SocialUser]) {

@@ -5,7 +5,7 @@ import Testing
 import SwitchboardWire
 
 /// Groups: membership, ownership, dissolution and group messages.
-@Suite("Social behaviour: groups")
+@Suite("Social behaviour: groups", .timeLimit(.minutes(3)))
 struct SocialGroupBehaviourTests {
     /// Olivia with her friends Max and Fay, her blocked friend Bob, and Sam whom she does not
     /// know; feeds are read up to now.

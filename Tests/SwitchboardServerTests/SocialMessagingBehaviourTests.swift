@@ -5,7 +5,7 @@ import Testing
 import SwitchboardWire
 
 /// Messages and read markers in a conversation between two friends.
-@Suite("Social behaviour: messages and read markers")
+@Suite("Social behaviour: messages and read markers", .timeLimit(.minutes(3)))
 struct SocialMessagingBehaviourTests {
     /// Olivia and Max, friends, with their conversation; their feeds are read up to now.
     private static func friends() async throws -> (SocialClient, SocialUser, SocialUser, String) {

@@ -5,7 +5,7 @@ import Testing
 import SwitchboardWire
 
 /// Regressions for behaviour found wrong in review: each test names what a user would notice.
-@Suite("Social fixes from review")
+@Suite("Social fixes from review", .timeLimit(.minutes(3)))
 struct SocialReviewFixesTests {
     private struct Fixture {
         let app: TestApplication

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SwitchboardStore
 
-@Suite("WAL checkpoints off the commit path")
+@Suite("WAL checkpoints off the commit path", .timeLimit(.minutes(3)))
 struct CheckpointTests {
     @Test func checkpointCopiesTheWALIntoTheDatabaseWithoutBlockingWrites() async throws {
         try await withTemporaryDirectory { directory in

@@ -2,7 +2,7 @@ import Dispatch
 import SwitchboardStore
 import Testing
 
-@Suite("Closing a database")
+@Suite("Closing a database", .timeLimit(.minutes(3)))
 struct DatabaseCloseTests {
     @Test("after close, read and write throw .closed; closing twice is fine")
     func closedCallsThrow() async throws {
@@ -19,19 +19,24 @@ struct DatabaseCloseTests {
         }
     }
 
-    @Test("close waits for queued writes, and they are on disk after reopening")
+    @Test("close waits for the write in progress, and it is on disk after reopening")
     func queuedWritesFinish() async throws {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let migrations = [Migration(version: 1, name: "t", sql: "CREATE TABLE t (id INTEGER)")]
             let database = try Database(configuration: DatabaseConfiguration(path: path), migrations: migrations)
+            let inside = DispatchSemaphore(value: 0)
             let gate = DispatchSemaphore(value: 0)
             let blocked = Task { try await database.write { connection in
-                _ = gate.wait(timeout: .now() + 5)
+                inside.signal()
+                _ = gate.wait(timeout: .now() + generousWait)
                 try connection.run("INSERT INTO t VALUES (1)")
             } }
-            try await Task.sleep(for: .milliseconds(20))
-            gate.signal()
+            // The write was handed over (its body runs) before close is called; a fixed sleep
+            // here would let a slow machine close first and refuse the write instead.
+            #expect(await wait(for: inside))
+            // Released from another thread while close() waits for it.
+            DispatchQueue(label: "switchboard.store.tests.release").asyncAfter(deadline: .now() + 0.05) { gate.signal() }
             database.close()
             try await blocked.value
             let reopened = try Database(configuration: DatabaseConfiguration(path: path), migrations: migrations)
@@ -48,7 +53,7 @@ struct DatabaseCloseTests {
             let release = DispatchSemaphore(value: 0)
             let held = Task { try await database.read { _ in
                 holding.signal()
-                _ = release.wait(timeout: .now() + 5)
+                _ = release.wait(timeout: .now() + generousWait)
             } }
             #expect(await wait(for: holding))
             let waiting = Task { try await database.read { _ in 1 } }

@@ -4,7 +4,7 @@ import SwitchboardStore
 import Synchronization
 import Testing
 
-@Suite("Database concurrency")
+@Suite("Database concurrency", .timeLimit(.minutes(3)))
 struct DatabaseConcurrencyTests {
     @Test("200 concurrent writes all commit without busy errors")
     func concurrentWrites() async throws {
@@ -67,11 +67,11 @@ struct DatabaseConcurrencyTests {
             // Each read waits inside its body for the other one: this only finishes if both run at once.
             async let first = database.read { _ in
                 firstInside.signal()
-                return secondInside.wait(timeout: .now() + 5) == .success
+                return secondInside.wait(timeout: .now() + generousWait) == .success
             }
             async let second = database.read { _ in
                 secondInside.signal()
-                return firstInside.wait(timeout: .now() + 5) == .success
+                return firstInside.wait(timeout: .now() + generousWait) == .success
             }
             let results = try await [first, second]
             #expect(results == [true, true])
@@ -86,7 +86,7 @@ struct DatabaseConcurrencyTests {
             async let write: Bool = database.write { connection in
                 try connection.run("INSERT INTO t (id) VALUES (1)")
                 writerInside.signal()
-                return readDone.wait(timeout: .now() + 5) == .success
+                return readDone.wait(timeout: .now() + generousWait) == .success
             }
             #expect(await wait(for: writerInside))
             let countDuringWrite = try await database.read { try scalar($0, "SELECT count(*) FROM t") }
@@ -125,7 +125,7 @@ struct DatabaseConcurrencyTests {
             let release = DispatchSemaphore(value: 0)
             async let held: Bool = database.read { _ in
                 holding.signal()
-                return release.wait(timeout: .now() + 5) == .success
+                return release.wait(timeout: .now() + generousWait) == .success
             }
             #expect(await wait(for: holding))
             let waiting = Task { try await database.read { _ in 1 } }

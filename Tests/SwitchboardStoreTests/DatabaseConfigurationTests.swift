@@ -2,7 +2,7 @@ import Foundation
 import SwitchboardStore
 import Testing
 
-@Suite("Database configuration")
+@Suite("Database configuration", .timeLimit(.minutes(3)))
 struct DatabaseConfigurationTests {
     @Test("a missing data directory is created and every connection is in WAL mode")
     func walAndDirectory() async throws {

@@ -1,7 +1,7 @@
 import SwitchboardStore
 import Testing
 
-@Suite("Database writes and reads")
+@Suite("Database writes and reads", .timeLimit(.minutes(3)))
 struct DatabaseWriteTests {
     static let schema = [Migration(version: 1, name: "items", sql: "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")]
 

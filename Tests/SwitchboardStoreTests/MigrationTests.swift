@@ -1,7 +1,7 @@
 import SwitchboardStore
 import Testing
 
-@Suite("Migrations")
+@Suite("Migrations", .timeLimit(.minutes(3)))
 struct MigrationTests {
     /// CREATE TABLE without IF NOT EXISTS fails if it is ever run twice.
     static let v1 = Migration(version: 1, name: "create_users", sql: "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")

@@ -1,7 +1,7 @@
 @testable import SwitchboardStore
 import Testing
 
-@Suite("Reader pool state machine")
+@Suite("Reader pool state machine", .timeLimit(.minutes(3)))
 struct ReaderPoolStateMachineTests {
     typealias Machine = ReaderPoolStateMachine<String>
 

@@ -1,7 +1,7 @@
 import SwitchboardStore
 import Testing
 
-@Suite("Typed row accessors")
+@Suite("Typed row accessors", .timeLimit(.minutes(3)))
 struct SQLiteRowTests {
     /// One row: id INTEGER, name TEXT, nickname NULL, score REAL, avatar BLOB, active INTEGER 0.
     static func sampleRow() throws -> SQLiteRow {

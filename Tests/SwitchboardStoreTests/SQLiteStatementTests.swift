@@ -1,7 +1,7 @@
 import SwitchboardStore
 import Testing
 
-@Suite("Prepared statements")
+@Suite("Prepared statements", .timeLimit(.minutes(3)))
 struct SQLiteStatementTests {
     @Test("the same SQL run 1,000 times with different bindings reuses one statement and gives the right results")
     func reuse() throws {

@@ -1,7 +1,7 @@
 import SwitchboardStore
 import Testing
 
-@Suite("SQLite values")
+@Suite("SQLite values", .timeLimit(.minutes(3)))
 struct SQLiteValueTests {
     static let values: [SQLiteValue] = [
         .null,

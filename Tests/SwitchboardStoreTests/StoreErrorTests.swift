@@ -1,7 +1,7 @@
 @testable import SwitchboardStore
 import Testing
 
-@Suite("Store errors")
+@Suite("Store errors", .timeLimit(.minutes(3)))
 struct StoreErrorTests {
     /// (statement that violates a constraint, expected kind)
     static let violations: [(String, StoreError.ConstraintKind)] = [

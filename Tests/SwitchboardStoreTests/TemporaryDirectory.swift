@@ -40,11 +40,15 @@ func withDatabase<T>(
     }
 }
 
+/// How long a test waits for what normally takes milliseconds (a semaphore another thread signals
+/// at once): a bound for a deadlock on a loaded machine, never a timing assertion.
+let generousWait: Double = 60
+
 /// Waits for a semaphore on a thread of its own, so a test never blocks the cooperative pool.
 ///
 /// A serial queue gets its own (overcommit) thread; `DispatchQueue.global()` would not do: on
 /// Linux its threads are the ones Swift's cooperative pool runs on.
-func wait(for semaphore: DispatchSemaphore, seconds: Double = 10) async -> Bool {
+func wait(for semaphore: DispatchSemaphore, seconds: Double = generousWait) async -> Bool {
     await withCheckedContinuation { continuation in
         DispatchQueue(label: "switchboard.store.tests.wait").async {
             continuation.resume(returning: semaphore.wait(timeout: .now() + seconds) == .success)

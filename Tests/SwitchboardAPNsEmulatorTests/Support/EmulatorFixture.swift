@@ -79,10 +79,15 @@ func withEmulator<T>(
     }
 }
 
-/// Polls `condition` every 10 ms for at most `seconds`; returns whether it became true.
-func eventually(within seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+/// How long a test waits for what normally takes milliseconds: a bound for a hung or broken
+/// emulator on a loaded machine, never a timing assertion.
+let generousWait: Double = 60
+
+/// Polls `condition` every 10 ms until it holds, `seconds` pass, or the task is cancelled;
+/// returns whether it became true.
+func eventually(within seconds: Double = generousWait, _ condition: () -> Bool) async -> Bool {
     let deadline = monotonic() + seconds
-    while monotonic() < deadline {
+    while monotonic() < deadline, !Task.isCancelled {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(10))
     }

@@ -111,7 +111,7 @@ final class HTTP2TestClient {
 
     /// Sends every request at once (nghttp2 queues those beyond the server's stream limit) and
     /// waits until each has ended, the server closed the connection, or `timeout` passed.
-    func exchange(_ requests: [TestRequest], timeout: Double = 10) throws -> TestExchange {
+    func exchange(_ requests: [TestRequest], timeout: Double = generousWait) throws -> TestExchange {
         started = monotonic()
         var order: [Int32] = []
         for request in requests {
@@ -283,7 +283,7 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
 }
 
 /// One exchange on a new connection to `port`, on a thread of its own.
-func exchange(port: Int, _ requests: [TestRequest], timeout: Double = 10) async throws -> TestExchange {
+func exchange(port: Int, _ requests: [TestRequest], timeout: Double = generousWait) async throws -> TestExchange {
     try await onThread {
         let client = try HTTP2TestClient(port: port)
         return try client.exchange(requests, timeout: timeout)

@@ -9,14 +9,28 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     }
 }
 
-/// Polls a condition for up to `seconds` (a deadline for waiting, not a timing assertion).
-func eventually(seconds: Double = 3, _ condition: @Sendable () -> Bool) async -> Bool {
+/// How long a test waits for what normally takes milliseconds: a bound for a hung or broken
+/// proxy on a loaded machine, never a timing assertion.
+let generousWait: Double = 60
+
+/// Polls a condition every 10 ms until it holds, `seconds` pass, or the task is cancelled (a
+/// deadline for waiting, not a timing assertion).
+func eventually(seconds: Double = generousWait, _ condition: @Sendable () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
+    while ContinuousClock.now < deadline, !Task.isCancelled {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()
+}
+
+/// Where two byte arrays first differ (an index into both, or the shorter one's count), or `nil`
+/// when they are equal. For large payloads, where `#expect(a == b)` would make Swift Testing
+/// diff a million elements on failure.
+func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> Int? {
+    let common = min(a.count, b.count)
+    for index in 0..<common where a[index] != b[index] { return index }
+    return a.count == b.count ? nil : common
 }
 
 /// The number of open descriptors of this process.
@@ -129,7 +143,8 @@ enum TestSocket {
         return port
     }
 
-    /// A blocking client connected to 127.0.0.1:`port`, with a 5 s receive timeout.
+    /// A blocking client connected to 127.0.0.1:`port`, with a generous receive timeout (a read
+    /// that waits that long ends as `.timeout`).
     static func connect(port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = loopback(port: port)
@@ -141,7 +156,7 @@ enum TestSocket {
             close(fd)
             throw TestFailure("connect to \(port): errno \(code)", errno: code)
         }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: Int(generousWait), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var on: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
