@@ -132,10 +132,10 @@ let package = Package(
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
-            name: "SwitchboardAPNsEmulatorTests", dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2"],
+            name: "SwitchboardAPNsEmulatorTests", dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting"],
             swiftSettings: strict),
         .testTarget(
-            name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto"],
+            name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardTesting"],
             exclude: ["Transport/h2_test_server.py"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardServerTests",

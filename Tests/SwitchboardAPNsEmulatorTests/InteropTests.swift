@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardTesting
 import Glibc
 import SwitchboardAPNsEmulator
 import Testing
@@ -16,7 +17,7 @@ struct CurlInteropTests {
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try ProcessLauncher.run(process)
             let data = output.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             return (process.terminationStatus, String(decoding: data, as: UTF8.self))

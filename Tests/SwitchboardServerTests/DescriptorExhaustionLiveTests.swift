@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardTesting
 import Glibc
 import Testing
 
@@ -118,7 +119,7 @@ private final class LimitedServerProcess: Sendable {
         ]) { $1 }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ProcessLauncher.run(process)
         try? output.close()
         let deadline = Date().addingTimeInterval(20)
         var found: String?

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardTesting
 import Testing
 
 /// Runs `h2_test_server.py` (Python `h2`) on 127.0.0.1 for one test: HTTP/2 over TLS with a fresh self-signed
@@ -61,7 +62,7 @@ final class H2TestServer {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try ProcessLauncher.run(process)
 
         let deadline = Date().addingTimeInterval(15)
         var found: Int?
@@ -160,7 +161,7 @@ final class TestCertificates {
         process.arguments = ["openssl"] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ProcessLauncher.run(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw TestServerError(message: "openssl \(arguments.first ?? "") failed with \(process.terminationStatus)")

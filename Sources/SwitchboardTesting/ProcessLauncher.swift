@@ -9,7 +9,8 @@ import Synchronization
 /// once servers were launched that way, a full test run crashed with a bad pointer inside
 /// `Process.run()`. One long-lived launcher thread keeps every such run loop alive, and also
 /// keeps launches from racing each other.
-enum ProcessLauncher {
+/// Every test target runs in the one test process, so they all launch through it.
+public enum ProcessLauncher {
     /// A process handed to the launcher thread. Safe to send: the caller blocks until the
     /// launcher is done with it, so the two threads never touch it at the same time.
     private final class Handoff: @unchecked Sendable {
@@ -33,7 +34,7 @@ enum ProcessLauncher {
     }()
 
     /// Runs `process.run()` on the launcher thread and returns (or throws) what it did.
-    static func run(_ process: Process) throws {
+    public static func run(_ process: Process) throws {
         _ = thread
         let handoff = Handoff(process)
         queue.withLock { $0.append(handoff) }
