@@ -55,6 +55,11 @@ final class ServerProcess: Sendable {
         try await offPool { Result { try ServerProcess(command: command, arguments: arguments, environment: environment) } }.get()
     }
 
+    /// A test that ends early (a failed `#require` before its own stop) leaves nothing running.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
     var lines: [String] { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
 
     /// Kills the process with SIGKILL (a crash) and waits for it to be gone.
