@@ -1,15 +1,18 @@
 import Foundation
 import Synchronization
 
-/// Starts child processes from one thread that lives as long as the test process.
+/// Starts child processes one at a time from one thread that lives as long as the test process.
 ///
 /// Foundation's `Process.run()` (swift-corelibs-foundation) adds a source to the calling
-/// thread's run loop and wakes that run loop when the child exits. Started from a short-lived
-/// thread (`offPool`), a child that exits later would wake a run loop freed with its thread:
-/// once servers were launched that way, a full test run crashed with a bad pointer inside
-/// `Process.run()`. One long-lived launcher thread keeps every such run loop alive, and also
-/// keeps launches from racing each other.
+/// thread's run loop and wakes that run loop when the child exits; started from a short-lived
+/// thread (`offPool`), a child that exits later would wake a run loop freed with its thread.
 /// Every test target runs in the one test process, so they all launch through it.
+///
+/// This does not prevent the crash seen inside `Process.run()` in full runs (SIGSEGV in
+/// `findMaximumOpenFromProcSelfFD`, once from a cooperative-pool thread): that one copies each
+/// `/proc/self/fd` entry's whole 256-byte name past the end of readdir's buffer when the process
+/// holds a few thousand descriptors. `make test` keeps the descriptor count low instead
+/// (`TEST_WIDTH` in the Makefile).
 public enum ProcessLauncher {
     /// A process handed to the launcher thread. Safe to send: the caller blocks until the
     /// launcher is done with it, so the two threads never touch it at the same time.
