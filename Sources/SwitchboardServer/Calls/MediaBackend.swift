@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -129,9 +130,11 @@ struct LiveKitRoomService: MediaBackend {
         request.setValue("Bearer \(adminToken(grants: grants))", forHTTPHeaderField: "Authorization")
         request.httpBody = try JSONSerialization.data(withJSONObject: body)
         let session = makeSession(), prepared = request
-        defer { session.invalidateAndCancel() }
+        // The session ends its request at the same deadline; it is let go once the request has
+        // ended, never cancelled (see withDeadline).
         let (data, response) = try await withDeadline(deadline, operation: "LiveKit \(method)") {
-            try await session.data(for: prepared)
+            defer { session.finishTasksAndInvalidate() }
+            return try await session.data(for: prepared)
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         if status == 200 { return data }
@@ -149,19 +152,30 @@ struct LiveKitRoomService: MediaBackend {
     }
 }
 
-/// Runs `body`, failing with `MediaUnavailable` when it takes longer than `deadline`, even if the
-/// operation itself ignores cancellation.
+/// Runs `body`, failing with `MediaUnavailable` when it takes longer than `deadline`. `body` is
+/// never cancelled and not waited for past the deadline: it must end by itself (a URLSession
+/// request ends at its own timeout). Cancelling a URLSession task in the instant its timeout
+/// completes it deadlocks swift-corelibs-foundation (issue #5412, fixed upstream by PR #5417,
+/// not in this toolchain), which wedged a cooperative thread and the test run with it.
 func withDeadline<T: Sendable>(_ deadline: Duration, operation: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: deadline)
-            return nil
+    let outcome = DeadlineOutcome<T>()
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        outcome.set(continuation)
+        Task {
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            outcome.take()?.resume(with: result)
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw MediaUnavailable(description: "\(operation) missed its \(deadline) deadline")
+        Task {
+            try? await Task.sleep(for: deadline)
+            outcome.take()?.resume(throwing: MediaUnavailable(description: "\(operation) missed its \(deadline) deadline"))
         }
-        return value
     }
+}
+
+/// The one continuation of a `withDeadline` call: whichever of the body and the timer ends first takes it.
+private final class DeadlineOutcome<T: Sendable>: Sendable {
+    private let state = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    func set(_ continuation: CheckedContinuation<T, any Error>) { state.withLock { $0 = continuation } }
+    func take() -> CheckedContinuation<T, any Error>? { state.withLock { state in defer { state = nil }; return state } }
 }
