@@ -14,8 +14,12 @@ import Synchronization
 /// holds a few thousand descriptors. `make test` keeps the descriptor count low instead
 /// (`TEST_WIDTH` in the Makefile).
 public enum ProcessLauncher {
-    /// A process handed to the launcher thread. Safe to send: the caller blocks until the
-    /// launcher is done with it, so the two threads never touch it at the same time.
+    /// A process handed to the launcher thread.
+    // @unchecked Sendable: `process` and `outcome` are touched by two threads, never at once.
+    // The caller writes nothing after appending the handoff under `queue`'s lock. The launcher
+    // takes it under that lock, runs the process and writes `outcome`, then signals `done`. The
+    // caller reads `outcome` only after `done.wait()` returns. The lock and the semaphore order
+    // every access, and `done` is itself thread-safe.
     private final class Handoff: @unchecked Sendable {
         let process: Process
         var outcome: Result<Void, any Error> = .success(())

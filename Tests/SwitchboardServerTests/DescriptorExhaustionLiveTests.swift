@@ -241,7 +241,10 @@ private func connectSocket(_ address: String, timeoutSeconds: Int = 5) -> Int32?
 }
 
 /// One keep-alive HTTP/1.1 connection: a request at a time, responses with a Content-Length.
-/// Used by one task at a time (unchecked: the tests hand each connection to a single task).
+// @unchecked Sendable: `buffered` (the only `var`) and the socket are used by one task at a time.
+// The test makes the connections, then hands each to exactly one child of a task group. Adding
+// the child orders it after the test's earlier use, and the test touches a connection again only
+// after awaiting the whole group. No two tasks ever use a connection concurrently.
 private final class KeepAliveConnection: @unchecked Sendable {
     private let fd: Int32
     private var buffered: [UInt8] = []
