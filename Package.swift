@@ -33,6 +33,10 @@ let package = Package(
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CTLS", path: "Sources/CTLS", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
+        // A filter in front of nghttp2_submit_rst_stream that keeps libcurl 7.88.1 from resetting
+        // streams that are already closed (see its source); linked into every binary that pushes.
+        .target(name: "CH2ResetFilter", linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("dl")]),
+
         // Pure domain: no I/O.
         .target(name: "SwitchboardCore", swiftSettings: strict),
 
@@ -64,7 +68,7 @@ let package = Package(
 
         // Push: the HTTP/2 transport (libcurl multi) and the APNs provider.
         .target(
-            name: "SwitchboardPush", dependencies: ["CCurl", "SwitchboardCore", "SwitchboardCrypto"],
+            name: "SwitchboardPush", dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto"],
             swiftSettings: strict),
 
         // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
@@ -132,7 +136,8 @@ let package = Package(
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
-            name: "SwitchboardAPNsEmulatorTests", dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting"],
+            name: "SwitchboardAPNsEmulatorTests",
+            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush"],
             swiftSettings: strict),
         .testTarget(
             name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardTesting"],

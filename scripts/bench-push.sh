@@ -354,7 +354,11 @@ if build == "debug":
 def warn(text):
     print(text, file=sys.stderr)
 
-expected_conns = {"ours-1": 1, "ours-n": conns, "python": 1, "ours-hung": 1}
+# Our client may open 2 overflow connections beside the configured ones (HTTP2Client's
+# overflowConnections: streams unanswered for 1 s stop counting against the stream budget,
+# and requests past it go to a connection of their own). More than that is churn.
+OVERFLOW = 2
+expected_conns = {"ours-1": 1 + OVERFLOW, "ours-n": conns + OVERFLOW, "python": 1, "ours-hung": 1 + OVERFLOW}
 for name, title in rows:
     done = runs.get(name, [])
     if not done:
@@ -369,7 +373,7 @@ for name, title in rows:
     accepted = [run["emulator"]["connections_accepted"] for run in done]
     if max(accepted) > expected_conns[name]:
         warn(f"{title}: the emulator accepted {'/'.join(map(str, accepted))} connections in the rounds "
-             f"(expected {expected_conns[name]}): connections were closed and reopened during the runs "
+             f"(expected at most {expected_conns[name]}): connections were closed and reopened during the runs "
              f"(see bench/README.md, 'Connection churn')")
     extra = [run["emulator"]["extra_push_requests"] for run in done]
     if max(extra) > 0:

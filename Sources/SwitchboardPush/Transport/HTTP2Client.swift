@@ -1,3 +1,4 @@
+import CH2ResetFilter
 import Foundation
 import Synchronization
 
@@ -71,6 +72,26 @@ public final class HTTP2Client: Sendable {
     /// Connections libcurl has been allowed to open so far (a metric; the backoff keeps it low while the server
     /// is unreachable).
     public var connectionAttempts: Int { storage.connectionAttempts.load(ordering: .relaxed) }
+
+    /// What the process-wide closed-stream reset filter has done (see `Sources/CH2ResetFilter`): libcurl 7.88.1
+    /// submits RST_STREAM(STREAM_CLOSED) after almost every finished stream, and the filter keeps those off the
+    /// wire. `active` is false when the dynamic linker did not bind the name to the filter (then every reset goes
+    /// out, and servers with a rapid-reset guard send GOAWAY after about 1,000 of them).
+    public static var closedStreamResets: ClosedStreamResets {
+        ClosedStreamResets(
+            active: sb_h2_reset_filter_active() == 1, suppressed: Int(sb_h2_resets_suppressed()),
+            passedOn: Int(sb_h2_resets_passed_on_closed()))
+    }
+
+    /// Counters of the closed-stream reset filter, for the whole process.
+    public struct ClosedStreamResets: Sendable, Equatable {
+        /// Whether libcurl's resets go through the filter.
+        public var active: Bool
+        /// Resets of closed streams kept off the wire.
+        public var suppressed: Int
+        /// Resets of closed streams sent anyway, because frames were still queued on their connection.
+        public var passedOn: Int
+    }
 
     /// Fails every pending request with ``HTTP2ClientError/shutdown``, stops the loop thread and frees the
     /// libcurl handles; returns when the thread has finished. Later sends fail with `.shutdown` at once.
