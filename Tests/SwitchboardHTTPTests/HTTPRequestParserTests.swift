@@ -178,6 +178,35 @@ struct HTTPRequestParserTests {
         #expect(failure(parse(head(totalBytes: 1025), limits: limits, pieceSize: 3)) == .headerTooLarge)
     }
 
+    /// Found by the fuzz smoke: a trailer line one or two bytes over its budget, with a bad byte
+    /// in it, was `malformedHeader` when the bytes came at once and `headerTooLarge` when they came
+    /// one by one. Around each line limit the verdict must not depend on how the bytes are split.
+    @Test(arguments: [1, 2, 3, 7])
+    func lineLimitsGiveTheSameVerdictHoweverTheBytesAreSplit(pieceSize: Int) {
+        let limits = HTTPParserLimits(maxHeaderBytes: 64)
+        let head = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+        // A trailer line and its CRLF must fit in the 64 bytes: "X: " + 59 bytes fits exactly.
+        for fill in 55...66 {
+            for value in [String(repeating: "v", count: fill), String(repeating: "v", count: fill - 1) + "\u{7F}"] {
+                let text = head + "X: " + value + "\r\n\r\n"
+                let whole = parse(text, limits: limits)
+                let split = parse(text, limits: limits, pieceSize: pieceSize)
+                #expect(failure(whole) == failure(split), "fill \(fill)")
+                #expect(requests(whole).count == requests(split).count, "fill \(fill)")
+                if fill <= 59, !value.hasSuffix("\u{7F}") { #expect(requests(whole).count == 1, "fill \(fill)") }
+                if fill > 59 { #expect(failure(whole) == .headerTooLarge, "fill \(fill)") }
+            }
+        }
+        // A chunk-size line may have 4,096 bytes (extensions included), not one more.
+        for extra in [4094, 4095, 4096] {
+            let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;" + String(repeating: "e", count: extra)
+                + "\r\nx\r\n0\r\n\r\n"
+            let whole = parse(text)
+            #expect(failure(whole) == failure(parse(text, pieceSize: pieceSize)), "extension \(extra)")
+            #expect(failure(whole) == (extra + 2 > 4096 ? .invalidChunk : nil), "extension \(extra)")
+        }
+    }
+
     @Test func tooManyHeaders() {
         let limits = HTTPParserLimits(maxHeaderCount: 5)
         let five = (1...4).map { "X-\($0): v\r\n" }.joined()

@@ -122,11 +122,12 @@ public struct HTTPRequestParser: Sendable {
                 state = .lengthBody(head, remaining: remaining - take)
                 return .needMoreData
             case .chunkSize(let head):
-                guard let lineEnd = findCRLF(from: start, limit: Self.maxChunkLineBytes) else {
-                    if bufferedByteCount > Self.maxChunkLineBytes { return fail(.invalidChunk) }
-                    return .needMoreData
+                let lineEnd: Int
+                switch findLineEnd(from: start, maxLineBytes: Self.maxChunkLineBytes) {
+                case .found(let index): lineEnd = index
+                case .needMoreData: return .needMoreData
+                case .tooLong, .bareCROrLF: return fail(.invalidChunk)
                 }
-                if lineEnd < 0 { return fail(.invalidChunk) }
                 guard let size = Self.parseChunkSize(buffer[start..<lineEnd]) else { return fail(.invalidChunk) }
                 start = lineEnd + 2
                 if size == 0 {
@@ -150,12 +151,15 @@ public struct HTTPRequestParser: Sendable {
                 start += 2
                 state = .chunkSize(head)
             case .trailers(let head, let bytes, let count):
-                let budget = limits.maxHeaderBytes - bytes
-                guard let lineEnd = findCRLF(from: start, limit: budget) else {
-                    if bufferedByteCount > budget { return fail(.headerTooLarge) }
-                    return .needMoreData
+                // A trailer line and its CRLF must fit in what the limit leaves; the empty
+                // line that ends the trailers always does.
+                let lineEnd: Int
+                switch findLineEnd(from: start, maxLineBytes: max(limits.maxHeaderBytes - bytes - 2, 0)) {
+                case .found(let index): lineEnd = index
+                case .needMoreData: return .needMoreData
+                case .tooLong: return fail(.headerTooLarge)
+                case .bareCROrLF: return fail(.bareLineFeed)
                 }
-                if lineEnd < 0 { return fail(.bareLineFeed) }
                 if lineEnd == start {
                     start += 2
                     return finish(head)
@@ -183,21 +187,33 @@ public struct HTTPRequestParser: Sendable {
         return .request(head, body: complete)
     }
 
-    /// Finds the next CRLF at or after `from`, looking at most `limit` bytes.
-    /// Returns the index of the CR, `nil` when none is there yet, or -1 for a bare LF or CR.
-    private func findCRLF(from: Int, limit: Int) -> Int? {
-        let end = min(buffer.count, from + max(limit, 0) + 2)
+    private enum LineEnd {
+        /// The index of the line's CR (followed by LF).
+        case found(Int)
+        case needMoreData
+        /// No CRLF within `maxLineBytes` bytes of the line's start.
+        case tooLong
+        /// A CR not followed by LF, or an LF without CR.
+        case bareCROrLF
+    }
+
+    /// Finds the CRLF that ends the line starting at `from`, whose bytes (CRLF excluded) may
+    /// number at most `maxLineBytes`. The answer depends only on the bytes, never on how
+    /// they were split into reads: `.tooLong` comes exactly when the first `maxLineBytes + 1`
+    /// bytes are buffered and none of them is a CR or LF.
+    private func findLineEnd(from: Int, maxLineBytes: Int) -> LineEnd {
+        let window = from + maxLineBytes + 1  // the CR may sit at most at from + maxLineBytes
         var index = from
-        while index < end {
+        while index < min(buffer.count, window) {
             let byte = buffer[index]
-            if byte == 10 { return -1 }
+            if byte == 10 { return .bareCROrLF }
             if byte == 13 {
-                if index + 1 >= buffer.count { return nil }
-                return buffer[index + 1] == 10 ? index : -1
+                if index + 1 >= buffer.count { return .needMoreData }
+                return buffer[index + 1] == 10 ? .found(index) : .bareCROrLF
             }
             index += 1
         }
-        return nil
+        return buffer.count >= window ? .tooLong : .needMoreData
     }
 
     private enum HeadResult {
