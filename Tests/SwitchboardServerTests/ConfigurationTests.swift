@@ -58,12 +58,25 @@ struct ConfigurationTests {
     }
 
     @Test(arguments: [
-        (#"{"lisen": "127.0.0.1:1"}"#, "test.json: unknown setting 'lisen'"),
-        (#"["listen"]"#, "test.json: must be a JSON object of strings and numbers"),
-        (#"{"listen": true}"#, "test.json: must be a JSON object of strings and numbers"),
-        (#"{"maxConnections": 0}"#, "test.json: 'maxConnections' must be an integer from 1 to 1000000"),
-        (#"{"headerTimeoutSeconds": 1.5}"#, "test.json: 'headerTimeoutSeconds' must be an integer from 1 to 3600"),
-        ("not json", "test.json: must be a JSON object of strings and numbers"),
+        (#"{"lisen": "127.0.0.1:1"}"#, "test.json: line 1, column 11: unknown setting 'lisen' (did you mean 'listen'?)"),
+        (#"["listen"]"#, #"test.json: line 1, column 1: the file must be one JSON object ({"key": value, …}), found '['"#),
+        (#"{"listen": true}"#, "test.json: line 1, column 12: 'listen' must be a string in double quotes, not a boolean"),
+        (#"{"maxConnections": 0}"#, "test.json: line 1, column 20: 'maxConnections' must be an integer from 1 to 1000000"),
+        (#"{"headerTimeoutSeconds": 1.5}"#, "test.json: line 1, column 26: 'headerTimeoutSeconds' must be an integer, not a non-integer number"),
+        ("not json", #"test.json: line 1, column 1: the file must be one JSON object ({"key": value, …}), found 'n'"#),
+        // Strict JSON: a trailing comma, a missing brace, a duplicate key, a comment.
+        ("{\"listen\": \"127.0.0.1:1\",\n}", "test.json: line 2, column 1: expected a key in double quotes, found '}' (a comma after the last entry is not allowed)"),
+        ("{\"listen\": \"127.0.0.1:1\"", "test.json: line 1, column 25: expected ',' or '}' after a value, found the end of the file"),
+        ("{\n  \"ringTimeoutSeconds\": 30\n  \"logLevel\": \"info\"\n}", "test.json: line 3, column 3: expected ',' or '}' after a value, found '\"'"),
+        (#"{"logLevel": "info", "logLevel": "debug"}"#, "test.json: line 1, column 22: duplicate key 'logLevel'"),
+        ("{ // note\n}", "test.json: line 1, column 3: expected a key in double quotes, found '/'"),
+        (#"{"listen": "127.0.0.1:1"} x"#, "test.json: line 1, column 27: expected the end of the file after the object, found 'x'"),
+        // Typed values: a quoted number is a string, a number is not a string.
+        (#"{"ringTimeoutSeconds": "30"}"#, "test.json: line 1, column 24: 'ringTimeoutSeconds' must be an integer, not a string: write 30 without quotes"),
+        (#"{"apnsTeamID": 1234567890}"#, "test.json: line 1, column 16: 'apnsTeamID' must be a string in double quotes, not an integer"),
+        (#"{"adminKey": null}"#, "test.json: line 1, column 14: 'adminKey' must be a string in double quotes, not null"),
+        (#"{"listen": {"host": "a"}}"#, "test.json: line 1, column 12: 'listen' must be a string in double quotes, not an object"),
+        ("{\"dataDir\": \"a\tb\"}", "test.json: line 1, column 15: a control character must be escaped inside a string (a line break is \\n)"),
     ])
     func badFileIsRefusedWithAClearMessage(json: String, message: String) {
         do {
@@ -72,6 +85,37 @@ struct ConfigurationTests {
         } catch {
             #expect(error.message == message)
         }
+    }
+
+    @Test func aStrictFileWithEscapesAndUnicodeIsRead() throws {
+        let json = "\u{FEFF}{\n\t\"dataDir\": \"/srv/sw\\u00e9\\ud83d\\ude00\\/x\",\r\n \"ringTimeoutSeconds\": 30, \"logLevel\":\"debug\"}\n"
+        let configuration = try ServerConfiguration.resolve(flags: [:], environment: [:], file: file(json))
+        #expect(configuration.dataDirectory == "/srv/swé😀/x")
+        #expect(configuration.ringTimeoutSeconds == 30)
+        #expect(configuration.logLevel == .debug)
+        #expect(try ServerConfiguration.resolve(flags: [:], environment: [:], file: file("{}")) == ServerConfiguration())
+    }
+
+    @Test func columnsCountCharactersNotBytes() {
+        do {
+            _ = try ServerConfiguration.resolve(flags: [:], environment: [:], file: file(#"{"dataDir": "é", "x": 1}"#))
+            Issue.record("expected an error")
+        } catch {
+            // "é" is two bytes and one column: the value 1 starts at column 23.
+            #expect(error.message.hasPrefix("test.json: line 1, column 23: unknown setting 'x'"))
+        }
+    }
+
+    @Test func unknownSwitchboardVariablesAreNamedWithTheClosestKnownOne() {
+        let warnings = ServerConfiguration.unknownEnvironmentWarnings([
+            "SWITCHBOARD_APNS_TEAMID": "x", "SWITCHBOARD_RING_TIMEOUT": "5", "SWITCHBOARD_LISTEN": "127.0.0.1:0",
+            "SWITCHBOARD_CONFIG": "a.json", "HOME": "/root", "SWITCHBOARDX": "1",
+        ])
+        #expect(warnings == [
+            "unknown environment variable SWITCHBOARD_APNS_TEAMID is ignored (did you mean SWITCHBOARD_APNS_TEAM_ID?)",
+            "unknown environment variable SWITCHBOARD_RING_TIMEOUT is ignored (did you mean SWITCHBOARD_RING_TIMEOUT_SECONDS?)",
+        ])
+        #expect(ServerConfiguration.unknownEnvironmentWarnings(["SWITCHBOARD_LOG_LEVEL": "debug"]).isEmpty)
     }
 
     @Test func everySettingHasAUniqueKeyAndVariable() {

@@ -68,6 +68,8 @@ public enum CommandLineInterface {
         case "help":
             switch rest.first {
             case nil: print(overview)
+            case "-h", "--help", "help":
+                print("Usage: switchboard help [COMMAND]\n\nShows a command's help (the same as 'switchboard COMMAND --help'),\nor the list of commands without one.")
             case "serve": print(serveHelp)
             case "version": print("Usage: switchboard version\n\nPrints the version.")
             case let other?:
@@ -98,7 +100,9 @@ public enum CommandLineInterface {
                     file = (configPath, contents)
                 }
                 let configuration = try ServerConfiguration.resolve(flags: flags, environment: environment, file: file)
-                return ServeCommand(configuration: configuration).run()
+                return ServeCommand(
+                    configuration: configuration, warnings: ServerConfiguration.unknownEnvironmentWarnings(environment)
+                ).run()
             } catch let error as UsageError {
                 printError(error.message + "\nRun 'switchboard serve --help' for usage.")
                 return 2

@@ -8,6 +8,8 @@ import SwitchboardStore
 /// and shuts down gracefully.
 struct ServeCommand {
     let configuration: ServerConfiguration
+    /// Said on standard error before the server starts (unknown `SWITCHBOARD_*` variables).
+    var warnings: [String] = []
 
     func run() -> Int32 {
         // Block the stop signals in this thread before any other thread exists, so every thread
@@ -20,6 +22,7 @@ struct ServeCommand {
 
         let logger = Logger(level: configuration.logLevel)
         let startupLogger = Logger(level: .info, sink: FileDescriptorLogSink.standardError)
+        for warning in warnings { startupLogger.warning(warning) }
         let embedded: EmbeddedServer
         do {
             embedded = try EmbeddedServer(configuration: configuration, logger: logger)

@@ -109,7 +109,27 @@ public struct ConfigurationSetting: Sendable {
     public let flag: String?
     /// One line of help, including the default.
     public let help: String
+    /// What the configuration file must give for it: a JSON string or a JSON integer.
+    public let kind: Kind
     fileprivate let apply: @Sendable (inout ServerConfiguration, String) -> String?
+
+    /// The JSON type a setting takes in the configuration file (the environment and flags are text).
+    public enum Kind: Sendable {
+        case text
+        case integer
+    }
+
+    fileprivate init(
+        key: String, environment: String, flag: String?, help: String, kind: Kind = .text,
+        apply: @escaping @Sendable (inout ServerConfiguration, String) -> String?
+    ) {
+        self.key = key
+        self.environment = environment
+        self.flag = flag
+        self.help = help
+        self.kind = kind
+        self.apply = apply
+    }
 
     /// Every setting `serve` knows.
     public static let all: [ConfigurationSetting] = [
@@ -195,7 +215,7 @@ public struct ConfigurationSetting: Sendable {
         _ key: String, _ environment: String, _ range: ClosedRange<Int>, _ help: String,
         _ set: @escaping @Sendable (inout ServerConfiguration, Int) -> Void
     ) -> ConfigurationSetting {
-        ConfigurationSetting(key: key, environment: environment, flag: nil, help: help) { config, text in
+        ConfigurationSetting(key: key, environment: environment, flag: nil, help: help, kind: .integer) { config, text in
             guard let value = Int(text), range.contains(value) else {
                 return "must be an integer from \(range.lowerBound) to \(range.upperBound)"
             }
@@ -221,18 +241,34 @@ extension ServerConfiguration {
         var configuration = ServerConfiguration()
         let settings = ConfigurationSetting.all
         if let file {
-            let object: [String: FileValue]
+            let parsed: ConfigurationFile
             do {
-                object = try JSONDecoder().decode([String: FileValue].self, from: file.contents)
+                parsed = try ConfigurationFile(parsing: Array(file.contents))
             } catch {
-                throw ConfigurationError(message: "\(file.path): must be a JSON object of strings and numbers")
+                throw ConfigurationError(message: "\(file.path): \(error)")
             }
-            for key in object.keys.sorted() {
-                guard let setting = settings.first(where: { $0.key == key }) else {
-                    throw ConfigurationError(message: "\(file.path): unknown setting '\(key)'")
+            for entry in parsed.entries {
+                let place = "\(file.path): line \(entry.line), column \(entry.column)"
+                guard let setting = settings.first(where: { $0.key == entry.key }) else {
+                    let closest = closestName(to: entry.key, among: settings.map(\.key))
+                    throw ConfigurationError(message: "\(place): unknown setting '\(entry.key)' (did you mean '\(closest)'?)")
                 }
-                if let problem = setting.apply(&configuration, object[key]!.text) {
-                    throw ConfigurationError(message: "\(file.path): '\(key)' \(problem)")
+                let text: String
+                switch (setting.kind, entry.value) {
+                case (.text, .string(let value)):
+                    text = value
+                case (.integer, .integer(let value)):
+                    text = String(value)
+                case (.integer, .string(let value)):
+                    let hint = Int(value) != nil ? ": write \(value) without quotes" : ""
+                    throw ConfigurationError(message: "\(place): '\(entry.key)' must be an integer, not a string\(hint)")
+                case (.integer, let other):
+                    throw ConfigurationError(message: "\(place): '\(entry.key)' must be an integer, not \(other.kindName)")
+                case (.text, let other):
+                    throw ConfigurationError(message: "\(place): '\(entry.key)' must be a string in double quotes, not \(other.kindName)")
+                }
+                if let problem = setting.apply(&configuration, text) {
+                    throw ConfigurationError(message: "\(place): '\(entry.key)' \(problem)")
                 }
             }
         }
@@ -250,28 +286,49 @@ extension ServerConfiguration {
     }
 }
 
-/// A scalar in the configuration file: a string or a number (an integer stays an integer).
-private enum FileValue: Decodable {
-    case string(String)
-    case integer(Int)
-    case number(Double)
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let integer = try? container.decode(Int.self) {
-            self = .integer(integer)
-        } else if let number = try? container.decode(Double.self) {
-            self = .number(number)
-        } else {
-            self = .string(try container.decode(String.self))
-        }
+extension ServerConfiguration {
+    /// Every environment variable `serve` reads.
+    public static var knownEnvironment: [String] {
+        ConfigurationSetting.all.map(\.environment) + [configFileEnvironment]
     }
 
-    var text: String {
-        switch self {
-        case .string(let text): text
-        case .integer(let value): String(value)
-        case .number(let value): String(value)
+    /// One warning per `SWITCHBOARD_*` variable in `environment` that no setting reads (a typo
+    /// would otherwise be ignored without a word), naming the closest known variable.
+    public static func unknownEnvironmentWarnings(_ environment: [String: String]) -> [String] {
+        let known = knownEnvironment
+        return environment.keys.filter { $0.hasPrefix("SWITCHBOARD_") && !known.contains($0) }.sorted().map { name in
+            "unknown environment variable \(name) is ignored (did you mean \(closestName(to: name, among: known))?)"
         }
     }
+}
+
+/// The name in `candidates` with the smallest edit distance to `name` (ties: the first).
+func closestName(to name: String, among candidates: [String]) -> String {
+    let target = Array(name.lowercased().utf8)
+    var best = candidates.first ?? ""
+    var bestDistance = Int.max
+    for candidate in candidates {
+        let distance = editDistance(target, Array(candidate.lowercased().utf8))
+        if distance < bestDistance {
+            best = candidate
+            bestDistance = distance
+        }
+    }
+    return best
+}
+
+/// Levenshtein distance (insertions, deletions and substitutions cost 1).
+func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    if a.isEmpty { return b.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        current[0] = i
+        for j in stride(from: 1, through: b.count, by: 1) {
+            let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
+        }
+        swap(&previous, &current)
+    }
+    return previous[b.count]
 }
