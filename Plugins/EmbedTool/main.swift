@@ -29,6 +29,11 @@ for character in text {
 let hashes = String(repeating: "#", count: longestRun + 1)
 var source = "// Generated from \(URL(fileURLWithPath: arguments[1]).lastPathComponent); do not edit.\n"
 source += "let \(arguments[3]): String = \(hashes)\"\"\"\n\(text)\n\"\"\"\(hashes)\n"
+// An unchanged output is left alone: SwiftPM re-runs this command whenever the build's
+// environment changes (any variable), and rewriting the file would recompile the server.
+if let existing = FileManager.default.contents(atPath: arguments[2]), existing == Data(source.utf8) {
+    exit(0)
+}
 do {
     try Data(source.utf8).write(to: URL(fileURLWithPath: arguments[2]), options: .atomic)
 } catch {
