@@ -32,10 +32,7 @@ public struct Authenticator: Sendable {
         guard let header = headers["Authorization"] else {
             throw Self.unauthorized("missing bearer token: send Authorization: Bearer <token>")
         }
-        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", let token = Token(String(parts[1])) else {
-            throw Self.unauthorized("malformed Authorization header: expected Bearer <token>")
-        }
+        let token = try Self.token(fromAuthorization: header)
         let hash = token.hash
         let principal = try await store.read { connection -> Principal? in
             let rows = try connection.query(
@@ -52,6 +49,35 @@ public struct Authenticator: Sendable {
         }
         guard let principal else { throw Self.unauthorized("unknown or ended session") }
         return principal
+    }
+
+    /// The token in an `Authorization` value, or a 401 saying what was expected and what came.
+    static func token(fromAuthorization header: String) throws(APIError) -> Token {
+        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
+        let expected = "expected Authorization: Bearer <token>, with the 43-character token from /auth/register or /auth/login"
+        guard let scheme = parts.first else { throw unauthorized("empty Authorization header: \(expected)") }
+        guard scheme.lowercased() == "bearer" else {
+            if parts.count == 1, Token(String(scheme)) != nil {
+                throw unauthorized("the word Bearer is missing before the token: \(expected)")
+            }
+            throw unauthorized("Authorization scheme '\(scheme.prefix(20))' is not supported: \(expected)")
+        }
+        guard parts.count == 2 else {
+            throw unauthorized(parts.count == 1 ? "no token after Bearer: \(expected)" : "more than one token after Bearer: \(expected)")
+        }
+        let text = String(parts[1])
+        if let token = Token(text) { return token }
+        let problem: String
+        if text.first == "\"" || text.first == "'" || text.last == "\"" || text.last == "'" {
+            problem = "the token is quoted; send it without quotes"
+        } else if text == "null" || text == "undefined" {
+            problem = "the token is '\(text)': the register or login request that should have given it failed"
+        } else if text.utf8.count != 43 {
+            problem = "the token has \(text.utf8.count) characters, not 43"
+        } else {
+            problem = "the token has characters outside base64url (A-Z a-z 0-9 - _)"
+        }
+        throw unauthorized("malformed bearer token: \(problem); \(expected)")
     }
 
     static func unauthorized(_ message: String) -> APIError {
