@@ -15,6 +15,13 @@ public enum Schema {
         Migration(version: 2, name: "accounts_social_events", sql: accountsSocialEvents),
         Migration(version: 3, name: "calls", sql: calls),
         Migration(version: 4, name: "push", sql: push),
+        // The error of a job's latest failed attempt, kept when the job then ends for another
+        // reason (its call stopped ringing, its ring window passed), so the status view can
+        // list a TLS mistake that never let a push out.
+        Migration(version: 5, name: "push_last_error", sql: """
+            ALTER TABLE push_jobs ADD COLUMN last_error TEXT;
+            CREATE INDEX push_jobs_errors ON push_jobs(finished_at_ms) WHERE last_error IS NOT NULL AND state != 'pending';
+            """),
     ]
 
     /// Push devices and the push outbox. A job is written in the same transaction as the

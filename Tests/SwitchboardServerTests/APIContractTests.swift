@@ -120,9 +120,10 @@ struct APIContractTests {
         #expect(outcome?["reason"] is NSNull)
         let failure = try JSONSerialization.jsonObject(
             with: encoder.encode(AdminRoutes.Failure(
-                jobId: "j", callId: "c", userId: "u", provider: "apns", tokenSuffix: "0011aabb", reason: nil, attempts: 1, finishedAt: nil))
+                jobId: "j", callId: "c", userId: "u", provider: "apns", tokenSuffix: "0011aabb", state: "expired", reason: nil,
+                lastError: nil, attempts: 1, finishedAt: nil))
         ) as? [String: Any]
-        #expect(failure?["reason"] is NSNull && failure?["finishedAt"] is NSNull)
+        #expect(failure?["reason"] is NSNull && failure?["finishedAt"] is NSNull && failure?["lastError"] is NSNull)
     }
 
     /// Without an admin key the admin endpoint says so (403), whatever the request carries.

@@ -64,6 +64,7 @@ struct PushDispatcherTests {
             self.provider = provider
             var configuration = ServerConfiguration()
             configuration.apnsBundleID = "com.example.phone"
+            configuration.adminKey = "admin-key-0123456789"
             world = try CallWorld(configuration: configuration, pushProvider: provider)
         }
 
@@ -158,6 +159,67 @@ struct PushDispatcherTests {
         // The hung request's answer still counts when it comes.
         env.provider.releaseAll()
         #expect(try await eventuallyTrying { try await env.job(hung)?.state == "delivered" })
+    }
+
+    /// A TLS mistake toward APNs (the emulator's CA left out): every attempt fails the same way
+    /// for the whole ring window. It is logged at once, once, and the expired job is listed
+    /// among the newest failures with the error, not hidden behind `expired`.
+    @Test func aTransportFailureIsLoggedOnceAndTheExpiredJobIsListedWithItsError() async throws {
+        let env = try World()
+        defer { env.world.close() }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let conversation = try await env.world.befriend(alice, bob)
+        let failing = token("5a")
+        let tls = "connection_failed: SSL certificate problem: self-signed certificate"
+        env.provider.script(failing, Array(repeating: .transportFailure(tls), count: 50))
+        await env.register(bob, token: failing)
+        _ = try #require(await env.world.call(alice, "conversation", conversation).call)
+        #expect(try await eventuallyTrying { try await env.job(failing)?.attempts == 1 })
+        // Retries every min(2^n, 8) s + jitter until the 45 s ring window has passed.
+        var steps = 0
+        while try await env.job(failing)?.state == "pending", steps < 30 {
+            #expect(try await env.dispatcherAsleep())
+            env.world.clock.advance(seconds: 9)
+            steps += 1
+        }
+        let job = try #require(try await env.job(failing))
+        #expect(job.state == "expired" && job.attempts >= 4, "\(job)")
+
+        let lines = env.app.sink.recorded.filter { $0.contains("push transport failure") }
+        #expect(lines.count == 1, "\(lines)")
+        #expect(lines.first?.contains(tls) == true && lines.first?.contains("\"level\":\"warning\"") == true)
+
+        let status = await env.app.request(
+            "GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer admin-key-0123456789"])
+        let failures = try #require(status.json?["newestFailures"] as? [[String: Any]])
+        #expect(failures.count == 1)
+        #expect(failures.first?["state"] as? String == "expired")
+        #expect(failures.first?["lastError"] as? String == tls)
+        #expect(failures.first?["tokenSuffix"] as? String == "5a5a5a5a")
+    }
+
+    @Test func theTransportFailureLogSaysHowManyItLeftOut() {
+        let log = TransportFailureLog(interval: 300)
+        let start = Date(timeIntervalSince1970: 1_000)
+        #expect(log.shouldLog("a", now: start) == 0)
+        #expect(log.shouldLog("a", now: start.addingTimeInterval(10)) == nil)
+        #expect(log.shouldLog("b", now: start.addingTimeInterval(10)) == 0, "another cause is logged at once")
+        #expect(log.shouldLog("a", now: start.addingTimeInterval(299)) == nil)
+        #expect(log.shouldLog("a", now: start.addingTimeInterval(300)) == 2)
+        #expect(log.shouldLog("a", now: start.addingTimeInterval(301)) == nil)
+    }
+
+    @Test func theStartUpLineNamesThePushChannel() {
+        let sink = RecordingLogSink()
+        UnconfiguredPushProvider().channel.log(to: Logger(level: .info, sink: sink))
+        #expect(sink.recorded.first?.contains("push channel not configured") == true)
+        #expect(sink.recorded.first?.contains("\"level\":\"warning\"") == true)
+        PushChannelSummary(
+            provider: "apns", configured: true, auth: "token (team T, key K), topic a.voip",
+            endpoints: "production https://localhost:2197, sandbox https://localhost:2197", caFile: "/tmp/ca.pem"
+        ).log(to: Logger(level: .info, sink: sink))
+        #expect(sink.recorded.last?.contains(#""endpoints":"production https://localhost:2197, sandbox https://localhost:2197""#) == true)
+        #expect(sink.recorded.last?.contains(#""caFile":"/tmp/ca.pem""#) == true)
     }
 
     @Test func aTimeoutOrACancelledWaitLeavesNoSignalBehind() async throws {

@@ -38,6 +38,7 @@ struct ServeCommand {
             "path": .string(configuration.dataDirectory + "/switchboard.sqlite3"),
             "schemaVersion": .int(embedded.database.migratedVersion),
         ])
+        embedded.application.dispatcher.provider.channel.log(to: logger)
 
         var received: Int32 = 0
         sigwait(&stopSignals, &received)

@@ -34,7 +34,9 @@ struct AdminRoutes {
         let userId: String
         let provider: String
         let tokenSuffix: String
+        let state: String
         let reason: String?
+        let lastError: String?
         let attempts: Int
         let finishedAt: String?
 
@@ -45,12 +47,14 @@ struct AdminRoutes {
             try container.encode(userId, forKey: .userId)
             try container.encode(provider, forKey: .provider)
             try container.encode(tokenSuffix, forKey: .tokenSuffix)
+            try container.encode(state, forKey: .state)
             try container.encode(reason, forKey: .reason)
+            try container.encode(lastError, forKey: .lastError)
             try container.encode(attempts, forKey: .attempts)
             try container.encode(finishedAt, forKey: .finishedAt)
         }
 
-        private enum CodingKeys: String, CodingKey { case jobId, callId, userId, provider, tokenSuffix, reason, attempts, finishedAt }
+        private enum CodingKeys: String, CodingKey { case jobId, callId, userId, provider, tokenSuffix, state, reason, lastError, attempts, finishedAt }
     }
 
     struct Status: Encodable {
@@ -84,13 +88,16 @@ struct AdminRoutes {
                 let outcomes = try connection.query(
                     "SELECT provider, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending' GROUP BY provider, state, reason ORDER BY provider, state, n DESC"
                 ).map { Outcome(provider: try $0.string("provider"), state: try $0.string("state"), reason: try $0.optionalString("reason"), count: try $0.int("n")) }
+                // Every job that ended undelivered after an error: failed ones, and those that then
+                // expired or were dropped (a TLS mistake retried for a whole ring window).
                 let failures = try connection.query(
-                    "SELECT * FROM push_jobs WHERE state = 'failed' ORDER BY finished_at_ms DESC LIMIT 20"
+                    "SELECT * FROM push_jobs WHERE last_error IS NOT NULL AND state != 'pending' AND state != 'delivered' ORDER BY finished_at_ms DESC LIMIT 20"
                 ).map { row in
                     Failure(
                         jobId: try row.string("id"), callId: try row.string("call_id"), userId: try row.string("user_id"),
                         provider: try row.string("provider"), tokenSuffix: DeviceRoutes.suffix(try row.string("token")),
-                        reason: try row.optionalString("reason"), attempts: try row.int("attempts"),
+                        state: try row.string("state"), reason: try row.optionalString("reason"),
+                        lastError: try row.optionalString("last_error"), attempts: try row.int("attempts"),
                         finishedAt: try row.optionalInt64("finished_at_ms").map { Timestamp.iso8601(CallStore.date($0)) })
                 }
                 return Status(

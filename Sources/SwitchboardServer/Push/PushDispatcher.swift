@@ -28,13 +28,71 @@ enum PushSendResult: Sendable, Equatable {
 protocol PushProvider: Sendable {
     /// The name recorded on jobs and metrics.
     var name: String { get }
+    /// What the operator is told at start-up about this channel.
+    var channel: PushChannelSummary { get }
     func send(_ job: PushJob) async -> PushSendResult
+}
+
+extension PushProvider {
+    var channel: PushChannelSummary { PushChannelSummary(provider: name, configured: true, auth: "", endpoints: "", caFile: "") }
+}
+
+/// A push channel as the start-up log line shows it.
+struct PushChannelSummary: Sendable, Equatable {
+    let provider: String
+    let configured: Bool
+    /// How the server authenticates (`token`, `certificate`), empty when not configured.
+    let auth: String
+    /// Where pushes go, e.g. `production=api.push.apple.com:443 sandbox=…`.
+    let endpoints: String
+    /// The CA file trusted instead of the system's, empty for the system's.
+    let caFile: String
+
+    /// Logs the channel: info when configured, a warning when every push will fail.
+    func log(to logger: Logger) {
+        if configured {
+            logger.info("push channel configured", [
+                "provider": .string(provider), "auth": .string(auth), "endpoints": .string(endpoints),
+                "caFile": .string(caFile.isEmpty ? "system trust" : caFile),
+            ])
+        } else {
+            logger.warning("push channel not configured: every push fails at once with ProviderNotConfigured", [
+                "provider": .string(provider),
+                "hint": .string("set apnsKeyFile, apnsTeamID and apnsKeyID (token auth) or apnsCertificateFile and apnsCertificateKeyFile"),
+            ])
+        }
+    }
 }
 
 /// Used when no APNs credentials are configured: every job fails at once with a clear reason.
 struct UnconfiguredPushProvider: PushProvider {
     var name: String { "apns" }
+    var channel: PushChannelSummary { PushChannelSummary(provider: name, configured: false, auth: "", endpoints: "", caFile: "") }
     func send(_ job: PushJob) async -> PushSendResult { .response(status: 0, reason: "ProviderNotConfigured") }
+}
+
+/// Logs a transport failure once per cause per `interval`: a TLS mistake retried for a whole
+/// ring window says so at once, without a line per attempt. Time comes from the caller.
+final class TransportFailureLog: Sendable {
+    let interval: TimeInterval
+    private let state = Mutex<[String: (loggedAt: Date, suppressed: Int)]>([:])
+
+    init(interval: TimeInterval = 300) { self.interval = interval }
+
+    /// How many failures of this cause went unlogged since the last line, or nil when this
+    /// one is not to be logged.
+    func shouldLog(_ cause: String, now: Date) -> Int? {
+        state.withLock { causes in
+            if let entry = causes[cause], now.timeIntervalSince(entry.loggedAt) < interval {
+                causes[cause] = (entry.loggedAt, entry.suppressed + 1)
+                return nil
+            }
+            let suppressed = causes[cause]?.suppressed ?? 0
+            if causes.count >= 1000 { causes.removeAll() }  // bounded: causes are error texts
+            causes[cause] = (now, 0)
+            return suppressed
+        }
+    }
 }
 
 /// Drains the outbox: claims due jobs, drops those whose call stopped ringing, sends the rest,
@@ -51,6 +109,7 @@ final class PushDispatcher: Sendable {
     let provider: any PushProvider
     let logger: Logger
     let metrics: Metrics
+    let transportFailures = TransportFailureLog()
     /// Jobs claimed per write transaction.
     let batchSize = 64
     /// Jobs being sent at once; past it the loop waits for answers before claiming more.
@@ -251,6 +310,12 @@ final class PushDispatcher: Sendable {
             case .transportFailure(let message):
                 action = .retry
                 reason = message
+                if let suppressed = transportFailures.shouldLog(message, now: store.environment.now()) {
+                    logger.warning("push transport failure; the push is retried until its ring window ends", [
+                        "provider": .string(provider.name), "reason": .string(message), "job.id": .string(job.id),
+                        "token.suffix": .string(DeviceRoutes.suffix(job.token)), "sameFailuresNotLogged": .int(suppressed),
+                    ])
+                }
             case .response(let status, let text):
                 action = APNsResponsePolicy.action(status: status, reason: text.map(APNsReason.init))
                 reason = text ?? "HTTP \(status)"
@@ -261,16 +326,16 @@ final class PushDispatcher: Sendable {
             case .retry, .refreshProviderTokenAndRetry:
                 return try await retry(job, reason: reason)
             case .deleteToken:
-                try await finish(job, .failed, reason: reason, thenRun: "DELETE FROM push_devices WHERE token = ?")
+                try await finish(job, .failed, reason: reason, lastError: reason, thenRun: "DELETE FROM push_devices WHERE token = ?")
                 logger.info("push token deleted", ["token.suffix": .string(DeviceRoutes.suffix(job.token)), "reason": .string(reason)])
             case .reclassifyToken:
                 // Possibly a sandbox/production or topic mismatch: delete only when it repeats.
                 try await finish(
-                    job, .failed, reason: reason,
+                    job, .failed, reason: reason, lastError: reason,
                     thenRun: "UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ?",
                     andThen: "DELETE FROM push_devices WHERE token = ? AND suspect_reports >= 2")
             case .fail:
-                try await finish(job, .failed, reason: reason)
+                try await finish(job, .failed, reason: reason, lastError: reason)
             }
             return false
         } catch {
@@ -285,28 +350,36 @@ final class PushDispatcher: Sendable {
     private func retry(_ job: PushJob, reason: String) async throws -> Bool {
         let now = store.environment.now()
         guard let next = PushRetryPolicy.nextAttempt(after: now, attempt: job.attempts, jitter: jitter(), expiresAt: job.expiresAt) else {
-            try await finish(job, .expired, reason: reason)
+            try await finish(job, .expired, reason: reason, lastError: reason)
             return false
         }
         _ = try await store.write { transaction in
             try transaction.connection.run(
-                "UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, claimed_until_ms = NULL WHERE id = ?",
+                "UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, last_error = ?2, claimed_until_ms = NULL WHERE id = ?",
                 [.integer(CallStore.milliseconds(next)), .text(reason), .text(job.id)])
         }
         metrics.increment("switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: [("provider", provider.name)])
         return true
     }
 
-    private func finish(_ job: PushJob, _ outcome: Outcome, reason: String?, thenRun: String? = nil, andThen: String? = nil) async throws {
+    /// Records the outcome; `lastError` is the error of the attempt that ended the job, if one did
+    /// (a job dropped or expired later keeps the error of its latest failed attempt).
+    private func finish(
+        _ job: PushJob, _ outcome: Outcome, reason: String?, lastError: String? = nil, thenRun: String? = nil, andThen: String? = nil
+    ) async throws {
         let now = CallStore.milliseconds(store.environment.now())
         let attempted = outcome == .delivered || outcome == .failed
         _ = try await store.write { transaction in
             try transaction.connection.run(
                 """
-                UPDATE push_jobs SET state = ?, reason = coalesce(?, reason), finished_at_ms = ?, claimed_until_ms = NULL,
-                    attempts = attempts + ? WHERE id = ? AND state = 'pending'
+                UPDATE push_jobs SET state = ?1, reason = coalesce(?2, reason), finished_at_ms = ?3, claimed_until_ms = NULL,
+                    attempts = attempts + ?4, last_error = coalesce(?6, last_error)
+                WHERE id = ?5 AND state = 'pending'
                 """,
-                [.text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now), .integer(attempted ? 1 : 0), .text(job.id)])
+                [
+                    .text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now), .integer(attempted ? 1 : 0),
+                    .text(job.id), lastError.map(SQLiteValue.text) ?? .null,
+                ])
             if let thenRun { try transaction.connection.run(thenRun, [.text(job.token)]) }
             if let andThen { try transaction.connection.run(andThen, [.text(job.token)]) }
         }
