@@ -37,6 +37,9 @@ let package = Package(
         // streams that are already closed (see its source); linked into every binary that pushes.
         .target(name: "CH2ResetFilter", linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("dl")]),
 
+        // Services and the group that starts them, and stops them in order on a signal.
+        .target(name: "SwitchboardLifecycle", swiftSettings: strict),
+
         // Pure domain: no I/O.
         .target(name: "SwitchboardCore", swiftSettings: strict),
 
@@ -68,7 +71,7 @@ let package = Package(
 
         // Push: the HTTP/2 transport (libcurl multi) and the APNs provider.
         .target(
-            name: "SwitchboardPush", dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto"],
+            name: "SwitchboardPush", dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto", "SwitchboardLifecycle"],
             swiftSettings: strict),
 
         // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
@@ -82,7 +85,7 @@ let package = Package(
             name: "SwitchboardServer",
             dependencies: [
                 "SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
-                "SwitchboardPush",
+                "SwitchboardPush", "SwitchboardLifecycle",
             ],
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
@@ -123,6 +126,7 @@ let package = Package(
 
         .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardCallKitTests",

@@ -59,6 +59,7 @@ public final class DemoStack: Sendable {
         configuration.apnsSandboxURL = "https://localhost:\(address.port)"
         do {
             server = try EmbeddedServer(configuration: configuration, logger: Logger(level: options.logLevel, sink: FileDescriptorLogSink.standardError))
+            try server.start()
         } catch {
             await emulator.shutdown()
             throw error

@@ -1,10 +1,17 @@
 import Foundation
+import Synchronization
 import SwitchboardHTTP
+import SwitchboardLifecycle
 import SwitchboardStore
 
 /// The whole server in this process: database, application, HTTP listener and background
 /// work. `switchboard serve` runs one; the demo and the wake-up bench run one beside their
 /// simulated phones.
+///
+/// Creating it opens the database and wires the application; nothing runs yet. `listen()`
+/// binds the port; `run()` runs the long-running parts as services (the push provider's
+/// connections, the background work, the HTTP listener) until they are asked to stop, then
+/// stops them in reverse order and closes the database.
 public final class EmbeddedServer: Sendable {
     /// What stopped a start, with the step that failed.
     public struct StartError: Error, CustomStringConvertible {
@@ -13,16 +20,14 @@ public final class EmbeddedServer: Sendable {
         public var description: String { "\(step): \(underlying)" }
     }
 
-    /// Where it listens (`host:port`, the real port when 0 was configured).
-    public let address: String
     public let application: Application
     let database: Database
     let server: HTTPServer
-    let background: Task<Void, Never>
     let configuration: ServerConfiguration
+    /// The run started by `start()`, for `stop()`.
+    private let background = Mutex<Task<Void, any Error>?>(nil)
 
-    /// Opens the database under `configuration.dataDirectory`, starts listening and starts the
-    /// background work (sweeps, push dispatch, checkpoints).
+    /// Opens the database under `configuration.dataDirectory` and wires the application.
     public init(configuration: ServerConfiguration, logger: Logger) throws(StartError) {
         self.configuration = configuration
         do {
@@ -48,23 +53,86 @@ public final class EmbeddedServer: Sendable {
         application.metrics.addGauge("switchboard_http_open_connections", help: "Open client connections.") {
             Double(server.openConnectionCount)
         }
+    }
+
+    /// Where it listens (`host:port`, the real port when 0 was configured), once listening.
+    public var address: String { server.localAddress?.description ?? "" }
+
+    /// Binds the listening sockets and starts the HTTP loops; returns the bound address.
+    /// Requests are answered from here on; the background work starts with `run()`.
+    @discardableResult
+    public func listen() throws(StartError) -> String {
         do {
-            address = try server.start().description
+            return try server.start().description
         } catch {
             database.close()
             throw StartError(step: "cannot listen", underlying: error)
         }
-        let application = self.application
-        background = Task.detached { await application.run() }
     }
 
-    /// Answers held long polls, drains requests for up to the configured grace, stops the
-    /// background work and closes the database.
+    /// The long-running parts, in start order. The HTTP listener is last: on a stop it is the
+    /// first to go (answering held long polls, draining requests for the shutdown grace), then
+    /// the background work (sweeps, push dispatch, checkpoints), then the push provider.
+    public var services: [ServiceGroup.Entry] {
+        [
+            ("push provider", PushProviderService(provider: application.dispatcher.provider)),
+            ("background work", BackgroundWork(application: application)),
+            ("http", HTTPListener(server: server, application: application, grace: .seconds(configuration.shutdownGraceSeconds))),
+        ]
+    }
+
+    /// Runs the services (listening first if `listen()` was not called) until one of
+    /// `stopSignals` arrives, the calling task is cancelled, or a service fails; then stops them
+    /// in reverse order and closes the database. Throws the failure, if any.
+    public func run(stopSignals: [Int32] = [], willStop: @escaping @Sendable (ServiceGroup.StopReason) -> Void = { _ in }) async throws {
+        if server.localAddress == nil { try listen() }
+        defer { database.close() }
+        try await ServiceGroup(services, stopSignals: stopSignals, willStop: willStop).run()
+    }
+
+    /// For in-process use (the demo, the wake-up bench): listens and runs in the background
+    /// until `stop()`.
+    public func start() throws(StartError) {
+        try listen()
+        let task = Task { try await self.run() }
+        background.withLock { $0 = task }
+    }
+
+    /// Stops what `start()` started: answers held long polls, drains requests for up to the
+    /// configured grace, stops the background work and the push provider, closes the database.
     public func stop() async {
+        guard let task = background.withLock({ $0 }) else { return }
+        task.cancel()
+        _ = try? await task.value
+    }
+}
+
+/// The HTTP listener as a service: it serves from `listen()` on; asked to stop, it answers the
+/// held long polls and drains for up to `grace`.
+private struct HTTPListener: Service {
+    let server: HTTPServer
+    let application: Application
+    let grace: Duration
+
+    func run() async throws {
+        await waitUntilCancelled()
         application.store.hub.closeAll()
-        await server.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
-        background.cancel()
-        await background.value
-        database.close()
+        // Shut down outside the cancelled task, so the drain gets its full grace.
+        await Task { await server.shutdown(gracePeriod: grace) }.value
+    }
+}
+
+/// The application's background work (sweeps, push dispatch, checkpoints, retention).
+private struct BackgroundWork: Service {
+    let application: Application
+    func run() async throws { await application.run() }
+}
+
+/// The push provider's connections, shut down once the dispatcher has stopped.
+private struct PushProviderService: Service {
+    let provider: any PushProvider
+    func run() async throws {
+        await waitUntilCancelled()
+        await Task { await provider.shutdown() }.value
     }
 }

@@ -1,4 +1,5 @@
-// Wiring only: no loop, C or async code here (top-level code is MainActor-isolated).
+// Wiring only: no loop or C code here. The one await hands the command line to the global
+// executor (top-level code is MainActor-isolated; nothing here needs the main thread).
 import Foundation
 import SwitchboardAPNsEmulator
 import SwitchboardDemo
@@ -21,4 +22,4 @@ if arguments.count > 2, arguments[1] == "help", let command = subcommands[argume
     print(command.help)
     exit(0)
 }
-exit(CommandLineInterface.run(arguments))
+exit(await CommandLineInterface.run(arguments))

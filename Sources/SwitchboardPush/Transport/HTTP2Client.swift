@@ -1,6 +1,7 @@
 import CH2ResetFilter
 import Foundation
 import Synchronization
+import SwitchboardLifecycle
 
 /// An HTTP/2 client for APNs-style traffic: few long-lived connections, many multiplexed streams, a deadline on
 /// every request, and a reconnect backoff that never turns into a tight loop.
@@ -19,12 +20,17 @@ import Synchronization
 /// connection attempts wait `reconnectInitialDelay`, doubling up to `reconnectMaximumDelay`, and only one
 /// request probes the connection; the others wait (within their deadlines). The delay resets when a response
 /// arrives.
-public final class HTTP2Client: Sendable {
+///
+/// Creating the client starts nothing: its loop thread starts with the first request (or with
+/// `run()`, when the client runs as a service), and connections open as requests need them.
+public final class HTTP2Client: Service, Sendable {
     /// The configuration the client was created with.
     public let configuration: HTTP2ClientConfiguration
     private let storage: HTTP2ClientStorage
+    /// The loop thread until it is started (then nil).
+    private let unstarted: Mutex<Thread?>
 
-    /// Creates the client and starts its loop thread; connections open lazily on the first request.
+    /// Creates the client; connections open lazily on the first request.
     ///
     /// Throws ``HTTP2ClientError/invalidConfiguration(_:)`` for values that cannot work.
     public init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
@@ -41,7 +47,23 @@ public final class HTTP2Client: Sendable {
             storage.loopDidExit()
         }
         thread.name = "sb-push-h2"
-        thread.start()
+        unstarted = Mutex(thread)
+    }
+
+    /// Starts the loop thread unless it already runs.
+    private func startLoop() {
+        unstarted.withLock { thread in
+            defer { thread = nil }
+            return thread
+        }?.start()
+    }
+
+    /// Runs the client as a service: starts its loop, and when the task is cancelled shuts the
+    /// client down (pending requests fail with ``HTTP2ClientError/shutdown``).
+    public func run() async throws {
+        startLoop()
+        await waitUntilCancelled()
+        await Task { await self.shutdown() }.value
     }
 
     deinit {
@@ -54,6 +76,7 @@ public final class HTTP2Client: Sendable {
     ///
     /// Any HTTP status is a response; only transport failures throw.
     public func send(_ request: HTTP2Request) async throws -> HTTP2Response {
+        startLoop()
         let deadline = ContinuousClock.now + (request.timeout ?? configuration.requestTimeout)
         let id = storage.reserveID()
         return try await withTaskCancellationHandler {
@@ -97,6 +120,7 @@ public final class HTTP2Client: Sendable {
     /// libcurl handles; returns when the thread has finished. Later sends fail with `.shutdown` at once.
     public func shutdown() async {
         storage.shutDown()
+        startLoop()  // a loop that never ran starts only to see the shutdown and exit
         await storage.waitForLoopExit()
     }
 

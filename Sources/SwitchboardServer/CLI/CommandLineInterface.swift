@@ -54,7 +54,7 @@ public enum CommandLineInterface {
     }
 
     /// Runs the command line and returns the exit status.
-    public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+    public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) async -> Int32 {
         var rest = Array(arguments.dropFirst())
         guard let command = rest.first else {
             print(overview)
@@ -100,7 +100,7 @@ public enum CommandLineInterface {
                     file = (configPath, contents)
                 }
                 let configuration = try ServerConfiguration.resolve(flags: flags, environment: environment, file: file)
-                return ServeCommand(
+                return await ServeCommand(
                     configuration: configuration, warnings: ServerConfiguration.unknownEnvironmentWarnings(environment)
                 ).run()
             } catch let error as UsageError {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SwitchboardCore
 import SwitchboardHTTP
+import SwitchboardLifecycle
 import SwitchboardStore
 
 /// `switchboard serve`: opens the database, starts the HTTP server, waits for SIGTERM/SIGINT
@@ -11,21 +12,14 @@ struct ServeCommand {
     /// Said on standard error before the server starts (unknown `SWITCHBOARD_*` variables).
     var warnings: [String] = []
 
-    func run() -> Int32 {
-        // Block the stop signals in this thread before any other thread exists, so every thread
-        // inherits the mask and only `sigwait` below receives them.
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGTERM)
-        sigaddset(&stopSignals, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
-
+    func run() async -> Int32 {
         let logger = Logger(level: configuration.logLevel)
         let startupLogger = Logger(level: .info, sink: FileDescriptorLogSink.standardError)
         for warning in warnings { startupLogger.warning(warning) }
         let embedded: EmbeddedServer
         do {
             embedded = try EmbeddedServer(configuration: configuration, logger: logger)
+            try embedded.listen()
         } catch {
             startupLogger.error(error.step, [
                 "error": .string(String(describing: error.underlying)), "dataDir": .string(configuration.dataDirectory),
@@ -40,19 +34,23 @@ struct ServeCommand {
         ])
         embedded.application.dispatcher.provider.channel.log(to: logger)
 
-        var received: Int32 = 0
-        sigwait(&stopSignals, &received)
-        logger.info("shutting down", ["signal": .string(received == SIGTERM ? "SIGTERM" : "SIGINT")])
-
-        // The shutdown is async; run it on the global executor and wait here, off the main actor's
-        // executor (this function is not MainActor-isolated, and nothing here needs the main thread).
-        // Held long polls answer at once (empty batches), so they do not hold the drain.
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            await embedded.stop()
-            done.signal()
+        // Until SIGTERM or SIGINT; then the listener drains (held long polls answer at once,
+        // with empty batches), the background work and the push provider stop, in that order.
+        do {
+            try await embedded.run(stopSignals: [SIGTERM, SIGINT]) { reason in
+                switch reason {
+                case .signal(let number):
+                    logger.info("shutting down", ["signal": .string(number == SIGTERM ? "SIGTERM" : "SIGINT")])
+                case .cancelled:
+                    logger.info("shutting down", ["signal": .string("none")])
+                case .serviceEnded(let name):
+                    logger.error("shutting down: a service ended", ["service": .string(name)])
+                }
+            }
+        } catch {
+            logger.error("stopped after a failure", ["error": .string(String(describing: error))])
+            return 1
         }
-        done.wait()
         logger.info("stopped")
         return 0
     }

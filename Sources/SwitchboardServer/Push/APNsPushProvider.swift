@@ -15,6 +15,8 @@ struct APNsPushProvider: PushProvider {
         }
     }
 
+    func shutdown() async { await apns.shutdown() }
+
     /// The provider the configuration asks for, or `nil` when APNs is not configured.
     static func make(from configuration: ServerConfiguration) throws -> APNsPushProvider? {
         let credentials: APNsCredentials

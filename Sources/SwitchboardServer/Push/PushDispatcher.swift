@@ -31,9 +31,13 @@ protocol PushProvider: Sendable {
     /// What the operator is told at start-up about this channel.
     var channel: PushChannelSummary { get }
     func send(_ job: PushJob) async -> PushSendResult
+    /// Closes its connections; called once, after the dispatcher has stopped.
+    func shutdown() async
 }
 
 extension PushProvider {
+    func shutdown() async {}
+
     var channel: PushChannelSummary { PushChannelSummary(provider: name, configured: true, auth: "", endpoints: "", caFile: "") }
 }
 

@@ -1,0 +1,104 @@
+import Glibc
+import Synchronization
+import SwitchboardLifecycle
+import SwitchboardTesting
+import Testing
+
+/// Records what services did, in order.
+private final class Journal: Sendable {
+    private let entries = Mutex<[String]>([])
+    func add(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.withLock { $0 } }
+}
+
+/// Runs until cancelled, then takes a moment to stop (a yield), noting both.
+private struct Recorder: Service {
+    let name: String
+    let journal: Journal
+    func run() async throws {
+        journal.add("start \(name)")
+        await waitUntilCancelled()
+        await Task.yield()
+        journal.add("stop \(name)")
+    }
+}
+
+private struct Failing: Service {
+    struct Boom: Error, Equatable {}
+    let journal: Journal
+    let gate: @Sendable () async -> Void
+    func run() async throws {
+        journal.add("start failing")
+        await gate()
+        throw Boom()
+    }
+}
+
+private struct Returning: Service {
+    func run() async throws {}
+}
+
+@Suite("Service group", .timeLimit(.minutes(2)))
+struct ServiceGroupTests {
+    @Test func cancellingTheGroupStopsTheServicesInReverseOrderEachWaitedFor() async throws {
+        let journal = Journal()
+        let reasons = Mutex<[ServiceGroup.StopReason]>([])
+        let group = ServiceGroup(
+            [("a", Recorder(name: "a", journal: journal)), ("b", Recorder(name: "b", journal: journal)), ("c", Recorder(name: "c", journal: journal))],
+            willStop: { reason in reasons.withLock { $0.append(reason) } })
+        let running = Task { try await group.run() }
+        #expect(await eventually { journal.all.count == 3 })
+        running.cancel()
+        try await running.value
+        #expect(journal.all.suffix(3) == ["stop c", "stop b", "stop a"])
+        #expect(Set(journal.all.prefix(3)) == ["start a", "start b", "start c"])
+        #expect(reasons.withLock { $0 } == [.cancelled])
+    }
+
+    @Test func aFailingServiceStopsTheOthersAndItsErrorIsRethrown() async throws {
+        let journal = Journal()
+        let release = Mutex(false)
+        let group = ServiceGroup([
+            ("a", Recorder(name: "a", journal: journal)),
+            ("failing", Failing(journal: journal, gate: { _ = await eventually { release.withLock { $0 } } })),
+            ("c", Recorder(name: "c", journal: journal)),
+        ])
+        let running = Task { try await group.run() }
+        #expect(await eventually { journal.all.count == 3 })
+        release.withLock { $0 = true }
+        await #expect(throws: Failing.Boom.self) { try await running.value }
+        #expect(journal.all.suffix(2) == ["stop c", "stop a"])
+    }
+
+    @Test func aServiceThatReturnsOnItsOwnEndsTheGroup() async throws {
+        let journal = Journal()
+        let group = ServiceGroup([("a", Recorder(name: "a", journal: journal)), ("quitter", Returning())])
+        await #expect(throws: ServiceGroup.ServiceEndedEarly(name: "quitter")) { try await group.run() }
+        #expect(journal.all.last == "stop a")
+    }
+
+    @Test func aStopSignalStopsTheGroupGracefully() async throws {
+        let journal = Journal()
+        let reasons = Mutex<[ServiceGroup.StopReason]>([])
+        // SIGUSR2 stands in for SIGTERM: the group handles it while it runs.
+        let group = ServiceGroup(
+            [("a", Recorder(name: "a", journal: journal)), ("b", Recorder(name: "b", journal: journal))], stopSignals: [SIGUSR2],
+            willStop: { reason in reasons.withLock { $0.append(reason) } })
+        let running = Task { try await group.run() }
+        #expect(await eventually { journal.all.count == 2 })
+        // The handler is installed before the services start, so one signal is enough.
+        kill(getpid(), SIGUSR2)
+        try await running.value
+        #expect(reasons.withLock { $0 } == [.signal(SIGUSR2)])
+        #expect(journal.all.suffix(2) == ["stop b", "stop a"])
+    }
+
+    @Test func waitUntilCancelledReturnsAtOnceForACancelledTask() async {
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await waitUntilCancelled()
+            return true
+        }
+        #expect(await task.value)
+    }
+}
