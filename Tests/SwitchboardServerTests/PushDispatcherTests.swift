@@ -198,17 +198,6 @@ struct PushDispatcherTests {
         #expect(failures.first?["tokenSuffix"] as? String == "5a5a5a5a")
     }
 
-    @Test func theTransportFailureLogSaysHowManyItLeftOut() {
-        let log = TransportFailureLog(interval: 300)
-        let start = Date(timeIntervalSince1970: 1_000)
-        #expect(log.shouldLog("a", now: start) == 0)
-        #expect(log.shouldLog("a", now: start.addingTimeInterval(10)) == nil)
-        #expect(log.shouldLog("b", now: start.addingTimeInterval(10)) == 0, "another cause is logged at once")
-        #expect(log.shouldLog("a", now: start.addingTimeInterval(299)) == nil)
-        #expect(log.shouldLog("a", now: start.addingTimeInterval(300)) == 2)
-        #expect(log.shouldLog("a", now: start.addingTimeInterval(301)) == nil)
-    }
-
     @Test func theStartUpLineNamesThePushChannel() {
         let sink = RecordingLogSink()
         UnconfiguredPushProvider().channel.log(to: Logger(level: .info, sink: sink))

@@ -75,30 +75,6 @@ struct UnconfiguredPushProvider: PushProvider {
     func send(_ job: PushJob) async -> PushSendResult { .response(status: 0, reason: "ProviderNotConfigured") }
 }
 
-/// Logs a transport failure once per cause per `interval`: a TLS mistake retried for a whole
-/// ring window says so at once, without a line per attempt. Time comes from the caller.
-final class TransportFailureLog: Sendable {
-    let interval: TimeInterval
-    private let state = Mutex<[String: (loggedAt: Date, suppressed: Int)]>([:])
-
-    init(interval: TimeInterval = 300) { self.interval = interval }
-
-    /// How many failures of this cause went unlogged since the last line, or nil when this
-    /// one is not to be logged.
-    func shouldLog(_ cause: String, now: Date) -> Int? {
-        state.withLock { causes in
-            if let entry = causes[cause], now.timeIntervalSince(entry.loggedAt) < interval {
-                causes[cause] = (entry.loggedAt, entry.suppressed + 1)
-                return nil
-            }
-            let suppressed = causes[cause]?.suppressed ?? 0
-            if causes.count >= 1000 { causes.removeAll() }  // bounded: causes are error texts
-            causes[cause] = (now, 0)
-            return suppressed
-        }
-    }
-}
-
 /// Drains the outbox: claims due jobs, drops those whose call stopped ringing, sends the rest,
 /// and records every outcome. Claims are leases, released at start-up, so a restart resumes
 /// exactly the unfinished jobs. Delivery is at least once; a retry or a resend after a crash
@@ -113,7 +89,9 @@ final class PushDispatcher: Sendable {
     let provider: any PushProvider
     let logger: Logger
     let metrics: Metrics
-    let transportFailures = TransportFailureLog()
+    /// Transport failures are logged once per cause per 5 minutes: a TLS mistake retried for a
+    /// whole ring window says so at once, without a line per attempt.
+    private let transportFailures = Mutex(LogThrottle(interval: .seconds(300)))
     /// Jobs claimed per write transaction.
     let batchSize = 64
     /// Jobs being sent at once; past it the loop waits for answers before claiming more.
@@ -314,7 +292,7 @@ final class PushDispatcher: Sendable {
             case .transportFailure(let message):
                 action = .retry
                 reason = message
-                if let suppressed = transportFailures.shouldLog(message, now: store.environment.now()) {
+                if case .log(let suppressed) = transportFailures.withLock({ $0.occurred(message, at: .now) }) {
                     logger.warning("push transport failure; the push is retried until its ring window ends", [
                         "provider": .string(provider.name), "reason": .string(message), "job.id": .string(job.id),
                         "token.suffix": .string(DeviceRoutes.suffix(job.token)), "sameFailuresNotLogged": .int(suppressed),

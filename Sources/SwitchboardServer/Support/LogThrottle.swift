@@ -23,6 +23,8 @@ struct LogThrottle: Sendable {
             return .suppress
         }
         let suppressed = windows[kind]?.suppressed ?? 0
+        // Kinds may be error texts: past 1,000 of them, forget the windows that have closed.
+        if windows.count >= 1000 { windows = windows.filter { now - $0.value.opened < interval } }
         windows[kind] = (now, 0)
         return .log(suppressed: suppressed)
     }
