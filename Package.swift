@@ -66,26 +66,30 @@ let package = Package(
         // OpenSSL: random, hashes, HMAC, scrypt, JWT.
         .target(name: "SwitchboardCrypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
+        // JSON-lines logs, Prometheus metrics and log throttling, for every layer above.
+        .target(name: "SwitchboardObservability", dependencies: ["SwitchboardCore"], swiftSettings: strict),
+
         // HTTP/1.1 over our own epoll loops; knows nothing about the product.
-        .target(name: "SwitchboardHTTP", dependencies: ["CLinux"], swiftSettings: strict),
+        .target(name: "SwitchboardHTTP", dependencies: ["CLinux", "SwitchboardObservability"], swiftSettings: strict),
 
         // Push: the HTTP/2 transport (libcurl multi) and the APNs provider.
         .target(
-            name: "SwitchboardPush", dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto", "SwitchboardLifecycle"],
+            name: "SwitchboardPush",
+            dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto", "SwitchboardLifecycle", "SwitchboardObservability"],
             swiftSettings: strict),
 
         // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
         .target(name: "SwitchboardAPNsEmulator", dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto"], swiftSettings: strict),
 
         // Storage: SQLite owner, migrations, writer/reader connections.
-        .target(name: "SwitchboardStore", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "SwitchboardStore", dependencies: ["CSQLite", "SwitchboardObservability"], swiftSettings: strict),
 
         // Routes, configuration, logging, metrics, services.
         .target(
             name: "SwitchboardServer",
             dependencies: [
                 "SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
-                "SwitchboardPush", "SwitchboardLifecycle",
+                "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability",
             ],
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
@@ -99,7 +103,7 @@ let package = Package(
             name: "SwitchboardDemo",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardWire", "SwitchboardNetSim",
+                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability",
             ],
             swiftSettings: strict),
 
@@ -151,6 +155,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
                 "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
+                "SwitchboardObservability", "SwitchboardLifecycle",
             ],
             swiftSettings: strict),
     ]

@@ -6,6 +6,7 @@ import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardServer
 import SwitchboardWire
+import SwitchboardObservability
 
 /// The whole system in one process: the server on a temporary SQLite database, the APNs
 /// emulator (TLS, as Apple's), and simulated phones whose pushes come from the emulator's inbox.

@@ -4,6 +4,7 @@ import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardHTTP
 import SwitchboardStore
+import SwitchboardObservability
 
 /// The product behind the transport: routes every request, maps errors to the envelope,
 /// stamps a request id on the response and on every log line, and records metrics.

@@ -3,6 +3,7 @@ import Synchronization
 import SwitchboardHTTP
 import SwitchboardLifecycle
 import SwitchboardStore
+import SwitchboardObservability
 
 /// The whole server in this process: database, application, HTTP listener and background
 /// work. `switchboard serve` runs one; the demo and the wake-up bench run one beside their

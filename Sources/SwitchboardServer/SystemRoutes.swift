@@ -1,6 +1,7 @@
 import Synchronization
 import SwitchboardHTTP
 import SwitchboardStore
+import SwitchboardObservability
 
 /// `/healthz`, `/metrics` and `/openapi.json`.
 struct SystemRoutes {

@@ -3,6 +3,7 @@ import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 import SwitchboardWire
+import SwitchboardObservability
 
 /// Behaviour the OpenAPI document states and `scripts/api-contract.sh` checks by machine, kept
 /// here too so that a regression fails in seconds with a name: rules a JSON Schema can express

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
+import SwitchboardObservability
 
 @Suite("Application pipeline", .timeLimit(.minutes(3)))
 struct ApplicationTests {

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import SwitchboardServer
 import SwitchboardTesting
+import SwitchboardObservability
 
 /// A provider that holds the answers for some tokens until released, and answers the others
 /// from a script (200 when it runs out).

@@ -3,6 +3,7 @@ import Synchronization
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 import SwitchboardStore
+import SwitchboardObservability
 
 /// A fresh directory under the system temporary directory, removed by `remove()`.
 struct ScratchDirectory: Sendable {

@@ -4,6 +4,7 @@ import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 import SwitchboardWire
+import SwitchboardObservability
 
 /// A registered user as the social tests drive one.
 struct SocialUser: Sendable, Equatable {

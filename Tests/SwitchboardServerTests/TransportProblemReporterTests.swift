@@ -3,6 +3,7 @@ import Glibc
 import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
+import SwitchboardObservability
 
 /// The HTTP transport's failures in `/metrics` (every one) and in the log (a line per kind now
 /// and then, with how many were left out).

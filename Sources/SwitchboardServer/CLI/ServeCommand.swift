@@ -4,6 +4,7 @@ import SwitchboardCore
 import SwitchboardHTTP
 import SwitchboardLifecycle
 import SwitchboardStore
+import SwitchboardObservability
 
 /// `switchboard serve`: opens the database, starts the HTTP server, waits for SIGTERM/SIGINT
 /// and shuts down gracefully.

@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCore
 import SwitchboardStore
 import SwitchboardWire
+import SwitchboardObservability
 
 extension CallTransitionError {
     var apiError: APIError { APIError(status: status, code: code, message: message) }

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardHTTP
+import SwitchboardObservability
 
 /// Everything `switchboard serve` can be told. Each setting has an embedded default, a key in
 /// the JSON configuration file, an environment variable and (for the common ones) a flag.

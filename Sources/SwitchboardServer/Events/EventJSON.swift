@@ -1,5 +1,6 @@
 import SwitchboardHTTP
 import SwitchboardWire
+import SwitchboardObservability
 
 /// Event JSON written by hand for the hot path (every long-poll answer and stream frame):
 /// the same bytes `JSONEncoder` with sorted keys produces, at a fraction of the cost.

@@ -1,4 +1,5 @@
 import SwitchboardHTTP
+import SwitchboardObservability
 
 /// An error the API answers with: a status and the spec's envelope
 /// `{"error": {"code": "UPPER_SNAKE", "message": "...", "field"?: "..."}}`.

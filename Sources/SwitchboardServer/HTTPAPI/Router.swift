@@ -1,4 +1,5 @@
 import SwitchboardHTTP
+import SwitchboardObservability
 
 /// What a route handler gets: the request, its path parameters, and a logger carrying the
 /// request id.

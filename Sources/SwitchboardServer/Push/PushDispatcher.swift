@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SwitchboardCore
 import SwitchboardStore
+import SwitchboardObservability
 
 /// One push as a provider sends it.
 struct PushJob: Sendable {

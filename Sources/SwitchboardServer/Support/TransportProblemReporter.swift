@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import SwitchboardHTTP
+import SwitchboardObservability
 
 /// Where the HTTP transport's failures go: every one is counted in `/metrics`, and each kind
 /// (call and errno) is logged at most once per `logInterval`, so running out of descriptors

@@ -3,20 +3,20 @@ import Foundation
 /// Decides which occurrences of a repeating condition get a log line: the first of each kind,
 /// then at most one per `interval`, which carries how many were left out since the last line.
 /// A pure value: the caller passes the time and holds it under a lock.
-struct LogThrottle: Sendable {
-    enum Decision: Sendable, Equatable {
+public struct LogThrottle: Sendable {
+    public enum Decision: Sendable, Equatable {
         /// Write a line; `suppressed` occurrences of this kind were not logged since the last one.
         case log(suppressed: Int)
         case suppress
     }
 
-    let interval: Duration
+    public let interval: Duration
     private var windows: [String: (opened: ContinuousClock.Instant, suppressed: Int)] = [:]
 
-    init(interval: Duration) { self.interval = interval }
+    public init(interval: Duration) { self.interval = interval }
 
     /// One occurrence of `kind` at `now`.
-    mutating func occurred(_ kind: String, at now: ContinuousClock.Instant) -> Decision {
+    public mutating func occurred(_ kind: String, at now: ContinuousClock.Instant) -> Decision {
         if var window = windows[kind], now - window.opened < interval {
             window.suppressed += 1
             windows[kind] = window

@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import Synchronization
 import SwitchboardCore
-import SwitchboardHTTP
 
 /// Log severity, lowest first.
 public enum LogLevel: String, Sendable, CaseIterable, Comparable, Codable, Equatable {
