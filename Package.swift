@@ -66,11 +66,14 @@ let package = Package(
         // OpenSSL: random, hashes, HMAC, scrypt, JWT.
         .target(name: "SwitchboardCrypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
+        // System calls (EINTR, errno as a typed error) and the monotonic clock, for every module that makes them.
+        .target(name: "SwitchboardPOSIX", swiftSettings: strict),
+
         // JSON-lines logs, Prometheus metrics and log throttling, for every layer above.
         .target(name: "SwitchboardObservability", dependencies: ["SwitchboardCore"], swiftSettings: strict),
 
         // HTTP/1.1 over our own epoll loops; knows nothing about the product.
-        .target(name: "SwitchboardHTTP", dependencies: ["CLinux", "SwitchboardObservability"], swiftSettings: strict),
+        .target(name: "SwitchboardHTTP", dependencies: ["CLinux", "SwitchboardObservability", "SwitchboardPOSIX"], swiftSettings: strict),
 
         // Push: the HTTP/2 transport (libcurl multi) and the APNs provider.
         .target(
@@ -79,7 +82,7 @@ let package = Package(
             swiftSettings: strict),
 
         // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
-        .target(name: "SwitchboardAPNsEmulator", dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto"], swiftSettings: strict),
+        .target(name: "SwitchboardAPNsEmulator", dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX"], swiftSettings: strict),
 
         // Storage: SQLite owner, migrations, writer/reader connections.
         .target(name: "SwitchboardStore", dependencies: ["CSQLite", "SwitchboardObservability"], swiftSettings: strict),
@@ -95,7 +98,7 @@ let package = Package(
             plugins: ["EmbedOpenAPI"]),
 
         // Weak networks on loopback: a TCP proxy that applies a named network profile.
-        .target(name: "SwitchboardNetSim", swiftSettings: strict),
+        .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX"], swiftSettings: strict),
 
         // `switchboard demo` and `switchboard bench wakeup`: the server, the APNs emulator and
         // simulated phones in one process.

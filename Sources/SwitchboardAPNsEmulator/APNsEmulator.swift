@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SwitchboardPOSIX
 
 /// A local stand-in for Apple's APNs: HTTP/2 (h2c with prior knowledge, or TLS with ALPN `h2`),
 /// APNs's validation and answers, scripted faults, and an inbox per device token that a

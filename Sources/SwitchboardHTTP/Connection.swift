@@ -1,3 +1,4 @@
+import SwitchboardPOSIX
 /// One accepted socket's state. Touched only on its loop's thread.
 final class Connection {
     enum Phase {

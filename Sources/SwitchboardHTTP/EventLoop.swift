@@ -2,6 +2,7 @@ import CLinux
 import Foundation
 import Glibc
 import Synchronization
+import SwitchboardPOSIX
 
 /// One epoll loop on its own thread: accepts on its own `SO_REUSEPORT` socket, reads and parses
 /// requests, starts handler tasks, and writes whatever tasks hand back through its inbox.

@@ -3,6 +3,7 @@ import Foundation
 import SwitchboardObservability
 import Glibc
 import Synchronization
+import SwitchboardPOSIX
 
 /// A request handler: transport-neutral, never throws (errors are responses).
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import SwitchboardPOSIX
 
 /// A bound or peer address.
 public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SwitchboardPOSIX
 
 /// Settings of an ``ImpairmentProxy``; everything but the upstream and the profile has a default.
 public struct ImpairmentProxyConfiguration: Sendable {
@@ -188,7 +189,7 @@ final class ProxyCore: Sendable {
         (listenFD, port) = try Socket.listen(on: configuration.listen)
         var ends: [Int32] = [0, 0]
         do throws(NetSimError) {
-            try systemCall("pipe") { pipe(&ends) }
+            try posixCall("pipe") { pipe(&ends) }
         } catch {
             close(listenFD)
             throw error

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchboardPOSIX
 
 /// One proxied connection, run start to end on its own thread: connects upstream, then moves
 /// bytes both ways with `poll`, holding each segment until its schedule releases it.

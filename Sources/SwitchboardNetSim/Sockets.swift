@@ -1,29 +1,16 @@
 import Glibc
 import Synchronization
+import SwitchboardPOSIX
 
-/// The one choke point for system calls: retries `EINTR`, turns -1 into a `systemCall` error
-/// with the call's name and `strerror` text.
+/// The shared system-call choke point (`SwitchboardPOSIX.systemCall`), its failure as the
+/// proxy's `systemCall` error.
 @discardableResult
-func systemCall<T: FixedWidthInteger>(_ name: String, _ body: () -> T) throws(NetSimError) -> T {
-    while true {
-        let result = body()
-        if result != -1 { return result }
-        let code = errno
-        if code == EINTR { continue }
-        throw NetSimError(.systemCall, "\(name): \(describeErrno(code))")
+func posixCall<T: FixedWidthInteger>(_ name: String, _ body: () -> T) throws(NetSimError) -> T {
+    do throws(SystemCallError) {
+        return try systemCall(name, body)
+    } catch {
+        throw NetSimError(.systemCall, error.description)
     }
-}
-
-/// `strerror` text with the number, e.g. "Connection refused (errno 111)".
-func describeErrno(_ code: Int32) -> String {
-    "\(String(cString: strerror(code))) (errno \(code))"
-}
-
-/// Seconds on the monotonic clock: the only clock the proxy reads (the schedule never does).
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
 }
 
 /// Socket set-up for the proxy: IPv4 TCP only.
@@ -33,10 +20,10 @@ enum Socket {
     /// A non-blocking listening socket bound to `endpoint`, and the port it got.
     static func listen(on endpoint: IPv4Endpoint, backlog: Int32 = 128) throws(NetSimError) -> (fd: Int32, port: Int) {
         var address = try endpoint.socketAddress(role: "listen address")
-        let fd = try systemCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        let fd = try posixCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
         do throws(NetSimError) {
             var on: Int32 = 1
-            try systemCall("setsockopt(SO_REUSEADDR)") {
+            try posixCall("setsockopt(SO_REUSEADDR)") {
                 setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
             }
             let bound = withUnsafePointer(to: &address) {
@@ -45,10 +32,10 @@ enum Socket {
             if bound != 0 {
                 throw NetSimError(.bindFailed, "cannot listen on \(endpoint): \(describeErrno(errno))")
             }
-            try systemCall("listen(\(endpoint))") { Glibc.listen(fd, backlog) }
+            try posixCall("listen(\(endpoint))") { Glibc.listen(fd, backlog) }
             var local = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try systemCall("getsockname") {
+            try posixCall("getsockname") {
                 withUnsafeMutablePointer(to: &local) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
                 }
@@ -81,7 +68,7 @@ enum Socket {
     /// `wakeFD` becomes readable (the proxy is stopping). Returns a non-blocking socket.
     static func connect(to endpoint: IPv4Endpoint, timeout: Double, wakeFD: Int32) throws(NetSimError) -> Int32 {
         var address = try endpoint.socketAddress(role: "upstream")
-        let fd = try systemCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        let fd = try posixCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
         let started = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SwitchboardPOSIX
 
 /// The emulator's event loop: one dedicated thread polling the listener, a wake pipe and every
 /// connection, firing delayed answers and long-poll deadlines from one timer list.

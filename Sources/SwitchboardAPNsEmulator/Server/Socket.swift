@@ -1,26 +1,8 @@
 import Glibc
+import SwitchboardPOSIX
 
-/// A failed system call, with the call's name and `errno`'s text.
-public struct APNsEmulatorSystemError: Error, Sendable, CustomStringConvertible {
-    /// The call that failed, with context (`"bind 127.0.0.1:2197"`).
-    public let call: String
-    /// The `errno` value.
-    public let errno: Int32
-    /// `"<call>: <strerror text> (errno N)"`.
-    public var description: String { "\(call): \(String(cString: strerror(errno))) (errno \(errno))" }
-}
-
-/// The one choke point for system calls: retries `EINTR`, turns -1 into a typed error.
-@discardableResult
-func systemCall<T: FixedWidthInteger>(_ name: @autoclosure () -> String, _ body: () -> T) throws(APNsEmulatorSystemError) -> T {
-    while true {
-        let result = body()
-        if result != -1 { return result }
-        let code = Glibc.errno
-        if code == EINTR { continue }
-        throw APNsEmulatorSystemError(call: name(), errno: code)
-    }
-}
+/// The emulator's system-call failures are the shared `SystemCallError`.
+public typealias APNsEmulatorSystemError = SystemCallError
 
 /// Socket set-up for the listener and accepted connections.
 enum Socket {
