@@ -106,7 +106,7 @@ let package = Package(
             name: "SwitchboardDemo",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability",
+                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting",
             ],
             swiftSettings: strict),
 
@@ -134,7 +134,9 @@ let package = Package(
         .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire", "SwitchboardTesting"],
+            swiftSettings: strict),
         .testTarget(
             name: "SwitchboardCallKitTests",
             dependencies: [
@@ -143,7 +145,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "SwitchboardDemoTests", dependencies: ["SwitchboardDemo"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(

@@ -3,6 +3,7 @@ import Synchronization
 import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardWire
+import SwitchboardTesting
 
 /// `switchboard demo`: the server, the APNs emulator and five simulated phones in one process,
 /// playing the calls users ask about first, with a timeline of who did what, which path woke
@@ -336,7 +337,7 @@ struct DemoRun {
     }
 
     func until(_ what: String, seconds: Double = 10, _ condition: () -> Bool) async throws {
-        guard await poll(seconds: seconds, condition) else { throw DemoFailure(description: "timed out waiting for: \(what)") }
+        guard await eventually(seconds: seconds, condition) else { throw DemoFailure(description: "timed out waiting for: \(what)") }
     }
 
     func pause(_ seconds: Double) async throws { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }

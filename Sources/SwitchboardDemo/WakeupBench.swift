@@ -4,6 +4,7 @@ import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardNetSim
 import SwitchboardWire
+import SwitchboardTesting
 
 /// `switchboard bench wakeup`: simulated phones behind the impairment proxy, one network
 /// profile after another; for each ring the wake-up latency and whether the call was set up.
@@ -246,7 +247,7 @@ public enum WakeupBench {
                 return true
             }?.at
         }
-        guard await poll(seconds: 30, { woke() != nil }), let wokeAt = woke() else {
+        guard await eventually(seconds: 30, { woke() != nil }), let wokeAt = woke() else {
             try? caller.hangUp(callID)
             return WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "never rang")
         }
@@ -261,7 +262,7 @@ public enum WakeupBench {
         func connected(_ phone: SimulatedPhone) -> Date? {
             phone.notices.first { if case .connected(let id) = $0.notice { id == callID } else { false } }?.at
         }
-        let both = await poll(seconds: options.setupLimitSeconds + 7) { connected(caller) != nil && connected(callee) != nil }
+        let both = await eventually(seconds: options.setupLimitSeconds + 7) { connected(caller) != nil && connected(callee) != nil }
         let setup = both ? max(connected(caller)!, connected(callee)!).timeIntervalSince(answered) * 1000 : nil
         let succeeded = setup.map { $0 <= options.setupLimitSeconds * 1000 } ?? false
         var failure: String?
@@ -275,7 +276,7 @@ public enum WakeupBench {
             failure = "connected too late"
         }
         try? caller.hangUp(callID)
-        _ = await poll(seconds: 10) {
+        _ = await eventually(seconds: 10) {
             caller.coordinator?.call(callID)?.stage == .ended && callee.coordinator?.call(callID)?.stage == .ended
         }
         return WakeupSample(
@@ -284,17 +285,6 @@ public enum WakeupBench {
             callerConnectedMilliseconds: connected(caller).map { $0.timeIntervalSince(answered) * 1000 })
     }
 
-}
-
-/// Checks `condition` every 10 ms until it holds (true) or `seconds` pass (false): the demo and
-/// the bench watch simulated phones this way.
-func poll(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() > deadline || Task.isCancelled { return false }
-        try? await Task.sleep(nanoseconds: 10_000_000)
-    }
-    return true
 }
 
 /// The APNs → phone leg of a profile: each push is delayed as the profile's downlink would

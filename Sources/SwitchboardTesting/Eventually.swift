@@ -14,7 +14,7 @@ public let generousWait: Double = 60
 /// #expect(await eventually { server.openConnectionCount == 0 })
 /// ```
 public func eventually(
-    seconds: Double = generousWait, every interval: Duration = .milliseconds(10), _ condition: @Sendable () async -> Bool
+    seconds: Double = generousWait, every interval: Duration = .milliseconds(10), _ condition: () async -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline, !Task.isCancelled {

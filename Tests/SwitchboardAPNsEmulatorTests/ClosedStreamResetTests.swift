@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardAPNsEmulator
 import SwitchboardPush
 import Testing
+import SwitchboardTesting
 
 /// Our HTTP/2 client (libcurl 7.88.1 + the closed-stream reset filter) against the emulator
 /// over TLS: a long run of pushes stays on one connection and resets no stream.

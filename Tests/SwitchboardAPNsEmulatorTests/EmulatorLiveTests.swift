@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardAPNsEmulator
 import SwitchboardCrypto
 import Testing
+import SwitchboardTesting
 
 /// The emulator over real loopback sockets, with an nghttp2 client of the tests' own.
 @Suite(.timeLimit(.minutes(5))) struct EmulatorLiveTests {

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardAPNsEmulator
 import Testing
+import SwitchboardTesting
 
 /// Every fault kind over loopback.
 @Suite(.timeLimit(.minutes(5))) struct FaultLiveTests {

@@ -299,15 +299,3 @@ final class NoticeLog: Sendable {
     var all: [CallLedger.Notice] { entries.withLock { $0 } }
 }
 
-/// Polls `condition` every 10 ms until it holds, `seconds` (generous: a bound for a broken or hung
-/// coordinator, not a timing assertion) pass, or the task is cancelled; returns whether it held.
-/// For the few waits on real work (a request reaching the backend); the rest runs on the
-/// manual clock.
-func eventually(seconds: Double = 60, _ condition: @Sendable () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline, !Task.isCancelled {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
-}

@@ -4,6 +4,7 @@ import Testing
 import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardWire
+import SwitchboardTesting
 
 /// Found in review: the server left in a wrong state after races and failures, a mute lost
 /// before media joined, an end the call system refused, a manual clock that ignored cancellation.

@@ -4,6 +4,7 @@ import Testing
 import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardWire
+import SwitchboardTesting
 
 /// The session token expires during a call (SPEC §4 rule 4: no stuck call screen). The app
 /// refreshes it and hands the coordinator a new backend with `use(backend:)`, as the README
@@ -139,11 +140,7 @@ final class TokenBackend: CallBackend {
 
     /// Waits (real time, bounded) until `condition` holds: the in-memory requests run on tasks.
     func eventually(_ condition: @escaping (State) -> Bool) async -> Bool {
-        for _ in 0..<5000 {
-            if state.withLock({ condition($0) }) { return true }
-            try? await Task.sleep(nanoseconds: 1_000_000)
-        }
-        return false
+        await SwitchboardTesting.eventually { state.withLock { condition($0) } }
     }
 
     private func check(_ request: String) throws {

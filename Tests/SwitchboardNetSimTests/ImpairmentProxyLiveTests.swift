@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import SwitchboardNetSim
+import SwitchboardTesting
 
 /// Starts an echo server and a proxy in front of it for one test, and always stops both.
 private func withEchoProxy(
@@ -14,10 +15,10 @@ private func withEchoProxy(
         let port = try proxy.start()
         try await body(proxy, port, echo)
     } catch {
-        await onThread { proxy.stop(); echo.stop() }
+        await offPool { proxy.stop(); echo.stop() }
         throw error
     }
-    await onThread { proxy.stop(); echo.stop() }
+    await offPool { proxy.stop(); echo.stop() }
 }
 
 private func plain(_ name: String, latency: Duration, downlinkBytesPerSecond: Int? = nil) -> NetworkProfile {
@@ -38,11 +39,11 @@ struct ImpairmentProxyLiveTests {
             let payload = (0..<1_048_576).map { _ in UInt8(truncatingIfNeeded: random.next()) }
             let client = try TestSocket.connect(port: port)
             defer { Glibc.close(client) }
-            async let sent: Bool = onThread {
+            async let sent: Bool = offPool {
                 defer { shutdown(client, Int32(SHUT_WR)) }
                 return TestSocket.sendAll(client, payload)
             }
-            let (echoed, end) = await onThread { TestSocket.receive(client) }
+            let (echoed, end) = await offPool { TestSocket.receive(client) }
             #expect(await sent)
             #expect(end == .endOfStream, "the half-close came back as a clean end, not a reset")
             #expect(echoed.count == payload.count)
@@ -62,7 +63,7 @@ struct ImpairmentProxyLiveTests {
             let opened = clock.now
             let client = try TestSocket.connect(port: port)
             defer { Glibc.close(client) }
-            let (replies, timings) = await onThread { () -> ([[UInt8]], [Double]) in
+            let (replies, timings) = await offPool { () -> ([[UInt8]], [Double]) in
                 TestSocket.sendAll(client, Array("ping".utf8))
                 let first = TestSocket.receive(client, count: 4).bytes
                 let afterFirst = clock.now
@@ -85,7 +86,7 @@ struct ImpairmentProxyLiveTests {
             let client = try TestSocket.connect(port: port)
             defer { Glibc.close(client) }
             let clock = ContinuousClock()
-            let (received, elapsed) = await onThread { () -> ([UInt8], Duration) in
+            let (received, elapsed) = await offPool { () -> ([UInt8], Duration) in
                 let started = clock.now
                 TestSocket.sendAll(client, [UInt8](repeating: 7, count: 20_000))
                 let received = TestSocket.receive(client, count: 20_000).bytes
@@ -102,7 +103,7 @@ struct ImpairmentProxyLiveTests {
         try await withEchoProxy(profile: profile) { proxy, port, echo in
             let client = try TestSocket.connect(port: port)
             defer { Glibc.close(client) }
-            let (bytes, end) = await onThread {
+            let (bytes, end) = await offPool {
                 TestSocket.sendAll(client, Array("hello".utf8))
                 return TestSocket.receive(client)
             }
@@ -126,7 +127,7 @@ struct ImpairmentProxyLiveTests {
         try await withEchoProxy(profile: profile, seed: proxySeed) { proxy, port, echo in
             let client = try TestSocket.connect(port: port)
             defer { Glibc.close(client) }
-            let (first, rest) = await onThread {
+            let (first, rest) = await offPool {
                 TestSocket.sendAll(client, Array("hello".utf8))
                 return (TestSocket.receive(client, count: 5), TestSocket.receive(client))
             }
@@ -145,12 +146,12 @@ struct ImpairmentProxyLiveTests {
         let port = try proxy.start()
         let client = try TestSocket.connect(port: port)
         defer { Glibc.close(client) }
-        let (bytes, end) = await onThread { TestSocket.receive(client) }
+        let (bytes, end) = await offPool { TestSocket.receive(client) }
         #expect(bytes.isEmpty)
         #expect(end == .reset || end == .endOfStream)
         #expect(await eventually { proxy.statistics.upstreamFailures == 1 })
         #expect(messages.withLock { $0.first?.contains("cannot connect to upstream 127.0.0.1:") } == true)
-        await onThread { proxy.stop() }
+        await offPool { proxy.stop() }
     }
 
     @Test func stopClosesTheListenerAndEveryConnectionAndLeaksNothing() async throws {
@@ -158,17 +159,17 @@ struct ImpairmentProxyLiveTests {
         let proxy = ImpairmentProxy(configuration: .init(upstream: .loopback(port: echo.port), profile: .good))
         let port = try proxy.start()
         let client = try TestSocket.connect(port: port)
-        let echoed = await onThread { () -> [UInt8] in
+        let echoed = await offPool { () -> [UInt8] in
             TestSocket.sendAll(client, Array("hi".utf8))
             return TestSocket.receive(client, count: 2).bytes
         }
         #expect(echoed == Array("hi".utf8))
         #expect(proxy.statistics.connectionsOpen == 1)
 
-        await onThread { proxy.stop() }
+        await offPool { proxy.stop() }
         #expect(proxy.port == nil)
         #expect(proxy.statistics.connectionsOpen == 0)
-        let end = await onThread { TestSocket.receive(client).end }
+        let end = await offPool { TestSocket.receive(client).end }
         #expect(end == .endOfStream || end == .reset)
         Glibc.close(client)
         #expect(throws: TestFailure.self) { Glibc.close(try TestSocket.connect(port: port)) }
@@ -176,7 +177,7 @@ struct ImpairmentProxyLiveTests {
             echo.openConnections == 0 && socketDescriptors(localPort: port, peerPort: echo.port).isEmpty
         }, "\(socketDescriptors(localPort: port, peerPort: echo.port)) still open")
         proxy.stop()  // again: nothing happens
-        await onThread { echo.stop() }
+        await offPool { echo.stop() }
     }
 
     @Test func startReportsBadAddressesBindFailuresAndProfiles() throws {

@@ -85,15 +85,6 @@ struct DescriptorExhaustionLiveTests {
     }
 }
 
-/// Polls `condition` (with short pauses) until it holds or `seconds` pass.
-private func eventually(seconds: Double, _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return await condition()
-}
 
 /// `switchboard serve` under `ulimit -n <limit>` (soft and hard, so the server cannot raise it),
 /// started through `/bin/sh`, which `exec`s it: the process id is the server's.

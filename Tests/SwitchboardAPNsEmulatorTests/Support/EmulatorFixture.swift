@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardAPNsEmulator
 import SwitchboardCrypto
+import SwitchboardTesting
 
 /// Shared values for the tests: a fixed clock, a signing key, tokens and well-formed pushes.
 enum Fixture {
@@ -77,19 +78,4 @@ func withEmulator<T>(
         await emulator.shutdown()
         throw error
     }
-}
-
-/// How long a test waits for what normally takes milliseconds: a bound for a hung or broken
-/// emulator on a loaded machine, never a timing assertion.
-let generousWait: Double = 60
-
-/// Polls `condition` every 10 ms until it holds, `seconds` pass, or the task is cancelled;
-/// returns whether it became true.
-func eventually(within seconds: Double = generousWait, _ condition: () -> Bool) async -> Bool {
-    let deadline = monotonic() + seconds
-    while monotonic() < deadline, !Task.isCancelled {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

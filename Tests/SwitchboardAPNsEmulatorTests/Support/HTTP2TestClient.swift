@@ -1,6 +1,7 @@
 import CNGHTTP2
 import Foundation
 import Glibc
+import SwitchboardTesting
 
 /// One request for ``HTTP2TestClient``.
 struct TestRequest: Sendable {

@@ -1,28 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
-
-/// Runs blocking work on a thread of its own, so it never occupies Swift's cooperative pool.
-func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: work()) }
-    }
-}
-
-/// How long a test waits for what normally takes milliseconds: a bound for a hung or broken
-/// proxy on a loaded machine, never a timing assertion.
-let generousWait: Double = 60
-
-/// Polls a condition every 10 ms until it holds, `seconds` pass, or the task is cancelled (a
-/// deadline for waiting, not a timing assertion).
-func eventually(seconds: Double = generousWait, _ condition: @Sendable () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline, !Task.isCancelled {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
+import SwitchboardTesting
 
 /// Where two byte arrays first differ (an index into both, or the shorter one's count), or `nil`
 /// when they are equal. For large payloads, where `#expect(a == b)` would make Swift Testing
