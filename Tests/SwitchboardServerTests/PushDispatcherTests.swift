@@ -183,8 +183,10 @@ struct PushDispatcherTests {
             env.world.clock.advance(seconds: 9)
             steps += 1
         }
+        // It ends expired (the ring window passed) or dropped (the ring-timeout sweep ended the
+        // call first, on the same clock); either way undelivered after the same error.
         let job = try #require(try await env.job(failing))
-        #expect(job.state == "expired" && job.attempts >= 4, "\(job)")
+        #expect(["expired", "dropped"].contains(job.state) && job.attempts >= 4, "\(job)")
 
         let lines = env.app.sink.recorded.filter { $0.contains("push transport failure") }
         #expect(lines.count == 1, "\(lines)")
@@ -194,7 +196,7 @@ struct PushDispatcherTests {
             "GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer admin-key-0123456789"])
         let failures = try #require(status.json?["newestFailures"] as? [[String: Any]])
         #expect(failures.count == 1)
-        #expect(failures.first?["state"] as? String == "expired")
+        #expect(failures.first?["state"] as? String == job.state)
         #expect(failures.first?["lastError"] as? String == tls)
         #expect(failures.first?["tokenSuffix"] as? String == "5a5a5a5a")
     }
