@@ -82,7 +82,10 @@ let package = Package(
             swiftSettings: strict),
 
         // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
-        .target(name: "SwitchboardAPNsEmulator", dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX"], swiftSettings: strict),
+        .target(
+            name: "SwitchboardAPNsEmulator",
+            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardObservability"],
+            swiftSettings: strict),
 
         // Storage: SQLite owner, migrations, writer/reader connections.
         .target(name: "SwitchboardStore", dependencies: ["CSQLite", "SwitchboardObservability"], swiftSettings: strict),
@@ -106,7 +109,7 @@ let package = Package(
             name: "SwitchboardDemo",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting",
+                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting", "SwitchboardCore",
             ],
             swiftSettings: strict),
 

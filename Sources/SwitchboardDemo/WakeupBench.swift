@@ -5,6 +5,7 @@ import SwitchboardKitTesting
 import SwitchboardNetSim
 import SwitchboardWire
 import SwitchboardTesting
+import SwitchboardCore
 
 /// `switchboard bench wakeup`: simulated phones behind the impairment proxy, one network
 /// profile after another; for each ring the wake-up latency and whether the call was set up.
@@ -137,7 +138,7 @@ public enum WakeupBench {
 
     /// Runs every profile, prints the table, writes the files.
     public static func execute(_ options: Options) async throws -> WakeupReport {
-        let started = ISO8601DateFormatter().string(from: Date())
+        let started = Timestamp.iso8601(Date())
         let stack = try await DemoStack()
         do {
             let report = try await measure(options, on: stack, startedAt: started)

@@ -133,9 +133,4 @@ import Testing
         #expect(store.hasNews(token: a, after: 1))
         #expect(!store.hasNews(token: a, after: 0))
     }
-
-    @Test func timestampsAreISO8601WithMilliseconds() {
-        #expect(Timestamp.iso8601(milliseconds: 1_700_000_000_123) == "2023-11-14T22:13:20.123Z")
-        #expect(Timestamp.iso8601(milliseconds: 0) == "1970-01-01T00:00:00.000Z")
-    }
 }

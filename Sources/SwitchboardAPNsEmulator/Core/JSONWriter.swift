@@ -1,3 +1,4 @@
+import SwitchboardObservability
 /// Writes compact JSON text in the order it is given, so responses have a stable member order
 /// and already-validated JSON (a push payload) can be embedded byte for byte.
 ///
@@ -95,20 +96,7 @@ struct JSONWriter {
 
     private mutating func appendQuoted(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": bytes.append(contentsOf: #"\""#.utf8)
-            case "\\": bytes.append(contentsOf: #"\\"#.utf8)
-            case "\n": bytes.append(contentsOf: #"\n"#.utf8)
-            case "\r": bytes.append(contentsOf: #"\r"#.utf8)
-            case "\t": bytes.append(contentsOf: #"\t"#.utf8)
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                bytes.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8)
-            default:
-                bytes.append(contentsOf: String(scalar).utf8)
-            }
-        }
+        bytes.append(contentsOf: JSONText.escape(value).utf8)
         bytes.append(UInt8(ascii: "\""))
     }
 

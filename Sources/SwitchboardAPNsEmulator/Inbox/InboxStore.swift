@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// One push as the simulated phone receives it.
 public struct APNsInboxMessage: Sendable, Hashable {
     /// Position in this token's inbox: 1 for the first push, then 2, 3, … (never reused).
