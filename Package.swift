@@ -153,7 +153,7 @@ let package = Package(
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardAPNsEmulatorTests",
-            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush"],
+            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush", "SwitchboardCore"],
             swiftSettings: strict),
         .testTarget(
             name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardTesting"],

@@ -11,6 +11,7 @@ struct APNsResponsePolicyTests {
         (400, "DeviceTokenNotForTopic", .reclassifyToken), (400, "DuplicateHeaders", .fail), (400, "IdleTimeout", .retry),
         (400, "InvalidPushType", .fail), (400, "MissingDeviceToken", .fail), (400, "MissingTopic", .fail),
         (400, "PayloadEmpty", .fail), (400, "TopicDisallowed", .fail),
+        (400, "BadPayload", .fail),  // the emulator's own reason for a body that is not JSON
         (403, "BadCertificate", .fail), (403, "BadCertificateEnvironment", .fail),
         (403, "ExpiredProviderToken", .refreshProviderTokenAndRetry), (403, "Forbidden", .fail),
         (403, "InvalidProviderToken", .fail), (403, "MissingProviderToken", .fail), (403, "UnrelatedKeyIdInToken", .fail),
@@ -25,6 +26,7 @@ struct APNsResponsePolicyTests {
     @Test(arguments: table)
     func documentedAnswer(status: Int, reason: String, action: PushAction) {
         #expect(APNsResponsePolicy.action(status: status, reason: APNsReason(reason)) == action)
+        #expect(APNsReason(reason).status == status, "the one table gives the status the emulator answers with")
         #expect(APNsReason(reason).text == reason)
         if case .unknown = APNsReason(reason) { Issue.record("\(reason) must be a known reason") }
     }

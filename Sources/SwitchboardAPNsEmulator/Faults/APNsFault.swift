@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 
 /// A scripted misbehaviour of the emulator, for one device token or for every push.
 ///
@@ -76,13 +77,13 @@ public struct APNsFault: Sendable, Hashable {
     func rejection(nowMilliseconds: Int64) -> APNsRejection? {
         switch kind {
         case .unregistered:
-            APNsRejection(status: 410, reason: reason ?? APNsReason.unregistered.rawValue, timestamp: nowMilliseconds)
-        case .badDeviceToken: APNsRejection(status: 400, reason: reason ?? APNsReason.badDeviceToken.rawValue)
-        case .tooManyRequests: APNsRejection(status: 429, reason: reason ?? APNsReason.tooManyRequests.rawValue)
+            APNsRejection(status: 410, reason: reason ?? APNsReason.unregistered.text, timestamp: nowMilliseconds)
+        case .badDeviceToken: APNsRejection(status: 400, reason: reason ?? APNsReason.badDeviceToken.text)
+        case .tooManyRequests: APNsRejection(status: 429, reason: reason ?? APNsReason.tooManyRequests.text)
         case .internalServerError:
-            APNsRejection(status: 500, reason: reason ?? APNsReason.internalServerError.rawValue)
+            APNsRejection(status: 500, reason: reason ?? APNsReason.internalServerError.text)
         case .serviceUnavailable:
-            APNsRejection(status: 503, reason: reason ?? APNsReason.serviceUnavailable.rawValue)
+            APNsRejection(status: 503, reason: reason ?? APNsReason.serviceUnavailable.text)
         case .respond(let status):
             APNsRejection(
                 status: status, reason: reason ?? "InternalServerError",

@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// The faults in force, in the order they were added, with what is left of each one's count.
 ///
 /// A push takes at most one fault of each family: a refusal (checked before the request is
@@ -56,7 +57,7 @@ struct FaultBook: Sendable {
             if case .goawayAfter(let streams) = kind { streamsOnConnection >= streams } else { false }
         }
         guard let fault else { return nil }
-        return fault.reason ?? APNsReason.shutdown.rawValue
+        return fault.reason ?? APNsReason.shutdown.text
     }
 
     /// Finds the first matching fault for `token` (token-specific before global), uses one of

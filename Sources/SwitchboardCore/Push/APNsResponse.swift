@@ -1,8 +1,18 @@
-/// Every reason APNs documents, plus `unknown` for anything new.
+/// Every reason APNs documents, with the HTTP status it comes with, plus `unknown` for anything
+/// new. One table for the provider (which reads answers) and the APNs emulator (which gives them).
+///
+/// ```swift
+/// APNsReason.badDeviceToken.status   // 400
+/// APNsReason.badDeviceToken.text     // "BadDeviceToken"
+/// ```
 public enum APNsReason: Sendable, Hashable {
     case badCollapseId, badDeviceToken, badExpirationDate, badMessageId, badPriority, badTopic
     case deviceTokenNotForTopic, duplicateHeaders, idleTimeout, invalidPushType, missingDeviceToken
     case missingTopic, payloadEmpty, topicDisallowed
+    /// Not an APNs reason: the emulator's answer to a body that is not a JSON object. Apple
+    /// documents no reason for malformed JSON, so the emulator names the problem plainly; a
+    /// client treats it like any other permanent 400.
+    case badPayload
     case badCertificate, badCertificateEnvironment, expiredProviderToken, forbidden, invalidProviderToken
     case missingProviderToken, unrelatedKeyIdInToken, badEnvironmentKeyIdInToken, badEnvironmentKeyInToken
     case badPath, methodNotAllowed, expiredToken, unregistered, payloadTooLarge
@@ -23,6 +33,7 @@ public enum APNsReason: Sendable, Hashable {
         ("ExpiredToken", .expiredToken), ("Unregistered", .unregistered), ("PayloadTooLarge", .payloadTooLarge),
         ("TooManyProviderTokenUpdates", .tooManyProviderTokenUpdates), ("TooManyRequests", .tooManyRequests),
         ("InternalServerError", .internalServerError), ("ServiceUnavailable", .serviceUnavailable), ("Shutdown", .shutdown),
+        ("BadPayload", .badPayload),
     ]
 
     /// Parses APNs's reason string.
@@ -34,6 +45,27 @@ public enum APNsReason: Sendable, Hashable {
     public var text: String {
         if case .unknown(let text) = self { return text }
         return Self.documented.first { $0.1 == self }!.0
+    }
+
+    /// The HTTP status APNs answers with for this reason; nil for an unknown one.
+    public var status: Int? {
+        switch self {
+        case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
+            .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
+            .missingTopic, .payloadEmpty, .topicDisallowed, .badPayload:
+            400
+        case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
+            .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:
+            403
+        case .badPath: 404
+        case .methodNotAllowed: 405
+        case .expiredToken, .unregistered: 410
+        case .payloadTooLarge: 413
+        case .tooManyProviderTokenUpdates, .tooManyRequests: 429
+        case .internalServerError: 500
+        case .serviceUnavailable, .shutdown: 503
+        case .unknown: nil
+        }
     }
 }
 
