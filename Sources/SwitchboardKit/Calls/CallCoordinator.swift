@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardWire
 
 /// The one object the app talks to about calls. It takes VoIP pushes, the event stream's
@@ -44,7 +43,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         var closed = false
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     /// - Parameters:
     ///   - userID: the signed-in user (to read invitations).
@@ -61,7 +60,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         self.makeMedia = media
         self.clock = clock
         self.onNotice = onNotice
-        state = Mutex(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
+        state = LockedState(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
         callSystem.setDelegate(self)
     }
 
