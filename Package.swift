@@ -5,7 +5,7 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
     name: "Switchboard",
-    platforms: [.macOS(.v15), .iOS(.v18)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "switchboard", targets: ["switchboard"]),
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),

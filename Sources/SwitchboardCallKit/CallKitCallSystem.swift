@@ -6,7 +6,6 @@ import AVFAudio
 import AppleFrameworkStubs
 #endif
 import Foundation
-import Synchronization
 import SwitchboardKit
 
 #if !os(macOS)  // CXProvider, VoIP pushes and AVAudioSession do not exist on macOS.
@@ -31,7 +30,7 @@ import SwitchboardKit
 // @unchecked Sendable: every stored property is a `let`. `provider` and `callController`
 // are not Sendable in CallKit's Swift interface, but their methods may be called from any
 // thread (they pass the request to the system over XPC and answer on their own queues);
-// all other mutable state is in `relay`, under a Mutex.
+// all other mutable state is in `relay`, under a `LockedState`.
 public final class CallKitCallSystem: CallSystem, @unchecked Sendable {
     let provider: CXProvider
     let callController: CXCallController
@@ -39,10 +38,10 @@ public final class CallKitCallSystem: CallSystem, @unchecked Sendable {
     private let relay: ProviderEventRelay
     private let supportsHolding: Bool
     /// Whether this instance still holds the process's one provider place.
-    private let holdsProviderPlace = Mutex(true)
+    private let holdsProviderPlace = LockedState(true)
 
     /// Whether a `CallKitCallSystem` (and so a `CXProvider`) is alive in this process.
-    private static let providerPlaceTaken = Mutex(false)
+    private static let providerPlaceTaken = LockedState(false)
 
     /// Whether a `CallKitCallSystem` is alive in this process now (creating another one stops
     /// the process).

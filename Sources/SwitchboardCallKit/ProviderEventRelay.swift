@@ -6,7 +6,6 @@ import AVFAudio
 import AppleFrameworkStubs
 #endif
 import Foundation
-import Synchronization
 import SwitchboardKit
 
 #if !os(macOS)  // CXProvider, VoIP pushes and AVAudioSession do not exist on macOS.
@@ -54,7 +53,7 @@ final class ProviderEventRelay: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     func setDelegate(_ delegate: any CallSystemDelegate) {
         let deliver = state.withLock { state -> Bool in

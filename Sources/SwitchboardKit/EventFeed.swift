@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardWire
 
 /// Where the event cursor survives app restarts (UserDefaults, a file, a database…).
@@ -10,8 +9,8 @@ public protocol EventCursorStore: Sendable {
 
 /// A cursor store in memory (tests, previews).
 public final class InMemoryCursorStore: EventCursorStore {
-    private let value: Mutex<Int64?>
-    public init(_ cursor: Int64? = nil) { value = Mutex(cursor) }
+    private let value: LockedState<Int64?>
+    public init(_ cursor: Int64? = nil) { value = LockedState(cursor) }
     public func load() async -> Int64? { value.withLock { $0 } }
     public func save(_ cursor: Int64) async { value.withLock { $0 = cursor } }
 }

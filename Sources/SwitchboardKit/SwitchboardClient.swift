@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -78,7 +77,7 @@ package final class OneShot<Value: Sendable>: Sendable {
         var done = false
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     package init() {}
 

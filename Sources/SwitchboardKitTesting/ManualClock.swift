@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardKit
 
 /// A clock that moves only when told to: scheduled work runs, in time order, inside
@@ -19,7 +18,7 @@ public final class ManualClock: CallClock {
     }
 
     private let start: Date
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
         self.start = start

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardKit
 
 /// What a simulated phone keeps across launches of the app: how often the app was killed for
@@ -12,7 +11,7 @@ public final class SimulatedDevice: Sendable {
         var providerLaunch: Int?
     }
 
-    let state = Mutex(State())
+    let state = LockedState(State())
     /// Offences after which pushes are no longer delivered.
     public let offencesBeforePushesStop: Int
 
@@ -136,7 +135,7 @@ public final class SimulatedCallSystem: CallSystem {
     public let device: SimulatedDevice
     let clock: any CallClock
     private let queue = DispatchQueue(label: "switchboard.simulated-callkit")
-    private let state: Mutex<State>
+    private let state: LockedState<State>
     /// Called (on the pusher's thread) when iOS would kill the app.
     private let onKill: @Sendable () -> Void
 
@@ -148,7 +147,7 @@ public final class SimulatedCallSystem: CallSystem {
         self.device = device
         self.clock = clock
         self.onKill = onKill
-        state = Mutex(State(configuration: configuration))
+        state = LockedState(State(configuration: configuration))
         let second = device.state.withLock { state -> Bool in
             if state.providerLaunch == state.launch { return true }
             state.providerLaunch = state.launch
@@ -220,7 +219,7 @@ public final class SimulatedCallSystem: CallSystem {
             state.activePush = state.pushes
             return state.pushes
         }
-        let completed = Mutex(false)
+        let completed = LockedState(false)
         handler.handleVoIPPush(payload, mustReport: mustReport) { [self] in
             guard completed.withLock({ done in defer { done = true }; return !done }) else { return }
             let reported = state.withLock { $0.reportedPushes.contains(push) }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardKit
 
 /// A media stack stand-in: joins take `joinDelay` on the clock (or fail), and audio only flows
@@ -18,12 +17,12 @@ public final class SimulatedMedia: Sendable {
         var callSystem: SimulatedCallSystem?
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
     let clock: any CallClock
 
     public init(clock: any CallClock, behaviour: Behaviour = Behaviour()) {
         self.clock = clock
-        state = Mutex(State(behaviour: behaviour))
+        state = LockedState(State(behaviour: behaviour))
     }
 
     /// The call system whose audio session decides whether audio can flow.
@@ -62,7 +61,7 @@ public final class SimulatedMediaSession: MediaSession {
     let behaviour: SimulatedMedia.Behaviour
     let clock: any CallClock
     let callSystem: SimulatedCallSystem?
-    private let state = Mutex(Status())
+    private let state = LockedState(Status())
 
     init(callID: String, behaviour: SimulatedMedia.Behaviour, clock: any CallClock, callSystem: SimulatedCallSystem?) {
         self.callID = callID

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardKit
 import SwitchboardWire
 
@@ -55,7 +54,7 @@ public final class SimulatedPhone: Sendable {
         var launches = 0
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     public init(
         name: String, userID: String, client: SwitchboardClient, clock: any CallClock = SystemCallClock(),

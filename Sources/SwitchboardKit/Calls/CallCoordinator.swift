@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardWire
 
 /// The one object the app talks to about calls. It takes VoIP pushes, the event stream's
@@ -44,7 +43,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         var closed = false
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     /// - Parameters:
     ///   - userID: the signed-in user (to read invitations).
@@ -61,7 +60,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         self.makeMedia = media
         self.clock = clock
         self.onNotice = onNotice
-        state = Mutex(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
+        state = LockedState(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
         callSystem.setDelegate(self)
     }
 
@@ -267,13 +266,13 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// One server request, its answer fed back to the ledger. A 401 for a token that was
     /// replaced while the request was on its way is sent again with the new one.
     private func request(_ callID: String, _ request: CallLedger.ServerRequest) async {
-        var result: CallLedger.ServerResult
         while true {
             let (backend, generation) = state.withLock { ($0.backend, $0.generation) }
-            result = await send(request, callID, to: backend)
-            guard case .failure(401, _) = result, !tokenRefused(generation) else { break }
+            let result = await send(request, callID, to: backend)
+            if case .failure(401, _) = result, !tokenRefused(generation) { continue }
+            input { $0.serverAnswered(callID, request, result) }
+            return
         }
-        input { $0.serverAnswered(callID, request, result) }
     }
 
     private func send(_ request: CallLedger.ServerRequest, _ callID: String, to backend: any CallBackend) async -> CallLedger.ServerResult {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardWire
 
 /// The server requests the coordinator makes. `SwitchboardClient` is the real one; tests use

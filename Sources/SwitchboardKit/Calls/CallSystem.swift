@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Why a call ended, as the call system shows it. Raw values are CallKit's
 /// `CXCallEndedReason`, so the Apple adapter maps them one to one.
