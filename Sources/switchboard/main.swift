@@ -1,24 +1,6 @@
 // Wiring only: no loop, C or async code here (top-level code is MainActor-isolated).
+// The production server: serve, version, help. The developer tools are in switchboard-dev.
 import Foundation
-import SwitchboardAPNsEmulator
-import SwitchboardDemo
-import SwitchboardNetSim
 import SwitchboardServer
 
-/// Subcommands that live outside the server's own command line: how to run each, and its help.
-let subcommands: [String: (run: ([String]) -> Int32, help: String)] = [
-    "apns-emulator": (APNsEmulatorCommand.run, APNsEmulatorCommand.help),
-    "demo": (DemoCommand.run, DemoCommand.help),
-    "proxy": (ProxyCommand.run, ProxyCommand.help),
-    "bench": (BenchCommand.run, BenchCommand.help),
-]
-
-let arguments = CommandLine.arguments
-if arguments.count > 1, let command = subcommands[arguments[1]] {
-    exit(command.run(Array(arguments.dropFirst(2))))
-}
-if arguments.count > 2, arguments[1] == "help", let command = subcommands[arguments[2]] {
-    print(command.help)
-    exit(0)
-}
-exit(CommandLineInterface.run(arguments))
+exit(CommandLineInterface.run(CommandLine.arguments))
