@@ -5,10 +5,11 @@ import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardWire
 
-/// Found in review: the server left in a wrong state after races and failures, a mute lost
-/// before media joined, an end the call system refused, a manual clock that ignored cancellation.
-@Suite("Coordinator: races and failures found in review", .timeLimit(.minutes(3)))
-struct ReviewFindingsTests {
+/// After races and failures the server and the call system still agree: a hang-up that loses
+/// the race with the answer, an accept or a leave the server refused, a mute before media joined,
+/// an end the call system refused; and the manual clock's sleep ends when it is cancelled.
+@Suite("Coordinator: the server and the call system agree after races and failures", .timeLimit(.minutes(3)))
+struct CoordinatorRaceAndFailureTests {
     private func ours(_ rig: ScenarioRig) -> CallCoordinator { rig.coordinator as! CallCoordinator }
 
     /// Waits (real time, bounded generously) until the in-memory backend has seen a request.
@@ -17,7 +18,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func hangUpRacingTheAnswerLeavesTheCallerInTheServerCall() async throws {
+    func aHangUpThatLosesTheRaceWithTheAnswerLeavesTheServerCall() async throws {
         let rig = ScenarioRig(.ours)
         let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
@@ -41,7 +42,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func aFailedAcceptLeavesTheCallerRinging() async throws {
+    func aFailedAcceptEndsTheInvitationSoTheCallerStopsRinging() async throws {
         let rig = ScenarioRig(.ours)
         let call = rig.backend.ring()
         rig.push(call)
@@ -54,7 +55,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func aFailedLeaveIsNotRetried() async throws {
+    func aLeaveTheServerRefusedIsRetriedUntilTheCallEnds() async throws {
         let rig = ScenarioRig(.ours)
         let call = rig.backend.ring()
         rig.push(call)
@@ -69,7 +70,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func muteBeforeMediaJoinedIsLost() async throws {
+    func aMuteBeforeMediaJoinedMutesTheMicrophone() async throws {
         let rig = ScenarioRig(.ours)
         let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
@@ -88,7 +89,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func aRefusedEndTransactionLeavesAZombie() {
+    func anEndTheCallSystemRefusedStillReportsTheCallEnded() {
         var ledger = CallLedger(userID: "me")
         let push = IncomingCallPush(callID: "call-1", scopeKind: "conversation", scopeID: "conv-alice", mode: "audio", callerName: "alice")
         let uuid = CallIdentity.uuid(forCallID: "call-1")
