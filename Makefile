@@ -19,29 +19,33 @@ test:
 	scripts/ensure-python-tools.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
+	scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
 	scripts/api-contract.sh .build/debug/switchboard
-	scripts/demo-smoke.sh .build/debug/switchboard
-	.build/debug/switchboard bench wakeup --phones 8 --profiles good,poor_4g --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
+	scripts/demo-smoke.sh .build/debug/switchboard-dev
+	.build/debug/switchboard-dev bench wakeup --phones 8 --profiles good,poor_4g --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
 	scripts/fuzz.sh --smoke
 
 build:
 	scripts/ensure-deps.sh
 	$(SWIFT) build
 
+# Both binaries: the server, switchboard, and the developer tools, switchboard-dev.
 release:
 	scripts/ensure-deps.sh
 	$(SWIFT) build -c release --product switchboard
+	$(SWIFT) build -c release --product switchboard-dev
+	scripts/check-lean-server.sh .build/release/switchboard .build/release/switchboard-dev
 
 bench: release
 	$(SWIFT) build -c release --product push-bench
 	scripts/bench-http.sh .build/release/switchboard
 	scripts/bench-events.sh .build/release/switchboard
 	scripts/bench-calls.sh .build/release/switchboard
-	scripts/bench-push.sh .build/release/switchboard .build/release/push-bench
+	scripts/bench-push.sh .build/release/switchboard-dev .build/release/push-bench
 
 # The full wake-up regression harness: 200 phones, every network profile, gated.
 weaknet: release
-	.build/release/switchboard bench wakeup --out .build/weaknet $(ARGS)
+	.build/release/switchboard-dev bench wakeup --out .build/weaknet $(ARGS)
 
 fuzz:
 	scripts/ensure-deps.sh

@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "switchboard", targets: ["switchboard"]),
+        .executable(name: "switchboard-dev", targets: ["switchboard-dev"]),
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardHTTP", targets: ["SwitchboardHTTP"]),
         .library(name: "SwitchboardStore", targets: ["SwitchboardStore"]),
@@ -103,7 +104,7 @@ let package = Package(
         // Weak networks on loopback: a TCP proxy that applies a named network profile.
         .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX"], swiftSettings: strict),
 
-        // `switchboard demo` and `switchboard bench wakeup`: the server, the APNs emulator and
+        // `switchboard-dev demo` and `switchboard-dev bench wakeup`: the server, the APNs emulator and
         // simulated phones in one process.
         .target(
             name: "SwitchboardDemo",
@@ -113,9 +114,13 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // The one binary: wiring only.
+        // The production server: wiring only. It links no test double, emulator or proxy
+        // (scripts/check-lean-server.sh holds it to that).
+        .executableTarget(name: "switchboard", dependencies: ["SwitchboardServer"], swiftSettings: strict),
+
+        // The developer tools: demo, bench wakeup, proxy, apns-emulator. Wiring only.
         .executableTarget(
-            name: "switchboard", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim"],
+            name: "switchboard-dev", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim"],
             swiftSettings: strict),
 
         // Benchmark program: pushes per second through the APNs provider (make bench).

@@ -2,7 +2,7 @@
 """Reference APNs client for the push benchmark: aioapns (PyPI) against the emulator.
 
 Used by scripts/bench-push.sh, side by side with Benchmarks/PushBench (our
-APNsProvider), against the same `switchboard apns-emulator --tls`. It sends
+APNsProvider), against the same `switchboard-dev apns-emulator --tls`. It sends
 the same pushes as push-bench: the VoIP payload of SPEC §3, the headers
 apns-push-type voip, apns-topic <bundle>.voip, apns-priority 10,
 apns-expiration, apns-collapse-id and a fresh apns-id per push, with a

@@ -4,10 +4,11 @@
 # connections, side by side with a well-known Python APNs client (aioapns, PyPI) against
 # the same emulator, on 127.0.0.1.
 #
-#   usage: scripts/bench-push.sh path/to/switchboard [path/to/push-bench]
+#   usage: scripts/bench-push.sh path/to/switchboard-dev [path/to/push-bench]
 #
-# push-bench defaults to the push-bench beside the switchboard binary; build both with
-#   swift build -c release --product switchboard && swift build -c release --product push-bench
+# The emulator is `switchboard-dev apns-emulator`; push-bench defaults to the push-bench beside
+# switchboard-dev. Build both with
+#   swift build -c release --product switchboard-dev && swift build -c release --product push-bench
 #
 # Measures (see bench/README.md, "Push benchmark", for how to read them), each run
 # BENCH_COUNT pushes after BENCH_WARMUP uncounted ones, BENCH_CONCURRENCY senders that
@@ -63,9 +64,10 @@ BENCH_NAME=bench-push
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
-[[ $# -eq 1 || $# -eq 2 ]] || die "usage: $0 path/to/switchboard [path/to/push-bench]"
-need_switchboard "$1"
-PUSH_BENCH="${2:-$(dirname "$SWITCHBOARD")/push-bench}"
+[[ $# -eq 1 || $# -eq 2 ]] || die "usage: $0 path/to/switchboard-dev [path/to/push-bench]"
+[[ -x "$1" ]] || die "switchboard-dev '$1' not found or not executable (build it first: make release)"
+DEV_TOOLS="$(abs_path "$1")"
+PUSH_BENCH="${2:-$(dirname "$DEV_TOOLS")/push-bench}"
 [[ -x "$PUSH_BENCH" ]] || die "push-bench '$PUSH_BENCH' not found or not executable" \
     "(build it: swift build -c release --product push-bench)"
 PUSH_BENCH="$(abs_path "$PUSH_BENCH")"
@@ -74,10 +76,10 @@ command -v python3 >/dev/null || die "python3 is required"
 command -v timeout >/dev/null || die "timeout (coreutils) is required"
 need_positive_ints COUNT CONCURRENCY CONNS ROUNDS TOKENS RUN_SECONDS
 need_nonneg_int WARMUP
-"$SWITCHBOARD" apns-emulator --help >/dev/null 2>&1 \
-    || die "'$SWITCHBOARD' has no apns-emulator command (rebuild it)"
+"$DEV_TOOLS" apns-emulator --help >/dev/null 2>&1 \
+    || die "'$DEV_TOOLS' has no apns-emulator command (is it switchboard-dev?)"
 
-BUILD="$(build_type "$SWITCHBOARD" "$PUSH_BENCH")"
+BUILD="$(build_type "$DEV_TOOLS" "$PUSH_BENCH")"
 
 # ---------------------------------------------------------------------------
 # Cleanup: everything we start is recorded here and stopped on exit.
@@ -106,7 +108,7 @@ fi
 "$PUSH_BENCH" generate-key --p8 "$TMP/key.p8" --public "$TMP/key.pub.pem" 2>"$TMP/client.err" \
     || die "push-bench generate-key failed: $(cat "$TMP/client.err")"
 
-log "starting $SWITCHBOARD apns-emulator --tls ($BUILD build)"
+log "starting $DEV_TOOLS apns-emulator --tls ($BUILD build)"
 # SIGPIPE is ignored for the emulator (inherited through exec): its TLS transport writes
 # with OpenSSL's socket BIO (write(2), no MSG_NOSIGNAL) and `apns-emulator` does not ignore
 # SIGPIPE itself, so a client closing a connection while the emulator still writes to it
@@ -115,7 +117,7 @@ log "starting $SWITCHBOARD apns-emulator --tls ($BUILD build)"
 # is the JSON "listening" record with the bound address.
 (
     trap '' PIPE
-    exec "$SWITCHBOARD" apns-emulator --listen 127.0.0.1:0 --tls --ca-out "$TMP/ca.pem" \
+    exec "$DEV_TOOLS" apns-emulator --listen 127.0.0.1:0 --tls --ca-out "$TMP/ca.pem" \
         --public-key "$TMP/key.pub.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID" --bundle-id "$BUNDLE_ID" \
         --max-concurrent-streams 1000
 ) </dev/null >"$TMP/emulator.out" 2>"$TMP/emulator.err" &

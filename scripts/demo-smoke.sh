@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# `switchboard demo` as a user runs it: every scenario must end as expected (exit 0) and the
+# `switchboard-dev demo` as a user runs it: every scenario must end as expected (exit 0) and the
 # timeline must show the push path and the end reasons. Run after the Swift tests, alone, so
 # its five phones do not compete with them for the two cores.
 set -euo pipefail
-binary=${1:-.build/debug/switchboard}
+binary=${1:-.build/debug/switchboard-dev}
 output=$(mktemp)
 trap 'rm -f "$output"' EXIT
 if ! timeout 180 "$binary" demo --ring-timeout 5 >"$output" 2>&1; then
     tail -40 "$output"
-    echo "demo smoke: switchboard demo failed" >&2
+    echo "demo smoke: switchboard-dev demo failed" >&2
     exit 1
 fi
 for expected in "All six scenarios ended as expected." "woken by push" "(answeredElsewhere)" "(unanswered)" \

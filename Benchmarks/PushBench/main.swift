@@ -1,5 +1,5 @@
 // push-bench: push throughput and latency of SwitchboardPush's APNsProvider against an APNs
-// stand-in (normally `switchboard apns-emulator --tls`). Figures are printed, never asserted.
+// stand-in (normally `switchboard-dev apns-emulator --tls`). Figures are printed, never asserted.
 //
 //   push-bench --url https://localhost:PORT --ca-file ca.pem --team-id T --key-id K \
 //              --key-file key.p8 --bundle-id com.example.app \

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import SwitchboardCrypto
 
-/// `switchboard apns-emulator`: parses its options, runs an ``APNsEmulator`` until SIGTERM or
+/// `switchboard-dev apns-emulator`: parses its options, runs an ``APNsEmulator`` until SIGTERM or
 /// SIGINT, and exits 0.
 ///
 /// ```swift
@@ -12,10 +12,10 @@ import SwitchboardCrypto
 public enum APNsEmulatorCommand {
     /// The `--help` text.
     public static let help = """
-        Usage: switchboard apns-emulator [--listen HOST:PORT] [--bundle-id ID] [--team-id ID]
-                                         [--key-id ID] [--public-key FILE] [--faults FILE]
-                                         [--tls --ca-out FILE] [--max-concurrent-streams N]
-                                         [--inbox-capacity N] [--verbose]
+        Usage: switchboard-dev apns-emulator [--listen HOST:PORT] [--bundle-id ID] [--team-id ID]
+                                             [--key-id ID] [--public-key FILE] [--faults FILE]
+                                             [--tls --ca-out FILE] [--max-concurrent-streams N]
+                                             [--inbox-capacity N] [--verbose]
 
         Runs a local stand-in for Apple's APNs until SIGTERM or SIGINT, then exits 0. Point the
         push provider's base URL at it instead of api.push.apple.com. It speaks HTTP/2 only:
@@ -104,7 +104,7 @@ public enum APNsEmulatorCommand {
                                             GOAWAYs (faults' and all), long polls
 
         Example:
-          switchboard apns-emulator --listen 127.0.0.1:0 --bundle-id com.example.app \\
+          switchboard-dev apns-emulator --listen 127.0.0.1:0 --bundle-id com.example.app \\
             --team-id DEF123GHIJ --key-id ABC123DEFG --public-key key.pub.pem
         """
 
@@ -123,7 +123,7 @@ public enum APNsEmulatorCommand {
         do {
             options = try Options(parsing: arguments)
         } catch {
-            printError("\(error.message)\nRun 'switchboard apns-emulator --help' for usage.")
+            printError("\(error.message)\nRun 'switchboard-dev apns-emulator --help' for usage.")
             return 2
         }
 
@@ -178,7 +178,7 @@ public enum APNsEmulatorCommand {
     }
 
     private static func printError(_ message: String) {
-        FileHandle.standardError.write(Data("switchboard apns-emulator: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("switchboard-dev apns-emulator: \(message)\n".utf8))
     }
 
     /// A command-line problem (exit status 2).

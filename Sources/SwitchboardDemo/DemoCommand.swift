@@ -5,12 +5,12 @@ import SwitchboardKitTesting
 import SwitchboardWire
 import SwitchboardTesting
 
-/// `switchboard demo`: the server, the APNs emulator and five simulated phones in one process,
+/// `switchboard-dev demo`: the server, the APNs emulator and five simulated phones in one process,
 /// playing the calls users ask about first, with a timeline of who did what, which path woke
 /// each phone, and the latencies.
 public enum DemoCommand {
     public static let help = """
-        Usage: switchboard demo [--ring-timeout SECONDS] [--help]
+        Usage: switchboard-dev demo [--ring-timeout SECONDS] [--help]
 
         Starts the server (temporary SQLite database), the APNs emulator (TLS) and five simulated
         phones in one process, and plays six scenarios with a timeline:
@@ -44,13 +44,13 @@ public enum DemoCommand {
                 return 0
             case "--ring-timeout":
                 guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), (5...600).contains(value) else {
-                    FileHandle.standardError.write(Data("switchboard demo: --ring-timeout needs a number of seconds from 5 to 600\n".utf8))
+                    FileHandle.standardError.write(Data("switchboard-dev demo: --ring-timeout needs a number of seconds from 5 to 600\n".utf8))
                     return 2
                 }
                 ringTimeout = value
                 index += 1
             default:
-                FileHandle.standardError.write(Data("switchboard demo: unknown option '\(arguments[index])' (see --help)\n".utf8))
+                FileHandle.standardError.write(Data("switchboard-dev demo: unknown option '\(arguments[index])' (see --help)\n".utf8))
                 return 2
             }
             index += 1
@@ -120,7 +120,7 @@ struct DemoRun {
         do {
             stack = try await DemoStack(options: options)
         } catch {
-            FileHandle.standardError.write(Data("switchboard demo: cannot start: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("switchboard-dev demo: cannot start: \(error)\n".utf8))
             return 1
         }
         var code: Int32 = 0

@@ -7,7 +7,7 @@ import SwitchboardWire
 import SwitchboardTesting
 import SwitchboardCore
 
-/// `switchboard bench wakeup`: simulated phones behind the impairment proxy, one network
+/// `switchboard-dev bench wakeup`: simulated phones behind the impairment proxy, one network
 /// profile after another; for each ring the wake-up latency and whether the call was set up.
 public enum WakeupBench {
     public struct Options: Sendable, Equatable {
@@ -25,14 +25,14 @@ public enum WakeupBench {
     }
 
     public static let help = """
-        Usage: switchboard bench wakeup [--phones N] [--profiles LIST] [--thresholds FILE]
-                                        [--out DIR] [--concurrency N] [--seed N]
+        Usage: switchboard-dev bench wakeup [--phones N] [--profiles LIST] [--thresholds FILE]
+                                            [--out DIR] [--concurrency N] [--seed N]
 
         Starts the server, the APNs emulator and N simulated phones in one process. Each phone
-        talks to the server through the impairment proxy (see 'switchboard proxy --help'), and
-        each VoIP push reaches it after the same profile's downlink delay. For each profile in
-        turn, half the phones call the other half (their apps not running, so only the push can
-        wake them), and for each ring it measures:
+        talks to the server through the impairment proxy (see 'switchboard-dev proxy --help'),
+        and each VoIP push reaches it after the same profile's downlink delay. For each profile
+        in turn, half the phones call the other half (their apps not running, so only the push
+        can wake them), and for each ring it measures:
           wake-up latency   from POST /calls sent by the caller to the incoming call reported
                             in the callee's (simulated) CallKit
           setup             the callee answers at once; success when both sides are connected
@@ -104,7 +104,7 @@ public enum WakeupBench {
         return options
     }
 
-    /// `switchboard bench wakeup …` (the arguments after `wakeup`).
+    /// `switchboard-dev bench wakeup …` (the arguments after `wakeup`).
     public static func run(_ arguments: [String]) -> Int32 {
         let options: Options
         do {
@@ -114,7 +114,7 @@ public enum WakeupBench {
             }
             options = parsed
         } catch {
-            FileHandle.standardError.write(Data("switchboard bench wakeup: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("switchboard-dev bench wakeup: \(error)\n".utf8))
             return 2
         }
         // A results directory that cannot be written is found now, not after minutes of ringing.
@@ -123,14 +123,14 @@ public enum WakeupBench {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             guard FileManager.default.isWritableFile(atPath: directory) else { throw BenchUsageError("not writable") }
         } catch {
-            FileHandle.standardError.write(Data("switchboard bench wakeup: cannot write results to --out \(directory): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("switchboard-dev bench wakeup: cannot write results to --out \(directory): \(error)\n".utf8))
             return 2
         }
         return waitForExitCode {
             do {
                 return try await execute(options).passed ? 0 : 1
             } catch {
-                FileHandle.standardError.write(Data("switchboard bench wakeup: \(error)\n".utf8))
+                FileHandle.standardError.write(Data("switchboard-dev bench wakeup: \(error)\n".utf8))
                 return 1
             }
         }
@@ -333,18 +333,18 @@ final class Progress: Sendable {
     func finish() { FileHandle.standardError.write(Data("\n".utf8)) }
 }
 
-/// `switchboard bench <kind>`.
+/// `switchboard-dev bench <kind>`.
 public enum BenchCommand {
     public static let help = """
-        Usage: switchboard bench wakeup [options]
+        Usage: switchboard-dev bench wakeup [options]
 
         Benchmarks that need the whole system in one process:
-          wakeup   wake-up latency and call setup over weak networks (see 'switchboard bench wakeup --help')
+          wakeup   wake-up latency and call setup over weak networks (see 'switchboard-dev bench wakeup --help')
         """
 
     public static func run(_ arguments: [String]) -> Int32 {
         guard let kind = arguments.first else {
-            FileHandle.standardError.write(Data("switchboard bench: which benchmark? (wakeup)\n".utf8))
+            FileHandle.standardError.write(Data("switchboard-dev bench: which benchmark? (wakeup)\n".utf8))
             return 2
         }
         switch kind {
@@ -353,7 +353,7 @@ public enum BenchCommand {
             print(help)
             return 0
         default:
-            FileHandle.standardError.write(Data("switchboard bench: unknown benchmark '\(kind)' (wakeup)\n".utf8))
+            FileHandle.standardError.write(Data("switchboard-dev bench: unknown benchmark '\(kind)' (wakeup)\n".utf8))
             return 2
         }
     }

@@ -1,6 +1,6 @@
 import Glibc
 
-/// `switchboard proxy`: runs an ``ImpairmentProxy`` until SIGINT or SIGTERM.
+/// `switchboard-dev proxy`: runs an ``ImpairmentProxy`` until SIGINT or SIGTERM.
 ///
 /// ```swift
 /// // in the CLI's dispatcher, with the arguments after "proxy":
@@ -9,8 +9,8 @@ import Glibc
 public enum ProxyCommand {
     /// The `--help` text.
     public static let help = """
-        Usage: switchboard proxy --upstream HOST:PORT --profile NAME [--listen HOST:PORT]
-                                 [--seed N] [--allow-non-loopback]
+        Usage: switchboard-dev proxy --upstream HOST:PORT --profile NAME [--listen HOST:PORT]
+                                     [--seed N] [--allow-non-loopback]
 
         Forwards every TCP connection it accepts to the upstream through a simulated weak
         network until SIGINT or SIGTERM, then closes everything and exits 0. Bytes are never
@@ -45,7 +45,7 @@ public enum ProxyCommand {
         Exit status: 0 after SIGINT/SIGTERM or --help, 1 when it cannot listen, 2 for bad usage.
 
         Example:
-          switchboard proxy --upstream 127.0.0.1:8080 --profile poor_3g --seed 42
+          switchboard-dev proxy --upstream 127.0.0.1:8080 --profile poor_3g --seed 42
         """
 
     /// Runs the command with the arguments that follow `proxy` and returns the exit status.
@@ -61,7 +61,7 @@ public enum ProxyCommand {
         do {
             options = try Options(parsing: arguments)
         } catch {
-            Console.error("\(error.message)\nRun 'switchboard proxy --help' for usage.")
+            Console.error("\(error.message)\nRun 'switchboard-dev proxy --help' for usage.")
             return 2
         }
 
@@ -184,7 +184,7 @@ public enum ProxyCommand {
 enum Console {
     static func write(_ text: String) { write(text, to: STDOUT_FILENO) }
 
-    static func error(_ message: String) { write("switchboard proxy: \(message)\n", to: STDERR_FILENO) }
+    static func error(_ message: String) { write("switchboard-dev proxy: \(message)\n", to: STDERR_FILENO) }
 
     private static func write(_ text: String, to fd: Int32) {
         let bytes = Array(text.utf8)

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SwitchboardAPNsEmulator
 
-/// `switchboard apns-emulator` option parsing (the signal-driven `run(_:)` itself is exercised
+/// `switchboard-dev apns-emulator` option parsing (the signal-driven `run(_:)` itself is exercised
 /// by the CLI's own process tests once it is wired in).
 @Suite(.timeLimit(.minutes(3))) struct CommandTests {
     typealias Options = APNsEmulatorCommand.Options

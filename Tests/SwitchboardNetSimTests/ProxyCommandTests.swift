@@ -1,7 +1,7 @@
 import Testing
 @testable import SwitchboardNetSim
 
-@Suite("switchboard proxy command", .timeLimit(.minutes(3)))
+@Suite("switchboard-dev proxy command", .timeLimit(.minutes(3)))
 struct ProxyCommandTests {
     typealias Options = ProxyCommand.Options
 

@@ -101,7 +101,7 @@ private final class LimitedServerProcess: Sendable {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = [
             "-c", #"ulimit -n "$1" && shift && exec "$@""#, "sh", String(descriptorLimit),
-            ServerProcess.binaryPath, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory,
+            Executable.server.path, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory,
         ]
         process.environment = ProcessInfo.processInfo.environment.merging([
             // The flood's connections send nothing: keep them open for the whole test.

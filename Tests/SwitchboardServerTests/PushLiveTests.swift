@@ -5,7 +5,7 @@ import SwitchboardCrypto
 import SwitchboardPush
 
 /// The push path end to end through the real binaries: `switchboard serve` sends VoIP pushes
-/// over HTTP/2 and TLS to `switchboard apns-emulator`, as it would to Apple; the tests read
+/// over HTTP/2 and TLS to `switchboard-dev apns-emulator`, as it would to Apple; the tests read
 /// the emulator's inbox per device token, as a phone would receive its pushes.
 @Suite("Push through the binaries (server → APNs emulator)", .serialized, .timeLimit(.minutes(5)))
 struct PushLiveTests {
@@ -29,7 +29,7 @@ struct PushLiveTests {
             let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub", caFile = directory.path + "/emulator-ca.pem"
             try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
             try key.publicKeyPEM.write(toFile: publicFile, atomically: true, encoding: .utf8)
-            emulator = try ServerProcess(command: "apns-emulator", arguments: [
+            emulator = try ServerProcess(.developerTools, command: "apns-emulator", arguments: [
                 "--listen", "127.0.0.1:0", "--bundle-id", PushLiveTests.bundleID, "--team-id", PushLiveTests.teamID,
                 "--key-id", PushLiveTests.keyID, "--public-key", publicFile, "--tls", "--ca-out", caFile,
             ])

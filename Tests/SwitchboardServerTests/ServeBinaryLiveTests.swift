@@ -4,27 +4,38 @@ import Synchronization
 import SwitchboardTesting
 import Testing
 
-/// Runs the real `switchboard` binary built next to the test bundle.
+/// The package's two executables, built next to the test bundle (`swift build --build-tests`
+/// builds every product).
+enum Executable: String, Sendable {
+    /// The production server: serve, version, help.
+    case server = "switchboard"
+    /// The developer tools: demo, bench wakeup, proxy, apns-emulator.
+    case developerTools = "switchboard-dev"
+
+    var path: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(rawValue).path
+    }
+}
+
+/// Runs one of the real binaries built next to the test bundle: `switchboard serve` unless told
+/// otherwise.
 final class ServerProcess: Sendable {
     let process: Process
     let address: String
     private let output: FileHandle
     private let outputPath: String
 
-    static var binaryPath: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("switchboard").path
-    }
-
-    /// Starts `switchboard <command>` (default `serve`) and waits (bounded, generously) for its
-    /// `listening` line (the first stdout line). This blocks the calling thread; async tests
-    /// use ``launch(command:arguments:environment:)``, which waits on a thread of its own.
-    init(command: String = "serve", arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `<executable> <command>` (default `switchboard serve`) and waits (bounded,
+    /// generously) for its `listening` line (the first stdout line). This blocks the calling
+    /// thread; async tests use ``launch(command:arguments:environment:)``, which waits on a
+    /// thread of its own.
+    init(_ executable: Executable = .server, command: String = "serve", arguments: [String], environment: [String: String] = [:]) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)").path
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         outputPath = path
         output = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binaryPath)
+        process.executableURL = URL(fileURLWithPath: executable.path)
         process.arguments = [command] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
@@ -201,14 +212,18 @@ struct ServeBinaryLiveTests {
 
 @Suite("switchboard command line", .timeLimit(.minutes(5)))
 struct CommandLineTests {
-    /// Runs the binary to completion on a thread of its own.
-    private func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await offPool { Result { try Self.runBlocking(arguments, environment: environment) } }.get()
+    /// Runs a binary (the server unless told otherwise) to completion on a thread of its own.
+    private func run(
+        _ arguments: [String], in executable: Executable = .server, environment: [String: String] = [:]
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await offPool { Result { try Self.runBlocking(executable, arguments, environment: environment) } }.get()
     }
 
-    private static func runBlocking(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    private static func runBlocking(
+        _ executable: Executable, _ arguments: [String], environment: [String: String]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: ServerProcess.binaryPath)
+        process.executableURL = URL(fileURLWithPath: executable.path)
         process.arguments = arguments
         process.environment = environment
         let out = Pipe(), err = Pipe()
@@ -237,6 +252,41 @@ struct CommandLineTests {
         #expect(try await run(["help", "serve"]).stdout == serve.stdout)
         #expect(try await run(["version", "--help"]).status == 0)
         #expect(try await run(["version"]).stdout.hasPrefix("switchboard "))
+    }
+
+    /// The server has no developer tools: its help and an attempt to run one point to switchboard-dev.
+    @Test func theServerSendsDeveloperToolsToSwitchboardDev() async throws {
+        let top = try await run(["--help"])
+        #expect(top.stdout.contains("switchboard-dev --help"))
+        for tool in ["demo", "bench", "proxy", "apns-emulator"] {
+            #expect(!top.stdout.contains("\n  \(tool) "), "switchboard --help lists \(tool) as its own command")
+            for arguments in [[tool], ["help", tool]] {
+                let asked = try await run(arguments)
+                #expect(asked.status == 2, "switchboard \(arguments.joined(separator: " "))")
+                #expect(asked.stderr.contains("Run 'switchboard-dev \(tool)'."), "\(asked.stderr)")
+            }
+        }
+    }
+
+    @Test func developerToolsHelpForEveryCommand() async throws {
+        let top = try await run(["--help"], in: .developerTools)
+        #expect(top.status == 0)
+        for command in ["demo", "bench wakeup", "proxy", "apns-emulator", "version", "help"] {
+            #expect(top.stdout.contains("\n  \(command) "), "switchboard-dev --help lacks \(command)")
+        }
+        for tool in ["demo", "bench", "proxy", "apns-emulator"] {
+            let help = try await run(["help", tool], in: .developerTools)
+            #expect(help.status == 0)
+            #expect(help.stdout.hasPrefix("Usage: switchboard-dev \(tool) "), "\(help.stdout.prefix(80))")
+            #expect(try await run([tool, "--help"], in: .developerTools).stdout == help.stdout)
+        }
+        #expect(try await run(["version"], in: .developerTools).stdout.hasPrefix("switchboard-dev "))
+        let serve = try await run(["serve"], in: .developerTools)
+        #expect(serve.status == 2)
+        #expect(serve.stderr.contains("'switchboard serve'"))
+        let unknown = try await run(["frobnicate"], in: .developerTools)
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("unknown command 'frobnicate'"))
     }
 
     @Test func usageErrorsExit2WithAHint() async throws {

@@ -140,8 +140,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// Calls not yet ended.
     public var liveCallIDs: [String] { state.withLock { $0.ledger.liveCallIDs } }
 
-    /// Waits until no request, media join or event read is in flight (tests, demos).
-    public func settle() async {
+    /// Waits until no request, media join or event read is in flight. For this package's test
+    /// doubles and tests (`SimulatedPhone.settle()`), not part of the SDK's API.
+    package func settle() async {
         while true {
             let tasks = state.withLock { Array($0.tasks.values) }
             if tasks.isEmpty { return }

@@ -12,15 +12,17 @@ public enum CommandLineInterface {
 
         Commands:
           serve          Run the server (HTTP API, event stream, timers, push delivery).
-          apns-emulator  Run a local stand-in for Apple's APNs (HTTP/2, h2c or TLS).
-          demo           Play six call scenarios: server, APNs emulator and simulated phones in one process.
-          proxy          A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).
-          bench wakeup   Wake-up latency and call setup of simulated phones over weak networks.
           version        Print the version.
           help           Show help for a command: switchboard help serve
 
         Run 'switchboard <command> --help' for a command's options.
+
+        The developer tools (demo, bench wakeup, proxy, apns-emulator) are in a second binary,
+        switchboard-dev, built beside this one: switchboard-dev --help.
         """
+
+    /// The commands of `switchboard-dev`, named in the hint when one is asked of this binary.
+    static let developerTools: Set<String> = ["demo", "bench", "proxy", "apns-emulator"]
 
     static var serveHelp: String {
         var text = """
@@ -73,7 +75,7 @@ public enum CommandLineInterface {
             case "serve": print(serveHelp)
             case "version": print("Usage: switchboard version\n\nPrints the version.")
             case let other?:
-                printError("unknown command '\(other)'")
+                printError(unknownCommand(other))
                 return 2
             }
             return 0
@@ -111,9 +113,18 @@ public enum CommandLineInterface {
                 return 2
             }
         default:
-            printError("unknown command '\(command)'\nRun 'switchboard --help' for usage.")
+            printError(unknownCommand(command))
             return 2
         }
+    }
+
+    /// The message for a command this binary does not have, with the way to the developer tools.
+    static func unknownCommand(_ command: String) -> String {
+        guard developerTools.contains(command) else {
+            return "unknown command '\(command)'\nRun 'switchboard --help' for usage."
+        }
+        return "unknown command '\(command)': it is a developer tool, in switchboard-dev beside this binary.\n"
+            + "Run 'switchboard-dev \(command)'."
     }
 
     /// Parses `--flag value` and `--flag=value`; anything else is a usage error.

@@ -6,10 +6,11 @@ import SwitchboardKitTesting
 import SwitchboardWire
 import SwitchboardTesting
 
-/// Found in review: the server left in a wrong state after races and failures, a mute lost
-/// before media joined, an end the call system refused, a manual clock that ignored cancellation.
-@Suite("Coordinator: races and failures found in review", .timeLimit(.minutes(3)))
-struct ReviewFindingsTests {
+/// After races and failures the server and the call system still agree: a hang-up that loses
+/// the race with the answer, an accept or a leave the server refused, a mute before media joined,
+/// an end the call system refused; and the manual clock's sleep ends when it is cancelled.
+@Suite("Coordinator: the server and the call system agree after races and failures", .timeLimit(.minutes(3)))
+struct CoordinatorRaceAndFailureTests {
     private func ours(_ rig: ScenarioRig) -> CallCoordinator { rig.coordinator as! CallCoordinator }
 
     /// Waits (real time, bounded generously) until the in-memory backend has seen a request.
@@ -18,7 +19,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func hangUpRacingTheAnswerLeavesTheCallerInTheServerCall() async throws {
+    func aHangUpThatLosesTheRaceWithTheAnswerLeavesTheServerCall() async throws {
         let rig = ScenarioRig(.ours)
         let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
@@ -42,7 +43,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func aFailedAcceptLeavesTheCallerRinging() async throws {
+    func aFailedAcceptEndsTheInvitationSoTheCallerStopsRinging() async throws {
         let rig = ScenarioRig(.ours)
         let call = rig.backend.ring()
         rig.push(call)
@@ -55,7 +56,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func aFailedLeaveIsNotRetried() async throws {
+    func aLeaveTheServerRefusedIsRetriedUntilTheCallEnds() async throws {
         let rig = ScenarioRig(.ours)
         let call = rig.backend.ring()
         rig.push(call)
@@ -70,7 +71,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func muteBeforeMediaJoinedIsLost() async throws {
+    func aMuteBeforeMediaJoinedMutesTheMicrophone() async throws {
         let rig = ScenarioRig(.ours)
         let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
@@ -89,7 +90,7 @@ struct ReviewFindingsTests {
     }
 
     @Test
-    func aRefusedEndTransactionLeavesAZombie() {
+    func anEndTheCallSystemRefusedStillReportsTheCallEnded() {
         var ledger = CallLedger(userID: "me")
         let push = IncomingCallPush(callID: "call-1", scopeKind: "conversation", scopeID: "conv-alice", mode: "audio", callerName: "alice")
         let uuid = CallIdentity.uuid(forCallID: "call-1")

@@ -4,9 +4,11 @@ import Testing
 @testable import SwitchboardServer
 import SwitchboardWire
 
-/// Regressions for behaviour found wrong in review: each test names what a user would notice.
-@Suite("Social fixes from review", .timeLimit(.minutes(3)))
-struct SocialReviewFixesTests {
+/// What the social endpoints accept and how they refuse the rest (errors that name the field the
+/// request used, codes of their own, nothing revealed to a stranger), and a message retry that
+/// still gets its stored answer: each test names what a user would notice.
+@Suite("Social API: input rules, precise errors, idempotent retries", .timeLimit(.minutes(3)))
+struct SocialInputRulesTests {
     private struct Fixture {
         let app: TestApplication
         let alice: (token: String, id: String)
