@@ -67,6 +67,9 @@ let package = Package(
         // OpenSSL: random, hashes, HMAC, scrypt, JWT.
         .target(name: "SwitchboardCrypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
+        // Command-line option scanning shared by every command (serve and the developer tools).
+        .target(name: "SwitchboardCLI", swiftSettings: strict),
+
         // System calls (EINTR, errno as a typed error) and the monotonic clock, for every module that makes them.
         .target(name: "SwitchboardPOSIX", swiftSettings: strict),
 
@@ -85,7 +88,7 @@ let package = Package(
         // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
         .target(
             name: "SwitchboardAPNsEmulator",
-            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardObservability"],
+            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardObservability", "SwitchboardCLI"],
             swiftSettings: strict),
 
         // Storage: SQLite owner, migrations, writer/reader connections.
@@ -96,13 +99,13 @@ let package = Package(
             name: "SwitchboardServer",
             dependencies: [
                 "SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
-                "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability",
+                "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI",
             ],
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
 
         // Weak networks on loopback: a TCP proxy that applies a named network profile.
-        .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX"], swiftSettings: strict),
+        .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX", "SwitchboardCLI"], swiftSettings: strict),
 
         // `switchboard-dev demo` and `switchboard-dev bench wakeup`: the server, the APNs emulator and
         // simulated phones in one process.
@@ -158,7 +161,7 @@ let package = Package(
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardAPNsEmulatorTests",
-            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush", "SwitchboardCore"],
+            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush", "SwitchboardCore", "SwitchboardCLI"],
             swiftSettings: strict),
         .testTarget(
             name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardTesting"],
@@ -168,7 +171,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
                 "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardObservability", "SwitchboardLifecycle",
+                "SwitchboardObservability", "SwitchboardLifecycle", "SwitchboardCLI",
             ],
             swiftSettings: strict),
     ]

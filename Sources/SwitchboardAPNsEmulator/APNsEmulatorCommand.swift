@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SwitchboardCrypto
+import SwitchboardCLI
 
 /// `switchboard-dev apns-emulator`: parses its options, runs an ``APNsEmulator`` until SIGTERM or
 /// SIGINT, and exits 0.
@@ -181,11 +182,6 @@ public enum APNsEmulatorCommand {
         FileHandle.standardError.write(Data("switchboard-dev apns-emulator: \(message)\n".utf8))
     }
 
-    /// A command-line problem (exit status 2).
-    struct UsageError: Error {
-        let message: String
-    }
-
     /// A file named on the command line cannot be used (exit status 1).
     struct StartError: Error, CustomStringConvertible {
         let message: String
@@ -208,44 +204,23 @@ public enum APNsEmulatorCommand {
         var verbose = false
 
         init(parsing arguments: [String]) throws(UsageError) {
-            // `--flag=value` is the same as `--flag value`, as in `switchboard serve`.
-            let arguments = arguments.flatMap { argument -> [String] in
-                guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
-                return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
-            }
-            var index = 0
-            func value(_ flag: String) throws(UsageError) -> String {
-                index += 1
-                guard index < arguments.count, !arguments[index].hasPrefix("--") else {
-                    throw UsageError(message: "\(flag) needs a value")
-                }
-                return arguments[index]
-            }
-            func positive(_ flag: String) throws(UsageError) -> Int {
-                let text = try value(flag)
-                guard let number = Int(text), number >= 1 else {
-                    throw UsageError(message: "\(flag) needs a positive integer, not '\(text)'")
-                }
-                return number
-            }
-            while index < arguments.count {
-                let argument = arguments[index]
-                switch argument {
+            var scanner = ArgumentScanner(arguments)
+            while let flag = scanner.nextFlag() {
+                switch flag {
                 case "--listen":
-                    (host, port) = try Self.hostAndPort(try value(argument))
-                case "--bundle-id": bundleID = try value(argument)
-                case "--team-id": teamID = try value(argument)
-                case "--key-id": keyID = try value(argument)
-                case "--public-key": publicKeyFile = try value(argument)
-                case "--faults": faultsFile = try value(argument)
+                    (host, port) = try Self.hostAndPort(try scanner.value(for: flag))
+                case "--bundle-id": bundleID = try scanner.value(for: flag)
+                case "--team-id": teamID = try scanner.value(for: flag)
+                case "--key-id": keyID = try scanner.value(for: flag)
+                case "--public-key": publicKeyFile = try scanner.value(for: flag)
+                case "--faults": faultsFile = try scanner.value(for: flag)
                 case "--tls": tls = true
-                case "--ca-out": caOut = try value(argument)
-                case "--max-concurrent-streams": maxConcurrentStreams = try positive(argument)
-                case "--inbox-capacity": inboxCapacity = try positive(argument)
+                case "--ca-out": caOut = try scanner.value(for: flag)
+                case "--max-concurrent-streams": maxConcurrentStreams = try scanner.positiveInteger(for: flag)
+                case "--inbox-capacity": inboxCapacity = try scanner.positiveInteger(for: flag)
                 case "--verbose": verbose = true
-                default: throw UsageError(message: "unknown option '\(argument)'")
+                default: throw scanner.unknown(flag)
                 }
-                index += 1
             }
             if caOut != nil, !tls { throw UsageError(message: "--ca-out needs --tls") }
         }

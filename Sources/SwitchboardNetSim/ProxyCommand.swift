@@ -1,4 +1,5 @@
 import Glibc
+import SwitchboardCLI
 
 /// `switchboard-dev proxy`: runs an ``ImpairmentProxy`` until SIGINT or SIGTERM.
 ///
@@ -92,11 +93,6 @@ public enum ProxyCommand {
         return 0
     }
 
-    /// A command-line problem (exit status 2).
-    struct UsageError: Error {
-        let message: String
-    }
-
     /// The parsed options.
     struct Options {
         var upstream: IPv4Endpoint
@@ -106,40 +102,27 @@ public enum ProxyCommand {
         var allowNonLoopback = false
 
         init(parsing arguments: [String]) throws(UsageError) {
-            // `--flag=value` is the same as `--flag value`, as in the other commands.
-            let arguments = arguments.flatMap { argument -> [String] in
-                guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
-                return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
-            }
             var upstream: IPv4Endpoint?
             var profile: NetworkProfile?
-            var index = 0
-            func value(_ flag: String) throws(UsageError) -> String {
-                index += 1
-                guard index < arguments.count, !arguments[index].hasPrefix("--") else {
-                    throw UsageError(message: "\(flag) needs a value")
-                }
-                return arguments[index]
-            }
+            var scanner = ArgumentScanner(arguments)
             func endpoint(_ flag: String) throws(UsageError) -> IPv4Endpoint {
-                let text = try value(flag)
+                let text = try scanner.value(for: flag)
                 do {
                     return try IPv4Endpoint.parse(text, role: flag)
                 } catch {
                     throw UsageError(message: error.message)
                 }
             }
-            while index < arguments.count {
-                let argument = arguments[index]
-                switch argument {
+            while let flag = scanner.nextFlag() {
+                switch flag {
                 case "--upstream":
-                    let parsed = try endpoint(argument)
+                    let parsed = try endpoint(flag)
                     guard parsed.port != 0 else { throw UsageError(message: "--upstream needs a port in 1...65535") }
                     upstream = parsed
                 case "--listen":
-                    listen = try endpoint(argument)
+                    listen = try endpoint(flag)
                 case "--profile":
-                    let name = try value(argument)
+                    let name = try scanner.value(for: flag)
                     if name.contains(",") {
                         throw UsageError(message: "--profile takes one name, not a list ('\(name)'); run one proxy per profile")
                     }
@@ -148,7 +131,7 @@ public enum ProxyCommand {
                     }
                     profile = named
                 case "--seed":
-                    let text = try value(argument)
+                    let text = try scanner.value(for: flag)
                     guard let number = UInt64(text) else {
                         throw UsageError(message: "--seed needs a whole number in 0...\(UInt64.max), not '\(text)'")
                     }
@@ -156,9 +139,8 @@ public enum ProxyCommand {
                 case "--allow-non-loopback":
                     allowNonLoopback = true
                 default:
-                    throw UsageError(message: "unknown option '\(argument)'")
+                    throw scanner.unknown(flag)
                 }
-                index += 1
             }
             guard let upstream else { throw UsageError(message: "--upstream HOST:PORT is required") }
             guard let profile else {

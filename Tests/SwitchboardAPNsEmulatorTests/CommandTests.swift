@@ -3,6 +3,7 @@ import SwitchboardCrypto
 import Testing
 
 @testable import SwitchboardAPNsEmulator
+import SwitchboardCLI
 
 /// `switchboard-dev apns-emulator` option parsing (the signal-driven `run(_:)` itself is exercised
 /// by the CLI's own process tests once it is wired in).
@@ -47,7 +48,7 @@ import Testing
         #expect {
             try Options(parsing: arguments)
         } throws: { error in
-            (error as? APNsEmulatorCommand.UsageError)?.message.contains(mention) == true
+            (error as? UsageError)?.message.contains(mention) == true
         }
     }
 

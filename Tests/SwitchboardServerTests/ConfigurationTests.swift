@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
+import SwitchboardCLI
 
 @Suite("Configuration", .timeLimit(.minutes(3)))
 struct ConfigurationTests {
@@ -136,8 +137,8 @@ struct ConfigurationTests {
     @Test func flagParsing() throws {
         let flags = try CommandLineInterface.parseFlags(["--listen", "127.0.0.1:1", "--data-dir=/x"], known: ["--listen", "--data-dir"])
         #expect(flags == ["--listen": "127.0.0.1:1", "--data-dir": "/x"])
-        #expect(throws: CommandLineInterface.UsageError.self) { try CommandLineInterface.parseFlags(["--bogus", "1"], known: ["--listen"]) }
-        #expect(throws: CommandLineInterface.UsageError.self) { try CommandLineInterface.parseFlags(["--listen"], known: ["--listen"]) }
+        #expect(throws: UsageError.self) { try CommandLineInterface.parseFlags(["--bogus", "1"], known: ["--listen"]) }
+        #expect(throws: UsageError.self) { try CommandLineInterface.parseFlags(["--listen"], known: ["--listen"]) }
     }
 
     @Test(arguments: [

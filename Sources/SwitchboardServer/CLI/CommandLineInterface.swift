@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCLI
 
 /// The `switchboard` command line: subcommands, flags and help.
 public enum CommandLineInterface {
@@ -48,11 +49,6 @@ public enum CommandLineInterface {
             text += "  \(setting.key), \(setting.environment): \(setting.help)\n"
         }
         return text
-    }
-
-    /// A command-line problem: printed with a hint, exit status 2.
-    struct UsageError: Error {
-        let message: String
     }
 
     /// Runs the command line and returns the exit status.
@@ -127,26 +123,13 @@ public enum CommandLineInterface {
             + "Run 'switchboard-dev \(command)'."
     }
 
-    /// Parses `--flag value` and `--flag=value`; anything else is a usage error.
-    static func parseFlags(_ arguments: [String], known: Set<String>) throws -> [String: String] {
+    /// Parses `--flag value` and `--flag=value` for the `known` flags; anything else is a usage error.
+    static func parseFlags(_ arguments: [String], known: Set<String>) throws(UsageError) -> [String: String] {
         var flags: [String: String] = [:]
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            var name = argument
-            var value: String?
-            if let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                value = String(argument[argument.index(after: equals)...])
-            }
-            guard known.contains(name) else { throw UsageError(message: "unknown option '\(argument)'") }
-            if value == nil {
-                index += 1
-                guard index < arguments.count else { throw UsageError(message: "option \(name) needs a value") }
-                value = arguments[index]
-            }
-            flags[name] = value
-            index += 1
+        var scanner = ArgumentScanner(arguments)
+        while let flag = scanner.nextFlag() {
+            guard known.contains(flag) else { throw scanner.unknown(flag) }
+            flags[flag] = try scanner.value(for: flag)
         }
         return flags
     }
