@@ -128,7 +128,7 @@ let package = Package(
 
         // Benchmark program: pushes per second through the APNs provider (make bench).
         .executableTarget(
-            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardCore"],
+            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardCore", "SwitchboardObservability"],
             path: "Benchmarks/PushBench", swiftSettings: strict),
 
         // Build tool that embeds openapi.json into the server binary.

@@ -19,6 +19,7 @@ import Synchronization
 import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardPush
+import SwitchboardObservability
 
 exit(PushBench.main(Array(CommandLine.arguments.dropFirst())))
 
@@ -519,21 +520,7 @@ struct JSONObject {
 
     var text: String { "{" + members.joined(separator: ",") + "}" }
 
-    private static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
-    }
+    private static func quoted(_ text: String) -> String { "\"" + JSONText.escape(text) + "\"" }
 }
 
 extension Duration {
