@@ -30,20 +30,11 @@ extension JWT {
     /// Also `nil` for: anything but three dot-separated unpadded base64url parts, a header with a
     /// `crit` member (no extensions are understood), and a DER-encoded signature.
     public static func verifyES256(_ token: String, key: ES256PublicKey) -> (header: [UInt8], claims: [UInt8])? {
-        guard !token.utf8.contains(UInt8(ascii: "=")) else { return nil }
-        let parts = token.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let header = Base64URL.decode(String(parts[0])),
-            let claims = Base64URL.decode(String(parts[1])),
-            let signature = Base64URL.decode(String(parts[2]))
-        else { return nil }
+        guard let parts = Parts(token) else { return nil }
         // The header is checked first: it is cheaper than the signature and rejects alg confusion.
-        guard let decoded = try? JSONDecoder().decode(ES256Header.self, from: Data(header)),
-            decoded.alg == "ES256", decoded.crit == nil
-        else { return nil }
-        let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard key.verify(signature: signature, message: signingInput) else { return nil }
-        return (header, claims)
+        guard parts.hasAlgorithm("ES256") else { return nil }
+        guard key.verify(signature: parts.signature, message: parts.signingInput) else { return nil }
+        return (parts.header, parts.claims)
     }
 
     /// Returns an APNs provider authentication token: header `{"alg":"ES256","kid":keyID}` and
@@ -76,11 +67,5 @@ extension JWT {
         let header = #"{"alg":"ES256","kid":"\#(keyID)"}"#
         let claims = #"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#
         return try signES256(headerJSON: Array(header.utf8), claimsJSON: Array(claims.utf8), key: key)
-    }
-
-    /// The header members ``verifyES256(_:key:)`` checks; others are ignored.
-    private struct ES256Header: Decodable {
-        let alg: String
-        let crit: [String]?
     }
 }

@@ -35,23 +35,43 @@ public enum JWT {
     /// Also `nil` for: anything but three dot-separated unpadded base64url parts, a header with a
     /// `crit` member (no extensions are understood), and an empty `secret`.
     public static func verifyHS256(_ token: String, secret: [UInt8]) -> [UInt8]? {
-        guard !secret.isEmpty, !token.utf8.contains(UInt8(ascii: "=")) else { return nil }
-        let parts = token.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let header = Base64URL.decode(String(parts[0])),
-            let claims = Base64URL.decode(String(parts[1])),
-            let signature = Base64URL.decode(String(parts[2]))
-        else { return nil }
-
-        let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard ConstantTime.equals(HMAC.sha256(key: secret, message: signingInput), signature) else { return nil }
-        guard let decoded = try? JSONDecoder().decode(Header.self, from: Data(header)),
-            decoded.alg == "HS256", decoded.crit == nil
-        else { return nil }
-        return claims
+        guard !secret.isEmpty, let parts = Parts(token) else { return nil }
+        guard ConstantTime.equals(HMAC.sha256(key: secret, message: parts.signingInput), parts.signature) else { return nil }
+        guard parts.hasAlgorithm("HS256") else { return nil }
+        return parts.claims
     }
 
-    /// The header members this type checks; others are ignored.
+    /// A compact JWS split and decoded: exactly three dot-separated unpadded base64url parts.
+    struct Parts {
+        let header: [UInt8]
+        let claims: [UInt8]
+        let signature: [UInt8]
+        /// `header.claims` as sent: what the signature covers.
+        let signingInput: [UInt8]
+
+        init?(_ token: String) {
+            guard !token.utf8.contains(UInt8(ascii: "=")) else { return nil }
+            let parts = token.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
+            guard parts.count == 3,
+                let header = Base64URL.decode(String(parts[0])),
+                let claims = Base64URL.decode(String(parts[1])),
+                let signature = Base64URL.decode(String(parts[2]))
+            else { return nil }
+            self.header = header
+            self.claims = claims
+            self.signature = signature
+            signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        }
+
+        /// Whether the header is a JSON object whose `alg` is `algorithm` and that has no
+        /// `crit` member (no extensions are understood).
+        func hasAlgorithm(_ algorithm: String) -> Bool {
+            guard let decoded = try? JSONDecoder().decode(Header.self, from: Data(header)) else { return false }
+            return decoded.alg == algorithm && decoded.crit == nil
+        }
+    }
+
+    /// The header members checked; others are ignored.
     private struct Header: Decodable {
         let alg: String
         let crit: [String]?
