@@ -9,6 +9,13 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T
     }
 }
 
+/// ``offPool(_:)`` for blocking work that can throw; its error is rethrown.
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result(catching: work)) }
+    }
+}
+
 /// A loopback client for live tests: raw bytes in, raw bytes out, with deadlines. Reads block
 /// on a dedicated thread (see `offPool`).
 public final class RawClient: Sendable {

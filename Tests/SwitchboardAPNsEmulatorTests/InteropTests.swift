@@ -10,7 +10,7 @@ import Testing
 struct CurlInteropTests {
     /// Runs curl on a thread of its own and returns its exit status and standard output.
     static func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await onThread {
+        try await offPool {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             process.arguments = ["--silent", "--max-time", "\(Int(generousWait))"] + arguments
@@ -78,7 +78,7 @@ struct CurlInteropTests {
 @Suite(.timeLimit(.minutes(5))) struct ProtocolErrorTests {
     @Test func anHTTP1RequestIsClosedAndOtherClientsCarryOn() async throws {
         try await withEmulator { emulator, port in
-            let reply = try await onThread { () -> [UInt8] in
+            let reply = try await offPool { () -> [UInt8] in
                 let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
                 defer { close(fd) }
                 var address = sockaddr_in()

@@ -2,6 +2,7 @@ import CNGHTTP2
 import Foundation
 import Glibc
 import SwitchboardTesting
+import SwitchboardPOSIX
 
 /// One request for ``HTTP2TestClient``.
 struct TestRequest: Sendable {
@@ -60,7 +61,7 @@ struct TestExchange: Sendable {
 }
 
 /// A minimal blocking HTTP/2 client over nghttp2 (h2c with prior knowledge), independent of
-/// the emulator's server code, for tests only. Use it on one thread (see ``onThread(_:)``).
+/// the emulator's server code, for tests only. Use it on one thread (see ``offPool(_:)``).
 ///
 /// Requests that outlive the exchange's deadline are reset with CANCEL, as a client with a
 /// deadline would do.
@@ -71,7 +72,7 @@ final class HTTP2TestClient {
     private var bodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
     private var goaway: (Int32, UInt32, String)?
     private var closedByServer = false
-    private var started = monotonic()
+    private var started = monotonicSeconds()
 
     init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -113,7 +114,7 @@ final class HTTP2TestClient {
     /// Sends every request at once (nghttp2 queues those beyond the server's stream limit) and
     /// waits until each has ended, the server closed the connection, or `timeout` passed.
     func exchange(_ requests: [TestRequest], timeout: Double = generousWait) throws -> TestExchange {
-        started = monotonic()
+        started = monotonicSeconds()
         var order: [Int32] = []
         for request in requests {
             var fields: [(String, String)] = [
@@ -129,7 +130,7 @@ final class HTTP2TestClient {
         let deadline = started + timeout
         while order.contains(where: { responses[$0]?.finished == false }), !closedByServer {
             try pump(until: deadline)
-            if monotonic() >= deadline { break }
+            if monotonicSeconds() >= deadline { break }
         }
         let outcome = order.map { responses[$0]! }
         // A client with a deadline gives up on what is still open.
@@ -170,7 +171,7 @@ final class HTTP2TestClient {
     private func pump(until deadline: Double) throws {
         try writePending()
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let wait = max(0, min(200, Int32((deadline - monotonic()) * 1000)))
+        let wait = max(0, min(200, Int32((deadline - monotonicSeconds()) * 1000)))
         guard poll(&poller, 1, wait) > 0 else { return }
         var buffer = [UInt8](repeating: 0, count: 65536)
         let count = recv(fd, &buffer, buffer.count, 0)
@@ -232,7 +233,7 @@ final class HTTP2TestClient {
             guard client.responses[streamID] != nil else { return 0 }
             if errorCode != 0 { client.responses[streamID]!.closeErrorCode = errorCode }
             client.responses[streamID]!.finished = true
-            client.responses[streamID]!.elapsed = monotonic() - client.started
+            client.responses[streamID]!.elapsed = monotonicSeconds() - client.started
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -269,23 +270,10 @@ struct TestClientError: Error, CustomStringConvertible {
 }
 
 /// Seconds on the monotonic clock.
-func monotonic() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
-/// Runs blocking `work` on a thread of its own, so tests never block the cooperative pool.
-func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result(catching: work)) }
-        thread.start()
-    }
-}
 
 /// One exchange on a new connection to `port`, on a thread of its own.
 func exchange(port: Int, _ requests: [TestRequest], timeout: Double = generousWait) async throws -> TestExchange {
-    try await onThread {
+    try await offPool {
         let client = try HTTP2TestClient(port: port)
         return try client.exchange(requests, timeout: timeout)
     }
