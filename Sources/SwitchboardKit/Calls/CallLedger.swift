@@ -213,16 +213,16 @@ public struct CallLedger: Sendable {
     public mutating func callRead(_ call: CallInfo) -> [Effect] {
         guard var entry = entries[call.id] else {
             // Foreground incoming calls follow the push path (rule 3).
-            guard call.state == "ringing", call.createdBy != userID,
-                  call.invitations.contains(where: { $0.userId == userID && $0.state == "ringing" })
+            guard call.state == .ringing, call.createdBy != userID,
+                  call.invitations.contains(where: { $0.userId == userID && $0.state == .ringing })
             else { return [] }
-            let update = CallUpdate(handle: call.scopeId, callerName: nil, hasVideo: call.mode == "video", isGroup: call.scopeKind == "group")
+            let update = CallUpdate(handle: call.scopeId, callerName: nil, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
             return beginIncoming(callID: call.id, update: update, origin: .eventStream)
         }
         guard entry.stage != .ended else {
             // We left, but the server still has us in the call (an accept that landed late).
             // (Or our cancel lost the race with the callee's answer.)
-            if entry.acceptedHere || entry.direction == .outgoing, call.state == "active", Self.isPresent(userID, in: call) {
+            if entry.acceptedHere || entry.direction == .outgoing, call.state == .active, Self.isPresent(userID, in: call) {
                 return withdraw(call.id, .leave)
             }
             return []
@@ -230,7 +230,7 @@ public struct CallLedger: Sendable {
         if let reason = Self.endReason(of: call, for: userID, entry: entry) {
             return finish(call.id, reason, server: nil)
         }
-        if call.state == "active" {
+        if call.state == .active {
             entry.serverActive = true
             entries[call.id] = entry
             if entry.direction == .outgoing, entry.stage == .dialing {
@@ -279,9 +279,9 @@ public struct CallLedger: Sendable {
     public mutating func callCreated(_ call: CallInfo, handle: String) -> [Effect] {
         let uuid = CallIdentity.uuid(forCallID: call.id)
         if entries[call.id] != nil { return [] }
-        let update = CallUpdate(handle: handle, hasVideo: call.mode == "video", isGroup: call.scopeKind == "group")
+        let update = CallUpdate(handle: handle, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
         var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .dialing)
-        if call.state == "ended" {
+        if call.state == .ended {
             // Busy at once: nothing to show in the call system.
             let reason = Self.endReason(serverReason: call.endReason)
             entry.system = .refused
@@ -305,7 +305,7 @@ public struct CallLedger: Sendable {
     public mutating func callJoined(_ call: CallInfo, handle: String) -> [Effect] {
         if let existing = entries[call.id], existing.stage != .ended { return [] }
         let uuid = CallIdentity.uuid(forCallID: call.id)
-        let update = CallUpdate(handle: handle, hasVideo: call.mode == "video", isGroup: call.scopeKind == "group")
+        let update = CallUpdate(handle: handle, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
         var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .connecting)
         entry.serverActive = true
         entry.mediaRequested = true
@@ -750,29 +750,29 @@ public struct CallLedger: Sendable {
     static func endReason(of call: CallInfo, for userID: String, entry: Entry) -> CallEndReason? {
         if entry.direction == .incoming, let invitation = call.invitations.first(where: { $0.userId == userID }) {
             switch invitation.state {
-            case "accepted" where !entry.acceptedHere: return .answeredElsewhere
-            case "declined" where !entry.declinedHere: return .declinedElsewhere
-            case "missed": return .unanswered
-            case "cancelled", "busy": return .remoteEnded
-            default: break
+            case .accepted where !entry.acceptedHere: return .answeredElsewhere
+            case .declined where !entry.declinedHere: return .declinedElsewhere
+            case .missed: return .unanswered
+            case .cancelled, .busy: return .remoteEnded
+            case .ringing, .accepted, .declined, .unknown: break
             }
         }
         // Our own participation ended on the server (left from another device, or dropped).
-        if call.state == "active", entry.stage == .active, !isPresent(userID, in: call),
+        if call.state == .active, entry.stage == .active, !isPresent(userID, in: call),
            call.participants.contains(where: { $0.userId == userID }) {
             return .remoteEnded
         }
-        guard call.state == "ended" else { return nil }
+        guard call.state == .ended else { return nil }
         return endReason(serverReason: call.endReason)
     }
 
     /// The server's end reason as the call system's (documented in the README).
-    public static func endReason(serverReason: String?) -> CallEndReason {
+    public static func endReason(serverReason: CallInfo.EndReason?) -> CallEndReason {
         switch serverReason {
-        case "missed": .unanswered
-        case "connection_lost": .failed
-        case "declined", "completed", "cancelled", "busy", "unfriended", "blocked", "group_dissolved": .remoteEnded
-        default: .failed
+        case .missed: .unanswered
+        case .connectionLost: .failed
+        case .declined, .completed, .cancelled, .busy, .unfriended, .blocked, .groupDissolved: .remoteEnded
+        case .unknown, nil: .failed
         }
     }
 }
