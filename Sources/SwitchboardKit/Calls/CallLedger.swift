@@ -118,26 +118,17 @@ public struct CallLedger: Sendable {
         var queuedEnd: CallEndReason?
         /// The answer or start action still to complete.
         var pendingAction: UUID?
-        /// This device accepted / declined (so the server's "accepted" is not "elsewhere").
-        var acceptedHere = false
-        /// The server answered our accept: we are a participant there.
-        var acceptConfirmed = false
-        var declinedHere = false
-        /// A decline, leave or cancel the server has not confirmed yet (retried after transient
-        /// failures), and how often it was sent.
-        var withdrawal: ServerRequest?
-        var withdrawalAttempts = 0
+        /// What this device answered (so the server's "accepted" is not "elsewhere").
+        var answer = Answer.undecided
+        /// A decline, leave or cancel the server has not confirmed yet.
+        var withdrawal: Withdrawal?
         var serverActive = false
-        var mediaRequested = false
-        var mediaJoined = false
-        var audioRunning = false
+        var media = Media.notRequested
         var userMuted = false
         var held = false
         var earlyTokenInFlight = false
         /// A stale push re-reported this ended call (to end it again at once).
         var staleReport = false
-        /// The withdrawal was refused with 401: it goes again with the next token.
-        var withdrawalAwaitsSession = false
     }
 
     public let configuration: Configuration
@@ -222,7 +213,7 @@ public struct CallLedger: Sendable {
         guard entry.stage != .ended else {
             // We left, but the server still has us in the call (an accept that landed late).
             // (Or our cancel lost the race with the callee's answer.)
-            if entry.acceptedHere || entry.direction == .outgoing, call.state == .active, Self.isPresent(userID, in: call) {
+            if entry.answer.acceptedHere || entry.direction == .outgoing, call.state == .active, Self.isPresent(userID, in: call) {
                 return withdraw(call.id, .leave)
             }
             return []
@@ -235,7 +226,7 @@ public struct CallLedger: Sendable {
             entries[call.id] = entry
             if entry.direction == .outgoing, entry.stage == .dialing {
                 entry.stage = .connecting
-                entry.mediaRequested = true
+                entry.media.request()
                 entries[call.id] = entry
                 // An early token on its way decides: it joins, or on failure asks again.
                 return entry.earlyTokenInFlight ? [] : [.server(callID: call.id, .mediaToken)]
@@ -308,7 +299,7 @@ public struct CallLedger: Sendable {
         let update = CallUpdate(handle: handle, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
         var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .connecting)
         entry.serverActive = true
-        entry.mediaRequested = true
+        entry.media.request()
         insert(entry)
         return [
             .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
@@ -390,7 +381,7 @@ public struct CallLedger: Sendable {
             guard entry.direction == .incoming, entry.stage == .ringing else { return [.fail(id)] }
             entry.stage = .answering
             entry.pendingAction = id
-            entry.acceptedHere = true
+            entry.answer = .accepting
             entries[callID] = entry
             return [
                 .server(callID: callID, .accept),
@@ -467,8 +458,8 @@ public struct CallLedger: Sendable {
     public mutating func audioSessionDeactivated() -> [Effect] {
         audioSessionActive = false
         var effects: [Effect] = []
-        for (callID, entry) in entries where entry.audioRunning {
-            entries[callID]?.audioRunning = false
+        for (callID, entry) in entries where entry.media == .playing {
+            entries[callID]?.media = .joined
             effects += [.stopAudio(callID: callID), .notify(.audioStopped(callID: callID))]
         }
         return effects
@@ -487,20 +478,20 @@ public struct CallLedger: Sendable {
             // Only a participant of an active call gets one: the callee answered.
             guard var entry = entries[callID] else { return [] }
             entry.earlyTokenInFlight = false
-            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting, !entry.mediaJoined else {
+            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting, !entry.media.joined else {
                 entries[callID] = entry
                 return []
             }
             entry.stage = .connecting
             entry.serverActive = true
-            entry.mediaRequested = true
+            entry.media.request()
             entries[callID] = entry
             return [.joinMedia(callID: callID, token)]
         case (.earlyMediaToken, .failure):
             // Too early (still ringing when it arrived). If the re-read has since seen the answer,
             // ask properly now.
             entries[callID]?.earlyTokenInFlight = false
-            guard entry.stage == .connecting, !entry.mediaJoined else { return [] }
+            guard entry.stage == .connecting, !entry.media.joined else { return [] }
             return [.server(callID: callID, .mediaToken)]
         case (.mediaToken, .mediaToken(let token)):
             guard entry.stage == .answering || entry.stage == .connecting else { return [] }
@@ -509,10 +500,10 @@ public struct CallLedger: Sendable {
             guard entry.stage == .answering || entry.stage == .connecting else { return [] }
             return failCall(callID)
         case (.accept, .call(let call)):
-            entries[callID]?.acceptConfirmed = true
+            entries[callID]?.answer.serverAccepted()
             var effects = callRead(call)
-            if entries[callID]?.stage == .answering, !(entries[callID]?.mediaRequested ?? true) {
-                entries[callID]?.mediaRequested = true
+            if entries[callID]?.stage == .answering, entries[callID]?.media == .notRequested {
+                entries[callID]?.media.request()
                 effects.append(.server(callID: callID, .mediaToken))
             }
             return effects
@@ -520,18 +511,18 @@ public struct CallLedger: Sendable {
             guard entry.stage == .answering else { return [] }
             return failCall(callID)
         case (.decline, .failure(let status, _)), (.leave, .failure(let status, _)), (.cancel, .failure(let status, _)):
-            guard entry.withdrawal == request else { return [] }
+            guard let withdrawal = entry.withdrawal, withdrawal.request == request else { return [] }
             if status == 401 {
                 // The token is refused: kept until `sessionRenewed` brings a new one.
-                entries[callID]?.withdrawalAwaitsSession = true
+                entries[callID]?.withdrawal?.awaitsSession = true
                 return []
             }
             if status == 0 || status == 429 || status >= 500 {
-                guard entry.withdrawalAttempts < Self.withdrawalRetries else {
+                guard withdrawal.attempts < Self.withdrawalRetries else {
                     entries[callID]?.withdrawal = nil
                     return []
                 }
-                let delay = min(pow(2, Double(entry.withdrawalAttempts - 1)), 8)
+                let delay = min(pow(2, Double(withdrawal.attempts - 1)), 8)
                 return [.schedule(callID: callID, .withdrawalRetry, afterSeconds: delay)]
             }
             // Refused (409: the call moved on, e.g. answered as we cancelled): re-read it; a
@@ -539,7 +530,7 @@ public struct CallLedger: Sendable {
             entries[callID]?.withdrawal = nil
             return status == 404 ? [] : [.server(callID: callID, .fetch)]
         case (.decline, .call(let call)), (.leave, .call(let call)), (.cancel, .call(let call)):
-            if entry.withdrawal == request { entries[callID]?.withdrawal = nil }
+            if entry.withdrawal?.request == request { entries[callID]?.withdrawal = nil }
             return callRead(call)
         case (.fetch, .failure(let status, _)):
             // The server no longer shows us the call: it cannot go on.
@@ -560,7 +551,7 @@ public struct CallLedger: Sendable {
             return succeeded ? [.leaveMedia(callID: callID)] : []
         }
         guard succeeded else { return failCall(callID) }
-        entry.mediaJoined = true
+        entry.media = .joined
         var effects: [Effect] = []
         if entry.stage == .answering, let action = entry.pendingAction {
             effects.append(.fulfil(action))
@@ -585,9 +576,9 @@ public struct CallLedger: Sendable {
     public mutating func sessionRenewed() -> [Effect] {
         var effects: [Effect] = []
         for callID in entries.keys.sorted() {
-            guard let entry = entries[callID], entry.withdrawalAwaitsSession, let request = entry.withdrawal else { continue }
-            entries[callID]?.withdrawalAwaitsSession = false
-            effects.append(.server(callID: callID, request))
+            guard let withdrawal = entries[callID]?.withdrawal, withdrawal.awaitsSession else { continue }
+            entries[callID]?.withdrawal?.awaitsSession = false
+            effects.append(.server(callID: callID, withdrawal.request))
         }
         let live = liveCallIDs
         if !live.isEmpty { effects += [.watch] + live.map { .server(callID: $0, .fetch) } }
@@ -605,9 +596,9 @@ public struct CallLedger: Sendable {
             guard entry.direction == .outgoing, entry.stage == .dialing else { return [] }
             return finish(callID, .unanswered, server: .cancel)
         case .withdrawalRetry:
-            guard let request = entry.withdrawal else { return [] }
-            entries[callID]?.withdrawalAttempts += 1
-            return [.server(callID: callID, request)]
+            guard let withdrawal = entry.withdrawal else { return [] }
+            entries[callID]?.withdrawal?.attempts += 1
+            return [.server(callID: callID, withdrawal.request)]
         }
     }
 
@@ -646,16 +637,17 @@ public struct CallLedger: Sendable {
         switch entry.direction {
         case .outgoing: return entry.serverActive ? .leave : .cancel
         case .incoming:
-            if entry.acceptConfirmed { return .leave }
-            entries[callID]?.declinedHere = true
+            if entry.answer == .accepted { return .leave }
+            entries[callID]?.answer = .declined(afterAccepting: entry.answer.acceptedHere)
             return .decline
         }
     }
 
     /// Sends a withdrawal and remembers it until the server confirms it.
     private mutating func withdraw(_ callID: String, _ request: ServerRequest) -> [Effect] {
-        entries[callID]?.withdrawal = request
-        entries[callID]?.withdrawalAttempts = 1
+        // One still waiting for a new token keeps waiting: this one goes with that token too.
+        let awaitsSession = entries[callID]?.withdrawal?.awaitsSession ?? false
+        entries[callID]?.withdrawal = Withdrawal(request: request, attempts: 1, awaitsSession: awaitsSession)
         return [.server(callID: callID, request)]
     }
 
@@ -688,11 +680,11 @@ public struct CallLedger: Sendable {
         entries[callID] = entry
         remember(ended: callID)
         if reportEnd ?? !local { effects += endInSystem(callID, reason) }
-        if entry.audioRunning {
-            entries[callID]?.audioRunning = false
+        if entry.media == .playing {
+            entries[callID]?.media = .joined
             effects += [.stopAudio(callID: callID), .notify(.audioStopped(callID: callID))]
         }
-        if entry.mediaRequested || entry.mediaJoined { effects.append(.leaveMedia(callID: callID)) }
+        if entry.media != .notRequested { effects.append(.leaveMedia(callID: callID)) }
         if let server { effects += withdraw(callID, server) }
         effects.append(.notify(.ended(callID: callID, reason: local ? nil : reason, refusal: refusal)))
         return effects
@@ -719,8 +711,8 @@ public struct CallLedger: Sendable {
     private mutating func startAudioIfReady() -> [Effect] {
         guard audioSessionActive else { return [] }
         var effects: [Effect] = []
-        for (callID, entry) in entries where entry.mediaJoined && entry.stage == .active && !entry.audioRunning {
-            entries[callID]?.audioRunning = true
+        for (callID, entry) in entries where entry.media == .joined && entry.stage == .active {
+            entries[callID]?.media = .playing
             effects += [.startAudio(callID: callID), .notify(.audioStarted(callID: callID))]
         }
         return effects
@@ -750,8 +742,8 @@ public struct CallLedger: Sendable {
     static func endReason(of call: CallInfo, for userID: String, entry: Entry) -> CallEndReason? {
         if entry.direction == .incoming, let invitation = call.invitations.first(where: { $0.userId == userID }) {
             switch invitation.state {
-            case .accepted where !entry.acceptedHere: return .answeredElsewhere
-            case .declined where !entry.declinedHere: return .declinedElsewhere
+            case .accepted where !entry.answer.acceptedHere: return .answeredElsewhere
+            case .declined where !entry.answer.declinedHere: return .declinedElsewhere
             case .missed: return .unanswered
             case .cancelled, .busy: return .remoteEnded
             case .ringing, .accepted, .declined, .unknown: break
