@@ -219,8 +219,8 @@ struct DemoRun {
         try dave.hangUp(callID)
         try await until("alice's call ends") { alice.systemCall(callID)?.state == .ended }
         let server = try await stack.client(sessions["alice"]!).call(callID)
-        try expect(server.endReason == "declined", "the server ended the call as declined")
-        printer.say("→ server: ended, \(server.endReason ?? "?"); alice's call system: \(alice.systemCall(callID)?.endReason.map { "\($0)" } ?? "?")")
+        try expect(server.endReason == .declined, "the server ended the call as declined")
+        printer.say("→ server: ended, \(server.endReason?.rawValue ?? "?"); alice's call system: \(alice.systemCall(callID)?.endReason.map { "\($0)" } ?? "?")")
     }
 
     func missed() async throws {
@@ -244,9 +244,9 @@ struct DemoRun {
         let (busyID, _) = try await dial(dave, "dave-bob", handle: "Bob")
         try await until("dave's call ends") { dave.coordinator?.call(busyID)?.stage == .ended }
         let server = try await stack.client(sessions["dave"]!).call(busyID)
-        try expect(server.endReason == "busy", "the server ended dave's call as busy")
+        try expect(server.endReason == .busy, "the server ended dave's call as busy")
         try expect(bobPhone.systemCall(busyID) == nil && bobPad.systemCall(busyID) == nil, "bob's devices never rang for dave's call")
-        printer.say("→ dave's call: \(server.endReason ?? "?"); bob's call with alice goes on")
+        printer.say("→ dave's call: \(server.endReason?.rawValue ?? "?"); bob's call with alice goes on")
         try await pause(1)
         try alice.hangUp(callID)
         try await until("bob's call ends") { bobPhone.systemCall(callID)?.state == .ended }
@@ -276,7 +276,7 @@ struct DemoRun {
         try alice.hangUp(callID)
         try await pause(0.5)
         let ongoing = try await stack.client(sessions["carol"]!).call(callID)
-        try expect(ongoing.state == "active", "the call goes on while carol is in it")
+        try expect(ongoing.state == .active, "the call goes on while carol is in it")
         try carol.hangUp(callID)
         try await until("the server ends the call") {
             carol.systemCall(callID)?.state == .ended
@@ -284,12 +284,12 @@ struct DemoRun {
         // Her leave reaches the server a moment after her call system ended the call: read until
         // the server shows the outcome (at most 5 s).
         var server = try await stack.client(sessions["carol"]!).call(callID)
-        for _ in 0..<50 where server.state != "ended" {
+        for _ in 0..<50 where server.state != .ended {
             try await Task.sleep(nanoseconds: 100_000_000)
             server = try await stack.client(sessions["carol"]!).call(callID)
         }
-        try expect(server.state == "ended" && server.endReason == "completed", "the last leaver ended the call (completed)")
-        printer.say("→ server: \(server.state), \(server.endReason ?? "?") when carol, the last one, left")
+        try expect(server.state == .ended && server.endReason == .completed, "the last leaver ended the call (completed)")
+        printer.say("→ server: \(server.state), \(server.endReason?.rawValue ?? "?") when carol, the last one, left")
     }
 
     // MARK: Helpers
@@ -312,9 +312,9 @@ struct DemoRun {
         let started = Date()
         let callID: String
         if let conversation {
-            callID = try await phone.dial(scopeKind: "conversation", scopeID: conversations[conversation]!, handle: handle)
+            callID = try await phone.dial(scopeKind: .conversation, scopeID: conversations[conversation]!, handle: handle)
         } else {
-            callID = try await phone.dial(scopeKind: "group", scopeID: groupID, handle: handle)
+            callID = try await phone.dial(scopeKind: .group, scopeID: groupID, handle: handle)
         }
         return (callID, started)
     }

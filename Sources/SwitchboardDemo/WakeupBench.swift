@@ -236,7 +236,7 @@ public enum WakeupBench {
         let dialed = Date()
         let callID: String
         do {
-            callID = try await caller.dial(scopeKind: "conversation", scopeID: conversation, handle: callee.name)
+            callID = try await caller.dial(scopeKind: .conversation, scopeID: conversation, handle: callee.name)
         } catch {
             return WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "dial failed: \(error)")
         }

@@ -172,7 +172,7 @@ public struct SwitchboardClient: Sendable {
 
     // MARK: Calls
 
-    public func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID = UUID()) async throws -> CallInfo {
+    public func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID = UUID()) async throws -> CallInfo {
         try await call("POST", "/calls", body: CreateCall(scopeKind: scopeKind, scopeId: scopeID, mode: mode, clientId: clientID.uuidString.lowercased()))
     }
 
@@ -185,13 +185,13 @@ public struct SwitchboardClient: Sendable {
     }
 
     /// The newest ended calls of a conversation or group (at most 100).
-    public func callHistory(scopeKind: String, scopeID: String) async throws -> [CallInfo] {
-        try await call("GET", "/calls/history", query: [("scopeKind", scopeKind), ("scopeId", scopeID)])
+    public func callHistory(scopeKind: ScopeKind, scopeID: String) async throws -> [CallInfo] {
+        try await call("GET", "/calls/history", query: [("scopeKind", scopeKind.rawValue), ("scopeId", scopeID)])
     }
 
-    /// `accept`, `decline`, `join`, `leave` or `cancel`.
-    public func perform(_ action: String, onCall callID: String) async throws -> CallInfo {
-        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/\(action)")
+    /// Accepts, declines, joins, leaves or cancels a call.
+    public func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo {
+        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/\(action.rawValue)")
     }
 
     public func mediaToken(forCall callID: String) async throws -> MediaToken {

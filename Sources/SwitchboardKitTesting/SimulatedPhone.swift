@@ -187,7 +187,7 @@ public final class SimulatedPhone: Sendable {
     }
 
     /// Calls a conversation or group from the app.
-    public func dial(scopeKind: String, scopeID: String, mode: String = "audio", handle: String) async throws -> String {
+    public func dial(scopeKind: ScopeKind, scopeID: String, mode: CallMode = .audio, handle: String) async throws -> String {
         if appState == .killed { await bringToForeground() }
         guard let coordinator else { throw CallSystemError.other("app not running") }
         note("user dials \(handle)")

@@ -1,15 +1,13 @@
 /// `POST /calls` body.
 public struct CreateCall: Codable, Sendable, Equatable {
-    /// `conversation` or `group`.
-    public var scopeKind: String
+    public var scopeKind: ScopeKind
     /// The conversation's or group's id.
     public var scopeId: String
-    /// `audio` or `video`.
-    public var mode: String
+    public var mode: CallMode
     /// A UUID chosen by the caller: the same request again returns the same call.
     public var clientId: String
 
-    public init(scopeKind: String, scopeId: String, mode: String, clientId: String) {
+    public init(scopeKind: ScopeKind, scopeId: String, mode: CallMode, clientId: String) {
         self.scopeKind = scopeKind
         self.scopeId = scopeId
         self.mode = mode
@@ -20,11 +18,10 @@ public struct CreateCall: Codable, Sendable, Equatable {
 /// An invitee's answer, as clients see it.
 public struct CallInvitationInfo: Codable, Sendable, Equatable {
     public var userId: String
-    /// `ringing`, `accepted`, `declined`, `busy`, `missed` or `cancelled`.
-    public var state: String
+    public var state: InvitationState
     public var updatedAt: String
 
-    public init(userId: String, state: String, updatedAt: String) {
+    public init(userId: String, state: InvitationState, updatedAt: String) {
         self.userId = userId
         self.state = state
         self.updatedAt = updatedAt
@@ -58,14 +55,12 @@ public struct CallParticipantInfo: Codable, Sendable, Equatable {
 /// caller's `clientId`.
 public struct CallInfo: Codable, Sendable, Equatable {
     public var id: String
-    public var scopeKind: String
+    public var scopeKind: ScopeKind
     public var scopeId: String
-    public var mode: String
-    /// `ringing`, `active` or `ended`.
-    public var state: String
-    /// `null` until ended: `declined`, `completed`, `cancelled`, `missed`, `busy`,
-    /// `connection_lost`, `unfriended`, `blocked` or `group_dissolved`.
-    public var endReason: String?
+    public var mode: CallMode
+    public var state: CallState
+    /// `null` until ended.
+    public var endReason: EndReason?
     public var createdBy: String
     public var createdAt: String
     public var answeredAt: String?
@@ -74,7 +69,7 @@ public struct CallInfo: Codable, Sendable, Equatable {
     public var participants: [CallParticipantInfo]
 
     public init(
-        id: String, scopeKind: String, scopeId: String, mode: String, state: String, endReason: String?, createdBy: String,
+        id: String, scopeKind: ScopeKind, scopeId: String, mode: CallMode, state: CallState, endReason: EndReason?, createdBy: String,
         createdAt: String, answeredAt: String?, endedAt: String?, invitations: [CallInvitationInfo], participants: [CallParticipantInfo]
     ) {
         self.id = id

@@ -11,9 +11,9 @@ import SwitchboardWire
 /// A server that cannot be reached: every request fails at once.
 private struct UnreachableBackend: CallBackend {
     var unreachable: SwitchboardAPIError { SwitchboardAPIError(status: 0, code: "TRANSPORT", message: "unreachable") }
-    func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID) async throws -> CallInfo { throw unreachable }
+    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo { throw unreachable }
     func call(_ callID: String) async throws -> CallInfo { throw unreachable }
-    func perform(_ action: String, onCall callID: String) async throws -> CallInfo { throw unreachable }
+    func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo { throw unreachable }
     func mediaToken(forCall callID: String) async throws -> MediaToken { throw unreachable }
     func eventCursor() async throws -> Int64 { throw unreachable }
     func events(after: Int64, wait: Int) async throws -> EventsPage { throw unreachable }

@@ -50,7 +50,7 @@ struct BugClassScenarioTests {
         if implementation == .ours {
             // The answer was fulfilled only once media joined, within the deadline.
             #expect(rig.system.call(rig.uuid(call))?.state == .connected)
-            #expect(rig.backend.info(call.id)?.state == "active")
+            #expect(rig.backend.info(call.id)?.state == .active)
         }
     }
 
@@ -62,7 +62,7 @@ struct BugClassScenarioTests {
         await rig.events(rig.backend.change(call.id) { _ in })
         try rig.system.userAnswers(rig.system.liveCalls.first!.uuid)
         await rig.run(seconds: 2)
-        await rig.events(rig.backend.endCall(call.id, reason: "completed"))
+        await rig.events(rig.backend.endCall(call.id, reason: .completed))
         await rig.run(seconds: 1)
         let correct = rig.system.liveCalls.isEmpty && rig.system.calls.first?.endReason == .remoteEnded
             && !rig.system.audioSessionActive
@@ -86,16 +86,16 @@ struct BugClassScenarioTests {
     @Test(arguments: Implementation.allCases)
     func maximumCallGroupsReachedAfterAFailedDial(_ implementation: Implementation) async throws {
         let rig = ScenarioRig(implementation) { $0.maximumCallGroups = 1 }
-        let first = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
+        let first = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         rig.backend.fail("mediaToken", times: 2)  // the media service is down (an early ask and the retry)
         let accepted = rig.backend.change(first) { call in
-            call.state = "active"
-            call.invitations[0].state = "accepted"
+            call.state = .active
+            call.invitations[0].state = .accepted
         }
         await rig.events(accepted)
         await rig.run(seconds: 1)
-        let second = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
+        let second = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         let secondCall = rig.system.call(CallIdentity.uuid(forCallID: second))
         let correct = secondCall != nil && secondCall?.state != .ended
@@ -103,7 +103,7 @@ struct BugClassScenarioTests {
         #expect(correct == (implementation == .ours), "\(rig.system.log)")
         if implementation == .ours {
             #expect(rig.system.call(CallIdentity.uuid(forCallID: first))?.endReason == .failed)
-            #expect(rig.backend.info(first)?.state == "ended", "the callee must not be left in a dead call")
+            #expect(rig.backend.info(first)?.state == .ended, "the callee must not be left in a dead call")
         }
     }
 
@@ -122,7 +122,7 @@ struct BugClassScenarioTests {
         }
         try rig.system.userAnswers(shown.uuid)
         await rig.run(seconds: 2)
-        let correct = rig.backend.info(call.id)?.state == "active" && rig.media.session(call.id)?.status.audioFlowing == true
+        let correct = rig.backend.info(call.id)?.state == .active && rig.media.session(call.id)?.status.audioFlowing == true
         #expect(correct == (implementation == .ours))
     }
 
@@ -135,8 +135,8 @@ struct BugClassScenarioTests {
         rig.push(call)
         await rig.run(seconds: 1)
         let elsewhere = rig.backend.change(call.id) { call in
-            call.state = "active"
-            call.invitations[0].state = "accepted"
+            call.state = .active
+            call.invitations[0].state = .accepted
             call.participants.append(CallParticipantInfo(userId: "me", joinedAt: call.createdAt, leftAt: nil))
         }
         if implementation == .naive { await rig.events(elsewhere) }  // the naive one has no feed of its own
@@ -144,7 +144,7 @@ struct BugClassScenarioTests {
         let ended = rig.system.calls.first
         let correct = rig.system.liveCalls.isEmpty && ended?.endReason == .answeredElsewhere
         #expect(correct == (implementation == .ours), "\(rig.system.calls)")
-        if implementation == .ours { #expect(rig.backend.info(call.id)?.state == "active", "must not decline or leave") }
+        if implementation == .ours { #expect(rig.backend.info(call.id)?.state == .active, "must not decline or leave") }
     }
 
     /// H: a push that arrives after the call ended is still reported, then ended at once.
@@ -152,7 +152,7 @@ struct BugClassScenarioTests {
     func stalePushForAnAlreadyEndedCall(_ implementation: Implementation) async {
         let rig = ScenarioRig(implementation)
         let call = rig.backend.ring()
-        rig.backend.endCall(call.id, reason: "missed")
+        rig.backend.endCall(call.id, reason: .missed)
         rig.push(call)
         await rig.run(seconds: 1)
         let correct = rig.system.violations.isEmpty && rig.system.liveCalls.isEmpty

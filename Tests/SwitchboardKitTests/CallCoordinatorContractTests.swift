@@ -70,8 +70,8 @@ struct CallCoordinatorContractTests {
         #expect(!rig.system.killed, "a refused report is still a report")
         #expect(rig.system.calls.isEmpty)
         #expect(rig.backend.requests.contains("decline"))
-        #expect(rig.backend.info(call.id)?.state == "ended", "the caller is not left ringing")
-        #expect(rig.backend.info(call.id)?.endReason == "declined")
+        #expect(rig.backend.info(call.id)?.state == .ended, "the caller is not left ringing")
+        #expect(rig.backend.info(call.id)?.endReason == .declined)
         #expect(rig.notices.all.contains { notice in
             if case .ended(call.id, _, .filteredByDoNotDisturb) = notice { true } else { false }
         }, "\(rig.notices.all)")
@@ -97,13 +97,13 @@ struct CallCoordinatorContractTests {
         #expect(rig.endings(of: rig.uuid(call)) == 1)
         #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
         #expect(rig.backend.requests.contains("leave"))
-        #expect(rig.backend.info(call.id)?.state == "ended", "the caller is not left in a dead call")
+        #expect(rig.backend.info(call.id)?.state == .ended, "the caller is not left in a dead call")
         #expect(!rig.system.audioSessionActive)
     }
 
     @Test func anUnansweredDialEndsAfter45Seconds() async throws {
         let rig = ContractRig()
-        let callID = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob")
+        let callID = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob")
         let uuid = CallIdentity.uuid(forCallID: callID)
         await rig.run(seconds: 44.5, step: 0.5)
         #expect(rig.system.call(uuid)?.state == .connecting, "still dialing at 44.5 s")
@@ -113,7 +113,7 @@ struct CallCoordinatorContractTests {
         #expect(rig.system.call(uuid)?.endReason == .unanswered)
         #expect(rig.endings(of: uuid) == 1)
         #expect(rig.backend.requests.filter { $0 == "cancel" }.count == 1)
-        #expect(rig.backend.info(callID)?.endReason == "cancelled")
+        #expect(rig.backend.info(callID)?.endReason == .cancelled)
         #expect(rig.notices.all.contains(.ended(callID: callID, reason: .unanswered, refusal: nil)))
         #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
         #expect(!rig.system.audioSessionActive)
@@ -141,7 +141,7 @@ struct CallCoordinatorContractTests {
         #expect(rig.system.liveCalls.isEmpty)
         #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
         #expect(rig.backend.requests.filter { $0 == "decline" }.count == 1)
-        #expect(rig.backend.info(call.id)?.endReason == "declined")
+        #expect(rig.backend.info(call.id)?.endReason == .declined)
     }
 
     @Test func anEndActionForACallThisProcessNeverSawIsFulfilled() async {
@@ -155,8 +155,8 @@ struct CallCoordinatorContractTests {
         #expect(rig.backend.requests.isEmpty)
     }
 
-    @Test(arguments: [("cancelled", CallEndReason.remoteEnded), ("missed", .unanswered)])
-    func aRingingCallEndedOnTheServerEndsWithItsReason(_ serverReason: String, _ expected: CallEndReason) async {
+    @Test(arguments: [(CallInfo.EndReason.cancelled, CallEndReason.remoteEnded), (.missed, .unanswered)])
+    func aRingingCallEndedOnTheServerEndsWithItsReason(_ serverReason: CallInfo.EndReason, _ expected: CallEndReason) async {
         let rig = ContractRig()
         let call = rig.backend.ring()
         rig.push(call)
@@ -185,7 +185,7 @@ struct CallCoordinatorContractTests {
         #expect(!session.status.audioFlowing)
         #expect(rig.notices.all.contains(.audioStopped(callID: call.id)))
         #expect(rig.backend.requests.contains("leave"))
-        #expect(rig.backend.info(call.id)?.state == "ended")
+        #expect(rig.backend.info(call.id)?.state == .ended)
         #expect(rig.coordinator.liveCallIDs.isEmpty)
         #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
     }
@@ -198,7 +198,7 @@ struct CallCoordinatorContractTests {
         let call = rig.backend.ring()
         #expect(rig.push(call))
         await rig.settle()
-        await rig.events(rig.backend.endCall(call.id, reason: "cancelled"))
+        await rig.events(rig.backend.endCall(call.id, reason: .cancelled))
         #expect(rig.endings(of: rig.uuid(call)) == 0, "not ended before CallKit confirmed the report")
         #expect(rig.system.call(rig.uuid(call))?.state == .ringing)
         rig.calls.releaseReports()
@@ -224,7 +224,7 @@ struct CallCoordinatorContractTests {
         #expect(rig.system.liveCalls.isEmpty, "no zombie call left ringing: \(rig.system.calls)")
         #expect(rig.endings(of: rig.uuid(call)) == 1)
         #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
-        #expect(rig.backend.info(call.id)?.endReason == "declined")
+        #expect(rig.backend.info(call.id)?.endReason == .declined)
     }
 }
 

@@ -63,7 +63,7 @@ struct CallLedgerTests {
         mine.createdBy = "me"
         #expect(ledger.callRead(mine).isEmpty, "my own call does not ring me")
         var answered = Fixture.ringing(id: "call-2")
-        answered.invitations[0].state = "accepted"
+        answered.invitations[0].state = .accepted
         #expect(ledger.callRead(answered).isEmpty, "answered on another device before I heard of it")
         #expect(ledger.liveCallIDs.isEmpty)
     }
@@ -103,7 +103,7 @@ struct CallLedgerTests {
         let uuid = Fixture.uuid(call)
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
         _ = ledger.reportCompleted(uuid, error: nil)
-        #expect(ledger.callRead(Fixture.ended(call, reason: "missed")).contains(.reportEnded(uuid, .unanswered)))
+        #expect(ledger.callRead(Fixture.ended(call, reason: .missed)).contains(.reportEnded(uuid, .unanswered)))
         // The same push again, after the call system dropped the call.
         #expect(ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
             == [.reportIncoming(uuid, Fixture.push(call).update, report: 2)])
@@ -115,7 +115,7 @@ struct CallLedgerTests {
         let call = Fixture.ringing()
         let uuid = Fixture.uuid(call)
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
-        let ending = ledger.callRead(Fixture.ended(call, reason: "cancelled"))
+        let ending = ledger.callRead(Fixture.ended(call, reason: .cancelled))
         #expect(!ending.contains { if case .reportEnded = $0 { true } else { false } })
         #expect(ending.contains(.notify(.ended(callID: call.id, reason: .remoteEnded, refusal: nil))))
         #expect(ledger.reportCompleted(uuid, error: nil) == [.reportEnded(uuid, .remoteEnded)])
@@ -153,7 +153,7 @@ struct CallLedgerTests {
         ("blocked", .remoteEnded), ("group_dissolved", .remoteEnded), ("some_future_reason", .failed),
     ])
     func serverEndReasonsMapToTheCallSystems(_ serverReason: String, _ expected: CallEndReason) {
-        #expect(CallLedger.endReason(serverReason: serverReason) == expected)
+        #expect(CallLedger.endReason(serverReason: CallInfo.EndReason(rawValue: serverReason)) == expected)
     }
 
     @Test func aMissingServerEndReasonIsAFailure() {
@@ -161,15 +161,15 @@ struct CallLedgerTests {
     }
 
     @Test func answeredOrDeclinedOnAnotherDeviceIsReportedAsElsewhereWithoutTellingTheServer() {
-        for (invitation, expected) in [("accepted", CallEndReason.answeredElsewhere), ("declined", .declinedElsewhere)] {
+        for (invitation, expected) in [(InvitationState.accepted, CallEndReason.answeredElsewhere), (.declined, .declinedElsewhere)] {
             var ledger = CallLedger(userID: "me")
             let call = Fixture.ringing()
             _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
             _ = ledger.reportCompleted(Fixture.uuid(call), error: nil)
             var changed = call
             changed.invitations[0].state = invitation
-            changed.state = invitation == "accepted" ? "active" : "ended"
-            changed.endReason = invitation == "accepted" ? nil : "declined"
+            changed.state = invitation == .accepted ? .active : .ended
+            changed.endReason = invitation == .accepted ? nil : .declined
             #expect(ledger.callRead(changed) == [
                 .reportEnded(Fixture.uuid(call), expected),
                 .notify(.ended(callID: call.id, reason: expected, refusal: nil)),
@@ -179,7 +179,7 @@ struct CallLedgerTests {
 
     @Test func anOutgoingCallEveryoneWasBusyForEndsWithoutTheCallSystem() {
         var ledger = CallLedger(userID: "me")
-        let call = Fixture.ended(Fixture.outgoing(), reason: "busy")
+        let call = Fixture.ended(Fixture.outgoing(), reason: .busy)
         #expect(ledger.callCreated(call, handle: "bob") == [.notify(.ended(callID: call.id, reason: .remoteEnded, refusal: nil))])
         #expect(ledger.liveCallIDs.isEmpty)
     }
@@ -317,11 +317,11 @@ struct CallLedgerTests {
         }
         let answer = UUID()
         switch path {
-        case .remoteCancel: effects = ledger.callRead(Fixture.ended(call, reason: "cancelled"))
+        case .remoteCancel: effects = ledger.callRead(Fixture.ended(call, reason: .cancelled))
         case .answeredElsewhere:
             var changed = call
-            changed.state = "active"
-            changed.invitations[0].state = "accepted"
+            changed.state = .active
+            changed.invitations[0].state = .accepted
             effects = ledger.callRead(changed)
         case .userDeclines: effects = ledger.actionPerformed(id: UUID(), CallActionRequest(callUUID: uuid, kind: .end))
         case .answerDeadline:
@@ -343,7 +343,7 @@ struct CallLedgerTests {
 
         // Whatever arrives afterwards ends nothing again and tells the server nothing more.
         var late: [CallLedger.Effect] = []
-        late += ledger.callRead(Fixture.ended(call, reason: "cancelled"))
+        late += ledger.callRead(Fixture.ended(call, reason: .cancelled))
         late += ledger.timerFired(call.id, .answerDeadline)
         late += ledger.timerFired(call.id, .dialTimeout)
         late += ledger.endRequested(call.id)
@@ -404,7 +404,7 @@ struct StaleReportRaceTests {
         let uuid = Fixture.uuid(call)
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
         _ = ledger.reportCompleted(uuid, error: nil)
-        #expect(ledger.callRead(Fixture.ended(call, reason: "cancelled")).contains(.reportEnded(uuid, .remoteEnded)))
+        #expect(ledger.callRead(Fixture.ended(call, reason: .cancelled)).contains(.reportEnded(uuid, .remoteEnded)))
         // The push comes again before the call system processed that end.
         #expect(ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID()).count == 1)
         #expect(ledger.reportCompleted(uuid, error: .incomingCall(.callUUIDAlreadyExists)).isEmpty, "no second end")
@@ -418,7 +418,7 @@ struct StaleReportRaceTests {
         let call = Fixture.ringing()
         let uuid = Fixture.uuid(call)
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
-        _ = ledger.callRead(Fixture.ended(call, reason: "cancelled"))  // ends while the report is pending
+        _ = ledger.callRead(Fixture.ended(call, reason: .cancelled))  // ends while the report is pending
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
         #expect(ledger.reportCompleted(uuid, error: .incomingCall(.callUUIDAlreadyExists)) == [.reportEnded(uuid, .remoteEnded)])
         #expect(ledger.reportCompleted(uuid, error: nil).isEmpty)
@@ -460,8 +460,8 @@ struct WithdrawalTests {
         #expect(ended.contains(.server(callID: call.id, .cancel)))
         #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 409, code: "CALL_NOT_RINGING")) == [.server(callID: call.id, .fetch)])
         var answered = call
-        answered.state = "active"
-        answered.invitations[0].state = "accepted"
+        answered.state = .active
+        answered.invitations[0].state = .accepted
         #expect(ledger.serverAnswered(call.id, .fetch, .call(answered)) == [.server(callID: call.id, .leave)], "still in the call: leave")
     }
 
@@ -489,8 +489,8 @@ struct EarlyMediaTokenTests {
 
     static func answered(_ call: CallInfo) -> CallInfo {
         var call = call
-        call.state = "active"
-        call.invitations[0].state = "accepted"
+        call.state = .active
+        call.invitations[0].state = .accepted
         call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: Fixture.stamp, leftAt: nil))
         return call
     }
@@ -537,28 +537,28 @@ private enum Fixture {
     /// Alice calls me.
     static func ringing(id: String = "call-1") -> CallInfo {
         CallInfo(
-            id: id, scopeKind: "conversation", scopeId: "conv-alice", mode: "audio", state: "ringing", endReason: nil,
+            id: id, scopeKind: .conversation, scopeId: "conv-alice", mode: .audio, state: .ringing, endReason: nil,
             createdBy: "alice", createdAt: stamp, answeredAt: nil, endedAt: nil,
-            invitations: [CallInvitationInfo(userId: "me", state: "ringing", updatedAt: stamp)],
+            invitations: [CallInvitationInfo(userId: "me", state: .ringing, updatedAt: stamp)],
             participants: [CallParticipantInfo(userId: "alice", joinedAt: stamp, leftAt: nil)])
     }
 
     /// I call Bob.
     static func outgoing(id: String = "call-out") -> CallInfo {
         CallInfo(
-            id: id, scopeKind: "conversation", scopeId: "conv-bob", mode: "audio", state: "ringing", endReason: nil,
+            id: id, scopeKind: .conversation, scopeId: "conv-bob", mode: .audio, state: .ringing, endReason: nil,
             createdBy: "me", createdAt: stamp, answeredAt: nil, endedAt: nil,
-            invitations: [CallInvitationInfo(userId: "bob", state: "ringing", updatedAt: stamp)],
+            invitations: [CallInvitationInfo(userId: "bob", state: .ringing, updatedAt: stamp)],
             participants: [CallParticipantInfo(userId: "me", joinedAt: stamp, leftAt: nil)])
     }
 
-    static func ended(_ call: CallInfo, reason: String) -> CallInfo {
+    static func ended(_ call: CallInfo, reason: CallInfo.EndReason) -> CallInfo {
         var call = call
-        call.state = "ended"
+        call.state = .ended
         call.endReason = reason
         call.endedAt = stamp
-        for index in call.invitations.indices where call.invitations[index].state == "ringing" {
-            call.invitations[index].state = reason == "missed" ? "missed" : (reason == "busy" ? "busy" : "cancelled")
+        for index in call.invitations.indices where call.invitations[index].state == .ringing {
+            call.invitations[index].state = reason == .missed ? .missed : (reason == .busy ? .busy : .cancelled)
         }
         for index in call.participants.indices { call.participants[index].leftAt = stamp }
         return call
@@ -566,9 +566,9 @@ private enum Fixture {
 
     static func accepted(_ call: CallInfo) -> CallInfo {
         var call = call
-        call.state = "active"
+        call.state = .active
         call.answeredAt = stamp
-        call.invitations[0].state = "accepted"
+        call.invitations[0].state = .accepted
         call.participants.append(CallParticipantInfo(userId: "me", joinedAt: stamp, leftAt: nil))
         return call
     }

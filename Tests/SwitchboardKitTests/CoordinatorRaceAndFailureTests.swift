@@ -21,7 +21,7 @@ struct CoordinatorRaceAndFailureTests {
     @Test
     func aHangUpThatLosesTheRaceWithTheAnswerLeavesTheServerCall() async throws {
         let rig = ScenarioRig(.ours)
-        let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
+        let id = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         rig.backend.hold("cancel")
         ours(rig).end(id)  // the user hangs up while it rings
@@ -29,8 +29,8 @@ struct CoordinatorRaceAndFailureTests {
         #expect(await waitForRequest(rig, "cancel"))
         // Bob's accept lands first on the server.
         let accepted = rig.backend.change(id) { call in
-            call.state = "active"
-            call.invitations[0].state = "accepted"
+            call.state = .active
+            call.invitations[0].state = .accepted
             call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: call.createdAt, leftAt: nil))
         }
         rig.backend.release("cancel")  // → 409 CALL_NOT_RINGING
@@ -52,7 +52,7 @@ struct CoordinatorRaceAndFailureTests {
         try rig.system.userAnswers(rig.uuid(call))
         await rig.run(seconds: 2)
         #expect(rig.system.liveCalls.isEmpty, "ended in the call system as failed")
-        #expect(rig.backend.info(call.id)?.invitations.first?.state != "ringing", "\(rig.backend.requests)")
+        #expect(rig.backend.info(call.id)?.invitations.first?.state != .ringing, "\(rig.backend.requests)")
     }
 
     @Test
@@ -63,24 +63,24 @@ struct CoordinatorRaceAndFailureTests {
         await rig.run(seconds: 1)
         try rig.system.userAnswers(rig.uuid(call))
         await rig.run(seconds: 2)
-        try #require(rig.backend.info(call.id)?.state == "active")
+        try #require(rig.backend.info(call.id)?.state == .active)
         rig.backend.fail("leave", status: 503, code: "CALL_MEDIA_UNAVAILABLE")
         try rig.system.userEnds(rig.uuid(call))
         await rig.run(seconds: 10)
-        #expect(rig.backend.info(call.id)?.state == "ended", "\(rig.backend.requests)")
+        #expect(rig.backend.info(call.id)?.state == .ended, "\(rig.backend.requests)")
     }
 
     @Test
     func aMuteBeforeMediaJoinedMutesTheMicrophone() async throws {
         let rig = ScenarioRig(.ours)
-        let id = try await rig.coordinator.startCall(scopeKind: "conversation", scopeID: "conv-bob", mode: "audio", handle: "bob", clientID: UUID())
+        let id = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         try rig.system.userMutes(CallIdentity.uuid(forCallID: id), true)
         await rig.run(seconds: 0.5)
         #expect(rig.system.call(CallIdentity.uuid(forCallID: id))?.muted == true)
         await rig.events(rig.backend.change(id) { call in
-            call.state = "active"
-            call.invitations[0].state = "accepted"
+            call.state = .active
+            call.invitations[0].state = .accepted
             call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: call.createdAt, leftAt: nil))
         })
         await rig.run(seconds: 2)
@@ -92,7 +92,7 @@ struct CoordinatorRaceAndFailureTests {
     @Test
     func anEndTheCallSystemRefusedStillReportsTheCallEnded() {
         var ledger = CallLedger(userID: "me")
-        let push = IncomingCallPush(callID: "call-1", scopeKind: "conversation", scopeID: "conv-alice", mode: "audio", callerName: "alice")
+        let push = IncomingCallPush(callID: "call-1", scopeKind: .conversation, scopeID: "conv-alice", mode: .audio, callerName: "alice")
         let uuid = CallIdentity.uuid(forCallID: "call-1")
         _ = ledger.pushReceived(push, mustReport: true, placeholder: UUID())
         _ = ledger.reportCompleted(uuid, error: nil)

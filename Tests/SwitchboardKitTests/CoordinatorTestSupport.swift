@@ -46,9 +46,9 @@ final class InMemoryCallBackend: CallBackend {
     @discardableResult
     func ring(from caller: String = "alice", id: String = UUID().uuidString.lowercased()) -> CallInfo {
         let call = CallInfo(
-            id: id, scopeKind: "conversation", scopeId: "conv-\(caller)", mode: "audio", state: "ringing", endReason: nil,
+            id: id, scopeKind: .conversation, scopeId: "conv-\(caller)", mode: .audio, state: .ringing, endReason: nil,
             createdBy: caller, createdAt: stamp, answeredAt: nil, endedAt: nil,
-            invitations: [CallInvitationInfo(userId: me, state: "ringing", updatedAt: stamp)],
+            invitations: [CallInvitationInfo(userId: me, state: .ringing, updatedAt: stamp)],
             participants: [CallParticipantInfo(userId: caller, joinedAt: stamp, leftAt: nil)])
         store(call)
         return call
@@ -66,17 +66,17 @@ final class InMemoryCallBackend: CallBackend {
 
     /// The push payload the server would send for a call.
     func push(for call: CallInfo) -> [String: Any] {
-        ["aps": [String: Any](), "callId": call.id, "scopeKind": call.scopeKind, "scopeId": call.scopeId, "mode": call.mode, "callerName": call.createdBy]
+        ["aps": [String: Any](), "callId": call.id, "scopeKind": call.scopeKind.rawValue, "scopeId": call.scopeId, "mode": call.mode.rawValue, "callerName": call.createdBy]
     }
 
     @discardableResult
-    func endCall(_ callID: String, reason: String) -> Event {
+    func endCall(_ callID: String, reason: CallInfo.EndReason) -> Event {
         change(callID) { call in
-            call.state = "ended"
+            call.state = .ended
             call.endReason = reason
             call.endedAt = stamp
-            for index in call.invitations.indices where call.invitations[index].state == "ringing" {
-                call.invitations[index].state = reason == "missed" ? "missed" : "cancelled"
+            for index in call.invitations.indices where call.invitations[index].state == .ringing {
+                call.invitations[index].state = reason == .missed ? .missed : .cancelled
             }
             for index in call.participants.indices where call.participants[index].leftAt == nil {
                 call.participants[index].leftAt = stamp
@@ -86,12 +86,12 @@ final class InMemoryCallBackend: CallBackend {
 
     // MARK: CallBackend
 
-    func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID) async throws -> CallInfo {
+    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo {
         try await gate("create")
         let call = CallInfo(
-            id: UUID().uuidString.lowercased(), scopeKind: scopeKind, scopeId: scopeID, mode: mode, state: "ringing", endReason: nil,
+            id: UUID().uuidString.lowercased(), scopeKind: scopeKind, scopeId: scopeID, mode: mode, state: .ringing, endReason: nil,
             createdBy: me, createdAt: stamp, answeredAt: nil, endedAt: nil,
-            invitations: [CallInvitationInfo(userId: "bob", state: "ringing", updatedAt: stamp)],
+            invitations: [CallInvitationInfo(userId: "bob", state: .ringing, updatedAt: stamp)],
             participants: [CallParticipantInfo(userId: me, joinedAt: stamp, leftAt: nil)])
         store(call)
         return call
@@ -103,8 +103,8 @@ final class InMemoryCallBackend: CallBackend {
         return call
     }
 
-    func perform(_ action: String, onCall callID: String) async throws -> CallInfo {
-        try await gate(action)
+    func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo {
+        try await gate(action.rawValue)
         defer { wakeEventReaders() }
         let me = self.me, stamp = self.stamp
         return try state.withLock { state throws(SwitchboardAPIError) -> CallInfo in
@@ -112,34 +112,33 @@ final class InMemoryCallBackend: CallBackend {
             let conflict = SwitchboardAPIError(status: 409, code: "CALL_NOT_RINGING", message: "", field: nil)
             let mine = call.invitations.firstIndex { $0.userId == me }
             switch action {
-            case "accept":
-                guard call.state != "ended", let mine, call.invitations[mine].state == "ringing" else { throw conflict }
-                call.invitations[mine].state = "accepted"
-                call.state = "active"
+            case .accept:
+                guard call.state != .ended, let mine, call.invitations[mine].state == .ringing else { throw conflict }
+                call.invitations[mine].state = .accepted
+                call.state = .active
                 call.answeredAt = stamp
                 call.participants.append(CallParticipantInfo(userId: me, joinedAt: stamp, leftAt: nil))
-            case "decline":
-                guard call.state == "ringing", let mine, call.invitations[mine].state == "ringing" else { throw conflict }
-                call.invitations[mine].state = "declined"
-                call.state = "ended"
-                call.endReason = "declined"
-            case "cancel":
-                guard call.state == "ringing", call.createdBy == me else { throw conflict }
-                call.state = "ended"
-                call.endReason = "cancelled"
-                for index in call.invitations.indices { call.invitations[index].state = "cancelled" }
-            case "join":
-                guard call.state == "active", call.scopeKind == "group",
+            case .decline:
+                guard call.state == .ringing, let mine, call.invitations[mine].state == .ringing else { throw conflict }
+                call.invitations[mine].state = .declined
+                call.state = .ended
+                call.endReason = .declined
+            case .cancel:
+                guard call.state == .ringing, call.createdBy == me else { throw conflict }
+                call.state = .ended
+                call.endReason = .cancelled
+                for index in call.invitations.indices { call.invitations[index].state = .cancelled }
+            case .join:
+                guard call.state == .active, call.scopeKind == .group,
                       !call.participants.contains(where: { $0.userId == me && $0.leftAt == nil }) else { throw conflict }
                 call.participants.append(CallParticipantInfo(userId: me, joinedAt: stamp, leftAt: nil))
-            case "leave":
-                guard call.state == "active" else { throw conflict }
-                call.state = "ended"
-                call.endReason = "completed"
+            case .leave:
+                guard call.state == .active else { throw conflict }
+                call.state = .ended
+                call.endReason = .completed
                 for index in call.participants.indices where call.participants[index].leftAt == nil {
                     call.participants[index].leftAt = stamp
                 }
-            default: throw conflict
             }
             state.calls[callID] = call
             _ = Self.event(callID, &state)
@@ -149,7 +148,7 @@ final class InMemoryCallBackend: CallBackend {
 
     func mediaToken(forCall callID: String) async throws -> MediaToken {
         try await gate("mediaToken")
-        guard let call = info(callID), call.state == "active" else {
+        guard let call = info(callID), call.state == .active else {
             throw SwitchboardAPIError(status: 403, code: "NOT_PARTICIPANT", message: "", field: nil)
         }
         return MediaToken(url: "wss://media.test", token: "token-\(callID)", expiresAt: stamp)
@@ -229,7 +228,7 @@ final class InMemoryCallBackend: CallBackend {
 /// What a scenario drives: our coordinator or a naive one.
 protocol CoordinatorUnderTest: CallSystemDelegate, VoIPPushHandling {
     func handle(events: [Event]) async
-    func startCall(scopeKind: String, scopeID: String, mode: String, handle: String, clientID: UUID) async throws -> String
+    func startCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID) async throws -> String
 }
 
 extension CallCoordinator: CoordinatorUnderTest {}

@@ -10,14 +10,14 @@ struct GroupJoinTests {
     /// A group call that rang me, that I declined, and that others are now in.
     static func declinedGroupCall(_ rig: ScenarioRig) async throws -> CallInfo {
         var call = rig.backend.ring()
-        rig.backend.change(call.id) { $0.scopeKind = "group" }
+        rig.backend.change(call.id) { $0.scopeKind = .group }
         call = try #require(rig.backend.info(call.id))
         rig.push(call)
         await rig.run(seconds: 0.5)
         try rig.system.userEnds(rig.uuid(call))
         await rig.run(seconds: 0.5)
         let active = rig.backend.change(call.id) { call in
-            call.state = "active"
+            call.state = .active
             call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: call.createdAt, leftAt: nil))
         }
         await rig.events(active)
@@ -85,7 +85,7 @@ struct CoordinatorSessionTests {
         #expect(rig.backend.requests.filter { $0 == "fetch" }.count == 1, "\(rig.backend.requests)")
         // A stale push is still caught by that one read.
         let stale = rig.backend.ring()
-        rig.backend.endCall(stale.id, reason: "missed")
+        rig.backend.endCall(stale.id, reason: .missed)
         rig.push(stale)
         await rig.run(seconds: 0.5)
         #expect(rig.system.call(rig.uuid(stale))?.endReason == .unanswered)

@@ -46,7 +46,7 @@ final class NaiveCoordinator: CoordinatorUnderTest {
     func handleVoIPPush(_ payload: [AnyHashable: Any], mustReport: Bool, completion: @escaping @Sendable () -> Void) {
         let callID = payload["callId"] as? String ?? ""
         Task {
-            guard let call = try? await backend.call(callID), call.state == "ringing" else { return }
+            guard let call = try? await backend.call(callID), call.state == .ringing else { return }
             report(call)
         }
         completion()
@@ -56,20 +56,20 @@ final class NaiveCoordinator: CoordinatorUnderTest {
         for event in events where event.kind == EventKind.callChanged {
             guard let callID = event.callId, let call = try? await backend.call(callID) else { continue }
             let known = state.withLock { $0.calls[callID] }
-            if call.state == "ringing", call.createdBy != "me", known == nil || known?.active == false {
+            if call.state == .ringing, call.createdBy != "me", known == nil || known?.active == false {
                 // Mistake: a fresh UUID for the event path.
                 report(call)
-            } else if call.state == "ended" {
+            } else if call.state == .ended {
                 // Mistake: forget locally, never tell the call system.
                 state.withLock { _ = $0.calls.removeValue(forKey: callID) }
                 state.withLock { $0.media.removeValue(forKey: callID) }?.leave()
-            } else if call.state == "active", known != nil, call.createdBy == "me" {
+            } else if call.state == .active, known != nil, call.createdBy == "me" {
                 await connectMedia(callID)
             }
         }
     }
 
-    func startCall(scopeKind: String, scopeID: String, mode: String, handle: String, clientID: UUID) async throws -> String {
+    func startCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID) async throws -> String {
         let call = try await backend.createCall(scopeKind: scopeKind, scopeID: scopeID, mode: mode, clientID: clientID)
         let uuid = CallIdentity.uuid(forCallID: call.id)
         state.withLock { state in
@@ -115,7 +115,7 @@ final class NaiveCoordinator: CoordinatorUnderTest {
             action.fulfill()
             guard let callID, state.withLock({ $0.uiAttached }) else { return }
             Task {
-                _ = try? await backend.perform("accept", onCall: callID)
+                _ = try? await backend.perform(.accept, onCall: callID)
                 await connectMedia(callID)
             }
         case .start:
@@ -126,7 +126,7 @@ final class NaiveCoordinator: CoordinatorUnderTest {
                 return
             }
             action.fulfill()
-            Task { _ = try? await backend.perform("leave", onCall: callID) }
+            Task { _ = try? await backend.perform(.leave, onCall: callID) }
         default:
             action.fulfill()
         }

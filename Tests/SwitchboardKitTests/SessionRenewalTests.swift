@@ -20,7 +20,7 @@ struct SessionRenewalTests {
 
         rig.coordinator.use(backend: rig.refreshedToken())
         await rig.run(seconds: 1)
-        rig.server.endCall(call.id, reason: "completed")
+        rig.server.endCall(call.id, reason: .completed)
         await rig.run(seconds: 2)
 
         #expect(rig.system.call(rig.uuid(call))?.state == .ended, "\(String(describing: rig.system.call(rig.uuid(call))))")
@@ -37,7 +37,7 @@ struct SessionRenewalTests {
         #expect(await rig.token.eventually { $0.rejectedEventReads >= 1 })
         await rig.settle()
         // The other side hangs up in the gap: its event is never read with a working token.
-        rig.server.endCall(call.id, reason: "completed")
+        rig.server.endCall(call.id, reason: .completed)
         await rig.run(seconds: 1)
 
         let fresh = rig.refreshedToken()
@@ -75,7 +75,7 @@ struct SessionRenewalTests {
         await rig.settle()
         #expect(await fresh.eventually { $0.eventReads >= 1 }, "the watcher goes on with the new token")
 
-        rig.server.endCall(call.id, reason: "completed")
+        rig.server.endCall(call.id, reason: .completed)
         await rig.run(seconds: 2)
         #expect(rig.system.call(rig.uuid(call))?.endReason == .remoteEnded)
         #expect(rig.coordinator.liveCallIDs.isEmpty)
@@ -89,12 +89,12 @@ struct SessionRenewalTests {
         try rig.system.userEnds(rig.uuid(call))
         await rig.run(seconds: 1)
         #expect(rig.system.call(rig.uuid(call))?.state == .ended, "the call screen goes away at once")
-        #expect(rig.server.info(call.id)?.state == "active", "the server could not be told yet")
+        #expect(rig.server.info(call.id)?.state == .active, "the server could not be told yet")
 
         rig.coordinator.use(backend: rig.refreshedToken())
         await rig.run(seconds: 2)
-        #expect(rig.server.info(call.id)?.state == "ended", "the leave was sent again with the new token")
-        #expect(rig.server.info(call.id)?.endReason == "completed")
+        #expect(rig.server.info(call.id)?.state == .ended, "the leave was sent again with the new token")
+        #expect(rig.server.info(call.id)?.endReason == .completed)
     }
 
     @Test func aCursorTheServerForgotIsReplacedAndTheCallsReRead() async throws {
@@ -102,7 +102,7 @@ struct SessionRenewalTests {
         let call = try await rig.connectedIncomingCall()
         // The watcher's read stalls; meanwhile the call ends and the server prunes that far.
         rig.token.holdEventReads(true)
-        let ended = rig.server.endCall(call.id, reason: "completed")
+        let ended = rig.server.endCall(call.id, reason: .completed)
         rig.token.expireCursors(before: ended.id)
         rig.token.holdEventReads(false)
         await rig.run(seconds: 5)
@@ -151,7 +151,7 @@ final class TokenBackend: CallBackend {
         if expired { throw SwitchboardAPIError(status: 401, code: "UNAUTHORIZED", message: "session expired") }
     }
 
-    func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID) async throws -> CallInfo {
+    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo {
         try check("create")
         return try await server.createCall(scopeKind: scopeKind, scopeID: scopeID, mode: mode, clientID: clientID)
     }
@@ -161,8 +161,8 @@ final class TokenBackend: CallBackend {
         return try await server.call(callID)
     }
 
-    func perform(_ action: String, onCall callID: String) async throws -> CallInfo {
-        try check("\(action):\(callID)")
+    func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo {
+        try check("\(action.rawValue):\(callID)")
         return try await server.perform(action, onCall: callID)
     }
 
@@ -232,7 +232,7 @@ final class RenewalRig: Sendable {
         try system.userAnswers(uuid(call))
         await run(seconds: 3)
         try #require(system.call(uuid(call))?.state == .connected, "\(String(describing: system.call(uuid(call))))")
-        try #require(server.info(call.id)?.state == "active")
+        try #require(server.info(call.id)?.state == .active)
         // The coordinator follows the call itself.
         try #require(await token.eventually { $0.eventReads >= 1 })
         return call
@@ -248,9 +248,9 @@ struct LedgerSessionRenewalTests {
     static func dialing() -> (CallLedger, CallInfo) {
         var ledger = CallLedger(userID: "me")
         let call = CallInfo(
-            id: "call-out", scopeKind: "conversation", scopeId: "conv-bob", mode: "audio", state: "ringing", endReason: nil,
+            id: "call-out", scopeKind: .conversation, scopeId: "conv-bob", mode: .audio, state: .ringing, endReason: nil,
             createdBy: "me", createdAt: stamp, answeredAt: nil, endedAt: nil,
-            invitations: [CallInvitationInfo(userId: "bob", state: "ringing", updatedAt: stamp)],
+            invitations: [CallInvitationInfo(userId: "bob", state: .ringing, updatedAt: stamp)],
             participants: [CallParticipantInfo(userId: "me", joinedAt: stamp, leftAt: nil)])
         _ = ledger.callCreated(call, handle: "bob")
         return (ledger, call)

@@ -16,8 +16,8 @@ struct CallAPITests {
         let created = await world.call(alice, "conversation", conversation, mode: "video")
         #expect(created.status == 201)
         let call = try #require(created.call)
-        #expect(call.state == "ringing" && call.mode == "video" && call.createdBy == alice.id)
-        #expect(call.invitations.map(\.userId) == [bob.id] && call.invitations.first?.state == "ringing")
+        #expect(call.state == .ringing && call.mode == .video && call.createdBy == alice.id)
+        #expect(call.invitations.map(\.userId) == [bob.id] && call.invitations.first?.state == .ringing)
         #expect(call.participants.isEmpty && call.endReason == nil && call.answeredAt == nil)
         // Never the room name or the clientId.
         #expect(!created.text.contains("call_\(call.id)") && !created.text.contains("clientId") && !created.text.contains("room"))
@@ -41,7 +41,7 @@ struct CallAPITests {
         // The replay still answers after the call ended, with its current state.
         _ = await world.act("cancel", try #require(first.call?.id), by: alice)
         let later = await world.call(alice, "conversation", conversation, clientID: clientID.lowercased())
-        #expect(later.status == 200 && later.call?.state == "ended")
+        #expect(later.status == 200 && later.call?.state == .ended)
     }
 
     @Test(arguments: ["", "conversation-x", "group2"]) func badScopeKindIs400(kind: String) async throws {
@@ -110,8 +110,8 @@ struct CallAPITests {
         // Bob is in an active call: Alice's call to him is 201 but already ended/busy.
         let busy = await world.call(alice, "conversation", ab)
         #expect(busy.status == 201)
-        #expect(busy.call?.state == "ended" && busy.call?.endReason == "busy")
-        #expect(busy.call?.invitations.first?.state == "busy")
+        #expect(busy.call?.state == .ended && busy.call?.endReason == .busy)
+        #expect(busy.call?.invitations.first?.state == .busy)
         // Alice is free again at once.
         #expect(await world.app.request("GET", "/calls/active", headers: alice.headers).text == "[]")
     }
@@ -123,7 +123,7 @@ struct CallAPITests {
         let conversation = try await world.befriend(alice, bob)
         let call = try #require(await world.call(alice, "conversation", conversation).call)
         let accepted = await world.act("accept", call.id, by: bob)
-        #expect(accepted.status == 200 && accepted.call?.state == "active")
+        #expect(accepted.status == 200 && accepted.call?.state == .active)
         #expect(Set(accepted.call?.participants.map(\.userId) ?? []) == [alice.id, bob.id])
         #expect(accepted.call?.answeredAt != nil)
         let again = await world.act("accept", call.id, by: bob)
@@ -131,7 +131,7 @@ struct CallAPITests {
         #expect(await world.act("cancel", call.id, by: alice).errorCode == "CALL_NOT_RINGING")
         #expect(await world.act("join", call.id, by: bob).errorCode == "CALL_NOT_JOINABLE")
         let left = await world.act("leave", call.id, by: bob)
-        #expect(left.call?.state == "ended" && left.call?.endReason == "completed")
+        #expect(left.call?.state == .ended && left.call?.endReason == .completed)
         #expect(left.call?.participants.allSatisfy { $0.leftAt != nil } == true)
         #expect(await world.act("leave", call.id, by: alice).errorCode == "CALL_ENDED")
     }
@@ -145,10 +145,10 @@ struct CallAPITests {
         #expect(await world.act("decline", declined.id, by: alice).errorCode == "INVITATION_NOT_RINGING")
         #expect(await world.act("cancel", declined.id, by: bob).errorCode == "NOT_CALLER")
         let answer = await world.act("decline", declined.id, by: bob)
-        #expect(answer.call?.state == "ended" && answer.call?.endReason == "declined")
+        #expect(answer.call?.state == .ended && answer.call?.endReason == .declined)
         let cancelled = try #require(await world.call(alice, "conversation", conversation).call)
         let cancel = await world.act("cancel", cancelled.id, by: alice)
-        #expect(cancel.call?.endReason == "cancelled" && cancel.call?.invitations.first?.state == "cancelled")
+        #expect(cancel.call?.endReason == .cancelled && cancel.call?.invitations.first?.state == .cancelled)
     }
 
     @Test func strangersCannotSeeOrTouchACall() async throws {
@@ -178,12 +178,12 @@ struct CallAPITests {
 
         let call = try #require(await world.call(owner, "group", group).call)
         func states(_ call: CallInfo?) -> [String?] {
-            members.map { member in call?.invitations.first { $0.userId == member.id }?.state }
+            members.map { member in call?.invitations.first { $0.userId == member.id }?.state.rawValue }
         }
         #expect(states(call) == ["ringing", "ringing", "ringing", "busy"])
-        #expect(await world.act("decline", call.id, by: members[0]).call?.state == "ringing")
+        #expect(await world.act("decline", call.id, by: members[0]).call?.state == .ringing)
         let accepted = await world.act("accept", call.id, by: members[1])
-        #expect(accepted.call?.state == "active")
+        #expect(accepted.call?.state == .active)
         #expect(states(await world.act("join", call.id, by: members[2]).call) == ["declined", "accepted", "accepted", "busy"])
         // The busy member joins once free; the one who declined can join too.
         _ = await world.act("cancel", sideCall.id, by: members[3])
@@ -191,10 +191,10 @@ struct CallAPITests {
         #expect(await world.act("join", call.id, by: members[0]).status == 200)
         #expect(await world.act("join", call.id, by: members[0]).errorCode == "ALREADY_PARTICIPANT")
         for person in [owner, members[0], members[1], members[2]] {
-            #expect(await world.act("leave", call.id, by: person).call?.state == "active")
+            #expect(await world.act("leave", call.id, by: person).call?.state == .active)
         }
         let last = await world.act("leave", call.id, by: members[3])
-        #expect(last.call?.state == "ended" && last.call?.endReason == "completed")
+        #expect(last.call?.state == .ended && last.call?.endReason == .completed)
     }
 
     @Test func everyGroupInviteeDecliningEndsIt() async throws {
@@ -204,7 +204,7 @@ struct CallAPITests {
         let group = try await world.group(owner, [a, b])
         let call = try #require(await world.call(owner, "group", group).call)
         _ = await world.act("decline", call.id, by: a)
-        #expect(await world.act("decline", call.id, by: b).call?.endReason == "declined")
+        #expect(await world.act("decline", call.id, by: b).call?.endReason == .declined)
     }
 
     @Test func ringTimeoutMakesItMissedExactlyAtTheDeadline() async throws {
@@ -215,11 +215,11 @@ struct CallAPITests {
         let call = try #require(await world.call(alice, "conversation", conversation).call)
         world.clock.advance(seconds: 44.999)
         try await world.app.application.calls.sweepRingTimeouts()
-        #expect(try await world.get(call.id, by: alice).state == "ringing")
+        #expect(try await world.get(call.id, by: alice).state == .ringing)
         world.clock.advance(seconds: 0.001)
         try await world.app.application.calls.sweepRingTimeouts()
         let missed = try await world.get(call.id, by: alice)
-        #expect(missed.state == "ended" && missed.endReason == "missed" && missed.invitations.first?.state == "missed")
+        #expect(missed.state == .ended && missed.endReason == .missed && missed.invitations.first?.state == .missed)
     }
 
     @Test func activeReadsCurrentAndHistory() async throws {
@@ -247,7 +247,7 @@ struct CallAPITests {
         let history = try JSONDecoder().decode(
             [CallInfo].self, from: Data(await world.app.request("GET", "/calls/history?\(scope)", headers: bob.headers).bodyBytes))
         #expect(history.count == 100)
-        #expect(history.allSatisfy { $0.state == "ended" })
+        #expect(history.allSatisfy { $0.state == .ended })
         #expect(history.map(\.endedAt!) == history.map(\.endedAt!).sorted(by: >))
         #expect(!history.contains { $0.id == call.id })  // the oldest fell off
     }
@@ -260,11 +260,11 @@ struct CallAPITests {
         let first = try #require(await world.call(alice, "conversation", conversation).call)
         _ = await world.act("accept", first.id, by: bob)
         _ = await world.app.request("PUT", "/blocks/\(alice.id)", headers: bob.headers)
-        #expect(try await world.get(first.id, by: alice).endReason == "blocked")
+        #expect(try await world.get(first.id, by: alice).endReason == .blocked)
         _ = await world.app.request("DELETE", "/blocks/\(alice.id)", headers: bob.headers)
         let second = try #require(await world.call(bob, "conversation", conversation).call)
         _ = await world.app.request("DELETE", "/friends/\(bob.id)", headers: alice.headers)
-        #expect(try await world.get(second.id, by: alice).endReason == "unfriended")
+        #expect(try await world.get(second.id, by: alice).endReason == .unfriended)
 
         let owner = try await world.person("owner"), m1 = try await world.person("member1"), m2 = try await world.person("member2")
         let group = try await world.group(owner, [m1, m2])
@@ -273,10 +273,10 @@ struct CallAPITests {
         _ = await world.act("accept", groupCall.id, by: m2)
         #expect(await world.app.request("DELETE", "/groups/\(group)/members/\(m1.id)", headers: owner.headers).status == 204)
         let afterRemoval = try await world.get(groupCall.id, by: owner)
-        #expect(afterRemoval.state == "active" && afterRemoval.participants.first { $0.userId == m1.id }?.leftAt != nil)
+        #expect(afterRemoval.state == .active && afterRemoval.participants.first { $0.userId == m1.id }?.leftAt != nil)
         #expect(await world.app.request("POST", "/groups/\(group)/leave", headers: m2.headers).status == 204)
-        #expect(try await world.get(groupCall.id, by: owner).state == "active")
+        #expect(try await world.get(groupCall.id, by: owner).state == .active)
         #expect(await world.app.request("DELETE", "/groups/\(group)", headers: owner.headers).status == 204)
-        #expect(try await world.get(groupCall.id, by: owner).endReason == "group_dissolved")
+        #expect(try await world.get(groupCall.id, by: owner).endReason == .groupDissolved)
     }
 }

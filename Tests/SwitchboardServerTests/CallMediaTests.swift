@@ -103,7 +103,7 @@ struct CallMediaTests {
         defer { world.close() }
         let (alice, _, call) = try await activeCall(world)
         let left = await world.act("leave", call.id, by: alice)
-        #expect(left.status == 200 && left.call?.endReason == "completed")
+        #expect(left.status == 200 && left.call?.endReason == .completed)
         let delete = livekit.requests.filter { $0.method == "DeleteRoom" }
         #expect(delete.count == 1)
         #expect(delete.first?.body == ["room": "call_\(call.id)"])
@@ -133,11 +133,11 @@ struct CallMediaTests {
         livekit.set(behaviour)
         let response = await world.act("leave", call.id, by: alice)
         #expect(response.status == 503 && response.errorCode == "CALL_MEDIA_UNAVAILABLE")
-        #expect(try await world.get(call.id, by: alice).state == "active")
+        #expect(try await world.get(call.id, by: alice).state == .active)
         #expect(try await world.events(of: alice).count == before, "no event for a change that did not happen")
         // The client retries once the media server is back.
         livekit.set(.normal)
-        #expect(await world.act("leave", call.id, by: alice).call?.state == "ended")
+        #expect(await world.act("leave", call.id, by: alice).call?.state == .ended)
         await livekit.stop()
     }
 
@@ -171,11 +171,11 @@ struct CallMediaTests {
         world.clock.advance(seconds: 29)
         livekit.set(.normal)
         try await calls.checkEmptyRooms()
-        #expect(try await world.get(call.id, by: alice).state == "active")
+        #expect(try await world.get(call.id, by: alice).state == .active)
         world.clock.advance(seconds: 1)  // exactly 90 s of emptiness
         try await calls.checkEmptyRooms()
         let ended = try await world.get(call.id, by: alice)
-        #expect(ended.state == "ended" && ended.endReason == "connection_lost")
+        #expect(ended.state == .ended && ended.endReason == .connectionLost)
         await livekit.stop()
     }
 

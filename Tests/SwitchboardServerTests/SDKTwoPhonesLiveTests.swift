@@ -50,7 +50,7 @@ struct SDKTwoPhonesLiveTests {
         bobPhone.startReceivingPushes()
         await alicePhone.bringToForeground()
 
-        let callID = try await alicePhone.dial(scopeKind: "conversation", scopeID: conversation, handle: "bob")
+        let callID = try await alicePhone.dial(scopeKind: .conversation, scopeID: conversation, handle: "bob")
         #expect(await eventually { bobPhone.systemCall(callID)?.state == .ringing }, "\(bobPhone.timeline)")
         #expect(bobPhone.timeline.contains { $0.text.contains("woken by push") })
         // Alice's own call system reports the outgoing call connecting on its delegate queue; on
@@ -72,8 +72,8 @@ struct SDKTwoPhonesLiveTests {
         #expect(await eventually { bobPhone.systemCall(callID)?.state == .ended && bobPhone.coordinator?.call(callID)?.stage == .ended },
                 "\(bobPhone.timeline)")
         let server = try await SwitchboardClient(baseURL: base, token: alice.token).call(callID)
-        #expect(server.state == "ended" && server.endReason == "completed")
-        let history = try await SwitchboardClient(baseURL: base, token: bob.token).callHistory(scopeKind: "conversation", scopeID: conversation)
+        #expect(server.state == .ended && server.endReason == .completed)
+        let history = try await SwitchboardClient(baseURL: base, token: bob.token).callHistory(scopeKind: .conversation, scopeID: conversation)
         #expect(history.map(\.id) == [callID])
         #expect(await eventually {
             alicePhone.media.session(callID)?.status.left == true && bobPhone.media.session(callID)?.status.left == true

@@ -99,7 +99,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// Places a call: the server first (its id names the call), then the call system's start
     /// transaction. Returns the call id.
     @discardableResult
-    public func startCall(scopeKind: String, scopeID: String, mode: String, handle: String, clientID: UUID = UUID()) async throws -> String {
+    public func startCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID = UUID()) async throws -> String {
         let call = try await backend.createCall(scopeKind: scopeKind, scopeID: scopeID, mode: mode, clientID: clientID)
         input { $0.callCreated(call, handle: handle) }
         return call.id
@@ -108,7 +108,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// Joins an active group call the user is not in (missed or declined earlier): the server
     /// first, then the call system's start transaction and media.
     public func joinCall(_ callID: String, handle: String) async throws {
-        let call = try await backend.perform("join", onCall: callID)
+        let call = try await backend.perform(.join, onCall: callID)
         input { $0.callJoined(call, handle: handle) }
     }
 
@@ -280,10 +280,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         do {
             switch request {
             case .fetch: return .call(try await backend.call(callID))
-            case .accept: return .call(try await backend.perform("accept", onCall: callID))
-            case .decline: return .call(try await backend.perform("decline", onCall: callID))
-            case .leave: return .call(try await backend.perform("leave", onCall: callID))
-            case .cancel: return .call(try await backend.perform("cancel", onCall: callID))
+            case .accept: return .call(try await backend.perform(.accept, onCall: callID))
+            case .decline: return .call(try await backend.perform(.decline, onCall: callID))
+            case .leave: return .call(try await backend.perform(.leave, onCall: callID))
+            case .cancel: return .call(try await backend.perform(.cancel, onCall: callID))
             case .mediaToken, .earlyMediaToken: return .mediaToken(try await backend.mediaToken(forCall: callID))
             }
         } catch let error as SwitchboardAPIError {

@@ -4,10 +4,9 @@ import SwitchboardWire
 /// The server requests the coordinator makes. `SwitchboardClient` is the real one; tests use
 /// an in-memory backend.
 public protocol CallBackend: Sendable {
-    func createCall(scopeKind: String, scopeID: String, mode: String, clientID: UUID) async throws -> CallInfo
+    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo
     func call(_ callID: String) async throws -> CallInfo
-    /// `accept`, `decline`, `join`, `leave` or `cancel`.
-    func perform(_ action: String, onCall callID: String) async throws -> CallInfo
+    func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo
     func mediaToken(forCall callID: String) async throws -> MediaToken
     /// The newest event id (where following the event stream starts).
     func eventCursor() async throws -> Int64

@@ -1,16 +1,17 @@
 import Foundation
+import SwitchboardWire
 
 /// The VoIP push payload of SPEC §3: `{"aps":{}, "callId", "scopeKind", "scopeId", "mode",
 /// "callerName", "groupName"?}`. It carries no secrets: the call is re-read from the server.
 public struct IncomingCallPush: Sendable, Equatable {
     public var callID: String
-    public var scopeKind: String
+    public var scopeKind: ScopeKind
     public var scopeID: String
-    public var mode: String
+    public var mode: CallMode
     public var callerName: String?
     public var groupName: String?
 
-    public init(callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String? = nil, groupName: String? = nil) {
+    public init(callID: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, callerName: String? = nil, groupName: String? = nil) {
         self.callID = callID
         self.scopeKind = scopeKind
         self.scopeID = scopeID
@@ -24,9 +25,9 @@ public struct IncomingCallPush: Sendable, Equatable {
     public init?(dictionary: [AnyHashable: Any]) {
         guard let callID = dictionary["callId"] as? String, !callID.isEmpty, callID.utf8.count <= 128 else { return nil }
         self.callID = callID
-        scopeKind = dictionary["scopeKind"] as? String ?? "conversation"
+        scopeKind = (dictionary["scopeKind"] as? String).map(ScopeKind.init(rawValue:)) ?? .conversation
         scopeID = dictionary["scopeId"] as? String ?? ""
-        mode = dictionary["mode"] as? String ?? "audio"
+        mode = (dictionary["mode"] as? String).map(CallMode.init(rawValue:)) ?? .audio
         callerName = dictionary["callerName"] as? String
         groupName = dictionary["groupName"] as? String
     }
@@ -39,9 +40,9 @@ public struct IncomingCallPush: Sendable, Equatable {
 
     /// What the call system shows while it rings.
     public var update: CallUpdate {
-        let isGroup = scopeKind == "group"
+        let isGroup = scopeKind == .group
         let name = isGroup ? (groupName ?? callerName) : callerName
-        return CallUpdate(handle: scopeID, callerName: name, hasVideo: mode == "video", isGroup: isGroup)
+        return CallUpdate(handle: scopeID, callerName: name, hasVideo: mode == .video, isGroup: isGroup)
     }
 }
 

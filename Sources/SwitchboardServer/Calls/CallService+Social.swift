@@ -32,7 +32,7 @@ extension CallService {
     }
 
     /// Inside the social change's transaction: ends the scope's live call with `reason`.
-    static func endLiveCall(scopeKind: CallScopeKind, scopeID: String, reason: CallEndReason, in transaction: WriteTransaction) throws {
+    static func endLiveCall(scopeKind: CallScopeKind, scopeID: String, reason: SwitchboardCore.CallEndReason, in transaction: WriteTransaction) throws {
         try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, in: transaction) { call in
             CallStateMachine.scopeEnded(call, reason: reason, now: transaction.date)
         }

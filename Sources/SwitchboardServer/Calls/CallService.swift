@@ -26,10 +26,10 @@ struct CallService: Sendable {
     // MARK: Create
 
     func create(_ request: CreateCall, by principal: Principal) async throws -> (CallInfo, isNew: Bool) {
-        guard let scopeKind = CallScopeKind(rawValue: request.scopeKind) else {
+        guard let scopeKind = CallScopeKind(rawValue: request.scopeKind.rawValue) else {
             throw APIError.validation("'scopeKind' must be 'conversation' or 'group'", field: "scopeKind")
         }
-        guard let mode = CallMode(rawValue: request.mode) else {
+        guard let mode = SwitchboardCore.CallMode(rawValue: request.mode.rawValue) else {
             throw APIError.validation("'mode' must be 'audio' or 'video'", field: "mode")
         }
         guard UUID(uuidString: request.clientId) != nil else {

@@ -22,7 +22,7 @@ enum CallStore {
             "SELECT user_id, state, updated_at_ms FROM call_invitations WHERE call_id = ? ORDER BY rowid", [.text(callID)]
         ).map { row in
             CallInvitation(
-                userID: try row.string("user_id"), state: InvitationState(rawValue: try row.string("state")) ?? .cancelled,
+                userID: try row.string("user_id"), state: SwitchboardCore.InvitationState(rawValue: try row.string("state")) ?? .cancelled,
                 updatedAt: date(try row.int64("updated_at_ms")))
         }
         let participants = try connection.query(
@@ -32,9 +32,9 @@ enum CallStore {
         }
         let call = CallRecord(
             id: try row.string("id"), scopeKind: CallScopeKind(rawValue: try row.string("scope_kind")) ?? .conversation,
-            scopeID: try row.string("scope_id"), mode: CallMode(rawValue: try row.string("mode")) ?? .audio,
-            state: CallState(rawValue: try row.string("state")) ?? .ended,
-            endReason: try row.optionalString("end_reason").flatMap(CallEndReason.init(rawValue:)),
+            scopeID: try row.string("scope_id"), mode: SwitchboardCore.CallMode(rawValue: try row.string("mode")) ?? .audio,
+            state: SwitchboardCore.CallState(rawValue: try row.string("state")) ?? .ended,
+            endReason: try row.optionalString("end_reason").flatMap(SwitchboardCore.CallEndReason.init(rawValue:)),
             createdBy: try row.string("created_by"), createdAt: date(try row.int64("created_at_ms")),
             answeredAt: date(try row.optionalInt64("answered_at_ms")), endedAt: date(try row.optionalInt64("ended_at_ms")),
             ringDeadline: date(try row.int64("ring_deadline_ms")), roomName: try row.string("room_name"),
@@ -131,12 +131,13 @@ enum CallStore {
     /// The wire shape.
     static func info(_ call: CallRecord) -> CallInfo {
         CallInfo(
-            id: call.id, scopeKind: call.scopeKind.rawValue, scopeId: call.scopeID, mode: call.mode.rawValue,
-            state: call.state.rawValue, endReason: call.endReason?.rawValue, createdBy: call.createdBy,
+            id: call.id, scopeKind: .init(rawValue: call.scopeKind.rawValue), scopeId: call.scopeID,
+            mode: .init(rawValue: call.mode.rawValue), state: .init(rawValue: call.state.rawValue),
+            endReason: call.endReason.map { .init(rawValue: $0.rawValue) }, createdBy: call.createdBy,
             createdAt: Timestamp.iso8601(call.createdAt), answeredAt: call.answeredAt.map(Timestamp.iso8601),
             endedAt: call.endedAt.map(Timestamp.iso8601),
             invitations: call.invitations.map {
-                CallInvitationInfo(userId: $0.userID, state: $0.state.rawValue, updatedAt: Timestamp.iso8601($0.updatedAt))
+                CallInvitationInfo(userId: $0.userID, state: .init(rawValue: $0.state.rawValue), updatedAt: Timestamp.iso8601($0.updatedAt))
             },
             participants: call.participants.map {
                 CallParticipantInfo(userId: $0.userID, joinedAt: Timestamp.iso8601($0.joinedAt), leftAt: $0.leftAt.map(Timestamp.iso8601))

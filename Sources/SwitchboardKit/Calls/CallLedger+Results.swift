@@ -1,0 +1,142 @@
+import Foundation
+import SwitchboardWire
+
+// What comes back: server answers, media joins, a new session token, timers.
+extension CallLedger {
+    // MARK: Server and media results
+
+    /// A server request came back.
+    public mutating func serverAnswered(_ callID: String, _ request: ServerRequest, _ result: ServerResult) -> [Effect] {
+        guard let entry = entries[callID] else {
+            if case .call(let call) = result { return callRead(call) }
+            return []
+        }
+        switch (request, result) {
+        case (.earlyMediaToken, .mediaToken(let token)):
+            // Only a participant of an active call gets one: the callee answered.
+            guard var entry = entries[callID] else { return [] }
+            entry.earlyTokenInFlight = false
+            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting, !entry.media.joined else {
+                entries[callID] = entry
+                return []
+            }
+            entry.stage = .connecting
+            entry.serverActive = true
+            entry.media.request()
+            entries[callID] = entry
+            return [.joinMedia(callID: callID, token)]
+        case (.earlyMediaToken, .failure):
+            // Too early (still ringing when it arrived). If the re-read has since seen the answer,
+            // ask properly now.
+            entries[callID]?.earlyTokenInFlight = false
+            guard entry.stage == .connecting, !entry.media.joined else { return [] }
+            return [.server(callID: callID, .mediaToken)]
+        case (.mediaToken, .mediaToken(let token)):
+            guard entry.stage == .answering || entry.stage == .connecting else { return [] }
+            return [.joinMedia(callID: callID, token)]
+        case (.mediaToken, .failure):
+            guard entry.stage == .answering || entry.stage == .connecting else { return [] }
+            return failCall(callID)
+        case (.accept, .call(let call)):
+            entries[callID]?.answer.serverAccepted()
+            var effects = callRead(call)
+            if entries[callID]?.stage == .answering, entries[callID]?.media == .notRequested {
+                entries[callID]?.media.request()
+                effects.append(.server(callID: callID, .mediaToken))
+            }
+            return effects
+        case (.accept, .failure):
+            guard entry.stage == .answering else { return [] }
+            return failCall(callID)
+        case (.decline, .failure(let status, _)), (.leave, .failure(let status, _)), (.cancel, .failure(let status, _)):
+            guard let withdrawal = entry.withdrawal, withdrawal.request == request else { return [] }
+            if status == 401 {
+                // The token is refused: kept until `sessionRenewed` brings a new one.
+                entries[callID]?.withdrawal?.awaitsSession = true
+                return []
+            }
+            if status == 0 || status == 429 || status >= 500 {
+                guard withdrawal.attempts < Self.withdrawalRetries else {
+                    entries[callID]?.withdrawal = nil
+                    return []
+                }
+                let delay = min(pow(2, Double(withdrawal.attempts - 1)), 8)
+                return [.schedule(callID: callID, .withdrawalRetry, afterSeconds: delay)]
+            }
+            // Refused (409: the call moved on, e.g. answered as we cancelled): re-read it; a
+            // read of an ended entry leaves if we are still in the call.
+            entries[callID]?.withdrawal = nil
+            return status == 404 ? [] : [.server(callID: callID, .fetch)]
+        case (.decline, .call(let call)), (.leave, .call(let call)), (.cancel, .call(let call)):
+            if entry.withdrawal?.request == request { entries[callID]?.withdrawal = nil }
+            return callRead(call)
+        case (.fetch, .failure(let status, _)):
+            // The server no longer shows us the call: it cannot go on.
+            guard status == 404, entry.stage != .ended else { return [] }
+            return finish(callID, .failed, server: nil)
+        case (_, .call(let call)):
+            return callRead(call)
+        default:
+            return []
+        }
+    }
+
+    /// Media joined (the engine exists now) or failed.
+    public mutating func mediaJoined(_ callID: String, succeeded: Bool) -> [Effect] {
+        guard var entry = entries[callID] else { return [] }
+        guard entry.stage == .answering || entry.stage == .connecting else {
+            // Joined after the call ended: leave again.
+            return succeeded ? [.leaveMedia(callID: callID)] : []
+        }
+        guard succeeded else { return failCall(callID) }
+        entry.media = .joined
+        var effects: [Effect] = []
+        if entry.stage == .answering, let action = entry.pendingAction {
+            effects.append(.fulfil(action))
+            entry.pendingAction = nil
+        }
+        // Media joins once per call (the stage leaves answering/connecting here), so this is
+        // reported once.
+        if entry.direction == .outgoing {
+            effects.append(.reportConnected(entry.uuid))
+        }
+        entry.stage = .active
+        entries[callID] = entry
+        // A mute (or hold) chosen before the engine existed applies now.
+        if entry.userMuted || entry.held { effects.append(.setMuted(callID: callID, true)) }
+        effects.append(.notify(.connected(callID: callID)))
+        return effects + startAudioIfReady()
+    }
+
+    /// The app brought a new session token (`use(backend:)`): follow the live calls again
+    /// (the watcher stops on a 401) and re-read them, since their events may have been missed;
+    /// send again the withdrawals the old token could not deliver.
+    public mutating func sessionRenewed() -> [Effect] {
+        var effects: [Effect] = []
+        for callID in entries.keys.sorted() {
+            guard let withdrawal = entries[callID]?.withdrawal, withdrawal.awaitsSession else { continue }
+            entries[callID]?.withdrawal?.awaitsSession = false
+            effects.append(.server(callID: callID, withdrawal.request))
+        }
+        let live = liveCallIDs
+        if !live.isEmpty { effects += [.watch] + live.map { .server(callID: $0, .fetch) } }
+        return effects
+    }
+
+    /// A scheduled timer fired.
+    public mutating func timerFired(_ callID: String, _ timer: Timer) -> [Effect] {
+        guard let entry = entries[callID] else { return [] }
+        switch timer {
+        case .answerDeadline:
+            guard entry.stage == .answering else { return [] }
+            return failCall(callID)
+        case .dialTimeout:
+            guard entry.direction == .outgoing, entry.stage == .dialing else { return [] }
+            return finish(callID, .unanswered, server: .cancel)
+        case .withdrawalRetry:
+            guard let withdrawal = entry.withdrawal else { return [] }
+            entries[callID]?.withdrawal?.attempts += 1
+            return [.server(callID: callID, withdrawal.request)]
+        }
+    }
+}

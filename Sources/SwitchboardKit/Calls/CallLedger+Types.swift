@@ -1,0 +1,124 @@
+import Foundation
+import SwitchboardWire
+
+// The ledger's vocabulary: its configuration, what it knows of a call, and what it decides.
+extension CallLedger {
+    /// Deadlines, in seconds.
+    public struct Configuration: Sendable, Equatable {
+        /// From the answer action to joined media (rule 5).
+        public var answerDeadline: Double
+        /// An outgoing call neither answered nor rejected ends after this (rule 6).
+        public var dialTimeout: Double
+
+        public init(answerDeadline: Double = 10, dialTimeout: Double = 45) {
+            self.answerDeadline = answerDeadline
+            self.dialTimeout = dialTimeout
+        }
+    }
+
+    public enum Direction: String, Sendable, Equatable { case incoming, outgoing }
+
+    /// How a call came to this device.
+    public enum Origin: String, Sendable, Equatable { case push, eventStream = "event_stream", dialed }
+
+    /// Where the call stands in the call system.
+    public enum SystemState: String, Sendable, Equatable {
+        /// `reportNewIncomingCall` or the start transaction is pending.
+        case reporting
+        /// The call system shows it.
+        case live
+        /// Ended in the call system (reported or by an end action).
+        case ended
+        /// The call system refused it: it never showed.
+        case refused
+    }
+
+    /// Where the call stands for the user.
+    public enum Stage: String, Sendable, Equatable { case ringing, answering, dialing, connecting, active, ended }
+
+    /// A request to the server.
+    public enum ServerRequest: Sendable, Equatable {
+        case fetch, accept, decline, leave, cancel, mediaToken
+        /// A media token asked for on a `call_changed` while our outgoing call rings, beside the
+        /// re-read: when the change was the answer, it saves a round trip (weak networks).
+        case earlyMediaToken
+    }
+
+    /// What a server request came back with.
+    public enum ServerResult: Sendable, Equatable {
+        case call(CallInfo)
+        case mediaToken(MediaToken)
+        /// The server answered with an error code (`status` 0: no answer).
+        case failure(status: Int, code: String)
+    }
+
+    public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout, withdrawalRetry }
+
+    /// What the app hears about (its UI and logs).
+    public enum Notice: Sendable, Equatable {
+        case incoming(callID: String, origin: Origin)
+        case dialing(callID: String)
+        /// Joining an active group call (after missing or declining it).
+        case joining(callID: String)
+        case connected(callID: String)
+        case audioStarted(callID: String)
+        case audioStopped(callID: String)
+        /// `reason` is nil when the user ended it on this device; `refusal` is set when the call
+        /// system refused the report (Do Not Disturb, block list…).
+        case ended(callID: String, reason: CallEndReason?, refusal: IncomingCallError?)
+        /// The server refused the session token (401) while calls are live: the coordinator
+        /// stopped following them. Refresh the session and pass the new token to
+        /// `use(backend:)`; the coordinator then follows and re-reads them. Once per token.
+        case tokenRejected
+    }
+
+    /// What to do, in order.
+    public enum Effect: Sendable, Equatable {
+        /// Report to the call system; `report` names the completion that ends the push handler.
+        case reportIncoming(UUID, CallUpdate, report: Int)
+        case reportConnecting(UUID)
+        case reportConnected(UUID)
+        case reportEnded(UUID, CallEndReason)
+        case requestTransaction(CallActionRequest)
+        case fulfil(UUID)
+        case fail(UUID)
+        case server(callID: String, ServerRequest)
+        case joinMedia(callID: String, MediaToken)
+        case leaveMedia(callID: String)
+        case startAudio(callID: String)
+        case stopAudio(callID: String)
+        case setMuted(callID: String, Bool)
+        case schedule(callID: String, Timer, afterSeconds: Double)
+        /// Keep following the server's events while calls are live.
+        case watch
+        case notify(Notice)
+    }
+
+    /// One call as this device knows it.
+    public struct Entry: Sendable, Equatable {
+        public let callID: String
+        public let uuid: UUID
+        public let direction: Direction
+        public let origin: Origin
+        public var update: CallUpdate
+        public var system: SystemState
+        public var stage: Stage
+        /// The reason the call ended with, once it has.
+        public var endReason: CallEndReason?
+        /// An end that waits for a pending report.
+        var queuedEnd: CallEndReason?
+        /// The answer or start action still to complete.
+        var pendingAction: UUID?
+        /// What this device answered (so the server's "accepted" is not "elsewhere").
+        var answer = Answer.undecided
+        /// A decline, leave or cancel the server has not confirmed yet.
+        var withdrawal: Withdrawal?
+        var serverActive = false
+        var media = Media.notRequested
+        var userMuted = false
+        var held = false
+        var earlyTokenInFlight = false
+        /// A stale push re-reported this ended call (to end it again at once).
+        var staleReport = false
+    }
+}
