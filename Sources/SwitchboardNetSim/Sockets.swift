@@ -13,54 +13,27 @@ func posixCall<T: FixedWidthInteger>(_ name: String, _ body: () -> T) throws(Net
     }
 }
 
-/// Socket set-up for the proxy: IPv4 TCP only.
+/// Socket set-up for the proxy: IPv4 TCP only; listening and accepting are `TCPSocket`'s.
 enum Socket {
     static let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 
     /// A non-blocking listening socket bound to `endpoint`, and the port it got.
     static func listen(on endpoint: IPv4Endpoint, backlog: Int32 = 128) throws(NetSimError) -> (fd: Int32, port: Int) {
-        var address = try endpoint.socketAddress(role: "listen address")
-        let fd = try posixCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
-        do throws(NetSimError) {
-            var on: Int32 = 1
-            try posixCall("setsockopt(SO_REUSEADDR)") {
-                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-            }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            if bound != 0 {
-                throw NetSimError(.bindFailed, "cannot listen on \(endpoint): \(describeErrno(errno))")
-            }
-            try posixCall("listen(\(endpoint))") { Glibc.listen(fd, backlog) }
-            var local = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try posixCall("getsockname") {
-                withUnsafeMutablePointer(to: &local) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-                }
-            }
-            return (fd, Int(UInt16(bigEndian: local.sin_port)))
+        do throws(SystemCallError) {
+            return try TCPSocket.listen(host: endpoint.host, port: endpoint.port, backlog: backlog)
+        } catch where error.call.hasPrefix("bind") {
+            throw NetSimError(.bindFailed, "cannot listen on \(endpoint): \(describeErrno(error.errno))")
         } catch {
-            close(fd)
-            throw error
+            throw NetSimError(.systemCall, error.description)
         }
     }
 
     /// Accepts one connection as a non-blocking socket; `nil` when none is waiting.
     static func accept(from listener: Int32) throws(NetSimError) -> Int32? {
-        while true {
-            let fd = Glibc.accept(listener, nil, nil)
-            if fd >= 0 {
-                makeNonBlocking(fd)
-                setNoDelay(fd)
-                return fd
-            }
-            switch errno {
-            case EINTR, ECONNABORTED: continue
-            case EAGAIN, EWOULDBLOCK: return nil
-            default: throw NetSimError(.systemCall, "accept: \(describeErrno(errno))")
-            }
+        do throws(SystemCallError) {
+            return try TCPSocket.accept(listener)
+        } catch {
+            throw NetSimError(.systemCall, error.description)
         }
     }
 
@@ -98,11 +71,6 @@ enum Socket {
         }
         setNoDelay(fd)
         return fd
-    }
-
-    static func makeNonBlocking(_ fd: Int32) {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     }
 
     /// Small writes go out at once: the schedule, not Nagle, decides when bytes leave.

@@ -72,8 +72,8 @@ final class EmulatorLoop: @unchecked Sendable {
         wakeRead = fds[0]
         wakeWrite = fds[1]
         do {
-            try Socket.configure(wakeRead)
-            try Socket.configure(wakeWrite)
+            try TCPSocket.configure(wakeRead)
+            try TCPSocket.configure(wakeWrite)
         } catch {
             close(wakeRead)
             close(wakeWrite)
@@ -191,7 +191,7 @@ final class EmulatorLoop: @unchecked Sendable {
         for _ in 0..<64 {
             let fd: Int32
             do {
-                guard let accepted = try Socket.accept(listenFD) else { return }
+                guard let accepted = try TCPSocket.accept(listenFD) else { return }
                 fd = accepted
                 acceptPause = 100_000_000
             } catch {
