@@ -94,18 +94,28 @@ public final class Application: Sendable {
         }
     }
 
-    /// Runs `work` now and then every `interval` until cancelled; failures are logged.
+    /// Runs `work` now and then every `interval` until cancelled; failures are logged. It
+    /// sleeps on the store's clock (so a test's manual clock drives it), named `name`.
     private func every(_ interval: Duration, _ name: String, _ work: @Sendable () async throws -> Void) async {
-        while !Task.isCancelled {
-            do {
-                try await work()
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.error("\(name) failed", ["error": .string(String(describing: error))])
+        await BackgroundLoop.$name.withValue(name) {
+            while !Task.isCancelled {
+                do {
+                    try await work()
+                } catch is CancellationError {
+                    return
+                } catch {
+                    logger.error("\(name) failed", ["error": .string(String(describing: error))])
+                }
+                await sleep(for: interval)
             }
-            try? await Task.sleep(for: interval)
         }
+    }
+
+    /// Sleeps `interval` on the store's clock; returns at once when cancelled.
+    private func sleep(for interval: Duration) async {
+        let environment = store.environment
+        let (seconds, attoseconds) = interval.components
+        try? await environment.sleepUntil(environment.now().addingTimeInterval(Double(seconds) + Double(attoseconds) * 1e-18))
     }
 
     /// The configured media backend.
@@ -120,8 +130,12 @@ public final class Application: Sendable {
             deadline: .milliseconds(configuration.mediaDeadlineMilliseconds))
     }
 
-    /// Deletes events older than the retention window now, then hourly.
+    /// Deletes events older than the retention window now, then hourly (on the store's clock).
     func pruneEventsPeriodically() async {
+        await BackgroundLoop.$name.withValue("event pruning") { await pruneEventsHourly() }
+    }
+
+    private func pruneEventsHourly() async {
         while !Task.isCancelled {
             do {
                 let deleted = try await pruneEvents()
@@ -131,7 +145,7 @@ public final class Application: Sendable {
             } catch {
                 logger.error("event pruning failed", ["error": .string(String(describing: error))])
             }
-            try? await Task.sleep(for: .seconds(3600))
+            await sleep(for: .seconds(3600))
         }
     }
 

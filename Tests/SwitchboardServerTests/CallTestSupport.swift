@@ -9,7 +9,7 @@ import SwitchboardWire
 final class CallTestClock: Sendable {
     private struct State {
         var now = Date(timeIntervalSince1970: 1_800_000_000)
-        var sleepers: [UInt64: (until: Date, continuation: CheckedContinuation<Void, any Error>)] = [:]
+        var sleepers: [UInt64: (until: Date, loop: String?, continuation: CheckedContinuation<Void, any Error>)] = [:]
         var nextID: UInt64 = 0
     }
 
@@ -17,6 +17,8 @@ final class CallTestClock: Sendable {
     var now: Date { state.withLock { $0.now } }
     /// Tasks sleeping on this clock now.
     var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    /// Tasks of the background loop `name` (`BackgroundLoop.name`) sleeping on this clock now.
+    func sleeperCount(of name: String) -> Int { state.withLock { $0.sleepers.values.filter { $0.loop == name }.count } }
 
     func advance(seconds: Double) {
         let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
@@ -31,6 +33,7 @@ final class CallTestClock: Sendable {
 
     /// Suspends until the clock reads `moment`; throws `CancellationError` when cancelled.
     @Sendable func sleep(until moment: Date) async throws {
+        let loop = BackgroundLoop.name
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
@@ -40,7 +43,7 @@ final class CallTestClock: Sendable {
                 let result = state.withLock { state -> Result<Void, any Error>? in
                     if Task.isCancelled { return .failure(CancellationError()) }
                     if state.now >= moment { return .success(()) }
-                    state.sleepers[id] = (moment, continuation)
+                    state.sleepers[id] = (moment, loop, continuation)
                     return nil
                 }
                 if let result { continuation.resume(with: result) }

@@ -84,7 +84,7 @@ struct PushDispatcherTests {
 
         /// The dispatcher has nothing to do but wait for held answers, and sleeps on the manual clock.
         func dispatcherAsleep() async throws -> Bool {
-            try await eventuallyTrying { dispatcher.inFlightCount == provider.heldRequests && world.clock.sleeperCount >= 1 }
+            try await eventuallyTrying { dispatcher.inFlightCount == provider.heldRequests && world.clock.sleeperCount(of: PushDispatcher.loopName) >= 1 }
         }
     }
 

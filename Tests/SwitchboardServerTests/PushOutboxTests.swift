@@ -70,7 +70,7 @@ struct PushOutboxTests {
 
         /// The dispatcher has finished its sends and sleeps on the manual clock.
         func dispatcherAsleep() async throws -> Bool {
-            try await eventuallyTrying { app.application.dispatcher.inFlightCount == 0 && world.clock.sleeperCount >= 1 }
+            try await eventuallyTrying { app.application.dispatcher.inFlightCount == 0 && world.clock.sleeperCount(of: PushDispatcher.loopName) >= 1 }
         }
     }
 

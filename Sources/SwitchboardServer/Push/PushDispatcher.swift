@@ -131,8 +131,15 @@ final class PushDispatcher: Sendable {
     /// New jobs were committed: start at once instead of at the next due time.
     func wake() { work.signal() }
 
+    /// The name its sleeps carry (`BackgroundLoop.name`).
+    static let loopName = "push dispatcher"
+
     /// Runs until cancelled; sends still in flight are cancelled with it.
     func run() async {
+        await BackgroundLoop.$name.withValue(Self.loopName) { await runLoop() }
+    }
+
+    private func runLoop() async {
         do {
             try await releaseClaims()
         } catch {

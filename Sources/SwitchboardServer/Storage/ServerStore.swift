@@ -35,6 +35,12 @@ public struct ServerEnvironment: Sendable {
     }
 }
 
+/// The name of the background loop the current task runs (push dispatcher, ring-timeout sweep,
+/// …), for whoever looks at its sleeps: a test's manual clock tells the loops apart by it.
+public enum BackgroundLoop {
+    @TaskLocal public static var name: String?
+}
+
 /// One write transaction as services see it: the connection, the time of the change, and an
 /// event writer whose users are woken after the commit.
 public final class WriteTransaction {
