@@ -37,8 +37,9 @@ public struct PasswordHasher: Sendable {
         /// milliseconds of CPU per hash on a current server core.
         public static let standard = Cost(n: 1 << 15, r: 8, p: 1)
 
-        /// A cheap cost (N = 2^10, about 1 MiB, around a millisecond) for test suites only.
-        public static let fastForTests = Cost(n: 1 << 10, r: 8, p: 1)
+        /// A cheap cost (N = 2^10, about 1 MiB, around a millisecond) for this package's test
+        /// suites only; not part of the module's public API.
+        package static let fastForTests = Cost(n: 1 << 10, r: 8, p: 1)
     }
 
     /// The cost new hashes are made with.

@@ -7,15 +7,16 @@ public struct HTTPRequest: Sendable {
     /// The peer address as `host:port`, for logs.
     public var remoteAddress: String
 
-    /// Creates a request; tests use this to call handlers in-process.
-    public init(head: HTTPRequestHead, body: [UInt8] = [], remoteAddress: String = "test") {
+    /// Creates a request as the transport hands it to handlers.
+    public init(head: HTTPRequestHead, body: [UInt8] = [], remoteAddress: String) {
         self.head = head
         self.body = body
         self.remoteAddress = remoteAddress
     }
 
-    /// Creates a request from its parts, for in-process tests.
-    public init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    /// Creates a request from its parts, for this package's in-process tests (the peer is
+    /// `in-process`); not part of the module's public API.
+    package init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         let mark = target.firstIndex(of: "?")
         let path = mark.map { String(target[..<$0]) } ?? target
         let query = mark.map { String(target[target.index(after: $0)...]) }
@@ -24,7 +25,7 @@ public struct HTTPRequest: Sendable {
                 method: method, target: target, path: path, query: query, version: .http1_1,
                 headers: headers, keepAlive: true, expectsContinue: false,
                 framing: body.isEmpty ? .none : .length(body.count)),
-            body: body)
+            body: body, remoteAddress: "in-process")
     }
 
     /// The method token.
