@@ -10,7 +10,7 @@ struct BackgroundLoopClockTests {
     @Test func everyLoopSleepsOnTheManualClockAndAnAdvanceRunsTheRingSweep() async throws {
         let world = try CallWorld()
         defer { world.close() }
-        for loop in ["ring timeout sweep", "WAL checkpoint", "event pruning", PushDispatcher.loopName] {
+        for loop in ["ring timeout sweep", "WAL checkpoint", "event pruning", "event hub sweep", PushDispatcher.loopName] {
             #expect(await eventually { world.clock.sleeperCount(of: loop) == 1 }, "\(loop) sleeps on the manual clock")
         }
         let alice = try await world.person("alice"), bob = try await world.person("bob")
@@ -21,5 +21,26 @@ struct BackgroundLoopClockTests {
         world.clock.advance(seconds: 46)
         #expect(try await eventuallyTrying { try await world.get(call.id, by: alice).endReason == .missed })
         #expect(await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 1 }, "and goes back to sleep on it")
+    }
+
+    /// A held long poll times out on the manual clock: it is still held however long real time
+    /// waits, and answers (empty) once the clock passes its `wait`.
+    @Test func aLongPollTimesOutWhenTheManualClockPassesItsWait() async throws {
+        let world = try CallWorld()
+        defer { world.close() }
+        let alice = try await world.person("alice")
+        let hub = world.app.application.store.hub
+        let me = try JSONSerialization.jsonObject(with: Data(await world.app.request("GET", "/me", headers: alice.headers).bodyBytes)) as? [String: Any]
+        let cursor = try #require(me?["eventCursor"] as? Int)
+        let poll = Task { await world.app.request("GET", "/events?after=\(cursor)&wait=20", headers: alice.headers) }
+        #expect(await eventually { hub.waiterCount == 1 })
+        world.clock.advance(seconds: 19)
+        #expect(await eventually { world.clock.sleeperCount(of: "event hub sweep") == 1 })
+        #expect(hub.waiterCount == 1, "19 s on the clock: still held")
+        world.clock.advance(seconds: 2)
+        let answer = await poll.value
+        #expect(answer.status == 200)
+        #expect((answer.json?["events"] as? [Any])?.isEmpty == true)
+        #expect(hub.waiterCount == 0)
     }
 }

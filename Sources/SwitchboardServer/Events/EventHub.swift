@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import SwitchboardWire
 
@@ -30,7 +31,7 @@ public final class EventHub: Sendable {
     }
 
     private struct Entry {
-        var deadline: ContinuousClock.Instant
+        var deadline: Date
         var continuation: CheckedContinuation<WakeReason, Never>?
         var result: WakeReason?
     }
@@ -46,10 +47,13 @@ public final class EventHub: Sendable {
     private let state = Mutex(State())
     /// How often `run()` looks for expired waiters.
     let sweepInterval: Duration
+    /// The clock deadlines are read on and `run()` sleeps on (the store's).
+    let environment: ServerEnvironment
 
     /// Creates a hub; `sweepInterval` bounds how late a timeout may fire.
-    public init(sweepInterval: Duration = .milliseconds(100)) {
+    public init(sweepInterval: Duration = .milliseconds(100), environment: ServerEnvironment = .live) {
         self.sweepInterval = sweepInterval
+        self.environment = environment
     }
 
     /// Whether `closeAll()` was called (the server is shutting down).
@@ -58,9 +62,11 @@ public final class EventHub: Sendable {
     /// The number of registered waiters.
     public var waiterCount: Int { state.withLock { $0.count } }
 
-    /// Registers a waiter for `userID` that times out at `deadline`.
-    public func register(userID: String, deadline: ContinuousClock.Instant) -> Token {
-        state.withLock { state in
+    /// Registers a waiter for `userID` that times out `timeout` from now (on the hub's clock).
+    public func register(userID: String, timeout: Duration) -> Token {
+        let (seconds, attoseconds) = timeout.components
+        let deadline = environment.now().addingTimeInterval(Double(seconds) + Double(attoseconds) * 1e-18)
+        return state.withLock { state in
             state.nextID += 1
             state.waiters[userID, default: [:]][state.nextID] = Entry(deadline: deadline, result: state.closed ? .timedOut : nil)
             state.count += 1
@@ -118,7 +124,8 @@ public final class EventHub: Sendable {
     }
 
     /// Times out every waiter whose deadline has passed.
-    public func sweep(now: ContinuousClock.Instant = .now) {
+    public func sweep(now: Date? = nil) {
+        let now = now ?? environment.now()
         var wake: [CheckedContinuation<WakeReason, Never>] = []
         state.withLock { state in
             for (userID, entries) in state.waiters {
@@ -139,14 +146,18 @@ public final class EventHub: Sendable {
     /// up by long polls.
     public func closeAll() {
         state.withLock { $0.closed = true }
-        sweep(now: .now + .seconds(86_400 * 365))
+        sweep(now: .distantFuture)
     }
 
-    /// Sweeps until cancelled.
+    /// Sweeps every `sweepInterval` (on the hub's clock) until cancelled.
     public func run() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: sweepInterval)
-            sweep()
+        let (seconds, attoseconds) = sweepInterval.components
+        let interval = Double(seconds) + Double(attoseconds) * 1e-18
+        await BackgroundLoop.$name.withValue("event hub sweep") {
+            while !Task.isCancelled {
+                try? await environment.sleepUntil(environment.now().addingTimeInterval(interval))
+                sweep()
+            }
         }
     }
 

@@ -59,7 +59,7 @@ struct EventRoutes {
         let first = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
         if !first.isEmpty || wait == 0 { return first }
         if let hook = hooks.afterFirstQuery { await hook() }
-        let token = store.hub.register(userID: userID, deadline: .now + .seconds(wait))
+        let token = store.hub.register(userID: userID, timeout: .seconds(wait))
         defer { store.hub.release(token) }
         let second = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
         if !second.isEmpty { return second }
@@ -80,7 +80,7 @@ struct EventRoutes {
         try await writer.write("retry: 3000\n\n")
         while !Task.isCancelled {
             if pending.isEmpty {
-                let token = store.hub.register(userID: userID, deadline: .now + heartbeat)
+                let token = store.hub.register(userID: userID, timeout: heartbeat)
                 let current = cursor
                 pending = try await store.read { try EventFeed.page(for: userID, after: current, in: $0) }
                 if pending.isEmpty {

@@ -98,10 +98,10 @@ public final class ServerStore: Sendable {
     /// Time and ids.
     public let environment: ServerEnvironment
 
-    /// Creates the store.
-    public init(database: Database, hub: EventHub = EventHub(), environment: ServerEnvironment = .live) {
+    /// Creates the store; without `hub`, one on `environment`'s clock.
+    public init(database: Database, hub: EventHub? = nil, environment: ServerEnvironment = .live) {
         self.database = database
-        self.hub = hub
+        self.hub = hub ?? EventHub(environment: environment)
         self.environment = environment
     }
 
