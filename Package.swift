@@ -113,7 +113,7 @@ let package = Package(
             name: "SwitchboardDemo",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting", "SwitchboardCore",
+                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting", "SwitchboardCore", "SwitchboardCLI",
             ],
             swiftSettings: strict),
 

@@ -4,6 +4,7 @@ import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardWire
 import SwitchboardTesting
+import SwitchboardCLI
 
 /// `switchboard-dev demo`: the server, the APNs emulator and five simulated phones in one process,
 /// playing the calls users ask about first, with a timeline of who did what, which path woke
@@ -36,24 +37,22 @@ public enum DemoCommand {
 
     public static func run(_ arguments: [String]) -> Int32 {
         var ringTimeout = 6
-        var index = 0
-        while index < arguments.count {
-            switch arguments[index] {
+        var scanner = ArgumentScanner(arguments)
+        while let flag = scanner.nextFlag() {
+            switch flag {
             case "--help", "-h":
                 print(help)
                 return 0
             case "--ring-timeout":
-                guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), (5...600).contains(value) else {
+                guard let text = try? scanner.value(for: flag), let value = Int(text), (5...600).contains(value) else {
                     FileHandle.standardError.write(Data("switchboard-dev demo: --ring-timeout needs a number of seconds from 5 to 600\n".utf8))
                     return 2
                 }
                 ringTimeout = value
-                index += 1
             default:
-                FileHandle.standardError.write(Data("switchboard-dev demo: unknown option '\(arguments[index])' (see --help)\n".utf8))
+                FileHandle.standardError.write(Data("switchboard-dev demo: unknown option '\(flag)' (see --help)\n".utf8))
                 return 2
             }
-            index += 1
         }
         let seconds = ringTimeout
         return waitForExitCode { await DemoRun.play(ringTimeout: seconds) }

@@ -6,6 +6,7 @@ import SwitchboardNetSim
 import SwitchboardWire
 import SwitchboardTesting
 import SwitchboardCore
+import SwitchboardCLI
 
 /// `switchboard-dev bench wakeup`: simulated phones behind the impairment proxy, one network
 /// profile after another; for each ring the wake-up latency and whether the call was set up.
@@ -61,11 +62,13 @@ public enum WakeupBench {
     /// Parses the flags after `bench wakeup`.
     public static func parse(_ arguments: [String]) throws(BenchUsageError) -> Options? {
         var options = Options()
-        var index = 0
-        func value() throws(BenchUsageError) -> String {
-            guard index + 1 < arguments.count else { throw BenchUsageError("\(arguments[index]) needs a value") }
-            index += 1
-            return arguments[index]
+        var scanner = ArgumentScanner(arguments)
+        func value(_ flag: String) throws(BenchUsageError) -> String {
+            do throws(UsageError) {
+                return try scanner.value(for: flag)
+            } catch {
+                throw BenchUsageError(error.message)
+            }
         }
         func number(_ text: String, _ flag: String, _ range: ClosedRange<Int>) throws(BenchUsageError) -> Int {
             guard let number = Int(text), range.contains(number) else {
@@ -73,33 +76,31 @@ public enum WakeupBench {
             }
             return number
         }
-        while index < arguments.count {
-            let flag = arguments[index]
+        while let flag = scanner.nextFlag() {
             switch flag {
             case "-h", "--help": return nil
             case "--phones":
-                options.phones = try number(try value(), flag, 2...10_000)
+                options.phones = try number(try value(flag), flag, 2...10_000)
                 guard options.phones % 2 == 0 else { throw BenchUsageError("--phones must be even (callers and callees in pairs)") }
             case "--profiles":
                 do {
-                    options.profiles = try NetworkProfile.parseList(try value())
+                    options.profiles = try NetworkProfile.parseList(try value(flag))
                 } catch let error as NetSimError {
                     throw BenchUsageError(error.description)
                 } catch {
                     throw BenchUsageError("\(error)")
                 }
-            case "--thresholds": options.thresholds = try WakeupThresholds.load(path: try value())
+            case "--thresholds": options.thresholds = try WakeupThresholds.load(path: try value(flag))
             case "--out":
-                options.outDirectory = try value()
+                options.outDirectory = try value(flag)
                 guard !options.outDirectory.isEmpty else { throw BenchUsageError("--out needs a directory") }
-            case "--concurrency": options.concurrency = try number(try value(), flag, 1...1000)
+            case "--concurrency": options.concurrency = try number(try value(flag), flag, 1...1000)
             case "--seed":
-                let text = try value()
+                let text = try value(flag)
                 guard let seed = UInt64(text) else { throw BenchUsageError("--seed must be a whole number ≥ 0, not '\(text)'") }
                 options.seed = seed
             default: throw BenchUsageError("unknown option '\(flag)' (see --help)")
             }
-            index += 1
         }
         return options
     }
