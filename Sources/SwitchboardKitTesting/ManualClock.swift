@@ -29,16 +29,18 @@ public final class ManualClock: CallClock {
 
     public var now: Date { start.addingTimeInterval(elapsed) }
 
-    public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) {
+    public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
+        let seconds = delay.inSeconds
         state.withLock { state in
             state.order += 1
             state.timers.append(Timer(due: state.elapsed + max(seconds, 0), order: state.order, work: work))
         }
     }
 
-    /// Returns when the clock has been advanced by `seconds`, or at once (throwing
+    /// Returns when the clock has been advanced by `duration`, or at once (throwing
     /// `CancellationError`) when the task is cancelled.
-    public func sleep(seconds: Double) async throws {
+    public func sleep(for duration: Duration) async throws {
+        let seconds = duration.inSeconds
         let id = UUID()
         let wake = OneShot<Void>()
         try await withTaskCancellationHandler {

@@ -317,7 +317,7 @@ public final class SimulatedCallSystem: CallSystem {
         }
         state.withLock { $0.actions[id] = PendingAction(action: real) }
         enqueue { delegate in delegate.callSystem(perform: real) }
-        clock.schedule(after: state.withLock { $0.configuration.actionTimeout }) { [weak self] in self?.timeOut(id) }
+        clock.schedule(after: .seconds(state.withLock { $0.configuration.actionTimeout })) { [weak self] in self?.timeOut(id) }
     }
 
     private func completed(_ id: UUID, _ completion: CallSystemAction.Completion) {
@@ -375,7 +375,7 @@ public final class SimulatedCallSystem: CallSystem {
         case .activate:
             let delay = state.withLock { $0.configuration.audioActivationDelay }
             if delay > 0 {
-                clock.schedule(after: delay) { [weak self] in self?.activateAudioSession() }
+                clock.schedule(after: .seconds(delay)) { [weak self] in self?.activateAudioSession() }
             } else {
                 activateAudioSession()
             }

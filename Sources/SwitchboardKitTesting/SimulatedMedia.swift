@@ -73,7 +73,7 @@ public final class SimulatedMediaSession: MediaSession {
     public var status: Status { state.withLock { $0 } }
 
     public func join(url: String, token: String) async throws {
-        if behaviour.joinDelay > 0 { try await clock.sleep(seconds: behaviour.joinDelay) }
+        if behaviour.joinDelay > 0 { try await clock.sleep(for: .seconds(behaviour.joinDelay)) }
         if behaviour.joinFails || token.isEmpty { throw JoinFailed() }
         state.withLock { $0.joined = true }
     }

@@ -107,7 +107,7 @@ struct CoordinatorRaceAndFailureTests {
         let clock = ManualClock()
         let done = Mutex(false)
         let task = Task {
-            try? await clock.sleep(seconds: 60)
+            try? await clock.sleep(for: .seconds(60))
             done.withLock { $0 = true }
         }
         // Cancel while it sleeps (its timer is registered), then wait for it to end without the

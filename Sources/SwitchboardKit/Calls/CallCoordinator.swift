@@ -254,7 +254,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         case .setMuted(let callID, let muted):
             media(callID)?.setMuted(muted)
         case .schedule(let callID, let timer, let seconds):
-            clock.schedule(after: seconds) { [self] in input { $0.timerFired(callID, timer) } }
+            clock.schedule(after: .seconds(seconds)) { [self] in input { $0.timerFired(callID, timer) } }
         case .watch:
             startWatcher()
         case .notify(let notice):
@@ -370,7 +370,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             } catch {
                 if Task.isCancelled { return }
                 failures += 1
-                try? await clock.sleep(seconds: min(Double(failures), 3))
+                try? await clock.sleep(for: .seconds(min(failures, 3)))
             }
         }
     }

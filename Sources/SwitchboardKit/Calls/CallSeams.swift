@@ -34,20 +34,28 @@ public protocol MediaSession: AnyObject, Sendable {
 /// Time for the coordinator's deadlines, injected so tests run on a manual clock.
 public protocol CallClock: Sendable {
     var now: Date { get }
-    /// Runs `work` after `seconds` (on any thread).
-    func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void)
-    /// Waits `seconds` (the event watcher's pause after a failure).
-    func sleep(seconds: Double) async throws
+    /// Runs `work` after `delay` (on any thread).
+    func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void)
+    /// Waits `duration` (the event watcher's pause after a failure).
+    func sleep(for duration: Duration) async throws
+}
+
+extension Duration {
+    /// The duration in (fractional) seconds, for clocks that keep time as a `Double`.
+    package var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
 }
 
 /// Wall-clock time and Dispatch timers.
 public struct SystemCallClock: CallClock {
     public init() {}
     public var now: Date { Date() }
-    public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: work)
+    public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(delay.inSeconds, 0), execute: work)
     }
-    public func sleep(seconds: Double) async throws {
-        try await Task.sleep(nanoseconds: UInt64(max(seconds, 0) * 1_000_000_000))
+    public func sleep(for duration: Duration) async throws {
+        try await Task.sleep(for: max(duration, .zero))
     }
 }
