@@ -19,6 +19,12 @@ public func waitUntilCancelled() async {
     }
 }
 
+/// Runs `work` to its end even when the calling task is cancelled (the graceful stop after a
+/// service was asked to stop: a drain must get its whole grace), and returns its result.
+public func runToCompletion<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
+    await Task { await work() }.value
+}
+
 /// Resumes the parked waiter once, whether the cancel comes before or after it parks.
 private final class CancellationGate: Sendable {
     private let state = Mutex<(opened: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
@@ -64,15 +70,26 @@ public struct ServiceGroup: Sendable {
 
     public let services: [Entry]
     public let stopSignals: [Int32]
+    /// Told once, when the stop signals are handled and every service has been started: from
+    /// here on a stop signal stops the group gracefully (announce readiness here).
+    public let didStart: @Sendable () -> Void
     /// Told once, before the services are stopped, why the group is stopping.
     public let willStop: @Sendable (StopReason) -> Void
 
     public init(
-        _ services: [Entry], stopSignals: [Int32] = [], willStop: @escaping @Sendable (StopReason) -> Void = { _ in }
+        _ services: [Entry], stopSignals: [Int32] = [], didStart: @escaping @Sendable () -> Void = {},
+        willStop: @escaping @Sendable (StopReason) -> Void = { _ in }
     ) {
         self.services = services
         self.stopSignals = stopSignals
+        self.didStart = didStart
         self.willStop = willStop
+    }
+
+    /// The stop signals could not be handled (no pipe for the handler could be made).
+    public struct StopSignalsUnavailable: Error, Equatable, CustomStringConvertible {
+        public let errno: Int32
+        public var description: String { "cannot handle stop signals: pipe failed (errno \(errno))" }
     }
 
     private enum Event: Sendable {
@@ -92,7 +109,7 @@ public struct ServiceGroup: Sendable {
     public func run() async throws {
         let (events, sink) = AsyncStream<Event>.makeStream()
         // Subscribed before any service starts: from here on a stop signal stops the group.
-        let subscription = stopSignals.isEmpty ? nil : StopSignals.shared.subscribe(stopSignals) { sink.yield(.signal($0)) }
+        let subscription = try stopSignals.isEmpty ? nil : StopSignals.shared.subscribe(stopSignals) { sink.yield(.signal($0)) }
         defer { subscription.map(StopSignals.shared.unsubscribe) }
 
         // Each task hands back its service's error (nil when it returned).
@@ -108,6 +125,8 @@ public struct ServiceGroup: Sendable {
                 }
             })
         }
+
+        didStart()
 
         var reason: StopReason?
         var failure: (any Error)?

@@ -21,12 +21,13 @@ final class StopSignals: Sendable {
 
     private let state = Mutex(State())
 
-    /// Subscribes `deliver` to `signals`; returns the id to unsubscribe with.
-    func subscribe(_ signals: [Int32], deliver: @escaping @Sendable (Int32) -> Void) -> Int {
-        state.withLock { state in
+    /// Subscribes `deliver` to `signals`; returns the id to unsubscribe with. Throws when the
+    /// handler's pipe cannot be made (then no handler is installed).
+    func subscribe(_ signals: [Int32], deliver: @escaping @Sendable (Int32) -> Void) throws(ServiceGroup.StopSignalsUnavailable) -> Int {
+        try state.withLock { (state) throws(ServiceGroup.StopSignalsUnavailable) -> Int in
             if state.pipe == nil {
                 var fds: [Int32] = [0, 0]
-                guard pipe(&fds) == 0 else { return -1 }
+                guard pipe(&fds) == 0 else { throw ServiceGroup.StopSignalsUnavailable(errno: errno) }
                 for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
                 state.pipe = (fds[0], fds[1])
                 stopSignalPipeWriteEnd.store(fds[1], ordering: .releasing)

@@ -85,10 +85,14 @@ public final class EmbeddedServer: Sendable {
     /// Runs the services (listening first if `listen()` was not called) until one of
     /// `stopSignals` arrives, the calling task is cancelled, or a service fails; then stops them
     /// in reverse order and closes the database. Throws the failure, if any.
-    public func run(stopSignals: [Int32] = [], willStop: @escaping @Sendable (ServiceGroup.StopReason) -> Void = { _ in }) async throws {
+    /// `didStart` is told when the stop signals are handled and the services run.
+    public func run(
+        stopSignals: [Int32] = [], didStart: @escaping @Sendable () -> Void = {},
+        willStop: @escaping @Sendable (ServiceGroup.StopReason) -> Void = { _ in }
+    ) async throws {
         if server.localAddress == nil { try listen() }
         defer { database.close() }
-        try await ServiceGroup(services, stopSignals: stopSignals, willStop: willStop).run()
+        try await ServiceGroup(services, stopSignals: stopSignals, didStart: didStart, willStop: willStop).run()
     }
 
     /// For in-process use (the demo, the wake-up bench): listens and runs in the background
@@ -118,8 +122,8 @@ private struct HTTPListener: Service {
     func run() async throws {
         await waitUntilCancelled()
         application.store.hub.closeAll()
-        // Shut down outside the cancelled task, so the drain gets its full grace.
-        await Task { await server.shutdown(gracePeriod: grace) }.value
+        // Outside the cancelled task, so the drain gets its full grace.
+        await runToCompletion { [server, grace] in await server.shutdown(gracePeriod: grace) }
     }
 }
 
@@ -134,6 +138,6 @@ private struct PushProviderService: Service {
     let provider: any PushProvider
     func run() async throws {
         await waitUntilCancelled()
-        await Task { await provider.shutdown() }.value
+        await runToCompletion { [provider] in await provider.shutdown() }
     }
 }

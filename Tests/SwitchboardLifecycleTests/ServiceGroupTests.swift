@@ -93,6 +93,19 @@ struct ServiceGroupTests {
         #expect(journal.all.suffix(2) == ["stop b", "stop a"])
     }
 
+    /// What `serve` relies on: a stop signal sent the moment `didStart` runs (where it announces
+    /// `listening`) is already handled and stops the group gracefully.
+    @Test func aSignalSentFromDidStartIsAlreadyHandled() async throws {
+        let journal = Journal()
+        let reasons = Mutex<[ServiceGroup.StopReason]>([])
+        let group = ServiceGroup(
+            [("a", Recorder(name: "a", journal: journal))], stopSignals: [SIGUSR1],
+            didStart: { kill(getpid(), SIGUSR1) },
+            willStop: { reason in reasons.withLock { $0.append(reason) } })
+        try await group.run()
+        #expect(reasons.withLock { $0 } == [.signal(SIGUSR1)])
+    }
+
     @Test func waitUntilCancelledReturnsAtOnceForACancelledTask() async {
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }

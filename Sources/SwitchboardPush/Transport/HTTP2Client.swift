@@ -29,6 +29,8 @@ public final class HTTP2Client: Service, Sendable {
     private let storage: HTTP2ClientStorage
     /// The loop thread until it is started (then nil).
     private let unstarted: Mutex<Thread?>
+    /// Set once the thread was started: every later send skips the lock.
+    private let started = Atomic<Bool>(false)
 
     /// Creates the client; connections open lazily on the first request.
     ///
@@ -52,6 +54,8 @@ public final class HTTP2Client: Service, Sendable {
 
     /// Starts the loop thread unless it already runs.
     private func startLoop() {
+        guard !started.load(ordering: .acquiring) else { return }
+        started.store(true, ordering: .releasing)
         unstarted.withLock { thread in
             defer { thread = nil }
             return thread
@@ -63,7 +67,7 @@ public final class HTTP2Client: Service, Sendable {
     public func run() async throws {
         startLoop()
         await waitUntilCancelled()
-        await Task { await self.shutdown() }.value
+        await runToCompletion { await self.shutdown() }
     }
 
     deinit {
@@ -133,8 +137,10 @@ public final class HTTP2Client: Service, Sendable {
 
 /// Carries the loop from `init` to its thread.
 ///
-/// `@unchecked Sendable` is safe because `init` creates the loop, stores it here and starts exactly one thread that
-/// calls ``take()`` once; `init` keeps no other reference, so the loop is only ever touched by that thread.
+/// `@unchecked Sendable` is safe because `init` creates the loop, stores it here and creates exactly one thread
+/// whose body calls ``take()`` once; `init` keeps no other reference. The thread is started at most once (it
+/// leaves `unstarted` under its lock, and `start()` follows), so the loop is only ever touched by that thread,
+/// and `Thread.start()` orders `init`'s store before the thread's `take()`.
 private final class LoopHandOff: @unchecked Sendable {
     private var loop: HTTP2ClientLoop?
 

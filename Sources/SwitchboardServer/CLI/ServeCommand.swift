@@ -28,17 +28,21 @@ struct ServeCommand {
             ])
             return 1
         }
-        logger.announce("listening", ["address": .string(embedded.address), "version": .string(CommandLineInterface.version)])
-        logger.info("database ready", [
-            "path": .string(configuration.dataDirectory + "/switchboard.sqlite3"),
-            "schemaVersion": .int(embedded.database.migratedVersion),
-        ])
-        embedded.application.dispatcher.provider.channel.log(to: logger)
-
+        let configuration = self.configuration
         // Until SIGTERM or SIGINT; then the listener drains (held long polls answer at once,
         // with empty batches), the background work and the push provider stop, in that order.
+        // `listening` is announced only once those signals are handled, so a script that stops
+        // the server right after that line gets the graceful stop (exit 0), never the default
+        // action.
         do {
-            try await embedded.run(stopSignals: [SIGTERM, SIGINT]) { reason in
+            try await embedded.run(stopSignals: [SIGTERM, SIGINT]) {
+                logger.announce("listening", ["address": .string(embedded.address), "version": .string(CommandLineInterface.version)])
+                logger.info("database ready", [
+                    "path": .string(configuration.dataDirectory + "/switchboard.sqlite3"),
+                    "schemaVersion": .int(embedded.database.migratedVersion),
+                ])
+                embedded.application.dispatcher.provider.channel.log(to: logger)
+            } willStop: { reason in
                 switch reason {
                 case .signal(let number):
                     logger.info("shutting down", ["signal": .string(number == SIGTERM ? "SIGTERM" : "SIGINT")])
