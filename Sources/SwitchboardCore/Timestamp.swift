@@ -27,3 +27,11 @@ public enum Timestamp {
             Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(millis))
     }
 }
+
+extension Duration {
+    /// The duration in (fractional) seconds, for APIs that take a `TimeInterval`.
+    public var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+}

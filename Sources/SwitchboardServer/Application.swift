@@ -106,16 +106,9 @@ public final class Application: Sendable {
                 } catch {
                     logger.error("\(name) failed", ["error": .string(String(describing: error))])
                 }
-                await sleep(for: interval)
+                try? await store.environment.sleep(for: interval)
             }
         }
-    }
-
-    /// Sleeps `interval` on the store's clock; returns at once when cancelled.
-    private func sleep(for interval: Duration) async {
-        let environment = store.environment
-        let (seconds, attoseconds) = interval.components
-        try? await environment.sleepUntil(environment.now().addingTimeInterval(Double(seconds) + Double(attoseconds) * 1e-18))
     }
 
     /// The configured media backend.
@@ -145,7 +138,7 @@ public final class Application: Sendable {
             } catch {
                 logger.error("event pruning failed", ["error": .string(String(describing: error))])
             }
-            await sleep(for: .seconds(3600))
+            try? await store.environment.sleep(for: .seconds(3600))
         }
     }
 
@@ -188,7 +181,7 @@ public final class Application: Sendable {
         }
         response.headers.set("X-Request-Id", requestID)
 
-        let seconds = Self.seconds(ContinuousClock.now - started)
+        let seconds = (ContinuousClock.now - started).inSeconds
         // 499 (client closed request) as nginx counts it: the reply will be dropped.
         let status = Task.isCancelled ? 499 : response.status
         metrics.recordRequest(route: routeLabel, method: request.method, status: status, seconds: seconds)
@@ -219,9 +212,4 @@ public final class Application: Sendable {
         return String(repeating: "0", count: 8 - text.count) + text
     }()
     private static let requestCounter = Atomic<UInt64>(0)
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

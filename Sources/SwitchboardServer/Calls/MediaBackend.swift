@@ -93,7 +93,7 @@ struct LiveKitRoomService: MediaBackend {
     /// its deadline must never carry the next request.
     private func makeSession() -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral
-        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
+        let seconds = deadline.inSeconds
         configuration.timeoutIntervalForRequest = seconds
         configuration.timeoutIntervalForResource = seconds
         return URLSession(configuration: configuration)

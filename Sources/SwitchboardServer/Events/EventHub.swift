@@ -64,8 +64,7 @@ public final class EventHub: Sendable {
 
     /// Registers a waiter for `userID` that times out `timeout` from now (on the hub's clock).
     public func register(userID: String, timeout: Duration) -> Token {
-        let (seconds, attoseconds) = timeout.components
-        let deadline = environment.now().addingTimeInterval(Double(seconds) + Double(attoseconds) * 1e-18)
+        let deadline = environment.moment(after: timeout)
         return state.withLock { state in
             state.nextID += 1
             state.waiters[userID, default: [:]][state.nextID] = Entry(deadline: deadline, result: state.closed ? .timedOut : nil)
@@ -151,11 +150,9 @@ public final class EventHub: Sendable {
 
     /// Sweeps every `sweepInterval` (on the hub's clock) until cancelled.
     public func run() async {
-        let (seconds, attoseconds) = sweepInterval.components
-        let interval = Double(seconds) + Double(attoseconds) * 1e-18
         await BackgroundLoop.$name.withValue("event hub sweep") {
             while !Task.isCancelled {
-                try? await environment.sleepUntil(environment.now().addingTimeInterval(interval))
+                try? await environment.sleep(for: sweepInterval)
                 sweep()
             }
         }

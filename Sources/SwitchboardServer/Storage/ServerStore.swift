@@ -15,6 +15,12 @@ public struct ServerEnvironment: Sendable {
     /// manual clock wakes it.
     public var sleepUntil: @Sendable (Date) async throws -> Void
 
+    /// The moment `duration` after now, on this clock.
+    public func moment(after duration: Duration) -> Date { now().addingTimeInterval(duration.inSeconds) }
+
+    /// Sleeps `duration` on this clock; throws `CancellationError` when the task is cancelled.
+    public func sleep(for duration: Duration) async throws { try await sleepUntil(moment(after: duration)) }
+
     /// Wall-clock time, random UUIDs and real sleeps.
     public static let live = ServerEnvironment(now: { Date() }, newID: { UUID().uuidString.lowercased() })
 
