@@ -81,3 +81,22 @@ extension HTTPResponse {
     /// A response with no body (204).
     public static let noContent = HTTPResponse(status: 204)
 }
+
+/// An optional response field that is always written: `null` when absent, where the
+/// synthesized encoder would leave the key out (the document marks such fields required and
+/// nullable).
+///
+/// ```swift
+/// struct Outcome: Encodable { @NullWhenAbsent var reason: String? }   // {"reason":null}
+/// ```
+@propertyWrapper
+struct NullWhenAbsent<Value: Encodable & Sendable>: Encodable, Sendable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}

@@ -9,23 +9,13 @@ struct AdminRoutes {
     /// Empty disables the admin endpoints.
     let adminKey: String
 
+    // Every field is always present, as the document says: `@NullWhenAbsent` writes `null`
+    // where the synthesized encoder would leave a nil out.
     struct Outcome: Encodable {
         let provider: String
         let state: String
-        let reason: String?
+        @NullWhenAbsent var reason: String?
         let count: Int
-
-        // Every field is always present (`reason` is null for jobs that ended without one), as
-        // the document says; the synthesized encoder would leave a nil out.
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(provider, forKey: .provider)
-            try container.encode(state, forKey: .state)
-            try container.encode(reason, forKey: .reason)
-            try container.encode(count, forKey: .count)
-        }
-
-        private enum CodingKeys: String, CodingKey { case provider, state, reason, count }
     }
 
     struct Failure: Encodable {
@@ -35,44 +25,18 @@ struct AdminRoutes {
         let provider: String
         let tokenSuffix: String
         let state: String
-        let reason: String?
-        let lastError: String?
+        @NullWhenAbsent var reason: String?
+        @NullWhenAbsent var lastError: String?
         let attempts: Int
-        let finishedAt: String?
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(jobId, forKey: .jobId)
-            try container.encode(callId, forKey: .callId)
-            try container.encode(userId, forKey: .userId)
-            try container.encode(provider, forKey: .provider)
-            try container.encode(tokenSuffix, forKey: .tokenSuffix)
-            try container.encode(state, forKey: .state)
-            try container.encode(reason, forKey: .reason)
-            try container.encode(lastError, forKey: .lastError)
-            try container.encode(attempts, forKey: .attempts)
-            try container.encode(finishedAt, forKey: .finishedAt)
-        }
-
-        private enum CodingKeys: String, CodingKey { case jobId, callId, userId, provider, tokenSuffix, state, reason, lastError, attempts, finishedAt }
+        @NullWhenAbsent var finishedAt: String?
     }
 
     struct Status: Encodable {
         let pending: Int
-        let oldestPendingAgeSeconds: Double?
+        /// Null when nothing is pending.
+        @NullWhenAbsent var oldestPendingAgeSeconds: Double?
         let outcomes: [Outcome]
         let newestFailures: [Failure]
-
-        // `oldestPendingAgeSeconds` is null, not missing, when nothing is pending.
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(pending, forKey: .pending)
-            try container.encode(oldestPendingAgeSeconds, forKey: .oldestPendingAgeSeconds)
-            try container.encode(outcomes, forKey: .outcomes)
-            try container.encode(newestFailures, forKey: .newestFailures)
-        }
-
-        private enum CodingKeys: String, CodingKey { case pending, oldestPendingAgeSeconds, outcomes, newestFailures }
     }
 
     func register(in router: inout Router) {
