@@ -68,7 +68,8 @@ public final class APNsEmulator: Sendable {
             } else {
                 makeTransport = { fd in PlainTransport(fd: fd) }
             }
-            let (fd, port) = try TCPSocket.listen(host: configuration.host, port: configuration.port)
+            let (fd, bound) = try TCPSocket.listen(host: configuration.host, port: configuration.port)
+            let port = bound.port
             let router = EmulatorRouter(
                 policy: configuration.validationPolicy, shared: shared, clock: configuration.clock,
                 makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds)

@@ -192,8 +192,7 @@ final class EventLoop: @unchecked Sendable {
             }
             // Progress: the next pause, if any, is short again.
             acceptBackoff.recovered()
-            var on: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+            TCPSocket.setNoDelay(fd)
             nextConnectionID += 1
             let id = UInt64(index) << 48 | nextConnectionID
             let connection = Connection(

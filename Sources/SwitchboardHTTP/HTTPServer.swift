@@ -4,6 +4,8 @@ import SwitchboardObservability
 import Glibc
 import Synchronization
 import SwitchboardPOSIX
+// The server's address type is part of this module's API (`start()`, `localAddress`).
+@_exported import struct SwitchboardPOSIX.SocketAddress
 
 /// A request handler: transport-neutral, never throws (errors are responses).
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
@@ -166,12 +168,12 @@ public final class HTTPServer: Sendable {
         var sockets: [Int32] = []
         var bound: SocketAddress
         do {
-            let port = try Listener.reservePort(host: configuration.host, port: configuration.port)
-            let first = try Listener.open(host: configuration.host, port: port, backlog: configuration.backlog)
+            let port = try TCPSocket.reservePort(host: configuration.host, port: configuration.port)
+            let first = try TCPSocket.listen(host: configuration.host, port: port, backlog: configuration.backlog, sharedPort: true)
             sockets.append(first.fd)
             bound = first.address
             for _ in 1..<configuration.loopCount {
-                sockets.append(try Listener.open(host: configuration.host, port: port, backlog: configuration.backlog).fd)
+                sockets.append(try TCPSocket.listen(host: configuration.host, port: port, backlog: configuration.backlog, sharedPort: true).fd)
             }
         } catch {
             sockets.forEach { close($0) }

@@ -20,7 +20,8 @@ enum Socket {
     /// A non-blocking listening socket bound to `endpoint`, and the port it got.
     static func listen(on endpoint: IPv4Endpoint, backlog: Int32 = 128) throws(NetSimError) -> (fd: Int32, port: Int) {
         do throws(SystemCallError) {
-            return try TCPSocket.listen(host: endpoint.host, port: endpoint.port, backlog: backlog)
+            let (fd, address) = try TCPSocket.listen(host: endpoint.host, port: endpoint.port, backlog: backlog)
+            return (fd, address.port)
         } catch where error.call.hasPrefix("bind") {
             throw NetSimError(.bindFailed, "cannot listen on \(endpoint): \(describeErrno(error.errno))")
         } catch {

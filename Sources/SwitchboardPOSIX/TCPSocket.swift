@@ -1,7 +1,8 @@
 import Glibc
 
-/// TCP socket set-up shared by the APNs emulator and the weak-network proxy: non-blocking,
-/// close-on-exec sockets, `SO_REUSEADDR` listeners, `TCP_NODELAY` connections.
+/// The one place TCP sockets are set up, for the HTTP server, the APNs emulator and the
+/// weak-network proxy: non-blocking, close-on-exec sockets; `SO_REUSEADDR` listeners
+/// (optionally `SO_REUSEPORT`, one per event loop); `TCP_NODELAY` connections.
 public enum TCPSocket {
     /// Makes `fd` non-blocking and close-on-exec.
     public static func configure(_ fd: Int32) throws(SystemCallError) {
@@ -10,58 +11,75 @@ public enum TCPSocket {
         try systemCall("fcntl F_SETFD") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
     }
 
-    /// Opens a non-blocking listening socket on `host:port` (an IPv4 or IPv6 literal, or
-    /// `localhost` for 127.0.0.1) and returns it with the port actually bound (for port 0).
-    /// A failed bind is a `SystemCallError` whose call starts with `bind`.
-    public static func listen(host: String, port: Int, backlog: Int32 = 511) throws(SystemCallError) -> (fd: Int32, port: Int) {
-        let literal = host == "localhost" ? "127.0.0.1" : host
-        var v4 = sockaddr_in()
-        var v6 = sockaddr_in6()
-        let family: Int32
-        if inet_pton(AF_INET, literal, &v4.sin_addr) == 1 {
-            family = AF_INET
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
-        } else if inet_pton(AF_INET6, literal, &v6.sin6_addr) == 1 {
-            family = AF_INET6
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
-        } else {
-            throw SystemCallError(call: "inet_pton \(host) (an IP address or localhost is required)", errno: EINVAL)
+    /// Turns off Nagle's algorithm on a connected socket; a failure (a socket that is not TCP)
+    /// is ignored, since it only costs latency.
+    public static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Opens a non-blocking listening socket on `host:port` and returns it with the address
+    /// actually bound (the kernel's port when 0 was asked for).
+    ///
+    /// `host` is a numeric IPv4 or IPv6 address or a name the resolver knows; `localhost` is
+    /// always 127.0.0.1, so a test's server and client agree on the family. With
+    /// `sharedPort`, the socket sets `SO_REUSEPORT` so several listeners (one per event loop)
+    /// share the port; take the port from `reservePort` first. A failed bind is a
+    /// `SystemCallError` whose call starts with `bind`.
+    public static func listen(host: String, port: Int, backlog: Int32 = 511, sharedPort: Bool = false)
+        throws(SystemCallError) -> (fd: Int32, address: SocketAddress)
+    {
+        try open(host: host, port: port, listening: (backlog: backlog, sharedPort: sharedPort))
+    }
+
+    /// Binds `host:port` without `SO_REUSEPORT`, closes it and returns the port: the port a
+    /// group of `sharedPort` listeners then takes. Binding alone fails with `EADDRINUSE` when
+    /// any other socket holds the port; with `SO_REUSEPORT` alone, a second server run by the
+    /// same user would bind the same port and silently take half of the connections.
+    public static func reservePort(host: String, port: Int) throws(SystemCallError) -> Int {
+        let (fd, address) = try open(host: host, port: port, listening: nil)
+        close(fd)
+        return address.port
+    }
+
+    private static func open(host: String, port: Int, listening: (backlog: Int32, sharedPort: Bool)?)
+        throws(SystemCallError) -> (fd: Int32, address: SocketAddress)
+    {
+        let name = host == "localhost" ? "127.0.0.1" : host
+        let shown = SocketAddress(host: host, port: port).description
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var results: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(name, String(port), &hints, &results)
+        guard status == 0, let info = results else {
+            let detail = status == EAI_SYSTEM ? "" : " (\(String(cString: gai_strerror(status))))"
+            throw SystemCallError(call: "getaddrinfo \(host)\(detail)", errno: status == EAI_SYSTEM ? errno : EINVAL)
         }
-        let fd = try systemCall("socket") { socket(family, Int32(SOCK_STREAM.rawValue), 0) }
+        defer { freeaddrinfo(results) }
+        let fd = try systemCall("socket") {
+            socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
         do throws(SystemCallError) {
             var one: Int32 = 1
-            try systemCall("setsockopt SO_REUSEADDR") {
-                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            try systemCall("setsockopt SO_REUSEADDR") { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
+            if listening?.sharedPort == true {
+                try systemCall("setsockopt SO_REUSEPORT") { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size)) }
             }
-            try configure(fd)
-            if family == AF_INET {
-                try systemCall("bind \(host):\(port)") {
-                    withUnsafePointer(to: &v4) {
-                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                    }
-                }
-            } else {
-                try systemCall("bind [\(host)]:\(port)") {
-                    withUnsafePointer(to: &v6) {
-                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-                    }
-                }
+            try systemCall("bind \(shown)") { bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) }
+            if let listening {
+                try systemCall("listen") { Glibc.listen(fd, listening.backlog) }
             }
-            try systemCall("listen") { Glibc.listen(fd, backlog) }
-            var bound = sockaddr_storage()
+            var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             try systemCall("getsockname") {
-                withUnsafeMutablePointer(to: &bound) {
+                withUnsafeMutablePointer(to: &storage) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
                 }
             }
-            let boundPort: UInt16 =
-                family == AF_INET
-                ? withUnsafePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port } }
-                : withUnsafePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port } }
-            return (fd, Int(UInt16(bigEndian: boundPort)))
+            guard let address = SocketAddress(storage) else { throw SystemCallError(call: "getsockname", errno: EAFNOSUPPORT) }
+            return (fd, address)
         } catch {
             close(fd)
             throw error
@@ -85,12 +103,11 @@ public enum TCPSocket {
         let fd = accepted!
         do throws(SystemCallError) {
             try configure(fd)
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            return fd
         } catch {
             close(fd)
             throw error
         }
+        setNoDelay(fd)
+        return fd
     }
 }
