@@ -39,15 +39,15 @@ extension CallLedger {
             return [.fulfil(id)] + endedLocally(callID)
         case .setMuted(let muted):
             guard entry.stage != .ended else { return [.fail(id)] }
-            entry.userMuted = muted
+            entry.microphone.mutedByUser = muted
             entries[callID] = entry
-            return [.setMuted(callID: callID, entry.userMuted || entry.held), .fulfil(id)]
+            return [.setMuted(callID: callID, entry.microphone.closed), .fulfil(id)]
         case .setHeld(let held):
             // On hold the microphone is closed; off hold it is as the user left it.
             guard entry.stage != .ended else { return [.fail(id)] }
-            entry.held = held
+            entry.microphone.held = held
             entries[callID] = entry
-            return [.setMuted(callID: callID, entry.userMuted || entry.held), .fulfil(id)]
+            return [.setMuted(callID: callID, entry.microphone.closed), .fulfil(id)]
         }
     }
 

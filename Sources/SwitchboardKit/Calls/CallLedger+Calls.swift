@@ -25,12 +25,11 @@ extension CallLedger {
             if !mustReport { return [] }
             // A duplicate or stale push is still reported (rule 1)…
             var effects = [reportIncoming(known.uuid, known.update)]
-            if known.stage == .ended, known.system != .reporting, known.system != .live {
+            if known.stage == .ended, !Self.awaitsReport(known.system), known.system != .live {
                 // …and ended at once: the call system does not show it any more.
                 var entry = known
-                entry.system = .reporting
+                entry.system = .reportingAgain
                 entry.queuedEnd = known.endReason ?? .failed
-                entry.staleReport = true
                 entries[push.callID] = entry
             } else if known.stage == .ended, known.system == .live {
                 effects.append(contentsOf: endInSystem(push.callID, known.endReason ?? .failed))
@@ -88,7 +87,7 @@ extension CallLedger {
 
     /// The call system answered a report.
     public mutating func reportCompleted(_ uuid: UUID, error: CallSystemError?) -> [Effect] {
-        guard let callID = byUUID[uuid], var entry = entries[callID], entry.system == .reporting else {
+        guard let callID = byUUID[uuid], var entry = entries[callID], Self.awaitsReport(entry.system) else {
             // A duplicate's report (refused with callUUIDAlreadyExists, which still counts).
             return []
         }
@@ -100,15 +99,13 @@ extension CallLedger {
             // No call shows, but the server still rings us: decline there (no ghost call).
             return finish(callID, .failed, server: .decline, refusal: refusal)
         }
-        if entry.staleReport, error != nil {
+        if entry.system == .reportingAgain, error != nil {
             // The call system still shows it: the end we already sent is on its way.
-            entry.staleReport = false
             entry.system = .ended
             entry.queuedEnd = nil
             entries[callID] = entry
             return []
         }
-        entry.staleReport = false
         entry.system = .live
         entries[callID] = entry
         if let queued = entry.queuedEnd { return endInSystem(callID, queued) }

@@ -95,7 +95,7 @@ extension CallLedger {
     mutating func endInSystem(_ callID: String, _ reason: CallEndReason) -> [Effect] {
         guard var entry = entries[callID] else { return [] }
         switch entry.system {
-        case .reporting:
+        case .reporting, .reportingAgain:
             entry.queuedEnd = reason
             entries[callID] = entry
             return []
@@ -128,7 +128,7 @@ extension CallLedger {
         endedOrder.append(callID)
         while endedOrder.count > Self.endedMemory {
             let old = endedOrder.removeFirst()
-            if let entry = entries[old], entry.stage == .ended, entry.system != .reporting {
+            if let entry = entries[old], entry.stage == .ended, !Self.awaitsReport(entry.system) {
                 entries[old] = nil
                 if byUUID[entry.uuid] == old { byUUID[entry.uuid] = nil }
             }

@@ -60,4 +60,14 @@ extension CallLedger {
         /// The room was joined (the engine exists), with or without audio.
         var joined: Bool { self == .joined || self == .playing }
     }
+
+    /// The microphone on this device: the user's mute and the call system's hold are separate
+    /// choices, and either one closes it.
+    struct Microphone: Sendable, Equatable {
+        var mutedByUser = false
+        var held = false
+
+        /// Whether the microphone is closed.
+        var closed: Bool { mutedByUser || held }
+    }
 }

@@ -103,7 +103,7 @@ extension CallLedger {
         entry.stage = .active
         entries[callID] = entry
         // A mute (or hold) chosen before the engine existed applies now.
-        if entry.userMuted || entry.held { effects.append(.setMuted(callID: callID, true)) }
+        if entry.microphone.closed { effects.append(.setMuted(callID: callID, true)) }
         effects.append(.notify(.connected(callID: callID)))
         return effects + startAudioIfReady()
     }

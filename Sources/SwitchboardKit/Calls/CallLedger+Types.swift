@@ -25,6 +25,9 @@ extension CallLedger {
     public enum SystemState: String, Sendable, Equatable {
         /// `reportNewIncomingCall` or the start transaction is pending.
         case reporting
+        /// A stale or duplicate push re-reported this ended call (rule 1): it is ended in the
+        /// call system again as soon as the report completes.
+        case reportingAgain
         /// The call system shows it.
         case live
         /// Ended in the call system (reported or by an end action).
@@ -51,6 +54,9 @@ extension CallLedger {
         /// The server answered with an error code (`status` 0: no answer).
         case failure(status: Int, code: String)
     }
+
+    /// Whether a report to the call system is still to complete (first or again).
+    static func awaitsReport(_ system: SystemState) -> Bool { system == .reporting || system == .reportingAgain }
 
     public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout, withdrawalRetry }
 
@@ -113,12 +119,11 @@ extension CallLedger {
         var answer = Answer.undecided
         /// A decline, leave or cancel the server has not confirmed yet.
         var withdrawal: Withdrawal?
+        /// The server has shown the call active: ending it from here is a leave, not a cancel.
         var serverActive = false
         var media = Media.notRequested
-        var userMuted = false
-        var held = false
+        var microphone = Microphone()
+        /// An early media token (asked for beside the re-read while our call rings) is on its way.
         var earlyTokenInFlight = false
-        /// A stale push re-reported this ended call (to end it again at once).
-        var staleReport = false
     }
 }
