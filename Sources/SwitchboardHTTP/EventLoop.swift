@@ -9,7 +9,8 @@ import SwitchboardPOSIX
 ///
 /// Loop-thread state (`connections`, `listenFD` after start, the scratch buffer) is touched only
 /// on the loop's thread. Other threads call only `enqueue`, `requestDrain` and `requestStop`,
-/// which go through the `Mutex`-guarded inbox and the eventfd.
+/// which go through the `Mutex`-guarded inbox and the eventfd. Accepting lives in
+/// `EventLoop+Accepting.swift`; the state it shares with the loop is internal, not private, for it.
 // @unchecked Sendable: every stored `var` below is confined to the loop thread (it is set before
 // the thread starts or only inside `run()` and the methods it calls); the only state other
 // threads touch is `inbox` (a Mutex) and `wakeFD` (an eventfd, whose writes are thread-safe).
@@ -19,22 +20,22 @@ final class EventLoop: @unchecked Sendable {
         case stop
     }
 
-    private let index: Int
-    private let server: ServerShared
-    private let descriptors: (limit: Int, reserve: Int)
-    private let epollFD: Int32
+    let index: Int
+    let server: ServerShared
+    let descriptors: (limit: Int, reserve: Int)
+    let epollFD: Int32
     private let wakeFD: Int32
-    private var listenFD: Int32
+    var listenFD: Int32
     private let inbox = Mutex<(outbound: [Outbound], control: [Control])>(([], []))
-    private var connections: [Int32: Connection] = [:]
-    private var nextConnectionID: UInt64 = 0
+    var connections: [Int32: Connection] = [:]
+    var nextConnectionID: UInt64 = 0
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-    private var draining = false
+    var draining = false
     private var stopping = false
     private var nextSweep: UInt64 = 0
     /// Accepting stops for a while after a failure that would repeat at once (out of
     /// descriptors): the listening socket is level-triggered, so it stays readable.
-    private var acceptBackoff = FailureBackoff()
+    var acceptBackoff = FailureBackoff()
     /// `epoll_wait` itself failing: the loop waits before it polls again.
     private var pollBackoff = FailureBackoff()
     private let finished = Mutex(false)
@@ -149,103 +150,6 @@ final class EventLoop: @unchecked Sendable {
         }
         for item in outbound { deliver(item) }
     }
-
-    // MARK: Accepting
-
-    private func acceptConnections() {
-        // The listening socket may still be in the batch that reported the failure.
-        guard !acceptBackoff.isPaused else { return }
-        for _ in 0..<128 {
-            var address = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { server.configuration.acceptCall(listenFD, $0, &length) }
-            }
-            if fd < 0 {
-                let code = errno
-                switch AcceptFailure(errno: code) {
-                case .retry: continue
-                case .caughtUp:
-                    acceptBackoff.recovered()
-                    return
-                case .connectionFailed:
-                    server.report(HTTPTransportProblem(operation: .accept, cause: .error(code), pause: nil))
-                    continue
-                case .pause:
-                    pauseAccepting(HTTPTransportProblem(operation: .accept, cause: .error(code), pause: nil))
-                    return
-                }
-            }
-            if fd >= descriptors.limit - descriptors.reserve {
-                // Descriptors are allocated lowest first, so this one being among the last few
-                // means nearly all are taken. Serving it would leave none for the database,
-                // outgoing connections or the Swift runtime (libdispatch traps when it cannot
-                // open a file): refuse it and pause as if accept had said EMFILE.
-                refuse(fd, message: "out of file descriptors")
-                pauseAccepting(HTTPTransportProblem(
-                    operation: .accept, cause: .descriptorReserve(limit: descriptors.limit, reserve: descriptors.reserve), pause: nil))
-                return
-            }
-            guard server.admitConnection() else {
-                refuse(fd, message: "too many open connections")
-                continue
-            }
-            // Progress: the next pause, if any, is short again.
-            acceptBackoff.recovered()
-            TCPSocket.setNoDelay(fd)
-            nextConnectionID += 1
-            let id = UInt64(index) << 48 | nextConnectionID
-            let connection = Connection(
-                fd: fd, id: id, remoteAddress: SocketAddress.describe(address), limits: server.configuration.limits)
-            connection.headerDeadline = monotonicNanoseconds() + server.headerTimeout
-            connections[fd] = connection
-            do {
-                try register(fd, events: readInterest)
-                connection.interest = readInterest
-            } catch {
-                // Out of epoll watches or memory: the client is dropped; do not take the next
-                // one at once.
-                closeConnection(connection)
-                let problem = HTTPTransportProblem(operation: .watch, cause: .error(error.errno), pause: nil)
-                if problem.isResourceExhaustion {
-                    pauseAccepting(problem)
-                    return
-                }
-                server.report(problem)
-            }
-        }
-    }
-
-    /// Answers 503 `SERVER_BUSY` and closes.
-    private func refuse(_ fd: Int32, message: String) {
-        let busy = server.errorResponse(status: 503, code: "SERVER_BUSY", message: message)
-        let bytes = ResponseEncoder.fixed(busy, bytes: busy.bodyBytes, for: nil, keepAlive: false)
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        close(fd)
-    }
-
-    /// Stops watching the listening socket until the backoff ends (the run loop's timeout
-    /// wakes it then): the connections already open are served meanwhile, and clients that
-    /// connect wait in the kernel's backlog.
-    /// `problem` is reported with the pause's length.
-    private func pauseAccepting(_ problem: HTTPTransportProblem) {
-        let pause = acceptBackoff.failed(now: monotonicNanoseconds())
-        if listenFD >= 0 { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil) }
-        server.report(HTTPTransportProblem(operation: problem.operation, cause: problem.cause, pause: .nanoseconds(Int64(pause))))
-    }
-
-    private func resumeAccepting() {
-        guard listenFD >= 0, !draining else { return }
-        do {
-            try register(listenFD, events: switchboard_epollin())
-        } catch where error.errno == EEXIST {
-            // Still watched: the removal failed, so there is nothing to restore.
-        } catch {
-            pauseAccepting(HTTPTransportProblem(operation: .watch, cause: .error(error.errno), pause: nil))
-        }
-    }
-
-    private var readInterest: UInt32 { switchboard_epollin() | switchboard_epollrdhup() }
 
     // MARK: Reading
 
@@ -495,7 +399,7 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func closeConnection(_ connection: Connection) {
+    func closeConnection(_ connection: Connection) {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
         connection.task?.cancel()
@@ -506,13 +410,13 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: epoll registration
 
-    private func register(_ fd: Int32, events: UInt32) throws(SystemCallError) {
+    func register(_ fd: Int32, events: UInt32) throws(SystemCallError) {
         var event = epoll_event()
         switchboard_epoll_set(&event, events, UInt64(UInt32(bitPattern: fd)))
         try systemCall("epoll_ctl") { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) }
     }
 
-    private func setInterest(_ connection: Connection, _ events: UInt32) {
+    func setInterest(_ connection: Connection, _ events: UInt32) {
         var event = epoll_event()
         switchboard_epoll_set(&event, events, UInt64(UInt32(bitPattern: connection.fd)))
         if epoll_ctl(epollFD, EPOLL_CTL_MOD, connection.fd, &event) == 0 {
