@@ -88,7 +88,9 @@ let package = Package(
         // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
         .target(
             name: "SwitchboardAPNsEmulator",
-            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardObservability", "SwitchboardCLI"],
+            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardObservability", "SwitchboardCLI",
+                "SwitchboardLifecycle",
+            ],
             swiftSettings: strict),
 
         // Storage: SQLite owner, migrations, writer/reader connections.
@@ -105,7 +107,7 @@ let package = Package(
             plugins: ["EmbedOpenAPI"]),
 
         // Weak networks on loopback: a TCP proxy that applies a named network profile.
-        .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX", "SwitchboardCLI"], swiftSettings: strict),
+        .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX", "SwitchboardCLI", "SwitchboardLifecycle"], swiftSettings: strict),
 
         // `switchboard-dev demo` and `switchboard-dev bench wakeup`: the server, the APNs emulator and
         // simulated phones in one process.

@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-import SwitchboardCrypto
 import SwitchboardCLI
+import SwitchboardCrypto
+import SwitchboardLifecycle
 
 /// `switchboard-dev apns-emulator`: parses its options, runs an ``APNsEmulator`` until SIGTERM or
 /// SIGINT, and exits 0.
@@ -128,11 +129,14 @@ public enum APNsEmulatorCommand {
             return 2
         }
 
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGTERM)
-        sigaddset(&stopSignals, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        // Handled from here on: a stop while the tool starts is kept for the wait below.
+        let stop: StopSignalWait
+        do {
+            stop = try StopSignalWait([SIGTERM, SIGINT])
+        } catch {
+            printError("cannot start: \(error)")
+            return 1
+        }
         // TLS writes go through OpenSSL's plain write(2): a client that vanishes must not kill
         // the emulator with SIGPIPE (the write fails with EPIPE instead).
         signal(SIGPIPE, SIG_IGN)
@@ -164,8 +168,7 @@ public enum APNsEmulatorCommand {
         listening.endObject()
         StandardOutput.line(listening.text)
 
-        var received: Int32 = 0
-        sigwait(&stopSignals, &received)
+        let received = stop.wait()
 
         // shutdown() is async; run it off this thread's executor and wait here.
         let done = DispatchSemaphore(value: 0)

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchboardCLI
+import SwitchboardLifecycle
 
 /// `switchboard-dev proxy`: runs an ``ImpairmentProxy`` until SIGINT or SIGTERM.
 ///
@@ -66,11 +67,14 @@ public enum ProxyCommand {
             return 2
         }
 
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGTERM)
-        sigaddset(&stopSignals, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        // Handled from here on: a stop while the tool starts is kept for the wait below.
+        let stop: StopSignalWait
+        do {
+            stop = try StopSignalWait([SIGTERM, SIGINT])
+        } catch {
+            Console.error("cannot start: \(error)")
+            return 1
+        }
 
         let proxy = ImpairmentProxy(configuration: options.configuration(diagnostics: { Console.error($0) }))
         let port: Int
@@ -82,8 +86,7 @@ public enum ProxyCommand {
         }
         Console.write("listening on \(options.listen.host):\(port) profile \(options.profile.name)\n")
 
-        var received: Int32 = 0
-        sigwait(&stopSignals, &received)
+        _ = stop.wait()
         proxy.stop()
         let statistics = proxy.statistics
         Console.write(

@@ -106,6 +106,15 @@ struct ServiceGroupTests {
         #expect(reasons.withLock { $0 } == [.signal(SIGUSR1)])
     }
 
+    /// A synchronous tool's wait (proxy, emulator): a signal that comes before `wait()` is kept.
+    /// SIGWINCH, whose default action is to be ignored, so no other test's signal is touched.
+    @Test func aStopSignalWaitKeepsASignalThatCameBeforeItWaited() throws {
+        let stop = try StopSignalWait([SIGWINCH])
+        kill(getpid(), SIGWINCH)
+        #expect(stop.wait() == SIGWINCH)
+        #expect(stop.wait() == SIGWINCH)
+    }
+
     @Test func waitUntilCancelledReturnsAtOnceForACancelledTask() async {
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
