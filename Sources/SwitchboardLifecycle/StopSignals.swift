@@ -43,6 +43,16 @@ final class StopSignals: Sendable {
                 state.installed[number, default: 0] += 1
                 if state.installed[number] == 1 { Self.install(number, handler: stopSignalHandler) }
             }
+            // A process can start with these signals blocked (a parent's mask is inherited
+            // through fork and exec; libdispatch's threads block nearly all): a blocked signal
+            // would stay pending for ever. Unblock them here, and in the reader thread, which
+            // lives as long as the process (byte 0 tells it to look at the subscriptions again;
+            // a signal pending until then is delivered the moment it unblocks).
+            Self.unblock(signals)
+            if let write = state.pipe?.write {
+                var refresh: UInt8 = 0
+                _ = Glibc.write(write, &refresh, 1)
+            }
             return id
         }
     }
@@ -58,6 +68,14 @@ final class StopSignals: Sendable {
                 }
             }
         }
+    }
+
+    /// Unblocks `signals` in the calling thread.
+    private static func unblock(_ signals: [Int32]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in signals { sigaddset(&set, number) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     private static func install(_ number: Int32, handler: (@convention(c) (Int32) -> Void)?) {
@@ -79,6 +97,10 @@ final class StopSignals: Sendable {
             if count < 0 && errno == EINTR { continue }
             guard count == 1 else { return }
             let number = Int32(byte)
+            if number == 0 {
+                Self.unblock(Array(state.withLock { state in state.installed.keys }))
+                continue
+            }
             let targets = state.withLock { state in state.subscribers.values.filter { $0.signals.contains(number) }.map(\.deliver) }
             for deliver in targets { deliver(number) }
         }

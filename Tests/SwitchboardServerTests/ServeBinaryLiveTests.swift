@@ -29,14 +29,29 @@ final class ServerProcess: Sendable {
     /// generously) for its `listening` line (the first stdout line). This blocks the calling
     /// thread; async tests use ``launch(command:arguments:environment:)``, which waits on a
     /// thread of its own.
-    init(_ executable: Executable = .server, command: String = "serve", arguments: [String], environment: [String: String] = [:]) throws {
+    ///
+    /// With `blockedStopSignals`, the binary starts with SIGTERM and SIGINT blocked, as it does
+    /// when a parent's blocked mask is inherited (Python's exec stands in for such a parent).
+    init(
+        _ executable: Executable = .server, command: String = "serve", arguments: [String], environment: [String: String] = [:],
+        blockedStopSignals: Bool = false
+    ) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)").path
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         outputPath = path
         output = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         process = Process()
-        process.executableURL = URL(fileURLWithPath: executable.path)
-        process.arguments = [command] + arguments
+        if blockedStopSignals {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = [
+                "-c",
+                "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}); os.execv(sys.argv[1], sys.argv[1:])",
+                executable.path, command,
+            ] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable.path)
+            process.arguments = [command] + arguments
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -62,8 +77,16 @@ final class ServerProcess: Sendable {
 
     /// Starts the process like `init`, waiting for it on a thread of its own so the cooperative
     /// pool (two threads here) stays free for the tests running beside this one.
-    static func launch(command: String = "serve", arguments: [String], environment: [String: String] = [:]) async throws -> ServerProcess {
-        try await offPool { Result { try ServerProcess(command: command, arguments: arguments, environment: environment) } }.get()
+    static func launch(
+        _ executable: Executable = .server, command: String = "serve", arguments: [String], environment: [String: String] = [:],
+        blockedStopSignals: Bool = false
+    ) async throws -> ServerProcess {
+        try await offPool {
+            Result {
+                try ServerProcess(
+                    executable, command: command, arguments: arguments, environment: environment, blockedStopSignals: blockedStopSignals)
+            }
+        }.get()
     }
 
     /// A test that ends early (a failed `#require` before its own stop) leaves nothing running.
@@ -196,6 +219,20 @@ struct ServeBinaryLiveTests {
         // that push is not configured, said at start-up.
         #expect(lines.count == 2, "\(lines)")
         #expect(lines.dropFirst().allSatisfy { $0.contains(#""level":"warning""#) && $0.contains("push channel not configured") })
+    }
+
+    /// A parent's blocked mask is inherited through fork and exec (test runners, libdispatch
+    /// threads, some supervisors): SIGTERM must still stop the server and the emulator, not stay
+    /// pending for ever.
+    @Test func sigtermStopsServeAndTheEmulatorEvenWhenTheyStartWithItBlocked() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], blockedStopSignals: true)
+        #expect(await fetch(server.address, "GET", "/healthz").status == 200)
+        #expect(await server.terminate() == 0)
+        let emulator = try await ServerProcess.launch(
+            .developerTools, command: "apns-emulator", arguments: ["--listen", "127.0.0.1:0"], blockedStopSignals: true)
+        #expect(await emulator.terminate() == 0)
     }
 
     @Test func sigtermLetsTheDatabaseReopen() async throws {
