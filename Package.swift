@@ -146,6 +146,7 @@ let package = Package(
 
         .testTarget(name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardObservabilityTests", dependencies: ["SwitchboardObservability"], swiftSettings: strict),
         .testTarget(name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire", "SwitchboardTesting"],

@@ -22,11 +22,24 @@ public enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByInteger
     public init(stringLiteral value: String) { self = .string(value) }
     public init(integerLiteral value: Int) { self = .int(value) }
 
+    /// `number` with three decimals (`%.3f`), written without `String(format:)`, which costs
+    /// more than the rest of a log line; `null` when not finite.
+    static func thousandths(_ number: Double) -> String {
+        guard number.isFinite else { return "null" }
+        let scaled = (abs(number) * 1000).rounded()
+        guard scaled < 1e15 else { return String(format: "%.3f", number) }
+        let units = Int64(scaled)
+        let fraction = units % 1000
+        let sign = number < 0 && units != 0 ? "-" : ""
+        let padding = fraction < 10 ? "00" : fraction < 100 ? "0" : ""
+        return "\(sign)\(units / 1000).\(padding)\(fraction)"
+    }
+
     var json: String {
         switch self {
         case .string(let text): "\"\(JSONText.escape(text))\""
         case .int(let number): String(number)
-        case .double(let number): number.isFinite ? String(format: "%.3f", number) : "null"
+        case .double(let number): Self.thousandths(number)
         case .bool(let flag): flag ? "true" : "false"
         }
     }

@@ -392,7 +392,8 @@ public struct HTTPRequestParser: Sendable {
             rest = rest[slash...]
             if rest.first == "?" { rest = "/" + rest }
         }
-        if rest.contains("#") { return nil }
+        // Bytes, not `contains("#")`: that goes through Foundation's string search on every request.
+        if rest.utf8.contains(UInt8(ascii: "#")) { return nil }
         if let mark = rest.firstIndex(of: "?") {
             return (target, String(rest[..<mark]), String(rest[rest.index(after: mark)...]))
         }

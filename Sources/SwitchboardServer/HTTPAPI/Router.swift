@@ -56,6 +56,8 @@ public struct Router: Sendable {
 
     /// Every route, in registration order.
     public private(set) var routes: [Route] = []
+    /// Indices into `routes` by segment count: a path is compared only with patterns as long.
+    private var routesBySegmentCount: [Int: [Int]] = [:]
 
     /// Creates an empty router.
     public init() {}
@@ -67,33 +69,44 @@ public struct Router: Sendable {
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         precondition(!routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
+        routesBySegmentCount[segments.count, default: []].append(routes.count)
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
     /// Finds the route for a method and a (percent-encoded) path.
+    ///
+    /// Runs for every request: only patterns with as many segments are compared, without
+    /// copying them, and the parameters are collected for the winner alone.
     public func match(method: String, path: String) -> Match {
-        let rawSegments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let rawSegments = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
         var segments: [String] = []
         segments.reserveCapacity(rawSegments.count)
         for raw in rawSegments {
-            guard let decoded = PercentDecoding.decode(raw) else { return .badPath }
+            guard let decoded = PercentDecoding.decode(Substring(raw)) else { return .badPath }
             segments.append(decoded)
         }
         // The most specific route wins: at the first segment where two candidates differ, a
         // literal beats a parameter, so `/calls/active` is found before `/calls/{id}` whatever
         // the registration order.
-        var best: (route: Route, parameters: [String: String])?
+        var best: Int?
         var allowed: [String] = []
-        for route in routes {
-            guard let parameters = Self.bind(route.segments, to: segments) else { continue }
+        for index in routesBySegmentCount[segments.count] ?? [] where Self.fits(routes[index].segments, segments) {
+            let route = routes[index]
             if route.method == method || (method == "HEAD" && route.method == "GET") {
-                if best == nil || Self.isMoreSpecific(route, than: best!.route) { best = (route, parameters) }
+                if best == nil || Self.isMoreSpecific(route, than: routes[best!]) { best = index }
             } else {
                 allowed.append(route.method)
                 if route.method == "GET" { allowed.append("HEAD") }
             }
         }
-        if let best { return .found(best.route, parameters: best.parameters, handler: best.route.handler) }
+        if let best {
+            let route = routes[best]
+            var parameters: [String: String] = [:]
+            for (part, segment) in zip(route.segments, segments) {
+                if case .parameter(let name) = part { parameters[name] = segment }
+            }
+            return .found(route, parameters: parameters, handler: route.handler)
+        }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
     }
 
@@ -109,17 +122,15 @@ public struct Router: Sendable {
         return candidate.method != "GET" && current.method == "GET"
     }
 
-    private static func bind(_ pattern: [Segment], to segments: [String]) -> [String: String]? {
-        guard pattern.count == segments.count else { return nil }
-        var parameters: [String: String] = [:]
+    /// Whether `segments` (as many as the pattern's) fit the pattern: literals equal, parameters
+    /// not empty.
+    private static func fits(_ pattern: [Segment], _ segments: [String]) -> Bool {
         for (part, segment) in zip(pattern, segments) {
             switch part {
-            case .literal(let text): if text != segment { return nil }
-            case .parameter(let name):
-                if segment.isEmpty { return nil }
-                parameters[name] = segment
+            case .literal(let text): if text != segment { return false }
+            case .parameter: if segment.isEmpty { return false }
             }
         }
-        return parameters
+        return true
     }
 }
