@@ -7,15 +7,16 @@ import SwitchboardPOSIX
 /// One epoll loop on its own thread: accepts on its own `SO_REUSEPORT` socket, reads and parses
 /// requests, starts handler tasks, and writes whatever tasks hand back through its inbox.
 ///
-/// Loop-thread state (`connections`, `listenFD` after start, the scratch buffer) is touched only
-/// on the loop's thread. Other threads call only `enqueue`, `requestDrain` and `requestStop`,
-/// which go through the `Mutex`-guarded inbox and the eventfd. Accepting lives in
+/// Loop-thread state (`connections`, `listenFD` after start, the scratch buffer, the run queue)
+/// is touched only on the loop's thread. Other threads call only `enqueue` (bytes or jobs),
+/// `requestDrain` and `requestStop`, which go through the `Mutex`-guarded inbox and the eventfd.
+/// The loop is also its handlers' task executor (`EventLoop+Executor.swift`). Accepting lives in
 /// `EventLoop+Accepting.swift`; the state it shares with the loop is internal, not private, for it.
 // @unchecked Sendable: every stored `var` below is confined to the loop thread (it is set before
 // the thread starts or only inside `run()` and the methods it calls); the only state other
 // threads touch is `inbox` (a Mutex) and `wakeFD` (an eventfd, whose writes are thread-safe).
 final class EventLoop: @unchecked Sendable {
-    private enum Control: Sendable {
+    enum Control: Sendable {
         case drain
         case stop
     }
@@ -26,7 +27,17 @@ final class EventLoop: @unchecked Sendable {
     let epollFD: Int32
     private let wakeFD: Int32
     var listenFD: Int32
-    private let inbox = Mutex<(outbound: [Outbound], control: [Control])>(([], []))
+    /// What other threads hand the loop. `closed` once the loop has ended: from then on jobs go
+    /// to the global executor instead (see `EventLoop+Executor.swift`).
+    let inbox = Mutex<(outbound: [Outbound], control: [Control], jobs: [UnownedJob], closed: Bool)>(([], [], [], false))
+    /// Jobs of tasks that prefer this loop as their executor (request handlers), to run on
+    /// the loop thread after the current batch of events.
+    var runQueue: [UnownedJob] = []
+    /// Responses handed over by tasks running on the loop thread itself: delivered right after
+    /// the jobs ran, without the inbox or the eventfd.
+    var localOutbound: [Outbound] = []
+    /// `pthread_self()` of the loop thread while it runs (0 before and after).
+    let loopThread = Atomic<UInt>(0)
     var connections: [Int32: Connection] = [:]
     var nextConnectionID: UInt64 = 0
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
@@ -62,10 +73,15 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Cross-thread entry points
 
-    /// Hands bytes to the loop; wakes it only on the empty → non-empty transition.
+    /// Hands bytes to the loop; wakes it only on the empty → non-empty transition. On the loop
+    /// thread (a handler running on this loop's executor) it only queues them for after the jobs.
     func enqueue(_ outbound: Outbound) {
+        if isLoopThread {
+            localOutbound.append(outbound)
+            return
+        }
         let wasEmpty = inbox.withLock { inbox in
-            let empty = inbox.outbound.isEmpty && inbox.control.isEmpty
+            let empty = inbox.outbound.isEmpty && inbox.control.isEmpty && inbox.jobs.isEmpty
             inbox.outbound.append(outbound)
             return empty
         }
@@ -83,7 +99,7 @@ final class EventLoop: @unchecked Sendable {
         wake()
     }
 
-    private func wake() {
+    func wake() {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
@@ -91,12 +107,14 @@ final class EventLoop: @unchecked Sendable {
     // MARK: The loop
 
     func run() {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
         let maxEvents = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
         while !(stopping || (draining && connections.isEmpty)) {
             if acceptBackoff.resumeIfDue(now: monotonicNanoseconds()) { resumeAccepting() }
-            let timeout = acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000)
+            // Jobs still queued (a batch cut short): look at the sockets without waiting.
+            let timeout = runQueue.isEmpty ? acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000) : 0
             let count = server.configuration.pollCall(epollFD, events, Int32(maxEvents), timeout)
             if count < 0 {
                 let code = errno
@@ -124,6 +142,7 @@ final class EventLoop: @unchecked Sendable {
                     handleEvents(flags, on: connection)
                 }
             }
+            runJobs()
             let now = monotonicNanoseconds()
             if now >= nextSweep {
                 sweep(now: now)
@@ -132,16 +151,18 @@ final class EventLoop: @unchecked Sendable {
         }
         for connection in Array(connections.values) { closeConnection(connection) }
         if listenFD >= 0 { close(listenFD); listenFD = -1 }
+        handOverJobs()
         finished.withLock { $0 = true }
     }
 
     private func drainInbox() {
         var counter: UInt64 = 0
         _ = read(wakeFD, &counter, 8)
-        let (outbound, control) = inbox.withLock { inbox in
-            defer { inbox = ([], []) }
-            return inbox
+        let (outbound, control, jobs) = inbox.withLock { inbox in
+            defer { (inbox.outbound, inbox.control, inbox.jobs) = ([], [], []) }
+            return (inbox.outbound, inbox.control, inbox.jobs)
         }
+        runQueue.append(contentsOf: jobs)
         for message in control {
             switch message {
             case .drain: beginDrain()
@@ -254,7 +275,10 @@ final class EventLoop: @unchecked Sendable {
     private func startHandler(_ request: HTTPRequest, on connection: Connection) {
         let fd = connection.fd, id = connection.id
         let server = self.server
-        connection.task = Task { [self] in
+        // On this loop's own executor: the handler runs on the loop thread until it waits for
+        // something (the database, a lock-free hand-off), and its answer is written without a
+        // thread hop. Work that takes long (scrypt) runs on queues of its own.
+        connection.task = Task(executorPreference: self) { [self] in
             let response = await server.handler(request)
             await self.respond(response, to: request.head, fd: fd, connectionID: id)
         }
@@ -291,7 +315,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Writing
 
-    private func deliver(_ item: Outbound) {
+    func deliver(_ item: Outbound) {
         guard let connection = connections[item.fd], connection.id == item.connectionID else {
             // The connection closed (or its descriptor was reused) before the reply was ready.
             if case .startStream(let channel) = item.then { channel.close() }
