@@ -58,7 +58,8 @@ need_positive_number RATE
 # ---------------------------------------------------------------------------
 SERVER_PID=""
 CLIENT_PID=""
-BENCH_STOP_ON_EXIT=(CLIENT_PID SERVER_PID)
+NGINX_PID=""
+BENCH_STOP_ON_EXIT=(CLIENT_PID SERVER_PID NGINX_PID:tree)
 bench_init_tmp switchboard-bench-events.XXXXXX
 BENCH_FAILURE_LOGS=("$TMP/server.err" "$TMP/server.out")
 
@@ -125,12 +126,41 @@ if f.get("setup_reconnects"):
           f"{f['setup_reconnects']} time(s)")
 PY
 
+# ---------------------------------------------------------------------------
+# 5. The anchor, in the same run: nginx + nchan, the same fan-out (after
+#    Switchboard has stopped, so the two never share the CPU)
+# ---------------------------------------------------------------------------
+command -v nginx >/dev/null || apt_install nginx || die "could not install nginx"
+NCHAN_MODULE=/usr/lib/nginx/modules/ngx_nchan_module.so
+[[ -f "$NCHAN_MODULE" ]] || apt_install libnginx-mod-nchan || die "could not install libnginx-mod-nchan"
+[[ -f "$NCHAN_MODULE" ]] || die "libnginx-mod-nchan installed no $NCHAN_MODULE"
+start_nginx "$TMP/nchan" "$(( NOFILE < 30000 ? NOFILE : 30000 ))" \
+    "        location = /sub { nchan_subscriber longpoll; nchan_channel_id group; nchan_subscriber_timeout 60s; }
+        location = /pub { nchan_publisher; nchan_channel_id group; nchan_store_messages off; }
+        location = /status { nchan_stub_status; }" \
+    "load_module $NCHAN_MODULE;"
+NCHAN_WORKERS="$(child_pids "$NGINX_PID" | paste -sd, -)"
+[[ -n "$NCHAN_WORKERS" ]] || die "found no nginx worker processes under pid $NGINX_PID"
+log "running bench/nchan_fanout.py: $MEMBERS subscribers, $ROUNDS rounds (nchan workers $NCHAN_WORKERS)"
+timeout "$CLIENT_MAX" python3 "$HERE/../bench/nchan_fanout.py" --port "$NGINX_PORT" --worker-pids "$NCHAN_WORKERS" \
+    --members "$MEMBERS" --rounds "$ROUNDS" --json-out "$TMP/nchan.json" </dev/null \
+    || die "bench/nchan_fanout.py failed (status $?)"
+stop_pid_tree "$NGINX_PID"
+NGINX_PID=""
+nfig() { python3 -c 'import json, sys; f = json.load(open(sys.argv[1])); v = eval(sys.argv[2]); print("n/a" if v is None else v)' "$TMP/nchan.json" "$1"; }
+NCHAN_LAST="$(nfig 'f["median_last_ms"]')"
+NCHAN_CPU="$(nfig 'f["median_server_cpu_ms"]')"
+NCHAN_KB="$(nfig 'f["kb_per_poll"]')"
+NCHAN_OK="$(nfig 'f["all_answered"]')"
+[[ "$NCHAN_OK" == True ]] || warn "nchan: not every subscriber got the message in every round"
+
 N="$(fig 'f["fanout"]["members"]')"
 LAST="$(fig 'f["fanout"]["median_last_ms"]')"
 P50="$(fig 'f["fanout"]["median_p50_ms"]')"
 P99="$(fig 'f["fanout"]["median_p99_ms"]')"
 ALL_ANSWERED="$(fig 'f["fanout"]["all_answered"]')"
 CPU="$(fig 'f["fanout"]["median_client_cpu_ms"]')"
+SERVER_CPU="$(fig 'sorted(r["server_cpu_ms"] for r in f["fanout"]["rounds"])[len(f["fanout"]["rounds"]) // 2]')"
 KB="$(fig 'f["fanout"]["kb_per_poll"]')"
 RSS_BEFORE="$(fig 'f["fanout"]["rss_before_kb"]')"
 RSS_HELD="$(fig 'f["fanout"]["rss_held_kb"]')"
@@ -144,6 +174,8 @@ SETUP_S="$(fig 'f["setup_s"]["total"]')"
 ROUND_LASTS="$(fig '", ".join("n/a" if r["last_ms"] is None else "%.1f" % r["last_ms"] for r in f["fanout"]["rounds"])')"
 
 FAN_OK="$(met "$LAST" 250)"
+RATIO="$(awk -v a="$LAST" -v b="$NCHAN_LAST" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf("%.2f", a / b) }')"
+RATIO_OK="$(met "$RATIO" 1.5)"
 [[ "$ALL_ANSWERED" == True ]] || FAN_OK="NOT met"
 MEM_OK="$(met "$KB" 8)"
 LAT_OK="$(met "$LAT_P99" 5)"
@@ -159,12 +191,17 @@ printf '| %-46s | %10s |\n' "fan-out: last of $N answered, ms (median)" "$LAST"
 printf '| %-46s | %10s |\n' "fan-out: per-connection p50 ms (median)" "$P50"
 printf '| %-46s | %10s |\n' "fan-out: per-connection p99 ms (median)" "$P99"
 printf '| %-46s | %10s |\n' "fan-out: client CPU ms per round (median)" "$CPU"
+printf '| %-46s | %10s |\n' "fan-out: server CPU ms per round (median)" "$(num "$SERVER_CPU" 1)"
+printf '| %-46s | %10s |\n' "nchan: last of $N answered, ms (median)" "$(num "$NCHAN_LAST" 1)"
+printf '| %-46s | %10s |\n' "nchan: workers' CPU ms per round (median)" "$(num "$NCHAN_CPU" 1)"
+printf '| %-46s | %10s |\n' "nchan: KB per held long-poll" "$NCHAN_KB"
 printf '| %-46s | %10s |\n' "memory: KB per held long-poll" "$KB"
 printf '| %-46s | %10s |\n' "1:1 message send->seen p50 ms" "$LAT_P50"
 printf '| %-46s | %10s |\n' "1:1 message send->seen p99 ms" "$LAT_P99"
 printf '| %-46s | %10s |\n' "1:1 message send->seen max ms" "$LAT_MAX"
 echo
 echo "fan-out: last answer per round: $ROUND_LASTS ms -> median $LAST ms (target: all $N answered within 250 ms: $FAN_OK)"
+echo "fan-out vs nchan in this run: $LAST / $(num "$NCHAN_LAST" 1) ms = $RATIO (target <= 1.5: $RATIO_OK). Switchboard's figure includes writing $N event rows in one committed transaction before anyone is woken and each member's own feed; nchan's, one in-memory message on one shared channel, nothing stored."
 echo "switchboard RSS: $RSS_BEFORE KB before -> $RSS_HELD KB with $N long polls held = $KB KB/poll (target <= 8: $MEM_OK); $RSS_END KB at the end"
 echo "1:1 latency: $LAT_SEEN/$LAT_COUNT messages seen at $LAT_RATE msg/s; p99 $LAT_P99 ms (target <= 5: $LAT_OK)"
 print_debug_note
