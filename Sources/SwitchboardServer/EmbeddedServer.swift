@@ -33,7 +33,7 @@ public final class EmbeddedServer: Sendable {
         self.configuration = configuration
         do {
             database = try Database(
-                configuration: DatabaseConfiguration(path: configuration.dataDirectory + "/switchboard.sqlite3"),
+                configuration: DatabaseConfiguration(path: configuration.dataDirectory + "/switchboard.sqlite3", readsOnCallerThread: true),
                 migrations: Schema.migrations)
         } catch {
             throw StartError(step: "cannot open the database", underlying: error)

@@ -109,6 +109,11 @@ public final class Database: Sendable {
         try checkOpen()
         let reader = try await readers.acquire()
         let readers = self.readers
+        if configuration.readsOnCallerThread {
+            let result = Result { try reader.connection.connection.inTransaction(begin: "BEGIN", body) }
+            readers.release(reader)
+            return try result.get()
+        }
         return try await withCheckedThrowingContinuation { continuation in
             reader.queue.async {
                 let result = Result { try reader.connection.connection.inTransaction(begin: "BEGIN", body) }

@@ -30,15 +30,24 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     public var busyTimeout: Duration
     /// The sync level; see ``Synchronous/normal`` for why it is the default.
     public var synchronous: Synchronous
+    /// Whether ``Database/read(_:)`` runs its body on the calling thread (once a reader is
+    /// free) instead of on the reader's own queue. It saves two thread switches per read
+    /// (the hop there and back), which is most of a point lookup's cost; it suits callers whose
+    /// read bodies only query (the server's event loops, where reads are indexed lookups and
+    /// bounded pages). Off by default: a body that blocks (waits on a semaphore) would block
+    /// the caller's thread, which the cooperative pool cannot spare.
+    public var readsOnCallerThread: Bool
 
-    /// Creates a configuration with defaults: 4 readers, 5 s busy timeout, `synchronous=NORMAL`.
+    /// Creates a configuration with defaults: 4 readers, 5 s busy timeout, `synchronous=NORMAL`,
+    /// reads on the readers' queues.
     public init(
         path: String, readerCount: Int = 4, busyTimeout: Duration = .seconds(5),
-        synchronous: Synchronous = .normal
+        synchronous: Synchronous = .normal, readsOnCallerThread: Bool = false
     ) {
         self.path = path
         self.readerCount = readerCount
         self.busyTimeout = busyTimeout
         self.synchronous = synchronous
+        self.readsOnCallerThread = readsOnCallerThread
     }
 }

@@ -97,6 +97,34 @@ struct DatabaseConcurrencyTests {
         }
     }
 
+    /// `readsOnCallerThread`: the body runs on the thread that asked (no hop to the reader's
+    /// queue and back), and the pool still bounds how many run at once.
+    @Test("reads on the caller's thread skip the readers' queues and still wait for a free reader")
+    func readsOnTheCallersThread() async throws {
+        try await withDatabase(readerCount: 2, readsOnCallerThread: true, migrations: []) { database, _ in
+            // Nothing suspends between the body and the return, so the task is still on the
+            // thread the body ran on (with the readers' queues it would be a queue's thread).
+            let inside = try await database.read { _ in UInt(pthread_self()) }
+            #expect(inside == UInt(pthread_self()))
+            let probe = ConcurrencyProbe()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<12 {
+                    group.addTask {
+                        try await database.read { connection in
+                            probe.enter(ObjectIdentifier(connection))
+                            // No sleep here: on the caller's thread it would hold a pool thread.
+                            _ = try connection.query("SELECT 1")
+                            probe.leave()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(probe.peak.load(ordering: .sequentiallyConsistent) <= 2)
+            #expect(try await database.read { try scalar($0, "SELECT 41 + 1") } == 42)
+        }
+    }
+
     @Test("when every reader is busy, reads wait for one instead of opening more connections")
     func readsWaitForReaders() async throws {
         try await withDatabase(readerCount: 2) { database, _ in

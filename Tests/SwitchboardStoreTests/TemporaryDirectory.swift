@@ -28,12 +28,13 @@ func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) async throws -> T) a
 
 /// Opens a database in a fresh temporary directory, runs `body`, then closes it and removes the directory.
 func withDatabase<T>(
-    readerCount: Int = 4, migrations: [Migration] = [],
+    readerCount: Int = 4, readsOnCallerThread: Bool = false, migrations: [Migration] = [],
     _ body: (Database, TemporaryDirectory) async throws -> T
 ) async throws -> T {
     try await withTemporaryDirectory { directory in
         let database = try Database(
-            configuration: DatabaseConfiguration(path: directory.file("test.sqlite"), readerCount: readerCount),
+            configuration: DatabaseConfiguration(
+                path: directory.file("test.sqlite"), readerCount: readerCount, readsOnCallerThread: readsOnCallerThread),
             migrations: migrations)
         defer { database.close() }
         return try await body(database, directory)
