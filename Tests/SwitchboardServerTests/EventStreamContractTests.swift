@@ -64,6 +64,38 @@ struct EventStreamContractTests {
         #expect(try page(response).events.count == expected)
     }
 
+    /// Past `batchThreshold` users the rows are written by one statement (`json_each` +
+    /// `RETURNING`): still one event per user (duplicates dropped), ids in the order given, and
+    /// each waiter woken with its own row.
+    @Test func aWriteToManyUsersGivesEachOneEventInTheGivenOrderAndWakesTheirWaiters() async throws {
+        let app = try TestApplication()
+        defer { app.close() }
+        var users: [(token: String, id: String)] = []
+        for index in 0..<20 { users.append(try await signUp(app, "user\(index)")) }
+        #expect(users.count > WriteTransaction.batchThreshold)
+        let hub = app.application.store.hub
+        let waiter = hub.register(userID: users[7].id, timeout: .seconds(60))
+        defer { hub.release(waiter) }
+        let recipients = users.map(\.id) + [users[0].id]
+        _ = try await app.application.store.write { transaction in
+            try transaction.appendEvent("batch_kind", to: recipients, groupID: "g1", messageID: "m1")
+        }
+        var ids: [Int64] = []
+        for user in users {
+            let events = try page(await app.request("GET", "/events?after=0&wait=0", headers: headers(user.token)))
+                .events.filter { $0.kind == "batch_kind" }
+            #expect(events.count == 1)
+            #expect(events.first?.groupId == "g1" && events.first?.messageId == "m1" && events.first?.callId == nil)
+            ids.append(events.first?.id ?? -1)
+        }
+        #expect(ids == ids.sorted() && Set(ids).count == users.count)
+        guard case .notified(let woken) = await hub.wait(waiter) else {
+            Issue.record("user 7's waiter was not woken")
+            return
+        }
+        #expect(woken.map(\.id) == [ids[7]])
+    }
+
     @Test func withoutATokenIs401() async throws {
         let app = try TestApplication()
         defer { app.close() }

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import SwitchboardObservability
 import SwitchboardStore
 import SwitchboardWire
 
@@ -72,26 +73,60 @@ public final class WriteTransaction {
 
     /// Writes one event row per user (in the order given, duplicates dropped); their waiters
     /// are woken once the transaction commits.
+    ///
+    /// Many users (a group message to thousands) are written by one statement that reads their
+    /// ids from a JSON array (`json_each`) and hands each new row back (`RETURNING`): one
+    /// statement instead of one per user, which costs a third of the write.
     public func appendEvent(
         _ kind: String, to userIDs: [String], conversationID: String? = nil, groupID: String? = nil,
         messageID: String? = nil, callID: String? = nil
     ) throws {
         var seen = Set<String>()
+        let unique = userIDs.filter { seen.insert($0).inserted }
+        let references: [SQLiteValue] = [
+            .text(kind), conversationID.map(SQLiteValue.text) ?? .null, groupID.map(SQLiteValue.text) ?? .null,
+            messageID.map(SQLiteValue.text) ?? .null, callID.map(SQLiteValue.text) ?? .null, .text(timestamp),
+        ]
+        func record(_ userID: String, _ id: Int64) {
+            written[userID, default: []].append(Event(
+                id: id, kind: kind, conversationId: conversationID, groupId: groupID,
+                messageId: messageID, callId: callID, createdAt: timestamp))
+        }
+        if unique.count > Self.batchThreshold {
+            var array = "["
+            for (index, userID) in unique.enumerated() {
+                if index > 0 { array += "," }
+                array += "\"" + JSONText.escape(userID) + "\""
+            }
+            array += "]"
+            let statement = try connection.prepare(
+                """
+                INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
+                SELECT value, ?, ?, ?, ?, ?, ? FROM json_each(?) ORDER BY key
+                RETURNING id, user_id
+                """)
+            var returned: [(id: Int64, userID: String)] = []
+            returned.reserveCapacity(unique.count)
+            try statement.forEachRow(references + [.text(array)]) { row in
+                returned.append((try row.int64("id"), try row.string("user_id")))
+            }
+            // RETURNING's order is unspecified: each user's event is recorded by its own id.
+            for (id, userID) in returned.sorted(by: { $0.id < $1.id }) { record(userID, id) }
+            return
+        }
         let statement = try connection.prepare(
             """
             INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
-        for userID in userIDs where seen.insert(userID).inserted {
-            try statement.run(
-                [.text(userID), .text(kind), conversationID.map(SQLiteValue.text) ?? .null,
-                 groupID.map(SQLiteValue.text) ?? .null, messageID.map(SQLiteValue.text) ?? .null,
-                 callID.map(SQLiteValue.text) ?? .null, .text(timestamp)])
-            written[userID, default: []].append(Event(
-                id: connection.lastInsertRowID, kind: kind, conversationId: conversationID, groupId: groupID,
-                messageId: messageID, callId: callID, createdAt: timestamp))
+        for userID in unique {
+            try statement.run([.text(userID)] + references)
+            record(userID, connection.lastInsertRowID)
         }
     }
+
+    /// Above this many users, `appendEvent` writes them with one statement.
+    static let batchThreshold = 16
 }
 
 /// The database plus the event hub: every write that appends events wakes those users'
