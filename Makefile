@@ -36,12 +36,15 @@ release:
 	$(SWIFT) build -c release --product switchboard-dev
 	scripts/check-lean-server.sh .build/release/switchboard .build/release/switchboard-dev
 
+# Every benchmark beside its anchor (nginx, nginx + nchan, aioapns), then one summary table.
 bench: release
 	$(SWIFT) build -c release --product push-bench
-	scripts/bench-http.sh .build/release/switchboard
-	scripts/bench-events.sh .build/release/switchboard
-	scripts/bench-calls.sh .build/release/switchboard
-	scripts/bench-push.sh .build/release/switchboard-dev .build/release/push-bench
+	rm -rf .build/bench-summary
+	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-http.sh .build/release/switchboard
+	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-events.sh .build/release/switchboard
+	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-calls.sh .build/release/switchboard
+	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-push.sh .build/release/switchboard-dev .build/release/push-bench
+	scripts/bench-summary.sh .build/bench-summary
 
 # The full wake-up regression harness: 200 phones, every network profile, gated.
 weaknet: release

@@ -202,6 +202,10 @@ printf '| %-46s | %10s |\n' "1:1 message send->seen max ms" "$LAT_MAX"
 echo
 echo "fan-out: last answer per round: $ROUND_LASTS ms -> median $LAST ms (target: all $N answered within 250 ms: $FAN_OK)"
 echo "fan-out vs nchan in this run: $LAST / $(num "$NCHAN_LAST" 1) ms = $RATIO (target <= 1.5: $RATIO_OK). Switchboard's figure includes writing $N event rows in one committed transaction before anyone is woken and each member's own feed; nchan's, one in-memory message on one shared channel, nothing stored."
+summary_row "$N long polls woken by one group message, last answer ms" "$LAST" "<= 1.5 x nchan" "$RATIO_OK" "nginx + nchan" "$(num "$NCHAN_LAST" 1)" "$RATIO"
+summary_row "  the same, server CPU ms" "$(num "$SERVER_CPU" 1)" "-" "-" "nginx + nchan" "$(num "$NCHAN_CPU" 1)" "$(ratio_of "$SERVER_CPU" "$NCHAN_CPU")"
+summary_row "held long poll, KB each" "$KB" "<= 8" "$MEM_OK" "nginx + nchan" "$NCHAN_KB" "$(ratio_of "$KB" "$NCHAN_KB")"
+summary_row "1:1 message send -> seen p99 ms (${RATE}/s)" "$LAT_P99" "<= 5" "$LAT_OK"
 echo "switchboard RSS: $RSS_BEFORE KB before -> $RSS_HELD KB with $N long polls held = $KB KB/poll (target <= 8: $MEM_OK); $RSS_END KB at the end"
 echo "1:1 latency: $LAT_SEEN/$LAT_COUNT messages seen at $LAT_RATE msg/s; p99 $LAT_P99 ms (target <= 5: $LAT_OK)"
 print_debug_note

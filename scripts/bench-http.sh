@@ -173,7 +173,7 @@ OURS_RPS="$(printf '%s\n' "${OURS_ALL[@]}" | median)"
 NGINX_P99="$(printf '%s\n' "${NGINX_P99S[@]}" | median)"
 OURS_P99="$(printf '%s\n' "${OURS_P99S[@]}" | median)"
 RPS_RATIO="$(ratio "$OURS_RPS" "$NGINX_RPS")"
-RPS_OK="$(awk -v r="$RPS_RATIO" 'BEGIN { print (r != "n/a" && r >= 0.6) ? "met" : "NOT met" }')"
+RPS_OK="$(awk -v r="$RPS_RATIO" 'BEGIN { print (r != "n/a" && r >= 0.7) ? "met" : "NOT met" }')"
 
 echo
 echo "Throughput: wrk -t$THREADS -c$CONNS -d$DURATION --latency GET /healthz, median of $ROUNDS alternating rounds"
@@ -184,7 +184,7 @@ echo "  per round (req/s nginx / switchboard = ratio):"
 for i in "${!ROUND_RATIOS[@]}"; do
     echo "    round $((i + 1)): ${NGINX_ALL[$i]} / ${OURS_ALL[$i]} = ${ROUND_RATIOS[$i]}"
 done
-echo "  target: ratio (switchboard/nginx req/s) >= 0.6 -> $RPS_OK"
+echo "  target: ratio (switchboard/nginx req/s) >= 0.7 -> $RPS_OK"
 
 # ---------------------------------------------------------------------------
 # 5. Idle keep-alive memory
@@ -287,7 +287,10 @@ echo "|-------------|--------:|-------:|----------------------:|"
 printf '| %-11s | %7s | %6s | %21s |\n' "switchboard" "$OURS_RPS" "$OURS_P99" "$OURS_PER"
 printf '| %-11s | %7s | %6s | %21s |\n' "nginx" "$NGINX_RPS" "$NGINX_P99" "$NGINX_PER"
 echo
-echo "req/s ratio switchboard/nginx: $RPS_RATIO (target >= 0.6: $RPS_OK)"
+echo "req/s ratio switchboard/nginx: $RPS_RATIO (target >= 0.7: $RPS_OK)"
+summary_row "GET /healthz req/s (wrk, $CONNS connections)" "$OURS_RPS" ">= 0.7 x nginx" "$RPS_OK" "nginx return 200" "$NGINX_RPS" "$RPS_RATIO"
+summary_row "GET /healthz p99 ms" "$OURS_P99" "-" "-" "nginx return 200" "$NGINX_P99" "$(ratio_of "$OURS_P99" "$NGINX_P99")"
+summary_row "idle keep-alive connection, KB each" "$OURS_PER" "<= 4" "$MEM_OK" "nginx" "$NGINX_PER" "$(ratio_of "$OURS_PER" "$NGINX_PER")"
 echo "switchboard RSS: $OURS_BEFORE KB idle -> $OURS_AFTER KB with $OURS_HELD held = $OURS_PER KB/conn (target <= 4: $MEM_OK)"
 print_debug_note
 print_warnings

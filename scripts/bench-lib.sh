@@ -431,6 +431,23 @@ num() { awk -v v="$1" -v d="$2" 'BEGIN { if (v == "n/a" || v == "") print "n/a";
 met() { awk -v v="$1" -v lim="$2" 'BEGIN { print (v != "n/a" && v + 0 <= lim + 0) ? "met" : "NOT met" }'; }
 
 # summary_header KIND: the start of the paste-ready summary.
+# summary_row FIGURE VALUE TARGET VERDICT [ANCHOR ANCHOR_VALUE RATIO]: one row of the
+# `make bench` summary (scripts/bench-summary.sh), appended to
+# $BENCH_SUMMARY_DIR/$BENCH_NAME.tsv when BENCH_SUMMARY_DIR is set. TARGET and
+# VERDICT may be "-" (a figure shown for context); the anchor is the reference
+# measured in the same run.
+summary_row() {
+    [[ -n "${BENCH_SUMMARY_DIR:-}" ]] || return 0
+    mkdir -p "$BENCH_SUMMARY_DIR"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:--}" "${6:--}" "${7:--}" \
+        >>"$BENCH_SUMMARY_DIR/${BENCH_NAME:-bench}.tsv"
+}
+
+# ratio_of A B: A / B with two decimals, n/a when either is missing or B is 0.
+ratio_of() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || a == "" || b == "" || b + 0 == 0) print "n/a"; else printf("%.2f\n", a / b) }'
+}
+
 summary_header() {
     echo
     echo "---- summary (paste-ready) ----"

@@ -348,6 +348,14 @@ print(f"ratio switchboard/aioapns pushes/s (1 connection each): {ratio1}")
 churn = med("ours-1", "connections_accepted", "emulator")
 note = f"; {fmt(churn)} connections one after another, see warnings" if churn and churn > 1 else ""
 print(f">= {target:,} pushes/s on one connection: {met} ({fmt(ours1)} pushes/s{note})")
+summary_dir = os.environ.get("BENCH_SUMMARY_DIR")
+if summary_dir:
+    os.makedirs(summary_dir, exist_ok=True)
+    with open(os.path.join(summary_dir, "bench-push.tsv"), "a") as out:
+        out.write("\t".join(["VoIP pushes/s, one HTTP/2 connection (TLS)", fmt(ours1), f">= {target:,}", met,
+                              "aioapns, 1 connection", fmt(py), ratio1]) + "\n")
+        out.write("\t".join(["  the same, p99 ms", fmt(med("ours-1", "p99_ms"), 2), "-", "-",
+                              "aioapns, 1 connection", fmt(med("python", "p99_ms"), 2), "-"]) + "\n")
 if build == "debug":
     print("NOTE: debug build - these figures are a functional check only and mean nothing.")
 
