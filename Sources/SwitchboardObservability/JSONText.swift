@@ -16,6 +16,8 @@ public enum JSONText {
             case 0x0A: result += [0x5C, UInt8(ascii: "n")]
             case 0x0D: result += [0x5C, UInt8(ascii: "r")]
             case 0x09: result += [0x5C, UInt8(ascii: "t")]
+            case 0x08: result += [0x5C, UInt8(ascii: "b")]  // as JSONEncoder writes them
+            case 0x0C: result += [0x5C, UInt8(ascii: "f")]
             case ..<0x20:
                 result += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
             default:
