@@ -14,17 +14,16 @@ extension EventLoop: TaskExecutor {
             runQueue.append(job)
             return
         }
-        let outcome: (wake: Bool, closed: Bool) = inbox.withLock { inbox in
-            if inbox.closed { return (false, true) }
-            let empty = inbox.outbound.isEmpty && inbox.control.isEmpty && inbox.jobs.isEmpty
+        let closed = inbox.withLock { inbox in
+            if inbox.closed { return true }
             inbox.jobs.append(job)
-            return (empty, false)
+            return false
         }
-        if outcome.closed {
+        if closed {
             // The loop has ended (the server stopped): the task finishes on the global executor.
             job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
-        } else if outcome.wake {
-            wake()
+        } else {
+            wakeIfSleeping()
         }
     }
 

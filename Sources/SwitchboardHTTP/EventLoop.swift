@@ -38,6 +38,11 @@ final class EventLoop: @unchecked Sendable {
     var localOutbound: [Outbound] = []
     /// `pthread_self()` of the loop thread while it runs (0 before and after).
     let loopThread = Atomic<UInt>(0)
+    /// True while the loop is in (or about to enter) `epoll_wait`: only then does a hand-over
+    /// write the eventfd. A busy loop looks at the inbox before it sleeps again, so a burst of
+    /// hand-overs (5,000 waiters woken by one commit) costs no syscall each and reaches the
+    /// loop in batches.
+    let sleeping = Atomic<Bool>(false)
     var connections: [Int32: Connection] = [:]
     var nextConnectionID: UInt64 = 0
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
@@ -73,19 +78,22 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Cross-thread entry points
 
-    /// Hands bytes to the loop; wakes it only on the empty → non-empty transition. On the loop
-    /// thread (a handler running on this loop's executor) it only queues them for after the jobs.
+    /// Hands bytes to the loop; wakes it only when it sleeps. On the loop thread (a handler
+    /// running on this loop's executor) it only queues them for after the jobs.
     func enqueue(_ outbound: Outbound) {
         if isLoopThread {
             localOutbound.append(outbound)
             return
         }
-        let wasEmpty = inbox.withLock { inbox in
-            let empty = inbox.outbound.isEmpty && inbox.control.isEmpty && inbox.jobs.isEmpty
-            inbox.outbound.append(outbound)
-            return empty
-        }
-        if wasEmpty { wake() }
+        inbox.withLock { $0.outbound.append(outbound) }
+        wakeIfSleeping()
+    }
+
+    /// After a hand-over: wakes the loop if it sleeps (once per sleep). The loop marks itself
+    /// sleeping before its last look at the inbox, so a hand-over either is seen by that look or
+    /// finds the mark (both orders are sequentially consistent).
+    func wakeIfSleeping() {
+        if sleeping.exchange(false, ordering: .sequentiallyConsistent) { wake() }
     }
 
     /// Stop accepting, close idle connections, let requests in flight finish.
@@ -113,9 +121,14 @@ final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         while !(stopping || (draining && connections.isEmpty)) {
             if acceptBackoff.resumeIfDue(now: monotonicNanoseconds()) { resumeAccepting() }
-            // Jobs still queued (a batch cut short): look at the sockets without waiting.
-            let timeout = runQueue.isEmpty ? acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000) : 0
+            // Hand-overs that came while the loop was busy did not wake it: look before sleeping.
+            sleeping.store(true, ordering: .sequentiallyConsistent)
+            let handedOver = inbox.withLock { !$0.outbound.isEmpty || !$0.control.isEmpty || !$0.jobs.isEmpty }
+            // Jobs still queued (a batch cut short) or handed over: look at the sockets without waiting.
+            let timeout = runQueue.isEmpty && !handedOver
+                ? acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000) : 0
             let count = server.configuration.pollCall(epollFD, events, Int32(maxEvents), timeout)
+            sleeping.store(false, ordering: .sequentiallyConsistent)
             if count < 0 {
                 let code = errno
                 if code == EINTR { continue }
@@ -135,13 +148,15 @@ final class EventLoop: @unchecked Sendable {
                 let fd = Int32(truncatingIfNeeded: switchboard_epoll_data(events + slot))
                 let flags = switchboard_epoll_events(events + slot)
                 if fd == wakeFD {
-                    drainInbox()
+                    var counter: UInt64 = 0
+                    _ = read(wakeFD, &counter, 8)
                 } else if fd == listenFD {
                     acceptConnections()
                 } else if let connection = connections[fd] {
                     handleEvents(flags, on: connection)
                 }
             }
+            takeInbox()
             runJobs()
             let now = monotonicNanoseconds()
             if now >= nextSweep {
@@ -155,9 +170,15 @@ final class EventLoop: @unchecked Sendable {
         finished.withLock { $0 = true }
     }
 
+    /// Reads the eventfd's count and takes what other threads handed over.
     private func drainInbox() {
         var counter: UInt64 = 0
         _ = read(wakeFD, &counter, 8)
+        takeInbox()
+    }
+
+    /// Takes what other threads handed over: responses, control messages, jobs.
+    private func takeInbox() {
         let (outbound, control, jobs) = inbox.withLock { inbox in
             defer { (inbox.outbound, inbox.control, inbox.jobs) = ([], [], []) }
             return (inbox.outbound, inbox.control, inbox.jobs)

@@ -27,4 +27,16 @@ public enum JSONText {
         }
         return String(decoding: result, as: UTF8.self)
     }
+
+    /// Appends `value` as a JSON string (quoted and escaped), or `null` for `nil`: the one
+    /// piece every hand-written encoder here (events, calls) repeats for each field.
+    public static func appendString(_ value: String?, to text: inout String) {
+        guard let value else {
+            text += "null"
+            return
+        }
+        text += "\""
+        text += escape(value)
+        text += "\""
+    }
 }

@@ -27,56 +27,46 @@ enum CallJSON {
 
     private static func append(_ call: CallInfo, to text: inout String) {
         text += "{\"answeredAt\":"
-        string(call.answeredAt, to: &text)
+        JSONText.appendString(call.answeredAt, to: &text)
         text += ",\"createdAt\":"
-        string(call.createdAt, to: &text)
+        JSONText.appendString(call.createdAt, to: &text)
         text += ",\"createdBy\":"
-        string(call.createdBy, to: &text)
+        JSONText.appendString(call.createdBy, to: &text)
         text += ",\"endReason\":"
-        string(call.endReason?.rawValue, to: &text)
+        JSONText.appendString(call.endReason?.rawValue, to: &text)
         text += ",\"endedAt\":"
-        string(call.endedAt, to: &text)
+        JSONText.appendString(call.endedAt, to: &text)
         text += ",\"id\":"
-        string(call.id, to: &text)
+        JSONText.appendString(call.id, to: &text)
         text += ",\"invitations\":["
         for (index, invitation) in call.invitations.enumerated() {
             text += index == 0 ? "{\"state\":" : ",{\"state\":"
-            string(invitation.state.rawValue, to: &text)
+            JSONText.appendString(invitation.state.rawValue, to: &text)
             text += ",\"updatedAt\":"
-            string(invitation.updatedAt, to: &text)
+            JSONText.appendString(invitation.updatedAt, to: &text)
             text += ",\"userId\":"
-            string(invitation.userId, to: &text)
+            JSONText.appendString(invitation.userId, to: &text)
             text += "}"
         }
         text += "],\"mode\":"
-        string(call.mode.rawValue, to: &text)
+        JSONText.appendString(call.mode.rawValue, to: &text)
         text += ",\"participants\":["
         for (index, participant) in call.participants.enumerated() {
             text += index == 0 ? "{\"joinedAt\":" : ",{\"joinedAt\":"
-            string(participant.joinedAt, to: &text)
+            JSONText.appendString(participant.joinedAt, to: &text)
             text += ",\"leftAt\":"
-            string(participant.leftAt, to: &text)
+            JSONText.appendString(participant.leftAt, to: &text)
             text += ",\"userId\":"
-            string(participant.userId, to: &text)
+            JSONText.appendString(participant.userId, to: &text)
             text += "}"
         }
         text += "],\"scopeId\":"
-        string(call.scopeId, to: &text)
+        JSONText.appendString(call.scopeId, to: &text)
         text += ",\"scopeKind\":"
-        string(call.scopeKind.rawValue, to: &text)
+        JSONText.appendString(call.scopeKind.rawValue, to: &text)
         text += ",\"state\":"
-        string(call.state.rawValue, to: &text)
+        JSONText.appendString(call.state.rawValue, to: &text)
         text += "}"
-    }
-
-    private static func string(_ value: String?, to text: inout String) {
-        guard let value else {
-            text += "null"
-            return
-        }
-        text += "\""
-        text += JSONText.escape(value)
-        text += "\""
     }
 }
 

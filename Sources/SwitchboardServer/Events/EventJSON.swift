@@ -25,27 +25,17 @@ enum EventJSON {
 
     private static func append(_ event: Event, to text: inout String) {
         text += "{\"callId\":"
-        string(event.callId, to: &text)
+        JSONText.appendString(event.callId, to: &text)
         text += ",\"conversationId\":"
-        string(event.conversationId, to: &text)
+        JSONText.appendString(event.conversationId, to: &text)
         text += ",\"createdAt\":"
-        string(event.createdAt, to: &text)
+        JSONText.appendString(event.createdAt, to: &text)
         text += ",\"groupId\":"
-        string(event.groupId, to: &text)
+        JSONText.appendString(event.groupId, to: &text)
         text += ",\"id\":\(event.id),\"kind\":"
-        string(event.kind, to: &text)
+        JSONText.appendString(event.kind, to: &text)
         text += ",\"messageId\":"
-        string(event.messageId, to: &text)
+        JSONText.appendString(event.messageId, to: &text)
         text += "}"
-    }
-
-    private static func string(_ value: String?, to text: inout String) {
-        guard let value else {
-            text += "null"
-            return
-        }
-        text += "\""
-        text += JSONText.escape(value)
-        text += "\""
     }
 }

@@ -51,7 +51,7 @@ struct GroupService: Sendable {
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
             try transaction.connection.run("UPDATE groups SET name = ? WHERE id = ?", [.text(name), .text(groupID)])
-            try transaction.appendEvent(EventKind.groupChanged, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection), groupID: groupID)
+            try transaction.appendEvent(EventKind.groupChanged, toMembersOf: groupID)
             return try Self.group(groupID, for: userID, in: transaction.connection)
         }
     }
@@ -133,9 +133,7 @@ struct GroupService: Sendable {
             }
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
             let message = try MessageStore.insert(request, in: .group(groupID), from: userID, transaction: transaction)
-            try transaction.appendEvent(
-                EventKind.groupMessage, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection),
-                groupID: groupID, messageID: message.id)
+            try transaction.appendEvent(EventKind.groupMessage, toMembersOf: groupID, messageID: message.id)
             return (message, true)
         }
     }
@@ -154,9 +152,7 @@ struct GroupService: Sendable {
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
             let (marker, moved) = try MessageStore.markRead(request.messageId, in: .group(groupID), by: userID, transaction: transaction)
             if moved {
-                try transaction.appendEvent(
-                    EventKind.groupMessageRead, to: try SocialQueries.memberIDs(of: groupID, in: transaction.connection),
-                    groupID: groupID, messageID: marker.messageId)
+                try transaction.appendEvent(EventKind.groupMessageRead, toMembersOf: groupID, messageID: marker.messageId)
             }
             return marker
         }

@@ -96,22 +96,11 @@ public final class WriteTransaction {
             var array = "["
             for (index, userID) in unique.enumerated() {
                 if index > 0 { array += "," }
-                array += "\"" + JSONText.escape(userID) + "\""
+                JSONText.appendString(userID, to: &array)
             }
             array += "]"
-            let statement = try connection.prepare(
-                """
-                INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
-                SELECT value, ?, ?, ?, ?, ?, ? FROM json_each(?) ORDER BY key
-                RETURNING id, user_id
-                """)
-            var returned: [(id: Int64, userID: String)] = []
-            returned.reserveCapacity(unique.count)
-            try statement.forEachRow(references + [.text(array)]) { row in
-                returned.append((try row.int64("id"), try row.string("user_id")))
-            }
-            // RETURNING's order is unspecified: each user's event is recorded by its own id.
-            for (id, userID) in returned.sorted(by: { $0.id < $1.id }) { record(userID, id) }
+            try insertReturning(
+                "SELECT value, ?, ?, ?, ?, ?, ? FROM json_each(?) ORDER BY key", references + [.text(array)], record: record)
             return
         }
         let statement = try connection.prepare(
@@ -123,6 +112,43 @@ public final class WriteTransaction {
             try statement.run([.text(userID)] + references)
             record(userID, connection.lastInsertRowID)
         }
+    }
+
+    /// Writes one event row for each member of `groupID` (in the order they joined), with one
+    /// statement that reads the members itself: a message to a group of thousands neither
+    /// reads the member list into the process nor binds one insert per member.
+    public func appendEvent(
+        _ kind: String, toMembersOf groupID: String, messageID: String? = nil, callID: String? = nil
+    ) throws {
+        let references: [SQLiteValue] = [
+            .text(kind), .null, .text(groupID), messageID.map(SQLiteValue.text) ?? .null,
+            callID.map(SQLiteValue.text) ?? .null, .text(timestamp),
+        ]
+        try insertReturning(
+            "SELECT user_id, ?, ?, ?, ?, ?, ? FROM group_members WHERE group_id = ? ORDER BY joined_at, user_id",
+            references + [.text(groupID)]
+        ) { userID, id in
+            written[userID, default: []].append(Event(
+                id: id, kind: kind, conversationId: nil, groupId: groupID, messageId: messageID, callId: callID, createdAt: timestamp))
+        }
+    }
+
+    /// `INSERT INTO events … <select>` whose select yields (user, kind, conversation, group,
+    /// message, call, created_at) rows; hands each new row's user and id to `record`, in id
+    /// order (`RETURNING`'s own order is unspecified).
+    private func insertReturning(_ select: String, _ bindings: [SQLiteValue], record: (String, Int64) -> Void) throws {
+        let statement = try connection.prepare(
+            "INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at) "
+                + select + " RETURNING id, user_id")
+        var returned: [(id: Int64, userID: String)] = []
+        try statement.forEachRow(bindings) { row in
+            guard case .integer(let id) = row[0], case .text(let userID) = row[1] else {
+                throw StoreError(code: .typeMismatch, message: "RETURNING id, user_id gave \(row.values)")
+            }
+            returned.append((id, userID))
+        }
+        returned.sort { $0.id < $1.id }
+        for (id, userID) in returned { record(userID, id) }
     }
 
     /// Above this many users, `appendEvent` writes them with one statement.
