@@ -202,6 +202,8 @@ hold_memory() {
     # The holder waits for EOF on stdin; feed it from a FIFO whose write end
     # (fd 7) we keep open until the measurement is taken.
     rm -f "$TMP/hold.in" && mkfifo "$TMP/hold.in"
+    # Created here, not by the background job's redirection: the loop below may read it first.
+    : >"$TMP/hold-$name.out"
     python3 "$HOLD_PY" --host 127.0.0.1 --port "$port" --count "$HOLD_COUNT" \
         <"$TMP/hold.in" >"$TMP/hold-$name.out" 2>"$TMP/hold.err" &
     HOLD_PID=$!
