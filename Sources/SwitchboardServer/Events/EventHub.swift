@@ -31,7 +31,6 @@ public final class EventHub: Sendable {
     }
 
     private struct Entry {
-        let id: UInt64
         var deadline: Date
         var continuation: CheckedContinuation<WakeReason, Never>?
         var result: WakeReason?
@@ -39,20 +38,10 @@ public final class EventHub: Sendable {
 
     private struct State {
         var nextID: UInt64 = 0
-        /// A user's waiters, oldest first: nearly always one (a held poll or a stream), so an
-        /// array, found by a scan, costs less to keep and to wake than a dictionary per user.
-        var waiters: [String: [Entry]] = [:]
+        var waiters: [String: [UInt64: Entry]] = [:]
         var count = 0
         /// After `closeAll()`: new waiters time out at once.
         var closed = false
-
-        /// Where `token`'s entry is, if it is still registered.
-        func position(of token: Token) -> (user: Dictionary<String, [Entry]>.Index, entry: Int)? {
-            guard let user = waiters.index(forKey: token.userID),
-                let entry = waiters.values[user].firstIndex(where: { $0.id == token.id })
-            else { return nil }
-            return (user, entry)
-        }
     }
 
     private let state = Mutex(State())
@@ -78,7 +67,7 @@ public final class EventHub: Sendable {
         let deadline = environment.moment(after: timeout)
         return state.withLock { state in
             state.nextID += 1
-            state.waiters[userID, default: []].append(Entry(id: state.nextID, deadline: deadline, result: state.closed ? .timedOut : nil))
+            state.waiters[userID, default: [:]][state.nextID] = Entry(deadline: deadline, result: state.closed ? .timedOut : nil)
             state.count += 1
             return Token(id: state.nextID, userID: userID)
         }
@@ -90,9 +79,10 @@ public final class EventHub: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
                 let immediate: WakeReason? = state.withLock { state in
-                    guard let (user, entry) = state.position(of: token) else { return .cancelled }
-                    if let result = state.waiters.values[user][entry].result { return result }
-                    state.waiters.values[user][entry].continuation = continuation
+                    guard var entry = state.waiters[token.userID]?[token.id] else { return .cancelled }
+                    if let result = entry.result { return result }
+                    entry.continuation = continuation
+                    state.waiters[token.userID]?[token.id] = entry
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
@@ -105,11 +95,10 @@ public final class EventHub: Sendable {
     /// Removes the waiter; a suspended `wait` returns `.cancelled`.
     public func release(_ token: Token) {
         let continuation = state.withLock { state -> CheckedContinuation<WakeReason, Never>? in
-            guard let (user, entry) = state.position(of: token) else { return nil }
-            let removed = state.waiters.values[user].remove(at: entry)
-            if state.waiters.values[user].isEmpty { state.waiters.remove(at: user) }
+            guard let entry = state.waiters[token.userID]?.removeValue(forKey: token.id) else { return nil }
+            if state.waiters[token.userID]?.isEmpty == true { state.waiters[token.userID] = nil }
             state.count -= 1
-            return removed.continuation
+            return entry.continuation
         }
         continuation?.resume(returning: .cancelled)
     }
@@ -120,11 +109,11 @@ public final class EventHub: Sendable {
         var wake: [(CheckedContinuation<WakeReason, Never>, [Event])] = []
         state.withLock { state in
             for (userID, userEvents) in events {
-                guard let user = state.waiters.index(forKey: userID) else { continue }
-                for entry in state.waiters.values[user].indices where state.waiters.values[user][entry].result == nil {
-                    state.waiters.values[user][entry].result = .notified(userEvents)
-                    if let continuation = state.waiters.values[user][entry].continuation {
-                        state.waiters.values[user][entry].continuation = nil
+                guard let entries = state.waiters[userID] else { continue }
+                for (id, entry) in entries where entry.result == nil {
+                    state.waiters[userID]?[id]?.result = .notified(userEvents)
+                    if let continuation = entry.continuation {
+                        state.waiters[userID]?[id]?.continuation = nil
                         wake.append((continuation, userEvents))
                     }
                 }
@@ -138,13 +127,11 @@ public final class EventHub: Sendable {
         let now = now ?? environment.now()
         var wake: [CheckedContinuation<WakeReason, Never>] = []
         state.withLock { state in
-            for user in state.waiters.indices {
-                for entry in state.waiters.values[user].indices {
-                    let waiter = state.waiters.values[user][entry]
-                    guard waiter.result == nil, waiter.deadline <= now else { continue }
-                    state.waiters.values[user][entry].result = .timedOut
-                    if let continuation = waiter.continuation {
-                        state.waiters.values[user][entry].continuation = nil
+            for (userID, entries) in state.waiters {
+                for (id, entry) in entries where entry.result == nil && entry.deadline <= now {
+                    state.waiters[userID]?[id]?.result = .timedOut
+                    if let continuation = entry.continuation {
+                        state.waiters[userID]?[id]?.continuation = nil
                         wake.append(continuation)
                     }
                 }
@@ -173,10 +160,11 @@ public final class EventHub: Sendable {
 
     private func finish(_ token: Token, with reason: WakeReason) {
         let continuation = state.withLock { state -> CheckedContinuation<WakeReason, Never>? in
-            guard let (user, entry) = state.position(of: token), state.waiters.values[user][entry].result == nil else { return nil }
-            state.waiters.values[user][entry].result = reason
-            let continuation = state.waiters.values[user][entry].continuation
-            state.waiters.values[user][entry].continuation = nil
+            guard var entry = state.waiters[token.userID]?[token.id], entry.result == nil else { return nil }
+            entry.result = reason
+            let continuation = entry.continuation
+            entry.continuation = nil
+            state.waiters[token.userID]?[token.id] = entry
             return continuation
         }
         continuation?.resume(returning: reason)
