@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "CH2ResetFilter", linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("dl")]),
 
         // Services and the group that starts them, and stops them in order on a signal.
-        .target(name: "SwitchboardLifecycle", swiftSettings: strict),
+        .target(name: "SwitchboardLifecycle", dependencies: ["SwitchboardPOSIX"], swiftSettings: strict),
 
         // Pure domain: no I/O.
         .target(name: "SwitchboardCore", swiftSettings: strict),

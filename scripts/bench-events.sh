@@ -176,6 +176,7 @@ ROUND_LASTS="$(fig '", ".join("n/a" if r["last_ms"] is None else "%.1f" % r["las
 FAN_OK="$(met "$LAST" 250)"
 RATIO="$(awk -v a="$LAST" -v b="$NCHAN_LAST" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf("%.2f", a / b) }')"
 RATIO_OK="$(met "$RATIO" 1.5)"
+[[ "$ALL_ANSWERED" == True && "$NCHAN_OK" == True ]] || RATIO_OK="NOT met"
 [[ "$ALL_ANSWERED" == True ]] || FAN_OK="NOT met"
 MEM_OK="$(met "$KB" 8)"
 LAT_OK="$(met "$LAT_P99" 5)"

@@ -20,8 +20,9 @@ extension EventLoop: TaskExecutor {
             return false
         }
         if closed {
-            // The loop has ended (the server stopped): the task finishes on the global executor.
-            job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
+            // The loop has ended (the server stopped): the task finishes on the global pool.
+            // Enqueued there, not run here: this thread may be the database writer's.
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
         } else {
             wakeIfSleeping()
         }
@@ -51,18 +52,23 @@ extension EventLoop: TaskExecutor {
         }
     }
 
-    /// The loop is ending: jobs still queued, and every later one, run on the global executor,
-    /// so no task that preferred this loop is left suspended for ever.
+    /// The loop is ending: jobs still queued, and every later one, go to the global pool, so no
+    /// task that preferred this loop is left suspended for ever. Responses that can no longer
+    /// be written are dropped; a stream's channel is closed, so its producer ends.
     func handOverJobs() {
-        let pending = inbox.withLock { inbox in
+        let (pendingJobs, pendingOutbound) = inbox.withLock { inbox in
             inbox.closed = true
-            defer { inbox.jobs = [] }
-            return inbox.jobs
+            defer { (inbox.jobs, inbox.outbound) = ([], []) }
+            return (inbox.jobs, inbox.outbound)
         }
         loopThread.store(0, ordering: .releasing)
-        let remaining = runQueue + pending
+        let remaining = runQueue + pendingJobs
+        let dropped = localOutbound + pendingOutbound
         runQueue = []
         localOutbound = []
-        for job in remaining { job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor()) }
+        for item in dropped {
+            if case .startStream(let channel) = item.then { channel.close() }
+        }
+        for job in remaining { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 }

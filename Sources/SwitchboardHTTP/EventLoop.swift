@@ -116,6 +116,7 @@ final class EventLoop: @unchecked Sendable {
 
     func run() {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
+        nameCurrentThread("sb-http-loop-\(index)")
         let maxEvents = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import SwitchboardPOSIX
 
 /// Process-wide delivery of stop signals to the service groups that wait for them.
 ///
@@ -45,14 +46,10 @@ final class StopSignals: Sendable {
             }
             // A process can start with these signals blocked (a parent's mask is inherited
             // through fork and exec; libdispatch's threads block nearly all): a blocked signal
-            // would stay pending for ever. Unblock them here, and in the reader thread, which
-            // lives as long as the process (byte 0 tells it to look at the subscriptions again;
-            // a signal pending until then is delivered the moment it unblocks).
-            Self.unblock(signals)
-            if let write = state.pipe?.write {
-                var refresh: UInt8 = 0
-                _ = Glibc.write(write, &refresh, 1)
-            }
+            // would stay pending for ever. The reader thread, which lives as long as the process,
+            // unblocks the handled signals for itself (byte 0 tells it to look again); a signal
+            // pending until then is delivered the moment it unblocks.
+            Self.refresh(state)
             return id
         }
     }
@@ -67,15 +64,25 @@ final class StopSignals: Sendable {
                     Self.install(number, handler: nil)
                 }
             }
+            // The reader blocks again what it unblocked and nobody handles now.
+            Self.refresh(state)
         }
     }
 
-    /// Unblocks `signals` in the calling thread.
-    private static func unblock(_ signals: [Int32]) {
+    /// Tells the reader thread to bring its signal mask in line with the handled signals.
+    private static func refresh(_ state: State) {
+        guard let write = state.pipe?.write else { return }
+        var byte: UInt8 = 0
+        _ = Glibc.write(write, &byte, 1)
+    }
+
+    /// Blocks or unblocks `signals` in the calling thread.
+    private static func mask(_ how: Int32, _ signals: Set<Int32>) {
+        guard !signals.isEmpty else { return }
         var set = sigset_t()
         sigemptyset(&set)
         for number in signals { sigaddset(&set, number) }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        pthread_sigmask(how, &set, nil)
     }
 
     private static func install(_ number: Int32, handler: (@convention(c) (Int32) -> Void)?) {
@@ -91,14 +98,24 @@ final class StopSignals: Sendable {
     }
 
     private func readLoop(_ fd: Int32) {
+        nameCurrentThread("sb-stop-signals")
         var byte: UInt8 = 0
+        // The mask this thread was born with, and what it unblocked of it for the handlers.
+        var born = sigset_t()
+        pthread_sigmask(SIG_BLOCK, nil, &born)
+        var unblocked = Set<Int32>()
         while true {
             let count = read(fd, &byte, 1)
             if count < 0 && errno == EINTR { continue }
             guard count == 1 else { return }
             let number = Int32(byte)
             if number == 0 {
-                Self.unblock(Array(state.withLock { state in state.installed.keys }))
+                let handled = Set(state.withLock { state in state.installed.keys })
+                let newlyHandled = handled.subtracting(unblocked).filter { sigismember(&born, $0) == 1 }
+                let released = unblocked.subtracting(handled)
+                Self.mask(SIG_UNBLOCK, newlyHandled)
+                Self.mask(SIG_BLOCK, released)
+                unblocked = unblocked.union(newlyHandled).subtracting(released)
                 continue
             }
             let targets = state.withLock { state in state.subscribers.values.filter { $0.signals.contains(number) }.map(\.deliver) }

@@ -44,3 +44,14 @@ public func monotonicNanoseconds() -> UInt64 {
 /// Seconds on the monotonic clock.
 @inline(__always)
 public func monotonicSeconds() -> Double { Double(monotonicNanoseconds()) * 1e-9 }
+
+/// Names the calling thread as the kernel shows it (`top -H`, `perf`, `/proc/…/comm`), at most
+/// 15 bytes. Foundation's `Thread.name` does not get there on Linux, and `pthread_setname_np`
+/// is not visible to Swift; writing `/proc/thread-self/comm` is the same call. Best effort.
+public func nameCurrentThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    defer { close(fd) }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+}

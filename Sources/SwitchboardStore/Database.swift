@@ -1,3 +1,4 @@
+import CSQLite
 import Dispatch
 import Foundation
 import Synchronization
@@ -45,6 +46,12 @@ public final class Database: Sendable {
     public init(configuration: DatabaseConfiguration, migrations: [Migration] = []) throws {
         guard configuration.readerCount >= 1 else {
             throw StoreError(code: .configuration, message: "readerCount must be at least 1, got \(configuration.readerCount)")
+        }
+        // RETURNING (3.35) writes a group's events in one statement; Debian 12 ships 3.40.
+        guard sqlite3_libversion_number() >= 3_035_000 else {
+            throw StoreError(
+                code: .configuration,
+                message: "SQLite \(String(cString: sqlite3_libversion())) is too old: 3.35 or later is required")
         }
         try Self.createParentDirectory(of: configuration.path)
         let writer = try SQLiteConnection.open(path: configuration.path)
@@ -104,12 +111,17 @@ public final class Database: Sendable {
     /// Reads run concurrently with each other and with the writer. When every reader is busy the
     /// call waits (suspended) for one. Reader connections are read-only: a write inside `body`
     /// fails with ``StoreError/Code/readOnly``.
+    ///
+    /// `onReaderQueue` keeps this read on the reader's queue even when the configuration runs
+    /// reads on the caller's thread: for a read that may scan (a report over a whole table).
     @discardableResult
-    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+    public func read<T: Sendable>(
+        onReaderQueue: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T
+    ) async throws -> T {
         try checkOpen()
         let reader = try await readers.acquire()
         let readers = self.readers
-        if configuration.readsOnCallerThread {
+        if configuration.readsOnCallerThread, !onReaderQueue {
             let result = Result { try reader.connection.connection.inTransaction(begin: "BEGIN", body) }
             readers.release(reader)
             return try result.get()

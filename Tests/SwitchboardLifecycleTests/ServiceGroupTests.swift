@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Synchronization
 import SwitchboardLifecycle
@@ -113,6 +114,34 @@ struct ServiceGroupTests {
         kill(getpid(), SIGWINCH)
         #expect(stop.wait() == SIGWINCH)
         #expect(stop.wait() == SIGWINCH)
+    }
+
+    /// The handler thread unblocks a handled signal for itself and, once nobody handles it,
+    /// blocks it again if it was born blocking it (a host that collects it with sigwait gets
+    /// it back). SIGWINCH: ignored by default, and no other test uses it.
+    @Test func theHandlerThreadUnblocksAHandledSignalAndGivesItBack() async throws {
+        func readerBlocksSIGWINCH() -> Bool? {
+            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
+            for task in tasks {
+                guard (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix("sb-stop-signals") == true,
+                      let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8),
+                      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
+                      let mask = UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+                else { continue }
+                return mask & (1 << UInt64(SIGWINCH - 1)) != 0
+            }
+            return nil
+        }
+        // Without a handler thread yet, the subscription starts it from this thread, whose mask
+        // it inherits.
+        var own = sigset_t()
+        pthread_sigmask(SIG_BLOCK, nil, &own)
+        let born = readerBlocksSIGWINCH() ?? (sigismember(&own, SIGWINCH) == 1)
+        var stop: StopSignalWait? = try StopSignalWait([SIGWINCH])
+        #expect(await eventually { readerBlocksSIGWINCH() == false })
+        stop = nil
+        _ = stop
+        #expect(await eventually { readerBlocksSIGWINCH() == born })
     }
 
     @Test func waitUntilCancelledReturnsAtOnceForACancelledTask() async {

@@ -44,7 +44,8 @@ struct AdminRoutes {
         router.add("GET", "/admin/push/status") { context in
             try Self.requireAdmin(context.request.headers, key: adminKey)
             let now = CallStore.milliseconds(store.environment.now())
-            let status = try await store.read { connection -> Status in
+            // It counts over every push job: off the event loop.
+            let status = try await store.read(onReaderQueue: true) { connection -> Status in
                 let queue = try connection.query(
                     "SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'"
                 ).first

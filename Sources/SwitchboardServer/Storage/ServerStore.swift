@@ -189,7 +189,12 @@ public final class ServerStore: Sendable {
     }
 
     /// Runs `body` on a reader connection inside one snapshot.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await database.read(body)
+    ///
+    /// Reads run on the calling thread (an event loop) once a reader is free; `onReaderQueue`
+    /// sends one that may scan a whole table to the reader's own queue instead.
+    public func read<T: Sendable>(
+        onReaderQueue: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T
+    ) async throws -> T {
+        try await database.read(onReaderQueue: onReaderQueue, body)
     }
 }
