@@ -20,7 +20,7 @@
 #
 # Environment knobs (all optional):
 #   BENCH_MEMBERS    group members / held long polls   (default 5000)
-#   BENCH_ROUNDS     fan-out rounds; medians reported  (default 3)
+#   BENCH_ROUNDS     fan-out rounds, for Switchboard and for nchan; medians reported  (default 7)
 #   BENCH_RATE       1:1 messages per second           (default 200)
 #   BENCH_DURATION   seconds of 1:1 messages           (default 10)
 #   BENCH_MAX_SECONDS cap on the load client's run     (default 230)
@@ -28,7 +28,7 @@
 set -euo pipefail
 
 readonly MEMBERS="${BENCH_MEMBERS:-5000}"
-readonly ROUNDS="${BENCH_ROUNDS:-3}"
+readonly ROUNDS="${BENCH_ROUNDS:-7}"
 readonly RATE="${BENCH_RATE:-200}"
 readonly DURATION="${BENCH_DURATION:-10}"
 readonly CLIENT_MAX="${BENCH_MAX_SECONDS:-230}"
