@@ -36,47 +36,16 @@ import sys
 import time
 
 
-class BenchError(Exception):
-    pass
-
-
-def log(msg):
-    print(f"==> {msg}", file=sys.stderr, flush=True)
-
-
-def now():
-    return time.monotonic()
-
-
-def ms(seconds):
-    return None if seconds is None else round(seconds * 1000, 3)
-
-
-def pct(values, p):
-    if not values:
-        return None
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+# The figures' helpers are the Switchboard client's, so both sides are measured alike.
+from event_fanout import BenchError, cpu_seconds as process_cpu_seconds, log, ms, now, pct, rss_kb as process_rss_kb
 
 
 def rss_kb(pids):
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-    return total
+    return sum(process_rss_kb(pid) for pid in pids)
 
 
 def cpu_seconds(pids):
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / tick
+    return sum(process_cpu_seconds(pid) for pid in pids)
 
 
 def complete_length(buf):
@@ -207,8 +176,8 @@ def run(args):
         times = [s.done - t0 for s in subs if s.done is not None]
         rounds.append({
             "round": rnd, "answered": answered, "good": good,
-            "last_ms": ms(max(times)) if answered == args.members else None,
-            "p50_ms": ms(pct(times, 50)), "p99_ms": ms(pct(times, 99)),
+            "last_ms": ms(max(times)) if times and answered == args.members else None,
+            "p50_ms": ms(pct(times, 50)) if times else None, "p99_ms": ms(pct(times, 99)) if times else None,
             "publish_ms": ms(t_pub - t0), "server_cpu_ms": ms(cpu1 - cpu0),
         })
         log(f"nchan round {rnd}: {answered}/{args.members} answered ({good} with the message), "

@@ -174,7 +174,7 @@ SETUP_S="$(fig 'f["setup_s"]["total"]')"
 ROUND_LASTS="$(fig '", ".join("n/a" if r["last_ms"] is None else "%.1f" % r["last_ms"] for r in f["fanout"]["rounds"])')"
 
 FAN_OK="$(met "$LAST" 250)"
-RATIO="$(awk -v a="$LAST" -v b="$NCHAN_LAST" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf("%.2f", a / b) }')"
+RATIO="$(ratio_of "$LAST" "$NCHAN_LAST")"
 RATIO_OK="$(met "$RATIO" 1.5)"
 [[ "$ALL_ANSWERED" == True && "$NCHAN_OK" == True ]] || RATIO_OK="NOT met"
 [[ "$ALL_ANSWERED" == True ]] || FAN_OK="NOT met"

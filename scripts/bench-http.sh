@@ -105,9 +105,6 @@ wrk_warnings() {
     fi
 }
 
-# ratio A B: A/B with 2 decimals ("n/a" when B is 0).
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
-
 # ---------------------------------------------------------------------------
 # 1. Tools and limits
 # ---------------------------------------------------------------------------
@@ -166,13 +163,13 @@ for round in $(seq 1 "$ROUNDS"); do
     read -r o_rps o_p99 < <(parse_wrk "$TMP/wrk-switchboard-$round.txt") \
         || die "could not parse wrk output for switchboard: $(cat "$TMP/wrk-switchboard-$round.txt")"
     NGINX_ALL+=("$n_rps") OURS_ALL+=("$o_rps") NGINX_P99S+=("$n_p99") OURS_P99S+=("$o_p99")
-    ROUND_RATIOS+=("$(ratio "$o_rps" "$n_rps")")
+    ROUND_RATIOS+=("$(ratio_of "$o_rps" "$n_rps")")
 done
 NGINX_RPS="$(printf '%s\n' "${NGINX_ALL[@]}" | median)"
 OURS_RPS="$(printf '%s\n' "${OURS_ALL[@]}" | median)"
 NGINX_P99="$(printf '%s\n' "${NGINX_P99S[@]}" | median)"
 OURS_P99="$(printf '%s\n' "${OURS_P99S[@]}" | median)"
-RPS_RATIO="$(ratio "$OURS_RPS" "$NGINX_RPS")"
+RPS_RATIO="$(ratio_of "$OURS_RPS" "$NGINX_RPS")"
 RPS_OK="$(awk -v r="$RPS_RATIO" 'BEGIN { print (r != "n/a" && r >= 0.7) ? "met" : "NOT met" }')"
 
 echo

@@ -12,9 +12,14 @@ import SwitchboardPOSIX
 /// `requestDrain` and `requestStop`, which go through the `Mutex`-guarded inbox and the eventfd.
 /// The loop is also its handlers' task executor (`EventLoop+Executor.swift`). Accepting lives in
 /// `EventLoop+Accepting.swift`; the state it shares with the loop is internal, not private, for it.
-// @unchecked Sendable: every stored `var` below is confined to the loop thread (it is set before
-// the thread starts or only inside `run()` and the methods it calls); the only state other
-// threads touch is `inbox` (a Mutex) and `wakeFD` (an eventfd, whose writes are thread-safe).
+// @unchecked Sendable: every stored `var` below (`connections`, `runQueue`, `localOutbound`,
+// `listenFD`, the backoffs, the flags) is confined to the loop thread. It is set before the
+// thread starts, or inside `run()` and the methods it calls, or by `enqueue` (bytes or a job)
+// only in its `isLoopThread` branch, which runs on that thread by definition; `handOverJobs()`
+// runs on it too, as `run()`'s last step, and clears `loopThread` before anything else can see
+// the queues. What other threads touch is `inbox` (a Mutex), `loopThread`, `sleeping` and
+// `finished` (Atomics and a Mutex), `wakeFD` (an eventfd, whose writes are thread-safe) and the
+// `let` properties, which never change.
 final class EventLoop: @unchecked Sendable {
     enum Control: Sendable {
         case drain

@@ -180,11 +180,8 @@ public final class HTTPServer: Sendable {
             throw error
         }
         let loops = try sockets.enumerated().map { try EventLoop(index: $0.offset, listenFD: $0.element, server: shared, descriptors: descriptors) }
-        for (index, loop) in loops.enumerated() {
-            let thread = Thread { loop.run() }
-            thread.name = "switchboard-loop-\(index)"
-            thread.start()
-        }
+        // Each loop names its own thread (sb-http-loop-N) once it runs.
+        for loop in loops { Thread { loop.run() }.start() }
         state.withLock { $0 = (loops, bound) }
         return bound
     }

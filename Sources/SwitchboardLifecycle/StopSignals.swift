@@ -34,7 +34,6 @@ final class StopSignals: Sendable {
                 stopSignalPipeWriteEnd.store(fds[1], ordering: .releasing)
                 let reader = fds[0]
                 let thread = Thread { StopSignals.shared.readLoop(reader) }
-                thread.name = "sb-stop-signals"
                 thread.start()
             }
             let id = state.nextID

@@ -25,7 +25,7 @@ extension CallLedger {
             if !mustReport { return [] }
             // A duplicate or stale push is still reported (rule 1)…
             var effects = [reportIncoming(known.uuid, known.update)]
-            if known.stage == .ended, !Self.awaitsReport(known.system), known.system != .live {
+            if known.stage == .ended, !known.system.awaitsReport, known.system != .live {
                 // …and ended at once: the call system does not show it any more.
                 var entry = known
                 entry.system = .reportingAgain
@@ -87,7 +87,7 @@ extension CallLedger {
 
     /// The call system answered a report.
     public mutating func reportCompleted(_ uuid: UUID, error: CallSystemError?) -> [Effect] {
-        guard let callID = byUUID[uuid], var entry = entries[callID], Self.awaitsReport(entry.system) else {
+        guard let callID = byUUID[uuid], var entry = entries[callID], entry.system.awaitsReport else {
             // A duplicate's report (refused with callUUIDAlreadyExists, which still counts).
             return []
         }

@@ -128,7 +128,7 @@ extension CallLedger {
         endedOrder.append(callID)
         while endedOrder.count > Self.endedMemory {
             let old = endedOrder.removeFirst()
-            if let entry = entries[old], entry.stage == .ended, !Self.awaitsReport(entry.system) {
+            if let entry = entries[old], entry.stage == .ended, !entry.system.awaitsReport {
                 entries[old] = nil
                 if byUUID[entry.uuid] == old { byUUID[entry.uuid] = nil }
             }

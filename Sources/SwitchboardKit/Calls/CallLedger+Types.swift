@@ -34,6 +34,9 @@ extension CallLedger {
         case ended
         /// The call system refused it: it never showed.
         case refused
+
+        /// Whether a report to the call system is still to complete (first or again).
+        var awaitsReport: Bool { self == .reporting || self == .reportingAgain }
     }
 
     /// Where the call stands for the user.
@@ -54,9 +57,6 @@ extension CallLedger {
         /// The server answered with an error code (`status` 0: no answer).
         case failure(status: Int, code: String)
     }
-
-    /// Whether a report to the call system is still to complete (first or again).
-    static func awaitsReport(_ system: SystemState) -> Bool { system == .reporting || system == .reportingAgain }
 
     public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout, withdrawalRetry }
 

@@ -88,9 +88,7 @@ public final class WriteTransaction {
             messageID.map(SQLiteValue.text) ?? .null, callID.map(SQLiteValue.text) ?? .null, .text(timestamp),
         ]
         func record(_ userID: String, _ id: Int64) {
-            written[userID, default: []].append(Event(
-                id: id, kind: kind, conversationId: conversationID, groupId: groupID,
-                messageId: messageID, callId: callID, createdAt: timestamp))
+            remember(id, for: userID, kind: kind, conversationID: conversationID, groupID: groupID, messageID: messageID, callID: callID)
         }
         if unique.count > Self.batchThreshold {
             var array = "["
@@ -128,9 +126,16 @@ public final class WriteTransaction {
             "SELECT user_id, ?, ?, ?, ?, ?, ? FROM group_members WHERE group_id = ? ORDER BY joined_at, user_id",
             references + [.text(groupID)]
         ) { userID, id in
-            written[userID, default: []].append(Event(
-                id: id, kind: kind, conversationId: nil, groupId: groupID, messageId: messageID, callId: callID, createdAt: timestamp))
+            remember(id, for: userID, kind: kind, conversationID: nil, groupID: groupID, messageID: messageID, callID: callID)
         }
+    }
+
+    /// Keeps a written event for its user's waiters (woken after the commit).
+    private func remember(
+        _ id: Int64, for userID: String, kind: String, conversationID: String?, groupID: String?, messageID: String?, callID: String?
+    ) {
+        written[userID, default: []].append(Event(
+            id: id, kind: kind, conversationId: conversationID, groupId: groupID, messageId: messageID, callId: callID, createdAt: timestamp))
     }
 
     /// `INSERT INTO events … <select>` whose select yields (user, kind, conversation, group,
