@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import SwitchboardCrypto
 import SwitchboardObservability
 import SwitchboardStore
 import SwitchboardWire
@@ -22,8 +23,10 @@ public struct ServerEnvironment: Sendable {
     /// Sleeps `duration` on this clock; throws `CancellationError` when the task is cancelled.
     public func sleep(for duration: Duration) async throws { try await sleepUntil(moment(after: duration)) }
 
-    /// Wall-clock time, random UUIDs and real sleeps.
-    public static let live = ServerEnvironment(now: { Date() }, newID: { UUID().uuidString.lowercased() })
+    /// Wall-clock time, random UUIDs and real sleeps. The ids come from OpenSSL's generator,
+    /// not Foundation's `UUID()`, which on Linux opens, reads and closes `/dev/urandom` for
+    /// every id (three system calls on each call's path).
+    public static let live = ServerEnvironment(now: { Date() }, newID: { SecureRandom.uuid() })
 
     /// Creates an environment. Without `sleepUntil`, a sleep lasts the real time between
     /// `now()` and the moment (measured against `now`, so a clock that is not the wall clock
