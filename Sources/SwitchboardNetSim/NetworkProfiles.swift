@@ -13,7 +13,9 @@ import Foundation
 ///   three-way handshake is charged to the data instead: nothing leaves the client before one
 ///   round trip (uplink + downlink latency, plus jitter) after the connection opened. A lost SYN
 ///   or SYN-ACK (each with its direction's loss probability) waits for the 1 s initial
-///   retransmission timeout of RFC 6298, doubling on each further loss.
+///   retransmission timeout of RFC 6298, doubling on each further loss. The upstream (the
+///   server) is contacted only when the simulated handshake is done, as a real server's
+///   `accept` returns only then: its request-head timer does not run during SYN retries.
 /// - **Latency and jitter.** Each segment arrives `latency + U(0, jitter)` after it was sent:
 ///   the latency is a floor, the jitter only adds. A segment never overtakes the one before it
 ///   (TCP delivers in order), so release times are monotonic per direction.

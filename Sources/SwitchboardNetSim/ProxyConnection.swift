@@ -33,6 +33,19 @@ final class ProxyConnection {
             core.counters.update { $0.resets += 1 }
             return
         }
+        // Real TCP hands the server a connection only once the handshake is done, so the
+        // upstream is contacted when the simulated one completes: the server's clock for the
+        // request head starts then, not while SYNs are still being retransmitted.
+        let handshakeDone = min(schedule.establishedAt, schedule.resetAt ?? .infinity)
+        guard waitUntil(handshakeDone) else {
+            Socket.abort(client)
+            return
+        }
+        if let resetAt = schedule.resetAt, resetAt <= handshakeDone {
+            Socket.abort(client)
+            core.counters.update { $0.resets += 1 }
+            return
+        }
         let configuration = core.configuration
         do {
             upstream = try Socket.connect(
@@ -63,6 +76,19 @@ final class ProxyConnection {
             // One side reset or vanished: pass that on as a reset to the other.
             Socket.abort(client)
             Socket.abort(upstream)
+        }
+    }
+
+    /// Sleeps until `time` (monotonic seconds); false when `stop()` came first.
+    private func waitUntil(_ time: Double) -> Bool {
+        var wake = pollfd(fd: core.wakeFD, events: Int16(POLLIN), revents: 0)
+        while true {
+            let left = time - monotonicSeconds()
+            if left <= 0 { return true }
+            wake.revents = 0
+            let ready = poll(&wake, 1, Int32(min(left * 1000, 60_000).rounded(.up)))
+            if ready > 0 { return false }
+            if ready < 0 && errno != EINTR { return true }
         }
     }
 

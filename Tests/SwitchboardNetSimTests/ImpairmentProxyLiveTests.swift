@@ -141,6 +141,21 @@ struct ImpairmentProxyLiveTests {
         }
     }
 
+    @Test func theUpstreamIsContactedOnlyOnceTheSimulatedHandshakeIsDone() async throws {
+        // 400 ms each way: the SYN and the SYN-ACK take 0.8 s, and only then does a real
+        // server's accept return, so the upstream must not see the connection earlier.
+        try await withEchoProxy(profile: plain("slow", latency: .milliseconds(400))) { proxy, port, echo in
+            let opened = ContinuousClock.now
+            let client = try TestSocket.connect(port: port)
+            defer { Glibc.close(client) }
+            try await Task.sleep(for: .milliseconds(300))
+            // A busy machine can only make the accept later, never earlier.
+            #expect(echo.accepted == 0, "the upstream saw the connection before the handshake could be done")
+            #expect(await eventually { echo.accepted == 1 })
+            #expect(seconds(ContinuousClock.now - opened) >= 0.75)
+        }
+    }
+
     @Test func anUnreachableUpstreamClosesTheClientAndSaysWhy() async throws {
         let messages = Mutex<[String]>([])
         let proxy = ImpairmentProxy(configuration: .init(
