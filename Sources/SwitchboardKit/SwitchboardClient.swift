@@ -194,6 +194,11 @@ public struct SwitchboardClient: Sendable {
         try await call("POST", "/calls/\(QueryEncoding.encode(callID))/\(action.rawValue)")
     }
 
+    /// Accepts a ringing call; with `withMediaToken` the answer carries the media token too.
+    public func accept(_ callID: String, withMediaToken: Bool) async throws -> CallWithMedia {
+        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/accept", body: AnswerOptions(mediaToken: withMediaToken ? true : nil))
+    }
+
     public func mediaToken(forCall callID: String) async throws -> MediaToken {
         try await call("POST", "/calls/\(QueryEncoding.encode(callID))/media-token")
     }

@@ -122,3 +122,30 @@ public struct MediaToken: Codable, Sendable, Equatable {
         self.expiresAt = expiresAt
     }
 }
+
+/// The optional body of `POST /calls/{id}/accept` and `/join`: `{"mediaToken": true}` asks for
+/// the media token in the same answer (one round trip less on the way to audio).
+public struct AnswerOptions: Codable, Sendable, Equatable {
+    public var mediaToken: Bool?
+
+    public init(mediaToken: Bool? = nil) { self.mediaToken = mediaToken }
+}
+
+/// An answer to accept or join: the call, and the media token when it was asked for
+/// (`media` beside the call's own fields).
+public struct CallWithMedia: Decodable, Sendable, Equatable {
+    public var call: CallInfo
+    public var media: MediaToken?
+
+    public init(call: CallInfo, media: MediaToken?) {
+        self.call = call
+        self.media = media
+    }
+
+    private enum CodingKeys: String, CodingKey { case media }
+
+    public init(from decoder: any Decoder) throws {
+        call = try CallInfo(from: decoder)
+        media = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(MediaToken.self, forKey: .media)
+    }
+}

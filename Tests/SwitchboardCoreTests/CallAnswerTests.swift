@@ -8,11 +8,12 @@ import Testing
 @Suite("Calls: accept and decline", .timeLimit(.minutes(3)))
 struct CallAnswerTests {
     static let acceptRows: [ActionRow] = [
-        // Conversation: only bob's ringing invitation can be accepted.
+        // Conversation: only bob's ringing invitation can be accepted. An accept repeated by an
+        // invitee who accepted and is present changes nothing (a retried or hedged request).
         ActionRow(.convRinging, "alice", .refused(.invitationNotRinging)),
         ActionRow(.convRinging, "bob", .changed("active answered@20 | bob accepted@20 | alice 20-, bob 20-")),
         ActionRow(.convActive, "alice", .refused(.invitationNotRinging)),
-        ActionRow(.convActive, "bob", .refused(.invitationNotRinging)),
+        ActionRow(.convActive, "bob", .unchanged),
         // Ringing group: the first accept makes the call active with the caller and the acceptor; the rest keep ringing.
         ActionRow(.groupRinging, "alice", .refused(.invitationNotRinging)),
         ActionRow(.groupRinging, "bob", .changed("active answered@20 | bob accepted@20, cora ringing@0, dan declined@3 | alice 20-, bob 20-")),
@@ -24,11 +25,11 @@ struct CallAnswerTests {
         ActionRow(.groupRingingLast, "dan", .refused(.invitationNotRinging)),
         // Active group: a still-ringing invitee accepts into the running call; answeredAt stays the first answer.
         ActionRow(.groupActive, "alice", .refused(.invitationNotRinging)),
-        ActionRow(.groupActive, "bob", .refused(.invitationNotRinging)),
+        ActionRow(.groupActive, "bob", .unchanged),
         ActionRow(.groupActive, "cora", .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-, cora 20-")),
         ActionRow(.groupActive, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveOneLeft, "alice", .refused(.invitationNotRinging)),
-        ActionRow(.groupActiveOneLeft, "bob", .refused(.invitationNotRinging)),
+        ActionRow(.groupActiveOneLeft, "bob", .unchanged),
         ActionRow(.groupActiveOneLeft, "cora", .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-8, bob 5-, cora 20-")),
         ActionRow(.groupActiveOneLeft, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveWithGuest, "alice", .refused(.invitationNotRinging)),
@@ -49,9 +50,10 @@ struct CallAnswerTests {
         ActionRow(.convRinging, "bob", .refused(.busy), busyElsewhere: true),
         ActionRow(.groupRinging, "cora", .refused(.busy), busyElsewhere: true),
         ActionRow(.groupActive, "cora", .refused(.busy), busyElsewhere: true),
-        // Without a ringing invitation, that is the answer whether or not they are busy.
+        // Without a ringing invitation, that is the answer whether or not they are busy (bob
+        // accepted already and is in the call: a repeat changes nothing).
         ActionRow(.groupActive, "dan", .refused(.invitationNotRinging), busyElsewhere: true),
-        ActionRow(.convActive, "bob", .refused(.invitationNotRinging), busyElsewhere: true),
+        ActionRow(.convActive, "bob", .unchanged, busyElsewhere: true),
     ]
 
     @Test("accept while in another call is 409 CALL_BUSY for a ringing invitee", arguments: acceptBusyRows)

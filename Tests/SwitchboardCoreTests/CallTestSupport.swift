@@ -162,7 +162,9 @@ func perform(
     _ action: UserAction, on call: CallRecord, by user: String, now: Date, isMember: Bool, busyElsewhere: Bool = false
 ) throws(CallTransitionError) -> CallStateMachine.Transition {
     switch action {
-    case .accept: try CallStateMachine.accept(call, by: user, now: now, busyElsewhere: busyElsewhere)
+    case .accept:
+        // A repeated accept changes nothing: the same call, no effects.
+        try CallStateMachine.accept(call, by: user, now: now, busyElsewhere: busyElsewhere) ?? .init(call: call, effects: CallEffects())
     case .decline: try CallStateMachine.decline(call, by: user, now: now)
     case .join: try CallStateMachine.join(call, by: user, now: now, isMember: isMember, busyElsewhere: busyElsewhere)
     case .leave: try CallStateMachine.leave(call, by: user, now: now)
@@ -177,6 +179,8 @@ enum Expected: Sendable {
     /// The call becomes exactly `summary`; the effects ask for `media` and notify `notify`
     /// (the fixture's involved users when `nil`); nobody is rung.
     case changed(String, media: [MediaAction] = [], notify: [String]? = nil)
+    /// Accepted, but nothing changes and nobody is told (a repeated accept).
+    case unchanged
 }
 
 /// One row of an action table: a fixture, who acts, and the exact outcome.
@@ -209,6 +213,8 @@ func check(_ action: UserAction, _ row: ActionRow, isMember: Bool? = nil, source
         case .changed(let expected, let media, let notify):
             expectTransition(transition, from: before, summary: expected, notify: notify ?? row.fixture.involved, media: media,
                              sourceLocation: sourceLocation)
+        case .unchanged:
+            #expect(transition.call == before && transition.effects == CallEffects(), sourceLocation: sourceLocation)
         }
     } catch {
         switch row.expected {
@@ -216,6 +222,8 @@ func check(_ action: UserAction, _ row: ActionRow, isMember: Bool? = nil, source
             #expect(error == expected, sourceLocation: sourceLocation)
         case .changed(let expected, _, _):
             Issue.record("expected \(expected), got \(error)", sourceLocation: sourceLocation)
+        case .unchanged:
+            Issue.record("expected no change, got \(error)", sourceLocation: sourceLocation)
         }
     }
 }

@@ -22,6 +22,28 @@ struct CallLedgerTests {
         #expect(ledger.liveCallIDs == [call.id])
     }
 
+    @Test func anAcceptAnsweredWithTheMediaTokenJoinsAtOnceWithoutASecondRequest() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.ringing()
+        _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        _ = ledger.reportCompleted(Fixture.uuid(call), error: nil)
+        let action = UUID()
+        _ = ledger.actionPerformed(id: action, CallActionRequest(callUUID: Fixture.uuid(call), kind: .answer))
+        #expect(ledger.serverAnswered(call.id, .accept, .callAndToken(Fixture.accepted(call), Fixture.token))
+            == [.joinMedia(callID: call.id, Fixture.token)])
+        #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.fulfil(action)))
+        #expect(ledger.entries[call.id]?.stage == .active)
+        // A token that comes with an accept after the call ended is not used.
+        var late = CallLedger(userID: "me")
+        _ = late.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+        _ = late.reportCompleted(Fixture.uuid(call), error: nil)
+        _ = late.actionPerformed(id: UUID(), CallActionRequest(callUUID: Fixture.uuid(call), kind: .answer))
+        var ended = Fixture.accepted(call)
+        ended.state = .ended
+        ended.endReason = .cancelled
+        #expect(!late.serverAnswered(call.id, .accept, .callAndToken(ended, Fixture.token)).contains { if case .joinMedia = $0 { true } else { false } })
+    }
+
     @Test func aForegroundCallFromTheEventStreamTakesThePushPath() {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.ringing()

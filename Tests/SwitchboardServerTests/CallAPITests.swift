@@ -126,14 +126,46 @@ struct CallAPITests {
         #expect(accepted.status == 200 && accepted.call?.state == .active)
         #expect(Set(accepted.call?.participants.map(\.userId) ?? []) == [alice.id, bob.id])
         #expect(accepted.call?.answeredAt != nil)
+        // A repeated accept (a retry, or a hedged copy that lost the race) answers the call
+        // unchanged and writes no event.
+        let eventsBefore = try await world.events(of: alice).count
         let again = await world.act("accept", call.id, by: bob)
-        #expect(again.status == 409 && again.errorCode == "INVITATION_NOT_RINGING")
+        #expect(again.status == 200 && again.call == accepted.call)
+        #expect(try await world.events(of: alice).count == eventsBefore)
         #expect(await world.act("cancel", call.id, by: alice).errorCode == "CALL_NOT_RINGING")
         #expect(await world.act("join", call.id, by: bob).errorCode == "CALL_NOT_JOINABLE")
         let left = await world.act("leave", call.id, by: bob)
         #expect(left.call?.state == .ended && left.call?.endReason == .completed)
         #expect(left.call?.participants.allSatisfy { $0.leftAt != nil } == true)
         #expect(await world.act("leave", call.id, by: alice).errorCode == "CALL_ENDED")
+    }
+
+    @Test func acceptAndJoinCarryTheMediaTokenWhenAskedAndRefuseABadBody() async throws {
+        let world = try CallWorld()
+        defer { world.close() }
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        let call = try #require(await world.call(alice, "conversation", conversation).call)
+        let bad = await world.act("accept", call.id, by: bob, body: #"{"mediaToken":"yes"}"#)
+        #expect(bad.status == 400 && bad.errorCode == "VALIDATION_FAILED")
+        #expect(try await world.get(call.id, by: bob).state == .ringing, "a refused body changes nothing")
+        let accepted = await world.act("accept", call.id, by: bob, body: #"{"mediaToken":true}"#)
+        #expect(accepted.status == 200)
+        let answer = try JSONDecoder().decode(CallWithMedia.self, from: Data(accepted.bodyBytes))
+        #expect(answer.call.state == .active)
+        let media = try #require(answer.media)
+        #expect(!media.token.isEmpty && !media.url.isEmpty)
+        // The same claims as a token from POST /calls/{id}/media-token.
+        let separate = try JSONDecoder().decode(MediaToken.self, from: Data(await world.act("media-token", call.id, by: bob).bodyBytes))
+        #expect(separate.url == media.url)
+        #expect(try payload(of: separate.token)["sub"] as? String == bob.id)
+        #expect(try payload(of: media.token)["sub"] as? String == bob.id)
+        #expect(try (payload(of: media.token)["video"] as? [String: Any])?["room"] as? String
+            == (payload(of: separate.token)["video"] as? [String: Any])?["room"] as? String)
+        // Without the option (or with false) there is no media field.
+        let plain = await world.act("accept", call.id, by: bob, body: #"{"mediaToken":false}"#)
+        #expect(plain.status == 200 && (plain.json?["media"] == nil))
+        #expect(await world.act("accept", call.id, by: bob).json?["media"] == nil)
     }
 
     @Test func declineAndCancel() async throws {
@@ -188,7 +220,9 @@ struct CallAPITests {
         // The busy member joins once free; the one who declined can join too.
         _ = await world.act("cancel", sideCall.id, by: members[3])
         #expect(await world.act("join", call.id, by: members[3]).status == 200)
-        #expect(await world.act("join", call.id, by: members[0]).status == 200)
+        let joined = await world.act("join", call.id, by: members[0], body: #"{"mediaToken":true}"#)
+        #expect(joined.status == 200)
+        #expect(try JSONDecoder().decode(CallWithMedia.self, from: Data(joined.bodyBytes)).media?.token.isEmpty == false)
         #expect(await world.act("join", call.id, by: members[0]).errorCode == "ALREADY_PARTICIPANT")
         for person in [owner, members[0], members[1], members[2]] {
             #expect(await world.act("leave", call.id, by: person).call?.state == .active)
@@ -279,4 +313,16 @@ struct CallAPITests {
         #expect(await world.app.request("DELETE", "/groups/\(group)", headers: owner.headers).status == 204)
         #expect(try await world.get(groupCall.id, by: owner).endReason == .groupDissolved)
     }
+}
+
+/// The claims of a JWT (no signature check: the media tests verify signatures).
+private func payload(of token: String) throws -> [String: Any] {
+    let parts = token.split(separator: ".")
+    guard parts.count == 3 else { throw TestFailure("not a JWT: \(token)") }
+    var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+    while base64.count % 4 != 0 { base64 += "=" }
+    guard let data = Data(base64Encoded: base64), let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        throw TestFailure("bad JWT payload")
+    }
+    return object
 }

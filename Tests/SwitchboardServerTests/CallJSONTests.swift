@@ -40,6 +40,29 @@ struct CallJSONTests {
         #expect(CallJSON.calls([]) == Array(try JSONBody.makeEncoder().encode([CallInfo]())))
     }
 
+    /// With a media token (accept and join with `{"mediaToken": true}`): the call's fields and
+    /// `media`, in the sorted-key order JSONEncoder writes.
+    @Test func aCallWithItsMediaTokenMatchesJSONEncoderToo() throws {
+        struct Expected: Encodable {
+            let call: CallInfo
+            let media: MediaToken
+            func encode(to encoder: any Encoder) throws {
+                try call.encode(to: encoder)
+                enum Key: String, CodingKey { case media }
+                var container = encoder.container(keyedBy: Key.self)
+                try container.encode(media, forKey: .media)
+            }
+        }
+        let media = MediaToken(url: "wss://media.example/rtc", token: "a.b\"c", expiresAt: "2026-12-01T16:00:30.000Z")
+        for call in Self.calls {
+            let expected = Array(try JSONBody.makeEncoder().encode(Expected(call: call, media: media)))
+            #expect(CallJSON.call(call, media: media) == expected, "\(String(decoding: CallJSON.call(call, media: media), as: UTF8.self))")
+            let decoded = try JSONDecoder().decode(CallWithMedia.self, from: Data(CallJSON.call(call, media: media)))
+            #expect(decoded == CallWithMedia(call: call, media: media))
+            #expect(try JSONDecoder().decode(CallWithMedia.self, from: Data(CallJSON.call(call))).media == nil)
+        }
+    }
+
     @Test func theResponsesCarryIt() {
         let response = HTTPResponse.json(Self.calls[0], status: 201)
         #expect(response.status == 201)

@@ -112,8 +112,9 @@ struct CallWorld {
             body: #"{"scopeKind":"\#(kind)","scopeId":"\#(scope)","mode":"\#(mode)","clientId":"\#(clientID)"}"#)
     }
 
-    func act(_ action: String, _ callID: String, by person: Person) async -> HTTPResponse {
-        await app.request("POST", "/calls/\(callID)/\(action)", headers: person.headers)
+    func act(_ action: String, _ callID: String, by person: Person, body: String? = nil) async -> HTTPResponse {
+        if let body { return await app.request("POST", "/calls/\(callID)/\(action)", headers: person.headers, body: body) }
+        return await app.request("POST", "/calls/\(callID)/\(action)", headers: person.headers)
     }
 
     func get(_ callID: String, by person: Person) async throws -> CallInfo {

@@ -48,7 +48,14 @@ public enum CallStateMachine {
 
     /// A ringing invitee accepts. The first accept makes the call active with the caller and
     /// the acceptor as participants; later group invitees join the active call.
-    public static func accept(_ call: CallRecord, by userID: String, now: Date, busyElsewhere: Bool) throws(CallTransitionError) -> Transition {
+    ///
+    /// An accept repeated by an invitee who already accepted and is present in the active call
+    /// changes nothing (`nil`): a retried or hedged request whose first copy got through.
+    public static func accept(_ call: CallRecord, by userID: String, now: Date, busyElsewhere: Bool) throws(CallTransitionError) -> Transition? {
+        if call.state == .active, call.presentUserIDs.contains(userID),
+           call.invitations.contains(where: { $0.userID == userID && $0.state == .accepted }) {
+            return nil
+        }
         var call = call
         let index = try ringingInvitation(of: userID, in: call)
         if busyElsewhere { throw .busy }

@@ -280,7 +280,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         do {
             switch request {
             case .fetch: return .call(try await backend.call(callID))
-            case .accept: return .call(try await backend.perform(.accept, onCall: callID))
+            case .accept:
+                let answer = try await backend.accept(callID, withMediaToken: true)
+                return answer.media.map { .callAndToken(answer.call, $0) } ?? .call(answer.call)
             case .decline: return .call(try await backend.perform(.decline, onCall: callID))
             case .leave: return .call(try await backend.perform(.leave, onCall: callID))
             case .cancel: return .call(try await backend.perform(.cancel, onCall: callID))

@@ -9,6 +9,7 @@ extension CallLedger {
     public mutating func serverAnswered(_ callID: String, _ request: ServerRequest, _ result: ServerResult) -> [Effect] {
         guard let entry = entries[callID] else {
             if case .call(let call) = result { return callRead(call) }
+            if case .callAndToken(let call, _) = result { return callRead(call) }
             return []
         }
         switch (request, result) {
@@ -45,6 +46,15 @@ extension CallLedger {
                 effects.append(.server(callID: callID, .mediaToken))
             }
             return effects
+        case (.accept, .callAndToken(let call, let token)):
+            // The token came with the accept: media joins at once, no second request.
+            entries[callID]?.answer.serverAccepted()
+            var effects = callRead(call)
+            if entries[callID]?.stage == .answering, entries[callID]?.media == .notRequested {
+                entries[callID]?.media.request()
+                effects.append(.joinMedia(callID: callID, token))
+            }
+            return effects
         case (.accept, .failure):
             guard entry.stage == .answering else { return [] }
             return failCall(callID)
@@ -74,7 +84,7 @@ extension CallLedger {
             // The server no longer shows us the call: it cannot go on.
             guard status == 404, entry.stage != .ended else { return [] }
             return finish(callID, .failed, server: nil)
-        case (_, .call(let call)):
+        case (_, .call(let call)), (_, .callAndToken(let call, _)):
             return callRead(call)
         default:
             return []

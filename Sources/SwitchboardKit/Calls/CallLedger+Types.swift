@@ -53,6 +53,8 @@ extension CallLedger {
     /// What a server request came back with.
     public enum ServerResult: Sendable, Equatable {
         case call(CallInfo)
+        /// An accept answered with the media token beside the call.
+        case callAndToken(CallInfo, MediaToken)
         case mediaToken(MediaToken)
         /// The server answered with an error code (`status` 0: no answer).
         case failure(status: Int, code: String)

@@ -7,10 +7,11 @@ import SwitchboardWire
 /// `CallInfo`, at a fraction of `JSONEncoder`'s cost. `CallJSONTests` holds the two together.
 enum CallJSON {
     /// One call.
-    static func call(_ call: CallInfo) -> [UInt8] {
+    /// One call; with `media`, the media token beside its fields (accept and join).
+    static func call(_ call: CallInfo, media: MediaToken? = nil) -> [UInt8] {
         var text = ""
-        text.reserveCapacity(512)
-        append(call, to: &text)
+        text.reserveCapacity(media == nil ? 512 : 1024)
+        append(call, media: media, to: &text)
         return Array(text.utf8)
     }
 
@@ -25,7 +26,7 @@ enum CallJSON {
         return Array(text.utf8)
     }
 
-    private static func append(_ call: CallInfo, to text: inout String) {
+    private static func append(_ call: CallInfo, media: MediaToken? = nil, to text: inout String) {
         text += "{\"answeredAt\":"
         JSONText.appendString(call.answeredAt, to: &text)
         text += ",\"createdAt\":"
@@ -48,7 +49,17 @@ enum CallJSON {
             JSONText.appendString(invitation.userId, to: &text)
             text += "}"
         }
-        text += "],\"mode\":"
+        text += "]"
+        if let media {
+            text += ",\"media\":{\"expiresAt\":"
+            JSONText.appendString(media.expiresAt, to: &text)
+            text += ",\"token\":"
+            JSONText.appendString(media.token, to: &text)
+            text += ",\"url\":"
+            JSONText.appendString(media.url, to: &text)
+            text += "}"
+        }
+        text += ",\"mode\":"
         JSONText.appendString(call.mode.rawValue, to: &text)
         text += ",\"participants\":["
         for (index, participant) in call.participants.enumerated() {
@@ -72,8 +83,8 @@ enum CallJSON {
 
 extension HTTPResponse {
     /// A call as JSON (`CallJSON`, not `JSONEncoder`).
-    static func json(_ call: CallInfo, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: CallJSON.call(call))
+    static func json(_ call: CallInfo, media: MediaToken? = nil, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: CallJSON.call(call, media: media))
     }
 
     /// Calls as a JSON array (`CallJSON`, not `JSONEncoder`).

@@ -28,8 +28,13 @@ struct CallRoutes {
             .json(try await service.get(context.parameter("id"), for: principal))
         })
         for action in [CallService.Action.accept, .decline, .join, .leave, .cancel] {
+            let takesOptions = action == .accept || action == .join
             router.add("POST", "/calls/{id}/\(action.rawValue)", auth.require { context, principal in
-                .json(try await service.perform(action, on: context.parameter("id"), by: principal))
+                // accept and join take an optional {"mediaToken": true}; an empty body is none.
+                let options = takesOptions && !context.request.body.isEmpty ? try context.decode(AnswerOptions.self) : AnswerOptions()
+                let (call, media) = try await service.perform(
+                    action, on: context.parameter("id"), by: principal, mediaToken: options.mediaToken == true)
+                return .json(call, media: media)
             })
         }
         router.add("POST", "/calls/{id}/media-token", auth.require { context, principal in

@@ -97,7 +97,9 @@ struct CallService: Sendable {
         case accept, decline, join, leave, cancel
     }
 
-    func perform(_ action: Action, on callID: String, by principal: Principal) async throws -> CallInfo {
+    /// Performs `action`; with `mediaToken` (accept and join only) the answer carries a media
+    /// token for the call's room as well, minted from the committed call.
+    func perform(_ action: Action, on callID: String, by principal: Principal, mediaToken: Bool = false) async throws -> (CallInfo, MediaToken?) {
         let userID = principal.user.id
         let call = try await transition(callID, visibleTo: userID) { call, context throws(CallTransitionError) in
             switch action {
@@ -109,7 +111,11 @@ struct CallService: Sendable {
             case .cancel: try CallStateMachine.cancel(call, by: userID, now: context.now)
             }
         }
-        return CallStore.info(call)
+        var token: MediaToken?
+        if mediaToken, action == .accept || action == .join, call.state == .active, call.presentUserIDs.contains(userID) {
+            token = minter.mint(identity: userID, room: call.roomName, mode: call.mode, now: store.environment.now())
+        }
+        return (CallStore.info(call), token)
     }
 
     struct Context: Sendable {
