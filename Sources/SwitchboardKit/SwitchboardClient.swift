@@ -29,6 +29,20 @@ public struct SwitchboardAPIError: Error, Sendable, Equatable, CustomStringConve
 /// certificate for its one host) or a test double.
 public protocol HTTPTransport: Sendable {
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
+    /// Sends a request that is `repeatable` when the server treats it the same however often
+    /// it arrives, so a transport may send it more than once (``HedgingTransport``). The
+    /// default ignores the flag.
+    func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse)
+    /// Opens connections ahead of need by fetching `url`. The default does nothing.
+    func warm(_ url: URL)
+}
+
+extension HTTPTransport {
+    public func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse) {
+        try await send(request)
+    }
+
+    public func warm(_ url: URL) {}
 }
 
 /// The default transport: `URLSession` with the system's trust.
@@ -117,11 +131,14 @@ public struct SwitchboardClient: Sendable {
     let eventTransport: any HTTPTransport
 
     /// - Parameters:
-    ///   - transport: sends every request but long polls.
+    ///   - transport: sends every request but long polls; by default a ``HedgingTransport``
+    ///     over three connections, which on a good network sends each request once and on a
+    ///     lossy one races copies of repeatable requests (pass a `URLSessionTransport` for one
+    ///     connection and no copies).
     ///   - eventTransport: sends long polls (`GET /events`); by default a session of its own.
     ///     Pass the same transport to share one.
     public init(
-        baseURL: URL, token: String? = nil, transport: any HTTPTransport = URLSessionTransport(),
+        baseURL: URL, token: String? = nil, transport: any HTTPTransport = HedgingTransport(),
         eventTransport: (any HTTPTransport)? = nil
     ) {
         self.baseURL = baseURL
@@ -167,13 +184,16 @@ public struct SwitchboardClient: Sendable {
 
     /// One long poll: events after `after`, held up to `wait` seconds.
     public func events(after: Int64, wait: Int) async throws -> EventsPage {
-        try await call("GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: eventTransport)
+        try await call("GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: eventTransport, repeatable: false)
     }
 
     // MARK: Calls
 
     public func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID = UUID()) async throws -> CallInfo {
-        try await call("POST", "/calls", body: CreateCall(scopeKind: scopeKind, scopeId: scopeID, mode: mode, clientId: clientID.uuidString.lowercased()))
+        // Repeatable: the server answers a repeated clientId with the same call.
+        try await call(
+            "POST", "/calls", body: CreateCall(scopeKind: scopeKind, scopeId: scopeID, mode: mode, clientId: clientID.uuidString.lowercased()),
+            repeatable: true)
     }
 
     public func call(_ callID: String) async throws -> CallInfo {
@@ -191,22 +211,27 @@ public struct SwitchboardClient: Sendable {
 
     /// Accepts, declines, joins, leaves or cancels a call.
     public func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo {
-        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/\(action.rawValue)")
+        // Repeatable: a repeated accept answers the call unchanged, any other repeat 409 (which
+        // a hedging transport holds back while the first copy's answer is on its way).
+        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/\(action.rawValue)", repeatable: true)
     }
 
     /// Accepts a ringing call; with `withMediaToken` the answer carries the media token too.
     public func accept(_ callID: String, withMediaToken: Bool) async throws -> CallWithMedia {
-        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/accept", body: AnswerOptions(mediaToken: withMediaToken ? true : nil))
+        try await call(
+            "POST", "/calls/\(QueryEncoding.encode(callID))/accept", body: AnswerOptions(mediaToken: withMediaToken ? true : nil), repeatable: true)
     }
 
     public func mediaToken(forCall callID: String) async throws -> MediaToken {
-        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/media-token")
+        try await call("POST", "/calls/\(QueryEncoding.encode(callID))/media-token", repeatable: true)
     }
 
     // MARK: Push devices
 
     public func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice {
-        try await call("POST", "/voip/devices", body: RegisterVoIPDevice(deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment))
+        try await call(
+            "POST", "/voip/devices",
+            body: RegisterVoIPDevice(deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment), repeatable: true)
     }
 
     /// Forgets this installation's push token (`DELETE /voip/devices/{deviceId}`), e.g. when
@@ -215,21 +240,34 @@ public struct SwitchboardClient: Sendable {
         try await send("DELETE", "/voip/devices/\(QueryEncoding.encode(deviceID.uuidString.lowercased()))")
     }
 
+    // MARK: Connections
+
+    /// Opens connections to the server ahead of need (``HTTPTransport/warm(_:)``; a plain
+    /// `URLSessionTransport` does nothing): the coordinator calls it when a VoIP push wakes
+    /// the app, so the answer does not wait for a handshake.
+    public func warmUp() {
+        var text = baseURL.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        guard let url = URL(string: text + "/healthz") else { return }
+        transport.warm(url)
+    }
+
     // MARK: Plumbing
 
     private struct Empty: Encodable {}
 
     private func call<Response: Decodable>(
-        _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30, via: (any HTTPTransport)? = nil
+        _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30, via: (any HTTPTransport)? = nil,
+        repeatable: Bool? = nil
     ) async throws -> Response {
-        try await call(method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via)
+        try await call(method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via, repeatable: repeatable)
     }
 
     private func call<Body: Encodable, Response: Decodable>(
         _ method: String, _ path: String, query: [(String, String)] = [], body: Body?, timeout: TimeInterval = 30,
-        via: (any HTTPTransport)? = nil
+        via: (any HTTPTransport)? = nil, repeatable: Bool? = nil
     ) async throws -> Response {
-        let data = try await send(method, path, query: query, body: body, timeout: timeout, via: via)
+        let data = try await send(method, path, query: query, body: body, timeout: timeout, via: via, repeatable: repeatable)
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
@@ -243,8 +281,11 @@ public struct SwitchboardClient: Sendable {
     }
 
     @discardableResult
+    /// `repeatable`: whether the server treats the request the same however often it arrives,
+    /// so a hedging transport may send copies; by default reads (`GET`) and `DELETE`s are.
     private func send<Body: Encodable>(
-        _ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval, via: (any HTTPTransport)? = nil
+        _ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval, via: (any HTTPTransport)? = nil,
+        repeatable: Bool? = nil
     ) async throws -> Data {
         var text = baseURL.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
@@ -262,7 +303,7 @@ public struct SwitchboardClient: Sendable {
         }
         let data: Data, response: HTTPURLResponse
         do {
-            (data, response) = try await (via ?? transport).send(request)
+            (data, response) = try await (via ?? transport).send(request, repeatable: repeatable ?? (method == "GET" || method == "DELETE"))
         } catch is CancellationError {
             throw CancellationError()
         } catch {

@@ -81,6 +81,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             return
         }
         perform(effects)
+        // Reported first (rule 1); then the connections the answer will need start opening
+        // while the phone rings.
+        backend.warmUp()
     }
 
     /// Events from the app's event feed: calls that changed are re-read (a foreground incoming

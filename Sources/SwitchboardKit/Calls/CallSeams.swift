@@ -16,9 +16,14 @@ public protocol CallBackend: Sendable {
     /// The newest event id (where following the event stream starts).
     func eventCursor() async throws -> Int64
     func events(after: Int64, wait: Int) async throws -> EventsPage
+    /// Opens connections ahead of need (a push woke the app and requests will follow). The
+    /// default does nothing.
+    func warmUp()
 }
 
 extension CallBackend {
+    public func warmUp() {}
+
     public func accept(_ callID: String, withMediaToken: Bool) async throws -> CallWithMedia {
         CallWithMedia(call: try await perform(.accept, onCall: callID), media: nil)
     }

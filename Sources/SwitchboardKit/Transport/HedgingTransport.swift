@@ -1,0 +1,253 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Sends requests over several connections ("lanes", each a transport with a connection pool
+/// of its own) and hedges the ones that are safe to repeat: when a copy has not been answered
+/// within ``HedgePolicy/hedgeDelay`` (derived from the measured round trip), the same request
+/// goes out on the next lane, and the first success wins.
+///
+/// On a lossy network the packets of different TCP connections are lost independently, so a
+/// request stuck behind a lost segment (a retransmission timeout of 200 ms or more, doubling)
+/// is overtaken by its copy; and a woken app that ``warm(_:)``s its lanes races several
+/// handshakes, where a single lost SYN costs a whole second. On a good network requests answer
+/// well inside the delay and nothing is ever sent twice.
+///
+/// Only requests sent with `repeatable: true` are hedged: ones the server treats the same way
+/// however often they arrive (`SwitchboardClient` marks reads, call creation with its
+/// `clientId`, accept, decline, leave, cancel and media tokens). A copy answered 409 — what
+/// a copy gets when another copy of the same change landed first — is held back while another
+/// copy may still succeed.
+///
+/// ```swift
+/// let client = SwitchboardClient(baseURL: url, token: token, transport: HedgingTransport(lanes: 3))
+/// ```
+public final class HedgingTransport: HTTPTransport {
+    private struct State {
+        var policy: HedgePolicy
+        var inFlight: [Int]
+    }
+
+    private let lanes: [any HTTPTransport]
+    private let state: LockedState<State>
+    private let sleep: @Sendable (Double) async throws -> Void
+    private let now: @Sendable () -> Double
+
+    /// `lanes` lanes, each a `URLSessionTransport` with a URL session of its own.
+    public convenience init(lanes: Int = 3, policy: HedgePolicy = HedgePolicy()) {
+        var policy = policy
+        policy.lanes = max(1, lanes)
+        self.init(lanes: (0..<policy.lanes).map { _ in URLSessionTransport(session: URLSession(configuration: .ephemeral)) }, policy: policy)
+    }
+
+    /// Hedges over the given transports (each should hold connections of its own). `sleep`
+    /// and `now` (monotonic seconds) are injected for tests.
+    public init(
+        lanes: [any HTTPTransport], policy: HedgePolicy = HedgePolicy(),
+        sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(nanoseconds: UInt64(max(0, $0) * 1e9)) },
+        now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
+    ) {
+        precondition(!lanes.isEmpty, "HedgingTransport needs at least one lane")
+        var policy = policy
+        policy.lanes = lanes.count
+        self.lanes = lanes
+        self.sleep = sleep
+        self.now = now
+        state = LockedState(State(policy: policy, inFlight: Array(repeating: 0, count: lanes.count)))
+    }
+
+    /// The policy as measured so far (its round-trip estimate).
+    public var policy: HedgePolicy { state.withLock { $0.policy } }
+
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await send(request, repeatable: false)
+    }
+
+    public func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse) {
+        guard repeatable, lanes.count > 1 else {
+            let lane = acquire(excluding: [])
+            defer { release(lane) }
+            let started = now()
+            let answer = try await lanes[lane].send(request)
+            measured(now() - started)
+            return answer
+        }
+        return try await hedged(request).get()
+    }
+
+    /// Opens a connection on every idle lane ahead of need (a `GET` of `url`, its answer
+    /// ignored): a woken app calls this the moment a push arrives, so the handshakes race
+    /// while the phone rings.
+    public func warm(_ url: URL) {
+        let idle = state.withLock { state in state.inFlight.indices.filter { state.inFlight[$0] == 0 } }
+        for lane in idle {
+            let transport = lanes[lane]
+            Task {
+                _ = try? await transport.send(URLRequest(url: url, timeoutInterval: 10))
+            }
+        }
+    }
+
+    // MARK: Hedging
+
+    typealias Answer = Result<(Data, HTTPURLResponse), any Error>
+
+    /// Sends copies until one decides; the copies that lose are cancelled and not waited for
+    /// (a transport slow to notice a cancellation never holds the answer back).
+    private func hedged(_ request: URLRequest) async -> Answer {
+        let race = HedgeRace(lanes: lanes.count)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
+                race.begin(continuation)
+                launch(request, in: race)
+            }
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
+        }
+    }
+
+    private func launch(_ request: URLRequest, in race: HedgeRace) {
+        guard let (copy, timerGeneration) = race.reserveCopy(acquire: { acquire(excluding: $0) }) else { return }
+        let transport = lanes[copy.lane], started = now()
+        let task = Task { [self] in
+            let answer: Answer
+            do {
+                answer = .success(try await transport.send(request))
+            } catch {
+                answer = .failure(error)
+            }
+            release(copy.lane)
+            let outcome = Self.outcome(of: answer)
+            if outcome != .transportFailure, !Task.isCancelled { measured(now() - started) }
+            if race.answered(answer, outcome: outcome) == .sendCopy { launch(request, in: race) }
+        }
+        race.track(task)
+        guard let timerGeneration else { return }
+        let delay = state.withLock { $0.policy.hedgeDelay }
+        let timer = Task { [self, sleep] in
+            guard (try? await sleep(delay)) != nil else { return }
+            if race.hedgeDue(timerGeneration) { launch(request, in: race) }
+        }
+        race.track(timer)
+    }
+
+    private static func outcome(of result: Result<(Data, HTTPURLResponse), any Error>) -> HedgePolicy.Outcome {
+        switch result {
+        case .success(let (_, response)):
+            if (200..<300).contains(response.statusCode) { return .success }
+            return response.statusCode == 409 ? .conflict : .refused
+        case .failure: return .transportFailure
+        }
+    }
+
+    // MARK: Lanes
+
+    /// The least busy lane not in `excluded` (the lowest such index on a tie), counted busy.
+    private func acquire(excluding excluded: [Int]) -> Int {
+        state.withLock { state in
+            let candidates = state.inFlight.indices.filter { !excluded.contains($0) }
+            let lane = candidates.min { state.inFlight[$0] < state.inFlight[$1] } ?? 0
+            state.inFlight[lane] += 1
+            return lane
+        }
+    }
+
+    private func release(_ lane: Int) {
+        state.withLock { $0.inFlight[lane] -= 1 }
+    }
+
+    private func measured(_ seconds: Double) {
+        state.withLock { $0.policy.answered(after: seconds) }
+    }
+}
+
+/// One hedged request: which lanes it used, what came back, and the one answer it gives.
+final class HedgeRace: Sendable {
+    struct Copy { let lane: Int }
+
+    private struct State {
+        var continuation: CheckedContinuation<HedgingTransport.Answer, Never>?
+        var finished = false
+        var used: [Int] = []
+        var inFlight = 0
+        var generation = 0
+        var kept: [(HedgePolicy.Outcome, HedgingTransport.Answer)] = []
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    private let lanes: Int
+    private let state = LockedState(State())
+
+    init(lanes: Int) { self.lanes = lanes }
+
+    func begin(_ continuation: CheckedContinuation<HedgingTransport.Answer, Never>) {
+        let early = state.withLock { state -> Bool in
+            if state.finished { return true }
+            state.continuation = continuation
+            return false
+        }
+        // Cancelled before it began.
+        if early { continuation.resume(returning: .failure(CancellationError())) }
+    }
+
+    /// A lane for the next copy (nil when finished or out of lanes), and the generation of
+    /// its hedge timer (nil when no lane would be left for a copy after it).
+    func reserveCopy(acquire: ([Int]) -> Int) -> (Copy, Int?)? {
+        state.withLock { state in
+            guard !state.finished, state.used.count < lanes else { return nil }
+            let lane = acquire(state.used)
+            state.used.append(lane)
+            state.inFlight += 1
+            state.generation += 1
+            return (Copy(lane: lane), state.used.count < lanes ? state.generation : nil)
+        }
+    }
+
+    func track(_ task: Task<Void, Never>) {
+        let cancel = state.withLock { state -> Bool in
+            if state.finished { return true }
+            state.tasks.append(task)
+            return false
+        }
+        if cancel { task.cancel() }
+    }
+
+    /// The hedge timer of `generation` fired: true when a copy should go out now (no newer
+    /// copy went out meanwhile and the race is still on).
+    func hedgeDue(_ generation: Int) -> Bool {
+        state.withLock { !$0.finished && $0.generation == generation && $0.used.count < lanes }
+    }
+
+    /// A copy came back: finishes the race, waits for another copy, or asks for one now.
+    func answered(_ answer: HedgingTransport.Answer, outcome: HedgePolicy.Outcome) -> HedgePolicy.Step {
+        let (step, chosen) = state.withLock { state -> (HedgePolicy.Step, HedgingTransport.Answer?) in
+            guard !state.finished else { return (.wait, nil) }
+            state.inFlight -= 1
+            // A success, or the server's final word: this answer, whatever else is out.
+            if outcome == .success || outcome == .refused { return (.finish, answer) }
+            state.kept.append((outcome, answer))
+            let step = HedgePolicy.step(after: outcome, inFlight: state.inFlight, unusedLanes: lanes - state.used.count)
+            guard step == .finish else { return (step, nil) }
+            let index = HedgePolicy.preferred(state.kept.map(\.0)) ?? (state.kept.count - 1)
+            return (.finish, state.kept[index].1)
+        }
+        if let chosen { finish(chosen) }
+        return step
+    }
+
+    /// Gives `answer` (the first call wins) and cancels every copy and timer still running.
+    func finish(_ answer: HedgingTransport.Answer) {
+        let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<HedgingTransport.Answer, Never>?, [Task<Void, Never>]) in
+            guard !state.finished else { return (nil, []) }
+            state.finished = true
+            defer {
+                state.continuation = nil
+                state.tasks = []
+            }
+            return (state.continuation, state.tasks)
+        }
+        tasks.forEach { $0.cancel() }
+        continuation?.resume(returning: answer)
+    }
+}

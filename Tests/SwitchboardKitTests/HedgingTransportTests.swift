@@ -1,0 +1,228 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+import SwitchboardKit
+import SwitchboardTesting
+
+/// A lane whose requests wait until the test answers them, one by one, in the order sent.
+private final class ScriptedLane: HTTPTransport {
+    enum Reply { case status(Int), transportFailure }
+
+    private struct State {
+        var waiting: [CheckedContinuation<(Data, HTTPURLResponse), any Error>] = []
+        var sent: [String] = []
+        var cancelled = 0
+    }
+
+    private let state = Mutex(State())
+
+    var sent: [String] { state.withLock { $0.sent } }
+    var waiting: Int { state.withLock { $0.waiting.count } }
+    var cancelled: Int { state.withLock { $0.cancelled } }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let path = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock {
+                    $0.sent.append(path)
+                    $0.waiting.append(continuation)
+                }
+            }
+        } onCancel: {
+            state.withLock { $0.cancelled += 1 }
+        }
+    }
+
+    /// Answers the oldest waiting request.
+    func reply(_ reply: Reply) {
+        let continuation = state.withLock { $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }
+        switch reply {
+        case .status(let status):
+            let response = HTTPURLResponse(url: URL(string: "http://test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])!
+            continuation?.resume(returning: (Data("\(status)".utf8), response))
+        case .transportFailure:
+            continuation?.resume(throwing: URLError(.networkConnectionLost))
+        }
+    }
+}
+
+/// Hedge timers the test fires by hand.
+private final class ManualTimers: Sendable {
+    private let state = Mutex<[CheckedContinuation<Void, any Error>]>([])
+
+    var pending: Int { state.withLock { $0.count } }
+
+    func sleep(_ seconds: Double) async throws {
+        try await withCheckedThrowingContinuation { continuation in state.withLock { $0.append(continuation) } }
+    }
+
+    func fireAll() {
+        let timers = state.withLock { state in
+            defer { state = [] }
+            return state
+        }
+        timers.forEach { $0.resume() }
+    }
+}
+
+private struct Rig {
+    let lanes = [ScriptedLane(), ScriptedLane(), ScriptedLane()]
+    let timers = ManualTimers()
+    let transport: HedgingTransport
+
+    init() {
+        let timers = self.timers
+        transport = HedgingTransport(lanes: lanes, sleep: { try await timers.sleep($0) }, now: { 0 })
+    }
+
+    var request: URLRequest {
+        var request = URLRequest(url: URL(string: "http://test/calls/c1/accept")!)
+        request.httpMethod = "POST"
+        return request
+    }
+
+    func sendAsync(repeatable: Bool = true) -> Task<Result<Int, any Error>, Never> {
+        let transport = self.transport, request = self.request
+        return Task {
+            do {
+                return .success(try await transport.send(request, repeatable: repeatable).1.statusCode)
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    var totalSent: Int { lanes.reduce(0) { $0 + $1.sent.count } }
+}
+
+@Suite("Hedging transport: copies of repeatable requests on other connections", .timeLimit(.minutes(1)))
+struct HedgingTransportTests {
+    @Test func aRequestThatIsNotRepeatableGoesOnceAndNoTimerRuns() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync(repeatable: false)
+        #expect(await eventually { rig.lanes[0].waiting == 1 })
+        #expect(rig.timers.pending == 0)
+        rig.lanes[0].reply(.status(201))
+        #expect(try await task.value.get() == 201)
+        #expect(rig.totalSent == 1)
+    }
+
+    @Test func aCopyGoesOutWhenTheTimerFiresAndTheFirstSuccessWins() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
+        rig.timers.fireAll()
+        #expect(await eventually { rig.lanes[1].waiting == 1 })
+        rig.lanes[1].reply(.status(200))
+        #expect(try await task.value.get() == 200)
+        // The losing copy is cancelled, not waited for.
+        #expect(await eventually { rig.lanes[0].cancelled == 1 })
+        #expect(rig.lanes[2].sent.isEmpty)
+        rig.lanes[0].reply(.status(200))
+    }
+
+    @Test func aConflictIsHeldBackWhileTheFirstCopyMayStillSucceed() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
+        rig.timers.fireAll()
+        #expect(await eventually { rig.lanes[1].waiting == 1 })
+        // The copy lost the race at the server (the first copy's accept landed): 409.
+        rig.lanes[1].reply(.status(409))
+        try await Task.sleep(for: .milliseconds(50))
+        rig.lanes[0].reply(.status(200))
+        #expect(try await task.value.get() == 200)
+    }
+
+    @Test func everyCopyConflictingAnswersTheConflict() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
+        rig.timers.fireAll()
+        #expect(await eventually { rig.lanes[1].waiting == 1 && rig.timers.pending == 1 })
+        rig.timers.fireAll()
+        #expect(await eventually { rig.lanes[2].waiting == 1 })
+        #expect(rig.timers.pending == 0, "no timer once every lane has a copy")
+        for lane in rig.lanes { lane.reply(.status(409)) }
+        #expect(try await task.value.get() == 409)
+        #expect(rig.totalSent == 3)
+    }
+
+    @Test func aTransportFailureSendsTheNextCopyAtOnce() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        #expect(await eventually { rig.lanes[0].waiting == 1 })
+        rig.lanes[0].reply(.transportFailure)
+        #expect(await eventually { rig.lanes[1].waiting == 1 }, "the copy did not wait for the timer")
+        rig.lanes[1].reply(.status(200))
+        #expect(try await task.value.get() == 200)
+    }
+
+    @Test func theServersOtherRefusalsAreFinalAtOnce() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
+        rig.timers.fireAll()
+        #expect(await eventually { rig.lanes[1].waiting == 1 })
+        rig.lanes[1].reply(.status(404))
+        #expect(try await task.value.get() == 404)
+        rig.lanes[0].reply(.status(200))
+    }
+
+    @Test func everyLaneFailingAnswersTheFailure() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        for lane in rig.lanes {
+            #expect(await eventually { lane.waiting == 1 })
+            lane.reply(.transportFailure)
+        }
+        let result = await task.value
+        #expect(throws: URLError.self) { try result.get() }
+        #expect(rig.totalSent == 3)
+    }
+
+    @Test func warmOpensEveryIdleLane() async throws {
+        let rig = Rig()
+        rig.transport.warm(URL(string: "http://test/healthz")!)
+        #expect(await eventually { rig.lanes.allSatisfy { $0.sent == ["GET /healthz"] } })
+        for lane in rig.lanes { lane.reply(.status(200)) }
+    }
+}
+
+@Suite("Hedge policy: delay from the measured round trip, and which answer wins", .timeLimit(.minutes(1)))
+struct HedgePolicyTests {
+    @Test func theDelayFollowsRFC6298WithinItsBounds() {
+        var policy = HedgePolicy(lanes: 3, initialDelay: 0.3, minimumDelay: 0.12, maximumDelay: 1.5)
+        #expect(policy.hedgeDelay == 0.3, "no measurement yet")
+        policy.answered(after: 0.2)
+        // SRTT = 0.2, RTTVAR = 0.1: 0.2 + 4 × 0.1.
+        #expect(abs(policy.hedgeDelay - 0.6) < 1e-9)
+        policy.answered(after: 0.2)
+        // RTTVAR = 0.75 × 0.1 = 0.075; SRTT stays 0.2.
+        #expect(abs(policy.hedgeDelay - 0.5) < 1e-9)
+        for _ in 0..<50 { policy.answered(after: 0.02) }
+        #expect(policy.hedgeDelay == 0.12, "a fast network is held at the floor")
+        for _ in 0..<50 { policy.answered(after: 5) }
+        #expect(policy.hedgeDelay == 1.5, "a slow one at the ceiling")
+        policy.answered(after: -1)
+        policy.answered(after: .nan)
+        #expect(policy.hedgeDelay == 1.5, "nonsense measurements are ignored")
+    }
+
+    @Test func theStepsAfterEachOutcome() {
+        #expect(HedgePolicy.step(after: .success, inFlight: 2, unusedLanes: 1) == .finish)
+        #expect(HedgePolicy.step(after: .refused, inFlight: 2, unusedLanes: 1) == .finish)
+        #expect(HedgePolicy.step(after: .conflict, inFlight: 1, unusedLanes: 1) == .wait)
+        #expect(HedgePolicy.step(after: .conflict, inFlight: 0, unusedLanes: 1) == .finish)
+        #expect(HedgePolicy.step(after: .transportFailure, inFlight: 1, unusedLanes: 1) == .sendCopy)
+        #expect(HedgePolicy.step(after: .transportFailure, inFlight: 1, unusedLanes: 0) == .wait)
+        #expect(HedgePolicy.step(after: .transportFailure, inFlight: 0, unusedLanes: 0) == .finish)
+        #expect(HedgePolicy.preferred([.transportFailure, .conflict]) == 1, "the server's word before a lost connection")
+        #expect(HedgePolicy.preferred([.transportFailure, .transportFailure]) == 0)
+        #expect(HedgePolicy.preferred([]) == nil)
+    }
+}
