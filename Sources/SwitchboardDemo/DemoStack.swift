@@ -90,16 +90,28 @@ public final class DemoStack: Sendable {
         SwitchboardClient(baseURL: baseURL ?? self.baseURL, token: session.token)
     }
 
-    /// A phone of `session`'s user whose pushes come from the emulator's inbox for its token.
+    /// A phone of `session`'s user whose pushes come from the emulator's inbox for its token
+    /// (each delayed by `pushDelay` seconds when given), or from `pushSource` for `pushToken`.
+    /// `transport` and `eventTransport` replace the SDK's default transports (a bench wraps
+    /// them to time each request).
     public func phone(
         _ name: String, of session: AuthSession, baseURL: URL? = nil, pushDelay: (@Sendable () -> Double)? = nil,
+        transport: (any HTTPTransport)? = nil, eventTransport: (any HTTPTransport)? = nil,
+        pushSource: (any PushSource)? = nil, pushToken: String? = nil,
         onTimeline: @escaping @Sendable (PhoneTimelineEntry) -> Void = { _ in }
     ) -> SimulatedPhone {
-        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let token = pushToken ?? Self.newPushToken()
+        let client = SwitchboardClient(
+            baseURL: baseURL ?? self.baseURL, token: session.token, transport: transport ?? HedgingTransport(), eventTransport: eventTransport)
         return SimulatedPhone(
-            name: name, userID: session.user.id, client: client(session, baseURL: baseURL),
-            pushSource: EmulatorInbox(emulator: emulator, token: token, delay: pushDelay), pushToken: token,
+            name: name, userID: session.user.id, client: client,
+            pushSource: pushSource ?? EmulatorInbox(emulator: emulator, token: token, delay: pushDelay), pushToken: token,
             onTimeline: onTimeline)
+    }
+
+    /// A random 32-byte VoIP token in hex.
+    public static func newPushToken() -> String {
+        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 }
 

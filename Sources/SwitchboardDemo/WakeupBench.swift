@@ -177,10 +177,20 @@ public enum WakeupBench {
             let port = try proxy.start()
             let proxied = URL(string: "http://127.0.0.1:\(port)")!
             var callers: [SimulatedPhone] = [], callees: [SimulatedPhone] = []
+            var callerLogs: [RequestLog] = [], calleeLogs: [RequestLog] = []
             for (index, pair) in pairs.enumerated() {
                 let link = PushLink(profile: profile, seed: seed &+ UInt64(index) &+ 7)
-                callers.append(stack.phone("caller\(index)", of: pair.caller, baseURL: proxied))
-                callees.append(stack.phone("callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: { link.delay() }))
+                let callerLog = RequestLog(), calleeLog = RequestLog()
+                callerLogs.append(callerLog)
+                calleeLogs.append(calleeLog)
+                callers.append(stack.phone(
+                    "caller\(index)", of: pair.caller, baseURL: proxied,
+                    transport: TimedTransport(inner: HedgingTransport(), log: callerLog),
+                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: callerLog)))
+                callees.append(stack.phone(
+                    "callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: { link.delay() },
+                    transport: TimedTransport(inner: HedgingTransport(), log: calleeLog),
+                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: calleeLog)))
             }
             // Callers have their app open; callees' devices register directly (set-up, not
             // measured) and their apps then stay closed, so only the push can wake them.
@@ -201,7 +211,21 @@ public enum WakeupBench {
                     let index = next
                     next += 1
                     let caller = callers[index], callee = callees[index], pair = pairs[index]
-                    group.addTask { (index, await ring(caller: caller, callee: callee, conversation: pair.conversation, options: options)) }
+                    let logs = (caller: callerLogs[index], callee: calleeLogs[index])
+                    let emulator = stack.emulator
+                    let token = callee.pushToken
+                    group.addTask {
+                        var ring = await ring(caller: caller, callee: callee, conversation: pair.conversation, options: options)
+                        let push = ring.callID.flatMap { callID in
+                            emulator.inbox(token: token).last { IncomingCallPush(json: Data($0.payload))?.callID == callID }
+                        }
+                        let accepted = push.map { Date(timeIntervalSince1970: Double($0.receivedAt) / 1000) }
+                        let arrived = ring.callID.flatMap { callID in
+                            callee.timeline.first { $0.text == "VoIP push for call \(callID.prefix(8))" }?.at
+                        }
+                        Self.addTimings(to: &ring, caller: caller, callee: callee, logs: logs, pushAcceptedAt: accepted, pushArrivedAt: arrived)
+                        return (index, ring.sample)
+                    }
                 }
                 while next < min(options.concurrency, pairs.count) { launch() }
                 for await (index, sample) in group {
@@ -214,12 +238,18 @@ public enum WakeupBench {
             let violations = (callers + callees).flatMap { phone in (phone.callSystem?.violations ?? []).map { "\(phone.name): \($0)" } }
             for phone in callers + callees { phone.shutDown() }
             proxy.stop()
+            let traffic = proxy.statistics
+            let requests = (callerLogs + calleeLogs).reduce(0) { $0 + $1.entries { _ in true }.count }
+            err.write(Data("  \(profile.name): \(requests) requests over \(traffic.connectionsAccepted) connections; \(traffic.stalls) stalls (\(String(format: "%.1f", traffic.stallSeconds)) s), \(traffic.resets) resets\n".utf8))
             results.append(WakeupProfileResult(
                 profile: profile.name, samples: samples.compactMap { $0 }, threshold: options.thresholds.threshold(for: profile.name),
-                contractViolations: violations))
+                contractViolations: violations,
+                pushLegFloor: LinkSchedule<SplitMix64>.delayFloor(of: profile.downlink, quantile: 0.95) * 1000))
         }
         let report = WakeupReport(phones: options.phones, startedAt: startedAt, profiles: results)
         print(report.table)
+        print()
+        print(report.stepTable)
         try FileManager.default.createDirectory(atPath: options.outDirectory, withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -231,15 +261,25 @@ public enum WakeupBench {
         return report
     }
 
+    /// One ring's outcome and the moments the timing breakdown starts from.
+    struct Ring: Sendable {
+        var sample: WakeupSample
+        var callID: String?
+        var dialed: Date
+        var answered: Date?
+    }
+
     /// One ring: dial, wait for the callee's call system to ring, answer, wait for both sides
     /// connected, hang up.
-    static func ring(caller: SimulatedPhone, callee: SimulatedPhone, conversation: String, options: Options) async -> WakeupSample {
+    static func ring(caller: SimulatedPhone, callee: SimulatedPhone, conversation: String, options: Options) async -> Ring {
         let dialed = Date()
         let callID: String
         do {
             callID = try await caller.dial(scopeKind: .conversation, scopeID: conversation, handle: callee.name)
         } catch {
-            return WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "dial failed: \(error)")
+            return Ring(
+                sample: WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "dial failed: \(error)"),
+                dialed: dialed)
         }
         var origin: String?
         func woke() -> Date? {
@@ -251,7 +291,9 @@ public enum WakeupBench {
         }
         guard await eventually(seconds: 30, { woke() != nil }), let wokeAt = woke() else {
             try? caller.hangUp(callID)
-            return WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "never rang")
+            return Ring(
+                sample: WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "never rang"),
+                callID: callID, dialed: dialed)
         }
         let wakeup = wokeAt.timeIntervalSince(dialed) * 1000
         let answered = Date()
@@ -259,7 +301,10 @@ public enum WakeupBench {
             try callee.answer(callID)
         } catch {
             try? caller.hangUp(callID)
-            return WakeupSample(wakeupMilliseconds: wakeup, setupSucceeded: false, setupMilliseconds: nil, wokenBy: origin, failure: "answer refused: \(error)")
+            return Ring(
+                sample: WakeupSample(
+                    wakeupMilliseconds: wakeup, setupSucceeded: false, setupMilliseconds: nil, wokenBy: origin, failure: "answer refused: \(error)"),
+                callID: callID, dialed: dialed)
         }
         func connected(_ phone: SimulatedPhone) -> Date? {
             phone.notices.first { if case .connected(let id) = $0.notice { id == callID } else { false } }?.at
@@ -281,12 +326,51 @@ public enum WakeupBench {
         _ = await eventually(seconds: 10) {
             caller.coordinator?.call(callID)?.stage == .ended && callee.coordinator?.call(callID)?.stage == .ended
         }
-        return WakeupSample(
+        let sample = WakeupSample(
             wakeupMilliseconds: wakeup, setupSucceeded: succeeded, setupMilliseconds: setup, wokenBy: origin, failure: failure,
             calleeConnectedMilliseconds: connected(callee).map { $0.timeIntervalSince(answered) * 1000 },
             callerConnectedMilliseconds: connected(caller).map { $0.timeIntervalSince(answered) * 1000 })
+        return Ring(sample: sample, callID: callID, dialed: dialed, answered: answered)
     }
 
+    /// Adds push → reported and the per-step breakdown to a ring's sample, from both phones'
+    /// request logs, the callee's timeline and notices, and the time APNs accepted the push.
+    static func addTimings(
+        to ring: inout Ring, caller: SimulatedPhone, callee: SimulatedPhone, logs: (caller: RequestLog, callee: RequestLog),
+        pushAcceptedAt: Date?, pushArrivedAt: Date?
+    ) {
+        guard let callID = ring.callID else { return }
+        func ms(_ from: Date?, _ to: Date?) -> Double? {
+            guard let from, let to else { return nil }
+            return to.timeIntervalSince(from) * 1000
+        }
+        let reported = callee.firstNotice { if case .incoming(let id, _) = $0 { id == callID } else { false } }
+        let callerConnected = caller.firstNotice { if case .connected(let id) = $0 { id == callID } else { false } }
+        let calleeConnected = callee.firstNotice { if case .connected(let id) = $0 { id == callID } else { false } }
+        let dial = logs.caller.entries { $0 == "POST /calls" }.first { $0.sentAt >= ring.dialed }
+        let accept = logs.callee.entries { $0 == "POST /calls/\(callID)/accept" }.first
+        let calleeToken = logs.callee.entries { $0 == "POST /calls/\(callID)/media-token" }.first
+        let callerToken = logs.caller.entries { $0 == "POST /calls/\(callID)/media-token" }.last { $0.status == 200 }
+        // The caller's first long poll answered after the callee's accept reached the server
+        // (at the latest when its answer came back): the event that told it.
+        let callerEvent = accept.flatMap { accept in
+            logs.caller.entries { $0 == "GET /events" }.first { $0.answeredAt > accept.sentAt && $0.status == 200 }
+        }
+        var steps: [String: Double] = [:]
+        func put(_ step: WakeupStep, _ value: Double?) { if let value { steps[step.rawValue] = max(0, value) } }
+        put(.dialRequest, ms(dial?.sentAt, dial?.answeredAt))
+        put(.toAPNs, ms(ring.dialed, pushAcceptedAt))
+        put(.pushLeg, ms(pushAcceptedAt, pushArrivedAt))
+        put(.report, ms(pushArrivedAt, reported))
+        put(.answerRequest, ms(accept?.sentAt, accept?.answeredAt))
+        put(.calleeToken, ms(calleeToken?.sentAt, calleeToken?.answeredAt))
+        put(.calleeMedia, ms(calleeToken?.answeredAt ?? accept?.answeredAt, calleeConnected))
+        put(.callerHears, ms(ring.answered, callerEvent?.answeredAt))
+        put(.callerToken, ms(callerToken?.sentAt, callerToken?.answeredAt))
+        put(.callerMedia, ms(callerToken?.answeredAt, callerConnected))
+        ring.sample.steps = steps
+        ring.sample.pushToReportedMilliseconds = ms(pushAcceptedAt, reported)
+    }
 }
 
 /// The APNs → phone leg of a profile: each push is delayed as the profile's downlink would

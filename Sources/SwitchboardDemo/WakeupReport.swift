@@ -16,11 +16,20 @@ public struct WakeupSample: Codable, Sendable, Equatable {
     /// From the answer to each side connected, when it was (where setup time goes).
     public var calleeConnectedMilliseconds: Double?
     public var callerConnectedMilliseconds: Double?
+    /// From the push accepted by APNs (the emulator's `receivedAt`) to the incoming call
+    /// reported: the design's wake-up metric. nil when the callee never rang.
+    public var pushToReportedMilliseconds: Double?
+    /// Where the time went, step by step, in milliseconds (``WakeupStep``'s names); a step
+    /// that did not happen is missing.
+    public var steps: [String: Double]?
 
     public init(
         wakeupMilliseconds: Double?, setupSucceeded: Bool, setupMilliseconds: Double?, wokenBy: String?, failure: String?,
-        calleeConnectedMilliseconds: Double? = nil, callerConnectedMilliseconds: Double? = nil
+        calleeConnectedMilliseconds: Double? = nil, callerConnectedMilliseconds: Double? = nil,
+        pushToReportedMilliseconds: Double? = nil, steps: [String: Double]? = nil
     ) {
+        self.pushToReportedMilliseconds = pushToReportedMilliseconds
+        self.steps = steps
         self.wakeupMilliseconds = wakeupMilliseconds
         self.setupSucceeded = setupSucceeded
         self.setupMilliseconds = setupMilliseconds
@@ -33,15 +42,45 @@ public struct WakeupSample: Codable, Sendable, Equatable {
 
 /// The gates a profile must pass.
 public struct WakeupThreshold: Codable, Sendable, Equatable {
-    /// The 95th percentile wake-up latency must be below this.
+    /// The 95th percentile wake-up latency (dial → reported) must be below this.
     public var p95WakeupMilliseconds: Double
+    /// The 95th percentile push → reported latency must be below this; when absent, the same
+    /// as `p95WakeupMilliseconds`.
+    public var p95PushToReportedMilliseconds: Double?
     /// The share of rings whose setup succeeded must be above this (0…1).
     public var minimumSetupSuccessRate: Double
 
-    public init(p95WakeupMilliseconds: Double = 1500, minimumSetupSuccessRate: Double = 0.95) {
+    public init(p95WakeupMilliseconds: Double = 1500, p95PushToReportedMilliseconds: Double? = nil, minimumSetupSuccessRate: Double = 0.95) {
         self.p95WakeupMilliseconds = p95WakeupMilliseconds
+        self.p95PushToReportedMilliseconds = p95PushToReportedMilliseconds
         self.minimumSetupSuccessRate = minimumSetupSuccessRate
     }
+
+    /// The push → reported gate in force.
+    public var pushGateMilliseconds: Double { p95PushToReportedMilliseconds ?? p95WakeupMilliseconds }
+}
+
+/// The steps of one ring, in order, by the names ``WakeupSample/steps`` uses.
+public enum WakeupStep: String, CaseIterable, Sendable {
+    case dialRequest = "dial request (caller's POST /calls)"
+    case toAPNs = "dial → push accepted by APNs"
+    case pushLeg = "push leg (APNs → phone)"
+    case report = "push arrived → reported"
+    case answerRequest = "answer request (callee's accept)"
+    case calleeToken = "callee's media token request"
+    case calleeMedia = "callee's media join"
+    case callerHears = "answer → caller's event"
+    case callerToken = "caller's media token request"
+    case callerMedia = "caller's media join"
+}
+
+/// One step's figures over a profile's rings.
+public struct WakeupStepSummary: Codable, Sendable, Equatable {
+    public var step: String
+    /// Rings in which the step happened.
+    public var count: Int
+    public var p50Milliseconds: Double
+    public var p95Milliseconds: Double
 }
 
 /// The thresholds file: defaults, and overrides per profile name.
@@ -71,8 +110,9 @@ public struct WakeupThresholds: Codable, Sendable, Equatable {
             throw BenchUsageError("the thresholds file \(path) is not valid: \(error)")
         }
         for (name, threshold) in [("default", thresholds.default)] + thresholds.profiles.sorted(by: { $0.key < $1.key }) {
-            guard threshold.p95WakeupMilliseconds > 0, (0...1).contains(threshold.minimumSetupSuccessRate) else {
-                throw BenchUsageError("thresholds for \(name): p95WakeupMilliseconds must be > 0 and minimumSetupSuccessRate within 0…1")
+            guard threshold.p95WakeupMilliseconds > 0, threshold.pushGateMilliseconds > 0, (0...1).contains(threshold.minimumSetupSuccessRate) else {
+                throw BenchUsageError(
+                    "thresholds for \(name): p95WakeupMilliseconds and p95PushToReportedMilliseconds must be > 0 and minimumSetupSuccessRate within 0…1")
             }
         }
         return thresholds
@@ -93,35 +133,71 @@ public struct WakeupProfileResult: Codable, Sendable, Equatable {
     public var p50WakeupMilliseconds: Double?
     public var p95WakeupMilliseconds: Double?
     public var p99WakeupMilliseconds: Double?
+    public var p50PushToReportedMilliseconds: Double?
+    public var p95PushToReportedMilliseconds: Double?
+    public var p99PushToReportedMilliseconds: Double?
     public var setupSuccessRate: Double
     public var threshold: WakeupThreshold
+    /// The p95 the push leg alone cannot beat under the profile's loss (``NetworkProfile``'s
+    /// arithmetic; nil when not computed).
+    public var pushLegFloorMilliseconds: Double?
+    /// Gates this profile cannot meet by arithmetic (the push leg's floor is above them), so
+    /// they are reported and not applied, with the reason.
+    public var outOfReach: [String]
     public var passed: Bool
     /// Why the gate failed, when it did.
     public var gateFailures: [String]
+    /// Where the time went, step by step.
+    public var steps: [WakeupStepSummary]
     /// Broken CallKit rules seen on any phone (should be none).
     public var contractViolations: [String]
     public var samples: [WakeupSample]
 
     /// Summarises `samples` and applies `threshold`. A ring that never woke counts as a miss for
     /// setup and as an infinitely late wake-up for the percentiles.
-    public init(profile: String, samples: [WakeupSample], threshold: WakeupThreshold, contractViolations: [String] = []) {
+    ///
+    /// `pushLegFloor`: the p95 the push leg alone cannot beat (ms). A wake-up gate at or below
+    /// it is out of physical reach: it is reported in ``outOfReach`` and not applied.
+    public init(
+        profile: String, samples: [WakeupSample], threshold: WakeupThreshold, contractViolations: [String] = [],
+        pushLegFloor: Double? = nil
+    ) {
         self.profile = profile
         self.samples = samples
         self.threshold = threshold
         self.contractViolations = contractViolations
+        pushLegFloorMilliseconds = pushLegFloor
         rings = samples.count
         let latencies = samples.map { $0.wakeupMilliseconds ?? .infinity }.sorted()
+        let pushLatencies = samples.map { $0.pushToReportedMilliseconds ?? .infinity }.sorted()
         woken = latencies.filter(\.isFinite).count
         func finite(_ value: Double?) -> Double? { value.flatMap { $0.isFinite ? $0 : nil } }
         p50WakeupMilliseconds = finite(Self.percentile(latencies, 50))
         p95WakeupMilliseconds = finite(Self.percentile(latencies, 95))
         p99WakeupMilliseconds = finite(Self.percentile(latencies, 99))
+        p50PushToReportedMilliseconds = finite(Self.percentile(pushLatencies, 50))
+        p95PushToReportedMilliseconds = finite(Self.percentile(pushLatencies, 95))
+        p99PushToReportedMilliseconds = finite(Self.percentile(pushLatencies, 99))
         setupSuccessRate = samples.isEmpty ? 0 : Double(samples.filter(\.setupSucceeded).count) / Double(samples.count)
-        var failures: [String] = []
-        let p95 = Self.percentile(latencies, 95) ?? .infinity
-        if !(p95 < threshold.p95WakeupMilliseconds) {
-            failures.append(String(format: "p95 wake-up %@ ≥ %.0f ms", p95.isFinite ? String(format: "%.0f ms", p95) : "(some phones never rang)", threshold.p95WakeupMilliseconds))
+        steps = WakeupStep.allCases.compactMap { step in
+            let values = samples.compactMap { $0.steps?[step.rawValue] }.sorted()
+            guard let p50 = Self.percentile(values, 50), let p95 = Self.percentile(values, 95) else { return nil }
+            return WakeupStepSummary(step: step.rawValue, count: values.count, p50Milliseconds: p50, p95Milliseconds: p95)
         }
+        var failures: [String] = [], unreachable: [String] = []
+        func gate(_ name: String, _ sorted: [Double], _ limit: Double) {
+            let p95 = Self.percentile(sorted, 95) ?? .infinity
+            if p95 < limit { return }
+            let measured = p95.isFinite ? String(format: "%.0f ms", p95) : "(some phones never rang)"
+            if let floor = pushLegFloor, floor >= limit {
+                unreachable.append(String(format: "p95 %@ %@ ≥ %.0f ms, and the push leg alone has p95 ≥ %.0f ms at this loss", name, measured, limit, floor))
+                return
+            }
+            failures.append(String(format: "p95 %@ %@ ≥ %.0f ms", name, measured, limit))
+        }
+        gate("dial → reported", latencies, threshold.p95WakeupMilliseconds)
+        gate("push → reported", pushLatencies, threshold.pushGateMilliseconds)
+        outOfReach = unreachable
         if !(setupSuccessRate > threshold.minimumSetupSuccessRate) {
             failures.append(String(format: "setup success %.1f %% ≤ %.1f %%", setupSuccessRate * 100, threshold.minimumSetupSuccessRate * 100))
         }
@@ -155,16 +231,38 @@ public struct WakeupReport: Codable, Sendable, Equatable {
     /// The table printed at the end.
     public var table: String {
         func ms(_ value: Double?) -> String { value.map { String(format: "%.0f", $0) } ?? "—" }
-        var lines = ["profile        rings  woken  p50 ms  p95 ms  p99 ms  setup ok  gate"]
+        func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+        var lines = [
+            "                             dial → reported ms    push → reported ms",
+            "profile        rings  woken    p50    p95    p99     p50    p95    p99  setup ok  gate",
+        ]
         for result in profiles {
-            let gate = result.passed ? "pass" : "FAIL: " + result.gateFailures.joined(separator: "; ")
-            func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+            var gate = result.passed ? "pass" : "FAIL: " + result.gateFailures.joined(separator: "; ")
+            if !result.outOfReach.isEmpty { gate += " (not gated, out of physical reach: " + result.outOfReach.joined(separator: "; ") + ")" }
             lines.append(
                 result.profile.padding(toLength: 14, withPad: " ", startingAt: 0)
-                    + String(format: " %5d  %5d  ", result.rings, result.woken)
+                    + String(format: " %5d  %5d ", result.rings, result.woken)
                     + [result.p50WakeupMilliseconds, result.p95WakeupMilliseconds, result.p99WakeupMilliseconds].map { right(ms($0), 6) }
-                        .joined(separator: "  ")
+                        .joined(separator: " ")
+                    + "  "
+                    + [result.p50PushToReportedMilliseconds, result.p95PushToReportedMilliseconds, result.p99PushToReportedMilliseconds]
+                        .map { right(ms($0), 6) }.joined(separator: " ")
                     + String(format: "  %7.1f%%  ", result.setupSuccessRate * 100) + gate)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Where the time goes: each step's p50 / p95 in milliseconds, a column per profile.
+    public var stepTable: String {
+        let width = 13
+        func cell(_ text: String) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+        var lines = ["step (p50 / p95 ms)                  " + profiles.map { cell($0.profile) }.joined(separator: " ")]
+        for step in WakeupStep.allCases {
+            let cells = profiles.map { result -> String in
+                guard let summary = result.steps.first(where: { $0.step == step.rawValue }) else { return cell("—") }
+                return cell(String(format: "%.0f / %.0f", summary.p50Milliseconds, summary.p95Milliseconds))
+            }
+            lines.append(step.rawValue.padding(toLength: 37, withPad: " ", startingAt: 0) + cells.joined(separator: " "))
         }
         return lines.joined(separator: "\n")
     }

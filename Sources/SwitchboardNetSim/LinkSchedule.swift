@@ -1,3 +1,5 @@
+import Foundation
+
 /// When one segment of a stream may be handed to the receiver, and what it went through.
 public struct SegmentRelease: Sendable, Equatable {
     /// The segment's length in bytes (zero for a handshake packet or the end of the stream).
@@ -136,6 +138,22 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
             }
         }
         return SegmentRelease(byteCount: 0, releaseAt: time + latency + drawJitter() + stall, losses: losses, stall: stall)
+    }
+
+    /// The least the `quantile` (0…1) of one segment's delay can be on `link`, in seconds:
+    /// its latency plus the retransmission timeouts of the losses in a row that the quantile
+    /// still covers (jitter only adds, so it is left out). A segment is lost `k` times or more
+    /// with probability `pᵏ`, so the quantile waits for the smallest `k` with `pᵏ⁺¹ ≤ 1 − q`.
+    /// At 50 % loss the 95th percentile needs four losses (0.5⁵ ≈ 3 % ≤ 5 % < 0.5⁴): 200 + 400 +
+    /// 800 + 1600 ms. No design beats it with one message over one connection.
+    public static func delayFloor(of link: NetworkProfile.Link, quantile: Double) -> Double {
+        let latency = link.latency.seconds, p = link.loss.probability
+        guard p > 0, quantile > 0 else { return latency }
+        let tail = max(1 - min(quantile, 1), 0)
+        var losses = 0
+        while losses < maximumRetransmissions, pow(p, Double(losses + 1)) > tail { losses += 1 }
+        let initial = link.loss.initialTimeout.seconds, cap = link.loss.maximumTimeout.seconds
+        return latency + (0..<losses).reduce(0) { $0 + backedOff(initial, losses: $1, cap: cap) }
     }
 
     private mutating func drawJitter() -> Double {

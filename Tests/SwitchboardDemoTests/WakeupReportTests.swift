@@ -6,8 +6,11 @@ import SwitchboardDemo
 /// `make test`'s short bench and in `make weaknet`).
 @Suite("Wake-up bench: statistics, gates, report and flags", .timeLimit(.minutes(3)))
 struct WakeupReportTests {
-    static func sample(_ wakeup: Double?, ok: Bool = true) -> WakeupSample {
-        WakeupSample(wakeupMilliseconds: wakeup, setupSucceeded: ok, setupMilliseconds: ok ? 500 : nil, wokenBy: wakeup == nil ? nil : "push", failure: ok ? nil : "x")
+    static func sample(_ wakeup: Double?, ok: Bool = true, push: Double? = nil) -> WakeupSample {
+        WakeupSample(
+            wakeupMilliseconds: wakeup, setupSucceeded: ok, setupMilliseconds: ok ? 500 : nil, wokenBy: wakeup == nil ? nil : "push",
+            failure: ok ? nil : "x", pushToReportedMilliseconds: push ?? wakeup.map { $0 / 2 },
+            steps: wakeup.map { [WakeupStep.dialRequest.rawValue: $0 / 4, WakeupStep.pushLeg.rawValue: $0 / 3] })
     }
 
     @Test func percentilesAreNearestRank() {
@@ -32,7 +35,46 @@ struct WakeupReportTests {
         let samples = (1...20).map { Self.sample($0 >= 19 ? 1600 : 100) }
         let result = WakeupProfileResult(profile: "poor_3g", samples: samples, threshold: WakeupThreshold())
         #expect(!result.passed)
-        #expect(result.gateFailures.first?.contains("p95 wake-up 1600 ms") == true)
+        #expect(result.gateFailures.first?.contains("p95 dial → reported 1600 ms") == true)
+        #expect(result.gateFailures.count == 1, "push → reported (800 ms) is within its gate")
+    }
+
+    @Test func pushToReportedIsGatedToo() {
+        let samples = (1...20).map { Self.sample(100, push: $0 >= 19 ? 2000 : 50) }
+        let result = WakeupProfileResult(profile: "poor_3g", samples: samples, threshold: WakeupThreshold())
+        #expect(!result.passed && result.gateFailures == ["p95 push → reported 2000 ms ≥ 1500 ms"])
+        #expect(result.p50PushToReportedMilliseconds == 50 && result.p95PushToReportedMilliseconds == 2000)
+        let ownGate = WakeupProfileResult(
+            profile: "poor_3g", samples: samples, threshold: WakeupThreshold(p95WakeupMilliseconds: 1500, p95PushToReportedMilliseconds: 2500))
+        #expect(ownGate.passed)
+    }
+
+    @Test func aGateBelowThePushLegsFloorIsReportedNotApplied() {
+        let samples = (1...20).map { Self.sample($0 >= 19 ? 3200 : 100) }
+        let result = WakeupProfileResult(profile: "wifi_50_loss", samples: samples, threshold: WakeupThreshold(), pushLegFloor: 3010)
+        #expect(result.passed && result.gateFailures.isEmpty)
+        #expect(result.outOfReach.count == 2 && result.outOfReach[0].contains("push leg alone has p95 ≥ 3010 ms"))
+        // Met anyway (a lucky sample): nothing to excuse.
+        let lucky = WakeupProfileResult(profile: "wifi_50_loss", samples: (1...20).map { _ in Self.sample(100) }, threshold: WakeupThreshold(), pushLegFloor: 3010)
+        #expect(lucky.passed && lucky.outOfReach.isEmpty)
+        // A floor under the gate excuses nothing.
+        let reachable = WakeupProfileResult(profile: "wifi_30_loss", samples: samples, threshold: WakeupThreshold(), pushLegFloor: 610)
+        #expect(!reachable.passed && reachable.outOfReach.isEmpty)
+        // Setup is never excused.
+        let noSetup = WakeupProfileResult(profile: "wifi_50_loss", samples: (1...20).map { Self.sample(3200, ok: $0 > 5) }, threshold: WakeupThreshold(), pushLegFloor: 3010)
+        #expect(!noSetup.passed && noSetup.gateFailures.count == 1)
+    }
+
+    @Test func theStepsAreSummarisedAndTabled() {
+        let result = WakeupProfileResult(profile: "good", samples: (1...20).map { Self.sample(Double($0) * 40) }, threshold: WakeupThreshold())
+        let dial = result.steps.first { $0.step == WakeupStep.dialRequest.rawValue }
+        #expect(dial?.count == 20 && dial?.p50Milliseconds == 100 && dial?.p95Milliseconds == 190)
+        #expect(!result.steps.contains { $0.step == WakeupStep.answerRequest.rawValue }, "a step no ring had is left out")
+        let report = WakeupReport(phones: 40, startedAt: "t", profiles: [result])
+        let lines = report.stepTable.split(separator: "\n")
+        #expect(lines.count == WakeupStep.allCases.count + 1)
+        #expect(lines[1].hasPrefix(WakeupStep.dialRequest.rawValue) && lines[1].hasSuffix("100 / 190"))
+        #expect(lines.contains { $0.hasPrefix(WakeupStep.answerRequest.rawValue) && $0.hasSuffix("—") })
     }
 
     @Test func exactly95PercentSetupSuccessIsNotAbove95() {
@@ -97,7 +139,7 @@ struct WakeupReportTests {
         let report = WakeupReport(phones: 20, startedAt: "2026-11-30T00:00:00Z", profiles: [good, bad])
         #expect(!report.passed)
         let table = report.table.split(separator: "\n")
-        #expect(table.count == 3 && table[1].hasPrefix("good") && table[1].hasSuffix("pass") && table[2].contains("FAIL"))
+        #expect(table.count == 4 && table[2].hasPrefix("good") && table[2].hasSuffix("pass") && table[3].contains("FAIL"))
         let svg = report.chartSVG
         #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
         #expect(svg.components(separatedBy: "<polyline").count == 3, "one curve per profile")

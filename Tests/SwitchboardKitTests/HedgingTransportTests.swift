@@ -15,6 +15,7 @@ private final class ScriptedLane: HTTPTransport {
         var waiting: [CheckedContinuation<(Data, HTTPURLResponse), any Error>] = []
         var sent: [String] = []
         var cancelled = 0
+        var warmed = 0
     }
 
     private let state = Mutex(State())
@@ -23,8 +24,15 @@ private final class ScriptedLane: HTTPTransport {
     var waiting: Int { state.withLock { $0.waiting.count } }
     var cancelled: Int { state.withLock { $0.cancelled } }
 
+    var warmed: Int { state.withLock { $0.warmed } }
+
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let path = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
+        if path == "GET /healthz" {
+            // Warming requests are answered at once.
+            state.withLock { $0.warmed += 1 }
+            return (Data(), HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!)
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 state.withLock {
@@ -188,25 +196,50 @@ struct HedgingTransportTests {
     @Test func warmOpensEveryIdleLane() async throws {
         let rig = Rig()
         rig.transport.warm(URL(string: "http://test/healthz")!)
-        #expect(await eventually { rig.lanes.allSatisfy { $0.sent == ["GET /healthz"] } })
-        for lane in rig.lanes { lane.reply(.status(200)) }
+        #expect(await eventually { rig.lanes.allSatisfy { $0.warmed == 1 } })
+    }
+
+    @Test func theFirstRequestWarmsTheOtherLanesAndAWarmLaneIsLeftAlone() async throws {
+        let clock = Mutex(0.0)
+        let lanes = [ScriptedLane(), ScriptedLane(), ScriptedLane()]
+        let transport = HedgingTransport(lanes: lanes, sleep: { _ in try await Task.sleep(for: .seconds(3600)) }, now: { clock.withLock { $0 } })
+        var request = URLRequest(url: URL(string: "http://test/me")!)
+        request.httpMethod = "GET"
+        let first = Task { try await transport.send(request, repeatable: false) }
+        #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 1 && lanes[2].warmed == 1 })
+        lanes[0].reply(.status(200))
+        _ = try await first.value
+        // Ten seconds on, every lane answered recently: nothing is warmed again.
+        clock.withLock { $0 = 10 }
+        let second = Task { try await transport.send(request, repeatable: false) }
+        #expect(await eventually { lanes[0].waiting == 1 })
+        lanes[0].reply(.status(200))
+        _ = try await second.value
+        #expect(lanes[1].warmed == 1 && lanes[2].warmed == 1)
+        // After the keep-warm time the idle lanes are warmed again beside the next request.
+        clock.withLock { $0 = 10 + HedgingTransport.keepWarmSeconds + 1 }
+        let third = Task { try await transport.send(request, repeatable: false) }
+        #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 2 && lanes[2].warmed == 2 })
+        lanes[0].reply(.status(200))
+        _ = try await third.value
     }
 }
 
-@Suite("Hedge policy: delay from the measured round trip, and which answer wins", .timeLimit(.minutes(1)))
+@Suite("Hedge policy: delay from the fastest recent answer, and which answer wins", .timeLimit(.minutes(1)))
 struct HedgePolicyTests {
-    @Test func theDelayFollowsRFC6298WithinItsBounds() {
+    @Test func theDelayFollowsTheFastestRecentAnswerWithinItsBounds() {
         var policy = HedgePolicy(lanes: 3, initialDelay: 0.3, minimumDelay: 0.12, maximumDelay: 1.5)
         #expect(policy.hedgeDelay == 0.3, "no measurement yet")
         policy.answered(after: 0.2)
-        // SRTT = 0.2, RTTVAR = 0.1: 0.2 + 4 × 0.1.
-        #expect(abs(policy.hedgeDelay - 0.6) < 1e-9)
-        policy.answered(after: 0.2)
-        // RTTVAR = 0.75 × 0.1 = 0.075; SRTT stays 0.2.
-        #expect(abs(policy.hedgeDelay - 0.5) < 1e-9)
-        for _ in 0..<50 { policy.answered(after: 0.02) }
-        #expect(policy.hedgeDelay == 0.12, "a fast network is held at the floor")
-        for _ in 0..<50 { policy.answered(after: 5) }
+        #expect(abs(policy.hedgeDelay - 0.45) < 1e-9, "2 × 200 ms + 50 ms")
+        // A lossy link: answers at the round trip or a stall later; the stalls do not count.
+        for duration in [0.9, 0.025, 0.6, 0.225, 1.4, 0.03] { policy.answered(after: duration) }
+        #expect(policy.hedgeDelay == 0.12, "2 × 25 ms + 50 ms, held at the floor")
+        // The fast answer ages out of the window: a slower path takes over.
+        for _ in 0..<HedgePolicy.window { policy.answered(after: 0.4) }
+        #expect(abs(policy.hedgeDelay - 0.85) < 1e-9)
+        #expect(policy.recent.count == HedgePolicy.window)
+        for _ in 0..<HedgePolicy.window { policy.answered(after: 5) }
         #expect(policy.hedgeDelay == 1.5, "a slow one at the ceiling")
         policy.answered(after: -1)
         policy.answered(after: .nan)

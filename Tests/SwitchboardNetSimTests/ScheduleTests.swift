@@ -214,4 +214,30 @@ struct ConnectionScheduleTests {
         #expect((1350...1650).contains(stalled))
         #expect(releases.allSatisfy { $0.stall <= 15 * 6.4 })
     }
+    @Test func theDelayFloorOfAQuantileIsTheLatencyPlusTheLossesItCovers() {
+        // 30 %: 0.3³ = 2.7 % ≤ 5 % < 0.3² = 9 %, so the p95 waits for two losses (200 + 400 ms).
+        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi30Loss.downlink, quantile: 0.95) - 0.61) < 1e-9)
+        // 50 %: four losses, 200 + 400 + 800 + 1600 ms.
+        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi50Loss.downlink, quantile: 0.95) - 3.01) < 1e-9)
+        // The median at 50 %: 0.5¹ = 50 % ≤ 50 %, no loss.
+        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi50Loss.downlink, quantile: 0.5) - 0.01) < 1e-9)
+        #expect(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.good.downlink, quantile: 0.99) == 0.01)
+        // poor_3g: 1 % loss never reaches the p95; its 400 ms RTO counts from the p99.5 on.
+        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.poor3G.downlink, quantile: 0.95) - 0.1) < 1e-9)
+        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.poor3G.downlink, quantile: 0.995) - 0.5) < 1e-9)
+    }
+
+    @Test func theFloorHoldsForSimulatedSegments() {
+        // The arithmetic is a floor: the simulated p95 is at least it.
+        for profile in [NetworkProfile.wifi30Loss, .wifi50Loss] {
+            var delays: [Double] = []
+            for seed in 0..<4000 {
+                var schedule = LinkSchedule(link: profile.downlink, random: SplitMix64(seed: UInt64(seed)))
+                delays.append(schedule.segmentArrived(byteCount: 400, at: 0).releaseAt)
+            }
+            delays.sort()
+            let p95 = delays[Int(0.95 * Double(delays.count)) - 1]
+            #expect(p95 >= LinkSchedule<SplitMix64>.delayFloor(of: profile.downlink, quantile: 0.95) - 1e-9, "\(profile.name)")
+        }
+    }
 }

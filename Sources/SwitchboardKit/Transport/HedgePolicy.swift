@@ -4,16 +4,17 @@ import Foundation
 /// answer it keeps: the decisions alone, with time and answers as inputs, so they are tested
 /// without a network.
 ///
-/// The delay before a copy follows the measured round trip the way TCP's retransmission
-/// timer does (RFC 6298): `SRTT + 4·RTTVAR`, from every answered request, within
-/// `minimumDelay…maximumDelay`. On a good network a request answers well inside it and no copy
-/// is ever sent; on a lossy one, a request whose segment was lost (a 200 ms or longer stall)
-/// gets a copy on a connection whose packets are lost independently.
+/// The delay before a copy is twice the fastest of the last ``window`` answers plus 50 ms,
+/// within `minimumDelay…maximumDelay`. The fastest recent answer is the round trip without
+/// loss (plus the server's work): on a lossy link, answers are either that or one
+/// retransmission timeout (200 ms or more) later, so a smoothed average (TCP's `SRTT +
+/// 4·RTTVAR`) would swell with the stalls and hedge only after the stalled copy had recovered
+/// by itself. On a good network a request answers well inside the delay and no copy is sent.
 ///
 /// ```swift
 /// var policy = HedgePolicy()
 /// policy.answered(after: 0.031)            // a request took 31 ms
-/// let delay = policy.hedgeDelay            // ≥ minimumDelay
+/// let delay = policy.hedgeDelay            // 2 × 31 + 50 ms = 112 ms, held at 120 ms
 /// ```
 public struct HedgePolicy: Sendable, Equatable {
     /// Connections a request may use at once (the first copy and its hedges), at least 1.
@@ -25,39 +26,34 @@ public struct HedgePolicy: Sendable, Equatable {
     public var minimumDelay: Double
     /// Nor longer than this (seconds).
     public var maximumDelay: Double
+    /// How many recent answers the fastest is taken from.
+    public static let window = 32
 
-    /// The smoothed round trip and its variation (seconds); nil before the first answer.
-    public private(set) var smoothedRoundTrip: Double?
-    public private(set) var roundTripVariation: Double = 0
+    /// The most recent answer times (seconds), oldest first, at most ``window``.
+    public private(set) var recent: [Double] = []
 
-    /// Creates a policy: 3 lanes, 300 ms before the first measurement, 120 ms to 1.5 s after
+    /// Creates a policy: 3 lanes, 250 ms before the first measurement, 120 ms to 1.5 s after
     /// (below Linux's 200 ms minimum retransmission timeout, so a copy overtakes a stalled
     /// segment, and above a busy server's usual answer time, so it rarely duplicates a request
     /// that is merely being worked on).
-    public init(lanes: Int = 3, initialDelay: Double = 0.3, minimumDelay: Double = 0.12, maximumDelay: Double = 1.5) {
+    public init(lanes: Int = 3, initialDelay: Double = 0.25, minimumDelay: Double = 0.12, maximumDelay: Double = 1.5) {
         self.lanes = max(1, lanes)
         self.initialDelay = initialDelay
         self.minimumDelay = minimumDelay
         self.maximumDelay = max(minimumDelay, maximumDelay)
     }
 
-    /// A request was answered `seconds` after its copy was sent: updates the estimate
-    /// (RFC 6298 §2: α = 1/8, β = 1/4).
+    /// A request was answered `seconds` after its copy was sent.
     public mutating func answered(after seconds: Double) {
         guard seconds.isFinite, seconds >= 0 else { return }
-        guard let smoothed = smoothedRoundTrip else {
-            smoothedRoundTrip = seconds
-            roundTripVariation = seconds / 2
-            return
-        }
-        roundTripVariation = 0.75 * roundTripVariation + 0.25 * abs(smoothed - seconds)
-        smoothedRoundTrip = 0.875 * smoothed + 0.125 * seconds
+        recent.append(seconds)
+        if recent.count > Self.window { recent.removeFirst(recent.count - Self.window) }
     }
 
     /// How long a copy waits for an answer before the next copy goes out on another lane.
     public var hedgeDelay: Double {
-        guard let smoothed = smoothedRoundTrip else { return min(max(initialDelay, minimumDelay), maximumDelay) }
-        return min(max(smoothed + 4 * roundTripVariation, minimumDelay), maximumDelay)
+        guard let fastest = recent.min() else { return min(max(initialDelay, minimumDelay), maximumDelay) }
+        return min(max(2 * fastest + 0.05, minimumDelay), maximumDelay)
     }
 
     /// What one copy came back with, as far as the choice between copies goes.

@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// Sends requests over several connections ("lanes", each a transport with a connection pool
 /// of its own) and hedges the ones that are safe to repeat: when a copy has not been answered
-/// within ``HedgePolicy/hedgeDelay`` (derived from the measured round trip), the same request
+/// within ``HedgePolicy/hedgeDelay`` (derived from the fastest recent round trip), the same request
 /// goes out on the next lane, and the first success wins.
 ///
 /// On a lossy network the packets of different TCP connections are lost independently, so a
@@ -27,7 +27,18 @@ public final class HedgingTransport: HTTPTransport {
     private struct State {
         var policy: HedgePolicy
         var inFlight: [Int]
+        /// When each lane last got an answer (monotonic seconds); nil while it never did.
+        var lastAnswer: [Double?]
+        /// Lanes with a warming request out.
+        var warming: Set<Int> = []
+        /// Where warming requests go: `/healthz` on the server the first request went to.
+        var warmURL: URL?
     }
+
+    /// A lane idle this long (seconds) gets a warming request when another request goes out,
+    /// so its connection is open when a hedge needs it: below the server's 75 s keep-alive
+    /// and common NAT idle timeouts.
+    public static let keepWarmSeconds = 30.0
 
     private let lanes: [any HTTPTransport]
     private let state: LockedState<State>
@@ -54,7 +65,8 @@ public final class HedgingTransport: HTTPTransport {
         self.lanes = lanes
         self.sleep = sleep
         self.now = now
-        state = LockedState(State(policy: policy, inFlight: Array(repeating: 0, count: lanes.count)))
+        state = LockedState(State(
+            policy: policy, inFlight: Array(repeating: 0, count: lanes.count), lastAnswer: Array(repeating: nil, count: lanes.count)))
     }
 
     /// The policy as measured so far (its round-trip estimate).
@@ -65,13 +77,19 @@ public final class HedgingTransport: HTTPTransport {
     }
 
     public func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse) {
+        keepWarm(for: request)
         guard repeatable, lanes.count > 1 else {
             let lane = acquire(excluding: [])
-            defer { release(lane) }
             let started = now()
-            let answer = try await lanes[lane].send(request)
-            measured(now() - started)
-            return answer
+            do {
+                let answer = try await lanes[lane].send(request)
+                release(lane, answered: true)
+                measured(now() - started)
+                return answer
+            } catch {
+                release(lane, answered: false)
+                throw error
+            }
         }
         return try await hedged(request).get()
     }
@@ -80,11 +98,51 @@ public final class HedgingTransport: HTTPTransport {
     /// ignored): a woken app calls this the moment a push arrives, so the handshakes race
     /// while the phone rings.
     public func warm(_ url: URL) {
-        let idle = state.withLock { state in state.inFlight.indices.filter { state.inFlight[$0] == 0 } }
-        for lane in idle {
-            let transport = lanes[lane]
-            Task {
-                _ = try? await transport.send(URLRequest(url: url, timeoutInterval: 10))
+        let lanes = state.withLock { state -> [Int] in
+            if state.warmURL == nil { state.warmURL = url }
+            let idle = state.inFlight.indices.filter { state.inFlight[$0] == 0 && !state.warming.contains($0) }
+            state.warming.formUnion(idle)
+            return idle
+        }
+        for lane in lanes { warm(lane: lane, url: url) }
+    }
+
+    /// Warms the lanes that have been idle longer than ``keepWarmSeconds`` (or never answered)
+    /// beside `request`, on its server's `/healthz`.
+    private func keepWarm(for request: URLRequest) {
+        guard lanes.count > 1 else { return }
+        let moment = now()
+        let (cold, url) = state.withLock { state -> ([Int], URL?) in
+            if state.warmURL == nil, let url = request.url, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+                parts.path = "/healthz"
+                parts.query = nil
+                state.warmURL = parts.url
+            }
+            guard let url = state.warmURL else { return ([], nil) }
+            let cold = state.inFlight.indices.filter { lane in
+                state.inFlight[lane] == 0 && !state.warming.contains(lane)
+                    && (state.lastAnswer[lane].map { moment - $0 > Self.keepWarmSeconds } ?? true)
+            }
+            // The request itself warms one of them.
+            let others = Array(cold.dropFirst())
+            state.warming.formUnion(others)
+            return (others, url)
+        }
+        guard let url else { return }
+        for lane in cold { warm(lane: lane, url: url) }
+    }
+
+    private func warm(lane: Int, url: URL) {
+        let transport = lanes[lane]
+        Task { [self] in
+            let started = now()
+            let answered = (try? await transport.send(URLRequest(url: url, timeoutInterval: 10))) != nil
+            let moment = now()
+            state.withLock { state in
+                state.warming.remove(lane)
+                guard answered else { return }
+                state.lastAnswer[lane] = moment
+                state.policy.answered(after: moment - started)
             }
         }
     }
@@ -117,8 +175,8 @@ public final class HedgingTransport: HTTPTransport {
             } catch {
                 answer = .failure(error)
             }
-            release(copy.lane)
             let outcome = Self.outcome(of: answer)
+            release(copy.lane, answered: outcome != .transportFailure)
             if outcome != .transportFailure, !Task.isCancelled { measured(now() - started) }
             if race.answered(answer, outcome: outcome) == .sendCopy { launch(request, in: race) }
         }
@@ -153,8 +211,12 @@ public final class HedgingTransport: HTTPTransport {
         }
     }
 
-    private func release(_ lane: Int) {
-        state.withLock { $0.inFlight[lane] -= 1 }
+    private func release(_ lane: Int, answered: Bool) {
+        let moment = now()
+        state.withLock { state in
+            state.inFlight[lane] -= 1
+            if answered { state.lastAnswer[lane] = moment }
+        }
     }
 
     private func measured(_ seconds: Double) {
