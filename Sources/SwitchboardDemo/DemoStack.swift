@@ -96,13 +96,14 @@ public final class DemoStack: Sendable {
     /// them to time each request).
     public func phone(
         _ name: String, of session: AuthSession, baseURL: URL? = nil, pushDelay: (@Sendable () -> Double)? = nil,
-        transport: (any HTTPTransport)? = nil, eventTransport: (any HTTPTransport)? = nil,
+        transport: (any HTTPTransport)? = nil, eventTransport: (any HTTPTransport)? = nil, callEventTransport: (any HTTPTransport)? = nil,
         pushSource: (any PushSource)? = nil, pushToken: String? = nil,
         onTimeline: @escaping @Sendable (PhoneTimelineEntry) -> Void = { _ in }
     ) -> SimulatedPhone {
         let token = pushToken ?? Self.newPushToken()
         let client = SwitchboardClient(
-            baseURL: baseURL ?? self.baseURL, token: session.token, transport: transport ?? HedgingTransport(), eventTransport: eventTransport)
+            baseURL: baseURL ?? self.baseURL, token: session.token, transport: transport ?? HedgingTransport(), eventTransport: eventTransport,
+            callEventTransport: callEventTransport)
         return SimulatedPhone(
             name: name, userID: session.user.id, client: client,
             pushSource: pushSource ?? EmulatorInbox(emulator: emulator, token: token, delay: pushDelay), pushToken: token,

@@ -186,11 +186,13 @@ public enum WakeupBench {
                 callers.append(stack.phone(
                     "caller\(index)", of: pair.caller, baseURL: proxied,
                     transport: TimedTransport(inner: HedgingTransport(), log: callerLog),
-                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: callerLog)))
+                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: callerLog),
+                    callEventTransport: TimedTransport(inner: HedgingTransport(lanes: 2), log: callerLog)))
                 callees.append(stack.phone(
                     "callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: { link.delay() },
                     transport: TimedTransport(inner: HedgingTransport(), log: calleeLog),
-                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: calleeLog)))
+                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: calleeLog),
+                    callEventTransport: TimedTransport(inner: HedgingTransport(lanes: 2), log: calleeLog)))
             }
             // Callers have their app open; callees' devices register directly (set-up, not
             // measured) and their apps then stay closed, so only the push can wake them.

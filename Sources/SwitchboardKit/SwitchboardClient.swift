@@ -129,6 +129,9 @@ public struct SwitchboardClient: Sendable {
     /// Long polls ride their own connections, so a held poll never makes a call request wait
     /// for a new connection (a TCP handshake, which a lossy network can stretch to seconds).
     let eventTransport: any HTTPTransport
+    /// While a call is live its watcher's polls are held on two connections at once
+    /// (``callEvents(after:wait:)``), so a lost segment on one does not delay the answer.
+    let callEventTransport: any HTTPTransport
 
     /// - Parameters:
     ///   - transport: sends every request but long polls; by default a ``HedgingTransport``
@@ -137,14 +140,17 @@ public struct SwitchboardClient: Sendable {
     ///     connection and no copies).
     ///   - eventTransport: sends long polls (`GET /events`); by default a session of its own.
     ///     Pass the same transport to share one.
+    ///   - callEventTransport: sends the polls of ``callEvents(after:wait:)``; by default
+    ///     `eventTransport` when one is given, else a ``HedgingTransport`` over two connections.
     public init(
         baseURL: URL, token: String? = nil, transport: any HTTPTransport = HedgingTransport(),
-        eventTransport: (any HTTPTransport)? = nil
+        eventTransport: (any HTTPTransport)? = nil, callEventTransport: (any HTTPTransport)? = nil
     ) {
         self.baseURL = baseURL
         self.token = token
         self.transport = transport
         self.eventTransport = eventTransport ?? URLSessionTransport()
+        self.callEventTransport = callEventTransport ?? eventTransport ?? HedgingTransport(lanes: 2)
     }
 
     // MARK: Accounts
@@ -187,6 +193,15 @@ public struct SwitchboardClient: Sendable {
         try await call("GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: eventTransport, repeatable: false)
     }
 
+    /// A long poll while a call is live: held on two connections (the second a moment after
+    /// the first), the first answer wins. Twice the polls, only while calls are live, for an
+    /// answer or hang-up that no single lost segment can hold back.
+    public func callEvents(after: Int64, wait: Int) async throws -> EventsPage {
+        try await call(
+            "GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: callEventTransport,
+            repeatable: true)
+    }
+
     // MARK: Calls
 
     public func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID = UUID()) async throws -> CallInfo {
@@ -218,8 +233,11 @@ public struct SwitchboardClient: Sendable {
 
     /// Accepts a ringing call; with `withMediaToken` the answer carries the media token too.
     public func accept(_ callID: String, withMediaToken: Bool) async throws -> CallWithMedia {
+        // The query form of {"mediaToken": true}: without a body the request leaves as one
+        // packet (URLSession on Linux writes a body separately), so a lossy link has one
+        // chance fewer to stall it.
         try await call(
-            "POST", "/calls/\(QueryEncoding.encode(callID))/accept", body: AnswerOptions(mediaToken: withMediaToken ? true : nil), repeatable: true)
+            "POST", "/calls/\(QueryEncoding.encode(callID))/accept", query: withMediaToken ? [("mediaToken", "true")] : [], repeatable: true)
     }
 
     public func mediaToken(forCall callID: String) async throws -> MediaToken {

@@ -87,6 +87,15 @@ private struct Rig {
         transport = HedgingTransport(lanes: lanes, sleep: { try await timers.sleep($0) }, now: { 0 })
     }
 
+    /// A rig whose lanes all answered a warming request: warm, so requests are hedged one copy
+    /// at a time.
+    static func warm() async -> Rig {
+        let rig = Rig()
+        rig.transport.warm(URL(string: "http://test/healthz")!)
+        _ = await eventually { rig.transport.policy.recent.count == rig.lanes.count }
+        return rig
+    }
+
     var request: URLRequest {
         var request = URLRequest(url: URL(string: "http://test/calls/c1/accept")!)
         request.httpMethod = "POST"
@@ -120,7 +129,7 @@ struct HedgingTransportTests {
     }
 
     @Test func aCopyGoesOutWhenTheTimerFiresAndTheFirstSuccessWins() async throws {
-        let rig = Rig()
+        let rig = await Rig.warm()
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
         rig.timers.fireAll()
@@ -134,7 +143,7 @@ struct HedgingTransportTests {
     }
 
     @Test func aConflictIsHeldBackWhileTheFirstCopyMayStillSucceed() async throws {
-        let rig = Rig()
+        let rig = await Rig.warm()
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
         rig.timers.fireAll()
@@ -147,7 +156,7 @@ struct HedgingTransportTests {
     }
 
     @Test func everyCopyConflictingAnswersTheConflict() async throws {
-        let rig = Rig()
+        let rig = await Rig.warm()
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
         rig.timers.fireAll()
@@ -161,7 +170,7 @@ struct HedgingTransportTests {
     }
 
     @Test func aTransportFailureSendsTheNextCopyAtOnce() async throws {
-        let rig = Rig()
+        let rig = await Rig.warm()
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes[0].waiting == 1 })
         rig.lanes[0].reply(.transportFailure)
@@ -171,7 +180,7 @@ struct HedgingTransportTests {
     }
 
     @Test func theServersOtherRefusalsAreFinalAtOnce() async throws {
-        let rig = Rig()
+        let rig = await Rig.warm()
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes[0].waiting == 1 && rig.timers.pending == 1 })
         rig.timers.fireAll()
@@ -182,7 +191,7 @@ struct HedgingTransportTests {
     }
 
     @Test func everyLaneFailingAnswersTheFailure() async throws {
-        let rig = Rig()
+        let rig = await Rig.warm()
         let task = rig.sendAsync()
         for lane in rig.lanes {
             #expect(await eventually { lane.waiting == 1 })
@@ -191,6 +200,23 @@ struct HedgingTransportTests {
         let result = await task.value
         #expect(throws: URLError.self) { try result.get() }
         #expect(rig.totalSent == 3)
+    }
+
+    @Test func withNoWarmLaneARepeatableRequestGoesOnEveryLaneAtOnce() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        #expect(await eventually { rig.lanes.allSatisfy { $0.waiting == 1 } })
+        #expect(rig.timers.pending == 0, "no lane left for a timer")
+        rig.lanes[2].reply(.status(200))
+        #expect(try await task.value.get() == 200)
+        rig.lanes[0].reply(.status(200))
+        rig.lanes[1].reply(.status(200))
+        // Now warm: the next one goes once.
+        let next = rig.sendAsync()
+        #expect(await eventually { rig.totalSent == 4 && rig.timers.pending == 1 })
+        #expect(await eventually { rig.lanes.contains { $0.waiting == 1 } })
+        for lane in rig.lanes { lane.reply(.status(200)) }
+        #expect(try await next.value.get() == 200)
     }
 
     @Test func warmOpensEveryIdleLane() async throws {

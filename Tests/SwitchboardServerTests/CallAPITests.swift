@@ -162,6 +162,11 @@ struct CallAPITests {
         #expect(try payload(of: media.token)["sub"] as? String == bob.id)
         #expect(try (payload(of: media.token)["video"] as? [String: Any])?["room"] as? String
             == (payload(of: separate.token)["video"] as? [String: Any])?["room"] as? String)
+        // The query form, for a request without a body (one packet on the way up).
+        let viaQuery = await world.act("accept?mediaToken=true", call.id, by: bob)
+        #expect(try JSONDecoder().decode(CallWithMedia.self, from: Data(viaQuery.bodyBytes)).media != nil)
+        #expect(await world.act("accept?mediaToken=yes", call.id, by: bob).errorCode == "VALIDATION_FAILED")
+        #expect(await world.act("accept?mediaToken=false", call.id, by: bob).json?["media"] == nil)
         // Without the option (or with false) there is no media field.
         let plain = await world.act("accept", call.id, by: bob, body: #"{"mediaToken":false}"#)
         #expect(plain.status == 200 && (plain.json?["media"] == nil))

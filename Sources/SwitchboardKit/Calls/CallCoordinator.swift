@@ -356,7 +356,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             if live.isEmpty { return }
             do {
                 if let after = cursor {
-                    let page = try await backend.events(after: after, wait: EventConsumerPolicy.wait)
+                    let page = try await backend.callEvents(after: after, wait: EventConsumerPolicy.wait)
                     cursor = page.cursor
                     await handle(events: page.events)
                 } else {

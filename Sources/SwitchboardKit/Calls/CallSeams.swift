@@ -16,6 +16,9 @@ public protocol CallBackend: Sendable {
     /// The newest event id (where following the event stream starts).
     func eventCursor() async throws -> Int64
     func events(after: Int64, wait: Int) async throws -> EventsPage
+    /// The long poll of the coordinator's watcher while calls are live; the default is
+    /// `events(after:wait:)`.
+    func callEvents(after: Int64, wait: Int) async throws -> EventsPage
     /// Opens connections ahead of need (a push woke the app and requests will follow). The
     /// default does nothing.
     func warmUp()
@@ -23,6 +26,10 @@ public protocol CallBackend: Sendable {
 
 extension CallBackend {
     public func warmUp() {}
+
+    public func callEvents(after: Int64, wait: Int) async throws -> EventsPage {
+        try await events(after: after, wait: wait)
+    }
 
     public func accept(_ callID: String, withMediaToken: Bool) async throws -> CallWithMedia {
         CallWithMedia(call: try await perform(.accept, onCall: callID), media: nil)

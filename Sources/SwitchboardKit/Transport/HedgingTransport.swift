@@ -10,9 +10,10 @@ import FoundationNetworking
 ///
 /// On a lossy network the packets of different TCP connections are lost independently, so a
 /// request stuck behind a lost segment (a retransmission timeout of 200 ms or more, doubling)
-/// is overtaken by its copy; and a woken app that ``warm(_:)``s its lanes races several
-/// handshakes, where a single lost SYN costs a whole second. On a good network requests answer
-/// well inside the delay and nothing is ever sent twice.
+/// is overtaken by its copy. With no lane warm (a woken app, or one idle for long), a
+/// repeatable request goes on every lane at once, so several handshakes race where a single
+/// lost SYN costs a whole second. On a good network with warm connections requests answer
+/// well inside the delay and nothing is sent twice.
 ///
 /// Only requests sent with `repeatable: true` are hedged: ones the server treats the same way
 /// however often they arrive (`SwitchboardClient` marks reads, call creation with its
@@ -132,6 +133,12 @@ public final class HedgingTransport: HTTPTransport {
         for lane in cold { warm(lane: lane, url: url) }
     }
 
+    /// Lanes that answered within ``keepWarmSeconds``: their connection is likely open.
+    private func warmLanes() -> Int {
+        let moment = now()
+        return state.withLock { state in state.lastAnswer.filter { $0.map { moment - $0 <= Self.keepWarmSeconds } ?? false }.count }
+    }
+
     private func warm(lane: Int, url: URL) {
         let transport = lanes[lane]
         Task { [self] in
@@ -158,14 +165,21 @@ public final class HedgingTransport: HTTPTransport {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
                 race.begin(continuation)
-                launch(request, in: race)
+                // With no lane known to hold an open connection (a woken app, or one idle for
+                // long), every lane gets a copy at once: their handshakes race, and one lost
+                // SYN (a whole second) no longer decides.
+                if warmLanes() == 0 {
+                    for _ in lanes.indices { launch(request, in: race, hedgeTimer: false) }
+                } else {
+                    launch(request, in: race)
+                }
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
         }
     }
 
-    private func launch(_ request: URLRequest, in race: HedgeRace) {
+    private func launch(_ request: URLRequest, in race: HedgeRace, hedgeTimer: Bool = true) {
         guard let (copy, timerGeneration) = race.reserveCopy(acquire: { acquire(excluding: $0) }) else { return }
         let transport = lanes[copy.lane], started = now()
         let task = Task { [self] in
@@ -181,7 +195,7 @@ public final class HedgingTransport: HTTPTransport {
             if race.answered(answer, outcome: outcome) == .sendCopy { launch(request, in: race) }
         }
         race.track(task)
-        guard let timerGeneration else { return }
+        guard hedgeTimer, let timerGeneration else { return }
         let delay = state.withLock { $0.policy.hedgeDelay }
         let timer = Task { [self, sleep] in
             guard (try? await sleep(delay)) != nil else { return }

@@ -30,15 +30,27 @@ struct CallRoutes {
         for action in [CallService.Action.accept, .decline, .join, .leave, .cancel] {
             let takesOptions = action == .accept || action == .join
             router.add("POST", "/calls/{id}/\(action.rawValue)", auth.require { context, principal in
-                // accept and join take an optional {"mediaToken": true}; an empty body is none.
+                // accept and join take an optional {"mediaToken": true} (an empty body is none),
+                // or ?mediaToken=true: a request without a body leaves the phone as one packet.
                 let options = takesOptions && !context.request.body.isEmpty ? try context.decode(AnswerOptions.self) : AnswerOptions()
+                let query = takesOptions ? try Self.flag(context.request.queryParameters["mediaToken"], "mediaToken") : nil
                 let (call, media) = try await service.perform(
-                    action, on: context.parameter("id"), by: principal, mediaToken: options.mediaToken == true)
+                    action, on: context.parameter("id"), by: principal, mediaToken: options.mediaToken == true || query == true)
                 return .json(call, media: media)
             })
         }
         router.add("POST", "/calls/{id}/media-token", auth.require { context, principal in
             .json(try await service.mediaToken(context.parameter("id"), for: principal))
         })
+    }
+
+    /// A boolean query parameter: `true` or `false`, absent is nil, anything else a 400.
+    static func flag(_ value: String?, _ name: String) throws(APIError) -> Bool? {
+        switch value {
+        case nil: nil
+        case "true": true
+        case "false": false
+        default: throw APIError.validation("query parameter '\(name)' must be true or false", field: name)
+        }
     }
 }
