@@ -213,6 +213,16 @@ extension NetworkProfile {
             loss: LossStall(probability: 0.5)),
         resets: Resets(probability: 0.1, meanDelay: .seconds(10)))
 
+    /// The same latency, jitter and bandwidth without simulated loss or resets: for running
+    /// over a link that really drops packets, where the kernel's TCP does the recovering.
+    public var delayOnly: NetworkProfile {
+        var profile = self
+        profile.uplink.loss = .none
+        profile.downlink.loss = .none
+        profile.resets = .none
+        return profile
+    }
+
     /// Every named profile, mildest first.
     public static let all: [NetworkProfile] = [good, poor4G, poor3G, wifi30Loss, wifi50Loss]
 

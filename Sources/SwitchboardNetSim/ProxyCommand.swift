@@ -12,7 +12,7 @@ public enum ProxyCommand {
     /// The `--help` text.
     public static let help = """
         Usage: switchboard-dev proxy --upstream HOST:PORT --profile NAME [--listen HOST:PORT]
-                                     [--seed N] [--allow-non-loopback]
+                                     [--seed N] [--delay-only] [--allow-non-loopback]
 
         Forwards every TCP connection it accepts to the upstream through a simulated weak
         network until SIGINT or SIGTERM, then closes everything and exits 0. Bytes are never
@@ -32,6 +32,10 @@ public enum ProxyCommand {
                                  port); only loopback addresses unless --allow-non-loopback
           --seed N               seeds every random decision (default 1): the same seed makes
                                  the same decisions for the Nth connection
+          --delay-only           keep the profile's latency, jitter and bandwidth but simulate
+                                 no loss and no resets: for when real packets are dropped
+                                 below it (nftables in a network namespace), so the kernel's
+                                 own TCP recovers them
           --allow-non-loopback   allow a --listen address outside 127.0.0.0/8 (the proxy has
                                  no authentication of its own)
           -h, --help             show this help
@@ -103,6 +107,7 @@ public enum ProxyCommand {
         var listen = IPv4Endpoint.loopback(port: 0)
         var seed: UInt64 = 1
         var allowNonLoopback = false
+        var delayOnly = false
 
         init(parsing arguments: [String]) throws(UsageError) {
             var upstream: IPv4Endpoint?
@@ -141,6 +146,8 @@ public enum ProxyCommand {
                     seed = number
                 case "--allow-non-loopback":
                     allowNonLoopback = true
+                case "--delay-only":
+                    delayOnly = true
                 default:
                     throw scanner.unknown(flag)
                 }
@@ -153,7 +160,7 @@ public enum ProxyCommand {
                 throw UsageError(message: "--listen \(listen) is not a loopback address; add --allow-non-loopback to listen there")
             }
             self.upstream = upstream
-            self.profile = profile
+            self.profile = delayOnly ? profile.delayOnly : profile
         }
 
         func configuration(diagnostics: @escaping @Sendable (String) -> Void) -> ImpairmentProxyConfiguration {

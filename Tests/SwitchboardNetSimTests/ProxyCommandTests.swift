@@ -57,10 +57,17 @@ struct ProxyCommandTests {
         #expect(every.seed == UInt64.max)
         #expect(every.profile == .wifi50Loss)
         #expect(every.configuration(diagnostics: { _ in }).allowNonLoopbackListen)
+        // --delay-only: the profile's delays without its loss and resets.
+        let delays = try Options(parsing: ["--upstream", "127.0.0.1:9", "--profile", "wifi_50_loss", "--delay-only"])
+        #expect(delays.profile.uplink.latency == NetworkProfile.wifi50Loss.uplink.latency)
+        #expect(delays.profile.downlink.bytesPerSecond == NetworkProfile.wifi50Loss.downlink.bytesPerSecond)
+        #expect(delays.profile.downlink.jitter == NetworkProfile.wifi50Loss.downlink.jitter)
+        #expect(delays.profile.uplink.loss == .none && delays.profile.downlink.loss == .none && delays.profile.resets == .none)
+        #expect(delays.profile.name == "wifi_50_loss")
     }
 
     @Test func helpNamesEveryFlagAndProfile() {
-        for needle in ["--upstream", "--listen", "--profile", "--seed", "--allow-non-loopback", "listening on 127.0.0.1:PORT profile NAME"]
+        for needle in ["--upstream", "--listen", "--profile", "--seed", "--delay-only", "--allow-non-loopback", "listening on 127.0.0.1:PORT profile NAME"]
             + NetworkProfile.all.map(\.name) {
             #expect(ProxyCommand.help.contains(needle), "\(needle)")
         }
