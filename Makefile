@@ -22,7 +22,7 @@ test:
 	scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
 	scripts/api-contract.sh .build/debug/switchboard
 	scripts/demo-smoke.sh .build/debug/switchboard-dev
-	.build/debug/switchboard-dev bench wakeup --phones 8 --profiles good,poor_4g --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
+	.build/debug/switchboard-dev bench wakeup --phones 8 --profiles good,poor_4g,wifi_30_loss --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
 	scripts/fuzz.sh --smoke
 
 build:

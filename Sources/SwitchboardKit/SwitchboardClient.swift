@@ -135,7 +135,7 @@ public struct SwitchboardClient: Sendable {
 
     /// - Parameters:
     ///   - transport: sends every request but long polls; by default a ``HedgingTransport``
-    ///     over three connections, which on a good network sends each request once and on a
+    ///     over four connections, which on a good network sends each request once and on a
     ///     lossy one races copies of repeatable requests (pass a `URLSessionTransport` for one
     ///     connection and no copies).
     ///   - eventTransport: sends long polls (`GET /events`); by default a session of its own.

@@ -80,6 +80,7 @@ private final class ManualTimers: Sendable {
 private struct Rig {
     let lanes = [ScriptedLane(), ScriptedLane(), ScriptedLane()]
     let timers = ManualTimers()
+    // Three lanes, so each test can use every one.
     let transport: HedgingTransport
 
     init() {
@@ -92,7 +93,7 @@ private struct Rig {
     static func warm() async -> Rig {
         let rig = Rig()
         rig.transport.warm(URL(string: "http://test/healthz")!)
-        _ = await eventually { rig.transport.policy.recent.count == rig.lanes.count }
+        _ = await eventually { rig.transport.warmLaneCount == rig.lanes.count }
         return rig
     }
 
@@ -235,6 +236,8 @@ struct HedgingTransportTests {
         #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 1 && lanes[2].warmed == 1 })
         lanes[0].reply(.status(200))
         _ = try await first.value
+        // First answers include a handshake: they are not round trips.
+        #expect(transport.policy.recent.isEmpty)
         // Ten seconds on, every lane answered recently: nothing is warmed again.
         clock.withLock { $0 = 10 }
         let second = Task { try await transport.send(request, repeatable: false) }
@@ -242,6 +245,7 @@ struct HedgingTransportTests {
         lanes[0].reply(.status(200))
         _ = try await second.value
         #expect(lanes[1].warmed == 1 && lanes[2].warmed == 1)
+        #expect(transport.policy.recent.count == 1, "the second answer on lane 0 is a round trip")
         // After the keep-warm time the idle lanes are warmed again beside the next request.
         clock.withLock { $0 = 10 + HedgingTransport.keepWarmSeconds + 1 }
         let third = Task { try await transport.send(request, repeatable: false) }

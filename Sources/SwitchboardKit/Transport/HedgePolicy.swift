@@ -32,11 +32,11 @@ public struct HedgePolicy: Sendable, Equatable {
     /// The most recent answer times (seconds), oldest first, at most ``window``.
     public private(set) var recent: [Double] = []
 
-    /// Creates a policy: 3 lanes, 250 ms before the first measurement, 120 ms to 1.5 s after
+    /// Creates a policy: 4 lanes, 250 ms before the first measurement, 120 ms to 800 ms after
     /// (below Linux's 200 ms minimum retransmission timeout, so a copy overtakes a stalled
     /// segment, and above a busy server's usual answer time, so it rarely duplicates a request
     /// that is merely being worked on).
-    public init(lanes: Int = 3, initialDelay: Double = 0.25, minimumDelay: Double = 0.12, maximumDelay: Double = 1.5) {
+    public init(lanes: Int = 4, initialDelay: Double = 0.25, minimumDelay: Double = 0.12, maximumDelay: Double = 0.8) {
         self.lanes = max(1, lanes)
         self.initialDelay = initialDelay
         self.minimumDelay = minimumDelay

@@ -47,7 +47,7 @@ public final class HedgingTransport: HTTPTransport {
     private let now: @Sendable () -> Double
 
     /// `lanes` lanes, each a `URLSessionTransport` with a URL session of its own.
-    public convenience init(lanes: Int = 3, policy: HedgePolicy = HedgePolicy()) {
+    public convenience init(lanes: Int = 4, policy: HedgePolicy = HedgePolicy()) {
         var policy = policy
         policy.lanes = max(1, lanes)
         self.init(lanes: (0..<policy.lanes).map { _ in URLSessionTransport(session: URLSession(configuration: .ephemeral)) }, policy: policy)
@@ -70,6 +70,9 @@ public final class HedgingTransport: HTTPTransport {
             policy: policy, inFlight: Array(repeating: 0, count: lanes.count), lastAnswer: Array(repeating: nil, count: lanes.count)))
     }
 
+    /// How many lanes answered within ``keepWarmSeconds`` (their connections are likely open).
+    public var warmLaneCount: Int { warmLanes() }
+
     /// The policy as measured so far (its round-trip estimate).
     public var policy: HedgePolicy { state.withLock { $0.policy } }
 
@@ -81,11 +84,11 @@ public final class HedgingTransport: HTTPTransport {
         keepWarm(for: request)
         guard repeatable, lanes.count > 1 else {
             let lane = acquire(excluding: [])
-            let started = now()
+            let started = now(), opened = hasAnswered(lane)
             do {
                 let answer = try await lanes[lane].send(request)
                 release(lane, answered: true)
-                measured(now() - started)
+                if opened { measured(now() - started) }
                 return answer
             } catch {
                 release(lane, answered: false)
@@ -133,6 +136,9 @@ public final class HedgingTransport: HTTPTransport {
         for lane in cold { warm(lane: lane, url: url) }
     }
 
+    /// Whether `lane` ever answered (so it has held a connection).
+    private func hasAnswered(_ lane: Int) -> Bool { state.withLock { $0.lastAnswer[lane] != nil } }
+
     /// Lanes that answered within ``keepWarmSeconds``: their connection is likely open.
     private func warmLanes() -> Int {
         let moment = now()
@@ -142,14 +148,14 @@ public final class HedgingTransport: HTTPTransport {
     private func warm(lane: Int, url: URL) {
         let transport = lanes[lane]
         Task { [self] in
-            let started = now()
+            let started = now(), opened = hasAnswered(lane)
             let answered = (try? await transport.send(URLRequest(url: url, timeoutInterval: 10))) != nil
             let moment = now()
             state.withLock { state in
                 state.warming.remove(lane)
                 guard answered else { return }
                 state.lastAnswer[lane] = moment
-                state.policy.answered(after: moment - started)
+                if opened { state.policy.answered(after: moment - started) }
             }
         }
     }
@@ -181,7 +187,9 @@ public final class HedgingTransport: HTTPTransport {
 
     private func launch(_ request: URLRequest, in race: HedgeRace, hedgeTimer: Bool = true) {
         guard let (copy, timerGeneration) = race.reserveCopy(acquire: { acquire(excluding: $0) }) else { return }
-        let transport = lanes[copy.lane], started = now()
+        // Only a lane that answered before has an open connection: the time of a lane's first
+        // answer includes its handshake, which says nothing about the round trip.
+        let transport = lanes[copy.lane], started = now(), opened = hasAnswered(copy.lane)
         let task = Task { [self] in
             let answer: Answer
             do {
@@ -191,7 +199,7 @@ public final class HedgingTransport: HTTPTransport {
             }
             let outcome = Self.outcome(of: answer)
             release(copy.lane, answered: outcome != .transportFailure)
-            if outcome != .transportFailure, !Task.isCancelled { measured(now() - started) }
+            if opened, outcome != .transportFailure, !Task.isCancelled { measured(now() - started) }
             if race.answered(answer, outcome: outcome) == .sendCopy { launch(request, in: race) }
         }
         race.track(task)
