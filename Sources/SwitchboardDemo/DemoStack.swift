@@ -16,6 +16,9 @@ public final class DemoStack: Sendable {
         /// Seconds a call rings before it is missed (the server's minimum is 5).
         public var ringTimeoutSeconds = 45
         public var logLevel = LogLevel.error
+        /// The address the server listens on (the root side of a veth for the kernel
+        /// impairment; loopback otherwise).
+        public var listenHost = "127.0.0.1"
         public init() {}
     }
 
@@ -45,7 +48,7 @@ public final class DemoStack: Sendable {
         try (emulator.certificatePEM ?? "").write(toFile: caFile, atomically: true, encoding: .utf8)
 
         var configuration = ServerConfiguration()
-        configuration.listen = SocketAddress(host: "127.0.0.1", port: 0)
+        configuration.listen = SocketAddress(host: options.listenHost, port: 0)
         configuration.dataDirectory = directory + "/data"
         configuration.logLevel = options.logLevel
         configuration.ringTimeoutSeconds = options.ringTimeoutSeconds

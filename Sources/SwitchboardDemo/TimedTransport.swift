@@ -50,4 +50,6 @@ struct TimedTransport: HTTPTransport {
     }
 
     func warm(_ url: URL) { inner.warm(url) }
+
+    func invalidate() { inner.invalidate() }
 }

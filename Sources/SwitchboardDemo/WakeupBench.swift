@@ -7,6 +7,7 @@ import SwitchboardWire
 import SwitchboardTesting
 import SwitchboardCore
 import SwitchboardCLI
+import SwitchboardAPNsEmulator
 
 /// `switchboard-dev bench wakeup`: simulated phones behind the impairment proxy, one network
 /// profile after another; for each ring the wake-up latency and whether the call was set up.
@@ -22,12 +23,25 @@ public enum WakeupBench {
         /// Answer → both connected within this many seconds counts as a successful setup.
         public var setupLimitSeconds = 3.0
         public var seed: UInt64 = 1
+        /// Who loses the packets: the proxy's model, or the kernel (``Impairment``).
+        public var impairment = Impairment.model
         public init() {}
+    }
+
+    /// Where loss comes from.
+    public enum Impairment: String, Sendable, Equatable, CaseIterable {
+        /// The impairment proxy simulates everything on loopback, loss as retransmission stalls.
+        case model
+        /// Real packets are dropped by nftables on a veth into a network namespace and Linux's
+        /// own TCP recovers them; the proxy, inside the namespace, adds only delay and bandwidth.
+        /// The VoIP pushes cross the same link on a warm TCP connection (a push relay).
+        case kernel
     }
 
     public static let help = """
         Usage: switchboard-dev bench wakeup [--phones N] [--profiles LIST] [--thresholds FILE]
                                             [--out DIR] [--concurrency N] [--seed N]
+                                            [--impairment model|kernel]
 
         Starts the server, the APNs emulator and N simulated phones in one process. Each phone
         talks to the server through the impairment proxy (see 'switchboard-dev proxy --help'),
@@ -38,9 +52,13 @@ public enum WakeupBench {
                             in the callee's (simulated) CallKit
           setup             the callee answers at once; success when both sides are connected
                             within 3 s of the answer
-        It prints a progress bar, then a table per profile (p50, p95, p99 wake-up latency,
-        setup success rate) gated against the thresholds, and writes DIR/wakeup.json (every
-        sample) and DIR/wakeup-latency.svg (the latency distribution per profile).
+          push → reported   from APNs accepting the push to the incoming call reported
+        It prints a progress bar, then a table per profile (p50, p95, p99 of both wake-up
+        metrics, setup success rate) gated against the thresholds, a table of where the time
+        goes (each step's p50 / p95), and writes DIR/wakeup.json (every sample) and
+        DIR/wakeup-latency.svg (the latency distribution per profile). A wake-up gate that a
+        profile's loss puts out of reach (the push leg alone cannot reach its p95) is reported
+        and not applied.
 
         Options:
           --phones N          phones in all, an even number from 2 (default 200)
@@ -53,6 +71,11 @@ public enum WakeupBench {
           --out DIR           where to write the results (default ./wakeup-results)
           --concurrency N     rings in flight at once (default 20)
           --seed N            seeds the proxy's and the push path's random decisions (default 1)
+          --impairment WHO    model (default): the proxy simulates loss as retransmission
+                              stalls; kernel: nftables drops real packets on a veth into a
+                              network namespace (root, ip and nft needed), Linux's TCP
+                              recovers them, the proxy adds only delay and bandwidth, and
+                              pushes cross the same link on a warm connection
           -h, --help          this text
 
         Exit status: 0 when every profile passed its gates, 1 when one failed (or the run could
@@ -95,6 +118,12 @@ public enum WakeupBench {
                 options.outDirectory = try value(flag)
                 guard !options.outDirectory.isEmpty else { throw BenchUsageError("--out needs a directory") }
             case "--concurrency": options.concurrency = try number(try value(flag), flag, 1...1000)
+            case "--impairment":
+                let text = try value(flag)
+                guard let impairment = Impairment(rawValue: text) else {
+                    throw BenchUsageError("--impairment must be model or kernel, not '\(text)'")
+                }
+                options.impairment = impairment
             case "--seed":
                 let text = try value(flag)
                 guard let seed = UInt64(text) else { throw BenchUsageError("--seed must be a whole number ≥ 0, not '\(text)'") }
@@ -140,12 +169,28 @@ public enum WakeupBench {
     /// Runs every profile, prints the table, writes the files.
     public static func execute(_ options: Options) async throws -> WakeupReport {
         let started = Timestamp.iso8601(Date())
-        let stack = try await DemoStack()
+        var link: KernelPath?
+        var stackOptions = DemoStack.Options()
+        if options.impairment == .kernel {
+            let made = try KernelLink.create(impairedPorts: [KernelPath.apiPort, KernelPath.pushPort])
+            stackOptions.listenHost = made.rootAddress
+            link = KernelPath(link: made)
+        }
+        let stack: DemoStack
         do {
-            let report = try await measure(options, on: stack, startedAt: started)
+            stack = try await DemoStack(options: stackOptions)
+        } catch {
+            link?.link.destroy()
+            throw error
+        }
+        do {
+            try link?.startRelay(emulator: stack.emulator)
+            let report = try await measure(options, on: stack, kernel: link, startedAt: started)
+            link?.stop()
             await stack.shutDown()
             return report
         } catch {
+            link?.stop()
             await stack.shutDown()
             throw error
         }
@@ -158,7 +203,7 @@ public enum WakeupBench {
         let calleeDevice: UUID
     }
 
-    private static func measure(_ options: Options, on stack: DemoStack, startedAt: String) async throws -> WakeupReport {
+    private static func measure(_ options: Options, on stack: DemoStack, kernel: KernelPath?, startedAt: String) async throws -> WakeupReport {
         let err = FileHandle.standardError
         err.write(Data("Setting up \(options.phones) phones (\(options.phones / 2) pairs)…\n".utf8))
         var pairs: [Pair] = []
@@ -174,10 +219,21 @@ public enum WakeupBench {
             let seed = options.seed &+ UInt64(profileIndex) &* 1_000_003
             let proxy = ImpairmentProxy(configuration: ImpairmentProxyConfiguration(
                 upstream: IPv4Endpoint(host: "127.0.0.1", port: serverPort), profile: profile, seed: seed))
-            let port = try proxy.start()
-            let proxied = URL(string: "http://127.0.0.1:\(port)")!
+            let proxied: URL
+            if let kernel {
+                proxied = try kernel.begin(profile, serverPort: serverPort, seed: seed)
+            } else {
+                proxied = URL(string: "http://127.0.0.1:\(try proxy.start())")!
+            }
+            var relayed: [RelayedPushSource] = []
             var callers: [SimulatedPhone] = [], callees: [SimulatedPhone] = []
             var callerLogs: [RequestLog] = [], calleeLogs: [RequestLog] = []
+            var transports: [any HTTPTransport] = []
+            func timed(_ inner: any HTTPTransport, _ log: RequestLog) -> any HTTPTransport {
+                let transport = TimedTransport(inner: inner, log: log)
+                transports.append(transport)
+                return transport
+            }
             for (index, pair) in pairs.enumerated() {
                 let link = PushLink(profile: profile, seed: seed &+ UInt64(index) &+ 7)
                 let callerLog = RequestLog(), calleeLog = RequestLog()
@@ -185,14 +241,21 @@ public enum WakeupBench {
                 calleeLogs.append(calleeLog)
                 callers.append(stack.phone(
                     "caller\(index)", of: pair.caller, baseURL: proxied,
-                    transport: TimedTransport(inner: HedgingTransport(), log: callerLog),
-                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: callerLog),
-                    callEventTransport: TimedTransport(inner: HedgingTransport(lanes: 2), log: callerLog)))
+                    transport: timed(HedgingTransport(), callerLog), eventTransport: timed(URLSessionTransport(), callerLog),
+                    callEventTransport: timed(HedgingTransport(lanes: 2), callerLog)))
+                let token = DemoStack.newPushToken()
+                // Under the kernel impairment the push crosses the lossy link itself, on the
+                // phone's warm connection to the relay; under the model it is delayed as one
+                // segment of the profile's downlink.
+                let source = kernel.map { RelayedPushSource(relay: IPv4Endpoint(host: $0.link.namespaceAddress, port: KernelPath.pushPort), token: token) }
+                if let source { relayed.append(source) }
+                let delayed: @Sendable () -> Double = { link.delay() }
+                let pushDelay = source == nil ? delayed : nil
                 callees.append(stack.phone(
-                    "callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: { link.delay() },
-                    transport: TimedTransport(inner: HedgingTransport(), log: calleeLog),
-                    eventTransport: TimedTransport(inner: URLSessionTransport(), log: calleeLog),
-                    callEventTransport: TimedTransport(inner: HedgingTransport(lanes: 2), log: calleeLog)))
+                    "callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: pushDelay,
+                    transport: timed(HedgingTransport(), calleeLog), eventTransport: timed(URLSessionTransport(), calleeLog),
+                    callEventTransport: timed(HedgingTransport(lanes: 2), calleeLog),
+                    pushSource: source, pushToken: token))
             }
             // Callers have their app open; callees' devices register directly (set-up, not
             // measured) and their apps then stay closed, so only the push can wake them.
@@ -239,16 +302,25 @@ public enum WakeupBench {
             progress.finish()
             let violations = (callers + callees).flatMap { phone in (phone.callSystem?.violations ?? []).map { "\(phone.name): \($0)" } }
             for phone in callers + callees { phone.shutDown() }
-            proxy.stop()
-            let traffic = proxy.statistics
+            relayed.forEach { $0.stop() }
+            // Close this profile's URL sessions before the next profile opens thousands of
+            // connections: corelibs URLSession keeps a closed socket's descriptor registered
+            // with libdispatch, and a new socket reusing the number then traps there.
+            transports.forEach { $0.invalidate() }
             let requests = (callerLogs + calleeLogs).reduce(0) { $0 + $1.entries { _ in true }.count }
-            err.write(Data("  \(profile.name): \(requests) requests over \(traffic.connectionsAccepted) connections; \(traffic.stalls) stalls (\(String(format: "%.1f", traffic.stallSeconds)) s), \(traffic.resets) resets\n".utf8))
+            if let kernel {
+                err.write(Data("  \(profile.name): \(requests) requests; \(kernel.end())\n".utf8))
+            } else {
+                proxy.stop()
+                let traffic = proxy.statistics
+                err.write(Data("  \(profile.name): \(requests) requests over \(traffic.connectionsAccepted) connections; \(traffic.stalls) stalls (\(String(format: "%.1f", traffic.stallSeconds)) s), \(traffic.resets) resets\n".utf8))
+            }
             results.append(WakeupProfileResult(
                 profile: profile.name, samples: samples.compactMap { $0 }, threshold: options.thresholds.threshold(for: profile.name),
                 contractViolations: violations,
                 pushLegFloor: LinkSchedule<SplitMix64>.delayFloor(of: profile.downlink, quantile: 0.95) * 1000))
         }
-        let report = WakeupReport(phones: options.phones, startedAt: startedAt, profiles: results)
+        let report = WakeupReport(phones: options.phones, startedAt: startedAt, profiles: results, impairment: options.impairment.rawValue)
         print(report.table)
         print()
         print(report.stepTable)
@@ -445,3 +517,61 @@ public enum BenchCommand {
         }
     }
 }
+
+/// The kernel impairment's plumbing for one run: the link (namespace, veth, nftables), the push
+/// relay beside the server, and per profile two proxies inside the namespace (the API's and
+/// the pushes'), delay-only.
+final class KernelPath: Sendable {
+    /// The ports the proxies listen on inside the namespace; nftables drops packets to and
+    /// from them.
+    static let apiPort = 7100, pushPort = 7101
+
+    let link: KernelLink
+    private let state = Mutex<(relay: PushRelay?, relayPort: Int, proxies: [Process])>((nil, 0, []))
+
+    init(link: KernelLink) { self.link = link }
+
+    func startRelay(emulator: APNsEmulator) throws {
+        let relay = PushRelay(emulator: emulator, listen: IPv4Endpoint(host: link.rootAddress, port: 0))
+        let port = try relay.start()
+        state.withLock { $0 = (relay, port, []) }
+    }
+
+    /// Sets the profile's loss on the link and starts its proxies; returns the API's URL.
+    func begin(_ profile: NetworkProfile, serverPort: Int, seed: UInt64) throws -> URL {
+        try link.setLoss(percent: Int((profile.downlink.loss.probability * 100).rounded()))
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let relayPort = state.withLock { $0.relayPort }
+        var started: [Process] = []
+        for (listen, upstream, offset) in [(Self.apiPort, serverPort, UInt64(0)), (Self.pushPort, relayPort, 1)] {
+            let process = try link.launch([
+                executable, "proxy", "--upstream", "\(link.rootAddress):\(upstream)", "--listen", "\(link.namespaceAddress):\(listen)",
+                "--profile", profile.name, "--delay-only", "--allow-non-loopback", "--seed", String(seed &+ offset),
+            ])
+            started.append(process)
+            state.withLock { $0.proxies.append(process) }
+            let line = try KernelLink.readLine(from: process, timeout: 10)
+            guard line.hasPrefix("listening on") else { throw BenchUsageError("the proxy in \(link.namespace) said '\(line)'") }
+        }
+        return URL(string: "http://\(link.namespaceAddress):\(Self.apiPort)")!
+    }
+
+    /// Stops the profile's proxies; returns what the link did, for the log.
+    func end() -> String {
+        let proxies = state.withLock { state -> [Process] in
+            defer { state.proxies = [] }
+            return state.proxies
+        }
+        for process in proxies where process.isRunning { process.terminate() }
+        for process in proxies { process.waitUntilExit() }
+        return "kernel link \(link.namespace), \(link.lossPercent) % of packets dropped on the proxies' ports"
+    }
+
+    func stop() {
+        _ = end()
+        let relay = state.withLock { $0.relay }
+        relay?.stop()
+        link.destroy()
+    }
+}
+

@@ -220,11 +220,14 @@ public struct WakeupReport: Codable, Sendable, Equatable {
     public var startedAt: String
     public var passed: Bool
     public var profiles: [WakeupProfileResult]
+    /// `model` or `kernel` (``WakeupBench/Impairment``); nil in reports from before it existed.
+    public var impairment: String?
 
-    public init(phones: Int, startedAt: String, profiles: [WakeupProfileResult]) {
+    public init(phones: Int, startedAt: String, profiles: [WakeupProfileResult], impairment: String? = nil) {
         self.phones = phones
         self.startedAt = startedAt
         self.profiles = profiles
+        self.impairment = impairment
         passed = profiles.allSatisfy(\.passed)
     }
 
@@ -233,6 +236,7 @@ public struct WakeupReport: Codable, Sendable, Equatable {
         func ms(_ value: Double?) -> String { value.map { String(format: "%.0f", $0) } ?? "—" }
         func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
         var lines = [
+            "impairment: \(impairment ?? "model")",
             "                             dial → reported ms    push → reported ms",
             "profile        rings  woken    p50    p95    p99     p50    p95    p99  setup ok  gate",
         ]

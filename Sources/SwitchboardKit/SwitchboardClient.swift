@@ -35,6 +35,9 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse)
     /// Opens connections ahead of need by fetching `url`. The default does nothing.
     func warm(_ url: URL)
+    /// Lets the requests in flight finish, then closes the connections for good (the
+    /// transport is not used again). The default does nothing.
+    func invalidate()
 }
 
 extension HTTPTransport {
@@ -43,6 +46,8 @@ extension HTTPTransport {
     }
 
     public func warm(_ url: URL) {}
+
+    public func invalidate() {}
 }
 
 /// The default transport: `URLSession` with the system's trust.
@@ -52,6 +57,9 @@ public struct URLSessionTransport: HTTPTransport {
     public init(session: URLSession = URLSession(configuration: .ephemeral)) {
         self.session = session
     }
+
+    /// `finishTasksAndInvalidate()`: the session's connections close once its tasks are done.
+    public func invalidate() { session.finishTasksAndInvalidate() }
 
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         #if canImport(FoundationNetworking)

@@ -122,11 +122,12 @@ struct WakeupReportTests {
     @Test func flagsParseAndBadOnesAreClearErrors() throws {
         let options = try #require(try WakeupBench.parse(["--phones", "8", "--profiles", "good,poor_3g", "--out", "/tmp/x", "--concurrency", "4", "--seed", "9"]))
         #expect(options.phones == 8 && options.profiles.map(\.name) == ["good", "poor_3g"] && options.outDirectory == "/tmp/x")
-        #expect(options.concurrency == 4 && options.seed == 9)
+        #expect(options.concurrency == 4 && options.seed == 9 && options.impairment == .model)
+        #expect(try WakeupBench.parse(["--impairment", "kernel"])?.impairment == .kernel)
         let defaults = try #require(try WakeupBench.parse([]))
         #expect(defaults.phones == 200 && defaults.profiles.count == 5 && defaults.thresholds == WakeupThresholds())
         #expect(try WakeupBench.parse(["--help"]) == nil)
-        for bad in [["--phones", "7"], ["--phones", "0"], ["--phones"], ["--profiles", "good,lunar"], ["--concurrency", "x"], ["--frobnicate"], ["--seed", "-1"]] {
+        for bad in [["--phones", "7"], ["--phones", "0"], ["--phones"], ["--profiles", "good,lunar"], ["--concurrency", "x"], ["--frobnicate"], ["--seed", "-1"], ["--impairment", "tc"]] {
             #expect(throws: BenchUsageError.self, "\(bad)") { try WakeupBench.parse(bad) }
         }
         #expect(WakeupBench.run(["--phones", "3"]) == 2)
@@ -139,7 +140,7 @@ struct WakeupReportTests {
         let report = WakeupReport(phones: 20, startedAt: "2026-11-30T00:00:00Z", profiles: [good, bad])
         #expect(!report.passed)
         let table = report.table.split(separator: "\n")
-        #expect(table.count == 4 && table[2].hasPrefix("good") && table[2].hasSuffix("pass") && table[3].contains("FAIL"))
+        #expect(table.count == 5 && table[0] == "impairment: model" && table[3].hasPrefix("good") && table[3].hasSuffix("pass") && table[4].contains("FAIL"))
         let svg = report.chartSVG
         #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
         #expect(svg.components(separatedBy: "<polyline").count == 3, "one curve per profile")

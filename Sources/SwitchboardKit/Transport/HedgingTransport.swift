@@ -70,6 +70,9 @@ public final class HedgingTransport: HTTPTransport {
             policy: policy, inFlight: Array(repeating: 0, count: lanes.count), lastAnswer: Array(repeating: nil, count: lanes.count)))
     }
 
+    /// Invalidates every lane.
+    public func invalidate() { lanes.forEach { $0.invalidate() } }
+
     /// How many lanes answered within ``keepWarmSeconds`` (their connections are likely open).
     public var warmLaneCount: Int { warmLanes() }
 
