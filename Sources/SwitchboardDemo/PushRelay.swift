@@ -729,8 +729,9 @@ private final class SourceCore: Sendable {
                 defer { state.waiters = [:] }
                 return (fresh, Array(state.waiters.values))
             }
-            waiters.forEach { $0.resume() }
+            // onPush first: whoever `pushes` wakes finds each push already reported.
             fresh.forEach(onPush)
+            waiters.forEach { $0.resume() }
         }
     }
 
