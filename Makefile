@@ -48,9 +48,9 @@ bench: release
 
 # The full wake-up regression harness: 200 phones, every network profile, gated, under the
 # proxy's loss model; then under real kernel packet loss (nftables in a network namespace):
-# gated on the profiles it can meet, reported on the lossy Wi-Fi ones (README: there the
-# kernel's push leg is much slower than the model's, for a reason not settled yet). Exits 1
-# when a gated run fails.
+# gated on the profiles it can meet, reported on the lossy Wi-Fi ones (README: real TCP with
+# lost ACKs backs off far longer than the model's stalls; one push's p95 exceeds 1.5 s there).
+# Exits 1 when a gated run fails.
 weaknet: release
 	scripts/ensure-deps.sh nftables iproute2
 	model=0; kernel=0; \
