@@ -115,7 +115,7 @@ let package = Package(
             name: "SwitchboardDemo",
             dependencies: [
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting", "SwitchboardCore", "SwitchboardCLI",
+                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting", "SwitchboardCore", "SwitchboardCLI", "SwitchboardPOSIX",
             ],
             swiftSettings: strict),
 

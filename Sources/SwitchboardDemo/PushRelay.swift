@@ -73,7 +73,7 @@ public struct PushRelayError: Error, Sendable, Equatable, CustomStringConvertibl
 public final class PushRelay: Sendable {
     private enum Lifecycle {
         case idle
-        case running(RelayCore, acceptor: RelayThread)
+        case running(RelayCore, acceptor: JoinableThread)
         case stopped
     }
 
@@ -99,7 +99,7 @@ public final class PushRelay: Sendable {
             guard case .idle = state else { throw PushRelayError(.alreadyStarted, "a relay starts once; make a new one") }
             let core = try RelayCore(emulator: emulator, listen: listen, counters: counters)
             do throws(PushRelayError) {
-                state = .running(core, acceptor: try RelayThread(name: "sb-push-relay") { core.acceptLoop() })
+                state = .running(core, acceptor: try JoinableThread.relay(name: "sb-push-relay") { core.acceptLoop() })
             } catch {
                 core.closeDescriptors()
                 throw error
@@ -126,7 +126,7 @@ public final class PushRelay: Sendable {
     /// Stops accepting, closes every connection and returns once every thread has ended and
     /// every descriptor is closed. Calling it again does nothing.
     public func stop() {
-        let running = lifecycle.withLock { state -> (RelayCore, RelayThread)? in
+        let running = lifecycle.withLock { state -> (RelayCore, JoinableThread)? in
             defer { state = .stopped }
             if case .running(let core, let acceptor) = state { return (core, acceptor) }
             return nil
@@ -155,7 +155,7 @@ private final class RelayCounters: Sendable {
 /// What the relay's accepting thread and connection threads share.
 private final class RelayCore: Sendable {
     private struct Registry {
-        var threads: [Int: RelayThread] = [:]
+        var threads: [Int: JoinableThread] = [:]
         var finished: [Int] = []
         var next = 0
     }
@@ -216,7 +216,7 @@ private final class RelayCore: Sendable {
                 let index = registry.next
                 registry.next += 1
                 // Made under the lock, so the thread's `connectionEnded` always finds its entry.
-                registry.threads[index] = try RelayThread(name: "sb-push-relay") { [self] in
+                registry.threads[index] = try JoinableThread.relay(name: "sb-push-relay") { [self] in
                     RelayConnection(core: self, fd: fd).run()
                     connectionEnded(index)
                 }
@@ -577,7 +577,7 @@ private final class SourceCore: Sendable {
 
     private struct State {
         var snapshot = Snapshot()
-        var thread: RelayThread?
+        var thread: JoinableThread?
         var wake: WakePipe?
         var received: [(index: Int, payload: Data)] = []
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
@@ -607,7 +607,7 @@ private final class SourceCore: Sendable {
             guard state.thread == nil else { return }
             let wake = try WakePipe()
             do throws(PushRelayError) {
-                state.thread = try RelayThread(name: "sb-push-source") { [self] in run(wake: wake) }
+                state.thread = try JoinableThread.relay(name: "sb-push-source") { [self] in run(wake: wake) }
                 state.wake = wake
             } catch {
                 wake.close()
@@ -844,37 +844,13 @@ private final class WakePipe: Sendable {
     }
 }
 
-/// A POSIX thread that can be joined (Foundation's `Thread` cannot): `stop()` returns only
-/// after every thread has ended. It names itself for `top -H` and `/proc/…/comm`.
-private final class RelayThread: Sendable {
-    private final class Body {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-
-    private let handle: pthread_t
-    private let joined = Atomic(false)
-
-    init(name: String, _ body: @escaping @Sendable () -> Void) throws(PushRelayError) {
-        let context = Unmanaged.passRetained(Body {
-            nameCurrentThread(name)
-            body()
-        }).toOpaque()
-        var handle = pthread_t()
-        let status = pthread_create(&handle, nil, { raw in
-            guard let raw else { return nil }
-            Unmanaged<Body>.fromOpaque(raw).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard status == 0 else {
-            Unmanaged<Body>.fromOpaque(context).release()
-            throw PushRelayError(.systemCall, "pthread_create: \(describeErrno(status))")
+extension JoinableThread {
+    /// Starts `body` on a thread named `name`; a failure to start is a ``PushRelayError``.
+    fileprivate static func relay(name: String, _ body: @escaping @Sendable () -> Void) throws(PushRelayError) -> JoinableThread {
+        do {
+            return try JoinableThread(name: name, body)
+        } catch {
+            throw PushRelayError(.systemCall, error.description)
         }
-        self.handle = handle
-    }
-
-    /// Waits for the thread to end; later calls return at once.
-    func join() {
-        if !joined.exchange(true, ordering: .acquiringAndReleasing) { pthread_join(handle, nil) }
     }
 }

@@ -138,7 +138,7 @@ public final class ImpairmentProxy: Sendable {
             }
             let core = try ProxyCore(configuration: configuration, counters: counters)
             do throws(NetSimError) {
-                let acceptor = try JoinableThread { core.acceptLoop() }
+                let acceptor = try JoinableThread.start { core.acceptLoop() }
                 state = .running(core, acceptor: acceptor)
             } catch {
                 core.closeDescriptors()
@@ -234,7 +234,7 @@ final class ProxyCore: Sendable {
                 let seed = ConnectionSchedule.connectionSeed(proxySeed: configuration.seed, index: index)
                 // Created under the lock, so the thread's `connectionEnded` (which takes the lock)
                 // always finds its entry.
-                registry.threads[index] = try JoinableThread { [self] in
+                registry.threads[index] = try JoinableThread.start { [self] in
                     ProxyConnection(core: self, clientFD: fd, seed: seed).run()
                     connectionEnded(index)
                 }

@@ -88,39 +88,13 @@ enum Socket {
     }
 }
 
-/// A POSIX thread that can be joined, unlike Foundation's `Thread`: `stop()` returns only after
-/// every thread the proxy started has ended.
-final class JoinableThread: Sendable {
-    private final class Body {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-
-    private let handle: pthread_t
-    private let joined = Mutex(false)
-
-    /// Starts `body` on a new thread.
-    init(_ body: @escaping @Sendable () -> Void) throws(NetSimError) {
-        let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        var handle = pthread_t()
-        let status = pthread_create(&handle, nil, { raw in
-            guard let raw else { return nil }
-            Unmanaged<Body>.fromOpaque(raw).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard status == 0 else {
-            Unmanaged<Body>.fromOpaque(context).release()
-            throw NetSimError(.systemCall, "pthread_create: \(describeErrno(status))")
+extension JoinableThread {
+    /// Starts `body` on a new thread; a failure to start is a ``NetSimError`` (`systemCall`).
+    static func start(_ body: @escaping @Sendable () -> Void) throws(NetSimError) -> JoinableThread {
+        do {
+            return try JoinableThread(body)
+        } catch {
+            throw NetSimError(.systemCall, error.description)
         }
-        self.handle = handle
-    }
-
-    /// Waits for the thread to end; later calls return at once.
-    func join() {
-        let first = joined.withLock { joined in
-            defer { joined = true }
-            return !joined
-        }
-        if first { pthread_join(handle, nil) }
     }
 }
