@@ -46,11 +46,12 @@ public final class HedgingTransport: HTTPTransport {
     private let sleep: @Sendable (Double) async throws -> Void
     private let now: @Sendable () -> Double
 
-    /// `lanes` lanes, each a `URLSessionTransport` with a URL session of its own.
+    /// `lanes` lanes, each a `URLSessionTransport` with a URL session of its own, made when the
+    /// lane is first used (a client that is created and never sends holds no session).
     public convenience init(lanes: Int = 4, policy: HedgePolicy = HedgePolicy()) {
         var policy = policy
         policy.lanes = max(1, lanes)
-        self.init(lanes: (0..<policy.lanes).map { _ in URLSessionTransport(session: URLSession(configuration: .ephemeral)) }, policy: policy)
+        self.init(lanes: (0..<policy.lanes).map { _ in LazySessionLane() }, policy: policy)
     }
 
     /// Hedges over the given transports (each should hold connections of its own). `sleep`
@@ -337,4 +338,24 @@ final class HedgeRace: Sendable {
         tasks.forEach { $0.cancel() }
         continuation?.resume(returning: answer)
     }
+}
+
+/// A `URLSessionTransport` made on first use.
+final class LazySessionLane: HTTPTransport {
+    private let made = LockedState<URLSessionTransport?>(nil)
+
+    private var transport: URLSessionTransport {
+        made.withLock { made in
+            if let made { return made }
+            let transport = URLSessionTransport(session: URLSession(configuration: .ephemeral))
+            made = transport
+            return transport
+        }
+    }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await transport.send(request)
+    }
+
+    func invalidate() { made.withLock { $0 }?.invalidate() }
 }
