@@ -97,8 +97,8 @@ struct CallService: Sendable {
         case accept, decline, join, leave, cancel
     }
 
-    /// Performs `action`; with `mediaToken` (accept and join only) the answer carries a media
-    /// token for the call's room as well, minted from the committed call.
+    /// Performs `action`; with `mediaToken` (the routes pass it for accept and join) the answer
+    /// carries a media token for the call's room as well, minted from the committed call.
     func perform(_ action: Action, on callID: String, by principal: Principal, mediaToken: Bool = false) async throws -> (CallInfo, MediaToken?) {
         let userID = principal.user.id
         let call = try await transition(callID, visibleTo: userID) { call, context throws(CallTransitionError) in
@@ -111,11 +111,7 @@ struct CallService: Sendable {
             case .cancel: try CallStateMachine.cancel(call, by: userID, now: context.now)
             }
         }
-        var token: MediaToken?
-        if mediaToken, action == .accept || action == .join, call.state == .active, call.presentUserIDs.contains(userID) {
-            token = minter.mint(identity: userID, room: call.roomName, mode: call.mode, now: store.environment.now())
-        }
-        return (CallStore.info(call), token)
+        return (CallStore.info(call), mediaToken ? mint(for: userID, in: call) : nil)
     }
 
     struct Context: Sendable {
@@ -236,9 +232,16 @@ struct CallService: Sendable {
             }
             return stored.call
         }
-        guard call.state == .active, call.presentUserIDs.contains(userID) else {
+        guard let token = mint(for: userID, in: call) else {
             throw APIError(status: 403, code: "NOT_PARTICIPANT", message: "media tokens are only for participants of an active call")
         }
+        return token
+    }
+
+    /// A token for `userID` in the call's room, only while the call is active and they are a
+    /// present participant.
+    private func mint(for userID: String, in call: CallRecord) -> MediaToken? {
+        guard call.state == .active, call.presentUserIDs.contains(userID) else { return nil }
         return minter.mint(identity: userID, room: call.roomName, mode: call.mode, now: store.environment.now())
     }
 
