@@ -198,16 +198,20 @@ public struct SwitchboardClient: Sendable {
 
     /// One long poll: events after `after`, held up to `wait` seconds.
     public func events(after: Int64, wait: Int) async throws -> EventsPage {
-        try await call("GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: eventTransport, repeatable: false)
+        try await poll(after: after, wait: wait, via: eventTransport, repeatable: false)
     }
 
     /// A long poll while a call is live: held on two connections (the second a moment after
     /// the first), the first answer wins. Twice the polls, only while calls are live, for an
     /// answer or hang-up that no single lost segment can hold back.
     public func callEvents(after: Int64, wait: Int) async throws -> EventsPage {
+        try await poll(after: after, wait: wait, via: callEventTransport, repeatable: true)
+    }
+
+    private func poll(after: Int64, wait: Int, via transport: any HTTPTransport, repeatable: Bool) async throws -> EventsPage {
         try await call(
-            "GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: callEventTransport,
-            repeatable: true)
+            "GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: transport,
+            repeatable: repeatable)
     }
 
     // MARK: Calls
