@@ -172,7 +172,7 @@ public enum WakeupBench {
         var link: KernelPath?
         var stackOptions = DemoStack.Options()
         if options.impairment == .kernel {
-            let made = try KernelLink.create(impairedPorts: [KernelPath.apiPort, KernelPath.pushPort])
+            let made = try await offPool { try KernelLink.create(impairedPorts: [KernelPath.apiPort, KernelPath.pushPort]) }
             stackOptions.listenHost = made.rootAddress
             link = KernelPath(link: made)
         }
@@ -180,17 +180,17 @@ public enum WakeupBench {
         do {
             stack = try await DemoStack(options: stackOptions)
         } catch {
-            link?.link.destroy()
+            if let link { await offPool { link.link.destroy() } }
             throw error
         }
         do {
             try link?.startRelay(emulator: stack.emulator)
             let report = try await measure(options, on: stack, kernel: link, startedAt: started)
-            link?.stop()
+            if let link { await offPool { link.stop() } }
             await stack.shutDown()
             return report
         } catch {
-            link?.stop()
+            if let link { await offPool { link.stop() } }
             await stack.shutDown()
             throw error
         }
@@ -221,7 +221,7 @@ public enum WakeupBench {
                 upstream: IPv4Endpoint(host: "127.0.0.1", port: serverPort), profile: profile, seed: seed))
             let proxied: URL
             if let kernel {
-                proxied = try kernel.begin(profile, serverPort: serverPort, seed: seed)
+                proxied = try await offPool { try kernel.begin(profile, serverPort: serverPort, seed: seed) }
             } else {
                 proxied = URL(string: "http://127.0.0.1:\(try proxy.start())")!
             }
@@ -309,7 +309,8 @@ public enum WakeupBench {
             transports.forEach { $0.invalidate() }
             let requests = (callerLogs + calleeLogs).reduce(0) { $0 + $1.entries { _ in true }.count }
             if let kernel {
-                err.write(Data("  \(profile.name): \(requests) requests; \(kernel.end())\n".utf8))
+                let ended = await offPool { kernel.end() }
+                err.write(Data("  \(profile.name): \(requests) requests; \(ended)\n".utf8))
             } else {
                 proxy.stop()
                 let traffic = proxy.statistics
@@ -537,18 +538,18 @@ final class KernelPath: Sendable {
         state.withLock { $0 = (relay, port, []) }
     }
 
-    /// Sets the profile's loss on the link and starts its proxies; returns the API's URL.
+    /// Sets the profile's loss on the link (its downlink's: the named profiles lose alike both
+    /// ways) and starts its proxies; returns the API's URL. It blocks (commands, a line from
+    /// each proxy), so callers run it off the cooperative pool, as ``end()`` and ``stop()``.
     func begin(_ profile: NetworkProfile, serverPort: Int, seed: UInt64) throws -> URL {
         try link.setLoss(percent: Int((profile.downlink.loss.probability * 100).rounded()))
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         let relayPort = state.withLock { $0.relayPort }
-        var started: [Process] = []
         for (listen, upstream, offset) in [(Self.apiPort, serverPort, UInt64(0)), (Self.pushPort, relayPort, 1)] {
             let process = try link.launch([
                 executable, "proxy", "--upstream", "\(link.rootAddress):\(upstream)", "--listen", "\(link.namespaceAddress):\(listen)",
                 "--profile", profile.name, "--delay-only", "--allow-non-loopback", "--seed", String(seed &+ offset),
             ])
-            started.append(process)
             state.withLock { $0.proxies.append(process) }
             let line = try KernelLink.readLine(from: process, timeout: 10)
             guard line.hasPrefix("listening on") else { throw BenchUsageError("the proxy in \(link.namespace) said '\(line)'") }
