@@ -11,6 +11,7 @@ Loaded with SCHEMATHESIS_HOOKS=contract_hooks (PYTHONPATH set by the script). Re
 
 import json
 import os
+import secrets
 import uuid
 
 import schemathesis
@@ -48,12 +49,17 @@ def schemes(case) -> set:
     return names
 
 
-# A generated POST /auth/logout ends the cached session: the next request then gets 401, and
-# schemathesis (retry_on=[401]) drops the cached token, calls get() again and replays it.
+# The token all cases share, as get() last made it (keep_devices_apart keeps logouts off it).
+SHARED_SESSION = {"token": None}
+
+
+# Should the cached session end all the same, the next request gets 401, and schemathesis
+# (retry_on=[401]) drops the cached token, calls get() again and replays it.
 @schemathesis.auth(refresh_interval=3600, retry_on=[401])
 class SwitchboardAuth:
     def get(self, case, context):
-        return login()
+        SHARED_SESSION["token"] = login()
+        return SHARED_SESSION["token"]
 
     def set(self, case, token, context):
         wanted = schemes(case)
@@ -137,6 +143,39 @@ def flatmap_query(context, query):
     if operation is not None and operation.path in ("/calls/current", "/calls/history"):
         return with_seeded_scope(query)
     return st.just(query)
+
+
+HEX_DIGITS = set("0123456789abcdefABCDEF")
+
+
+def is_push_token(value):
+    """Whether `value` is a push token the server takes: 64 to 400 hex digits, even length."""
+    return isinstance(value, str) and 64 <= len(value) <= 400 and len(value) % 2 == 0 and set(value) <= HEX_DIGITS
+
+
+@schemathesis.hook("before_call")
+def keep_devices_apart(context, case, kwargs):
+    """Two things the server does on purpose would make a device the fuzzer just registered
+    vanish before the stateful phase deletes it, which schemathesis reads as "created resource
+    not found" (ST302):
+      - a token belongs to one installation, so registering it for another deviceId removes the
+        first row, and generation repeats tokens often (64 zeros above all);
+      - logout unbinds the session's devices, and every generated POST /auth/logout ended the
+        one session all cases share.
+    So a valid token is swapped for a fresh one of the same length, and a generated logout
+    signed in with the shared session ends a session made for it just then instead. Both stay exactly as
+    valid as generated (tests/ cover the token move and the unbinding); anything invalid is
+    left alone."""
+    operation = case.operation
+    method = operation.method.upper()
+    if method == "POST" and operation.path == "/voip/devices" and isinstance(case.body, dict):
+        token = case.body.get("pushToken")
+        if is_push_token(token):
+            case.body = {**case.body, "pushToken": secrets.token_hex(len(token) // 2)}
+    elif method == "POST" and operation.path == "/auth/logout":
+        shared = SHARED_SESSION["token"]
+        if shared is not None and (case.headers or {}).get("Authorization") == f"Bearer {shared}":
+            case.headers = {**case.headers, "Authorization": f"Bearer {login()}"}
 
 
 # Placeholders some generated cases carry instead of an id; before_call swaps them for a call
