@@ -426,11 +426,13 @@ public enum WakeupBench {
         let accept = logs.callee.entries { $0 == "POST /calls/\(callID)/accept" }.first
         let calleeToken = logs.callee.entries { $0 == "POST /calls/\(callID)/media-token" }.first
         let callerToken = logs.caller.entries { $0 == "POST /calls/\(callID)/media-token" }.last { $0.status == 200 }
-        // The caller's first long poll answered after the callee's accept reached the server
-        // (at the latest when its answer came back): the event that told it.
+        // How the caller heard of the answer: its first long poll answered after the callee's
+        // accept was sent, or its media token request held until the answer, whichever came
+        // first. A token asked for before that costs nothing more from then on.
         let callerEvent = accept.flatMap { accept in
             logs.caller.entries { $0 == "GET /events" }.first { $0.answeredAt > accept.sentAt && $0.status == 200 }
         }
+        let callerHeard = [callerEvent?.answeredAt, callerToken?.answeredAt].compactMap { $0 }.min()
         var steps: [String: Double] = [:]
         func put(_ step: WakeupStep, _ value: Double?) { if let value { steps[step.rawValue] = max(0, value) } }
         put(.dialRequest, ms(dial?.sentAt, dial?.answeredAt))
@@ -440,8 +442,8 @@ public enum WakeupBench {
         put(.answerRequest, ms(accept?.sentAt, accept?.answeredAt))
         put(.calleeToken, ms(calleeToken?.sentAt, calleeToken?.answeredAt))
         put(.calleeMedia, ms(calleeToken?.answeredAt ?? accept?.answeredAt, calleeConnected))
-        put(.callerHears, ms(ring.answered, callerEvent?.answeredAt))
-        put(.callerToken, ms(callerToken?.sentAt, callerToken?.answeredAt))
+        put(.callerHears, ms(ring.answered, callerHeard))
+        put(.callerToken, ms(callerToken.map { max($0.sentAt, callerHeard ?? $0.sentAt) }, callerToken?.answeredAt))
         put(.callerMedia, ms(callerToken?.answeredAt, callerConnected))
         ring.sample.steps = steps
         ring.sample.pushToReportedMilliseconds = ms(pushAcceptedAt, reported)

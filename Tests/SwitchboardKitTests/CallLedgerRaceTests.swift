@@ -108,9 +108,11 @@ struct WithdrawalTests {
     }
 }
 
-/// The caller's early media token (weak networks): asked beside the re-read while ringing.
+/// The caller's early media token (weak networks): asked as soon as the call is created (the
+/// server holds it until the answer), and beside a re-read while ringing when none is out.
 @Suite("CallLedger: early media token for the caller", .timeLimit(.minutes(3)))
 struct EarlyMediaTokenTests {
+    /// A dial the server created, its held early token on its way.
     static func dialing() -> (CallLedger, CallInfo) {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.outgoing()
@@ -126,37 +128,42 @@ struct EarlyMediaTokenTests {
         return call
     }
 
-    @Test func aChangeToARingingOutgoingCallAsksForATokenBesideTheReread() {
-        var (ledger, call) = Self.dialing()
-        #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .earlyMediaToken), .server(callID: call.id, .fetch)])
+    @Test func aRingingDialAsksForTheHeldTokenAtOnceAndOneAtATime() {
+        var ledger = CallLedger(userID: "me")
+        let call = Fixture.outgoing()
+        #expect(ledger.callCreated(call, handle: "bob").filter { $0 == .server(callID: call.id, .earlyMediaToken) }.count == 1)
         #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .fetch)], "one early ask at a time")
+        var busy = CallLedger(userID: "me")
+        var ended = Fixture.outgoing()
+        ended.state = .ended
+        ended.endReason = .busy
+        #expect(!busy.callCreated(ended, handle: "bob").contains(.server(callID: ended.id, .earlyMediaToken)), "nothing to wait for")
         var incoming = CallLedger(userID: "me")
         #expect(incoming.callChanged("other") == [.server(callID: "other", .fetch)])
     }
 
     @Test func anEarlyTokenJoinsAtOnceAndTheRereadAsksNothingMore() {
         var (ledger, call) = Self.dialing()
-        _ = ledger.callChanged(call.id)
         #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: call.id, Fixture.token)])
         #expect(ledger.entries[call.id]?.stage == .connecting)
         #expect(ledger.callRead(Self.answered(call)).isEmpty)
         #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.reportConnected(ledger.entries[call.id]!.uuid)))
     }
 
-    @Test func anEarlyTokenThatCameTooSoonIsAskedForAgainOnceTheAnswerIsSeen() {
+    @Test func anEarlyTokenRefusedAfterTheAnswerWasSeenIsAskedForProperly() {
         var (ledger, call) = Self.dialing()
-        _ = ledger.callChanged(call.id)
         #expect(ledger.callRead(Self.answered(call)).isEmpty, "the early ask is still out")
         #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT"))
             == [.server(callID: call.id, .mediaToken)])
         #expect(ledger.serverAnswered(call.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: call.id, Fixture.token)])
     }
 
-    @Test func anEarlyTokenRefusedWhileStillRingingChangesNothing() {
+    @Test func aHoldThatRanOutWhileStillRingingChangesNothingAndTheNextChangeAsksAgain() {
         var (ledger, call) = Self.dialing()
-        _ = ledger.callChanged(call.id)
         #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT")).isEmpty)
         #expect(ledger.entries[call.id]?.stage == .dialing)
-        #expect(ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)), "the next change may ask again")
+        #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .earlyMediaToken), .server(callID: call.id, .fetch)])
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty)
+        #expect(ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)), "a lost one is asked again too")
     }
 }

@@ -242,6 +242,7 @@ struct CallLedgerTests {
             .notify(.dialing(callID: call.id)),
             .schedule(callID: call.id, .dialTimeout, afterSeconds: 45),
             .watch,
+            .server(callID: call.id, .earlyMediaToken),
         ])
         let start = UUID()
         #expect(ledger.actionPerformed(id: start, CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)))

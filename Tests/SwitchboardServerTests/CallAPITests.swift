@@ -3,6 +3,7 @@ import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 import SwitchboardWire
+import SwitchboardTesting
 
 @Suite("Calls API contract (SPEC §2)", .timeLimit(.minutes(3)))
 struct CallAPITests {
@@ -171,6 +172,56 @@ struct CallAPITests {
         let plain = await world.act("accept", call.id, by: bob, body: #"{"mediaToken":false}"#)
         #expect(plain.status == 200 && (plain.json?["media"] == nil))
         #expect(await world.act("accept", call.id, by: bob).json?["media"] == nil)
+    }
+
+    /// `POST /calls/{id}/media-token?wait=S`: the caller of a ringing call is answered when the
+    /// callee answers (its token) or the call ends (403), or when the wait runs out on the
+    /// clock (403); anyone else, and any call not ringing, is answered at once.
+    @Test func theCallersMediaTokenRequestWaitsForTheAnswer() async throws {
+        let world = try CallWorld()
+        defer { world.close() }
+        let hub = world.app.application.store.hub
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        let call = try #require(await world.call(alice, "conversation", conversation).call)
+        for bad in ["26", "-1", "x", "", "1.5"] {
+            #expect(await world.act("media-token?wait=\(bad)", call.id, by: alice).errorCode == "VALIDATION_FAILED", "wait=\(bad)")
+        }
+        #expect(await world.act("media-token", call.id, by: alice).errorCode == "NOT_PARTICIPANT", "no wait: at once, as before")
+        // The invitee is not held (only an accept of its own makes it a participant).
+        #expect(await world.act("media-token?wait=25", call.id, by: bob).errorCode == "NOT_PARTICIPANT")
+        #expect(hub.waiterCount == 0)
+
+        let held = Task { await world.act("media-token?wait=25", call.id, by: alice) }
+        #expect(await eventually { hub.waiterCount == 1 })
+        // An event of another kind wakes it, it reads the call again and goes on waiting.
+        let message = await world.app.request("POST", "/conversations/\(conversation)/messages", headers: bob.headers, body: #"{"text":"hi"}"#)
+        #expect(message.status == 201)
+        #expect(await eventually { hub.waiterCount == 1 }, "woken by the message, waiting again")
+        #expect(await world.act("accept", call.id, by: bob).status == 200)
+        let answer = await held.value
+        #expect(answer.status == 200)
+        let token = try JSONDecoder().decode(MediaToken.self, from: Data(answer.bodyBytes))
+        #expect(try payload(of: token.token)["sub"] as? String == alice.id)
+        #expect(hub.waiterCount == 0)
+        // Active now: answered at once.
+        #expect(await world.act("media-token?wait=25", call.id, by: alice).status == 200)
+        _ = await world.act("leave", call.id, by: alice)
+
+        // A call that ends while held: 403.
+        let cancelled = try #require(await world.call(alice, "conversation", conversation).call)
+        let heldThroughCancel = Task { await world.act("media-token?wait=25", cancelled.id, by: alice) }
+        #expect(await eventually { hub.waiterCount == 1 })
+        #expect(await world.act("cancel", cancelled.id, by: alice).status == 200)
+        #expect(await heldThroughCancel.value.errorCode == "NOT_PARTICIPANT")
+
+        // A wait that runs out on the clock while the call still rings: 403.
+        let ringing = try #require(await world.call(alice, "conversation", conversation).call)
+        let heldOut = Task { await world.act("media-token?wait=5", ringing.id, by: alice) }
+        #expect(await eventually { hub.waiterCount == 1 })
+        world.clock.advance(seconds: 6)
+        #expect(await heldOut.value.errorCode == "NOT_PARTICIPANT")
+        #expect(try await world.get(ringing.id, by: alice).state == .ringing)
     }
 
     @Test func declineAndCancel() async throws {

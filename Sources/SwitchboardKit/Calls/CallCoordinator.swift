@@ -289,7 +289,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             case .decline: return .call(try await backend.perform(.decline, onCall: callID))
             case .leave: return .call(try await backend.perform(.leave, onCall: callID))
             case .cancel: return .call(try await backend.perform(.cancel, onCall: callID))
-            case .mediaToken, .earlyMediaToken: return .mediaToken(try await backend.mediaToken(forCall: callID))
+            case .mediaToken: return .mediaToken(try await backend.mediaToken(forCall: callID))
+            case .earlyMediaToken:
+                return .mediaToken(try await backend.mediaToken(forCall: callID, waitingUpTo: CallLedger.earlyTokenWaitSeconds))
             }
         } catch let error as SwitchboardAPIError {
             return .failure(status: error.status, code: error.code)

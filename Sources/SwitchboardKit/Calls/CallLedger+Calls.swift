@@ -130,13 +130,16 @@ extension CallLedger {
             remember(ended: call.id)
             return [.notify(.ended(callID: call.id, reason: reason, refusal: nil))]
         }
+        // Ask for the media token at once: the server holds the request until the callee answers.
+        let early = call.state == .ringing
+        entry.earlyTokenInFlight = early
         insert(entry)
         return [
             .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
             .notify(.dialing(callID: call.id)),
             .schedule(callID: call.id, .dialTimeout, afterSeconds: configuration.dialTimeout),
             .watch,
-        ] + callRead(call)
+        ] + (early ? [.server(callID: call.id, .earlyMediaToken)] : []) + callRead(call)
     }
 
     /// The server let us join an active group call we were not in (`POST /calls/{id}/join`,

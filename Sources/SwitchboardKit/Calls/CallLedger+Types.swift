@@ -45,10 +45,15 @@ extension CallLedger {
     /// A request to the server.
     public enum ServerRequest: Sendable, Equatable {
         case fetch, accept, decline, leave, cancel, mediaToken
-        /// A media token asked for on a `call_changed` while our outgoing call rings, beside the
-        /// re-read: when the change was the answer, it saves a round trip (weak networks).
+        /// A media token asked for while our outgoing call rings, held by the server until the
+        /// callee answers (``CallLedger/earlyTokenWaitSeconds``): sent as soon as the call is
+        /// created, and again beside the re-read of a `call_changed` when none is on its way.
+        /// Its answer is how the caller learns of the answer, token in hand, in one leg.
         case earlyMediaToken
     }
+
+    /// How long the server may hold an early media token request (its `wait`, at most 25).
+    public static let earlyTokenWaitSeconds = 25
 
     /// What a server request came back with.
     public enum ServerResult: Sendable, Equatable {

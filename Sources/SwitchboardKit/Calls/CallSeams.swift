@@ -8,6 +8,10 @@ public protocol CallBackend: Sendable {
     func call(_ callID: String) async throws -> CallInfo
     func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo
     func mediaToken(forCall callID: String) async throws -> MediaToken
+    /// The media token of our outgoing call while it rings, answered once the callee answers
+    /// (`?wait=`): learning of the answer and getting the token take one leg. The default asks
+    /// at once (`mediaToken(forCall:)`), so a backend without it keeps working.
+    func mediaToken(forCall callID: String, waitingUpTo seconds: Int) async throws -> MediaToken
     /// Accepts and, with `withMediaToken`, asks for the media token in the same answer
     /// (`{"mediaToken": true}`, one round trip less). The default accepts without one, so a
     /// backend written before this existed keeps working: the coordinator then asks for the
@@ -26,6 +30,10 @@ public protocol CallBackend: Sendable {
 
 extension CallBackend {
     public func warmUp() {}
+
+    public func mediaToken(forCall callID: String, waitingUpTo seconds: Int) async throws -> MediaToken {
+        try await mediaToken(forCall: callID)
+    }
 
     public func callEvents(after: Int64, wait: Int) async throws -> EventsPage {
         try await events(after: after, wait: wait)

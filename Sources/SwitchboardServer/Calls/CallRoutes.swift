@@ -40,7 +40,10 @@ struct CallRoutes {
             })
         }
         router.add("POST", "/calls/{id}/media-token", auth.require { context, principal in
-            .json(try await service.mediaToken(context.parameter("id"), for: principal))
+            // ?wait=S (0-25, default 0): the caller of a ringing call is answered once it is
+            // answered (or after S seconds), as a long poll is.
+            let wait = try context.request.queryParameters["wait"].map { text throws(APIError) in try EventRoutes.waitSeconds(text) } ?? 0
+            return .json(try await service.mediaToken(context.parameter("id"), for: principal, wait: wait))
         })
     }
 

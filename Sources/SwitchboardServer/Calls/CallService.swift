@@ -224,18 +224,29 @@ struct CallService: Sendable {
     }
 
     /// A LiveKit token for the call's room, only for a present participant of an active call.
-    func mediaToken(_ callID: String, for principal: Principal) async throws -> MediaToken {
+    /// `POST /calls/{id}/media-token`. With `wait` > 0 the caller of a call that still rings is
+    /// answered when the call leaves `ringing` (or after `wait` seconds), not at once: it then
+    /// learns of the answer and gets its token in one leg, with nothing more to send. Every
+    /// transition writes a `call_changed` event to the caller, so the event hub wakes it; the
+    /// waiter is registered before each read, so no transition slips between the two.
+    func mediaToken(_ callID: String, for principal: Principal, wait: Int = 0) async throws -> MediaToken {
         let userID = principal.user.id
-        let call = try await store.read { connection -> CallRecord in
-            guard let stored = try CallStore.load(callID, in: connection), try Self.canSee(stored.call, userID, in: connection) else {
-                throw APIError.notFound("no such call")
+        let deadline = store.environment.moment(after: .seconds(wait))
+        while true {
+            let left = deadline.timeIntervalSince(store.environment.now())
+            let waiter = left > 0 ? store.hub.register(userID: userID, timeout: .milliseconds(Int64(left * 1000))) : nil
+            defer { waiter.map(store.hub.release) }
+            let call = try await store.read { connection -> CallRecord in
+                guard let stored = try CallStore.load(callID, in: connection), try Self.canSee(stored.call, userID, in: connection) else {
+                    throw APIError.notFound("no such call")
+                }
+                return stored.call
             }
-            return stored.call
+            if let token = mint(for: userID, in: call) { return token }
+            guard let waiter, call.state == .ringing, call.createdBy == userID, case .notified = await store.hub.wait(waiter) else {
+                throw APIError(status: 403, code: "NOT_PARTICIPANT", message: "media tokens are only for participants of an active call")
+            }
         }
-        guard let token = mint(for: userID, in: call) else {
-            throw APIError(status: 403, code: "NOT_PARTICIPANT", message: "media tokens are only for participants of an active call")
-        }
-        return token
     }
 
     /// A token for `userID` in the call's room, only while the call is active and they are a
