@@ -150,12 +150,30 @@ struct EarlyMediaTokenTests {
         #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.reportConnected(ledger.entries[call.id]!.uuid)))
     }
 
-    @Test func anEarlyTokenRefusedAfterTheAnswerWasSeenIsAskedForProperly() {
+    /// A re-read that sees the answer asks for a token at once, the held one still out: the
+    /// first to come joins, the other is not used.
+    @Test func aRereadThatSeesTheAnswerAsksTooAndTheFirstTokenWins() {
         var (ledger, call) = Self.dialing()
-        #expect(ledger.callRead(Self.answered(call)).isEmpty, "the early ask is still out")
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT"))
-            == [.server(callID: call.id, .mediaToken)])
+        #expect(ledger.callRead(Self.answered(call)) == [.server(callID: call.id, .mediaToken)])
         #expect(ledger.serverAnswered(call.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: call.id, Fixture.token)])
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .mediaToken(Fixture.token)).isEmpty, "the late one is not used")
+        var (other, otherCall) = Self.dialing()
+        _ = other.callRead(Self.answered(otherCall))
+        #expect(other.serverAnswered(otherCall.id, .earlyMediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: otherCall.id, Fixture.token)])
+        #expect(other.serverAnswered(otherCall.id, .mediaToken, .mediaToken(Fixture.token)).isEmpty, "the late one is not used")
+    }
+
+    /// With both out, one failing leaves the other to decide; the call fails only when both did.
+    @Test func theCallFailsOnlyWhenBothTokenRequestsFailed() {
+        var (ledger, call) = Self.dialing()
+        _ = ledger.callRead(Self.answered(call))
+        #expect(ledger.serverAnswered(call.id, .mediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty, "the held one may still come")
+        _ = ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT"))
+        #expect(ledger.entries[call.id]?.stage == .ended && ledger.entries[call.id]?.endReason == .failed)
+        var (early, earlyCall) = Self.dialing()
+        _ = early.callRead(Self.answered(earlyCall))
+        #expect(early.serverAnswered(earlyCall.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty)
+        #expect(early.serverAnswered(earlyCall.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: earlyCall.id, Fixture.token)])
     }
 
     @Test func aHoldThatRanOutWhileStillRingingChangesNothingAndTheNextChangeAsksAgain() {

@@ -253,6 +253,38 @@ struct HedgingTransportTests {
         lanes[0].reply(.status(200))
         _ = try await third.value
     }
+
+    /// A request goes on the idle lane that answered last (its connection the likeliest open);
+    /// a copy that lost the race (cancelled, which closes an HTTP/1.1 connection) or failed
+    /// leaves its lane cold.
+    @Test func theNextRequestTakesTheLaneThatAnsweredLastAndALosingCopyLeavesItsLaneCold() async throws {
+        let clock = Mutex(0.0)
+        let timers = ManualTimers()
+        let lanes = [ScriptedLane(), ScriptedLane(), ScriptedLane()]
+        let transport = HedgingTransport(lanes: lanes, sleep: { try await timers.sleep($0) }, now: { clock.withLock { $0 } })
+        transport.warm(URL(string: "http://test/healthz")!)
+        #expect(await eventually { transport.warmLaneCount == 3 })
+        clock.withLock { $0 = 5 }
+        var accept = URLRequest(url: URL(string: "http://test/calls/c1/accept")!)
+        accept.httpMethod = "POST"
+        let raced = Task { try await transport.send(accept, repeatable: true) }
+        #expect(await eventually { lanes[0].waiting == 1 && timers.pending == 1 })
+        timers.fireAll()
+        #expect(await eventually { lanes[1].waiting == 1 })
+        lanes[1].reply(.status(200))
+        #expect(try await raced.value.1.statusCode == 200)
+        #expect(await eventually { lanes[0].cancelled == 1 })
+        lanes[0].reply(.transportFailure)  // the cancelled copy ends
+        #expect(await eventually { transport.warmLaneCount == 2 }, "lane 0 is cold now")
+        clock.withLock { $0 = 6 }
+        var read = URLRequest(url: URL(string: "http://test/me")!)
+        read.httpMethod = "GET"
+        let next = Task { try await transport.send(read, repeatable: false) }
+        #expect(await eventually { lanes[1].waiting == 1 }, "lane 1 answered last")
+        #expect(lanes[0].waiting == 0 && lanes[2].waiting == 0)
+        lanes[1].reply(.status(200))
+        _ = try await next.value
+    }
 }
 
 @Suite("Hedge policy: delay from the fastest recent answer, and which answer wins", .timeLimit(.minutes(1)))

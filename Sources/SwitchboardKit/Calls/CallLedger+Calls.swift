@@ -78,8 +78,9 @@ extension CallLedger {
                 entry.stage = .connecting
                 entry.media.request()
                 entries[call.id] = entry
-                // An early token on its way decides: it joins, or on failure asks again.
-                return entry.earlyTokenInFlight ? [] : [.server(callID: call.id, .mediaToken)]
+                // Ask now even when the held early token is still on its way: its connection may
+                // be the slow one (a lossy link), and whichever token comes first joins.
+                return [.server(callID: call.id, .mediaToken)]
             }
         }
         return []

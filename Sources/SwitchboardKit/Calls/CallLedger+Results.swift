@@ -17,26 +17,33 @@ extension CallLedger {
             // Only a participant of an active call gets one: the callee answered.
             guard var entry = entries[callID] else { return [] }
             entry.earlyTokenInFlight = false
-            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting, !entry.media.joined else {
+            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting, !entry.mediaJoinStarted else {
                 entries[callID] = entry
                 return []
             }
             entry.stage = .connecting
             entry.serverActive = true
             entry.media.request()
+            entry.mediaJoinStarted = true
             entries[callID] = entry
             return [.joinMedia(callID: callID, token)]
         case (.earlyMediaToken, .failure):
-            // Too early (still ringing when it arrived). If the re-read has since seen the answer,
-            // ask properly now.
+            // Still ringing when the hold ran out, or the call ended: the events tell. (A re-read
+            // that saw the answer has asked for a token of its own.)
             entries[callID]?.earlyTokenInFlight = false
-            guard entry.stage == .connecting, !entry.media.joined else { return [] }
-            return [.server(callID: callID, .mediaToken)]
+            guard entry.mediaTokenFailed, entry.stage == .connecting, !entry.mediaJoinStarted else { return [] }
+            return failCall(callID)
         case (.mediaToken, .mediaToken(let token)):
-            guard entry.stage == .answering || entry.stage == .connecting else { return [] }
+            guard entry.stage == .answering || entry.stage == .connecting, !entry.mediaJoinStarted else { return [] }
+            entries[callID]?.mediaJoinStarted = true
             return [.joinMedia(callID: callID, token)]
         case (.mediaToken, .failure):
-            guard entry.stage == .answering || entry.stage == .connecting else { return [] }
+            guard entry.stage == .answering || entry.stage == .connecting, !entry.mediaJoinStarted else { return [] }
+            if entry.earlyTokenInFlight {
+                // The held early token may still bring one: it decides.
+                entries[callID]?.mediaTokenFailed = true
+                return []
+            }
             return failCall(callID)
         case (.accept, .call(let call)):
             entries[callID]?.answer.serverAccepted()
@@ -52,6 +59,7 @@ extension CallLedger {
             var effects = callRead(call)
             if entries[callID]?.stage == .answering, entries[callID]?.media == .notRequested {
                 entries[callID]?.media.request()
+                entries[callID]?.mediaJoinStarted = true
                 effects.append(.joinMedia(callID: callID, token))
             }
             return effects

@@ -130,7 +130,11 @@ extension CallLedger {
         var serverActive = false
         var media = Media.notRequested
         var microphone = Microphone()
-        /// An early media token (asked for beside the re-read while our call rings) is on its way.
+        /// An early media token (held by the server until the answer) is on its way.
         var earlyTokenInFlight = false
+        /// A token was handed to the media connection: any other token that comes is not used.
+        var mediaJoinStarted = false
+        /// The plain token request failed while the early one was still out (which then decides).
+        var mediaTokenFailed = false
     }
 }

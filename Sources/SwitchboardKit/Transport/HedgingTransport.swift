@@ -157,7 +157,10 @@ public final class HedgingTransport: HTTPTransport {
             let moment = now()
             state.withLock { state in
                 state.warming.remove(lane)
-                guard answered else { return }
+                guard answered else {
+                    state.lastAnswer[lane] = nil
+                    return
+                }
                 state.lastAnswer[lane] = moment
                 if opened { state.policy.answered(after: moment - started) }
             }
@@ -227,21 +230,28 @@ public final class HedgingTransport: HTTPTransport {
 
     // MARK: Lanes
 
-    /// The least busy lane not in `excluded` (the lowest such index on a tie), counted busy.
+    /// The least busy lane not in `excluded`, counted busy. On a tie, the one that answered
+    /// last (its connection is the likeliest to be open), then the lowest index.
     private func acquire(excluding excluded: [Int]) -> Int {
         state.withLock { state in
             let candidates = state.inFlight.indices.filter { !excluded.contains($0) }
-            let lane = candidates.min { state.inFlight[$0] < state.inFlight[$1] } ?? 0
+            let lane = candidates.min { a, b in
+                if state.inFlight[a] != state.inFlight[b] { return state.inFlight[a] < state.inFlight[b] }
+                let answeredA = state.lastAnswer[a] ?? -.infinity, answeredB = state.lastAnswer[b] ?? -.infinity
+                return answeredA != answeredB ? answeredA > answeredB : a < b
+            } ?? 0
             state.inFlight[lane] += 1
             return lane
         }
     }
 
+    /// A copy on `lane` ended. One that did not answer (it failed, or lost the race and was
+    /// cancelled, which closes an HTTP/1.1 connection mid-request) leaves the lane cold.
     private func release(_ lane: Int, answered: Bool) {
         let moment = now()
         state.withLock { state in
             state.inFlight[lane] -= 1
-            if answered { state.lastAnswer[lane] = moment }
+            state.lastAnswer[lane] = answered ? moment : nil
         }
     }
 
