@@ -69,8 +69,12 @@ public enum WakeupStep: String, CaseIterable, Sendable {
     case answerRequest = "answer request (callee's accept)"
     case calleeToken = "callee's media token request"
     case calleeMedia = "callee's media join"
-    case callerHears = "answer → caller's event"
-    case callerToken = "caller's media token request"
+    /// Until the caller's first poll answered after the accept, or its held media token
+    /// request answered, whichever came first.
+    case callerHears = "answer → caller hears of it"
+    /// From when the caller heard (or sent the request, if later) to the token: zero when the
+    /// held request brought both.
+    case callerToken = "caller's media token, after that"
     case callerMedia = "caller's media join"
 }
 
