@@ -207,11 +207,12 @@ struct HedgingTransportTests {
         let rig = Rig()
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes.allSatisfy { $0.waiting == 1 } })
-        #expect(rig.timers.pending == 0, "no lane left for a timer")
+        #expect(await eventually { rig.timers.pending == 1 }, "only the cold start's second round is timed")
         rig.lanes[2].reply(.status(200))
         #expect(try await task.value.get() == 200)
         rig.lanes[0].reply(.status(200))
         rig.lanes[1].reply(.status(200))
+        rig.timers.fireAll()  // the second round's timer, its race over: it sends nothing
         // Now warm: the next one goes once.
         let next = rig.sendAsync()
         #expect(await eventually { rig.totalSent == 4 && rig.timers.pending == 1 })
@@ -252,6 +253,23 @@ struct HedgingTransportTests {
         #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 2 && lanes[2].warmed == 2 })
         lanes[0].reply(.status(200))
         _ = try await third.value
+    }
+
+    /// A cold start unanswered after `coldRetrySeconds` sends one more copy on every lane (a
+    /// second connection each, its first still busy), and no more after that.
+    @Test func aColdStartStillUnansweredSendsASecondRoundOnNewConnections() async throws {
+        let rig = Rig()
+        let task = rig.sendAsync()
+        #expect(await eventually { rig.lanes.allSatisfy { $0.waiting == 1 } && rig.timers.pending == 1 })
+        rig.timers.fireAll()
+        #expect(await eventually { rig.lanes.allSatisfy { $0.waiting == 2 } })
+        #expect(rig.totalSent == 6)
+        rig.lanes[1].reply(.transportFailure)
+        #expect(await eventually { rig.lanes[1].waiting == 1 })
+        #expect(rig.totalSent == 6, "every copy is out: a failure sends no seventh")
+        rig.lanes[0].reply(.status(200))
+        #expect(try await task.value.get() == 200)
+        #expect(await eventually { rig.lanes.reduce(0) { $0 + $1.cancelled } == 4 })
     }
 
     /// A request goes on the idle lane that answered last (its connection the likeliest open);

@@ -41,6 +41,11 @@ public final class HedgingTransport: HTTPTransport {
     /// and common NAT idle timeouts.
     public static let keepWarmSeconds = 30.0
 
+    /// After a cold start's copies, how long (seconds) before a second copy goes on every lane,
+    /// each on a connection of its own: a lost SYN is sent again only after one second (RFC
+    /// 6298's initial timeout), so a new handshake then races each stalled one.
+    public static let coldRetrySeconds = 1.0
+
     private let lanes: [any HTTPTransport]
     private let state: LockedState<State>
     private let sleep: @Sendable (Double) async throws -> Void
@@ -174,15 +179,23 @@ public final class HedgingTransport: HTTPTransport {
     /// Sends copies until one decides; the copies that lose are cancelled and not waited for
     /// (a transport slow to notice a cancellation never holds the answer back).
     private func hedged(_ request: URLRequest) async -> Answer {
-        let race = HedgeRace(lanes: lanes.count)
+        let cold = warmLanes() == 0
+        let race = HedgeRace(lanes: lanes.count, copies: cold ? 2 * lanes.count : lanes.count)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
                 race.begin(continuation)
                 // With no lane known to hold an open connection (a woken app, or one idle for
                 // long), every lane gets a copy at once: their handshakes race, and one lost
-                // SYN (a whole second) no longer decides.
-                if warmLanes() == 0 {
+                // SYN (a whole second) no longer decides. Unanswered after
+                // `coldRetrySeconds`, every lane gets one more, on a second connection (its
+                // first one is still busy).
+                if cold {
                     for _ in lanes.indices { launch(request, in: race, hedgeTimer: false) }
+                    let timer = Task { [self, sleep] in
+                        guard (try? await sleep(Self.coldRetrySeconds)) != nil else { return }
+                        for _ in lanes.indices where race.isRunning { launch(request, in: race, hedgeTimer: false) }
+                    }
+                    race.track(timer)
                 } else {
                     launch(request, in: race)
                 }
@@ -230,11 +243,13 @@ public final class HedgingTransport: HTTPTransport {
 
     // MARK: Lanes
 
-    /// The least busy lane not in `excluded`, counted busy. On a tie, the one that answered
-    /// last (its connection is the likeliest to be open), then the lowest index.
+    /// The least busy lane not in `excluded` (any lane once every one is), counted busy. On a
+    /// tie, the one that answered last (its connection is the likeliest to be open), then the
+    /// lowest index.
     private func acquire(excluding excluded: [Int]) -> Int {
         state.withLock { state in
-            let candidates = state.inFlight.indices.filter { !excluded.contains($0) }
+            let unused = state.inFlight.indices.filter { !excluded.contains($0) }
+            let candidates = unused.isEmpty ? Array(state.inFlight.indices) : unused
             let lane = candidates.min { a, b in
                 if state.inFlight[a] != state.inFlight[b] { return state.inFlight[a] < state.inFlight[b] }
                 let answeredA = state.lastAnswer[a] ?? -.infinity, answeredB = state.lastAnswer[b] ?? -.infinity
@@ -275,9 +290,17 @@ final class HedgeRace: Sendable {
     }
 
     private let lanes: Int
+    /// At most this many copies in all (a cold start's second round goes past `lanes`).
+    private let copies: Int
     private let state = LockedState(State())
 
-    init(lanes: Int) { self.lanes = lanes }
+    init(lanes: Int, copies: Int? = nil) {
+        self.lanes = lanes
+        self.copies = max(lanes, copies ?? lanes)
+    }
+
+    /// Whether no answer decided yet.
+    var isRunning: Bool { state.withLock { !$0.finished } }
 
     func begin(_ continuation: CheckedContinuation<HedgingTransport.Answer, Never>) {
         let early = state.withLock { state -> Bool in
@@ -293,7 +316,7 @@ final class HedgeRace: Sendable {
     /// its hedge timer (nil when no lane would be left for a copy after it).
     func reserveCopy(acquire: ([Int]) -> Int) -> (Copy, Int?)? {
         state.withLock { state in
-            guard !state.finished, state.used.count < lanes else { return nil }
+            guard !state.finished, state.used.count < copies else { return nil }
             let lane = acquire(state.used)
             state.used.append(lane)
             state.inFlight += 1
@@ -325,7 +348,7 @@ final class HedgeRace: Sendable {
             // A success, or the server's final word: this answer, whatever else is out.
             if outcome == .success || outcome == .refused { return (.finish, answer) }
             state.kept.append((outcome, answer))
-            let step = HedgePolicy.step(after: outcome, inFlight: state.inFlight, unusedLanes: lanes - state.used.count)
+            let step = HedgePolicy.step(after: outcome, inFlight: state.inFlight, unusedLanes: copies - state.used.count)
             guard step == .finish else { return (step, nil) }
             let index = HedgePolicy.preferred(state.kept.map(\.0)) ?? (state.kept.count - 1)
             return (.finish, state.kept[index].1)
