@@ -37,10 +37,18 @@ struct TimedTransport: HTTPTransport {
     }
 
     func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse) {
+        try await timing(request) { try await inner.send(request, repeatable: repeatable) }
+    }
+
+    func sendHeld(_ request: URLRequest, copies: Int) async throws -> (Data, HTTPURLResponse) {
+        try await timing(request) { try await inner.sendHeld(request, copies: copies) }
+    }
+
+    private func timing(_ request: URLRequest, _ send: () async throws -> (Data, HTTPURLResponse)) async throws -> (Data, HTTPURLResponse) {
         let line = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
         let sent = Date()
         do {
-            let answer = try await inner.send(request, repeatable: repeatable)
+            let answer = try await send()
             log.add(RequestLog.Entry(request: line, sentAt: sent, answeredAt: Date(), status: answer.1.statusCode))
             return answer
         } catch {

@@ -308,13 +308,15 @@ public enum WakeupBench {
             // with libdispatch, and a new socket reusing the number then traps there.
             transports.forEach { $0.invalidate() }
             let requests = (callerLogs + calleeLogs).reduce(0) { $0 + $1.entries { _ in true }.count }
+            let leftLive = await endCallsLeftLive(callers: pairs.map(\.caller), stack: stack)
+            let left = leftLive > 0 ? "; \(leftLive) calls whose hang-up had not reached the server when the phones shut down, ended directly" : ""
             if let kernel {
                 let ended = await offPool { kernel.end() }
-                err.write(Data("  \(profile.name): \(requests) requests; \(ended)\n".utf8))
+                err.write(Data("  \(profile.name): \(requests) requests; \(ended)\(left)\n".utf8))
             } else {
                 proxy.stop()
                 let traffic = proxy.statistics
-                err.write(Data("  \(profile.name): \(requests) requests over \(traffic.connectionsAccepted) connections; \(traffic.stalls) stalls (\(String(format: "%.1f", traffic.stallSeconds)) s), \(traffic.resets) resets\n".utf8))
+                err.write(Data("  \(profile.name): \(requests) requests over \(traffic.connectionsAccepted) connections; \(traffic.stalls) stalls (\(String(format: "%.1f", traffic.stallSeconds)) s), \(traffic.resets) resets\(left)\n".utf8))
             }
             results.append(WakeupProfileResult(
                 profile: profile.name, samples: samples.compactMap { $0 }, threshold: options.thresholds.threshold(for: profile.name),
@@ -334,6 +336,23 @@ public enum WakeupBench {
         print("wrote \(json) and \(chart)")
         print(report.passed ? "all gates passed" : "a gate FAILED")
         return report
+    }
+
+    /// Ends, straight on the server, the calls the callers still have live: a hang-up whose
+    /// leave was still being retried over the lossy link when the phones shut down. Left
+    /// alone, such a call keeps its callee busy, and the next profile's ring to them would be
+    /// answered `busy` without a push ("never rang"). Returns how many it ended.
+    static func endCallsLeftLive(callers: [AuthSession], stack: DemoStack) async -> Int {
+        let transport = URLSessionTransport()
+        defer { transport.invalidate() }
+        var ended = 0
+        for session in callers {
+            let client = SwitchboardClient(baseURL: stack.baseURL, token: session.token, transport: transport, eventTransport: transport)
+            for call in (try? await client.activeCalls()) ?? [] where call.state == .ringing || call.state == .active {
+                if (try? await client.perform(call.state == .ringing ? .cancel : .leave, onCall: call.id)) != nil { ended += 1 }
+            }
+        }
+        return ended
     }
 
     /// One ring's outcome and the moments the timing breakdown starts from.

@@ -33,6 +33,12 @@ public protocol HTTPTransport: Sendable {
     /// it arrives, so a transport may send it more than once (``HedgingTransport``). The
     /// default ignores the flag.
     func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse)
+    /// Sends a held request (one the server answers only when something happens, the same way
+    /// however often it arrives) as `copies` copies at once, on connections of their own where
+    /// the transport has several, and answers with the first success; the others are left to
+    /// end by themselves, since cancelling an HTTP/1.1 request closes its connection. The
+    /// default sends it once.
+    func sendHeld(_ request: URLRequest, copies: Int) async throws -> (Data, HTTPURLResponse)
     /// Opens connections ahead of need by fetching `url`. The default does nothing.
     func warm(_ url: URL)
     /// Lets the requests in flight finish, then closes the connections for good (the
@@ -43,6 +49,10 @@ public protocol HTTPTransport: Sendable {
 extension HTTPTransport {
     public func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse) {
         try await send(request)
+    }
+
+    public func sendHeld(_ request: URLRequest, copies: Int) async throws -> (Data, HTTPURLResponse) {
+        try await send(request, repeatable: false)
     }
 
     public func warm(_ url: URL) {}
@@ -205,13 +215,13 @@ public struct SwitchboardClient: Sendable {
     /// the first), the first answer wins. Twice the polls, only while calls are live, for an
     /// answer or hang-up that no single lost segment can hold back.
     public func callEvents(after: Int64, wait: Int) async throws -> EventsPage {
-        try await poll(after: after, wait: wait, via: callEventTransport, repeatable: true)
+        try await poll(after: after, wait: wait, via: callEventTransport, heldCopies: 2)
     }
 
-    private func poll(after: Int64, wait: Int, via transport: any HTTPTransport, repeatable: Bool) async throws -> EventsPage {
+    private func poll(after: Int64, wait: Int, via transport: any HTTPTransport, repeatable: Bool = false, heldCopies: Int = 0) async throws -> EventsPage {
         try await call(
             "GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: transport,
-            repeatable: repeatable)
+            repeatable: repeatable, heldCopies: heldCopies)
     }
 
     // MARK: Calls
@@ -260,16 +270,14 @@ public struct SwitchboardClient: Sendable {
     /// request up to `seconds` (0–25) and answers once the callee answered (the token) or the
     /// call ended (403 `NOT_PARTICIPANT`, also when the wait ran out).
     ///
-    /// It goes once, on one of the connections the dial just used, and is not hedged: every
-    /// copy of a held request would hold a connection of its own, and the copies that lose are
-    /// cancelled, which closes their connections (HTTP/1.1), so the requests after the answer
-    /// would pay for new handshakes (on `wifi_50_loss`, hedged over two connections of its own
-    /// it connected fewer calls within 3 s than sent once).
+    /// Two copies go at once on the connections the dial just used (`sendHeld`), so one lost
+    /// segment does not decide; the one that loses is not cancelled (that would close its
+    /// connection) but ends by itself, answered at the same moment.
     public func mediaToken(forCall callID: String, waitingUpTo seconds: Int) async throws -> MediaToken {
         let wait = min(max(seconds, 0), 25)
         return try await call(
             "POST", "/calls/\(QueryEncoding.encode(callID))/media-token", query: [("wait", String(wait))],
-            timeout: TimeInterval(wait + 10), repeatable: false)
+            timeout: TimeInterval(wait + 10), heldCopies: 2)
     }
 
     // MARK: Push devices
@@ -308,16 +316,18 @@ public struct SwitchboardClient: Sendable {
 
     private func call<Response: Decodable>(
         _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30, via: (any HTTPTransport)? = nil,
-        repeatable: Bool? = nil
+        repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Response {
-        try await call(method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via, repeatable: repeatable)
+        try await call(
+            method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via, repeatable: repeatable, heldCopies: heldCopies)
     }
 
     private func call<Body: Encodable, Response: Decodable>(
         _ method: String, _ path: String, query: [(String, String)] = [], body: Body?, timeout: TimeInterval = 30,
-        via: (any HTTPTransport)? = nil, repeatable: Bool? = nil
+        via: (any HTTPTransport)? = nil, repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Response {
-        let data = try await send(method, path, query: query, body: body, timeout: timeout, via: via, repeatable: repeatable)
+        let data = try await send(
+            method, path, query: query, body: body, timeout: timeout, via: via, repeatable: repeatable, heldCopies: heldCopies)
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
@@ -333,9 +343,10 @@ public struct SwitchboardClient: Sendable {
     @discardableResult
     /// `repeatable`: whether the server treats the request the same however often it arrives,
     /// so a hedging transport may send copies; by default reads (`GET`) and `DELETE`s are.
+    /// `heldCopies` > 0: a held request, sent as that many copies at once (`sendHeld`).
     private func send<Body: Encodable>(
         _ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval, via: (any HTTPTransport)? = nil,
-        repeatable: Bool? = nil
+        repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Data {
         var text = baseURL.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
@@ -353,7 +364,12 @@ public struct SwitchboardClient: Sendable {
         }
         let data: Data, response: HTTPURLResponse
         do {
-            (data, response) = try await (via ?? transport).send(request, repeatable: repeatable ?? (method == "GET" || method == "DELETE"))
+            let transport = via ?? transport
+            if heldCopies > 0 {
+                (data, response) = try await transport.sendHeld(request, copies: heldCopies)
+            } else {
+                (data, response) = try await transport.send(request, repeatable: repeatable ?? (method == "GET" || method == "DELETE"))
+            }
         } catch is CancellationError {
             throw CancellationError()
         } catch {

@@ -12,6 +12,8 @@ private final class RecordingTransport: HTTPTransport {
         let line: String
         let timeout: TimeInterval
         let repeatable: Bool
+        /// Copies asked for through `sendHeld` (0: `send`).
+        var heldCopies = 0
     }
 
     private let sent = Mutex<[Sent]>([])
@@ -23,6 +25,12 @@ private final class RecordingTransport: HTTPTransport {
 
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try await send(request, repeatable: false)
+    }
+
+    func sendHeld(_ request: URLRequest, copies: Int) async throws -> (Data, HTTPURLResponse) {
+        let answer = try await send(request, repeatable: false)
+        sent.withLock { $0[$0.count - 1].heldCopies = copies }
+        return answer
     }
 
     func send(_ request: URLRequest, repeatable: Bool) async throws -> (Data, HTTPURLResponse) {
@@ -39,9 +47,10 @@ private final class RecordingTransport: HTTPTransport {
 struct SwitchboardClientRoutingTests {
     static let token = #"{"url":"wss://media.example","token":"jwt","expiresAt":"2026-12-01T00:00:30Z"}"#
 
-    /// The caller's held media token goes once (not hedged) on the call connections, with
-    /// `wait` clamped to 0–25 and a timeout past it.
-    @Test func theHeldMediaTokenGoesOnceWithItsWait() async throws {
+    /// The caller's held media token goes as two held copies on the call connections, with
+    /// `wait` clamped to 0–25 and a timeout past it; the watcher's polls as two held copies
+    /// on the call-event connections.
+    @Test func heldRequestsGoAsHeldCopies() async throws {
         let calls = RecordingTransport(body: Self.token), events = RecordingTransport(body: Self.token)
         let client = SwitchboardClient(
             baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: calls, callEventTransport: events)
@@ -51,12 +60,20 @@ struct SwitchboardClientRoutingTests {
         let held = try #require(calls.requests.first)
         #expect(calls.requests.count == 1)
         #expect(held.line == "POST /calls/c%201/media-token?wait=25")
-        #expect(held.timeout == 35 && !held.repeatable)
+        #expect(held.timeout == 35 && held.heldCopies == 2)
         _ = try await client.mediaToken(forCall: "c1", waitingUpTo: -3)
         #expect(calls.requests.last?.line == "POST /calls/c1/media-token?wait=0")
         // The plain one is hedged when the network is lossy (repeatable).
         _ = try await client.mediaToken(forCall: "c1")
         #expect(calls.requests.last?.line == "POST /calls/c1/media-token" && calls.requests.last?.repeatable == true)
+        #expect(calls.requests.last?.heldCopies == 0)
         #expect(events.requests.isEmpty)
+        // The call watcher's long poll.
+        let events2 = RecordingTransport(body: #"{"events":[],"cursor":7}"#)
+        let watching = SwitchboardClient(
+            baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: calls, callEventTransport: events2)
+        _ = try await watching.callEvents(after: 7, wait: 20)
+        #expect(events2.requests.first?.line == "GET /events?after=7&wait=20")
+        #expect(events2.requests.first?.heldCopies == 2 && events2.requests.first?.timeout == 30)
     }
 }

@@ -107,6 +107,26 @@ public final class HedgingTransport: HTTPTransport {
         return try await hedged(request).get()
     }
 
+    /// A held request (a long poll, the caller's media token held until the answer) as
+    /// `copies` copies at once on the least busy lanes (at most one each): the server answers
+    /// them all at the same moment, and the first answer to arrive wins. The others are not
+    /// cancelled — that would close their connections (HTTP/1.1), and the requests after the
+    /// answer would pay for new handshakes — but end by themselves a moment later. Cancelling
+    /// the caller's task cancels them all.
+    public func sendHeld(_ request: URLRequest, copies: Int) async throws -> (Data, HTTPURLResponse) {
+        keepWarm(for: request)
+        let count = min(max(1, copies), lanes.count)
+        let race = HedgeRace(lanes: count, cancelsLosers: false)
+        return try await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
+                race.begin(continuation)
+                for _ in 0..<count { launch(request, in: race, hedgeTimer: false, measures: false) }
+            }
+        } onCancel: {
+            race.finish(.failure(CancellationError()), cancellingCopies: true)
+        }.get()
+    }
+
     /// Opens a connection on every idle lane ahead of need (a `GET` of `url`, its answer
     /// ignored): a woken app calls this the moment a push arrives, so the handshakes race
     /// while the phone rings.
@@ -201,15 +221,16 @@ public final class HedgingTransport: HTTPTransport {
                 }
             }
         } onCancel: {
-            race.finish(.failure(CancellationError()))
+            race.finish(.failure(CancellationError()), cancellingCopies: true)
         }
     }
 
-    private func launch(_ request: URLRequest, in race: HedgeRace, hedgeTimer: Bool = true) {
+    /// `measures`: whether the copy's time is a round trip (not for held requests).
+    private func launch(_ request: URLRequest, in race: HedgeRace, hedgeTimer: Bool = true, measures: Bool = true) {
         guard let (copy, timerGeneration) = race.reserveCopy(acquire: { acquire(excluding: $0) }) else { return }
         // Only a lane that answered before has an open connection: the time of a lane's first
         // answer includes its handshake, which says nothing about the round trip.
-        let transport = lanes[copy.lane], started = now(), opened = hasAnswered(copy.lane)
+        let transport = lanes[copy.lane], started = now(), opened = measures && hasAnswered(copy.lane)
         let task = Task { [self] in
             let answer: Answer
             do {
@@ -294,9 +315,14 @@ final class HedgeRace: Sendable {
     private let copies: Int
     private let state = LockedState(State())
 
-    init(lanes: Int, copies: Int? = nil) {
+    /// Whether the copies still out are cancelled once an answer decided (not for held
+    /// requests, whose copies end by themselves).
+    private let cancelsLosers: Bool
+
+    init(lanes: Int, copies: Int? = nil, cancelsLosers: Bool = true) {
         self.lanes = lanes
         self.copies = max(lanes, copies ?? lanes)
+        self.cancelsLosers = cancelsLosers
     }
 
     /// Whether no answer decided yet.
@@ -327,7 +353,7 @@ final class HedgeRace: Sendable {
 
     func track(_ task: Task<Void, Never>) {
         let cancel = state.withLock { state -> Bool in
-            if state.finished { return true }
+            if state.finished, cancelsLosers { return true }
             state.tasks.append(task)
             return false
         }
@@ -357,16 +383,18 @@ final class HedgeRace: Sendable {
         return step
     }
 
-    /// Gives `answer` (the first call wins) and cancels every copy and timer still running.
-    func finish(_ answer: HedgingTransport.Answer) {
+    /// Gives `answer` (the first call wins) and cancels every copy and timer still running
+    /// (unless the race leaves its losers be and `cancellingCopies` is not set).
+    func finish(_ answer: HedgingTransport.Answer, cancellingCopies: Bool? = nil) {
+        let cancelling = cancellingCopies ?? cancelsLosers
         let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<HedgingTransport.Answer, Never>?, [Task<Void, Never>]) in
-            guard !state.finished else { return (nil, []) }
+            let continuation = state.finished ? nil : state.continuation
             state.finished = true
-            defer {
-                state.continuation = nil
-                state.tasks = []
-            }
-            return (state.continuation, state.tasks)
+            state.continuation = nil
+            // Copies left be stay listed, so cancelling the caller's task still reaches them.
+            guard cancelling else { return (continuation, []) }
+            defer { state.tasks = [] }
+            return (continuation, state.tasks)
         }
         tasks.forEach { $0.cancel() }
         continuation?.resume(returning: answer)
