@@ -64,7 +64,7 @@ struct AccountService: Sendable {
             try transaction.connection.run(
                 "UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
                 [.text(transaction.timestamp), .text(principal.sessionID)])
-            try transaction.connection.run("DELETE FROM push_devices WHERE session_id = ?", [.text(principal.sessionID)])
+            try transaction.devices.removeAll(boundTo: principal.sessionID)
         }
     }
 

@@ -18,21 +18,11 @@ struct DeviceRoutes {
             let (deviceID, token, environment) = try Self.validate(request)
             let userID = principal.user.id, sessionID = principal.sessionID
             let device = try await store.write { transaction -> VoIPDevice in
-                let connection = transaction.connection
-                // A token belongs to one installation: another device row holding it goes.
-                try connection.run(
-                    "DELETE FROM push_devices WHERE platform = ? AND token = ? AND device_id != ?",
-                    [.text(Self.voipPlatform), .text(token), .text(deviceID)])
-                try connection.run(
-                    """
-                    INSERT INTO push_devices (device_id, user_id, session_id, platform, token, environment, created_at, updated_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
-                    ON CONFLICT (device_id) DO UPDATE SET user_id = excluded.user_id, session_id = excluded.session_id,
-                        token = excluded.token, environment = excluded.environment, updated_at = excluded.updated_at,
-                        suspect_reports = 0
-                    """,
-                    [.text(deviceID), .text(userID), .text(sessionID), .text(Self.voipPlatform), .text(token),
-                     .text(environment), .text(transaction.timestamp)])
+                try transaction.devices.register(
+                    DeviceRegistration(
+                        deviceID: deviceID, userID: userID, sessionID: sessionID, platform: Self.voipPlatform, token: token,
+                        environment: environment),
+                    at: transaction.timestamp)
                 return VoIPDevice(deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), updatedAt: transaction.timestamp)
             }
             context.logger.info("voip device registered", [
@@ -43,10 +33,8 @@ struct DeviceRoutes {
         router.add("DELETE", "/voip/devices/{deviceId}", authenticator.require { context, principal in
             let deviceID = context.parameter("deviceId").lowercased()
             let userID = principal.user.id
-            let removed = try await store.write { transaction in
-                try transaction.connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)])
-            }
-            guard removed > 0 else { throw APIError.notFound("no such device") }
+            let removed = try await store.write { try $0.devices.remove(deviceID: deviceID, of: userID) }
+            guard removed else { throw APIError.notFound("no such device") }
             return .noContent
         })
     }

@@ -273,20 +273,14 @@ final class PushDispatcher: Sendable {
     /// left for its lease to lapse (the loop's next due time may have moved earlier).
     private func process(_ job: PushJob) async -> Bool {
         do {
-            let (ringing, deviceLive) = try await store.read { connection -> (Bool, Bool) in
-                let ringing = try !connection.query(
+            let (ringing, deviceLive) = try await store.snapshot { snapshot -> (Bool, Bool) in
+                let ringing = try !snapshot.connection.query(
                     """
                     SELECT 1 FROM calls c JOIN call_invitations i ON i.call_id = c.id AND i.user_id = ?2
                     WHERE c.id = ?1 AND c.state != 'ended' AND i.state = 'ringing'
                     """,
                     [.text(job.callID), .text(job.userID)]).isEmpty
-                let live = try !connection.query(
-                    """
-                    SELECT 1 FROM push_devices d JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
-                    WHERE d.token = ? AND d.user_id = ?
-                    """,
-                    [.text(job.token), .text(job.userID)]).isEmpty
-                return (ringing, live)
+                return (ringing, try snapshot.devices.isLive(token: job.token, of: job.userID))
             }
             // A push must never ring a dead call.
             guard ringing else { try await finish(job, .dropped, reason: "call_not_ringing"); return false }
@@ -316,14 +310,11 @@ final class PushDispatcher: Sendable {
             case .retry, .refreshProviderTokenAndRetry:
                 return try await retry(job, reason: reason)
             case .deleteToken:
-                try await finish(job, .failed, reason: reason, lastError: reason, thenRun: "DELETE FROM push_devices WHERE token = ?")
+                try await finish(job, .failed, reason: reason, lastError: reason) { try $0.devices.forget(token: job.token) }
                 logger.info("push token deleted", ["token.suffix": .string(DeviceRoutes.suffix(job.token)), "reason": .string(reason)])
             case .reclassifyToken:
                 // Possibly a sandbox/production or topic mismatch: delete only when it repeats.
-                try await finish(
-                    job, .failed, reason: reason, lastError: reason,
-                    thenRun: "UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ?",
-                    andThen: "DELETE FROM push_devices WHERE token = ? AND suspect_reports >= 2")
+                try await finish(job, .failed, reason: reason, lastError: reason) { try $0.devices.doubt(token: job.token) }
             case .fail:
                 try await finish(job, .failed, reason: reason, lastError: reason)
             }
@@ -353,9 +344,11 @@ final class PushDispatcher: Sendable {
     }
 
     /// Records the outcome; `lastError` is the error of the attempt that ended the job, if one did
-    /// (a job dropped or expired later keeps the error of its latest failed attempt).
+    /// (a job dropped or expired later keeps the error of its latest failed attempt). `then`
+    /// runs in the same transaction (what the outcome says about the device).
     private func finish(
-        _ job: PushJob, _ outcome: Outcome, reason: String?, lastError: String? = nil, thenRun: String? = nil, andThen: String? = nil
+        _ job: PushJob, _ outcome: Outcome, reason: String?, lastError: String? = nil,
+        then: (@Sendable (WriteTransaction) throws -> Void)? = nil
     ) async throws {
         let now = CallStore.milliseconds(store.environment.now())
         let attempted = outcome == .delivered || outcome == .failed
@@ -370,8 +363,7 @@ final class PushDispatcher: Sendable {
                     .text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now), .integer(attempted ? 1 : 0),
                     .text(job.id), lastError.map(SQLiteValue.text) ?? .null,
                 ])
-            if let thenRun { try transaction.connection.run(thenRun, [.text(job.token)]) }
-            if let andThen { try transaction.connection.run(andThen, [.text(job.token)]) }
+            try then?(transaction)
         }
         metrics.increment(
             "switchboard_push_jobs_total", help: "Push jobs finished, by provider, outcome and reason.",

@@ -24,14 +24,7 @@ enum PushOutbox {
         }
         let now = CallStore.milliseconds(transaction.date)
         for userID in transition.effects.ring {
-            let devices = try connection.query(
-                """
-                SELECT d.device_id, d.token, d.environment FROM push_devices d
-                JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
-                WHERE d.user_id = ? AND d.platform = ?
-                """,
-                [.text(userID), .text(DeviceRoutes.voipPlatform)])
-            for device in devices {
+            for device in try transaction.devices.targets(of: userID, platform: DeviceRoutes.voipPlatform) {
                 let jobID = transaction.newID()
                 var state = "pending", reason: String?
                 var payload: [UInt8] = [], headers: [(String, String)] = []
@@ -53,8 +46,8 @@ enum PushOutbox {
                         reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                    [.text(jobID), .text(call.id), .text(userID), .text(try device.string("device_id")), .text(settings.provider),
-                     .text(try device.string("token")), .text(try device.string("environment")),
+                    [.text(jobID), .text(call.id), .text(userID), .text(device.deviceID), .text(settings.provider),
+                     .text(device.token), .text(device.environment),
                      .text(String(decoding: payload, as: UTF8.self)), .text(headerJSON), .text(state),
                      reason.map(SQLiteValue.text) ?? .null, .integer(now), .integer(now),
                      .integer(CallStore.milliseconds(call.ringDeadline)), state == "pending" ? .null : .integer(now)])

@@ -74,6 +74,9 @@ public final class WriteTransaction {
     /// A fresh id.
     public func newID() -> String { environment.newID() }
 
+    /// The push devices, in this transaction.
+    public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
+
     /// Writes one event row per user (in the order given, duplicates dropped); their waiters
     /// are woken once the transaction commits.
     ///
@@ -163,6 +166,16 @@ public final class WriteTransaction {
     static let batchThreshold = 16
 }
 
+/// One read snapshot as services see it: the repositories over it. (Its connection stays
+/// until every aggregate has a repository of its own.)
+public struct ReadSnapshot {
+    /// The reader connection, inside one snapshot.
+    public let connection: SQLiteConnection
+
+    /// The push devices, as of this snapshot.
+    public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
+}
+
 /// The database plus the event hub: every write that appends events wakes those users'
 /// held requests right after its commit, never before and never by polling.
 public final class ServerStore: Sendable {
@@ -204,5 +217,12 @@ public final class ServerStore: Sendable {
         onReaderQueue: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T
     ) async throws -> T {
         try await database.read(onReaderQueue: onReaderQueue, body)
+    }
+
+    /// Runs `body` on one read snapshot, through its repositories (as ``read(onReaderQueue:_:)``).
+    public func snapshot<T: Sendable>(
+        onReaderQueue: Bool = false, _ body: @escaping @Sendable (ReadSnapshot) throws -> T
+    ) async throws -> T {
+        try await database.read(onReaderQueue: onReaderQueue) { connection in try body(ReadSnapshot(connection: connection)) }
     }
 }
