@@ -2,68 +2,6 @@ import Foundation
 import Testing
 @testable import SwitchboardServer
 
-/// The stores the repository contract runs against: every implementation of the repositories
-/// (SQLite today; PostgreSQL joins here).
-enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite
-
-    var testDescription: String { rawValue }
-
-    /// A fresh store of this kind with the server's schema, inside a running application (so
-    /// users and sessions are made the way the API makes them).
-    func fixture() throws -> RepositoryFixture {
-        switch self {
-        case .sqlite: try RepositoryFixture(world: CallWorld())
-        }
-    }
-}
-
-/// Users and sessions to hang repository rows on, made through the API.
-struct RepositoryFixture {
-    struct Account {
-        let person: CallWorld.Person
-        let sessionID: String
-        var userID: String { person.id }
-    }
-
-    let world: CallWorld
-    var store: ServerStore { world.app.application.store }
-
-    /// A new user with one live session.
-    func account(_ name: String) async throws -> Account {
-        let person = try await world.person(name)
-        return Account(person: person, sessionID: try await newestSession(of: person.id))
-    }
-
-    /// Another live session of the same user (a second sign-in).
-    func signIn(_ account: Account, name: String) async throws -> Account {
-        let response = await world.app.request("POST", "/auth/login", body: #"{"username":"\#(name)","password":"long enough"}"#)
-        guard let token = response.json?["token"] as? String else { throw TestFailure("login failed: \(response.text)") }
-        return Account(person: CallWorld.Person(token: token, id: account.userID), sessionID: try await newestSession(of: account.userID))
-    }
-
-    /// Ends the account's session (logout, which also unbinds its devices).
-    func signOut(_ account: Account) async {
-        _ = await world.app.request("POST", "/auth/logout", headers: account.person.headers)
-    }
-
-    /// Ends the session in the database only, leaving its devices (as a session that ended
-    /// some other way would).
-    func endSessionOnly(_ account: Account) async throws {
-        _ = try await store.write { transaction in
-            try transaction.connection.run("UPDATE sessions SET ended_at = ? WHERE id = ?", [.text(transaction.timestamp), .text(account.sessionID)])
-        }
-    }
-
-    private func newestSession(of userID: String) async throws -> String {
-        try await store.read { connection in
-            try connection.query("SELECT id FROM sessions WHERE user_id = ? ORDER BY rowid DESC LIMIT 1", [.text(userID)]).first?.string("id")
-        } ?? { throw TestFailure("no session for \(userID)") }()
-    }
-
-    func close() { world.close() }
-}
-
 /// ``DeviceRepository``'s contract, the same for every store.
 @Suite("Repository contract: push devices", .timeLimit(.minutes(2)))
 struct DeviceRepositoryContractTests {

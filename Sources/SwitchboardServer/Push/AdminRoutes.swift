@@ -45,30 +45,18 @@ struct AdminRoutes {
             try Self.requireAdmin(context.request.headers, key: adminKey)
             let now = CallStore.milliseconds(store.environment.now())
             // It counts over every push job: off the event loop.
-            let status = try await store.read(onReaderQueue: true) { connection -> Status in
-                let queue = try connection.query(
-                    "SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'"
-                ).first
-                let oldest = try queue?.optionalInt64("oldest")
-                let outcomes = try connection.query(
-                    "SELECT provider, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending' GROUP BY provider, state, reason ORDER BY provider, state, n DESC"
-                ).map { Outcome(provider: try $0.string("provider"), state: try $0.string("state"), reason: try $0.optionalString("reason"), count: try $0.int("n")) }
-                // Every job that ended undelivered after an error: failed ones, and those that then
-                // expired or were dropped (a TLS mistake retried for a whole ring window).
-                let failures = try connection.query(
-                    "SELECT * FROM push_jobs WHERE last_error IS NOT NULL AND state != 'pending' AND state != 'delivered' ORDER BY finished_at_ms DESC LIMIT 20"
-                ).map { row in
+            // Every job that ended undelivered after an error: failed ones, and those that then
+            // expired or were dropped (a TLS mistake retried for a whole ring window).
+            let report = try await store.snapshot(onReaderQueue: true) { try $0.pushJobs.report(failures: 20) }
+            let status = Status(
+                pending: report.pending, oldestPendingAgeSeconds: report.oldestPendingCreatedMS.map { Double(now - $0) / 1000 },
+                outcomes: report.outcomes.map { Outcome(provider: $0.provider, state: $0.state, reason: $0.reason, count: $0.count) },
+                newestFailures: report.newestFailures.map { job in
                     Failure(
-                        jobId: try row.string("id"), callId: try row.string("call_id"), userId: try row.string("user_id"),
-                        provider: try row.string("provider"), tokenSuffix: DeviceRoutes.suffix(try row.string("token")),
-                        state: try row.string("state"), reason: try row.optionalString("reason"),
-                        lastError: try row.optionalString("last_error"), attempts: try row.int("attempts"),
-                        finishedAt: try row.optionalInt64("finished_at_ms").map { Timestamp.iso8601(CallStore.date($0)) })
-                }
-                return Status(
-                    pending: try queue?.int("pending") ?? 0, oldestPendingAgeSeconds: oldest.map { Double(now - $0) / 1000 },
-                    outcomes: outcomes, newestFailures: failures)
-            }
+                        jobId: job.id, callId: job.callID, userId: job.userID, provider: job.provider, tokenSuffix: DeviceRoutes.suffix(job.token),
+                        state: job.state, reason: job.reason, lastError: job.lastError, attempts: job.attempts,
+                        finishedAt: job.finishedAtMS.map { Timestamp.iso8601(CallStore.date($0)) })
+                })
             return .json(status)
         }
     }

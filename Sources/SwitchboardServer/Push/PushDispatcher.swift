@@ -179,9 +179,7 @@ final class PushDispatcher: Sendable {
 
     /// Claims from a previous process are void: this is the only dispatcher of this database.
     func releaseClaims() async throws {
-        _ = try await store.write { transaction in
-            try transaction.connection.run("UPDATE push_jobs SET claimed_until_ms = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL")
-        }
+        _ = try await store.write { try $0.pushJobs.releaseClaims() }
     }
 
     /// One pass: the jobs it claimed, whether to look again at once (it claimed some), and
@@ -204,45 +202,14 @@ final class PushDispatcher: Sendable {
         // One cheap read answers the gauge, whether anything is due, and when the next job is;
         // an idle outbox never takes the single writer. A claimed job counts as due when its
         // lease lapses (its process ended without an outcome).
-        let (waiting, due, next) = try await store.read { connection -> (Int, Int, Int64?) in
-            let row = try connection.query(
-                """
-                SELECT count(*) AS pending,
-                    coalesce(sum(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0)) <= ?1), 0) AS due,
-                    min(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0))) AS next
-                FROM push_jobs WHERE state = 'pending'
-                """,
-                [.integer(nowMS)]).first
-            return (try row?.int("pending") ?? 0, try row?.int("due") ?? 0, try row?.optionalInt64("next"))
-        }
-        pending.store(waiting, ordering: .relaxed)
-        let nextDue = next.map { min(CallStore.date($0), ceiling) } ?? ceiling
+        let outlook = try await store.snapshot { try $0.pushJobs.outlook(at: nowMS) }
+        pending.store(outlook.pending, ordering: .relaxed)
+        let nextDue = outlook.nextDueMS.map { min(CallStore.date($0), ceiling) } ?? ceiling
         // Nothing due, or nothing we may send yet: sleep until the next job (a finished send
         // wakes the loop when it frees a slot). Never loop at once without having claimed.
-        guard due > 0, budget > 0 else { return Pass(claimed: [], more: false, nextDue: due > 0 ? ceiling : nextDue) }
-        let jobs = try await store.write { transaction -> [PushJob] in
-            let rows = try transaction.connection.query(
-                """
-                SELECT * FROM push_jobs WHERE state = 'pending' AND next_attempt_at_ms <= ?1
-                AND (claimed_until_ms IS NULL OR claimed_until_ms < ?1) ORDER BY next_attempt_at_ms LIMIT ?2
-                """,
-                [.integer(nowMS), .integer(Int64(budget + busy.count))])
-            var claimed: [PushJob] = []
-            for row in rows where claimed.count < budget {
-                let id = try row.string("id")
-                // A send still running past its lease (only a test's clock jumps that far) keeps its job.
-                guard !busy.contains(id) else { continue }
-                try transaction.connection.run(
-                    "UPDATE push_jobs SET claimed_until_ms = ? WHERE id = ?", [.integer(nowMS + leaseMS), .text(id)])
-                let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
-                claimed.append(PushJob(
-                    id: id, callID: try row.string("call_id"), userID: try row.string("user_id"),
-                    token: try row.string("token"), environment: try row.string("environment"),
-                    payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
-                    attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms"))))
-            }
-            return claimed
-        }
+        guard outlook.due > 0, budget > 0 else { return Pass(claimed: [], more: false, nextDue: outlook.due > 0 ? ceiling : nextDue) }
+        // A send still running past its lease (only a test's clock jumps that far) keeps its job.
+        let jobs = try await store.write { try $0.pushJobs.claim(dueAt: nowMS, limit: budget, leaseUntilMS: nowMS + leaseMS, skipping: busy) }
         inFlight.withLock { set in for job in jobs { set.insert(job.id) } }
         // After a claim, look again at once: more may be due, and the next due time read above
         // was that of the jobs just claimed.
@@ -265,9 +232,7 @@ final class PushDispatcher: Sendable {
         return pass.claimed.count
     }
 
-    private enum Outcome: String {
-        case delivered, dropped, expired, failed
-    }
+    private typealias Outcome = PushJobOutcome
 
     /// Sends one job and records its outcome; `true` when it was rescheduled for a retry or
     /// left for its lease to lapse (the loop's next due time may have moved earlier).
@@ -334,11 +299,7 @@ final class PushDispatcher: Sendable {
             try await finish(job, .expired, reason: reason, lastError: reason)
             return false
         }
-        _ = try await store.write { transaction in
-            try transaction.connection.run(
-                "UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, last_error = ?2, claimed_until_ms = NULL WHERE id = ?",
-                [.integer(CallStore.milliseconds(next)), .text(reason), .text(job.id)])
-        }
+        _ = try await store.write { try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: CallStore.milliseconds(next), reason: reason) }
         metrics.increment("switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: [("provider", provider.name)])
         return true
     }
@@ -353,16 +314,7 @@ final class PushDispatcher: Sendable {
         let now = CallStore.milliseconds(store.environment.now())
         let attempted = outcome == .delivered || outcome == .failed
         _ = try await store.write { transaction in
-            try transaction.connection.run(
-                """
-                UPDATE push_jobs SET state = ?1, reason = coalesce(?2, reason), finished_at_ms = ?3, claimed_until_ms = NULL,
-                    attempts = attempts + ?4, last_error = coalesce(?6, last_error)
-                WHERE id = ?5 AND state = 'pending'
-                """,
-                [
-                    .text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(now), .integer(attempted ? 1 : 0),
-                    .text(job.id), lastError.map(SQLiteValue.text) ?? .null,
-                ])
+            try transaction.pushJobs.finish(job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: now)
             try then?(transaction)
         }
         metrics.increment(

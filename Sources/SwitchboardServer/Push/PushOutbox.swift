@@ -40,17 +40,10 @@ enum PushOutbox {
                     reason = "\(error)"
                 }
                 let headerJSON = (try? JSONSerialization.data(withJSONObject: headers.map { [$0.0, $0.1] })).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-                try connection.run(
-                    """
-                    INSERT INTO push_jobs (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state,
-                        reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [.text(jobID), .text(call.id), .text(userID), .text(device.deviceID), .text(settings.provider),
-                     .text(device.token), .text(device.environment),
-                     .text(String(decoding: payload, as: UTF8.self)), .text(headerJSON), .text(state),
-                     reason.map(SQLiteValue.text) ?? .null, .integer(now), .integer(now),
-                     .integer(CallStore.milliseconds(call.ringDeadline)), state == "pending" ? .null : .integer(now)])
+                try transaction.pushJobs.enqueue(NewPushJob(
+                    id: jobID, callID: call.id, userID: userID, deviceID: device.deviceID, provider: settings.provider, token: device.token,
+                    environment: device.environment, payload: String(decoding: payload, as: UTF8.self), headers: headerJSON, state: state,
+                    reason: reason, createdAtMS: now, expiresAtMS: CallStore.milliseconds(call.ringDeadline)))
             }
         }
     }

@@ -77,6 +77,9 @@ public final class WriteTransaction {
     /// The push devices, in this transaction.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
 
+    /// The push outbox, in this transaction.
+    var pushJobs: any PushJobRepository { SQLitePushJobRepository(connection: connection) }
+
     /// Writes one event row per user (in the order given, duplicates dropped); their waiters
     /// are woken once the transaction commits.
     ///
@@ -174,6 +177,9 @@ public struct ReadSnapshot {
 
     /// The push devices, as of this snapshot.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
+
+    /// The push outbox, as of this snapshot.
+    var pushJobs: any PushJobRepository { SQLitePushJobRepository(connection: connection) }
 }
 
 /// The database plus the event hub: every write that appends events wakes those users'

@@ -1,0 +1,85 @@
+import Foundation
+
+/// A push job as the outbox writes it, in the transaction that starts the ring. Its id is also
+/// its `apns-id`, the same on every retry. Times are milliseconds since 1970.
+public struct NewPushJob: Sendable, Equatable {
+    public var id: String
+    public var callID: String
+    public var userID: String
+    public var deviceID: String
+    public var provider: String
+    public var token: String
+    public var environment: String
+    public var payload: String
+    /// The request headers as a JSON array of [name, value] pairs.
+    public var headers: String
+    /// `pending`, or `failed` when the push could not be built (`reason` says why).
+    public var state: String
+    public var reason: String?
+    public var createdAtMS: Int64
+    public var expiresAtMS: Int64
+}
+
+/// How a job ended (`push_jobs.state` besides `pending`).
+public enum PushJobOutcome: String, Sendable, CaseIterable {
+    case delivered, dropped, expired, failed
+}
+
+/// The queue at a glance: how many jobs wait, how many are due, and when the next falls due
+/// (a claimed job counts from the end of its lease).
+public struct PushQueueOutlook: Sendable, Equatable {
+    public var pending: Int
+    public var due: Int
+    public var nextDueMS: Int64?
+}
+
+/// A finished job, for the operator's status view.
+public struct FinishedPushJob: Sendable, Equatable {
+    public var id: String
+    public var callID: String
+    public var userID: String
+    public var provider: String
+    public var token: String
+    public var state: String
+    public var reason: String?
+    public var lastError: String?
+    public var attempts: Int
+    public var finishedAtMS: Int64?
+}
+
+/// The outbox's totals for `GET /admin/push/status`.
+public struct PushQueueReport: Sendable, Equatable {
+    public struct Outcomes: Sendable, Equatable {
+        public var provider: String
+        public var state: String
+        public var reason: String?
+        public var count: Int
+    }
+
+    public var pending: Int
+    public var oldestPendingCreatedMS: Int64?
+    /// Finished jobs counted by provider, state and reason (most frequent first in each state).
+    public var outcomes: [Outcomes]
+    /// The newest jobs that ended undelivered after an error, newest first.
+    public var newestFailures: [FinishedPushJob]
+}
+
+/// The push outbox: jobs written with the ring that needs them, claimed by the dispatcher for
+/// a lease, retried, and finished with an outcome. SQLite implements it today
+/// (``SQLitePushJobRepository``); the contract suite tests every implementation.
+protocol PushJobRepository {
+    func enqueue(_ job: NewPushJob) throws
+    /// Voids every claim (a process that starts as the database's only dispatcher).
+    func releaseClaims() throws
+    func outlook(at nowMS: Int64) throws -> PushQueueOutlook
+    /// Claims up to `limit` jobs due at `nowMS` (oldest due first), leasing them until
+    /// `leaseUntilMS`, skipping the ids in `skipping` (sends still running).
+    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, skipping: Set<String>) throws -> [PushJob]
+    /// Another attempt at `nextAttemptAtMS`; the claim ends.
+    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String) throws
+    /// Ends a pending job (a finished one stays as it is). `attempted`: an attempt was made;
+    /// `lastError` replaces the stored error when given, `reason` when given.
+    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64) throws
+    /// At most `failures` of the newest undelivered jobs that saw an error.
+    func report(failures: Int) throws -> PushQueueReport
+}

@@ -1,0 +1,96 @@
+import Foundation
+import SwitchboardStore
+
+/// ``PushJobRepository`` on the embedded SQLite database (table `push_jobs`), working on the
+/// connection of one transaction or snapshot.
+struct SQLitePushJobRepository: PushJobRepository {
+    let connection: SQLiteConnection
+
+    func enqueue(_ job: NewPushJob) throws {
+        try connection.run(
+            """
+            INSERT INTO push_jobs (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state,
+                reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)
+            """,
+            [.text(job.id), .text(job.callID), .text(job.userID), .text(job.deviceID), .text(job.provider), .text(job.token),
+             .text(job.environment), .text(job.payload), .text(job.headers), .text(job.state), job.reason.map(SQLiteValue.text) ?? .null,
+             .integer(job.createdAtMS), .integer(job.expiresAtMS), job.state == "pending" ? .null : .integer(job.createdAtMS)])
+    }
+
+    func releaseClaims() throws {
+        try connection.run("UPDATE push_jobs SET claimed_until_ms = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL")
+    }
+
+    func outlook(at nowMS: Int64) throws -> PushQueueOutlook {
+        let row = try connection.query(
+            """
+            SELECT count(*) AS pending,
+                coalesce(sum(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0)) <= ?1), 0) AS due,
+                min(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0))) AS next
+            FROM push_jobs WHERE state = 'pending'
+            """,
+            [.integer(nowMS)]).first
+        return PushQueueOutlook(pending: try row?.int("pending") ?? 0, due: try row?.int("due") ?? 0, nextDueMS: try row?.optionalInt64("next"))
+    }
+
+    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, skipping: Set<String>) throws -> [PushJob] {
+        guard limit > 0 else { return [] }
+        let rows = try connection.query(
+            """
+            SELECT * FROM push_jobs WHERE state = 'pending' AND next_attempt_at_ms <= ?1
+            AND (claimed_until_ms IS NULL OR claimed_until_ms < ?1) ORDER BY next_attempt_at_ms LIMIT ?2
+            """,
+            [.integer(nowMS), .integer(Int64(limit + skipping.count))])
+        var claimed: [PushJob] = []
+        for row in rows where claimed.count < limit {
+            let id = try row.string("id")
+            guard !skipping.contains(id) else { continue }
+            try connection.run("UPDATE push_jobs SET claimed_until_ms = ? WHERE id = ?", [.integer(leaseUntilMS), .text(id)])
+            let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
+            claimed.append(PushJob(
+                id: id, callID: try row.string("call_id"), userID: try row.string("user_id"),
+                token: try row.string("token"), environment: try row.string("environment"),
+                payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
+                attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms"))))
+        }
+        return claimed
+    }
+
+    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String) throws {
+        try connection.run(
+            "UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, last_error = ?2, claimed_until_ms = NULL WHERE id = ?",
+            [.integer(nextAttemptAtMS), .text(reason), .text(id)])
+    }
+
+    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64) throws {
+        try connection.run(
+            """
+            UPDATE push_jobs SET state = ?1, reason = coalesce(?2, reason), finished_at_ms = ?3, claimed_until_ms = NULL,
+                attempts = attempts + ?4, last_error = coalesce(?6, last_error)
+            WHERE id = ?5 AND state = 'pending'
+            """,
+            [.text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(nowMS), .integer(attempted ? 1 : 0), .text(id),
+             lastError.map(SQLiteValue.text) ?? .null])
+    }
+
+    func report(failures: Int) throws -> PushQueueReport {
+        let queue = try connection.query("SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'").first
+        let outcomes = try connection.query(
+            "SELECT provider, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending' GROUP BY provider, state, reason ORDER BY provider, state, n DESC"
+        ).map {
+            PushQueueReport.Outcomes(provider: try $0.string("provider"), state: try $0.string("state"), reason: try $0.optionalString("reason"), count: try $0.int("n"))
+        }
+        let newest = try connection.query(
+            "SELECT * FROM push_jobs WHERE last_error IS NOT NULL AND state != 'pending' AND state != 'delivered' ORDER BY finished_at_ms DESC LIMIT ?",
+            [.integer(Int64(max(0, failures)))]
+        ).map { row in
+            FinishedPushJob(
+                id: try row.string("id"), callID: try row.string("call_id"), userID: try row.string("user_id"), provider: try row.string("provider"),
+                token: try row.string("token"), state: try row.string("state"), reason: try row.optionalString("reason"),
+                lastError: try row.optionalString("last_error"), attempts: try row.int("attempts"), finishedAtMS: try row.optionalInt64("finished_at_ms"))
+        }
+        return PushQueueReport(
+            pending: try queue?.int("pending") ?? 0, oldestPendingCreatedMS: try queue?.optionalInt64("oldest"), outcomes: outcomes, newestFailures: newest)
+    }
+}
