@@ -23,31 +23,23 @@ struct AccountService: Sendable {
         let displayName = try AccountValidation.displayName(request.displayName)
         let passwordHash = try await hasher.hash(request.password)
         let token = Token.generate()
-        do {
-            return try await store.write { transaction in
-                let user = User(id: transaction.newID(), username: username, displayName: displayName)
-                try transaction.connection.run(
-                    "INSERT INTO users (id, username, display_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                    [.text(user.id), .text(username), .text(displayName), .text(passwordHash), .text(transaction.timestamp)])
-                try Self.startSession(for: user.id, token: token, in: transaction)
-                return AuthSession(user: user, token: token.text, eventCursor: 0)
-            }
-        } catch let error as StoreError where error.constraint == .unique && error.message.contains("users.username") {
+        let session = try await store.write { transaction -> AuthSession? in
+            let user = User(id: transaction.newID(), username: username, displayName: displayName)
+            guard try transaction.accounts.createUser(user, passwordHash: passwordHash, at: transaction.timestamp) else { return nil }
+            try Self.startSession(for: user.id, token: token, in: transaction)
+            return AuthSession(user: user, token: token.text, eventCursor: 0)
+        }
+        guard let session else {
             throw APIError(status: 409, code: "USERNAME_TAKEN", message: "the username '\(username)' is taken", field: "username")
         }
+        return session
     }
 
     func login(_ request: LoginRequest) async throws -> AuthSession {
         let username = request.username.lowercased()
-        let found = try await store.read { connection -> (User, String)? in
-            let rows = try connection.query(
-                "SELECT id, username, display_name, password_hash FROM users WHERE username = ?", [.text(username)])
-            guard let row = rows.first else { return nil }
-            return (User(id: try row.string("id"), username: try row.string("username"), displayName: try row.string("display_name")),
-                    try row.string("password_hash"))
-        }
-        let matches = try await hasher.verify(request.password, against: found?.1 ?? decoyHash)
-        guard let user = found?.0, matches else {
+        let found = try await store.snapshot { try $0.accounts.credentials(forUsername: username) }
+        let matches = try await hasher.verify(request.password, against: found?.passwordHash ?? decoyHash)
+        guard let user = found?.user, matches else {
             throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
         }
         let token = Token.generate()
@@ -61,9 +53,7 @@ struct AccountService: Sendable {
     /// Ends the session and unbinds every push device registered under it.
     func logout(_ principal: Principal) async throws {
         _ = try await store.write { transaction in
-            try transaction.connection.run(
-                "UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
-                [.text(transaction.timestamp), .text(principal.sessionID)])
+            try transaction.accounts.endSession(principal.sessionID, at: transaction.timestamp)
             try transaction.devices.removeAll(boundTo: principal.sessionID)
         }
     }
@@ -74,9 +64,7 @@ struct AccountService: Sendable {
     }
 
     private static func startSession(for userID: String, token: Token, in transaction: WriteTransaction) throws {
-        try transaction.connection.run(
-            "INSERT INTO sessions (id, user_id, token_hash, created_at) VALUES (?, ?, ?, ?)",
-            [.text(transaction.newID()), .text(userID), .blob(token.hash), .text(transaction.timestamp)])
+        try transaction.accounts.startSession(id: transaction.newID(), userID: userID, tokenHash: token.hash, at: transaction.timestamp)
     }
 }
 

@@ -34,19 +34,7 @@ public struct Authenticator: Sendable {
         }
         let token = try Self.token(fromAuthorization: header)
         let hash = token.hash
-        let principal = try await store.read { connection -> Principal? in
-            let rows = try connection.query(
-                """
-                SELECT s.id AS session_id, u.id, u.username, u.display_name
-                FROM sessions s JOIN users u ON u.id = s.user_id
-                WHERE s.token_hash = ? AND s.ended_at IS NULL
-                """,
-                [.blob(hash)])
-            guard let row = rows.first else { return nil }
-            return Principal(
-                user: User(id: try row.string("id"), username: try row.string("username"), displayName: try row.string("display_name")),
-                sessionID: try row.string("session_id"))
-        }
+        let principal = try await store.snapshot { try $0.accounts.principal(forTokenHash: hash) }
         guard let principal else { throw Self.unauthorized("unknown or ended session") }
         return principal
     }

@@ -93,9 +93,7 @@ struct EventRoutes {
                     case .cancelled: return
                     case .timedOut:
                         if store.hub.isClosed { return }  // shutting down: end the stream cleanly
-                        let live = try await store.read { connection in
-                            try !connection.query("SELECT 1 FROM sessions WHERE id = ? AND ended_at IS NULL", [.text(sessionID)]).isEmpty
-                        }
+                        let live = try await store.snapshot { try $0.accounts.isSessionLive(sessionID) }
                         if !live { return }
                         try await writer.write(": heartbeat\n\n")
                         continue

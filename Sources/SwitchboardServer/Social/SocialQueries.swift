@@ -3,18 +3,18 @@ import SwitchboardWire
 
 /// Reads of the social graph shared by the social services (and, later, calls).
 enum SocialQueries {
+    // Until the social graph has its repository, these reads take the connection and go
+    // through the accounts repository on it.
     static func user(_ id: String, in connection: SQLiteConnection) throws -> User? {
-        try connection.query("SELECT id, username, display_name FROM users WHERE id = ?", [.text(id)]).first.map { try user(from: $0) }
+        try SQLiteAccountRepository(connection: connection).user(id: id)
     }
 
     static func user(username: String, in connection: SQLiteConnection) throws -> User? {
-        try connection.query("SELECT id, username, display_name FROM users WHERE username = ?", [.text(username.lowercased())])
-            .first.map { try user(from: $0) }
+        try SQLiteAccountRepository(connection: connection).user(username: username.lowercased())
     }
 
     static func user(from row: SQLiteRow, prefix: String = "") throws -> User {
-        User(id: try row.string(prefix + "id"), username: try row.string(prefix + "username"),
-             displayName: try row.string(prefix + "display_name"))
+        try SQLiteAccountRepository.user(from: row, prefix: prefix)
     }
 
     /// The pair in storage order (smaller id first).

@@ -74,6 +74,9 @@ public final class WriteTransaction {
     /// A fresh id.
     public func newID() -> String { environment.newID() }
 
+    /// Accounts and sessions, in this transaction.
+    public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
+
     /// The push devices, in this transaction.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
 
@@ -174,6 +177,9 @@ public final class WriteTransaction {
 public struct ReadSnapshot {
     /// The reader connection, inside one snapshot.
     public let connection: SQLiteConnection
+
+    /// Accounts and sessions, as of this snapshot.
+    public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
 
     /// The push devices, as of this snapshot.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }

@@ -1,0 +1,25 @@
+import SwitchboardWire
+
+/// A user's sign-in data: who they are and their password hash.
+public struct StoredCredentials: Sendable, Equatable {
+    public let user: User
+    public let passwordHash: String
+}
+
+/// Accounts and their sessions. A session is found by its token's hash (the token itself is
+/// never stored) and lives until it ends. SQLite implements it today
+/// (``SQLiteAccountRepository``); the contract suite tests every implementation.
+public protocol AccountRepository {
+    /// Creates the user; false (and nothing written) when the username is taken.
+    func createUser(_ user: User, passwordHash: String, at timestamp: String) throws -> Bool
+    func credentials(forUsername username: String) throws -> StoredCredentials?
+    func user(id: String) throws -> User?
+    /// The user with this (lowercase) username.
+    func user(username: String) throws -> User?
+    func startSession(id: String, userID: String, tokenHash: [UInt8], at timestamp: String) throws
+    /// Ends the session (an ended one stays as it ended).
+    func endSession(_ id: String, at timestamp: String) throws
+    /// The live session whose token hashes to `tokenHash`, and its user.
+    func principal(forTokenHash tokenHash: [UInt8]) throws -> Principal?
+    func isSessionLive(_ id: String) throws -> Bool
+}

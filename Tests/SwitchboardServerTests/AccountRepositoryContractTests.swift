@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+@testable import SwitchboardServer
+import SwitchboardWire
+
+/// ``AccountRepository``'s contract, the same for every store.
+@Suite("Repository contract: accounts and sessions", .timeLimit(.minutes(2)))
+struct AccountRepositoryContractTests {
+    static let hashA: [UInt8] = Array(repeating: 0xa1, count: 32), hashB: [UInt8] = Array(repeating: 0xb2, count: 32)
+
+    @Test(arguments: StoreKind.allCases)
+    func aUserIsCreatedOncePerUsernameAndFoundByIdAndName(kind: StoreKind) async throws {
+        let fixture = try kind.fixture()
+        defer { fixture.close() }
+        let store = fixture.store
+        let erin = User(id: "u-erin", username: "erin", displayName: "Erin")
+        #expect(try await store.write { try $0.accounts.createUser(erin, passwordHash: "hash-1", at: $0.timestamp) })
+        let twin = User(id: "u-twin", username: "erin", displayName: "Another Erin")
+        #expect(try await !store.write { try $0.accounts.createUser(twin, passwordHash: "hash-2", at: $0.timestamp) }, "the name is taken")
+        #expect(try await store.snapshot { try $0.accounts.user(id: "u-twin") } == nil, "nothing of it was written")
+        #expect(try await store.snapshot { try $0.accounts.user(id: "u-erin") } == erin)
+        #expect(try await store.snapshot { try $0.accounts.user(username: "erin") } == erin)
+        #expect(try await store.snapshot { try $0.accounts.user(username: "nobody") } == nil)
+        #expect(try await store.snapshot { try $0.accounts.credentials(forUsername: "erin") } == StoredCredentials(user: erin, passwordHash: "hash-1"))
+        #expect(try await store.snapshot { try $0.accounts.credentials(forUsername: "nobody") } == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aSessionIsFoundByItsTokenHashUntilItEnds(kind: StoreKind) async throws {
+        let fixture = try kind.fixture()
+        defer { fixture.close() }
+        let store = fixture.store
+        let frank = User(id: "u-frank", username: "frank", displayName: "Frank")
+        try await store.write { transaction in
+            _ = try transaction.accounts.createUser(frank, passwordHash: "h", at: transaction.timestamp)
+            try transaction.accounts.startSession(id: "s-1", userID: frank.id, tokenHash: Self.hashA, at: transaction.timestamp)
+            try transaction.accounts.startSession(id: "s-2", userID: frank.id, tokenHash: Self.hashB, at: transaction.timestamp)
+        }
+        #expect(try await store.snapshot { try $0.accounts.principal(forTokenHash: Self.hashA) } == Principal(user: frank, sessionID: "s-1"))
+        #expect(try await store.snapshot { try $0.accounts.principal(forTokenHash: Self.hashB) }?.sessionID == "s-2")
+        #expect(try await store.snapshot { try $0.accounts.principal(forTokenHash: Array(repeating: 0, count: 32)) } == nil)
+        #expect(try await store.snapshot { try $0.accounts.isSessionLive("s-1") })
+        try await store.write { try $0.accounts.endSession("s-1", at: $0.timestamp) }
+        try await store.write { try $0.accounts.endSession("s-1", at: $0.timestamp) }  // again: no change
+        #expect(try await store.snapshot { try $0.accounts.principal(forTokenHash: Self.hashA) } == nil)
+        #expect(try await !store.snapshot { try $0.accounts.isSessionLive("s-1") })
+        #expect(try await store.snapshot { try $0.accounts.isSessionLive("s-2") }, "the other session lives on")
+        #expect(try await !store.snapshot { try $0.accounts.isSessionLive("s-unknown") })
+    }
+}
