@@ -146,7 +146,7 @@ public final class Application: Sendable {
     func pruneEvents() async throws -> Int {
         let window = TimeInterval(configuration.eventRetentionDays) * 86_400
         return try await store.write { transaction in
-            try EventFeed.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)), in: transaction.connection)
+            try transaction.events.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)))
         }
     }
 

@@ -45,7 +45,7 @@ struct AccountService: Sendable {
         let token = Token.generate()
         return try await store.write { transaction in
             try Self.startSession(for: user.id, token: token, in: transaction)
-            let cursor = try EventFeed.cursor(for: user.id, in: transaction.connection)
+            let cursor = try transaction.events.cursor(for: user.id)
             return AuthSession(user: user, token: token.text, eventCursor: cursor)
         }
     }
@@ -59,7 +59,7 @@ struct AccountService: Sendable {
     }
 
     func me(_ principal: Principal) async throws -> Me {
-        let cursor = try await store.read { try EventFeed.cursor(for: principal.user.id, in: $0) }
+        let cursor = try await store.snapshot { try $0.events.cursor(for: principal.user.id) }
         return Me(user: principal.user, eventCursor: cursor)
     }
 

@@ -43,7 +43,7 @@ struct EventRoutes {
             } ?? query
             let userID = principal.user.id
             // Check the cursor before the stream starts, so an expired one is a plain 410.
-            let first = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+            let first = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
             return HTTPResponse(
                 status: 200,
                 headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"]
@@ -56,12 +56,12 @@ struct EventRoutes {
     /// The long poll of SPEC §2: answer at once when events exist; otherwise register, query
     /// once more, and only then wait for a commit to wake us.
     func longPoll(userID: String, after: Int64, wait: Int) async throws -> [Event] {
-        let first = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+        let first = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
         if !first.isEmpty || wait == 0 { return first }
         if let hook = hooks.afterFirstQuery { await hook() }
         let token = store.hub.register(userID: userID, timeout: .seconds(wait))
         defer { store.hub.release(token) }
-        let second = try await store.read { try EventFeed.page(for: userID, after: after, in: $0) }
+        let second = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
         if !second.isEmpty { return second }
         switch await store.hub.wait(token) {
         case .notified(let events):
@@ -82,7 +82,7 @@ struct EventRoutes {
             if pending.isEmpty {
                 let token = store.hub.register(userID: userID, timeout: heartbeat)
                 let current = cursor
-                pending = try await store.read { try EventFeed.page(for: userID, after: current, in: $0) }
+                pending = try await store.snapshot { try EventFeed.page(for: userID, after: current, in: $0.events) }
                 if pending.isEmpty {
                     let reason = await store.hub.wait(token)
                     store.hub.release(token)
@@ -110,7 +110,7 @@ struct EventRoutes {
             pending = []
             try await writer.write(frame)
             let current = cursor
-            pending = try await store.read { try EventFeed.page(for: userID, after: current, in: $0) }
+            pending = try await store.snapshot { try EventFeed.page(for: userID, after: current, in: $0.events) }
         }
     }
 

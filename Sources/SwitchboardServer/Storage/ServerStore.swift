@@ -83,93 +83,39 @@ public final class WriteTransaction {
     /// The push outbox, in this transaction.
     var pushJobs: any PushJobRepository { SQLitePushJobRepository(connection: connection) }
 
+    /// Each user's event feed, in this transaction. (Appending goes through
+    /// ``appendEvent(_:to:conversationID:groupID:messageID:callID:)``, which wakes the users.)
+    var events: any EventRepository { SQLiteEventRepository(connection: connection) }
+
     /// Writes one event row per user (in the order given, duplicates dropped); their waiters
     /// are woken once the transaction commits.
-    ///
-    /// Many users (a group message to thousands) are written by one statement that reads their
-    /// ids from a JSON array (`json_each`) and hands each new row back (`RETURNING`): one
-    /// statement instead of one per user, which costs a third of the write.
     public func appendEvent(
         _ kind: String, to userIDs: [String], conversationID: String? = nil, groupID: String? = nil,
         messageID: String? = nil, callID: String? = nil
     ) throws {
         var seen = Set<String>()
         let unique = userIDs.filter { seen.insert($0).inserted }
-        let references: [SQLiteValue] = [
-            .text(kind), conversationID.map(SQLiteValue.text) ?? .null, groupID.map(SQLiteValue.text) ?? .null,
-            messageID.map(SQLiteValue.text) ?? .null, callID.map(SQLiteValue.text) ?? .null, .text(timestamp),
-        ]
-        func record(_ userID: String, _ id: Int64) {
-            remember(id, for: userID, kind: kind, conversationID: conversationID, groupID: groupID, messageID: messageID, callID: callID)
-        }
-        if unique.count > Self.batchThreshold {
-            var array = "["
-            for (index, userID) in unique.enumerated() {
-                if index > 0 { array += "," }
-                JSONText.appendString(userID, to: &array)
-            }
-            array += "]"
-            try insertReturning(
-                "SELECT value, ?, ?, ?, ?, ?, ? FROM json_each(?) ORDER BY key", references + [.text(array)], record: record)
-            return
-        }
-        let statement = try connection.prepare(
-            """
-            INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """)
-        for userID in unique {
-            try statement.run([.text(userID)] + references)
-            record(userID, connection.lastInsertRowID)
-        }
+        let references = EventReferences(conversationID: conversationID, groupID: groupID, messageID: messageID, callID: callID)
+        remember(try events.append(kind, to: unique, references: references, at: timestamp), kind: kind, references: references)
     }
 
-    /// Writes one event row for each member of `groupID` (in the order they joined), with one
-    /// statement that reads the members itself: a message to a group of thousands neither
-    /// reads the member list into the process nor binds one insert per member.
+    /// Writes one event row for each member of `groupID` (in the order they joined); their
+    /// waiters are woken once the transaction commits.
     public func appendEvent(
         _ kind: String, toMembersOf groupID: String, messageID: String? = nil, callID: String? = nil
     ) throws {
-        let references: [SQLiteValue] = [
-            .text(kind), .null, .text(groupID), messageID.map(SQLiteValue.text) ?? .null,
-            callID.map(SQLiteValue.text) ?? .null, .text(timestamp),
-        ]
-        try insertReturning(
-            "SELECT user_id, ?, ?, ?, ?, ?, ? FROM group_members WHERE group_id = ? ORDER BY joined_at, user_id",
-            references + [.text(groupID)]
-        ) { userID, id in
-            remember(id, for: userID, kind: kind, conversationID: nil, groupID: groupID, messageID: messageID, callID: callID)
+        let references = EventReferences(groupID: groupID, messageID: messageID, callID: callID)
+        remember(try events.append(kind, toMembersOf: groupID, references: references, at: timestamp), kind: kind, references: references)
+    }
+
+    /// Keeps written events for their users' waiters (woken after the commit).
+    private func remember(_ rows: [(userID: String, id: Int64)], kind: String, references: EventReferences) {
+        for (userID, id) in rows {
+            written[userID, default: []].append(Event(
+                id: id, kind: kind, conversationId: references.conversationID, groupId: references.groupID,
+                messageId: references.messageID, callId: references.callID, createdAt: timestamp))
         }
     }
-
-    /// Keeps a written event for its user's waiters (woken after the commit).
-    private func remember(
-        _ id: Int64, for userID: String, kind: String, conversationID: String?, groupID: String?, messageID: String?, callID: String?
-    ) {
-        written[userID, default: []].append(Event(
-            id: id, kind: kind, conversationId: conversationID, groupId: groupID, messageId: messageID, callId: callID, createdAt: timestamp))
-    }
-
-    /// `INSERT INTO events … <select>` whose select yields (user, kind, conversation, group,
-    /// message, call, created_at) rows; hands each new row's user and id to `record`, in id
-    /// order (`RETURNING`'s own order is unspecified).
-    private func insertReturning(_ select: String, _ bindings: [SQLiteValue], record: (String, Int64) -> Void) throws {
-        let statement = try connection.prepare(
-            "INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at) "
-                + select + " RETURNING id, user_id")
-        var returned: [(id: Int64, userID: String)] = []
-        try statement.forEachRow(bindings) { row in
-            guard case .integer(let id) = row[0], case .text(let userID) = row[1] else {
-                throw StoreError(code: .typeMismatch, message: "RETURNING id, user_id gave \(row.values)")
-            }
-            returned.append((id, userID))
-        }
-        returned.sort { $0.id < $1.id }
-        for (id, userID) in returned { record(userID, id) }
-    }
-
-    /// Above this many users, `appendEvent` writes them with one statement.
-    static let batchThreshold = 16
 }
 
 /// One read snapshot as services see it: the repositories over it. (Its connection stays
@@ -180,6 +126,9 @@ public struct ReadSnapshot {
 
     /// Accounts and sessions, as of this snapshot.
     public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
+
+    /// Each user's event feed, as of this snapshot.
+    public var events: any EventRepository { SQLiteEventRepository(connection: connection) }
 
     /// The push devices, as of this snapshot.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
