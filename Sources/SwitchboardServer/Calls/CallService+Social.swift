@@ -12,9 +12,9 @@ extension CallService {
     func withdrawMedia(scopeKind: CallScopeKind, scopeID: String, member: String? = nil) async {
         guard media.managesRooms else { return }
         do {
-            let call = try await store.read { connection -> CallRecord? in
-                guard let id = try CallStore.liveCallID(scopeKind: scopeKind, scopeID: scopeID, in: connection) else { return nil }
-                return try CallStore.load(id, in: connection)?.call
+            let call = try await store.snapshot { snapshot -> CallRecord? in
+                guard let id = try snapshot.calls.liveCallID(scopeKind: scopeKind, scopeID: scopeID) else { return nil }
+                return try snapshot.calls.load(id)?.call
             }
             guard let call, call.answeredAt != nil else { return }
             if let member {
@@ -49,12 +49,12 @@ extension CallService {
         scopeKind: CallScopeKind, scopeID: String, in transaction: WriteTransaction,
         _ decide: (CallRecord) -> CallStateMachine.Transition?
     ) throws {
-        let connection = transaction.connection
-        guard let id = try CallStore.liveCallID(scopeKind: scopeKind, scopeID: scopeID, in: connection),
-            let stored = try CallStore.load(id, in: connection), let transition = decide(stored.call)
+        let calls = transaction.calls
+        guard let id = try calls.liveCallID(scopeKind: scopeKind, scopeID: scopeID),
+            let stored = try calls.load(id), let transition = decide(stored.call)
         else { return }
         // Same transaction as the read: the version cannot have moved.
-        _ = try CallStore.update(transition.call, from: stored.version, in: connection)
+        _ = try calls.update(transition.call, from: stored.version)
         try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: id)
     }
 }

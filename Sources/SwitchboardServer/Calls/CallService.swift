@@ -40,14 +40,10 @@ struct CallService: Sendable {
         defer { pushesQueued() }
         do {
             return try await store.write { transaction in
-                let connection = transaction.connection
-                if let row = try connection.query(
-                    "SELECT id, scope_kind, scope_id, mode FROM calls WHERE created_by = ? AND client_id = ?",
-                    [.text(caller), .text(request.clientId.lowercased())]).first
-                {
-                    let same = try row.string("scope_kind") == scopeKind.rawValue && row.string("scope_id") == request.scopeId
-                        && row.string("mode") == mode.rawValue
-                    guard same, let existing = try CallStore.load(try row.string("id"), in: connection) else {
+                let connection = transaction.connection, calls = transaction.calls
+                if let existing = try calls.call(createdBy: caller, clientID: request.clientId.lowercased()) {
+                    let same = existing.call.scopeKind == scopeKind && existing.call.scopeID == request.scopeId && existing.call.mode == mode
+                    guard same else {
                         throw APIError(status: 409, code: "CALL_BUSY", message: "'clientId' was already used for a different call", field: "clientId")
                     }
                     return (CallStore.info(existing.call), false)
@@ -56,18 +52,18 @@ struct CallService: Sendable {
                 guard !invitees.isEmpty else {
                     throw APIError(status: 409, code: "NOBODY_TO_CALL", message: "the group has no other members to ring")
                 }
-                if !(try CallStore.busyUsers([caller], in: connection)).isEmpty {
+                if !(try calls.busyUsers([caller], excluding: nil)).isEmpty {
                     throw APIError(status: 409, code: "CALL_BUSY", message: "you are already in a call")
                 }
-                if try CallStore.liveCallID(scopeKind: scopeKind, scopeID: request.scopeId, in: connection) != nil {
+                if try calls.liveCallID(scopeKind: scopeKind, scopeID: request.scopeId) != nil {
                     throw APIError(status: 409, code: "CALL_BUSY", message: "a call is already ringing or active here")
                 }
                 let callID = transaction.newID()
                 let transition = CallStateMachine.create(
                     id: callID, scopeKind: scopeKind, scopeID: request.scopeId, mode: mode, caller: caller, invitees: invitees,
-                    busy: try CallStore.busyUsers(invitees, in: connection), roomName: "call_\(callID)", now: transaction.date,
+                    busy: try calls.busyUsers(invitees, excluding: nil), roomName: "call_\(callID)", now: transaction.date,
                     ringTimeout: ringTimeout)
-                try CallStore.insert(transition.call, clientID: request.clientId.lowercased(), in: connection)
+                try calls.insert(transition.call, clientID: request.clientId.lowercased())
                 try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
                 try PushOutbox.enqueueRings(for: transition, settings: push, in: transaction)
@@ -127,13 +123,13 @@ struct CallService: Sendable {
     @discardableResult
     func transition(_ callID: String, visibleTo userID: String?, _ decide: @escaping Decision) async throws -> CallRecord {
         for _ in 0..<5 {
-            let (stored, context) = try await store.read { connection -> (CallStore.Versioned?, Context) in
-                let stored = try CallStore.load(callID, in: connection)
+            let (stored, context) = try await store.snapshot { snapshot -> (StoredCall?, Context) in
+                let stored = try snapshot.calls.load(callID)
                 var busy = false, member = false
                 if let userID, let call = stored?.call {
-                    busy = !(try CallStore.busyUsers([userID], excluding: callID, in: connection)).isEmpty
+                    busy = !(try snapshot.calls.busyUsers([userID], excluding: callID)).isEmpty
                     if call.scopeKind == .group {
-                        member = (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: connection)) != nil
+                        member = (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: snapshot.connection)) != nil
                     }
                 }
                 return (stored, Context(now: store.environment.now(), actorBusyElsewhere: busy, actorIsMember: member))
@@ -159,7 +155,7 @@ struct CallService: Sendable {
             }
             do {
                 let committed = try await store.write { transaction -> Bool in
-                    guard try CallStore.update(transition.call, from: stored.version, in: transaction.connection) else { return false }
+                    guard try transaction.calls.update(transition.call, from: stored.version) else { return false }
                     try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
                     return true
                 }
@@ -175,8 +171,8 @@ struct CallService: Sendable {
 
     func get(_ callID: String, for principal: Principal) async throws -> CallInfo {
         let userID = principal.user.id
-        return try await store.read { connection in
-            guard let stored = try CallStore.load(callID, in: connection), try Self.canSee(stored.call, userID, in: connection) else {
+        return try await store.snapshot { snapshot in
+            guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot.connection) else {
                 throw APIError.notFound("no such call")
             }
             return CallStore.info(stored.call)
@@ -187,39 +183,29 @@ struct CallService: Sendable {
     /// caller of a call that still rings.
     func active(for principal: Principal) async throws -> [CallInfo] {
         let userID = principal.user.id
-        return try await store.read { connection in
-            let ids = try connection.query(
-                """
-                SELECT c.id FROM calls c WHERE c.state != 'ended' AND (
-                    EXISTS (SELECT 1 FROM call_invitations i WHERE i.call_id = c.id AND i.user_id = ?1 AND i.state = 'ringing')
-                    OR EXISTS (SELECT 1 FROM call_occupants o WHERE o.call_id = c.id AND o.user_id = ?1))
-                ORDER BY c.created_at_ms, c.id
-                """,
-                [.text(userID)]
-            ).map { try $0.string("id") }
-            return try ids.compactMap { try CallStore.load($0, in: connection).map { CallStore.info($0.call) } }
+        return try await store.snapshot { snapshot in
+            try snapshot.calls.liveCallIDs(involving: userID).compactMap { try snapshot.calls.load($0).map { CallStore.info($0.call) } }
         }
     }
 
     func current(scopeKind: String?, scopeID: String?, for principal: Principal) async throws -> CallInfo? {
         let (kind, id) = try Self.scope(scopeKind, scopeID)
         let userID = principal.user.id
-        return try await store.read { connection in
-            try Self.requireScopeVisible(kind, id, userID, in: connection)
-            guard let callID = try CallStore.liveCallID(scopeKind: kind, scopeID: id, in: connection) else { return nil }
-            return try CallStore.load(callID, in: connection).map { CallStore.info($0.call) }
+        return try await store.snapshot { snapshot in
+            try Self.requireScopeVisible(kind, id, userID, in: snapshot.connection)
+            guard let callID = try snapshot.calls.liveCallID(scopeKind: kind, scopeID: id) else { return nil }
+            return try snapshot.calls.load(callID).map { CallStore.info($0.call) }
         }
     }
 
     func history(scopeKind: String?, scopeID: String?, for principal: Principal) async throws -> [CallInfo] {
         let (kind, id) = try Self.scope(scopeKind, scopeID)
         let userID = principal.user.id
-        return try await store.read { connection in
-            try Self.requireScopeVisible(kind, id, userID, in: connection)
-            return try connection.query(
-                "SELECT id FROM calls WHERE scope_kind = ? AND scope_id = ? AND state = 'ended' ORDER BY ended_at_ms DESC, id LIMIT 100",
-                [.text(kind.rawValue), .text(id)]
-            ).compactMap { try CallStore.load(try $0.string("id"), in: connection).map { CallStore.info($0.call) } }
+        return try await store.snapshot { snapshot in
+            try Self.requireScopeVisible(kind, id, userID, in: snapshot.connection)
+            return try snapshot.calls.endedCallIDs(scopeKind: kind, scopeID: id, limit: 100).compactMap {
+                try snapshot.calls.load($0).map { CallStore.info($0.call) }
+            }
         }
     }
 
@@ -236,8 +222,8 @@ struct CallService: Sendable {
             let left = deadline.timeIntervalSince(store.environment.now())
             let waiter = left > 0 ? store.hub.register(userID: userID, timeout: .milliseconds(Int64(left * 1000))) : nil
             defer { waiter.map(store.hub.release) }
-            let call = try await store.read { connection -> CallRecord in
-                guard let stored = try CallStore.load(callID, in: connection), try Self.canSee(stored.call, userID, in: connection) else {
+            let call = try await store.snapshot { snapshot -> CallRecord in
+                guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot.connection) else {
                     throw APIError.notFound("no such call")
                 }
                 return stored.call
@@ -288,15 +274,7 @@ struct CallService: Sendable {
     /// Applies the ring timeout to every call whose deadline has passed.
     func sweepRingTimeouts() async throws {
         let now = CallStore.milliseconds(store.environment.now())
-        let due = try await store.read { connection in
-            try connection.query(
-                """
-                SELECT c.id FROM calls c WHERE c.state != 'ended' AND c.ring_deadline_ms <= ?
-                AND EXISTS (SELECT 1 FROM call_invitations i WHERE i.call_id = c.id AND i.state = 'ringing')
-                """,
-                [.integer(now)]
-            ).map { try $0.string("id") }
-        }
+        let due = try await store.snapshot { try $0.calls.ringTimedOutCallIDs(at: now) }
         for callID in due {
             do {
                 try await transition(callID, visibleTo: nil) { call, context in CallStateMachine.ringTimedOut(call, now: context.now) }
@@ -309,9 +287,7 @@ struct CallService: Sendable {
     /// Counts each active call's media participants; a failed count changes nothing.
     func checkEmptyRooms() async throws {
         guard media.managesRooms else { return }
-        let active = try await store.read { connection in
-            try connection.query("SELECT id, room_name FROM calls WHERE state = 'active'").map { (try $0.string("id"), try $0.string("room_name")) }
-        }
+        let active = try await store.snapshot { try $0.calls.activeRooms() }
         let grace = emptyRoomGrace
         for (callID, room) in active {
             let count: Int?

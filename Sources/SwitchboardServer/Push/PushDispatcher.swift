@@ -239,13 +239,7 @@ final class PushDispatcher: Sendable {
     private func process(_ job: PushJob) async -> Bool {
         do {
             let (ringing, deviceLive) = try await store.snapshot { snapshot -> (Bool, Bool) in
-                let ringing = try !snapshot.connection.query(
-                    """
-                    SELECT 1 FROM calls c JOIN call_invitations i ON i.call_id = c.id AND i.user_id = ?2
-                    WHERE c.id = ?1 AND c.state != 'ended' AND i.state = 'ringing'
-                    """,
-                    [.text(job.callID), .text(job.userID)]).isEmpty
-                return (ringing, try snapshot.devices.isLive(token: job.token, of: job.userID))
+                (try snapshot.calls.rings(job.callID, userID: job.userID), try snapshot.devices.isLive(token: job.token, of: job.userID))
             }
             // A push must never ring a dead call.
             guard ringing else { try await finish(job, .dropped, reason: "call_not_ringing"); return false }

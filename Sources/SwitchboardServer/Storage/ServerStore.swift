@@ -77,6 +77,9 @@ public final class WriteTransaction {
     /// Accounts and sessions, in this transaction.
     public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
 
+    /// Calls, in this transaction.
+    public var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
+
     /// The push devices, in this transaction.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
 
@@ -126,6 +129,9 @@ public struct ReadSnapshot {
 
     /// Accounts and sessions, as of this snapshot.
     public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
+
+    /// Calls, as of this snapshot.
+    public var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
 
     /// Each user's event feed, as of this snapshot.
     public var events: any EventRepository { SQLiteEventRepository(connection: connection) }
