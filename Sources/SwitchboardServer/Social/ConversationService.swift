@@ -8,10 +8,8 @@ struct ConversationService: Sendable {
 
     func list(for principal: Principal) async throws -> [Conversation] {
         let userID = principal.user.id
-        return try await store.read { connection in
-            try connection.query(
-                "SELECT id FROM conversations WHERE user_a = ?1 OR user_b = ?1 ORDER BY created_at, id", [.text(userID)]
-            ).map { try Self.conversation(try $0.string("id"), for: userID, in: connection) }
+        return try await store.snapshot { snapshot in
+            try snapshot.friends.conversationIDs(of: userID).map { try Self.conversation($0, for: userID, in: snapshot.connection) }
         }
     }
 

@@ -1,7 +1,8 @@
 import SwitchboardStore
 import SwitchboardWire
 
-/// Reads of the social graph shared by the social services (and, later, calls).
+/// Reads of the social graph shared by the social services and calls. (Until the groups have
+/// their repository these take the connection; the friend graph's go through its repository.)
 enum SocialQueries {
     // Until the social graph has its repository, these reads take the connection and go
     // through the accounts repository on it.
@@ -17,32 +18,19 @@ enum SocialQueries {
         try SQLiteAccountRepository.user(from: row, prefix: prefix)
     }
 
-    /// The pair in storage order (smaller id first).
-    static func ordered(_ a: String, _ b: String) -> (String, String) { a < b ? (a, b) : (b, a) }
-
     /// The pair's friendship: its conversation and since when; `nil` when not friends.
     static func friendship(_ a: String, _ b: String, in connection: SQLiteConnection) throws -> (conversationID: String, since: String)? {
-        let (first, second) = ordered(a, b)
-        guard let row = try connection.query(
-            "SELECT conversation_id, created_at FROM friendships WHERE user_a = ? AND user_b = ?",
-            [.text(first), .text(second)]).first
-        else { return nil }
-        return (try row.string("conversation_id"), try row.string("created_at"))
+        try SQLiteFriendRepository(connection: connection).friendship(between: a, and: b).map { ($0.conversationID, $0.since) }
     }
 
     /// Whether either of the two blocked the other.
     static func isBlocked(_ a: String, _ b: String, in connection: SQLiteConnection) throws -> Bool {
-        try !connection.query(
-            "SELECT 1 FROM blocks WHERE (blocker = ?1 AND blocked = ?2) OR (blocker = ?2 AND blocked = ?1) LIMIT 1",
-            [.text(a), .text(b)]).isEmpty
+        try SQLiteFriendRepository(connection: connection).isBlocked(between: a, and: b)
     }
 
     /// The conversation's two participants, if it exists.
     static func conversationParticipants(_ id: String, in connection: SQLiteConnection) throws -> (String, String, createdAt: String)? {
-        guard let row = try connection.query("SELECT user_a, user_b, created_at FROM conversations WHERE id = ?", [.text(id)]).first else {
-            return nil
-        }
-        return (try row.string("user_a"), try row.string("user_b"), try row.string("created_at"))
+        try SQLiteFriendRepository(connection: connection).conversation(id).map { ($0.userA, $0.userB, $0.createdAt) }
     }
 
     /// The peer of `userID` in a conversation they take part in; 404 for anyone else.
@@ -55,16 +43,10 @@ enum SocialQueries {
 
     /// The pair's conversation, created when missing (it outlives unfriending).
     static func conversation(between a: String, and b: String, in transaction: WriteTransaction) throws -> String {
-        let (first, second) = ordered(a, b)
-        if let row = try transaction.connection.query(
-            "SELECT id FROM conversations WHERE user_a = ? AND user_b = ?", [.text(first), .text(second)]).first
-        {
-            return try row.string("id")
-        }
+        let friends = transaction.friends
+        if let id = try friends.conversationID(between: a, and: b) { return id }
         let id = transaction.newID()
-        try transaction.connection.run(
-            "INSERT INTO conversations (id, user_a, user_b, created_at) VALUES (?, ?, ?, ?)",
-            [.text(id), .text(first), .text(second), .text(transaction.timestamp)])
+        try friends.createConversation(id: id, between: a, and: b, at: transaction.timestamp)
         return id
     }
 

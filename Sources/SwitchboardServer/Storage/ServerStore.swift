@@ -80,6 +80,9 @@ public final class WriteTransaction {
     /// Calls, in this transaction.
     public var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
 
+    /// Friend requests, friendships, blocks and conversations, in this transaction.
+    public var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
+
     /// The push devices, in this transaction.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
 
@@ -132,6 +135,9 @@ public struct ReadSnapshot {
 
     /// Calls, as of this snapshot.
     public var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
+
+    /// Friend requests, friendships, blocks and conversations, as of this snapshot.
+    public var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
 
     /// Each user's event feed, as of this snapshot.
     public var events: any EventRepository { SQLiteEventRepository(connection: connection) }
