@@ -16,11 +16,10 @@ enum PushOutbox {
     static func enqueueRings(for transition: CallStateMachine.Transition, settings: Settings, in transaction: WriteTransaction) throws {
         let call = transition.call
         guard !transition.effects.ring.isEmpty else { return }
-        let connection = transaction.connection
-        let callerName = try SocialQueries.user(call.createdBy, in: connection)?.displayName ?? ""
+        let callerName = try transaction.accounts.user(id: call.createdBy)?.displayName ?? ""
         var groupName: String?
         if call.scopeKind == .group {
-            groupName = try connection.query("SELECT name FROM groups WHERE id = ?", [.text(call.scopeID)]).first?.string("name")
+            groupName = try transaction.groups.name(of: call.scopeID)
         }
         let now = CallStore.milliseconds(transaction.date)
         for userID in transition.effects.ring {

@@ -14,14 +14,9 @@ struct GroupService: Sendable {
         return try await store.write { transaction in
             let memberIDs = try Self.checkedNewMembers(request.memberIds, field: "memberIds", for: owner, existing: [owner], in: transaction.connection)
             let groupID = transaction.newID()
-            try transaction.connection.run(
-                "INSERT INTO groups (id, name, owner_id, created_at) VALUES (?, ?, ?, ?)",
-                [.text(groupID), .text(name), .text(owner), .text(transaction.timestamp)])
-            for userID in [owner] + memberIDs {
-                try transaction.connection.run(
-                    "INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)",
-                    [.text(groupID), .text(userID), .text(transaction.timestamp)])
-            }
+            let groups = transaction.groups
+            try groups.createGroup(id: groupID, name: name, ownerID: owner, at: transaction.timestamp)
+            for userID in [owner] + memberIDs { try groups.addMember(userID, to: groupID, at: transaction.timestamp) }
             try transaction.appendEvent(EventKind.groupMembersChanged, to: [owner] + memberIDs, groupID: groupID)
             return try Self.group(groupID, for: owner, in: transaction.connection)
         }
@@ -29,14 +24,8 @@ struct GroupService: Sendable {
 
     func list(for principal: Principal) async throws -> [Group] {
         let userID = principal.user.id
-        return try await store.read { connection in
-            try connection.query(
-                """
-                SELECT g.id FROM groups g JOIN group_members m ON m.group_id = g.id AND m.user_id = ?
-                WHERE g.dissolved_at IS NULL ORDER BY g.created_at, g.id
-                """,
-                [.text(userID)]
-            ).map { try Self.group(try $0.string("id"), for: userID, in: connection) }
+        return try await store.snapshot { snapshot in
+            try snapshot.groups.groupIDs(of: userID).map { try Self.group($0, for: userID, in: snapshot.connection) }
         }
     }
 
@@ -50,7 +39,7 @@ struct GroupService: Sendable {
         return try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
-            try transaction.connection.run("UPDATE groups SET name = ? WHERE id = ?", [.text(name), .text(groupID)])
+            try transaction.groups.rename(groupID, to: name)
             try transaction.appendEvent(EventKind.groupChanged, toMembersOf: groupID)
             return try Self.group(groupID, for: userID, in: transaction.connection)
         }
@@ -62,11 +51,7 @@ struct GroupService: Sendable {
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             let existing = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
             let added = try Self.checkedNewMembers(request.userIds, field: "userIds", for: userID, existing: Set(existing), in: transaction.connection)
-            for member in added {
-                try transaction.connection.run(
-                    "INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)",
-                    [.text(groupID), .text(member), .text(transaction.timestamp)])
-            }
+            for member in added { try transaction.groups.addMember(member, to: groupID, at: transaction.timestamp) }
             if !added.isEmpty {
                 try transaction.appendEvent(EventKind.groupMembersChanged, to: existing + added, groupID: groupID)
             }
@@ -118,7 +103,7 @@ struct GroupService: Sendable {
             try Self.requireOwner(groupID, userID, in: transaction.connection)
             let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
             try CallService.endLiveCall(scopeKind: .group, scopeID: groupID, reason: .groupDissolved, in: transaction)
-            try transaction.connection.run("UPDATE groups SET dissolved_at = ? WHERE id = ?", [.text(transaction.timestamp), .text(groupID)])
+            try transaction.groups.dissolve(groupID, at: transaction.timestamp)
             try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
         }
     }
@@ -171,7 +156,7 @@ struct GroupService: Sendable {
         let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
         guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }
         try CallService.removeFromLiveCall(groupID: groupID, userID: memberID, in: transaction)
-        try transaction.connection.run("DELETE FROM group_members WHERE group_id = ? AND user_id = ?", [.text(groupID), .text(memberID)])
+        try transaction.groups.removeMember(memberID, from: groupID)
         try transaction.appendEvent(EventKind.groupMembersChanged, to: members, groupID: groupID)
     }
 
@@ -202,13 +187,7 @@ struct GroupService: Sendable {
 
     static func group(_ groupID: String, for userID: String, in connection: SQLiteConnection) throws -> Group {
         let row = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
-        let members = try connection.query(
-            """
-            SELECT u.id, u.username, u.display_name, m.joined_at FROM group_members m JOIN users u ON u.id = m.user_id
-            WHERE m.group_id = ? ORDER BY m.joined_at, u.username
-            """,
-            [.text(groupID)]
-        ).map { GroupMember(user: try SocialQueries.user(from: $0), joinedAt: try $0.string("joined_at")) }
+        let members = try SQLiteGroupRepository(connection: connection).members(of: groupID)
         return Group(
             id: groupID, name: row.name, ownerId: row.ownerID, createdAt: row.createdAt, members: members,
             readMarkers: try MessageStore.readMarkers(in: .group(groupID), connection: connection))

@@ -1,8 +1,10 @@
 import SwitchboardStore
 import SwitchboardWire
 
-/// Reads of the social graph shared by the social services and calls. (Until the groups have
-/// their repository these take the connection; the friend graph's go through its repository.)
+/// Reads of the social graph shared by the social services and calls, with the API's answers
+/// (404) where a read finds nothing. They still take the connection their callers hold and go
+/// through the repositories on it, until the messages have a repository too and no service
+/// needs the connection any more.
 enum SocialQueries {
     // Until the social graph has its repository, these reads take the connection and go
     // through the accounts repository on it.
@@ -52,19 +54,13 @@ enum SocialQueries {
 
     /// A live group's row, if `userID` is a member; 404 otherwise (non-members cannot see it).
     static func group(_ groupID: String, visibleTo userID: String, in connection: SQLiteConnection) throws -> (name: String, ownerID: String, createdAt: String) {
-        guard let row = try connection.query(
-            """
-            SELECT g.name, g.owner_id, g.created_at FROM groups g
-            JOIN group_members m ON m.group_id = g.id AND m.user_id = ?
-            WHERE g.id = ? AND g.dissolved_at IS NULL
-            """,
-            [.text(userID), .text(groupID)]).first
-        else { throw APIError.notFound("no such group") }
-        return (try row.string("name"), try row.string("owner_id"), try row.string("created_at"))
+        guard let group = try SQLiteGroupRepository(connection: connection).group(groupID, visibleTo: userID) else {
+            throw APIError.notFound("no such group")
+        }
+        return (group.name, group.ownerID, group.createdAt)
     }
 
     static func memberIDs(of groupID: String, in connection: SQLiteConnection) throws -> [String] {
-        try connection.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, user_id", [.text(groupID)])
-            .map { try $0.string("user_id") }
+        try SQLiteGroupRepository(connection: connection).memberIDs(of: groupID)
     }
 }

@@ -83,6 +83,9 @@ public final class WriteTransaction {
     /// Friend requests, friendships, blocks and conversations, in this transaction.
     public var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
 
+    /// Groups and their members, in this transaction.
+    public var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
+
     /// The push devices, in this transaction.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
 
@@ -138,6 +141,9 @@ public struct ReadSnapshot {
 
     /// Friend requests, friendships, blocks and conversations, as of this snapshot.
     public var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
+
+    /// Groups and their members, as of this snapshot.
+    public var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
 
     /// Each user's event feed, as of this snapshot.
     public var events: any EventRepository { SQLiteEventRepository(connection: connection) }
