@@ -40,7 +40,7 @@ struct CallService: Sendable {
         defer { pushesQueued() }
         do {
             return try await store.write { transaction in
-                let connection = transaction.connection, calls = transaction.calls
+                let calls = transaction.calls
                 if let existing = try calls.call(createdBy: caller, clientID: request.clientId.lowercased()) {
                     let same = existing.call.scopeKind == scopeKind && existing.call.scopeID == request.scopeId && existing.call.mode == mode
                     guard same else {
@@ -48,7 +48,7 @@ struct CallService: Sendable {
                     }
                     return (CallStore.info(existing.call), false)
                 }
-                let invitees = try Self.invitees(scopeKind: scopeKind, scopeID: request.scopeId, caller: caller, in: connection)
+                let invitees = try Self.invitees(scopeKind: scopeKind, scopeID: request.scopeId, caller: caller, in: transaction)
                 guard !invitees.isEmpty else {
                     throw APIError(status: 409, code: "NOBODY_TO_CALL", message: "the group has no other members to ring")
                 }
@@ -75,15 +75,15 @@ struct CallService: Sendable {
     }
 
     /// The other members of the scope, after checking the caller may call there.
-    private static func invitees(scopeKind: CallScopeKind, scopeID: String, caller: String, in connection: SQLiteConnection) throws -> [String] {
-        try requireScopeVisible(scopeKind, scopeID, caller, in: connection)
+    private static func invitees(scopeKind: CallScopeKind, scopeID: String, caller: String, in repositories: any Repositories) throws -> [String] {
+        try requireScopeVisible(scopeKind, scopeID, caller, in: repositories)
         switch scopeKind {
         case .conversation:
-            let peer = try SocialQueries.conversationPeer(scopeID, of: caller, in: connection)
-            try ConversationService.requireInteraction(caller, peer, in: connection)
+            let peer = try SocialQueries.conversationPeer(scopeID, of: caller, in: repositories)
+            try ConversationService.requireInteraction(caller, peer, in: repositories)
             return [peer]
         case .group:
-            return try SocialQueries.memberIDs(of: scopeID, in: connection).filter { $0 != caller }
+            return try SocialQueries.memberIDs(of: scopeID, in: repositories).filter { $0 != caller }
         }
     }
 
@@ -129,7 +129,7 @@ struct CallService: Sendable {
                 if let userID, let call = stored?.call {
                     busy = !(try snapshot.calls.busyUsers([userID], excluding: callID)).isEmpty
                     if call.scopeKind == .group {
-                        member = (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: snapshot.connection)) != nil
+                        member = (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: snapshot)) != nil
                     }
                 }
                 return (stored, Context(now: store.environment.now(), actorBusyElsewhere: busy, actorIsMember: member))
@@ -172,7 +172,7 @@ struct CallService: Sendable {
     func get(_ callID: String, for principal: Principal) async throws -> CallInfo {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot.connection) else {
+            guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot) else {
                 throw APIError.notFound("no such call")
             }
             return CallStore.info(stored.call)
@@ -192,7 +192,7 @@ struct CallService: Sendable {
         let (kind, id) = try Self.scope(scopeKind, scopeID)
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            try Self.requireScopeVisible(kind, id, userID, in: snapshot.connection)
+            try Self.requireScopeVisible(kind, id, userID, in: snapshot)
             guard let callID = try snapshot.calls.liveCallID(scopeKind: kind, scopeID: id) else { return nil }
             return try snapshot.calls.load(callID).map { CallStore.info($0.call) }
         }
@@ -202,7 +202,7 @@ struct CallService: Sendable {
         let (kind, id) = try Self.scope(scopeKind, scopeID)
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            try Self.requireScopeVisible(kind, id, userID, in: snapshot.connection)
+            try Self.requireScopeVisible(kind, id, userID, in: snapshot)
             return try snapshot.calls.endedCallIDs(scopeKind: kind, scopeID: id, limit: 100).compactMap {
                 try snapshot.calls.load($0).map { CallStore.info($0.call) }
             }
@@ -223,7 +223,7 @@ struct CallService: Sendable {
             let waiter = left > 0 ? store.hub.register(userID: userID, timeout: .milliseconds(Int64(left * 1000))) : nil
             defer { waiter.map(store.hub.release) }
             let call = try await store.snapshot { snapshot -> CallRecord in
-                guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot.connection) else {
+                guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot) else {
                     throw APIError.notFound("no such call")
                 }
                 return stored.call
@@ -242,9 +242,9 @@ struct CallService: Sendable {
         return minter.mint(identity: userID, room: call.roomName, mode: call.mode, now: store.environment.now())
     }
 
-    private static func canSee(_ call: CallRecord, _ userID: String, in connection: SQLiteConnection) throws -> Bool {
+    private static func canSee(_ call: CallRecord, _ userID: String, in repositories: any Repositories) throws -> Bool {
         if call.involvedUserIDs.contains(userID) { return true }
-        return call.scopeKind == .group && (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: connection)) != nil
+        return call.scopeKind == .group && (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: repositories)) != nil
     }
 
     private static func scope(_ kind: String?, _ id: String?) throws(APIError) -> (CallScopeKind, String) {
@@ -258,11 +258,11 @@ struct CallService: Sendable {
 
     /// 403 NOT_MEMBER unless the user is in the scope (SPEC §2). An unknown scope gets the same
     /// answer, so the status tells a stranger nothing about which ids exist.
-    private static func requireScopeVisible(_ kind: CallScopeKind, _ id: String, _ userID: String, in connection: SQLiteConnection) throws {
+    private static func requireScopeVisible(_ kind: CallScopeKind, _ id: String, _ userID: String, in repositories: any Repositories) throws {
         let member: Bool
         switch kind {
-        case .conversation: member = (try? SocialQueries.conversationPeer(id, of: userID, in: connection)) != nil
-        case .group: member = (try? SocialQueries.group(id, visibleTo: userID, in: connection)) != nil
+        case .conversation: member = (try? SocialQueries.conversationPeer(id, of: userID, in: repositories)) != nil
+        case .group: member = (try? SocialQueries.group(id, visibleTo: userID, in: repositories)) != nil
         }
         guard member else {
             throw APIError(status: 403, code: "NOT_MEMBER", message: "you are not a member of this \(kind.rawValue)")

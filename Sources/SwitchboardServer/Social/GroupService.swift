@@ -12,50 +12,50 @@ struct GroupService: Sendable {
         let owner = principal.user.id
         let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
         return try await store.write { transaction in
-            let memberIDs = try Self.checkedNewMembers(request.memberIds, field: "memberIds", for: owner, existing: [owner], in: transaction.connection)
+            let memberIDs = try Self.checkedNewMembers(request.memberIds, field: "memberIds", for: owner, existing: [owner], in: transaction)
             let groupID = transaction.newID()
             let groups = transaction.groups
             try groups.createGroup(id: groupID, name: name, ownerID: owner, at: transaction.timestamp)
             for userID in [owner] + memberIDs { try groups.addMember(userID, to: groupID, at: transaction.timestamp) }
             try transaction.appendEvent(EventKind.groupMembersChanged, to: [owner] + memberIDs, groupID: groupID)
-            return try Self.group(groupID, for: owner, in: transaction.connection)
+            return try Self.group(groupID, for: owner, in: transaction)
         }
     }
 
     func list(for principal: Principal) async throws -> [Group] {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            try snapshot.groups.groupIDs(of: userID).map { try Self.group($0, for: userID, in: snapshot.connection) }
+            try snapshot.groups.groupIDs(of: userID).map { try Self.group($0, for: userID, in: snapshot) }
         }
     }
 
     func get(_ groupID: String, for principal: Principal) async throws -> Group {
         let userID = principal.user.id
-        return try await store.read { try Self.group(groupID, for: userID, in: $0) }
+        return try await store.snapshot { try Self.group(groupID, for: userID, in: $0) }
     }
 
     func rename(_ groupID: String, to request: RenameGroup, by principal: Principal) async throws -> Group {
         let userID = principal.user.id
         return try await store.write { transaction in
-            try Self.requireOwner(groupID, userID, in: transaction.connection)
+            try Self.requireOwner(groupID, userID, in: transaction)
             let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
             try transaction.groups.rename(groupID, to: name)
             try transaction.appendEvent(EventKind.groupChanged, toMembersOf: groupID)
-            return try Self.group(groupID, for: userID, in: transaction.connection)
+            return try Self.group(groupID, for: userID, in: transaction)
         }
     }
 
     func addMembers(_ request: AddGroupMembers, to groupID: String, by principal: Principal) async throws -> Group {
         let userID = principal.user.id
         return try await store.write { transaction in
-            try Self.requireOwner(groupID, userID, in: transaction.connection)
-            let existing = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
-            let added = try Self.checkedNewMembers(request.userIds, field: "userIds", for: userID, existing: Set(existing), in: transaction.connection)
+            try Self.requireOwner(groupID, userID, in: transaction)
+            let existing = try SocialQueries.memberIDs(of: groupID, in: transaction)
+            let added = try Self.checkedNewMembers(request.userIds, field: "userIds", for: userID, existing: Set(existing), in: transaction)
             for member in added { try transaction.groups.addMember(member, to: groupID, at: transaction.timestamp) }
             if !added.isEmpty {
                 try transaction.appendEvent(EventKind.groupMembersChanged, to: existing + added, groupID: groupID)
             }
-            return try Self.group(groupID, for: userID, in: transaction.connection)
+            return try Self.group(groupID, for: userID, in: transaction)
         }
     }
 
@@ -63,16 +63,16 @@ struct GroupService: Sendable {
     func removeMember(_ memberID: String, from groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
         // Permission first: media is withdrawn only for a change that is allowed.
-        try await store.read { connection in
-            try Self.requireOwner(groupID, userID, in: connection)
+        try await store.snapshot { snapshot in
+            try Self.requireOwner(groupID, userID, in: snapshot)
             guard memberID != userID else { return }
-            guard try SocialQueries.memberIDs(of: groupID, in: connection).contains(memberID) else {
+            guard try SocialQueries.memberIDs(of: groupID, in: snapshot).contains(memberID) else {
                 throw APIError.notFound("not a member of this group")
             }
         }
         if memberID != userID { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: memberID) }
         _ = try await store.write { transaction in
-            try Self.requireOwner(groupID, userID, in: transaction.connection)
+            try Self.requireOwner(groupID, userID, in: transaction)
             guard memberID != userID else {
                 throw APIError(status: 409, code: "CANNOT_REMOVE_OWNER", message: "the owner cannot be removed; dissolve the group instead")
             }
@@ -83,10 +83,10 @@ struct GroupService: Sendable {
     /// A member leaves (the owner cannot: dissolve the group instead).
     func leave(_ groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
-        let isOwner = try await store.read { try SocialQueries.group(groupID, visibleTo: userID, in: $0).ownerID == userID }
+        let isOwner = try await store.snapshot { try SocialQueries.group(groupID, visibleTo: userID, in: $0).ownerID == userID }
         if !isOwner { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: userID) }
         _ = try await store.write { transaction in
-            let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
+            let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             guard group.ownerID != userID else {
                 throw APIError(status: 409, code: "OWNER_CANNOT_LEAVE", message: "the owner cannot leave; dissolve the group instead")
             }
@@ -97,11 +97,11 @@ struct GroupService: Sendable {
     /// The owner dissolves the group: it disappears for everyone, who are told by `group_changed`.
     func dissolve(_ groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
-        try await store.read { try Self.requireOwner(groupID, userID, in: $0) }
+        try await store.snapshot { try Self.requireOwner(groupID, userID, in: $0) }
         await calls.withdrawMedia(scopeKind: .group, scopeID: groupID)
         _ = try await store.write { transaction in
-            try Self.requireOwner(groupID, userID, in: transaction.connection)
-            let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
+            try Self.requireOwner(groupID, userID, in: transaction)
+            let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
             try CallService.endLiveCall(scopeKind: .group, scopeID: groupID, reason: .groupDissolved, in: transaction)
             try transaction.groups.dissolve(groupID, at: transaction.timestamp)
             try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
@@ -113,10 +113,10 @@ struct GroupService: Sendable {
         return try await store.write { transaction in
             // A retry gets its own stored message back even after losing the group: it reveals
             // nothing the sender did not already have.
-            if let stored = try MessageStore.replay(request, in: .group(groupID), from: userID, connection: transaction.connection) {
+            if let stored = try MessageStore.replay(request, in: .group(groupID), from: userID, messages: transaction.messages) {
                 return (stored, false)
             }
-            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
+            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             let message = try MessageStore.insert(request, in: .group(groupID), from: userID, transaction: transaction)
             try transaction.appendEvent(EventKind.groupMessage, toMembersOf: groupID, messageID: message.id)
             return (message, true)
@@ -125,16 +125,16 @@ struct GroupService: Sendable {
 
     func messages(in groupID: String, before: String?, limit: String?, for principal: Principal) async throws -> MessagePage {
         let userID = principal.user.id
-        return try await store.read { connection in
-            _ = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
-            return try MessageStore.page(in: .group(groupID), before: before, limit: try MessageStore.limit(limit), connection: connection)
+        return try await store.snapshot { snapshot in
+            _ = try SocialQueries.group(groupID, visibleTo: userID, in: snapshot)
+            return try MessageStore.page(in: .group(groupID), before: before, limit: try MessageStore.limit(limit), messages: snapshot.messages)
         }
     }
 
     func markRead(_ request: MarkRead, in groupID: String, by principal: Principal) async throws -> ReadMarker {
         let userID = principal.user.id
         return try await store.write { transaction in
-            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction.connection)
+            _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             let (marker, moved) = try MessageStore.markRead(request.messageId, in: .group(groupID), by: userID, transaction: transaction)
             if moved {
                 try transaction.appendEvent(EventKind.groupMessageRead, toMembersOf: groupID, messageID: marker.messageId)
@@ -145,15 +145,15 @@ struct GroupService: Sendable {
 
     // MARK: Helpers
 
-    private static func requireOwner(_ groupID: String, _ userID: String, in connection: SQLiteConnection) throws {
-        let group = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
+    private static func requireOwner(_ groupID: String, _ userID: String, in repositories: any Repositories) throws {
+        let group = try SocialQueries.group(groupID, visibleTo: userID, in: repositories)
         guard group.ownerID == userID else {
             throw APIError(status: 403, code: "NOT_GROUP_OWNER", message: "only the group's owner can do this")
         }
     }
 
     private static func removeMember(_ memberID: String, from groupID: String, in transaction: WriteTransaction) throws {
-        let members = try SocialQueries.memberIDs(of: groupID, in: transaction.connection)
+        let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
         guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }
         try CallService.removeFromLiveCall(groupID: groupID, userID: memberID, in: transaction)
         try transaction.groups.removeMember(memberID, from: groupID)
@@ -163,18 +163,18 @@ struct GroupService: Sendable {
     /// New members must exist, be friends of the adder and not blocked either way; duplicates
     /// and existing members are dropped.
     private static func checkedNewMembers(
-        _ ids: [String], field: String, for adder: String, existing: Set<String>, in connection: SQLiteConnection
+        _ ids: [String], field: String, for adder: String, existing: Set<String>, in repositories: any Repositories
     ) throws -> [String] {
         var seen = existing
         var result: [String] = []
         for id in ids where seen.insert(id).inserted {
-            guard try SocialQueries.user(id, in: connection) != nil else {
+            guard try SocialQueries.user(id, in: repositories) != nil else {
                 throw APIError(status: 404, code: "NOT_FOUND", message: "no such user: \(id)", field: field)
             }
-            if try SocialQueries.isBlocked(adder, id, in: connection) {
+            if try SocialQueries.isBlocked(adder, id, in: repositories) {
                 throw APIError(status: 403, code: "BLOCKED", message: "you and \(id) have a block between you", field: field)
             }
-            guard try SocialQueries.friendship(adder, id, in: connection) != nil else {
+            guard try SocialQueries.friendship(adder, id, in: repositories) != nil else {
                 throw APIError(status: 403, code: "NOT_FRIENDS", message: "only friends can be added: \(id)", field: field)
             }
             result.append(id)
@@ -185,11 +185,11 @@ struct GroupService: Sendable {
         return result
     }
 
-    static func group(_ groupID: String, for userID: String, in connection: SQLiteConnection) throws -> Group {
-        let row = try SocialQueries.group(groupID, visibleTo: userID, in: connection)
-        let members = try SQLiteGroupRepository(connection: connection).members(of: groupID)
+    static func group(_ groupID: String, for userID: String, in repositories: any Repositories) throws -> Group {
+        let row = try SocialQueries.group(groupID, visibleTo: userID, in: repositories)
+        let members = try repositories.groups.members(of: groupID)
         return Group(
             id: groupID, name: row.name, ownerId: row.ownerID, createdAt: row.createdAt, members: members,
-            readMarkers: try MessageStore.readMarkers(in: .group(groupID), connection: connection))
+            readMarkers: try repositories.messages.readMarkers(in: .group(groupID)))
     }
 }

@@ -86,6 +86,9 @@ public final class WriteTransaction {
     /// Groups and their members, in this transaction.
     public var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
 
+    /// Messages and read markers, in this transaction.
+    public var messages: any MessageRepository { SQLiteMessageRepository(connection: connection) }
+
     /// The push devices, in this transaction.
     public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
 
@@ -127,8 +130,25 @@ public final class WriteTransaction {
     }
 }
 
-/// One read snapshot as services see it: the repositories over it. (Its connection stays
-/// until every aggregate has a repository of its own.)
+/// The repositories over one transaction or snapshot: what services read and write through.
+/// ``WriteTransaction`` and ``ReadSnapshot`` have them all, so a helper that only reads takes
+/// either.
+protocol Repositories {
+    var accounts: any AccountRepository { get }
+    var calls: any CallRepository { get }
+    var devices: any DeviceRepository { get }
+    var events: any EventRepository { get }
+    var friends: any FriendRepository { get }
+    var groups: any GroupRepository { get }
+    var messages: any MessageRepository { get }
+    var pushJobs: any PushJobRepository { get }
+}
+
+extension WriteTransaction: Repositories {}
+extension ReadSnapshot: Repositories {}
+
+/// One read snapshot as services see it: the repositories over it. (Its connection stays for
+/// the database's own checks, not for services.)
 public struct ReadSnapshot {
     /// The reader connection, inside one snapshot.
     public let connection: SQLiteConnection
@@ -144,6 +164,9 @@ public struct ReadSnapshot {
 
     /// Groups and their members, as of this snapshot.
     public var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
+
+    /// Messages and read markers, as of this snapshot.
+    public var messages: any MessageRepository { SQLiteMessageRepository(connection: connection) }
 
     /// Each user's event feed, as of this snapshot.
     public var events: any EventRepository { SQLiteEventRepository(connection: connection) }
