@@ -54,8 +54,9 @@ public enum BackgroundLoop {
 /// One write transaction as services see it: the connection, the time of the change, and an
 /// event writer whose users are woken after the commit.
 public final class WriteTransaction {
-    /// The writer connection, inside `BEGIN IMMEDIATE`.
-    public let connection: SQLiteConnection
+    /// The writer connection, inside `BEGIN IMMEDIATE`: the SQLite repositories' (services go
+    /// through the repositories).
+    let connection: SQLiteConnection
     /// The moment of this change, as stored text.
     public let timestamp: String
     /// The moment of this change.
@@ -147,11 +148,10 @@ protocol Repositories {
 extension WriteTransaction: Repositories {}
 extension ReadSnapshot: Repositories {}
 
-/// One read snapshot as services see it: the repositories over it. (Its connection stays for
-/// the database's own checks, not for services.)
+/// One read snapshot as services see it: the repositories over it.
 public struct ReadSnapshot {
-    /// The reader connection, inside one snapshot.
-    public let connection: SQLiteConnection
+    /// The reader connection, inside one snapshot: the SQLite repositories'.
+    let connection: SQLiteConnection
 
     /// Accounts and sessions, as of this snapshot.
     public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
