@@ -18,7 +18,7 @@ test:
 	scripts/ensure-deps.sh nftables iproute2
 	scripts/ensure-python-tools.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
+	scripts/with-postgres.sh $(SWIFT) test --skip-build --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
 	scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
 	scripts/api-contract.sh .build/debug/switchboard
 	scripts/demo-smoke.sh .build/debug/switchboard-dev

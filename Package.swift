@@ -33,6 +33,7 @@ let package = Package(
             name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CTLS", path: "Sources/CTLS", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // A filter in front of nghttp2_submit_rst_stream that keeps libcurl 7.88.1 from resetting
         // streams that are already closed (see its source); linked into every binary that pushes.
@@ -94,7 +95,7 @@ let package = Package(
             swiftSettings: strict),
 
         // Storage: SQLite owner, migrations, writer/reader connections.
-        .target(name: "SwitchboardStore", dependencies: ["CSQLite", "SwitchboardObservability"], swiftSettings: strict),
+        .target(name: "SwitchboardStore", dependencies: ["CSQLite", "CLibPQ", "SwitchboardObservability"], swiftSettings: strict),
 
         // Routes, configuration, logging, metrics, services.
         .target(

@@ -1,0 +1,217 @@
+import CLibPQ
+import Foundation
+
+/// A value bound to or read from PostgreSQL. Parameters go as text except bytes (binary); a
+/// result column becomes the case its type says (`int2/4/8` → integer, `bool`, `bytea` →
+/// bytes, anything else text).
+public enum PostgresValue: Sendable, Hashable {
+    case null
+    case text(String)
+    case integer(Int64)
+    case boolean(Bool)
+    case bytes([UInt8])
+}
+
+/// One row of a result, by column name.
+public struct PostgresRow: Sendable {
+    public let columns: [String]
+    public let values: [PostgresValue]
+
+    public subscript(name: String) -> PostgresValue? {
+        columns.firstIndex(of: name).map { values[$0] }
+    }
+
+    public func string(_ name: String) throws(PostgresError) -> String {
+        guard case .text(let text)? = self[name] else { throw PostgresError.typeMismatch(name, self[name]) }
+        return text
+    }
+
+    public func optionalString(_ name: String) throws(PostgresError) -> String? {
+        switch self[name] {
+        case .null?: nil
+        case .text(let text)?: text
+        case let other: throw PostgresError.typeMismatch(name, other)
+        }
+    }
+
+    public func int64(_ name: String) throws(PostgresError) -> Int64 {
+        guard case .integer(let value)? = self[name] else { throw PostgresError.typeMismatch(name, self[name]) }
+        return value
+    }
+
+    public func bool(_ name: String) throws(PostgresError) -> Bool {
+        guard case .boolean(let value)? = self[name] else { throw PostgresError.typeMismatch(name, self[name]) }
+        return value
+    }
+}
+
+/// What a statement answered: its rows and, for INSERT/UPDATE/DELETE, how many rows it touched.
+public struct PostgresResult: Sendable {
+    public let rows: [PostgresRow]
+    public let affectedRows: Int
+}
+
+/// A failure from PostgreSQL or libpq, with the server's SQLSTATE when it sent one.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    /// The five-character SQLSTATE (`23505` unique violation, `40001` serialization failure,
+    /// `40P01` deadlock); empty for a client-side failure (no connection, a bad URL).
+    public let sqlState: String
+    public let message: String
+    /// The statement, truncated to 200 characters; nil when not applicable.
+    public let sql: String?
+
+    public init(sqlState: String = "", message: String, sql: String? = nil) {
+        self.sqlState = sqlState
+        self.message = message
+        self.sql = sql.map { $0.count > 200 ? String($0.prefix(200)) + "…" : $0 }
+    }
+
+    /// A unique constraint or index was violated.
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+
+    /// The transaction lost to a concurrent one (a serialization failure or a deadlock) and may
+    /// simply be run again.
+    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+
+    public var description: String {
+        var text = "PostgresError(" + (sqlState.isEmpty ? "client" : sqlState) + "): \(message)"
+        if let sql { text += " [SQL: \(sql)]" }
+        return text
+    }
+
+    static func typeMismatch(_ column: String, _ value: PostgresValue?) -> PostgresError {
+        PostgresError(message: "column '\(column)' is \(value.map { "\($0)" } ?? "missing"), not the type asked for")
+    }
+}
+
+/// How a transaction isolates itself from concurrent ones.
+public enum PostgresIsolation: String, Sendable {
+    case readCommitted = "READ COMMITTED"
+    case repeatableRead = "REPEATABLE READ"
+    case serializable = "SERIALIZABLE"
+}
+
+/// One libpq connection, used by one thread at a time (it is not shared; a pool hands
+/// connections out). Statements take `$1, $2, …` parameters, bound as typed values, never
+/// spliced into the SQL. The connection string's password never appears in an error.
+public final class PostgresConnection {
+    private var handle: OpaquePointer?
+
+    /// Connects to `url` (`postgresql://user@host:port/db`, or key=value pairs; a unix socket
+    /// directory as `host`). Throws with libpq's reason when it cannot.
+    public init(url: String) throws(PostgresError) {
+        guard let connection = PQconnectdb(url) else { throw PostgresError(message: "libpq could not allocate a connection") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let reason = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(connection)
+            throw PostgresError(message: "cannot connect to PostgreSQL: \(reason)")
+        }
+        handle = connection
+    }
+
+    deinit { close() }
+
+    /// Whether the connection is still usable (not closed, not broken).
+    public var isOpen: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
+
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+    }
+
+    /// Runs one statement with `parameters` for `$1, $2, …`.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
+        guard let handle else { throw PostgresError(message: "the connection is closed", sql: sql) }
+        // Text for every parameter but bytes, which go binary; nil is SQL NULL.
+        var buffers: [[UInt8]?] = []
+        var formats: [Int32] = []
+        buffers.reserveCapacity(parameters.count)
+        for parameter in parameters {
+            switch parameter {
+            case .null: buffers.append(nil); formats.append(0)
+            case .text(let text): buffers.append(Array(text.utf8) + [0]); formats.append(0)
+            case .integer(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
+            case .boolean(let value): buffers.append(Array((value ? "t" : "f").utf8) + [0]); formats.append(0)
+            case .bytes(let bytes): buffers.append(bytes.isEmpty ? [0] : bytes); formats.append(1)  // a non-nil pointer, length 0
+            }
+        }
+        let lengths = parameters.map { parameter -> Int32 in
+            if case .bytes(let bytes) = parameter { return Int32(bytes.count) }
+            return 0  // text parameters end at their NUL
+        }
+        let result: OpaquePointer? = withPointers(to: buffers) { values in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, values, lengths, formats, 0)
+        }
+        guard let result else { throw PostgresError(message: String(cString: PQerrorMessage(handle)), sql: sql) }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            return PostgresResult(rows: Self.rows(of: result), affectedRows: Int(String(cString: PQcmdTuples(result))) ?? 0)
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw PostgresError(sqlState: state, message: message, sql: sql)
+        }
+    }
+
+    /// Runs `body` in one transaction at `isolation`: committed when it returns, rolled back
+    /// when it (or the commit) throws. A retryable failure (``PostgresError/isRetryable``) is
+    /// the caller's to run again.
+    public func transaction<T>(_ isolation: PostgresIsolation = .readCommitted, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+        do {
+            let value = try body(self)
+            try execute("COMMIT")
+            return value
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private static func rows(of result: OpaquePointer) -> [PostgresRow] {
+        let columnCount = PQnfields(result), rowCount = PQntuples(result)
+        guard rowCount > 0 else { return [] }
+        let columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
+        let types = (0..<columnCount).map { PQftype(result, $0) }
+        return (0..<rowCount).map { row in
+            let values = (0..<columnCount).map { column -> PostgresValue in
+                if PQgetisnull(result, row, column) == 1 { return .null }
+                let text = String(cString: PQgetvalue(result, row, column))
+                switch types[Int(column)] {
+                case 20, 21, 23: return Int64(text).map(PostgresValue.integer) ?? .text(text)  // int8, int2, int4
+                case 16: return .boolean(text == "t")  // bool
+                case 17: return .bytes(Self.bytes(fromHex: text))  // bytea, text format \x…
+                default: return .text(text)
+                }
+            }
+            return PostgresRow(columns: columns, values: values)
+        }
+    }
+
+    /// bytea's text output (`\x` and two hex digits a byte).
+    private static func bytes(fromHex text: String) -> [UInt8] {
+        let digits = Array(text.utf8.dropFirst(2))
+        func value(_ digit: UInt8) -> UInt8 { digit <= 57 ? digit &- 48 : (digit | 0x20) &- 87 }
+        return stride(from: 0, to: digits.count - 1, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
+    }
+}
+
+/// Calls `body` with C pointers to each buffer (nil for nil), valid for the call.
+private func withPointers<R>(to buffers: [[UInt8]?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    var pointers: [UnsafePointer<CChar>?] = []
+    pointers.reserveCapacity(buffers.count)
+    func next(_ index: Int) -> R {
+        guard index < buffers.count else { return body(pointers) }
+        guard let buffer = buffers[index] else {
+            pointers.append(nil)
+            return next(index + 1)
+        }
+        return buffer.withUnsafeBufferPointer { raw in
+            pointers.append(raw.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) })
+            return next(index + 1)
+        }
+    }
+    return next(0)
+}
