@@ -176,12 +176,15 @@ struct EarlyMediaTokenTests {
         #expect(early.serverAnswered(earlyCall.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: earlyCall.id, Fixture.token)])
     }
 
-    @Test func aHoldThatRanOutWhileStillRingingChangesNothingAndTheNextChangeAsksAgain() {
+    @Test func aHoldThatRanOutWhileStillRingingIsHeldOnceMoreAndTheNextChangeAsksAgain() {
         var (ledger, call) = Self.dialing()
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT")).isEmpty)
+        // 45 s of ringing, 25 s a hold: the first refusal while dialing asks once more.
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT")) == [.server(callID: call.id, .earlyMediaToken)])
+        #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .fetch)], "one early ask at a time")
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT")).isEmpty, "not a third hold")
         #expect(ledger.entries[call.id]?.stage == .dialing)
         #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .earlyMediaToken), .server(callID: call.id, .fetch)])
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty)
-        #expect(ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)), "a lost one is asked again too")
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty, "a lost one is not re-sent")
+        #expect(ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)), "the next change asks again")
     }
 }

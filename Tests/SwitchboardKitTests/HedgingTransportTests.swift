@@ -26,11 +26,17 @@ private final class ScriptedLane: HTTPTransport {
 
     var warmed: Int { state.withLock { $0.warmed } }
 
+    /// When set, warming requests fail (the lane stays cold).
+    let failsWarming: Bool
+
+    init(failsWarming: Bool = false) { self.failsWarming = failsWarming }
+
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let path = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
         if path == "GET /healthz" {
             // Warming requests are answered at once.
             state.withLock { $0.warmed += 1 }
+            if failsWarming { throw URLError(.cannotConnectToHost) }
             return (Data(), HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!)
         }
         return try await withTaskCancellationHandler {
@@ -296,6 +302,69 @@ struct HedgingTransportTests {
         #expect(await eventually { rig.lanes.reduce(0) { $0 + $1.cancelled } == 3 })
         #expect(await cancelled.result.isFailure)
         for lane in rig.lanes { lane.reply(.transportFailure) }
+    }
+
+    /// A copy that fails or is cancelled leaves its lane cold only when nothing answered on
+    /// that lane since the copy went out: a cold start's second round shares lanes with the
+    /// first, and the winner's lane keeps its open connection.
+    @Test func aLosingCopyBesideAWinnerOnTheSameLaneLeavesTheLaneWarm() async throws {
+        let clock = Mutex(0.0)
+        let timers = ManualTimers()
+        let lanes = [ScriptedLane(), ScriptedLane()]
+        let transport = HedgingTransport(lanes: lanes, sleep: { try await timers.sleep($0) }, now: { clock.withLock { $0 } })
+        var accept = URLRequest(url: URL(string: "http://test/calls/c1/accept")!)
+        accept.httpMethod = "POST"
+        let task = Task { try await transport.send(accept, repeatable: true) }
+        #expect(await eventually { lanes.allSatisfy { $0.waiting == 1 } && timers.pending == 1 })
+        clock.withLock { $0 = 1 }
+        timers.fireAll()
+        #expect(await eventually { lanes.allSatisfy { $0.waiting == 2 } })
+        clock.withLock { $0 = 2 }
+        lanes[1].reply(.status(200))  // the first round's copy on lane 1 wins
+        #expect(try await task.value.1.statusCode == 200)
+        // The three others were cancelled; they end (their connections gone).
+        #expect(await eventually { lanes.reduce(0) { $0 + $1.cancelled } == 3 })
+        lanes[1].reply(.transportFailure)
+        lanes[0].reply(.transportFailure)
+        lanes[0].reply(.transportFailure)
+        #expect(await eventually { lanes.allSatisfy { $0.waiting == 0 } })
+        #expect(await eventually { transport.warmLaneCount == 1 }, "lane 1 answered after its loser went out: still warm")
+    }
+
+    /// Held copies go on idle lanes only: a loser still out on a lane is not joined by another.
+    @Test func heldCopiesSkipALaneWhoseLoserIsStillOut() async throws {
+        let rig = await Rig.warm()
+        let transport = rig.transport, request = rig.request
+        let first = Task { try await transport.sendHeld(request, copies: 2).1.statusCode }
+        #expect(await eventually { rig.lanes[0].waiting == 1 && rig.lanes[1].waiting == 1 })
+        rig.lanes[0].reply(.status(200))
+        #expect(try await first.value == 200)
+        // Lane 1's loser is still out: of three lanes two are idle, so two copies, not on lane 1.
+        let second = Task { try await transport.sendHeld(request, copies: 3).1.statusCode }
+        #expect(await eventually { rig.lanes[0].waiting == 1 && rig.lanes[2].waiting == 1 })
+        #expect(rig.lanes[1].waiting == 1, "nothing more on lane 1")
+        rig.lanes[2].reply(.status(200))
+        #expect(try await second.value == 200)
+        for lane in rig.lanes { while lane.waiting > 0 { lane.reply(.status(200)) } }
+    }
+
+    /// With a warm idle lane (which the request takes), every cold idle lane is warmed beside
+    /// it, not all but one (that one would be the request's only when no lane is warm).
+    @Test func aRequestOnAWarmLaneWarmsEveryColdOne() async throws {
+        let lanes = [ScriptedLane(), ScriptedLane(failsWarming: true), ScriptedLane(failsWarming: true)]
+        let transport = HedgingTransport(lanes: lanes, sleep: { _ in try await Task.sleep(for: .seconds(3600)) }, now: { 0 })
+        var read = URLRequest(url: URL(string: "http://test/me")!)
+        read.httpMethod = "GET"
+        let first = Task { try await transport.send(read, repeatable: false) }
+        #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 1 && lanes[2].warmed == 1 })
+        lanes[0].reply(.status(200))
+        _ = try await first.value
+        #expect(await eventually { transport.warmLaneCount == 1 }, "lanes 1 and 2 failed to warm: cold")
+        let second = Task { try await transport.send(read, repeatable: false) }
+        #expect(await eventually { lanes[0].waiting == 1 }, "the warm lane takes the request")
+        #expect(await eventually { lanes[1].warmed == 2 && lanes[2].warmed == 2 }, "both cold lanes are warmed beside it")
+        lanes[0].reply(.status(200))
+        _ = try await second.value
     }
 
     /// A request goes on the idle lane that answered last (its connection the likeliest open);

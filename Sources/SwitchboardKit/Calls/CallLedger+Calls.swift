@@ -46,6 +46,7 @@ extension CallLedger {
             return [.server(callID: callID, .fetch)]
         }
         entry.earlyTokenInFlight = true
+        entry.earlyTokenAsks += 1
         entries[callID] = entry
         return [.server(callID: callID, .earlyMediaToken), .server(callID: callID, .fetch)]
     }
@@ -134,6 +135,7 @@ extension CallLedger {
         // Ask for the media token at once: the server holds the request until the callee answers.
         let early = call.state == .ringing
         entry.earlyTokenInFlight = early
+        entry.earlyTokenAsks = early ? 1 : 0
         insert(entry)
         return [
             .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),

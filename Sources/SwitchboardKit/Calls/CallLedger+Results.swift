@@ -27,10 +27,17 @@ extension CallLedger {
             entry.mediaJoinStarted = true
             entries[callID] = entry
             return [.joinMedia(callID: callID, token)]
-        case (.earlyMediaToken, .failure):
+        case (.earlyMediaToken, .failure(let status, _)):
             // Still ringing when the hold ran out, or the call ended: the events tell. (A re-read
             // that saw the answer has asked for a token of its own.)
             entries[callID]?.earlyTokenInFlight = false
+            if status == 403, entry.direction == .outgoing, entry.stage == .dialing, entry.earlyTokenAsks < Self.earlyTokenAskLimit {
+                // Most likely the hold ran out while it still rings (45 s of ringing, 25 s a
+                // hold): hold once more. An ended call answers at once and the events end it.
+                entries[callID]?.earlyTokenInFlight = true
+                entries[callID]?.earlyTokenAsks += 1
+                return [.server(callID: callID, .earlyMediaToken)]
+            }
             guard entry.mediaTokenFailed, entry.stage == .connecting, !entry.mediaJoinStarted else { return [] }
             return failCall(callID)
         case (.mediaToken, .mediaToken(let token)):

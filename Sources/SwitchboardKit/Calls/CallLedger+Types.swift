@@ -54,6 +54,9 @@ extension CallLedger {
 
     /// How long the server may hold an early media token request (its `wait`, at most 25).
     public static let earlyTokenWaitSeconds = 25
+    /// At most this many early media token requests per call: two holds cover the 45 s a dial
+    /// rings, and a call that ended cannot make the ledger ask again and again.
+    static let earlyTokenAskLimit = 2
 
     /// What a server request came back with.
     public enum ServerResult: Sendable, Equatable {
@@ -132,6 +135,8 @@ extension CallLedger {
         var microphone = Microphone()
         /// An early media token (held by the server until the answer) is on its way.
         var earlyTokenInFlight = false
+        /// How many early media tokens were asked for.
+        var earlyTokenAsks = 0
         /// A token was handed to the media connection: any other token that comes is not used.
         var mediaJoinStarted = false
         /// The plain token request failed while the early one was still out (which then decides).

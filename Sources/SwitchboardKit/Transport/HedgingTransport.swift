@@ -96,11 +96,11 @@ public final class HedgingTransport: HTTPTransport {
             let started = now(), opened = hasAnswered(lane)
             do {
                 let answer = try await lanes[lane].send(request)
-                release(lane, answered: true)
+                release(lane, answered: true, started: started)
                 if opened { measured(now() - started) }
                 return answer
             } catch {
-                release(lane, answered: false)
+                release(lane, answered: false, started: started)
                 throw error
             }
         }
@@ -115,7 +115,10 @@ public final class HedgingTransport: HTTPTransport {
     /// the caller's task cancels them all.
     public func sendHeld(_ request: URLRequest, copies: Int) async throws -> (Data, HTTPURLResponse) {
         keepWarm(for: request)
-        let count = min(max(1, copies), lanes.count)
+        // Copies go on idle lanes only, so a loser still out on a stalled connection is not
+        // joined by more: one copy when no lane is idle.
+        let idle = state.withLock { state in state.inFlight.filter { $0 == 0 }.count }
+        let count = min(max(1, copies), max(1, idle))
         let race = HedgeRace(lanes: count, cancelsLosers: false)
         return try await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
@@ -156,8 +159,12 @@ public final class HedgingTransport: HTTPTransport {
                 state.inFlight[lane] == 0 && !state.warming.contains(lane)
                     && (state.lastAnswer[lane].map { moment - $0 > Self.keepWarmSeconds } ?? true)
             }
-            // The request itself warms one of them.
-            let others = Array(cold.dropFirst())
+            // The request itself warms one of them, unless a warm idle lane takes it (``acquire``
+            // prefers the lane that answered last).
+            let warmIdle = state.inFlight.indices.contains { lane in
+                state.inFlight[lane] == 0 && (state.lastAnswer[lane].map { moment - $0 <= Self.keepWarmSeconds } ?? false)
+            }
+            let others = warmIdle ? cold : Array(cold.dropFirst())
             state.warming.formUnion(others)
             return (others, url)
         }
@@ -182,12 +189,8 @@ public final class HedgingTransport: HTTPTransport {
             let moment = now()
             state.withLock { state in
                 state.warming.remove(lane)
-                guard answered else {
-                    state.lastAnswer[lane] = nil
-                    return
-                }
-                state.lastAnswer[lane] = moment
-                if opened { state.policy.answered(after: moment - started) }
+                Self.note(lane, answered: answered, at: moment, sentAt: started, in: &state)
+                if answered, opened { state.policy.answered(after: moment - started) }
             }
         }
     }
@@ -239,7 +242,7 @@ public final class HedgingTransport: HTTPTransport {
                 answer = .failure(error)
             }
             let outcome = Self.outcome(of: answer)
-            release(copy.lane, answered: outcome != .transportFailure)
+            release(copy.lane, answered: outcome != .transportFailure, started: started)
             if opened, outcome != .transportFailure, !Task.isCancelled { measured(now() - started) }
             if race.answered(answer, outcome: outcome) == .sendCopy { launch(request, in: race) }
         }
@@ -281,13 +284,22 @@ public final class HedgingTransport: HTTPTransport {
         }
     }
 
-    /// A copy on `lane` ended. One that did not answer (it failed, or lost the race and was
-    /// cancelled, which closes an HTTP/1.1 connection mid-request) leaves the lane cold.
-    private func release(_ lane: Int, answered: Bool) {
+    /// A copy on `lane`, sent at `started`, ended. One that did not answer (it failed, or lost
+    /// the race and was cancelled, which closes an HTTP/1.1 connection mid-request) leaves the
+    /// lane cold, unless another copy on it answered since it was sent (that connection is open).
+    private func release(_ lane: Int, answered: Bool, started: Double) {
         let moment = now()
         state.withLock { state in
             state.inFlight[lane] -= 1
-            state.lastAnswer[lane] = answered ? moment : nil
+            Self.note(lane, answered: answered, at: moment, sentAt: started, in: &state)
+        }
+    }
+
+    private static func note(_ lane: Int, answered: Bool, at moment: Double, sentAt started: Double, in state: inout State) {
+        if answered {
+            state.lastAnswer[lane] = moment
+        } else if let last = state.lastAnswer[lane], last < started {
+            state.lastAnswer[lane] = nil
         }
     }
 
@@ -308,6 +320,8 @@ final class HedgeRace: Sendable {
         var generation = 0
         var kept: [(HedgePolicy.Outcome, HedgingTransport.Answer)] = []
         var tasks: [Task<Void, Never>] = []
+        /// A finish cancelled the copies: any tracked later are cancelled too.
+        var cancelled = false
     }
 
     private let lanes: Int
@@ -353,7 +367,7 @@ final class HedgeRace: Sendable {
 
     func track(_ task: Task<Void, Never>) {
         let cancel = state.withLock { state -> Bool in
-            if state.finished, cancelsLosers { return true }
+            if state.finished, cancelsLosers || state.cancelled { return true }
             state.tasks.append(task)
             return false
         }
@@ -390,6 +404,7 @@ final class HedgeRace: Sendable {
         let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<HedgingTransport.Answer, Never>?, [Task<Void, Never>]) in
             let continuation = state.finished ? nil : state.continuation
             state.finished = true
+            if cancelling { state.cancelled = true }
             state.continuation = nil
             // Copies left be stay listed, so cancelling the caller's task still reaches them.
             guard cancelling else { return (continuation, []) }
