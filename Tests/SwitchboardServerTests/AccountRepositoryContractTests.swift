@@ -40,8 +40,9 @@ struct AccountRepositoryContractTests {
         #expect(try await store.snapshot { try $0.accounts.principal(forTokenHash: Self.hashB) }?.sessionID == "s-2")
         #expect(try await store.snapshot { try $0.accounts.principal(forTokenHash: Array(repeating: 0, count: 32)) } == nil)
         #expect(try await store.snapshot { try $0.accounts.isSessionLive("s-1") })
-        try await store.write { try $0.accounts.endSession("s-1", at: $0.timestamp) }
-        try await store.write { try $0.accounts.endSession("s-1", at: $0.timestamp) }  // again: no change
+        try await store.write { try $0.accounts.endSession("s-1", at: "2030-01-01T00:00:01.000Z") }
+        try await store.write { try $0.accounts.endSession("s-1", at: "2030-01-01T00:00:09.000Z") }
+        #expect(try await fixture.sessionEndedAt("s-1") == "2030-01-01T00:00:01.000Z", "ended once: a second end changes nothing")
         #expect(try await store.snapshot { try $0.accounts.principal(forTokenHash: Self.hashA) } == nil)
         #expect(try await !store.snapshot { try $0.accounts.isSessionLive("s-1") })
         #expect(try await store.snapshot { try $0.accounts.isSessionLive("s-2") }, "the other session lives on")

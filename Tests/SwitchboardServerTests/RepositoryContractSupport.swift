@@ -63,6 +63,13 @@ struct RepositoryFixture {
         return id
     }
 
+    /// When the session ended, as stored (nil while it lives).
+    func sessionEndedAt(_ sessionID: String) async throws -> String? {
+        try await store.read { connection in
+            try connection.query("SELECT ended_at FROM sessions WHERE id = ?", [.text(sessionID)]).first?.optionalString("ended_at")
+        }
+    }
+
     private func newestSession(of userID: String) async throws -> String {
         try await store.read { connection in
             try connection.query("SELECT id FROM sessions WHERE user_id = ? ORDER BY rowid DESC LIMIT 1", [.text(userID)]).first?.string("id")
