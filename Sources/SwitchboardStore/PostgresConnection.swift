@@ -155,6 +155,21 @@ public final class PostgresConnection {
         }
     }
 
+    /// Runs a script of several statements without parameters (a migration), in the
+    /// transaction that is open, if any.
+    public func executeScript(_ sql: String) throws(PostgresError) {
+        guard let handle else { throw PostgresError(message: "the connection is closed", sql: sql) }
+        guard let result = PQexec(handle, sql) else { throw PostgresError(message: String(cString: PQerrorMessage(handle)), sql: sql) }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY: return
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw PostgresError(sqlState: state, message: message, sql: sql)
+        }
+    }
+
     /// Runs `body` in one transaction at `isolation`: committed when it returns, rolled back
     /// when it (or the commit) throws. A retryable failure (``PostgresError/isRetryable``) is
     /// the caller's to run again.
