@@ -72,13 +72,7 @@ public final class PostgresPool: Sendable {
         case nil: throw PostgresError(message: "the connection pool is closed")
         case .idle(let connection)?: return connection
         case .open?:
-            do {
-                return try await opened()
-            } catch {
-                state.withLock { $0.open -= 1 }
-                handOnTheSlot()
-                throw error
-            }
+            return try await openInSlot()
         case .wait?:
             let handed: PostgresConnection? = await withCheckedContinuation { continuation in
                 let closed = state.withLock { state -> Bool in
@@ -91,13 +85,18 @@ public final class PostgresPool: Sendable {
             guard let handed else { throw PostgresError(message: "the connection pool is closed") }
             // A broken connection was handed on as a slot to open again.
             if handed.isOpen { return handed }
-            do {
-                return try await opened()
-            } catch {
-                state.withLock { $0.open -= 1 }
-                handOnTheSlot()
-                throw error
-            }
+            return try await openInSlot()
+        }
+    }
+
+    /// Opens a connection in a slot already counted; a failed open frees the slot for a waiter.
+    private func openInSlot() async throws -> PostgresConnection {
+        do {
+            return try await opened()
+        } catch {
+            state.withLock { $0.open -= 1 }
+            handOnTheSlot()
+            throw error
         }
     }
 
