@@ -10,7 +10,9 @@ public final class PostgresPool: Sendable {
     private struct State {
         var idle: [PostgresConnection] = []
         var open = 0
-        var waiters: [CheckedContinuation<PostgresConnection?, Never>] = []
+        /// Borrowers waiting for a connection, first come first served, by ticket.
+        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<PostgresConnection?, Never>)] = []
+        var nextTicket: UInt64 = 0
         var closed = false
     }
 
@@ -43,7 +45,7 @@ public final class PostgresPool: Sendable {
 
     /// Closes the idle connections now and the lent ones as they come back; later borrows fail.
     public func close() {
-        let (idle, waiters) = state.withLock { state -> ([PostgresConnection], [CheckedContinuation<PostgresConnection?, Never>]) in
+        let (idle, waiters) = state.withLock { state -> ([PostgresConnection], [(ticket: UInt64, continuation: CheckedContinuation<PostgresConnection?, Never>)]) in
             state.closed = true
             defer {
                 state.open -= state.idle.count
@@ -53,40 +55,48 @@ public final class PostgresPool: Sendable {
             return (state.idle, state.waiters)
         }
         idle.forEach { $0.close() }
-        waiters.forEach { $0.resume(returning: nil) }
+        waiters.forEach { $0.continuation.resume(returning: nil) }
     }
 
-    private enum Take { case idle(PostgresConnection), open, wait }
-
+    /// A connection to use: an idle one, a slot to open one in (a placeholder that is not
+    /// open), or, when every slot is lent out, the next one given back. One lock section
+    /// decides, so a connection given back meanwhile cannot pass a waiter by.
     private func borrow() async throws -> PostgresConnection {
-        let take = state.withLock { state -> Take? in
-            if state.closed { return nil }
-            if let connection = state.idle.popLast() { return .idle(connection) }
-            if state.open < size {
-                state.open += 1
-                return .open
-            }
-            return .wait
+        let ticket = state.withLock { state -> UInt64 in
+            state.nextTicket += 1
+            return state.nextTicket
         }
-        switch take {
-        case nil: throw PostgresError(message: "the connection pool is closed")
-        case .idle(let connection)?: return connection
-        case .open?:
-            return try await openInSlot()
-        case .wait?:
-            let handed: PostgresConnection? = await withCheckedContinuation { continuation in
-                let closed = state.withLock { state -> Bool in
-                    if state.closed { return true }
-                    state.waiters.append(continuation)
-                    return false
+        let handed: PostgresConnection? = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> PostgresConnection?? in
+                    if state.closed || Task.isCancelled { return .some(nil) }
+                    if let connection = state.idle.popLast() { return .some(connection) }
+                    if state.open < size {
+                        state.open += 1
+                        return .some(PostgresConnection.closedPlaceholder())
+                    }
+                    state.waiters.append((ticket, continuation))
+                    return .none
                 }
-                if closed { continuation.resume(returning: nil) }
+                if let now { continuation.resume(returning: now) }
             }
-            guard let handed else { throw PostgresError(message: "the connection pool is closed") }
-            // A broken connection was handed on as a slot to open again.
-            if handed.isOpen { return handed }
-            return try await openInSlot()
+        } onCancel: {
+            // A cancelled borrower stops waiting (its place is given up).
+            let waiter = state.withLock { state -> CheckedContinuation<PostgresConnection?, Never>? in
+                guard let index = state.waiters.firstIndex(where: { $0.ticket == ticket }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            waiter?.resume(returning: nil)
         }
+        if Task.isCancelled {
+            // Whatever came (a connection, or a slot to open one in) goes back for the next.
+            if let handed { giveBack(handed) }
+            throw CancellationError()
+        }
+        guard let handed else { throw PostgresError(message: "the connection pool is closed") }
+        // A placeholder or a broken connection: a slot to open a connection in.
+        if handed.isOpen { return handed }
+        return try await openInSlot()
     }
 
     /// Opens a connection in a slot already counted; a failed open frees the slot for a waiter.
@@ -115,7 +125,7 @@ public final class PostgresPool: Sendable {
                 state.open -= 1
                 return (nil, true)
             }
-            if !state.waiters.isEmpty { return (state.waiters.removeFirst(), false) }
+            if !state.waiters.isEmpty { return (state.waiters.removeFirst().continuation, false) }
             if connection.isOpen {
                 state.idle.append(connection)
             } else {
@@ -132,7 +142,7 @@ public final class PostgresPool: Sendable {
         let waiter = state.withLock { state -> CheckedContinuation<PostgresConnection?, Never>? in
             guard !state.waiters.isEmpty, state.open < size else { return nil }
             state.open += 1
-            return state.waiters.removeFirst()
+            return state.waiters.removeFirst().continuation
         }
         // A closed connection tells the waiter to open a fresh one in this slot.
         waiter?.resume(returning: PostgresConnection.closedPlaceholder())

@@ -67,7 +67,7 @@ struct PostgresConnectionTests {
         let connection = try PostgresTestDatabase.connect()
         defer { connection.close() }
         try connection.execute("CREATE TEMP TABLE v (id int4)")
-        try connection.transaction { try $0.execute("INSERT INTO v VALUES (1)") }
+        _ = try connection.transaction { try $0.execute("INSERT INTO v VALUES (1)") }
         struct Oops: Error {}
         #expect(throws: Oops.self) {
             try connection.transaction { connection in
@@ -94,7 +94,7 @@ struct PostgresConnectionTests {
         try a.execute("INSERT INTO \(table) VALUES (1, 0)")
         try a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         _ = try a.execute("SELECT n FROM \(table) WHERE id = 1")
-        try b.transaction(.repeatableRead) { try $0.execute("UPDATE \(table) SET n = n + 1 WHERE id = 1") }
+        _ = try b.transaction(.repeatableRead) { try $0.execute("UPDATE \(table) SET n = n + 1 WHERE id = 1") }
         do {
             try a.execute("UPDATE \(table) SET n = n + 1 WHERE id = 1")
             Issue.record("the lost update was allowed")

@@ -10,24 +10,52 @@ struct PostgresPoolTests {
         return url
     }
 
+    /// 200 borrowers on 2 connections, most of them waiting at any moment: each gets one, and
+    /// a waiter is never passed by (a lost hand-over would leave it waiting for ever, so a
+    /// watchdog closes the pool after a generous bound and the test fails instead of hanging).
     @Test func manyBorrowersShareAtMostTheSizeInConnections() async throws {
         let pool = PostgresPool(url: try Self.url(), size: 2)
         defer { pool.close() }
-        let pids = try await withThrowingTaskGroup(of: Int64.self) { group in
-            for _ in 0..<20 {
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(60))
+            pool.close()
+        }
+        defer { watchdog.cancel() }
+        let results = await withTaskGroup(of: Int64?.self) { group in
+            for index in 0..<200 {
                 group.addTask {
-                    try await pool.withConnection { connection in
-                        try connection.execute("SELECT pg_sleep(0.01)")
+                    try? await pool.withConnection { connection in
+                        if index % 10 == 0 { try connection.execute("SELECT pg_sleep(0.005)") }
                         return try connection.execute("SELECT pg_backend_pid() AS pid").rows[0].int64("pid")
                     }
                 }
             }
-            var pids: [Int64] = []
-            for try await pid in group { pids.append(pid) }
-            return pids
+            var results: [Int64?] = []
+            for await result in group { results.append(result) }
+            return results
         }
-        #expect(pids.count == 20)
+        let pids = results.compactMap { $0 }
+        #expect(pids.count == 200, "every borrower was served (none left waiting)")
         #expect(Set(pids).count <= 2 && pool.openCount <= 2)
+    }
+
+    /// A borrower cancelled while it waits stops waiting, and the slot it would have had goes
+    /// to the next one.
+    @Test func aCancelledWaiterStopsWaitingAndTheNextOneIsServed() async throws {
+        let pool = PostgresPool(url: try Self.url(), size: 1)
+        defer { pool.close() }
+        let gate = PostgresGate()
+        let holder = Task { try await pool.withConnection { _ in gate.wait() } }
+        for _ in 0..<3000 where pool.openCount < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(pool.openCount == 1)
+        let waiter = Task { try await pool.withConnection { try $0.execute("SELECT 1").rows.count } }
+        try await Task.sleep(for: .milliseconds(50))
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        gate.open()
+        try await holder.value
+        #expect(try await pool.withConnection { try $0.execute("SELECT 1 AS one").rows[0].int64("one") } == 1)
+        #expect(pool.openCount == 1)
     }
 
     @Test func aKilledBackendCostsOneFailedCallAndIsReplaced() async throws {
@@ -65,4 +93,11 @@ struct PostgresPoolTests {
         #expect(pool.openCount == 0)
         await #expect(throws: PostgresError.self) { try await pool.withConnection { try $0.execute("SELECT 1") } }
     }
+}
+
+/// A gate a pool borrower waits at (on the pool's thread) until the test opens it.
+final class PostgresGate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func wait() { semaphore.wait() }
+    func open() { semaphore.signal() }
 }
