@@ -84,12 +84,15 @@ private final class ManualTimers: Sendable {
 }
 
 private struct Rig {
-    let lanes = [ScriptedLane(), ScriptedLane(), ScriptedLane()]
+    let lanes: [ScriptedLane]
     let timers = ManualTimers()
     // Three lanes, so each test can use every one.
     let transport: HedgingTransport
 
-    init() {
+    /// `failsWarming`: the warming requests a first request sends beside it fail, so the lanes
+    /// stay cold however fast those requests are (a test of a cold start must not race them).
+    init(failsWarming: Bool = false) {
+        lanes = (0..<3).map { _ in ScriptedLane(failsWarming: failsWarming) }
         let timers = self.timers
         transport = HedgingTransport(lanes: lanes, sleep: { try await timers.sleep($0) }, now: { 0 })
     }
@@ -210,7 +213,7 @@ struct HedgingTransportTests {
     }
 
     @Test func withNoWarmLaneARepeatableRequestGoesOnEveryLaneAtOnce() async throws {
-        let rig = Rig()
+        let rig = Rig(failsWarming: true)
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes.allSatisfy { $0.waiting == 1 } })
         #expect(await eventually { rig.timers.pending == 1 }, "only the cold start's second round is timed")
@@ -264,7 +267,7 @@ struct HedgingTransportTests {
     /// A cold start unanswered after `coldRetrySeconds` sends one more copy on every lane (a
     /// second connection each, its first still busy), and no more after that.
     @Test func aColdStartStillUnansweredSendsASecondRoundOnNewConnections() async throws {
-        let rig = Rig()
+        let rig = Rig(failsWarming: true)
         let task = rig.sendAsync()
         #expect(await eventually { rig.lanes.allSatisfy { $0.waiting == 1 } && rig.timers.pending == 1 })
         rig.timers.fireAll()
@@ -310,7 +313,7 @@ struct HedgingTransportTests {
     @Test func aLosingCopyBesideAWinnerOnTheSameLaneLeavesTheLaneWarm() async throws {
         let clock = Mutex(0.0)
         let timers = ManualTimers()
-        let lanes = [ScriptedLane(), ScriptedLane()]
+        let lanes = [ScriptedLane(failsWarming: true), ScriptedLane(failsWarming: true)]
         let transport = HedgingTransport(lanes: lanes, sleep: { try await timers.sleep($0) }, now: { clock.withLock { $0 } })
         var accept = URLRequest(url: URL(string: "http://test/calls/c1/accept")!)
         accept.httpMethod = "POST"
