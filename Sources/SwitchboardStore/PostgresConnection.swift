@@ -95,14 +95,8 @@ public enum PostgresIsolation: String, Sendable {
 /// connections out). Statements take `$1, $2, …` parameters, bound as typed values, never
 /// spliced into the SQL. The connection string's password never appears in an error.
 ///
-/// `@unchecked Sendable`: libpq allows a connection on any thread, one at a time. Nothing here
-/// locks, so whoever holds it must not share it: ``PostgresPool`` lends each to one borrower
-/// at a time, handing it over under its lock (which orders one borrower's use before the next).
-public final class PostgresConnection: @unchecked Sendable {
+public final class PostgresConnection {
     private var handle: OpaquePointer?
-
-    /// A connection that is not open (``PostgresPool``'s placeholder for a slot to refill).
-    init() { handle = nil }
 
     /// Connects to `url` (`postgresql://user@host:port/db`, or key=value pairs; a unix socket
     /// directory as `host`). Throws with libpq's reason when it cannot.
