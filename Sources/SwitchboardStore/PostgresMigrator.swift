@@ -1,17 +1,5 @@
-/// One versioned step of a PostgreSQL schema (a script of statements).
-public struct PostgresMigration: Sendable {
-    public let version: Int
-    public let name: String
-    public let sql: String
-
-    public init(version: Int, name: String, sql: String) {
-        self.version = version
-        self.name = name
-        self.sql = sql
-    }
-}
-
-/// Brings a PostgreSQL database to the newest schema version, with several instances starting
+/// Brings a PostgreSQL database to the newest schema version (the same ``Migration`` steps
+/// SQLite's ``Database`` takes, in PostgreSQL's dialect), with several instances starting
 /// at once: they take turns under an advisory lock, so each migration runs once. Each
 /// migration runs in its own transaction with its version row, so a failing one leaves the
 /// database at the version before it. A database newer than the newest migration is refused
@@ -25,7 +13,7 @@ public enum PostgresMigrator {
     /// ``PostgresError``.
     @discardableResult
     public static func migrate(
-        _ connection: PostgresConnection, _ migrations: [PostgresMigration], table: String = "schema_migrations",
+        _ connection: PostgresConnection, _ migrations: [Migration], table: String = "schema_migrations",
         lockKey: Int64 = defaultLockKey
     ) throws -> Int {
         let ordered = migrations.sorted { $0.version < $1.version }

@@ -13,11 +13,11 @@ struct PostgresMigratorTests {
         var lock: Int64 { Int64(bitPattern: UInt64(tag, radix: 16)! | 1) }
         func table(_ name: String) -> String { "\(name)_\(tag)" }
 
-        func migrations(failingAt failing: Int? = nil) -> [PostgresMigration] {
+        func migrations(failingAt failing: Int? = nil) -> [Migration] {
             [
-                PostgresMigration(version: 1, name: "people", sql: "CREATE TABLE \(table("people")) (id text PRIMARY KEY); CREATE INDEX \(table("people_ix")) ON \(table("people")) (id);"),
-                PostgresMigration(version: 2, name: "age", sql: failing == 2 ? "ALTER TABLE \(table("people")) ADD COLUMN age int; SELEKT;" : "ALTER TABLE \(table("people")) ADD COLUMN age int;"),
-                PostgresMigration(version: 3, name: "pets", sql: "CREATE TABLE \(table("pets")) (id text PRIMARY KEY);"),
+                Migration(version: 1, name: "people", sql: "CREATE TABLE \(table("people")) (id text PRIMARY KEY); CREATE INDEX \(table("people_ix")) ON \(table("people")) (id);"),
+                Migration(version: 2, name: "age", sql: failing == 2 ? "ALTER TABLE \(table("people")) ADD COLUMN age int; SELEKT;" : "ALTER TABLE \(table("people")) ADD COLUMN age int;"),
+                Migration(version: 3, name: "pets", sql: "CREATE TABLE \(table("pets")) (id text PRIMARY KEY);"),
             ]
         }
 
@@ -87,7 +87,7 @@ struct PostgresMigratorTests {
             #expect(error.message.contains("version 3, newer than this build knows (2)"))
         }
         #expect(throws: PostgresError.self) {
-            try PostgresMigrator.migrate(connection, [PostgresMigration(version: 1, name: "a", sql: ""), PostgresMigration(version: 1, name: "b", sql: "")])
+            try PostgresMigrator.migrate(connection, [Migration(version: 1, name: "a", sql: ""), Migration(version: 1, name: "b", sql: "")])
         }
         #expect(throws: PostgresError.self) { try PostgresMigrator.migrate(connection, [], table: "Bad-Name") }
     }

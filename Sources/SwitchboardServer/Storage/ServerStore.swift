@@ -75,30 +75,8 @@ public final class WriteTransaction {
     /// A fresh id.
     public func newID() -> String { environment.newID() }
 
-    /// Accounts and sessions, in this transaction.
-    public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
-
-    /// Calls, in this transaction.
-    public var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
-
-    /// Friend requests, friendships, blocks and conversations, in this transaction.
-    public var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
-
-    /// Groups and their members, in this transaction.
-    public var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
-
-    /// Messages and read markers, in this transaction.
-    public var messages: any MessageRepository { SQLiteMessageRepository(connection: connection) }
-
-    /// The push devices, in this transaction.
-    public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
-
-    /// The push outbox, in this transaction.
-    var pushJobs: any PushJobRepository { SQLitePushJobRepository(connection: connection) }
-
-    /// Each user's event feed, in this transaction. (Appending goes through
-    /// ``appendEvent(_:to:conversationID:groupID:messageID:callID:)``, which wakes the users.)
-    var events: any EventRepository { SQLiteEventRepository(connection: connection) }
+    // The repositories (`accounts`, `calls`, … `events`) come from ``SQLiteRepositories``.
+    // Appending events goes through `appendEvent`, which wakes the users after the commit.
 
     /// Writes one event row per user (in the order given, duplicates dropped); their waiters
     /// are woken once the transaction commits.
@@ -145,38 +123,32 @@ protocol Repositories {
     var pushJobs: any PushJobRepository { get }
 }
 
-extension WriteTransaction: Repositories {}
-extension ReadSnapshot: Repositories {}
+/// The SQLite repositories over a transaction's or snapshot's connection: one list of them
+/// for ``WriteTransaction`` and ``ReadSnapshot`` alike.
+protocol SQLiteRepositories: Repositories {
+    var connection: SQLiteConnection { get }
+}
+
+extension SQLiteRepositories {
+    var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
+    var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
+    var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
+    var events: any EventRepository { SQLiteEventRepository(connection: connection) }
+    var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
+    var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
+    var messages: any MessageRepository { SQLiteMessageRepository(connection: connection) }
+    var pushJobs: any PushJobRepository { SQLitePushJobRepository(connection: connection) }
+}
+
+extension WriteTransaction: SQLiteRepositories {}
+extension ReadSnapshot: SQLiteRepositories {}
 
 /// One read snapshot as services see it: the repositories over it.
 public struct ReadSnapshot {
     /// The reader connection, inside one snapshot: the SQLite repositories'.
     let connection: SQLiteConnection
-
-    /// Accounts and sessions, as of this snapshot.
-    public var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
-
-    /// Calls, as of this snapshot.
-    public var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
-
-    /// Friend requests, friendships, blocks and conversations, as of this snapshot.
-    public var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
-
-    /// Groups and their members, as of this snapshot.
-    public var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
-
-    /// Messages and read markers, as of this snapshot.
-    public var messages: any MessageRepository { SQLiteMessageRepository(connection: connection) }
-
-    /// Each user's event feed, as of this snapshot.
-    public var events: any EventRepository { SQLiteEventRepository(connection: connection) }
-
-    /// The push devices, as of this snapshot.
-    public var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
-
-    /// The push outbox, as of this snapshot.
-    var pushJobs: any PushJobRepository { SQLitePushJobRepository(connection: connection) }
 }
+
 
 /// The database plus the event hub: every write that appends events wakes those users'
 /// held requests right after its commit, never before and never by polling.
