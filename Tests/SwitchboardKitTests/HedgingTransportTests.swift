@@ -134,7 +134,7 @@ struct HedgingTransportTests {
         #expect(await eventually { rig.lanes[0].waiting == 1 })
         #expect(rig.timers.pending == 0)
         rig.lanes[0].reply(.status(201))
-        #expect(try await task.value.get() == 201)
+        #expect(try await value(of: task).get() == 201)
         #expect(rig.totalSent == 1)
     }
 
@@ -145,7 +145,7 @@ struct HedgingTransportTests {
         rig.timers.fireAll()
         #expect(await eventually { rig.lanes[1].waiting == 1 })
         rig.lanes[1].reply(.status(200))
-        #expect(try await task.value.get() == 200)
+        #expect(try await value(of: task).get() == 200)
         // The losing copy is cancelled, not waited for.
         #expect(await eventually { rig.lanes[0].cancelled == 1 })
         #expect(rig.lanes[2].sent.isEmpty)
@@ -162,7 +162,7 @@ struct HedgingTransportTests {
         rig.lanes[1].reply(.status(409))
         try await Task.sleep(for: .milliseconds(50))
         rig.lanes[0].reply(.status(200))
-        #expect(try await task.value.get() == 200)
+        #expect(try await value(of: task).get() == 200)
     }
 
     @Test func everyCopyConflictingAnswersTheConflict() async throws {
@@ -175,7 +175,7 @@ struct HedgingTransportTests {
         #expect(await eventually { rig.lanes[2].waiting == 1 })
         #expect(rig.timers.pending == 0, "no timer once every lane has a copy")
         for lane in rig.lanes { lane.reply(.status(409)) }
-        #expect(try await task.value.get() == 409)
+        #expect(try await value(of: task).get() == 409)
         #expect(rig.totalSent == 3)
     }
 
@@ -186,7 +186,7 @@ struct HedgingTransportTests {
         rig.lanes[0].reply(.transportFailure)
         #expect(await eventually { rig.lanes[1].waiting == 1 }, "the copy did not wait for the timer")
         rig.lanes[1].reply(.status(200))
-        #expect(try await task.value.get() == 200)
+        #expect(try await value(of: task).get() == 200)
     }
 
     @Test func theServersOtherRefusalsAreFinalAtOnce() async throws {
@@ -196,7 +196,7 @@ struct HedgingTransportTests {
         rig.timers.fireAll()
         #expect(await eventually { rig.lanes[1].waiting == 1 })
         rig.lanes[1].reply(.status(404))
-        #expect(try await task.value.get() == 404)
+        #expect(try await value(of: task).get() == 404)
         rig.lanes[0].reply(.status(200))
     }
 
@@ -207,7 +207,7 @@ struct HedgingTransportTests {
             #expect(await eventually { lane.waiting == 1 })
             lane.reply(.transportFailure)
         }
-        let result = await task.value
+        let result = try await value(of: task)
         #expect(throws: URLError.self) { try result.get() }
         #expect(rig.totalSent == 3)
     }
@@ -218,7 +218,7 @@ struct HedgingTransportTests {
         #expect(await eventually { rig.lanes.allSatisfy { $0.waiting == 1 } })
         #expect(await eventually { rig.timers.pending == 1 }, "only the cold start's second round is timed")
         rig.lanes[2].reply(.status(200))
-        #expect(try await task.value.get() == 200)
+        #expect(try await value(of: task).get() == 200)
         rig.lanes[0].reply(.status(200))
         rig.lanes[1].reply(.status(200))
         rig.timers.fireAll()  // the second round's timer, its race over: it sends nothing
@@ -227,7 +227,7 @@ struct HedgingTransportTests {
         #expect(await eventually { rig.totalSent == 4 && rig.timers.pending == 1 })
         #expect(await eventually { rig.lanes.contains { $0.waiting == 1 } })
         for lane in rig.lanes { lane.reply(.status(200)) }
-        #expect(try await next.value.get() == 200)
+        #expect(try await value(of: next).get() == 200)
     }
 
     @Test func warmOpensEveryIdleLane() async throws {
@@ -245,7 +245,7 @@ struct HedgingTransportTests {
         let first = Task { try await transport.send(request, repeatable: false) }
         #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 1 && lanes[2].warmed == 1 })
         lanes[0].reply(.status(200))
-        _ = try await first.value
+        _ = try await value(of: first)
         // First answers include a handshake: they are not round trips.
         #expect(transport.policy.recent.isEmpty)
         // Ten seconds on, every lane answered recently: nothing is warmed again.
@@ -253,7 +253,7 @@ struct HedgingTransportTests {
         let second = Task { try await transport.send(request, repeatable: false) }
         #expect(await eventually { lanes[0].waiting == 1 })
         lanes[0].reply(.status(200))
-        _ = try await second.value
+        _ = try await value(of: second)
         #expect(lanes[1].warmed == 1 && lanes[2].warmed == 1)
         #expect(transport.policy.recent.count == 1, "the second answer on lane 0 is a round trip")
         // After the keep-warm time the idle lanes are warmed again beside the next request.
@@ -261,7 +261,7 @@ struct HedgingTransportTests {
         let third = Task { try await transport.send(request, repeatable: false) }
         #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 2 && lanes[2].warmed == 2 })
         lanes[0].reply(.status(200))
-        _ = try await third.value
+        _ = try await value(of: third)
     }
 
     /// A cold start unanswered after `coldRetrySeconds` sends one more copy on every lane (a
@@ -277,7 +277,7 @@ struct HedgingTransportTests {
         #expect(await eventually { rig.lanes[1].waiting == 1 })
         #expect(rig.totalSent == 6, "every copy is out: a failure sends no seventh")
         rig.lanes[0].reply(.status(200))
-        #expect(try await task.value.get() == 200)
+        #expect(try await value(of: task).get() == 200)
         // The four copies still out are cancelled. (The failed one may not have left its lane
         // yet when the race ends, on a busy machine, and then counts as cancelled too.)
         #expect(await eventually { rig.lanes.reduce(0) { $0 + $1.cancelled } >= 4 })
@@ -294,7 +294,7 @@ struct HedgingTransportTests {
         #expect(await eventually { rig.lanes[0].waiting == 1 && rig.lanes[1].waiting == 1 })
         #expect(rig.lanes[2].waiting == 0 && rig.timers.pending == 0)
         rig.lanes[1].reply(.status(200))
-        #expect(try await held.value == 200)
+        #expect(try await value(of: held) == 200)
         try await Task.sleep(for: .milliseconds(50))
         #expect(rig.lanes[0].cancelled == 0 && rig.lanes[0].waiting == 1, "left to end by itself")
         rig.lanes[0].reply(.status(200))
@@ -318,7 +318,7 @@ struct HedgingTransportTests {
         #expect(await eventually { lanes.allSatisfy { $0.waiting == 2 } })
         clock.withLock { $0 = 2 }
         lanes[1].reply(.status(200))  // the first round's copy on lane 1 wins
-        #expect(try await task.value.1.statusCode == 200)
+        #expect(try await value(of: task).1.statusCode == 200)
         // The three others were cancelled; they end (their connections gone).
         #expect(await eventually { lanes.reduce(0) { $0 + $1.cancelled } == 3 })
         lanes[1].reply(.transportFailure)
@@ -335,13 +335,13 @@ struct HedgingTransportTests {
         let first = Task { try await transport.sendHeld(request, copies: 2).1.statusCode }
         #expect(await eventually { rig.lanes[0].waiting == 1 && rig.lanes[1].waiting == 1 })
         rig.lanes[0].reply(.status(200))
-        #expect(try await first.value == 200)
+        #expect(try await value(of: first) == 200)
         // Lane 1's loser is still out: of three lanes two are idle, so two copies, not on lane 1.
         let second = Task { try await transport.sendHeld(request, copies: 3).1.statusCode }
         #expect(await eventually { rig.lanes[0].waiting == 1 && rig.lanes[2].waiting == 1 })
         #expect(rig.lanes[1].waiting == 1, "nothing more on lane 1")
         rig.lanes[2].reply(.status(200))
-        #expect(try await second.value == 200)
+        #expect(try await value(of: second) == 200)
         for lane in rig.lanes { while lane.waiting > 0 { lane.reply(.status(200)) } }
     }
 
@@ -355,13 +355,13 @@ struct HedgingTransportTests {
         let first = Task { try await transport.send(read, repeatable: false) }
         #expect(await eventually { lanes[0].waiting == 1 && lanes[1].warmed == 1 && lanes[2].warmed == 1 })
         lanes[0].reply(.status(200))
-        _ = try await first.value
+        _ = try await value(of: first)
         #expect(await eventually { transport.warmLaneCount == 1 }, "lanes 1 and 2 failed to warm: cold")
         let second = Task { try await transport.send(read, repeatable: false) }
         #expect(await eventually { lanes[0].waiting == 1 }, "the warm lane takes the request")
         #expect(await eventually { lanes[1].warmed == 2 && lanes[2].warmed == 2 }, "both cold lanes are warmed beside it")
         lanes[0].reply(.status(200))
-        _ = try await second.value
+        _ = try await value(of: second)
     }
 
 }
