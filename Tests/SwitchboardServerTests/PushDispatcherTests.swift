@@ -116,6 +116,28 @@ struct PushDispatcherTests {
         #expect(passes >= 1 && passes <= 2 * steps, "an idle hour took \(passes) passes")
     }
 
+    /// A ring to users without a device writes no job, so it does not wake the dispatcher for a
+    /// pass (a read per call, for nothing); a ring with a device still does.
+    @Test func aRingWithoutAnyDeviceCostsTheDispatcherNoPass() async throws {
+        let env = try World()
+        defer { env.world.close() }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let conversation = try await env.world.befriend(alice, bob)
+        #expect(try await env.dispatcherAsleep())
+        let resting = env.dispatcher.passCount
+        for _ in 0..<5 {
+            let call = try #require(await env.world.call(alice, "conversation", conversation).call)
+            #expect(await env.world.act("cancel", call.id, by: alice).status == 200)
+        }
+        #expect(try await env.dispatcherAsleep())
+        #expect(env.dispatcher.passCount == resting, "the clock stands still and no job was written")
+
+        await env.register(bob, token: token("ab"))
+        _ = try #require(await env.world.call(alice, "conversation", conversation).call)
+        #expect(try await eventuallyTrying { try await env.job(token("ab"))?.state == "delivered" })
+        #expect(env.dispatcher.passCount > resting)
+    }
+
     @Test func oneHungTokenDelaysNoOtherPush() async throws {
         let env = try World()
         defer {

@@ -37,16 +37,15 @@ struct CallService: Sendable {
         }
         let caller = principal.user.id
         let ringTimeout = self.ringTimeout, push = self.push
-        defer { pushesQueued() }
         do {
-            return try await store.write { transaction in
+            let (info, isNew, pushes) = try await store.write { transaction in
                 let calls = transaction.calls
                 if let existing = try calls.call(createdBy: caller, clientID: request.clientId.lowercased()) {
                     let same = existing.call.scopeKind == scopeKind && existing.call.scopeID == request.scopeId && existing.call.mode == mode
                     guard same else {
                         throw APIError(status: 409, code: "CALL_BUSY", message: "'clientId' was already used for a different call", field: "clientId")
                     }
-                    return (CallStore.info(existing.call), false)
+                    return (CallStore.info(existing.call), false, 0)
                 }
                 let invitees = try Self.invitees(scopeKind: scopeKind, scopeID: request.scopeId, caller: caller, in: transaction)
                 guard !invitees.isEmpty else {
@@ -66,9 +65,13 @@ struct CallService: Sendable {
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
                 try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
-                try PushOutbox.enqueueRings(for: transition, settings: push, in: transaction)
-                return (CallStore.info(transition.call), true)
+                let pushes = try PushOutbox.enqueueRings(for: transition, settings: push, in: transaction)
+                return (CallStore.info(transition.call), true, pushes)
             }
+            // The dispatcher is woken only for jobs it has to send: a ring to users without a
+            // device would otherwise cost it a pass (a read) per call.
+            if pushes > 0 { pushesQueued() }
+            return (info, isNew)
         } catch let error as CallTransitionError {
             throw error.apiError
         }

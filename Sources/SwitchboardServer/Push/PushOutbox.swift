@@ -13,9 +13,13 @@ enum PushOutbox {
         let provider: String
     }
 
-    static func enqueueRings(for transition: CallStateMachine.Transition, settings: Settings, in transaction: WriteTransaction) throws {
+    /// Returns how many jobs it wrote (pending or failed): with none, nobody needs to wake the
+    /// dispatcher.
+    @discardableResult
+    static func enqueueRings(for transition: CallStateMachine.Transition, settings: Settings, in transaction: WriteTransaction) throws -> Int {
         let call = transition.call
-        guard !transition.effects.ring.isEmpty else { return }
+        guard !transition.effects.ring.isEmpty else { return 0 }
+        var written = 0
         let callerName = try transaction.accounts.user(id: call.createdBy)?.displayName ?? ""
         var groupName: String?
         if call.scopeKind == .group {
@@ -43,7 +47,9 @@ enum PushOutbox {
                     id: jobID, callID: call.id, userID: userID, deviceID: device.deviceID, provider: settings.provider, token: device.token,
                     environment: device.environment, payload: String(decoding: payload, as: UTF8.self), headers: headerJSON, state: state,
                     reason: reason, createdAtMS: now, expiresAtMS: CallStore.milliseconds(call.ringDeadline)))
+                written += 1
             }
         }
+        return written
     }
 }
