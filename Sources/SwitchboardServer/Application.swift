@@ -12,8 +12,8 @@ import SwitchboardObservability
 public final class Application: Sendable {
     /// The resolved configuration.
     public let configuration: ServerConfiguration
-    /// The database.
-    public let database: Database
+    /// The database: the embedded SQLite one or PostgreSQL.
+    public let database: any SQLStore
     /// The database with the event hub.
     public let store: ServerStore
     /// The root logger.
@@ -27,7 +27,7 @@ public final class Application: Sendable {
 
     /// Wires the routes over an open database.
     init(
-        configuration: ServerConfiguration, database: Database, logger: Logger, metrics: Metrics = Metrics(),
+        configuration: ServerConfiguration, database: any SQLStore, logger: Logger, metrics: Metrics = Metrics(),
         environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
         pushProvider: (any PushProvider)? = nil, pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
@@ -35,7 +35,7 @@ public final class Application: Sendable {
         self.database = database
         self.logger = logger
         self.metrics = metrics
-        let store = ServerStore(database: database, environment: environment)
+        let store = ServerStore(backend: database, environment: environment)
         self.store = store
         let authenticator = Authenticator(store: store)
         var router = Router()
@@ -74,7 +74,7 @@ public final class Application: Sendable {
     }
 
     /// Creates the application with the production defaults.
-    public convenience init(configuration: ServerConfiguration, database: Database, logger: Logger) throws {
+    public convenience init(configuration: ServerConfiguration, database: any SQLStore, logger: Logger) throws {
         try self.init(configuration: configuration, database: database, logger: logger, metrics: Metrics())
     }
 
@@ -84,7 +84,9 @@ public final class Application: Sendable {
             group.addTask { await self.store.hub.run() }
             group.addTask { await self.pruneEventsPeriodically() }
             group.addTask { await self.dispatcher.run() }
-            group.addTask { await self.every(.seconds(1), "WAL checkpoint") { try await self.database.checkpoint() } }
+            if let sqlite = database as? Database {
+                group.addTask { await self.every(.seconds(1), "WAL checkpoint") { try await sqlite.checkpoint() } }
+            }
             group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
             if calls.media.managesRooms {
                 let interval = Duration.seconds(configuration.emptyRoomCheckSeconds)

@@ -22,7 +22,7 @@ public final class EmbeddedServer: Sendable {
     }
 
     public let application: Application
-    let database: Database
+    let database: any SQLStore
     let server: HTTPServer
     let configuration: ServerConfiguration
     /// The run started by `start()`, for `stop()`.
@@ -32,9 +32,7 @@ public final class EmbeddedServer: Sendable {
     public init(configuration: ServerConfiguration, logger: Logger) throws(StartError) {
         self.configuration = configuration
         do {
-            database = try Database(
-                configuration: DatabaseConfiguration(path: configuration.dataDirectory + "/switchboard.sqlite3", readsOnCallerThread: true),
-                migrations: Schema.migrations)
+            database = try Self.openStore(configuration)
         } catch {
             throw StartError(step: "cannot open the database", underlying: error)
         }
@@ -55,6 +53,32 @@ public final class EmbeddedServer: Sendable {
             Double(server.openConnectionCount)
         }
     }
+
+    /// The store the configuration names: the embedded SQLite database under `dataDirectory`,
+    /// or PostgreSQL at `postgresURL` (migrated at open, one instance at a time).
+    static func openStore(_ configuration: ServerConfiguration) throws -> any SQLStore {
+        switch configuration.database {
+        case "postgres":
+            guard !configuration.postgresURL.isEmpty else {
+                throw ConfigurationError(message: "database is postgres, but postgresURL (SWITCHBOARD_POSTGRES_URL) is not set")
+            }
+            return try PostgresDatabase(url: configuration.postgresURL, migrations: PostgresSchema.migrations)
+        default:
+            return try Database(
+                configuration: DatabaseConfiguration(path: configuration.dataDirectory + "/switchboard.sqlite3", readsOnCallerThread: true),
+                migrations: Schema.migrations)
+        }
+    }
+
+    /// Where the data is, for a log line: the SQLite file, or the PostgreSQL URL without its
+    /// password.
+    public var databaseDescription: (key: String, value: String) {
+        configuration.database == "postgres"
+            ? ("postgres", PostgresURL.redacted(configuration.postgresURL)) : ("path", configuration.dataDirectory + "/switchboard.sqlite3")
+    }
+
+    /// The schema version the store is at.
+    public var schemaVersion: Int { database.migratedVersion }
 
     /// Where it listens (`host:port`, the real port when 0 was configured), once listening.
     public var address: String { server.localAddress?.description ?? "" }

@@ -5,7 +5,7 @@ import SwitchboardObservability
 
 /// `/healthz`, `/metrics` and `/openapi.json`.
 struct SystemRoutes {
-    let database: Database
+    let database: any SQLStore
     let metrics: Metrics
     let probe = DatabaseProbe()
 
@@ -47,10 +47,10 @@ final class DatabaseProbe: Sendable {
     private let lastSuccess = Mutex<ContinuousClock.Instant?>(nil)
     static let freshness = Duration.seconds(1)
 
-    func check(_ database: Database) async throws {
+    func check(_ database: any SQLStore) async throws {
         let now = ContinuousClock.now
         if let last = lastSuccess.withLock({ $0 }), now - last < Self.freshness { return }
-        _ = try await database.read { try $0.query("SELECT 1") }
+        try await database.probe()
         lastSuccess.withLock { $0 = now }
     }
 }

@@ -28,12 +28,12 @@ public final class Database: Sendable {
     /// The migrations this open applied, in order; empty when the schema was already current.
     public let appliedMigrations: [Migration]
 
-    private let writer: ConfinedConnection
+    private let writer: ConfinedConnection<SQLiteConnection>
     private let writerQueue: DispatchQueue
     /// A connection of its own for checkpoints, so their fsyncs never run inside a commit.
-    private let checkpointer: ConfinedConnection
+    private let checkpointer: ConfinedConnection<SQLiteConnection>
     private let checkpointQueue = DispatchQueue(label: "switchboard.store.checkpoint")
-    private let readers: ReaderPool
+    private let readers: ReaderPool<SQLiteConnection>
     private let isClosedState = Mutex(false)
 
     /// Opens the database, creating the file and its parent directory if missing, and applies

@@ -8,6 +8,7 @@ public enum PostgresValue: Sendable, Hashable {
     case null
     case text(String)
     case integer(Int64)
+    case real(Double)
     case boolean(Bool)
     case bytes([UInt8])
 }
@@ -59,12 +60,19 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The statement, truncated to 200 characters; nil when not applicable.
     public let sql: String?
+    /// The constraint or index a constraint violation names (`calls_live_per_scope`), else nil.
+    public let constraint: String?
 
-    public init(sqlState: String = "", message: String, sql: String? = nil) {
+    public init(sqlState: String = "", message: String, sql: String? = nil, constraint: String? = nil) {
         self.sqlState = sqlState
         self.message = message
         self.sql = sql.map { $0.count > 200 ? String($0.prefix(200)) + "…" : $0 }
+        self.constraint = constraint
     }
+
+    /// The connection itself failed (closed, broken, unreachable): no SQLSTATE from a server,
+    /// or class 08 (connection exception).
+    public var isConnectionFailure: Bool { sqlState.isEmpty || sqlState.hasPrefix("08") || sqlState == "57P01" }
 
     /// A unique constraint or index was violated.
     public var isUniqueViolation: Bool { sqlState == "23505" }
@@ -120,10 +128,12 @@ public final class PostgresConnection {
         handle = nil
     }
 
-    /// Runs one statement with `parameters` for `$1, $2, …`.
+    /// Runs one statement with `parameters` for `$1, $2, …`, as a statement this connection
+    /// prepared the first time it ran this SQL text (parsed and planned once per connection).
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
         guard let handle else { throw PostgresError(message: "the connection is closed", sql: sql) }
+        let name = try preparedName(for: sql, handle)
         // Text for every parameter but bytes, which go binary; nil is SQL NULL.
         var buffers: [[UInt8]?] = []
         var formats: [Int32] = []
@@ -133,6 +143,7 @@ public final class PostgresConnection {
             case .null: buffers.append(nil); formats.append(0)
             case .text(let text): buffers.append(Array(text.utf8) + [0]); formats.append(0)
             case .integer(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
+            case .real(let value): buffers.append(Array("\(value)".utf8) + [0]); formats.append(0)
             case .boolean(let value): buffers.append(Array((value ? "t" : "f").utf8) + [0]); formats.append(0)
             case .bytes(let bytes): buffers.append(bytes.isEmpty ? [0] : bytes); formats.append(1)  // a non-nil pointer, length 0
             }
@@ -142,32 +153,63 @@ public final class PostgresConnection {
             return 0  // text parameters end at their NUL
         }
         let result: OpaquePointer? = withPointers(to: buffers) { values in
-            PQexecParams(handle, sql, Int32(parameters.count), nil, values, lengths, formats, 0)
+            PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
         }
-        guard let result else { throw PostgresError(message: String(cString: PQerrorMessage(handle)), sql: sql) }
+        guard let result else { throw failure(handle, sql: sql) }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             return PostgresResult(rows: Self.rows(of: result), affectedRows: Int(String(cString: PQcmdTuples(result))) ?? 0)
         default:
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw PostgresError(sqlState: state, message: message, sql: sql)
+            throw Self.error(of: result, sql: sql)
         }
+    }
+
+    /// Statements prepared on this connection, by SQL text.
+    private var prepared: [String: String] = [:]
+
+    private func preparedName(for sql: String, _ handle: OpaquePointer) throws(PostgresError) -> String {
+        if let name = prepared[sql] { return name }
+        let name = "sb\(prepared.count + 1)"
+        guard let result = PQprepare(handle, name, sql, 0, nil) else { throw failure(handle, sql: sql) }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw Self.error(of: result, sql: sql) }
+        prepared[sql] = name
+        return name
+    }
+
+    /// libpq's reason for a call that returned no result (the connection failed).
+    private func failure(_ handle: OpaquePointer, sql: String?) -> PostgresError {
+        let reason = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+        return PostgresError(message: reason.isEmpty ? "the connection to PostgreSQL failed" : reason, sql: sql)
+    }
+
+    private static func error(of result: OpaquePointer, sql: String?) -> PostgresError {
+        func field(_ code: Character) -> String? {
+            PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+        }
+        let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+        return PostgresError(sqlState: field("C") ?? "", message: message, sql: sql, constraint: field("n"))
+    }
+
+    /// Reconnects a connection that failed, with the parameters it was opened with; the
+    /// statements it had prepared are gone with the old session. Throws when it cannot.
+    public func reset() throws(PostgresError) {
+        guard let handle else { throw PostgresError(message: "the connection is closed") }
+        prepared = [:]
+        PQreset(handle)
+        guard PQstatus(handle) == CONNECTION_OK else { throw failure(handle, sql: nil) }
     }
 
     /// Runs a script of several statements without parameters (a migration), in the
     /// transaction that is open, if any.
     public func executeScript(_ sql: String) throws(PostgresError) {
         guard let handle else { throw PostgresError(message: "the connection is closed", sql: sql) }
-        guard let result = PQexec(handle, sql) else { throw PostgresError(message: String(cString: PQerrorMessage(handle)), sql: sql) }
+        guard let result = PQexec(handle, sql) else { throw failure(handle, sql: sql) }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY: return
-        default:
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw PostgresError(sqlState: state, message: message, sql: sql)
+        default: throw Self.error(of: result, sql: sql)
         }
     }
 
@@ -197,6 +239,8 @@ public final class PostgresConnection {
                 let text = String(cString: PQgetvalue(result, row, column))
                 switch types[Int(column)] {
                 case 20, 21, 23: return Int64(text).map(PostgresValue.integer) ?? .text(text)  // int8, int2, int4
+                case 1700: return Int64(text).map(PostgresValue.integer) ?? Double(text).map(PostgresValue.real) ?? .text(text)  // numeric
+                case 700, 701: return Double(text).map(PostgresValue.real) ?? .text(text)  // float4, float8
                 case 16: return .boolean(text == "t")  // bool
                 case 17: return .bytes(Self.bytes(fromHex: text))  // bytea, text format \x…
                 default: return .text(text)
@@ -230,4 +274,34 @@ private func withPointers<R>(to buffers: [[UInt8]?], _ body: ([UnsafePointer<CCh
         }
     }
     return next(0)
+}
+
+/// PostgreSQL connection strings as they may be shown: the password replaced by `***`, in
+/// both forms (`postgresql://user:secret@host/db`, `password=secret` in key=value pairs or a
+/// URI's query).
+public enum PostgresURL {
+    public static func redacted(_ url: String) -> String {
+        var text = url
+        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@") {
+            let userInfo = text[scheme.upperBound..<at]
+            if let colon = userInfo.firstIndex(of: ":") {
+                text.replaceSubrange(text.index(after: colon)..<at, with: "***")
+            }
+        }
+        var output = ""
+        var rest = Substring(text)
+        while let range = rest.range(of: "password=") {
+            output += rest[..<range.upperBound] + "***"
+            rest = rest[range.upperBound...]
+            if rest.first == "'" {
+                // A quoted value (key=value form) ends at the next unescaped quote.
+                var index = rest.index(after: rest.startIndex)
+                while index < rest.endIndex, rest[index] != "'" || rest[rest.index(before: index)] == "\\" { index = rest.index(after: index) }
+                rest = index < rest.endIndex ? rest[rest.index(after: index)...] : ""
+            } else {
+                rest = rest.drop { $0 != "&" && $0 != " " }
+            }
+        }
+        return output + rest
+    }
 }

@@ -10,17 +10,25 @@ import Synchronization
 /// - a reader is used only by the one caller that checked it out of the ``ReaderPool``, until it
 ///   hands it back. Check-out and hand-back go through the pool's `Mutex`, whose lock and unlock
 ///   order each use of a reader before the next party's use (or its close).
-struct ConfinedConnection: @unchecked Sendable {
-    let connection: SQLiteConnection
+struct ConfinedConnection<Connection: StoreConnection>: @unchecked Sendable {
+    let connection: Connection
 }
+
+/// A connection the pools can close: SQLite's and PostgreSQL's.
+protocol StoreConnection: AnyObject {
+    func close()
+}
+
+extension SQLiteConnection: StoreConnection {}
+extension PostgresConnection: StoreConnection {}
 
 /// A fixed set of read-only connections, each with its own serial queue; callers wait (suspended,
 /// not blocking a thread) when all are checked out.
-final class ReaderPool: Sendable {
+final class ReaderPool<Connection: StoreConnection>: Sendable {
     /// A checked-out reader: its index, connection and the queue its blocking work runs on.
     struct Reader: Sendable {
         let index: Int
-        let connection: ConfinedConnection
+        let connection: ConfinedConnection<Connection>
         let queue: DispatchQueue
     }
 
@@ -28,13 +36,13 @@ final class ReaderPool: Sendable {
     private let state: Mutex<ReaderPoolStateMachine<CheckedContinuation<Int, any Error>>>
     private let nextRequestID = Atomic<UInt64>(0)
 
-    init(connections: [SQLiteConnection]) {
+    init(connections: [Connection], label: String = "switchboard.store.reader") {
         // One serial queue per reader: each runs on an overcommit thread, never on the threads
         // that Swift's cooperative pool shares with the global concurrent queue on Linux.
         readers = connections.enumerated().map { index, connection in
             Reader(
                 index: index, connection: ConfinedConnection(connection: connection),
-                queue: DispatchQueue(label: "switchboard.store.reader.\(index)"))
+                queue: DispatchQueue(label: "\(label).\(index)"))
         }
         state = Mutex(ReaderPoolStateMachine(count: connections.count))
     }

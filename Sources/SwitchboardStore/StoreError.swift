@@ -99,17 +99,36 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// How many characters of SQL an error keeps.
     public static let maximumSQLLength = 200
 
+    /// PostgreSQL's SQLSTATE for an error from PostgreSQL (`23505`), otherwise nil.
+    public let sqlState: String?
+    /// The constraint kind PostgreSQL's SQLSTATE gave (SQLite's comes from ``extendedCode``).
+    private let stateConstraint: ConstraintKind?
+
     /// Creates an error; the SQL is truncated to ``maximumSQLLength`` characters.
     public init(code: Code, message: String, sql: String? = nil, extendedCode: Int32 = 0) {
         self.code = code
         self.message = message
         self.sql = sql.map(Self.truncated)
         self.extendedCode = extendedCode
+        sqlState = nil
+        stateConstraint = nil
+    }
+
+    /// An error from PostgreSQL: `constraint` is the kind its SQLSTATE names, for a
+    /// ``Code/constraint`` error.
+    init(code: Code, message: String, sql: String?, sqlState: String, constraint: ConstraintKind?) {
+        self.code = code
+        self.message = message
+        self.sql = sql.map(Self.truncated)
+        extendedCode = 0
+        self.sqlState = sqlState
+        stateConstraint = constraint
     }
 
     /// The violated constraint for a ``Code/constraint`` error, otherwise `nil`.
     public var constraint: ConstraintKind? {
         guard code == .constraint else { return nil }
+        if sqlState != nil { return stateConstraint ?? .other }
         // Extended constraint codes are SQLITE_CONSTRAINT | (n << 8); see sqlite3.h.
         switch extendedCode >> 8 {
         case 8: return .unique  // SQLITE_CONSTRAINT_UNIQUE
@@ -125,6 +144,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         var text = "StoreError(\(code)"
         if extendedCode != 0 { text += ", sqlite \(extendedCode)" }
+        if let sqlState { text += ", postgres \(sqlState)" }
         text += "): \(message)"
         if let sql { text += " [SQL: \(sql)]" }
         return text

@@ -72,7 +72,7 @@ struct EventStreamContractTests {
         defer { app.close() }
         var users: [(token: String, id: String)] = []
         for index in 0..<20 { users.append(try await signUp(app, "user\(index)")) }
-        #expect(users.count > SQLiteEventRepository.batchThreshold)
+        #expect(users.count > SQLEventRepository.batchThreshold)
         let hub = app.application.store.hub
         let waiter = hub.register(userID: users[7].id, timeout: .seconds(60))
         defer { hub.release(waiter) }

@@ -37,9 +37,10 @@ struct ServeCommand {
         do {
             try await embedded.run(stopSignals: [SIGTERM, SIGINT]) {
                 logger.announce("listening", ["address": .string(embedded.address), "version": .string(CommandLineInterface.version)])
+                let place = embedded.databaseDescription
                 logger.info("database ready", [
-                    "path": .string(configuration.dataDirectory + "/switchboard.sqlite3"),
-                    "schemaVersion": .int(embedded.database.migratedVersion),
+                    "database": .string(configuration.database), place.key: .string(place.value),
+                    "schemaVersion": .int(embedded.schemaVersion),
                 ])
                 embedded.application.dispatcher.provider.channel.log(to: logger)
             } willStop: { reason in

@@ -10,6 +10,12 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var listen = SocketAddress(host: "127.0.0.1", port: 8080)
     /// Where the SQLite database lives.
     public var dataDirectory = "./var"
+    /// Which store holds the data: `sqlite` (embedded, in `dataDirectory`) or `postgres`
+    /// (at `postgresURL`, shared by every instance that names it).
+    public var database = "sqlite"
+    /// The PostgreSQL connection string (`postgresql://user:password@host:5432/db`, or
+    /// `key=value` pairs) when `database` is `postgres`; its password is never logged.
+    public var postgresURL = ""
     /// The lowest log level written.
     public var logLevel = LogLevel.info
     /// Request bodies larger than this get 413.
@@ -145,6 +151,12 @@ public struct ConfigurationSetting: Sendable {
             guard !text.isEmpty else { return "must not be empty" }
             config.dataDirectory = text
             return nil
+        },
+        text("database", "SWITCHBOARD_DATABASE", "sqlite (embedded, in dataDir) or postgres (at postgresURL, shared by several instances) (default sqlite)", \.database) { text in
+            ["sqlite", "postgres"].contains(text) ? nil : "must be sqlite or postgres"
+        },
+        text("postgresURL", "SWITCHBOARD_POSTGRES_URL", "PostgreSQL connection string (postgresql://user:password@host:5432/db) for database postgres; the password is never logged", \.postgresURL) { text in
+            !text.isEmpty ? nil : "must not be empty"
         },
         ConfigurationSetting(key: "logLevel", environment: "SWITCHBOARD_LOG_LEVEL", flag: "--log-level",
                              help: "debug, info, warning or error (default info)") { config, text in

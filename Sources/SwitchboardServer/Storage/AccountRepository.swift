@@ -8,7 +8,7 @@ public struct StoredCredentials: Sendable, Equatable {
 
 /// Accounts and their sessions. A session is found by its token's hash (the token itself is
 /// never stored) and lives until it ends. SQLite implements it today
-/// (``SQLiteAccountRepository``); the contract suite tests every implementation.
+/// (``SQLAccountRepository``); the contract suite tests every implementation.
 public protocol AccountRepository {
     /// Creates the user; false (and nothing written) when the username is taken.
     func createUser(_ user: User, passwordHash: String, at timestamp: String) throws -> Bool

@@ -9,7 +9,7 @@ public struct StoredCall: Sendable, Equatable {
 
 /// Calls: each one's record (invitations, participants), who occupies which call (a user is in
 /// at most one ringing or active call, a scope has at most one), and the lookups the timers
-/// need. SQLite implements it today (``SQLiteCallRepository``); the contract suite tests every
+/// need. SQLite implements it today (``SQLCallRepository``); the contract suite tests every
 /// implementation.
 public protocol CallRepository {
     func load(_ callID: String) throws -> StoredCall?

@@ -21,7 +21,7 @@ public struct DeviceRegistration: Sendable, Equatable {
 
 /// Push devices: each installation's token, bound to the session that registered it (logout
 /// unbinds it). The services' only way to the devices; SQLite implements it today
-/// (``SQLiteDeviceRepository``), PostgreSQL next, and one contract suite tests every
+/// (``SQLDeviceRepository``), PostgreSQL next, and one contract suite tests every
 /// implementation. It works inside the transaction or snapshot it came from.
 public protocol DeviceRepository {
     /// Binds `device` (or binds it again: to a new user, session, token or environment), and

@@ -24,7 +24,7 @@ public enum EventPageResult: Sendable, Equatable {
 
 /// Each user's event feed: rows appended in the transaction of the change they signal, read
 /// in id order after a cursor, pruned by age. Ids grow with every append across all users.
-/// SQLite implements it today (``SQLiteEventRepository``); the contract suite tests every
+/// SQLite implements it today (``SQLEventRepository``); the contract suite tests every
 /// implementation.
 public protocol EventRepository {
     /// Appends one `kind` event for each user (in the order given; no duplicates), and returns

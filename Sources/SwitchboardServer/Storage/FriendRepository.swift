@@ -16,7 +16,7 @@ public struct StoredConversation: Sendable, Equatable {
 
 /// The friend graph: friend requests, friendships, blocks and the pairs' conversations (which
 /// outlive unfriending). Pairs are unordered: either order names the same pair. SQLite
-/// implements it today (``SQLiteFriendRepository``); the contract suite tests every
+/// implements it today (``SQLFriendRepository``); the contract suite tests every
 /// implementation.
 public protocol FriendRepository {
     func request(_ id: String) throws -> FriendRequest?

@@ -9,7 +9,7 @@ public struct StoredGroup: Sendable, Equatable {
 }
 
 /// Groups and their members. A dissolved group is kept (its history stays) but no longer seen.
-/// SQLite implements it today (``SQLiteGroupRepository``); the contract suite tests every
+/// SQLite implements it today (``SQLGroupRepository``); the contract suite tests every
 /// implementation.
 public protocol GroupRepository {
     func createGroup(id: String, name: String, ownerID: String, at timestamp: String) throws

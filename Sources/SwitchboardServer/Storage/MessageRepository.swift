@@ -14,7 +14,7 @@ public enum MessageScope: Sendable, Equatable {
 
 /// Messages and read markers, for conversations and groups alike. Messages keep the order they
 /// were stored in; a reader's marker only moves forward. SQLite implements it today
-/// (``SQLiteMessageRepository``); the contract suite tests every implementation.
+/// (``SQLMessageRepository``); the contract suite tests every implementation.
 public protocol MessageRepository {
     /// The message `senderID` stored under `clientID` (a retry's), anywhere.
     func message(sentBy senderID: String, clientID: String) throws -> Message?

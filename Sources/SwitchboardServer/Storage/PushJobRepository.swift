@@ -66,7 +66,7 @@ public struct PushQueueReport: Sendable, Equatable {
 
 /// The push outbox: jobs written with the ring that needs them, claimed by the dispatcher for
 /// a lease, retried, and finished with an outcome. SQLite implements it today
-/// (``SQLitePushJobRepository``); the contract suite tests every implementation.
+/// (``SQLPushJobRepository``); the contract suite tests every implementation.
 protocol PushJobRepository {
     func enqueue(_ job: NewPushJob) throws
     /// Voids every claim (a process that starts as the database's only dispatcher).

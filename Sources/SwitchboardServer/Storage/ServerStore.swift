@@ -54,9 +54,9 @@ public enum BackgroundLoop {
 /// One write transaction as services see it: the connection, the time of the change, and an
 /// event writer whose users are woken after the commit.
 public final class WriteTransaction {
-    /// The writer connection, inside `BEGIN IMMEDIATE`: the SQLite repositories' (services go
-    /// through the repositories).
-    let connection: SQLiteConnection
+    /// The writer connection, inside the store's write transaction: the repositories' (services
+    /// go through the repositories).
+    let connection: any SQLExecutor
     /// The moment of this change, as stored text.
     public let timestamp: String
     /// The moment of this change.
@@ -65,7 +65,7 @@ public final class WriteTransaction {
     /// The events this transaction wrote, per user, in id order.
     fileprivate(set) var written: [String: [Event]] = [:]
 
-    init(connection: SQLiteConnection, environment: ServerEnvironment) {
+    init(connection: any SQLExecutor, environment: ServerEnvironment) {
         self.connection = connection
         self.environment = environment
         date = environment.now()
@@ -75,7 +75,7 @@ public final class WriteTransaction {
     /// A fresh id.
     public func newID() -> String { environment.newID() }
 
-    // The repositories (`accounts`, `calls`, … `events`) come from ``SQLiteRepositories``.
+    // The repositories (`accounts`, `calls`, … `events`) come from ``SQLRepositories``.
     // Appending events goes through `appendEvent`, which wakes the users after the commit.
 
     /// Writes one event row per user (in the order given, duplicates dropped); their waiters
@@ -123,57 +123,66 @@ protocol Repositories {
     var pushJobs: any PushJobRepository { get }
 }
 
-/// The SQLite repositories over a transaction's or snapshot's connection: one list of them
-/// for ``WriteTransaction`` and ``ReadSnapshot`` alike.
-protocol SQLiteRepositories: Repositories {
-    var connection: SQLiteConnection { get }
+/// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
+/// one list of them for ``WriteTransaction`` and ``ReadSnapshot`` alike.
+protocol SQLRepositories: Repositories {
+    var connection: any SQLExecutor { get }
 }
 
-extension SQLiteRepositories {
-    var accounts: any AccountRepository { SQLiteAccountRepository(connection: connection) }
-    var calls: any CallRepository { SQLiteCallRepository(connection: connection) }
-    var devices: any DeviceRepository { SQLiteDeviceRepository(connection: connection) }
-    var events: any EventRepository { SQLiteEventRepository(connection: connection) }
-    var friends: any FriendRepository { SQLiteFriendRepository(connection: connection) }
-    var groups: any GroupRepository { SQLiteGroupRepository(connection: connection) }
-    var messages: any MessageRepository { SQLiteMessageRepository(connection: connection) }
-    var pushJobs: any PushJobRepository { SQLitePushJobRepository(connection: connection) }
+extension SQLRepositories {
+    var accounts: any AccountRepository { SQLAccountRepository(connection: connection) }
+    var calls: any CallRepository { SQLCallRepository(connection: connection) }
+    var devices: any DeviceRepository { SQLDeviceRepository(connection: connection) }
+    var events: any EventRepository { SQLEventRepository(connection: connection) }
+    var friends: any FriendRepository { SQLFriendRepository(connection: connection) }
+    var groups: any GroupRepository { SQLGroupRepository(connection: connection) }
+    var messages: any MessageRepository { SQLMessageRepository(connection: connection) }
+    var pushJobs: any PushJobRepository { SQLPushJobRepository(connection: connection) }
 }
 
-extension WriteTransaction: SQLiteRepositories {}
-extension ReadSnapshot: SQLiteRepositories {}
+extension WriteTransaction: SQLRepositories {}
+extension ReadSnapshot: SQLRepositories {}
 
 /// One read snapshot as services see it: the repositories over it.
 public struct ReadSnapshot {
-    /// The reader connection, inside one snapshot: the SQLite repositories'.
-    let connection: SQLiteConnection
+    /// The reader connection, inside one snapshot: the repositories'.
+    let connection: any SQLExecutor
 }
 
 
 /// The database plus the event hub: every write that appends events wakes those users'
 /// held requests right after its commit, never before and never by polling.
 public final class ServerStore: Sendable {
-    /// The database.
-    public let database: Database
+    /// The database: the embedded SQLite one or PostgreSQL.
+    public let backend: any SQLStore
     /// Held event requests.
     public let hub: EventHub
     /// Time and ids.
     public let environment: ServerEnvironment
 
     /// Creates the store; without `hub`, one on `environment`'s clock.
-    public init(database: Database, hub: EventHub? = nil, environment: ServerEnvironment = .live) {
-        self.database = database
+    public init(backend: any SQLStore, hub: EventHub? = nil, environment: ServerEnvironment = .live) {
+        self.backend = backend
         self.hub = hub ?? EventHub(environment: environment)
         self.environment = environment
     }
 
-    /// Runs `body` in one write transaction; right after it commits (on the writer queue, so in
-    /// commit order) hands the events it wrote to their users' waiters. A thrown error rolls
-    /// everything back and wakes nobody.
+    /// The store on the embedded SQLite database.
+    public convenience init(database: Database, hub: EventHub? = nil, environment: ServerEnvironment = .live) {
+        self.init(backend: database, hub: hub, environment: environment)
+    }
+
+    /// The embedded SQLite database, when that is the backend.
+    public var database: Database? { backend as? Database }
+
+    /// Runs `body` in one write transaction; right after it commits (in commit order) hands the
+    /// events it wrote to their users' waiters. A thrown error rolls everything back and wakes
+    /// nobody. `body` may run again when the transaction lost to a concurrent one
+    /// (PostgreSQL), so it must not act outside the transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
         let hub = self.hub
-        let (result, _) = try await database.write({ connection in
+        let (result, _) = try await backend.transaction({ connection in
             let transaction = WriteTransaction(connection: connection, environment: environment)
             let result = try body(transaction)
             return (result, transaction.written)
@@ -183,20 +192,25 @@ public final class ServerStore: Sendable {
         return result
     }
 
-    /// Runs `body` on a reader connection inside one snapshot.
+    /// Runs `body` on a connection of the embedded SQLite database inside one snapshot (white-box
+    /// tests look at tables this way); throws ``StoreError/Code/misuse`` on PostgreSQL.
     ///
     /// Reads run on the calling thread (an event loop) once a reader is free; `onReaderQueue`
     /// sends one that may scan a whole table to the reader's own queue instead.
     public func read<T: Sendable>(
         onReaderQueue: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T
     ) async throws -> T {
-        try await database.read(onReaderQueue: onReaderQueue, body)
+        guard let database else { throw StoreError(code: .misuse, message: "read(_:) takes an SQLite connection: the store is not SQLite") }
+        return try await database.read(onReaderQueue: onReaderQueue, body)
     }
 
-    /// Runs `body` on one read snapshot, through its repositories (as ``read(onReaderQueue:_:)``).
+    /// Runs `body` on one read snapshot, through its repositories. On SQLite a read runs on
+    /// the calling thread (an event loop) once a reader is free, and `onReaderQueue` sends one
+    /// that may scan a whole table to the reader's own queue instead; PostgreSQL's reads always
+    /// run on its readers' queues.
     public func snapshot<T: Sendable>(
         onReaderQueue: Bool = false, _ body: @escaping @Sendable (ReadSnapshot) throws -> T
     ) async throws -> T {
-        try await database.read(onReaderQueue: onReaderQueue) { connection in try body(ReadSnapshot(connection: connection)) }
+        try await backend.snapshot(onReaderQueue: onReaderQueue) { connection in try body(ReadSnapshot(connection: connection)) }
     }
 }

@@ -1,11 +1,11 @@
 import SwitchboardStore
 import SwitchboardWire
 
-/// ``FriendRepository`` on the embedded SQLite database (tables `friend_requests`,
+/// ``FriendRepository`` in SQL that SQLite and PostgreSQL both run (tables `friend_requests`,
 /// `friendships`, `blocks`, `conversations`), working on the connection of one transaction or
 /// snapshot. Pairs are stored smaller id first.
-struct SQLiteFriendRepository: FriendRepository {
-    let connection: SQLiteConnection
+struct SQLFriendRepository: FriendRepository {
+    let connection: any SQLExecutor
 
     private static func ordered(_ a: String, _ b: String) -> (String, String) { a < b ? (a, b) : (b, a) }
 
@@ -66,7 +66,7 @@ struct SQLiteFriendRepository: FriendRepository {
             WHERE f.user_a = ?1 OR f.user_b = ?1 ORDER BY u.username
             """,
             [.text(userID)]
-        ).map { Friend(user: try SQLiteAccountRepository.user(from: $0), conversationId: try $0.string("conversation_id"), since: try $0.string("created_at")) }
+        ).map { Friend(user: try SQLAccountRepository.user(from: $0), conversationId: try $0.string("conversation_id"), since: try $0.string("created_at")) }
     }
 
     func isBlocked(between a: String, and b: String) throws -> Bool {
@@ -92,7 +92,7 @@ struct SQLiteFriendRepository: FriendRepository {
         try connection.query(
             "SELECT u.id, u.username, u.display_name, b.created_at FROM blocks b JOIN users u ON u.id = b.blocked WHERE b.blocker = ? ORDER BY u.username",
             [.text(blocker)]
-        ).map { Block(user: try SQLiteAccountRepository.user(from: $0), createdAt: try $0.string("created_at")) }
+        ).map { Block(user: try SQLAccountRepository.user(from: $0), createdAt: try $0.string("created_at")) }
     }
 
     func conversation(_ id: String) throws -> StoredConversation? {
@@ -130,8 +130,8 @@ struct SQLiteFriendRepository: FriendRepository {
             bindings
         ).map { row in
             FriendRequest(
-                id: try row.string("request_id"), from: try SQLiteAccountRepository.user(from: row, prefix: "f_"),
-                to: try SQLiteAccountRepository.user(from: row, prefix: "t_"), state: try row.string("state"),
+                id: try row.string("request_id"), from: try SQLAccountRepository.user(from: row, prefix: "f_"),
+                to: try SQLAccountRepository.user(from: row, prefix: "t_"), state: try row.string("state"),
                 createdAt: try row.string("created_at"), updatedAt: try row.string("updated_at"))
         }
     }

@@ -1,10 +1,10 @@
 import Foundation
 import SwitchboardStore
 
-/// ``PushJobRepository`` on the embedded SQLite database (table `push_jobs`), working on the
+/// ``PushJobRepository`` in SQL that SQLite and PostgreSQL both run (table `push_jobs`), working on the
 /// connection of one transaction or snapshot.
-struct SQLitePushJobRepository: PushJobRepository {
-    let connection: SQLiteConnection
+struct SQLPushJobRepository: PushJobRepository {
+    let connection: any SQLExecutor
 
     func enqueue(_ job: NewPushJob) throws {
         try connection.run(
@@ -19,15 +19,16 @@ struct SQLitePushJobRepository: PushJobRepository {
     }
 
     func releaseClaims() throws {
-        try connection.run("UPDATE push_jobs SET claimed_until_ms = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL")
+        try connection.run("UPDATE push_jobs SET claimed_until_ms = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL", [])
     }
 
     func outlook(at nowMS: Int64) throws -> PushQueueOutlook {
+        // When a pending job may go: its next attempt, and not before its claim runs out.
+        let due = "\(connection.dialect.greatest)(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0))"
         let row = try connection.query(
             """
             SELECT count(*) AS pending,
-                coalesce(sum(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0)) <= ?1), 0) AS due,
-                min(max(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0))) AS next
+                coalesce(sum(CASE WHEN \(due) <= ?1 THEN 1 ELSE 0 END), 0) AS due, min(\(due)) AS next
             FROM push_jobs WHERE state = 'pending'
             """,
             [.integer(nowMS)]).first
@@ -75,9 +76,9 @@ struct SQLitePushJobRepository: PushJobRepository {
     }
 
     func report(failures: Int) throws -> PushQueueReport {
-        let queue = try connection.query("SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'").first
+        let queue = try connection.query("SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'", []).first
         let outcomes = try connection.query(
-            "SELECT provider, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending' GROUP BY provider, state, reason ORDER BY provider, state, n DESC"
+            "SELECT provider, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending' GROUP BY provider, state, reason ORDER BY provider, state, n DESC", []
         ).map {
             PushQueueReport.Outcomes(provider: try $0.string("provider"), state: try $0.string("state"), reason: try $0.optionalString("reason"), count: try $0.int("n"))
         }

@@ -1,9 +1,9 @@
 import SwitchboardStore
 
-/// ``DeviceRepository`` on the embedded SQLite database (table `push_devices`), working on the
+/// ``DeviceRepository`` in SQL that SQLite and PostgreSQL both run (table `push_devices`), working on the
 /// connection of one transaction or snapshot.
-struct SQLiteDeviceRepository: DeviceRepository {
-    let connection: SQLiteConnection
+struct SQLDeviceRepository: DeviceRepository {
+    let connection: any SQLExecutor
 
     func register(_ device: DeviceRegistration, at timestamp: String) throws {
         try connection.run(

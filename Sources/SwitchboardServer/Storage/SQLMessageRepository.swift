@@ -1,10 +1,10 @@
 import SwitchboardStore
 import SwitchboardWire
 
-/// ``MessageRepository`` on the embedded SQLite database (tables `messages`, `read_markers`),
+/// ``MessageRepository`` in SQL that SQLite and PostgreSQL both run (tables `messages`, `read_markers`),
 /// working on the connection of one transaction or snapshot. `seq` orders messages.
-struct SQLiteMessageRepository: MessageRepository {
-    let connection: SQLiteConnection
+struct SQLMessageRepository: MessageRepository {
+    let connection: any SQLExecutor
 
     private static func column(_ scope: MessageScope) -> String {
         switch scope {

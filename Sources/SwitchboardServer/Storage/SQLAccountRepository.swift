@@ -1,10 +1,10 @@
 import SwitchboardStore
 import SwitchboardWire
 
-/// ``AccountRepository`` on the embedded SQLite database (tables `users` and `sessions`),
+/// ``AccountRepository`` in SQL that SQLite and PostgreSQL both run (tables `users` and `sessions`),
 /// working on the connection of one transaction or snapshot.
-struct SQLiteAccountRepository: AccountRepository {
-    let connection: SQLiteConnection
+struct SQLAccountRepository: AccountRepository {
+    let connection: any SQLExecutor
 
     func createUser(_ user: User, passwordHash: String, at timestamp: String) throws -> Bool {
         try connection.run(

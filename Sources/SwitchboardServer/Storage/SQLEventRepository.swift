@@ -2,10 +2,10 @@ import SwitchboardObservability
 import SwitchboardStore
 import SwitchboardWire
 
-/// ``EventRepository`` on the embedded SQLite database (table `events`, and each user's
+/// ``EventRepository`` in SQL that SQLite and PostgreSQL both run (table `events`, and each user's
 /// `events_pruned_through`), working on the connection of one transaction or snapshot.
-struct SQLiteEventRepository: EventRepository {
-    let connection: SQLiteConnection
+struct SQLEventRepository: EventRepository {
+    let connection: any SQLExecutor
 
     /// Above this many users, `append` writes them with one statement.
     static let batchThreshold = 16
@@ -22,20 +22,28 @@ struct SQLiteEventRepository: EventRepository {
                 JSONText.appendString(userID, to: &array)
             }
             array += "]"
-            return try insertReturning("SELECT value, ?, ?, ?, ?, ?, ? FROM json_each(?) ORDER BY key", values + [.text(array)])
+            return try insertReturning(
+                "SELECT value, ?, ?, ?, ?, ?, ? FROM \(connection.dialect.jsonTextArray("?")) ORDER BY key", values + [.text(array)])
         }
-        let statement = try connection.prepare(
-            """
-            INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """)
         var written: [(userID: String, id: Int64)] = []
         written.reserveCapacity(userIDs.count)
         for userID in userIDs {
-            try statement.run([.text(userID)] + values)
-            written.append((userID, connection.lastInsertRowID))
+            let rows = try connection.query(
+                """
+                INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id
+                """,
+                [.text(userID)] + values)
+            written.append((userID, try Self.id(in: rows)))
         }
         return written
+    }
+
+    private static func id(in rows: [SQLiteRow]) throws -> Int64 {
+        guard let row = rows.first, case .integer(let id) = row[0] else {
+            throw StoreError(code: .typeMismatch, message: "INSERT INTO events … RETURNING id gave \(rows.first?.values ?? [])")
+        }
+        return id
     }
 
     /// One statement that reads the members itself: a message to a group of thousands neither
@@ -71,7 +79,7 @@ struct SQLiteEventRepository: EventRepository {
     func cursor(for userID: String) throws -> Int64 {
         let rows = try connection.query(
             """
-            SELECT max(coalesce((SELECT max(id) FROM events WHERE user_id = ?1), 0),
+            SELECT \(connection.dialect.greatest)(coalesce((SELECT max(id) FROM events WHERE user_id = ?1), 0),
                        coalesce((SELECT events_pruned_through FROM users WHERE id = ?1), 0)) AS cursor
             """,
             [.text(userID)])
@@ -81,7 +89,7 @@ struct SQLiteEventRepository: EventRepository {
     func prune(before cutoff: String) throws -> Int {
         try connection.run(
             """
-            UPDATE users SET events_pruned_through = max(events_pruned_through,
+            UPDATE users SET events_pruned_through = \(connection.dialect.greatest)(events_pruned_through,
                 (SELECT max(id) FROM events WHERE events.user_id = users.id AND events.created_at < ?1))
             WHERE id IN (SELECT DISTINCT user_id FROM events WHERE created_at < ?1)
             """,
@@ -101,11 +109,12 @@ struct SQLiteEventRepository: EventRepository {
     /// message, call, created_at) rows; the new rows' users and ids in id order (`RETURNING`'s
     /// own order is unspecified).
     private func insertReturning(_ select: String, _ bindings: [SQLiteValue]) throws -> [(userID: String, id: Int64)] {
-        let statement = try connection.prepare(
+        let rows = try connection.query(
             "INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at) "
-                + select + " RETURNING id, user_id")
+                + select + " RETURNING id, user_id", bindings)
         var returned: [(userID: String, id: Int64)] = []
-        try statement.forEachRow(bindings) { row in
+        returned.reserveCapacity(rows.count)
+        for row in rows {
             guard case .integer(let id) = row[0], case .text(let userID) = row[1] else {
                 throw StoreError(code: .typeMismatch, message: "RETURNING id, user_id gave \(row.values)")
             }

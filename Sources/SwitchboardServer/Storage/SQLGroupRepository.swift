@@ -1,10 +1,10 @@
 import SwitchboardStore
 import SwitchboardWire
 
-/// ``GroupRepository`` on the embedded SQLite database (tables `groups`, `group_members`),
+/// ``GroupRepository`` in SQL that SQLite and PostgreSQL both run (tables `groups`, `group_members`),
 /// working on the connection of one transaction or snapshot.
-struct SQLiteGroupRepository: GroupRepository {
-    let connection: SQLiteConnection
+struct SQLGroupRepository: GroupRepository {
+    let connection: any SQLExecutor
 
     func createGroup(id: String, name: String, ownerID: String, at timestamp: String) throws {
         try connection.run("INSERT INTO groups (id, name, owner_id, created_at) VALUES (?, ?, ?, ?)", [.text(id), .text(name), .text(ownerID), .text(timestamp)])
@@ -53,7 +53,7 @@ struct SQLiteGroupRepository: GroupRepository {
             WHERE m.group_id = ? ORDER BY m.joined_at, u.username
             """,
             [.text(groupID)]
-        ).map { GroupMember(user: try SQLiteAccountRepository.user(from: $0), joinedAt: try $0.string("joined_at")) }
+        ).map { GroupMember(user: try SQLAccountRepository.user(from: $0), joinedAt: try $0.string("joined_at")) }
     }
 
     func groupIDs(of userID: String) throws -> [String] {

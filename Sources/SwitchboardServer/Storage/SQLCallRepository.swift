@@ -2,11 +2,11 @@ import Foundation
 import SwitchboardCore
 import SwitchboardStore
 
-/// ``CallRepository`` on the embedded SQLite database (tables `calls`, `call_invitations`,
+/// ``CallRepository`` in SQL that SQLite and PostgreSQL both run (tables `calls`, `call_invitations`,
 /// `call_participants`, `call_occupants`), working on the connection of one transaction or
 /// snapshot.
-struct SQLiteCallRepository: CallRepository {
-    let connection: SQLiteConnection
+struct SQLCallRepository: CallRepository {
+    let connection: any SQLExecutor
 
     private static func date(_ milliseconds: Int64) -> Date { CallStore.date(milliseconds) }
     private static func date(_ milliseconds: Int64?) -> Date? { milliseconds.map(CallStore.date) }
@@ -16,14 +16,14 @@ struct SQLiteCallRepository: CallRepository {
     func load(_ callID: String) throws -> StoredCall? {
         guard let row = try connection.query("SELECT * FROM calls WHERE id = ?", [.text(callID)]).first else { return nil }
         let invitations = try connection.query(
-            "SELECT user_id, state, updated_at_ms FROM call_invitations WHERE call_id = ? ORDER BY rowid", [.text(callID)]
+            "SELECT user_id, state, updated_at_ms FROM call_invitations WHERE call_id = ? ORDER BY \(connection.dialect.insertionOrder)", [.text(callID)]
         ).map { row in
             CallInvitation(
                 userID: try row.string("user_id"), state: SwitchboardCore.InvitationState(rawValue: try row.string("state")) ?? .cancelled,
                 updatedAt: Self.date(try row.int64("updated_at_ms")))
         }
         let participants = try connection.query(
-            "SELECT user_id, joined_at_ms, left_at_ms FROM call_participants WHERE call_id = ? ORDER BY rowid", [.text(callID)]
+            "SELECT user_id, joined_at_ms, left_at_ms FROM call_participants WHERE call_id = ? ORDER BY \(connection.dialect.insertionOrder)", [.text(callID)]
         ).map { row in
             CallParticipant(
                 userID: try row.string("user_id"), joinedAt: Self.date(try row.int64("joined_at_ms")), leftAt: Self.date(try row.optionalInt64("left_at_ms")))
@@ -49,7 +49,7 @@ struct SQLiteCallRepository: CallRepository {
     func insert(_ call: CallRecord, clientID: String) throws {
         do {
             try insertRow(call, clientID: clientID)
-        } catch let error as StoreError where error.constraint == .unique && error.message.contains("calls.scope") {
+        } catch let error as StoreError where error.isUniqueViolation(naming: "calls.scope", "calls_live_per_scope") {
             throw CallTransitionError.busy  // the scope already has a live call
         }
         try saveMembers(call)
@@ -164,7 +164,7 @@ struct SQLiteCallRepository: CallRepository {
     }
 
     func activeRooms() throws -> [(callID: String, roomName: String)] {
-        try connection.query("SELECT id, room_name FROM calls WHERE state = 'active'").map { (try $0.string("id"), try $0.string("room_name")) }
+        try connection.query("SELECT id, room_name FROM calls WHERE state = 'active'", []).map { (try $0.string("id"), try $0.string("room_name")) }
     }
 
     func rings(_ callID: String, userID: String) throws -> Bool {

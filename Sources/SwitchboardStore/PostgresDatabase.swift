@@ -1,0 +1,186 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The server's store on PostgreSQL: one writer connection and a pool of reader connections,
+/// with the migrations applied at open by one instance at a time (``PostgresMigrator``).
+///
+/// Every write transaction of every instance first takes one transaction-scoped advisory
+/// lock, so writes to one database commit one at a time, as SQLite's do. That one rule keeps
+/// every invariant the repositories rely on across instances: a checked "no live call here"
+/// still holds at commit, and event ids (one sequence) become visible in id order, so a
+/// reader's cursor never passes an id that commits later. A transaction that loses anyway
+/// (a deadlock, a serialization failure) or whose connection broke before `COMMIT` is run
+/// again on a fresh connection, up to ``maximumAttempts`` times.
+///
+/// Reads run at `REPEATABLE READ`, `READ ONLY`: one snapshot for all their statements. All
+/// blocking libpq work runs on the store's own serial queues, never on the caller's thread.
+public final class PostgresDatabase: Sendable {
+    /// How often a write transaction is tried before its failure is thrown.
+    public static let maximumAttempts = 5
+    /// The advisory lock every write transaction takes ("SWBDWRIT").
+    public static let writeLockKey: Int64 = 0x5357_4244_5752_4954
+
+    /// The highest applied migration version after open.
+    public let migratedVersion: Int
+
+    private let writer: ConfinedConnection<PostgresConnection>
+    private let writerQueue = DispatchQueue(label: "switchboard.store.postgres.writer")
+    private let readers: ReaderPool<PostgresConnection>
+    private let isClosedState = Mutex(false)
+
+    /// Connects `readerCount + 1` connections to `url` and applies `migrations` (PostgreSQL's
+    /// dialect). Throws ``StoreError`` (``StoreError/Code/io`` when PostgreSQL cannot be
+    /// reached, ``StoreError/Code/migration`` when the schema cannot be brought up to date).
+    /// Errors never show the URL's password.
+    public init(url: String, migrations: [Migration], readerCount: Int = 4) throws {
+        guard readerCount >= 1 else {
+            throw StoreError(code: .configuration, message: "readerCount must be at least 1, got \(readerCount)")
+        }
+        let writer = try Self.connect(url)
+        do {
+            migratedVersion = try PostgresMigrator.migrate(writer, migrations)
+        } catch let error as PostgresError {
+            throw StoreError(code: .migration, message: error.message, sql: error.sql)
+        }
+        var readers: [PostgresConnection] = []
+        for _ in 0..<readerCount {
+            readers.append(try Self.connect(url))
+        }
+        self.writer = ConfinedConnection(connection: writer)
+        self.readers = ReaderPool(connections: readers, label: "switchboard.store.postgres.reader")
+    }
+
+    private static func connect(_ url: String) throws -> PostgresConnection {
+        do {
+            return try PostgresConnection(url: url)
+        } catch {
+            throw StoreError(code: .io, message: error.message)
+        }
+    }
+
+    /// Runs `body` in one write transaction (see the type's notes on the lock and retries);
+    /// `afterCommit` runs on the writer queue right after `COMMIT`, before the next write.
+    @discardableResult
+    public func write<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)? = nil
+    ) async throws -> T {
+        try checkOpen()
+        let writer = self.writer
+        return try await withCheckedThrowingContinuation { continuation in
+            writerQueue.async {
+                let result = Result { try Self.runWrite(on: writer.connection, body) }
+                if case .success(let value) = result { afterCommit?(value) }
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    private static func runWrite<T>(on connection: PostgresConnection, _ body: (PostgresExecutor) throws -> T) throws -> T {
+        var attempt = 1
+        while true {
+            var committing = false
+            do {
+                if !connection.isOpen { try reset(connection) }
+                let executor = PostgresExecutor(connection: connection)
+                try executor.run("BEGIN ISOLATION LEVEL READ COMMITTED", [])
+                try executor.run("SELECT pg_advisory_xact_lock(?)", [.integer(writeLockKey)])
+                let value = try body(executor)
+                committing = true
+                try executor.run("COMMIT", [])
+                return value
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                // A broken connection during COMMIT leaves the outcome unknown: never run again.
+                let again = !committing && (Self.isLostRace(error) || !connection.isOpen)
+                guard again, attempt < maximumAttempts else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    private static func isLostRace(_ error: any Error) -> Bool {
+        (error as? StoreError)?.code == .busy
+    }
+
+    private static func reset(_ connection: PostgresConnection) throws {
+        do {
+            try connection.reset()
+        } catch {
+            throw StoreError(code: .io, message: error.message)
+        }
+    }
+
+    /// Runs `body` on one `REPEATABLE READ, READ ONLY` snapshot on a reader connection and
+    /// returns its result; waits (suspended) while every reader is busy. A reader whose
+    /// connection broke is reconnected and the read run once more.
+    @discardableResult
+    public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresExecutor) throws -> T) async throws -> T {
+        try checkOpen()
+        let reader = try await readers.acquire()
+        let readers = self.readers
+        return try await withCheckedThrowingContinuation { continuation in
+            reader.queue.async {
+                let connection = reader.connection.connection
+                var result = Result { try Self.runRead(on: connection, body) }
+                if case .failure = result, !connection.isOpen {
+                    result = Result { try Self.runRead(on: connection, body) }
+                }
+                readers.release(reader)
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    private static func runRead<T>(on connection: PostgresConnection, _ body: (PostgresExecutor) throws -> T) throws -> T {
+        if !connection.isOpen { try reset(connection) }
+        let executor = PostgresExecutor(connection: connection)
+        try executor.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [])
+        do {
+            let value = try body(executor)
+            try executor.run("COMMIT", [])
+            return value
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Whether ``close()`` has been called.
+    public var isClosed: Bool { isClosedState.withLock { $0 } }
+
+    /// Closes every connection; idempotent. Writes already queued finish first; reads in flight
+    /// finish and their connections close as they return.
+    public func close() {
+        let wasOpen = isClosedState.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard wasOpen else { return }
+        readers.close()
+        let writer = self.writer
+        writerQueue.sync { writer.connection.close() }
+    }
+
+    private func checkOpen() throws {
+        if isClosed { throw StoreError.closed() }
+    }
+}
+
+extension PostgresDatabase: SQLStore {
+    public var dialect: SQLDialect { .postgres }
+
+    public func transaction<T: Sendable>(
+        _ body: @escaping @Sendable (any SQLExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)?
+    ) async throws -> T {
+        try await write({ executor in try body(executor) }, afterCommit: afterCommit)
+    }
+
+    public func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await read { executor in try body(executor) }
+    }
+
+    public func probe() async throws {
+        _ = try await read { try $0.query("SELECT 1", []) }
+    }
+}

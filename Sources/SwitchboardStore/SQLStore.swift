@@ -1,0 +1,46 @@
+/// A store that runs repositories' statements in transactions: the embedded SQLite
+/// ``Database`` or ``PostgresDatabase``. The server holds one of them behind this seam.
+public protocol SQLStore: Sendable {
+    /// Which SQL the store speaks.
+    var dialect: SQLDialect { get }
+    /// The schema version the store is at (the newest migration applied at open).
+    var migratedVersion: Int { get }
+
+    /// Runs `body` in one write transaction and returns its result; `afterCommit` runs right
+    /// after the commit and before the next write of this process starts, so successive calls
+    /// see commits in commit order. A thrown error rolls everything back. `body` may run more
+    /// than once (a transaction that lost to a concurrent one is run again), so it must not
+    /// have effects outside the transaction.
+    func transaction<T: Sendable>(
+        _ body: @escaping @Sendable (any SQLExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)?
+    ) async throws -> T
+
+    /// Runs `body` on one consistent snapshot and returns its result. `onReaderQueue` asks for
+    /// a thread of the store's own even where small reads would run on the caller's (a read
+    /// that may scan a whole table).
+    func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+
+    /// Answers whether the store can serve a read now (`SELECT 1`); throws when it cannot.
+    func probe() async throws
+
+    /// Closes every connection; later calls throw ``StoreError/Code/closed``.
+    func close()
+}
+
+extension Database: SQLStore {
+    public var dialect: SQLDialect { .sqlite }
+
+    public func transaction<T: Sendable>(
+        _ body: @escaping @Sendable (any SQLExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)?
+    ) async throws -> T {
+        try await write({ connection in try body(connection) }, afterCommit: afterCommit)
+    }
+
+    public func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await read(onReaderQueue: onReaderQueue) { connection in try body(connection) }
+    }
+
+    public func probe() async throws {
+        _ = try await read { try $0.query("SELECT 1") }
+    }
+}
