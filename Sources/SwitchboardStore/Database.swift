@@ -34,7 +34,7 @@ public final class Database: Sendable {
     private let checkpointer: ConfinedConnection<SQLiteConnection>
     private let checkpointQueue = DispatchQueue(label: "switchboard.store.checkpoint")
     private let readers: ReaderPool<SQLiteConnection>
-    private let isClosedState = Mutex(false)
+    private let closedFlag = ClosedFlag()
 
     /// Opens the database, creating the file and its parent directory if missing, and applies
     /// pending migrations in ascending version order.
@@ -153,7 +153,7 @@ public final class Database: Sendable {
     }
 
     /// Whether ``close()`` has been called.
-    public var isClosed: Bool { isClosedState.withLock { $0 } }
+    public var isClosed: Bool { closedFlag.isClosed }
 
     /// Closes every connection; idempotent. Later `read`/`write` calls throw ``StoreError/Code/closed``.
     ///
@@ -161,11 +161,7 @@ public final class Database: Sendable {
     /// their connections close as they return. Called from inside a `write` body, the writer
     /// closes right after that body's transaction.
     public func close() {
-        let wasOpen = isClosedState.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        guard wasOpen else { return }
+        guard closedFlag.close() else { return }
         readers.close()
         let checkpointer = self.checkpointer
         checkpointQueue.sync { checkpointer.connection.close() }
@@ -177,9 +173,7 @@ public final class Database: Sendable {
         }
     }
 
-    private func checkOpen() throws {
-        if isClosed { throw StoreError.closed() }
-    }
+    private func checkOpen() throws { try closedFlag.checkOpen() }
 
     // MARK: - Opening
 

@@ -26,8 +26,10 @@ public final class PostgresDatabase: Sendable {
 
     private let writer: ConfinedConnection<PostgresConnection>
     private let writerQueue = DispatchQueue(label: "switchboard.store.postgres.writer")
+    /// Marks the writer queue, so `close()` can tell it runs on it.
+    private static let writerQueueKey = DispatchSpecificKey<Bool>()
     private let readers: ReaderPool<PostgresConnection>
-    private let isClosedState = Mutex(false)
+    private let closedFlag = ClosedFlag()
 
     /// Connects `readerCount + 1` connections to `url` and applies `migrations` (PostgreSQL's
     /// dialect). Throws ``StoreError`` (``StoreError/Code/io`` when PostgreSQL cannot be
@@ -48,6 +50,7 @@ public final class PostgresDatabase: Sendable {
             readers.append(try Self.connect(url))
         }
         self.writer = ConfinedConnection(connection: writer)
+        writerQueue.setSpecific(key: Self.writerQueueKey, value: true)
         self.readers = ReaderPool(connections: readers, label: "switchboard.store.postgres.reader")
     }
 
@@ -147,24 +150,23 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// Whether ``close()`` has been called.
-    public var isClosed: Bool { isClosedState.withLock { $0 } }
+    public var isClosed: Bool { closedFlag.isClosed }
 
     /// Closes every connection; idempotent. Writes already queued finish first; reads in flight
     /// finish and their connections close as they return.
     public func close() {
-        let wasOpen = isClosedState.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        guard wasOpen else { return }
+        guard closedFlag.close() else { return }
         readers.close()
         let writer = self.writer
-        writerQueue.sync { writer.connection.close() }
+        // From inside a write body (on the writer queue) a sync would wait for itself.
+        if DispatchQueue.getSpecific(key: Self.writerQueueKey) != nil {
+            writerQueue.async { writer.connection.close() }
+        } else {
+            writerQueue.sync { writer.connection.close() }
+        }
     }
 
-    private func checkOpen() throws {
-        if isClosed { throw StoreError.closed() }
-    }
+    private func checkOpen() throws { try closedFlag.checkOpen() }
 }
 
 extension PostgresDatabase: SQLStore {

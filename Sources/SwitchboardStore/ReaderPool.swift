@@ -22,6 +22,26 @@ protocol StoreConnection: AnyObject {
 extension SQLiteConnection: StoreConnection {}
 extension PostgresConnection: StoreConnection {}
 
+/// A store's "closed" flag: set once, by the first `close()`.
+final class ClosedFlag: Sendable {
+    private let state = Mutex(false)
+
+    var isClosed: Bool { state.withLock { $0 } }
+
+    /// Sets the flag; true only for the call that set it (that one closes the connections).
+    func close() -> Bool {
+        state.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+    }
+
+    /// Throws ``StoreError/Code/closed`` once the flag is set.
+    func checkOpen() throws {
+        if isClosed { throw StoreError.closed() }
+    }
+}
+
 /// A fixed set of read-only connections, each with its own serial queue; callers wait (suspended,
 /// not blocking a thread) when all are checked out.
 final class ReaderPool<Connection: StoreConnection>: Sendable {

@@ -71,12 +71,12 @@ struct CallWorld {
     let app: TestApplication
     let clock: CallTestClock
 
-    init(configuration: ServerConfiguration = ServerConfiguration(), pushProvider: (any PushProvider)? = nil) throws {
+    init(configuration: ServerConfiguration = ServerConfiguration(), pushProvider: (any PushProvider)? = nil, store: StoreKind = .default) throws {
         let clock = CallTestClock()
         self.clock = clock
         app = try TestApplication(
             configuration: configuration, environment: clock.environment,
-            pushProvider: pushProvider, pushJitter: { 0.5 })
+            pushProvider: pushProvider, pushJitter: { 0.5 }, store: store)
     }
 
     func person(_ name: String) async throws -> Person {

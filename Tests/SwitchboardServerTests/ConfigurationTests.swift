@@ -147,6 +147,8 @@ struct ConfigurationTests {
         ("SWITCHBOARD_APNS_BUNDLE_ID", "com.example.app.voip", "SWITCHBOARD_APNS_BUNDLE_ID must be the bundle id, without .voip"),
         ("SWITCHBOARD_APNS_PRODUCTION_URL", "ftp://x", "SWITCHBOARD_APNS_PRODUCTION_URL must be an http(s):// URL"),
         ("SWITCHBOARD_ADMIN_KEY", "short", "SWITCHBOARD_ADMIN_KEY must be at least 16 characters"),
+        ("SWITCHBOARD_DATABASE", "mysql", "SWITCHBOARD_DATABASE must be sqlite or postgres"),
+        ("SWITCHBOARD_POSTGRES_URL", "", "SWITCHBOARD_POSTGRES_URL must not be empty"),
     ])
     func badTextSettingsAreRefused(variable: String, value: String, message: String) {
         do {
@@ -164,5 +166,10 @@ struct ConfigurationTests {
         ], file: nil)
         #expect(configuration.livekitURL == "wss://media.example" && configuration.apnsTeamID == "TEAM123456")
         #expect(configuration.adminKey == "0123456789abcdef" && configuration.mediaBackend == "livekit")
+        let postgres = try ServerConfiguration.resolve(flags: [:], environment: [
+            "SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": "postgresql://app:pw@db/sb",
+        ], file: nil)
+        #expect(postgres.database == "postgres" && postgres.postgresURL == "postgresql://app:pw@db/sb")
+        #expect(ServerConfiguration().database == "sqlite", "the embedded store stays the default")
     }
 }

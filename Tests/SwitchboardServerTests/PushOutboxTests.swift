@@ -52,14 +52,14 @@ struct PushOutboxTests {
 
         func jobs() async throws -> [(state: String, reason: String?, token: String, attempts: Int, id: String)] {
             try await app.application.store.read { connection in
-                try connection.query("SELECT * FROM push_jobs ORDER BY created_at_ms, id").map {
+                try connection.query("SELECT * FROM push_jobs ORDER BY created_at_ms, id", []).map {
                     (try $0.string("state"), try $0.optionalString("reason"), try $0.string("token"), try $0.int("attempts"), try $0.string("id"))
                 }
             }
         }
 
         func devices() async throws -> [String] {
-            try await app.application.store.read { try $0.query("SELECT token FROM push_devices ORDER BY token").map { try $0.string("token") } }
+            try await app.application.store.read { try $0.query("SELECT token FROM push_devices ORDER BY token", []).map { try $0.string("token") } }
         }
 
         /// Polls until `condition` holds on the jobs (the real dispatcher runs in the background),
@@ -265,7 +265,7 @@ struct PushOutboxTests {
         _ = await world.call(alice, "conversation", conversation)
         let failedVisibly = try await eventuallyTrying {
             try await world.app.application.store.read {
-                try $0.query("SELECT reason FROM push_jobs WHERE state = 'failed'").first?.optionalString("reason")
+                try $0.query("SELECT reason FROM push_jobs WHERE state = 'failed'", []).first?.optionalString("reason")
             } == "ProviderNotConfigured"
         }
         #expect(failedVisibly)

@@ -2,19 +2,11 @@ import Foundation
 import Testing
 @testable import SwitchboardServer
 
-/// The stores the repository contract runs against: every implementation of the repositories
-/// (SQLite today; PostgreSQL joins here).
-enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite
-
-    var testDescription: String { rawValue }
-
+extension StoreKind {
     /// A fresh store of this kind with the server's schema, inside a running application (so
     /// users and sessions are made the way the API makes them).
     func fixture() throws -> RepositoryFixture {
-        switch self {
-        case .sqlite: try RepositoryFixture(world: CallWorld())
-        }
+        try RepositoryFixture(world: CallWorld(store: self))
     }
 }
 
@@ -32,14 +24,15 @@ struct RepositoryFixture {
     /// A new user with one live session.
     func account(_ name: String) async throws -> Account {
         let person = try await world.person(name)
-        return Account(person: person, sessionID: try await newestSession(of: person.id))
+        return Account(person: person, sessionID: try await session(of: person))
     }
 
     /// Another live session of the same user (a second sign-in).
     func signIn(_ account: Account, name: String) async throws -> Account {
         let response = await world.app.request("POST", "/auth/login", body: #"{"username":"\#(name)","password":"long enough"}"#)
         guard let token = response.json?["token"] as? String else { throw TestFailure("login failed: \(response.text)") }
-        return Account(person: CallWorld.Person(token: token, id: account.userID), sessionID: try await newestSession(of: account.userID))
+        let person = CallWorld.Person(token: token, id: account.userID)
+        return Account(person: person, sessionID: try await session(of: person))
     }
 
     /// Ends the account's session (logout, which also unbinds its devices).
@@ -51,7 +44,7 @@ struct RepositoryFixture {
     /// some other way would).
     func endSessionOnly(_ account: Account) async throws {
         _ = try await store.write { transaction in
-            try transaction.connection.run("UPDATE sessions SET ended_at = ? WHERE id = ?", [.text(transaction.timestamp), .text(account.sessionID)])
+            try transaction.accounts.endSession(account.sessionID, at: transaction.timestamp)
         }
     }
 
@@ -65,15 +58,17 @@ struct RepositoryFixture {
 
     /// When the session ended, as stored (nil while it lives).
     func sessionEndedAt(_ sessionID: String) async throws -> String? {
-        try await store.read { connection in
-            try connection.query("SELECT ended_at FROM sessions WHERE id = ?", [.text(sessionID)]).first?.optionalString("ended_at")
+        try await store.snapshot { snapshot in
+            try snapshot.connection.query("SELECT ended_at FROM sessions WHERE id = ?", [.text(sessionID)]).first?.optionalString("ended_at")
         }
     }
 
-    private func newestSession(of userID: String) async throws -> String {
-        try await store.read { connection in
-            try connection.query("SELECT id FROM sessions WHERE user_id = ? ORDER BY rowid DESC LIMIT 1", [.text(userID)]).first?.string("id")
-        } ?? { throw TestFailure("no session for \(userID)") }()
+    /// The session a token opened.
+    private func session(of person: CallWorld.Person) async throws -> String {
+        guard let hash = Token(person.token)?.hash else { throw TestFailure("not a token: \(person.token)") }
+        return try await store.snapshot { try $0.accounts.principal(forTokenHash: hash)?.sessionID } ?? {
+            throw TestFailure("no live session for \(person.id)")
+        }()
     }
 
     func close() { world.close() }

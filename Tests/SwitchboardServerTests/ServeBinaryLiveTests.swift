@@ -341,6 +341,32 @@ struct CommandLineTests {
         #expect(missingFile.stderr.contains("cannot read configuration file"))
     }
 
+    /// `database` postgres: without a URL the start fails saying so; with one, the binary
+    /// migrates an empty database, serves, and logs where the data is without the password.
+    @Test func servesFromPostgreSQLAndNeverLogsItsPassword() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        let missing = try await run(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_DATABASE": "postgres"])
+        #expect(missing.status == 1 && missing.stderr.contains("postgresURL"))
+        guard TestPostgres.available else { return }
+        let fresh = try TestPostgres.freshDatabase()
+        defer { fresh.drop() }
+        // The test cluster trusts local connections, so the password is never checked: only
+        // where it shows up is.
+        let url = fresh.url + "&password=hunter2-secret"
+        let server = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": url])
+        let register = await fetch(server.address, "POST", "/auth/register", body: #"{"username":"pat","password":"long enough","displayName":"Pat"}"#)
+        #expect(register.status == 201)
+        #expect(await fetch(server.address, "GET", "/healthz").body == #"{"database":"ok","status":"ok"}"#)
+        let lines = server.lines
+        #expect(await server.terminate() == 0)
+        #expect(lines.contains { $0.contains(#""msg":"database ready""#) && $0.contains(#""database":"postgres""#) && $0.contains("password=***") })
+        #expect(!lines.contains { $0.contains("hunter2") })
+        #expect(!FileManager.default.fileExists(atPath: data.path + "/switchboard.sqlite3"), "no SQLite file beside PostgreSQL")
+    }
+
     @Test func portInUseFailsWithStatus1() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }

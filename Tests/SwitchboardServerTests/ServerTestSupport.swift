@@ -4,6 +4,7 @@ import Synchronization
 @testable import SwitchboardServer
 import SwitchboardStore
 import SwitchboardObservability
+import Testing
 
 /// A fresh directory under the system temporary directory, removed by `remove()`.
 struct ScratchDirectory: Sendable {
@@ -31,17 +32,33 @@ final class TestApplication: Sendable {
     let sink: RecordingLogSink
     let directory: ScratchDirectory
     private let background: Task<Void, Never>
+    private let dropDatabase: @Sendable () -> Void
 
     init(
         configuration: ServerConfiguration = ServerConfiguration(),
         environment: ServerEnvironment = .live,
         eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
         pushProvider: (any PushProvider)? = nil,
-        pushJitter: (@Sendable () -> Double)? = nil
+        pushJitter: (@Sendable () -> Double)? = nil,
+        store: StoreKind = .default
     ) throws {
         directory = ScratchDirectory()
-        let database = try Database(
-            configuration: DatabaseConfiguration(path: directory.path + "/switchboard.sqlite3"), migrations: Schema.migrations)
+        let database: any SQLStore
+        switch store {
+        case .sqlite:
+            database = try Database(
+                configuration: DatabaseConfiguration(path: directory.path + "/switchboard.sqlite3"), migrations: Schema.migrations)
+            dropDatabase = {}
+        case .postgres:
+            let fresh = try TestPostgres.freshDatabase()
+            do {
+                database = try PostgresDatabase(url: fresh.url, migrations: PostgresSchema.migrations, readerCount: 2)
+            } catch {
+                fresh.drop()
+                throw error
+            }
+            dropDatabase = fresh.drop
+        }
         sink = RecordingLogSink()
         var configuration = configuration
         configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
@@ -59,6 +76,7 @@ final class TestApplication: Sendable {
     func close() {
         background.cancel()
         application.database.close()
+        dropDatabase()
         directory.remove()
     }
 }
@@ -66,4 +84,44 @@ final class TestApplication: Sendable {
 extension HTTPResponse {
     var text: String { String(decoding: bodyBytes, as: UTF8.self) }
     var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(bodyBytes)) as? [String: Any] }
+}
+
+/// The stores the server runs on; tests that take one run on each (PostgreSQL when the test
+/// cluster of `make test` is there, which `make test` requires).
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    static var allCases: [StoreKind] { TestPostgres.available ? [.sqlite, .postgres] : [.sqlite] }
+
+    var testDescription: String { rawValue }
+
+    /// The store of tests that do not name one: SQLite, or what `SWITCHBOARD_TEST_STORE` says
+    /// (`make test` runs the server suite once more with `postgres`).
+    static var `default`: StoreKind {
+        ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_STORE"].flatMap(StoreKind.init(rawValue:)) ?? .sqlite
+    }
+}
+
+/// The throw-away PostgreSQL cluster `scripts/with-postgres.sh` starts for `make test`.
+enum TestPostgres {
+    static var url: String? { ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_POSTGRES_URL"] }
+    /// Set by `make test`: the cluster must be there, so a missing one fails instead of skipping.
+    static var required: Bool { ProcessInfo.processInfo.environment["SWITCHBOARD_REQUIRE_POSTGRES"] == "1" }
+    static var available: Bool { url != nil || required }
+
+    /// A new empty database on the cluster, and how to drop it (after every connection to it
+    /// closed).
+    static func freshDatabase() throws -> (url: String, drop: @Sendable () -> Void) {
+        guard let url else { throw TestFailure("SWITCHBOARD_TEST_POSTGRES_URL is not set: run the tests through make test") }
+        let name = "sb_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let admin = try PostgresConnection(url: url)
+        defer { admin.close() }
+        try admin.executeScript("CREATE DATABASE \(name)")
+        let databaseURL = url.contains("/postgres?") ? url.replacingOccurrences(of: "/postgres?", with: "/\(name)?") : url + "&dbname=\(name)"
+        return (databaseURL, {
+            guard let admin = try? PostgresConnection(url: url) else { return }
+            try? admin.executeScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            admin.close()
+        })
+    }
 }

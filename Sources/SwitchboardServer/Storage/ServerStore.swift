@@ -192,16 +192,12 @@ public final class ServerStore: Sendable {
         return result
     }
 
-    /// Runs `body` on a connection of the embedded SQLite database inside one snapshot (white-box
-    /// tests look at tables this way); throws ``StoreError/Code/misuse`` on PostgreSQL.
-    ///
-    /// Reads run on the calling thread (an event loop) once a reader is free; `onReaderQueue`
-    /// sends one that may scan a whole table to the reader's own queue instead.
+    /// Runs `body` on a reader connection inside one snapshot (white-box tests look at tables
+    /// this way; services go through ``snapshot(onReaderQueue:_:)``'s repositories).
     public func read<T: Sendable>(
-        onReaderQueue: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T
+        onReaderQueue: Bool = false, _ body: @escaping @Sendable (any SQLExecutor) throws -> T
     ) async throws -> T {
-        guard let database else { throw StoreError(code: .misuse, message: "read(_:) takes an SQLite connection: the store is not SQLite") }
-        return try await database.read(onReaderQueue: onReaderQueue, body)
+        try await backend.snapshot(onReaderQueue: onReaderQueue, body)
     }
 
     /// Runs `body` on one read snapshot, through its repositories. On SQLite a read runs on
