@@ -161,7 +161,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "SwitchboardDemoTests", dependencies: ["SwitchboardDemo"], swiftSettings: strict),
         .testTarget(name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim", "SwitchboardTesting"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardAPNsEmulatorTests",

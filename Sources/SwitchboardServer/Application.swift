@@ -82,6 +82,7 @@ public final class Application: Sendable {
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.store.hub.run() }
+            group.addTask { await self.store.listenForOtherInstances(logger: self.logger) }
             group.addTask { await self.pruneEventsPeriodically() }
             group.addTask { await self.dispatcher.run() }
             if let sqlite = database as? Database {

@@ -24,6 +24,8 @@ public final class PostgresDatabase: Sendable {
     /// The highest applied migration version after open.
     public let migratedVersion: Int
 
+    /// The connection string (with its password: never log it; ``PostgresURL/redacted(_:)``).
+    private let url: String
     private let writer: ConfinedConnection<PostgresConnection>
     private let writerQueue = DispatchQueue(label: "switchboard.store.postgres.writer")
     /// Marks the writer queue, so `close()` can tell it runs on it.
@@ -49,6 +51,7 @@ public final class PostgresDatabase: Sendable {
         for _ in 0..<readerCount {
             readers.append(try Self.connect(url))
         }
+        self.url = url
         self.writer = ConfinedConnection(connection: writer)
         writerQueue.setSpecific(key: Self.writerQueueKey, value: true)
         self.readers = ReaderPool(connections: readers, label: "switchboard.store.postgres.reader")
@@ -147,6 +150,14 @@ public final class PostgresDatabase: Sendable {
             _ = try? connection.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// A listener on `channel` of this database, on a connection of its own (see
+    /// ``PostgresListener``); it listens once its `run()` runs.
+    public func listener(
+        channel: String, onNotice: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable () -> Void
+    ) throws -> PostgresListener {
+        try PostgresListener(url: url, channel: channel, onNotice: onNotice, onListening: onListening)
     }
 
     /// Whether ``close()`` has been called.

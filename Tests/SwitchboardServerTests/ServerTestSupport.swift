@@ -25,7 +25,8 @@ final class RecordingLogSink: LogSink {
     var recorded: [String] { lines.withLock { $0 } }
 }
 
-/// An `Application` over a scratch database, for in-process tests, with its background work
+/// An `Application` over a scratch database (or, with `sharing`, another's PostgreSQL
+/// database, as a second instance would), for in-process tests, with its background work
 /// (waiter timeouts, retention) running; `close()` stops it and cleans up.
 final class TestApplication: Sendable {
     let application: Application
@@ -33,6 +34,9 @@ final class TestApplication: Sendable {
     let directory: ScratchDirectory
     private let background: Task<Void, Never>
     private let dropDatabase: @Sendable () -> Void
+    /// The PostgreSQL database's URL (nil on SQLite): another instance passes it as `sharing`
+    /// to run on the same data (only the first one drops it).
+    let postgresURL: String?
 
     init(
         configuration: ServerConfiguration = ServerConfiguration(),
@@ -40,7 +44,8 @@ final class TestApplication: Sendable {
         eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
         pushProvider: (any PushProvider)? = nil,
         pushJitter: (@Sendable () -> Double)? = nil,
-        store: StoreKind = .default
+        store: StoreKind = .default,
+        sharing: String? = nil
     ) throws {
         directory = ScratchDirectory()
         let database: any SQLStore
@@ -49,14 +54,16 @@ final class TestApplication: Sendable {
             database = try Database(
                 configuration: DatabaseConfiguration(path: directory.path + "/switchboard.sqlite3"), migrations: Schema.migrations)
             dropDatabase = {}
+            postgresURL = nil
         case .postgres:
-            let fresh = try TestPostgres.freshDatabase()
+            let fresh = try sharing.map { (url: $0, drop: {}) } ?? TestPostgres.freshDatabase()
             do {
                 database = try PostgresDatabase(url: fresh.url, migrations: PostgresSchema.migrations, readerCount: 2)
             } catch {
                 fresh.drop()
                 throw error
             }
+            postgresURL = fresh.url
             dropDatabase = fresh.drop
         }
         sink = RecordingLogSink()

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SwitchboardStore
+import SwitchboardTesting
 
 /// SQLite-style parameters as PostgreSQL's, without a server.
 @Suite("PostgreSQL executor: parameters", .timeLimit(.minutes(1)))
@@ -198,5 +199,48 @@ struct PostgresDatabaseTests {
         } catch {
             Issue.record("unexpected \(error)")
         }
+    }
+}
+
+/// LISTEN on a connection of its own: notices arrive in commit order, and a dropped
+/// connection comes back and says so (`onListening` again).
+@Suite("PostgreSQL listener", .timeLimit(.minutes(2)), .enabled(if: PostgresTestDatabase.available))
+struct PostgresListenerTests {
+    @Test func noticesArriveInCommitOrderAndTheListenerComesBackAfterALostConnection() async throws {
+        let scratch = try ScratchPostgres()
+        defer { scratch.drop() }
+        let database = try PostgresDatabase(url: scratch.url, migrations: [], readerCount: 1)
+        defer { database.close() }
+        let received = Mutex<[String]>([])
+        let listenings = Mutex(0)
+        let listener = try database.listener(
+            channel: "test_notices", onNotice: { payload in received.withLock { $0.append(payload) } },
+            onListening: { listenings.withLock { $0 += 1 } })
+        let running = Task { await listener.run() }
+        defer { running.cancel() }
+        #expect(await eventually { listenings.withLock { $0 } == 1 })
+        for n in 1...3 {
+            try await database.write { try $0.query("SELECT pg_notify('test_notices', ?)", [.text("n\(n)")]) }
+        }
+        // A rolled-back transaction's notice is never sent.
+        struct Abandon: Error {}
+        await #expect(throws: Abandon.self) {
+            try await database.write { executor in
+                try executor.query("SELECT pg_notify('test_notices', 'rolled back')", [])
+                throw Abandon()
+            }
+        }
+        #expect(await eventually { received.withLock { $0.count } == 3 })
+        #expect(received.withLock { $0 } == ["n1", "n2", "n3"])
+
+        let writerPID = try await database.write { try $0.query("SELECT pg_backend_pid() AS pid", []).first?.int64("pid") }
+        try scratch.terminateSessions(except: writerPID)
+        #expect(await eventually { listenings.withLock { $0 } == 2 }, "reconnected and listening again")
+        #expect(listener.listenCount == 2)
+        try await database.write { try $0.query("SELECT pg_notify('test_notices', 'after')", []) }
+        #expect(await eventually { received.withLock { $0.last } == "after" })
+        running.cancel()
+        _ = await running.value
+        #expect(throws: StoreError.self) { try PostgresListener(url: scratch.url, channel: "Bad; DROP", onNotice: { _ in }) }
     }
 }

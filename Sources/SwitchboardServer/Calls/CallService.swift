@@ -232,9 +232,17 @@ struct CallService: Sendable {
                 return stored.call
             }
             if let token = mint(for: userID, in: call) { return token }
-            guard let waiter, call.state == .ringing, call.createdBy == userID, case .notified = await store.hub.wait(waiter) else {
+            guard let waiter, call.state == .ringing, call.createdBy == userID, Self.woke(await store.hub.wait(waiter)) else {
                 throw APIError(status: 403, code: "NOT_PARTICIPANT", message: "media tokens are only for participants of an active call")
             }
+        }
+    }
+
+    /// Whether a wait ended with news for the user (here or from another instance).
+    private static func woke(_ reason: EventHub.WakeReason) -> Bool {
+        switch reason {
+        case .notified, .changed: true
+        case .timedOut, .cancelled: false
         }
     }
 

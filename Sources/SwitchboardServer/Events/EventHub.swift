@@ -20,6 +20,9 @@ public final class EventHub: Sendable {
     public enum WakeReason: Sendable, Equatable {
         /// New events for the user, in id order.
         case notified([Event])
+        /// Another instance committed events for the user (or may have, while this one could
+        /// not hear it): read them from the database.
+        case changed
         case timedOut
         case cancelled
     }
@@ -120,6 +123,31 @@ public final class EventHub: Sendable {
             }
         }
         for (continuation, userEvents) in wake { continuation.resume(returning: .notified(userEvents)) }
+    }
+
+    /// Tells the waiters of `userIDs` that events of theirs were committed elsewhere (another
+    /// instance); they read them from the database. A waiter that already has a result keeps it.
+    public func changed(_ userIDs: some Sequence<String>) {
+        var wake: [CheckedContinuation<WakeReason, Never>] = []
+        state.withLock { state in
+            for userID in userIDs {
+                guard let entries = state.waiters[userID] else { continue }
+                for (id, entry) in entries where entry.result == nil {
+                    state.waiters[userID]?[id]?.result = .changed
+                    if let continuation = entry.continuation {
+                        state.waiters[userID]?[id]?.continuation = nil
+                        wake.append(continuation)
+                    }
+                }
+            }
+        }
+        for continuation in wake { continuation.resume(returning: .changed) }
+    }
+
+    /// ``changed(_:)`` for every user with a waiter: after notices may have been missed (the
+    /// listener's connection was down).
+    public func everythingChanged() {
+        changed(state.withLock { Array($0.waiters.keys) })
     }
 
     /// Times out every waiter whose deadline has passed.

@@ -66,6 +66,10 @@ struct EventRoutes {
         switch await store.hub.wait(token) {
         case .notified(let events):
             return Array(events.filter { $0.id > after }.prefix(EventFeed.pageSize))
+        case .changed:
+            // Committed by another instance: read it (empty when the notice was about events
+            // this cursor already has; the client then simply polls again).
+            return try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
         case .timedOut, .cancelled:
             return []
         }
@@ -90,6 +94,8 @@ struct EventRoutes {
                     case .notified(let events):
                         pending = events.filter { $0.id > cursor }
                         if pending.isEmpty { continue }
+                    case .changed:
+                        continue  // committed by another instance: the next turn reads it
                     case .cancelled: return
                     case .timedOut:
                         if store.hub.isClosed { return }  // shutting down: end the stream cleanly

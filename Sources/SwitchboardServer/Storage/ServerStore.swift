@@ -159,12 +159,16 @@ public final class ServerStore: Sendable {
     public let hub: EventHub
     /// Time and ids.
     public let environment: ServerEnvironment
+    /// This process among the instances on one database (a fresh id at each start): the
+    /// event notices it sends carry it, and it ignores its own.
+    public let instanceID: String
 
     /// Creates the store; without `hub`, one on `environment`'s clock.
     public init(backend: any SQLStore, hub: EventHub? = nil, environment: ServerEnvironment = .live) {
         self.backend = backend
         self.hub = hub ?? EventHub(environment: environment)
         self.environment = environment
+        instanceID = environment.newID()
     }
 
     /// The store on the embedded SQLite database.
@@ -181,10 +185,12 @@ public final class ServerStore: Sendable {
     /// (PostgreSQL), so it must not act outside the transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
-        let hub = self.hub
+        let hub = self.hub, instanceID = self.instanceID
         let (result, _) = try await backend.transaction({ connection in
             let transaction = WriteTransaction(connection: connection, environment: environment)
             let result = try body(transaction)
+            // Other instances (PostgreSQL) hear of the events when this commits.
+            try EventNotice.send(for: transaction.written.keys, instance: instanceID, on: connection)
             return (result, transaction.written)
         }, afterCommit: { output in
             if !output.1.isEmpty { hub.deliver(output.1) }
@@ -198,6 +204,28 @@ public final class ServerStore: Sendable {
         onReaderQueue: Bool = false, _ body: @escaping @Sendable (any SQLExecutor) throws -> T
     ) async throws -> T {
         try await backend.snapshot(onReaderQueue: onReaderQueue, body)
+    }
+
+    /// Listens for other instances' event notices and wakes this one's waiters for them, until
+    /// cancelled; returns at once on SQLite (one instance, nothing to hear). After each (re)connect
+    /// every waiter re-reads, so a notice missed while the connection was down is not lost.
+    public func listenForOtherInstances(logger: Logger) async {
+        guard let postgres = backend as? PostgresDatabase else { return }
+        let hub = self.hub, instanceID = self.instanceID
+        let listener: PostgresListener
+        do {
+            listener = try postgres.listener(
+                channel: EventNotice.channel,
+                onNotice: { payload in
+                    guard let notice = EventNotice.parse(payload), notice.instance != instanceID else { return }
+                    hub.changed(notice.userIDs)
+                },
+                onListening: { hub.everythingChanged() })
+        } catch {
+            logger.error("cannot listen for other instances' events", ["error": .string(String(describing: error))])
+            return
+        }
+        await listener.run()
     }
 
     /// Runs `body` on one read snapshot, through its repositories. On SQLite a read runs on

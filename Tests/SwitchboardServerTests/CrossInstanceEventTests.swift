@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+@testable import SwitchboardServer
+import SwitchboardStore
+import SwitchboardTesting
+import SwitchboardWire
+
+@Suite("Event notices between instances: payloads", .timeLimit(.minutes(1)))
+struct EventNoticePayloadTests {
+    @Test func usersSpreadOverPayloadsBelowPostgreSQLsLimitAndReadBack() throws {
+        let users = (0..<1_000).map { "user-\($0)-\(UUID().uuidString.lowercased())" }
+        let payloads = EventNotice.payloads(instance: "instance-a", userIDs: users)
+        #expect(payloads.count > 1 && payloads.allSatisfy { $0.utf8.count <= EventNotice.maximumPayloadBytes })
+        let parsed = try payloads.map { try #require(EventNotice.parse($0)) }
+        #expect(parsed.allSatisfy { $0.instance == "instance-a" })
+        let back = parsed.flatMap(\.userIDs)
+        #expect(back.count == users.count && back == users)
+        #expect(EventNotice.payloads(instance: "a", userIDs: [String]()).isEmpty)
+        #expect(EventNotice.parse("v2 a b") == nil && EventNotice.parse("v1") == nil)
+    }
+}
+
+/// Two instances on one PostgreSQL database (two applications in this process, each with its
+/// own hub and listener): a held long poll on one wakes for a commit on the other.
+@Suite("Event wake-ups between instances (PostgreSQL)", .timeLimit(.minutes(2)), .enabled(if: TestPostgres.available))
+struct CrossInstanceEventTests {
+    struct Pair {
+        let a: TestApplication
+        let b: TestApplication
+
+        init() throws {
+            a = try TestApplication(store: .postgres)
+            b = try TestApplication(store: .postgres, sharing: a.postgresURL)
+        }
+
+        func close() {
+            b.close()
+            a.close()
+        }
+    }
+
+    static func register(_ name: String, on app: TestApplication) async throws -> (token: String, id: String, cursor: Int64) {
+        let response = await app.request("POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
+        let session = try JSONDecoder().decode(AuthSession.self, from: Data(response.bodyBytes))
+        return (session.token, session.user.id, session.eventCursor)
+    }
+
+    /// Bob's poll is held on B (its waiter registered); alice's friend request commits on A.
+    static func pollWakes(_ pair: Pair, beforeCommit: @Sendable () async throws -> Void = {}) async throws {
+        let alice = try await register("alice", on: pair.a), bob = try await register("bob", on: pair.b)
+        let b = pair.b
+        let poll = Task {
+            await b.request("GET", "/events?after=\(bob.cursor)&wait=25", headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
+        }
+        #expect(await eventually { b.application.store.hub.waiterCount == 1 }, "the poll is held on B")
+        try await beforeCommit()
+        let request = await pair.a.request(
+            "POST", "/friend-requests", headers: ["Host": "t", "Authorization": "Bearer \(alice.token)"], body: #"{"userId":"\#(bob.id)"}"#)
+        #expect(request.status == 201)
+        let answer = try await value(of: poll, within: 30)
+        let events = answer.json?["events"] as? [[String: Any]] ?? []
+        #expect(answer.status == 200 && events.compactMap { $0["kind"] as? String } == ["friend_request"], "woken, not timed out: \(answer.text)")
+    }
+
+    @Test func aLongPollOnOneInstanceWakesForACommitOnAnother() async throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        try await Self.pollWakes(pair)
+    }
+
+    /// B's listener loses its connection; the commit's notice is sent while it may be down.
+    /// After the listener is back, every held waiter re-reads, so the poll still gets the event.
+    @Test func noWakeUpIsLostWhileTheListenerReconnects() async throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let url = try #require(pair.a.postgresURL)
+        try await Self.pollWakes(pair) {
+            let admin = try PostgresConnection(url: url)
+            defer { admin.close() }
+            let ended = try admin.execute(
+                "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()")
+            // Both instances' listeners end; at least B's did.
+            #expect(ended.rows.count >= 1)
+        }
+    }
+}
