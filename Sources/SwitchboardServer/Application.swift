@@ -47,7 +47,7 @@ public final class Application: Sendable {
             .register(in: &router)
         let dispatcher = PushDispatcher(
             store: store, provider: try pushProvider ?? APNsPushProvider.make(from: configuration) ?? UnconfiguredPushProvider(),
-            logger: logger, metrics: metrics,
+            logger: logger, metrics: metrics, claimLease: TimeInterval(configuration.apnsRequestTimeoutSeconds + 5),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
         let calls = CallService(

@@ -23,6 +23,7 @@ public enum PostgresSchema {
             ALTER TABLE push_jobs ADD COLUMN last_error TEXT COLLATE "C";
             CREATE INDEX push_jobs_errors ON push_jobs(finished_at_ms) WHERE last_error IS NOT NULL AND state != 'pending';
             """),
+        Migration(version: 6, name: "push_claimed_by", sql: #"ALTER TABLE push_jobs ADD COLUMN claimed_by TEXT COLLATE "C";"#),
     ]
 
     static let accountsSocialEvents = """

@@ -22,6 +22,9 @@ public enum Schema {
             ALTER TABLE push_jobs ADD COLUMN last_error TEXT;
             CREATE INDEX push_jobs_errors ON push_jobs(finished_at_ms) WHERE last_error IS NOT NULL AND state != 'pending';
             """),
+        // Which instance holds a job's claim (a lease): only it may record the outcome, and
+        // another takes the job over only once the lease ran out.
+        Migration(version: 6, name: "push_claimed_by", sql: "ALTER TABLE push_jobs ADD COLUMN claimed_by TEXT;"),
     ]
 
     /// Push devices and the push outbox. A job is written in the same transaction as the

@@ -30,6 +30,15 @@ public enum SQLDialect: Sendable, Hashable {
         }
     }
 
+    /// What a `SELECT` that claims rows ends with: PostgreSQL locks them and passes over rows
+    /// another transaction holds (`FOR UPDATE SKIP LOCKED`); SQLite's writer is alone anyway.
+    public var lockingRowsSkippingLocked: String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: " FOR UPDATE SKIP LOCKED"
+        }
+    }
+
     /// The larger of several values, as a scalar function (`max(a, b)` in SQLite).
     public var greatest: String {
         switch self {

@@ -84,3 +84,31 @@ struct CrossInstanceEventTests {
         }
     }
 }
+
+/// Timers run on every instance: two instances' ring-timeout sweeps wake on the same manual
+/// clock for the same call, and the call ends once (the update is conditional on the version
+/// it was computed from; the loser re-reads and finds nothing to do).
+@Suite("Timers on every instance (PostgreSQL)", .timeLimit(.minutes(2)), .enabled(if: TestPostgres.available))
+struct TimersOnEveryInstanceTests {
+    @Test func aRingTimesOutOnceThoughEveryInstanceSweeps() async throws {
+        let world = try CallWorld(store: .postgres)
+        let other = try TestApplication(environment: world.clock.environment, store: .postgres, sharing: world.app.postgresURL)
+        defer {
+            other.close()
+            world.close()
+        }
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        let call = try #require(await world.call(alice, "conversation", conversation).call)
+        #expect(await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 2 }, "both instances' sweeps sleep on the clock")
+        world.clock.advance(seconds: 46)
+        #expect(try await eventuallyTrying { try await world.get(call.id, by: alice).endReason == .missed })
+        #expect(await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 2 }, "both swept and sleep again")
+        let changes = try await world.app.application.store.read { connection in
+            try connection.query(
+                "SELECT count(*) AS n FROM events WHERE user_id = ? AND call_id = ? AND kind = 'call_changed'", [.text(bob.id), .text(call.id)]
+            ).first?.int64("n")
+        }
+        #expect(changes == 2, "rang once, ended once")
+    }
+}

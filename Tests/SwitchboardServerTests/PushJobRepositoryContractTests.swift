@@ -51,7 +51,7 @@ struct PushJobRepositoryContractTests {
         try await rig.write { try $0.enqueue(Self.job("j1", call: call, user: user)) }
         #expect(try await rig.outlook(at: Self.t0) == PushQueueOutlook(pending: 1, due: 1, nextDueMS: Self.t0))
         #expect(try await rig.outlook(at: Self.t0 - 1).due == 0, "not due before its time")
-        let claimed = try await rig.write { try $0.claim(dueAt: Self.t0, limit: 10, leaseUntilMS: Self.t0 + 5_000, skipping: []) }
+        let claimed = try await rig.write { try $0.claim(dueAt: Self.t0, limit: 10, leaseUntilMS: Self.t0 + 5_000, by: "a", skipping: []) }
         let job = try #require(claimed.first)
         #expect(claimed.count == 1)
         #expect(job.id == "j1" && job.callID == call && job.userID == user && job.token == "token-j1" && job.environment == "sandbox")
@@ -60,13 +60,32 @@ struct PushJobRepositoryContractTests {
         #expect(job.expiresAt == CallStore.date(Self.t0 + 45_000))
         // Leased: neither due nor claimable until the lease lapses.
         #expect(try await rig.outlook(at: Self.t0 + 1_000) == PushQueueOutlook(pending: 1, due: 0, nextDueMS: Self.t0 + 5_001))
-        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 1_000, limit: 10, leaseUntilMS: Self.t0 + 6_000, skipping: []) }.isEmpty)
-        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 5_001, limit: 10, leaseUntilMS: Self.t0 + 9_000, skipping: []) }.count == 1)
+        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 1_000, limit: 10, leaseUntilMS: Self.t0 + 6_000, by: "a", skipping: []) }.isEmpty)
+        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 5_001, limit: 10, leaseUntilMS: Self.t0 + 9_000, by: "a", skipping: []) }.count == 1)
         // Released claims (a new process, the only dispatcher) are due at once.
         try await rig.write { try $0.releaseClaims() }
         #expect(try await rig.outlook(at: Self.t0 + 5_002).due == 1)
-        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 5_002, limit: 10, leaseUntilMS: Self.t0 + 9_000, skipping: ["j1"]) }.isEmpty,
+        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 5_002, limit: 10, leaseUntilMS: Self.t0 + 9_000, by: "a", skipping: ["j1"]) }.isEmpty,
                 "a send still running keeps its job")
+    }
+
+    /// Two instances: a lease keeps the other off the job until it runs out; then the other
+    /// takes it over, and the first one's late outcome is not recorded.
+    @Test(arguments: StoreKind.allCases)
+    func aLeaseIsTakenOverOnlyWhenItRunsOutAndOnlyItsHolderFinishesTheJob(kind: StoreKind) async throws {
+        let rig = try await Rig(kind)
+        defer { rig.fixture.close() }
+        let (call, user) = (rig.call, rig.user)
+        try await rig.write { try $0.enqueue(Self.job("j1", call: call, user: user)) }
+        #expect(try await rig.write { try $0.claim(dueAt: Self.t0, limit: 10, leaseUntilMS: Self.t0 + 5_000, by: "a", skipping: []) }.count == 1)
+        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 4_999, limit: 10, leaseUntilMS: Self.t0 + 9_000, by: "b", skipping: []) }.isEmpty)
+        // "a" crashed (or hangs): its lease runs out and "b" takes the job over.
+        #expect(try await rig.write { try $0.claim(dueAt: Self.t0 + 5_001, limit: 10, leaseUntilMS: Self.t0 + 9_000, by: "b", skipping: []) }.count == 1)
+        #expect(try await rig.write { try $0.finish("j1", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 5_100, by: "a") } == false)
+        #expect(try await rig.write { try $0.reschedule("j1", nextAttemptAtMS: Self.t0 + 6_000, reason: "late", by: "a") } == false)
+        #expect(try await rig.outlook(at: Self.t0 + 5_200) == PushQueueOutlook(pending: 1, due: 0, nextDueMS: Self.t0 + 9_001), "still b's")
+        #expect(try await rig.write { try $0.finish("j1", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 5_300, by: "b") })
+        #expect(try await rig.outlook(at: Self.t0 + 9_500) == PushQueueOutlook(pending: 0, due: 0, nextDueMS: nil))
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -79,10 +98,10 @@ struct PushJobRepositoryContractTests {
                 try jobs.enqueue(Self.job(id, call: call, user: user, at: Self.t0 - Int64([300, 100, 200][index])))
             }
         }
-        let first = try await rig.write { try $0.claim(dueAt: Self.t0, limit: 2, leaseUntilMS: Self.t0 + 5_000, skipping: []) }
+        let first = try await rig.write { try $0.claim(dueAt: Self.t0, limit: 2, leaseUntilMS: Self.t0 + 5_000, by: "a", skipping: []) }
         #expect(first.map(\.id) == ["j3", "j2"])
         #expect(try await rig.outlook(at: Self.t0) == PushQueueOutlook(pending: 3, due: 1, nextDueMS: Self.t0 - 100))
-        #expect(try await rig.write { try $0.claim(dueAt: Self.t0, limit: 0, leaseUntilMS: Self.t0 + 5_000, skipping: []) }.isEmpty)
+        #expect(try await rig.write { try $0.claim(dueAt: Self.t0, limit: 0, leaseUntilMS: Self.t0 + 5_000, by: "a", skipping: []) }.isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -91,14 +110,14 @@ struct PushJobRepositoryContractTests {
         defer { rig.fixture.close() }
         let (call, user) = (rig.call, rig.user)
         try await rig.write { try $0.enqueue(Self.job("j1", call: call, user: user)) }
-        _ = try await rig.write { try $0.claim(dueAt: Self.t0, limit: 1, leaseUntilMS: Self.t0 + 5_000, skipping: []) }
-        try await rig.write { try $0.reschedule("j1", nextAttemptAtMS: Self.t0 + 2_000, reason: "timed out") }
+        _ = try await rig.write { try $0.claim(dueAt: Self.t0, limit: 1, leaseUntilMS: Self.t0 + 5_000, by: "a", skipping: []) }
+        try await rig.write { try $0.reschedule("j1", nextAttemptAtMS: Self.t0 + 2_000, reason: "timed out", by: "a") }
         #expect(try await rig.outlook(at: Self.t0 + 1_000) == PushQueueOutlook(pending: 1, due: 0, nextDueMS: Self.t0 + 2_000), "its claim ended")
-        let again = try await rig.write { try $0.claim(dueAt: Self.t0 + 2_000, limit: 1, leaseUntilMS: Self.t0 + 7_000, skipping: []) }
+        let again = try await rig.write { try $0.claim(dueAt: Self.t0 + 2_000, limit: 1, leaseUntilMS: Self.t0 + 7_000, by: "a", skipping: []) }
         #expect(again.first?.attempts == 1)
         // Ends without an error of its own: the retried attempt's error stays.
-        try await rig.write { try $0.finish("j1", .expired, reason: "ring_window_passed", lastError: nil, attempted: false, at: Self.t0 + 3_000) }
-        try await rig.write { try $0.finish("j1", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 4_000) }
+        try await rig.write { try $0.finish("j1", .expired, reason: "ring_window_passed", lastError: nil, attempted: false, at: Self.t0 + 3_000, by: "a") }
+        try await rig.write { try $0.finish("j1", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 4_000, by: "a") }
         #expect(try await rig.outlook(at: Self.t0 + 9_000) == PushQueueOutlook(pending: 0, due: 0, nextDueMS: nil))
         let report = try await rig.store.snapshot { try $0.pushJobs.report(failures: 20) }
         #expect(report.pending == 0 && report.oldestPendingCreatedMS == nil)
@@ -120,10 +139,10 @@ struct PushJobRepositoryContractTests {
             try jobs.enqueue(Self.job("waiting", call: call, user: user, at: Self.t0 + 20))
         }
         try await rig.write { jobs in
-            try jobs.finish("a", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 100)
-            try jobs.finish("b", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 101)
-            try jobs.finish("c", .failed, reason: "BadDeviceToken", lastError: "BadDeviceToken", attempted: true, at: Self.t0 + 102)
-            try jobs.finish("d", .dropped, reason: "call_not_ringing", lastError: nil, attempted: false, at: Self.t0 + 103)
+            try jobs.finish("a", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 100, by: "a")
+            try jobs.finish("b", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 101, by: "a")
+            try jobs.finish("c", .failed, reason: "BadDeviceToken", lastError: "BadDeviceToken", attempted: true, at: Self.t0 + 102, by: "a")
+            try jobs.finish("d", .dropped, reason: "call_not_ringing", lastError: nil, attempted: false, at: Self.t0 + 103, by: "a")
         }
         let report = try await rig.store.snapshot { try $0.pushJobs.report(failures: 20) }
         #expect(report.pending == 1 && report.oldestPendingCreatedMS == Self.t0 + 20)

@@ -77,9 +77,11 @@ struct UnconfiguredPushProvider: PushProvider {
 }
 
 /// Drains the outbox: claims due jobs, drops those whose call stopped ringing, sends the rest,
-/// and records every outcome. Claims are leases, released at start-up, so a restart resumes
-/// exactly the unfinished jobs. Delivery is at least once; a retry or a resend after a crash
-/// carries the same `apns-id`.
+/// and records every outcome. A claim is a lease held by this instance (``ServerStore/instanceID``):
+/// only it records the job's outcome, and when it crashes another instance takes the job over
+/// once the lease runs out (``claimLease``, longer than one request may take). On SQLite, the
+/// only dispatcher of its database, a start-up releases the claims of the process before it.
+/// Delivery is at least once; a retry or a resend after a crash carries the same `apns-id`.
 ///
 /// Every claimed job is sent on its own task: the loop claims the next due jobs while earlier
 /// ones are still waiting for their answers, so one slow or hung token never delays another
@@ -97,8 +99,10 @@ final class PushDispatcher: Sendable {
     let batchSize = 64
     /// Jobs being sent at once; past it the loop waits for answers before claiming more.
     let maxInFlight: Int
-    /// How long a claim keeps other passes off a job; far beyond any request deadline.
-    let claimLease: TimeInterval = 120
+    /// How long a claim keeps other passes and instances off a job: longer than one send may
+    /// take (the provider's request deadline), so a live instance never loses a job it is
+    /// still sending, and short enough that a crashed instance's jobs go out within the ring.
+    let claimLease: TimeInterval
     /// The longest the loop sleeps with nothing due (a safety net: every write of a job wakes it).
     let idleCeiling: TimeInterval = 10
     /// The pause after a pass that failed (the database was unavailable).
@@ -118,8 +122,9 @@ final class PushDispatcher: Sendable {
 
     init(
         store: ServerStore, provider: any PushProvider, logger: Logger, metrics: Metrics, maxInFlight: Int = 1000,
-        jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        claimLease: TimeInterval = 15, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
+        self.claimLease = claimLease
         self.store = store
         self.provider = provider
         self.logger = logger
@@ -140,10 +145,14 @@ final class PushDispatcher: Sendable {
     }
 
     private func runLoop() async {
-        do {
-            try await releaseClaims()
-        } catch {
-            logger.error("push dispatcher could not release old claims", ["error": .string(String(describing: error))])
+        // Only on SQLite is this the database's one dispatcher; on PostgreSQL other instances'
+        // claims are live leases, and a crashed instance's lapse by themselves.
+        if store.backend is Database {
+            do {
+                try await releaseClaims()
+            } catch {
+                logger.error("push dispatcher could not release old claims", ["error": .string(String(describing: error))])
+            }
         }
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
@@ -177,7 +186,7 @@ final class PushDispatcher: Sendable {
         }
     }
 
-    /// Claims from a previous process are void: this is the only dispatcher of this database.
+    /// Claims from a previous process are void: this is the only dispatcher of this (SQLite) database.
     func releaseClaims() async throws {
         _ = try await store.write { try $0.pushJobs.releaseClaims() }
     }
@@ -209,7 +218,10 @@ final class PushDispatcher: Sendable {
         // wakes the loop when it frees a slot). Never loop at once without having claimed.
         guard outlook.due > 0, budget > 0 else { return Pass(claimed: [], more: false, nextDue: outlook.due > 0 ? ceiling : nextDue) }
         // A send still running past its lease (only a test's clock jumps that far) keeps its job.
-        let jobs = try await store.write { try $0.pushJobs.claim(dueAt: nowMS, limit: budget, leaseUntilMS: nowMS + leaseMS, skipping: busy) }
+        let instance = store.instanceID
+        let jobs = try await store.write {
+            try $0.pushJobs.claim(dueAt: nowMS, limit: budget, leaseUntilMS: nowMS + leaseMS, by: instance, skipping: busy)
+        }
         inFlight.withLock { set in for job in jobs { set.insert(job.id) } }
         // After a claim, look again at once: more may be due, and the next due time read above
         // was that of the jobs just claimed.
@@ -293,7 +305,8 @@ final class PushDispatcher: Sendable {
             try await finish(job, .expired, reason: reason, lastError: reason)
             return false
         }
-        _ = try await store.write { try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: CallStore.milliseconds(next), reason: reason) }
+        let instance = store.instanceID
+        _ = try await store.write { try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: CallStore.milliseconds(next), reason: reason, by: instance) }
         metrics.increment("switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: [("provider", provider.name)])
         return true
     }
@@ -307,10 +320,14 @@ final class PushDispatcher: Sendable {
     ) async throws {
         let now = CallStore.milliseconds(store.environment.now())
         let attempted = outcome == .delivered || outcome == .failed
-        _ = try await store.write { transaction in
-            try transaction.pushJobs.finish(job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: now)
-            try then?(transaction)
+        let instance = store.instanceID
+        let recorded = try await store.write { transaction in
+            let recorded = try transaction.pushJobs.finish(job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: now, by: instance)
+            if recorded { try then?(transaction) }
+            return recorded
         }
+        // Another instance took the job over after this one's lease ran out: its outcome counts.
+        guard recorded else { return }
         metrics.increment(
             "switchboard_push_jobs_total", help: "Push jobs finished, by provider, outcome and reason.",
             labels: [("provider", provider.name), ("outcome", outcome.rawValue), ("reason", reason ?? "")])

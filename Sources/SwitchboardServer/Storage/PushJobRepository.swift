@@ -69,17 +69,23 @@ public struct PushQueueReport: Sendable, Equatable {
 /// (``SQLPushJobRepository``); the contract suite tests every implementation.
 protocol PushJobRepository {
     func enqueue(_ job: NewPushJob) throws
-    /// Voids every claim (a process that starts as the database's only dispatcher).
+    /// Voids every claim (a process that starts as the database's only dispatcher: SQLite).
     func releaseClaims() throws
     func outlook(at nowMS: Int64) throws -> PushQueueOutlook
-    /// Claims up to `limit` jobs due at `nowMS` (oldest due first), leasing them until
-    /// `leaseUntilMS`, skipping the ids in `skipping` (sends still running).
-    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, skipping: Set<String>) throws -> [PushJob]
-    /// Another attempt at `nextAttemptAtMS`; the claim ends.
-    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String) throws
-    /// Ends a pending job (a finished one stays as it is). `attempted`: an attempt was made;
-    /// `lastError` replaces the stored error when given, `reason` when given.
-    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64) throws
+    /// Claims up to `limit` jobs due at `nowMS` (oldest due first) for `instance`, leasing them
+    /// until `leaseUntilMS`, skipping the ids in `skipping` (sends still running). A job is due
+    /// when unclaimed or its lease ran out (its instance crashed or is stuck).
+    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>) throws -> [PushJob]
+    /// Another attempt at `nextAttemptAtMS`; the claim ends. Only the claim's holder (or anyone,
+    /// for an unclaimed job) may: a late answer after another instance took the job over is
+    /// dropped. Returns whether it applied.
+    @discardableResult
+    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String, by instance: String) throws -> Bool
+    /// Ends a pending job (a finished one stays as it is), as ``reschedule(_:nextAttemptAtMS:reason:by:)``
+    /// only for the claim's holder. `attempted`: an attempt was made; `lastError` replaces the
+    /// stored error when given, `reason` when given. Returns whether it applied.
+    @discardableResult
+    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64, by instance: String) throws -> Bool
     /// At most `failures` of the newest undelivered jobs that saw an error.
     func report(failures: Int) throws -> PushQueueReport
 }

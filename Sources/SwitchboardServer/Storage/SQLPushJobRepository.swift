@@ -19,7 +19,7 @@ struct SQLPushJobRepository: PushJobRepository {
     }
 
     func releaseClaims() throws {
-        try connection.run("UPDATE push_jobs SET claimed_until_ms = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL", [])
+        try connection.run("UPDATE push_jobs SET claimed_until_ms = NULL, claimed_by = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL", [])
     }
 
     func outlook(at nowMS: Int64) throws -> PushQueueOutlook {
@@ -35,19 +35,19 @@ struct SQLPushJobRepository: PushJobRepository {
         return PushQueueOutlook(pending: try row?.int("pending") ?? 0, due: try row?.int("due") ?? 0, nextDueMS: try row?.optionalInt64("next"))
     }
 
-    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, skipping: Set<String>) throws -> [PushJob] {
+    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>) throws -> [PushJob] {
         guard limit > 0 else { return [] }
         let rows = try connection.query(
             """
             SELECT * FROM push_jobs WHERE state = 'pending' AND next_attempt_at_ms <= ?1
-            AND (claimed_until_ms IS NULL OR claimed_until_ms < ?1) ORDER BY next_attempt_at_ms LIMIT ?2
+            AND (claimed_until_ms IS NULL OR claimed_until_ms < ?1) ORDER BY next_attempt_at_ms LIMIT ?2\(connection.dialect.lockingRowsSkippingLocked)
             """,
             [.integer(nowMS), .integer(Int64(limit + skipping.count))])
         var claimed: [PushJob] = []
         for row in rows where claimed.count < limit {
             let id = try row.string("id")
             guard !skipping.contains(id) else { continue }
-            try connection.run("UPDATE push_jobs SET claimed_until_ms = ? WHERE id = ?", [.integer(leaseUntilMS), .text(id)])
+            try connection.run("UPDATE push_jobs SET claimed_until_ms = ?, claimed_by = ? WHERE id = ?", [.integer(leaseUntilMS), .text(instance), .text(id)])
             let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
             claimed.append(PushJob(
                 id: id, callID: try row.string("call_id"), userID: try row.string("user_id"),
@@ -58,21 +58,27 @@ struct SQLPushJobRepository: PushJobRepository {
         return claimed
     }
 
-    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String) throws {
-        try connection.run(
-            "UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, last_error = ?2, claimed_until_ms = NULL WHERE id = ?",
-            [.integer(nextAttemptAtMS), .text(reason), .text(id)])
-    }
-
-    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64) throws {
+    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String, by instance: String) throws -> Bool {
         try connection.run(
             """
-            UPDATE push_jobs SET state = ?1, reason = coalesce(?2, reason), finished_at_ms = ?3, claimed_until_ms = NULL,
+            UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, last_error = ?2, claimed_until_ms = NULL,
+                claimed_by = NULL
+            WHERE id = ? AND (claimed_by IS NULL OR claimed_by = ?)
+            """,
+            [.integer(nextAttemptAtMS), .text(reason), .text(id), .text(instance)]) > 0
+    }
+
+    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64, by instance: String) throws
+        -> Bool
+    {
+        try connection.run(
+            """
+            UPDATE push_jobs SET state = ?1, reason = coalesce(?2, reason), finished_at_ms = ?3, claimed_until_ms = NULL, claimed_by = NULL,
                 attempts = attempts + ?4, last_error = coalesce(?6, last_error)
-            WHERE id = ?5 AND state = 'pending'
+            WHERE id = ?5 AND state = 'pending' AND (claimed_by IS NULL OR claimed_by = ?7)
             """,
             [.text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(nowMS), .integer(attempted ? 1 : 0), .text(id),
-             lastError.map(SQLiteValue.text) ?? .null])
+             lastError.map(SQLiteValue.text) ?? .null, .text(instance)]) > 0
     }
 
     func report(failures: Int) throws -> PushQueueReport {
