@@ -14,7 +14,9 @@ struct PushLiveTests {
     static let keyID = "KEY1234567"
     static let adminKey = "admin-key-for-tests-0123"
 
-    /// An emulator and a server pointed at it, with a fresh provider key.
+    /// An emulator and a server pointed at it, with a fresh provider key; with `postgresURL`,
+    /// `instances` servers on that one PostgreSQL database (`server` is the first, `others`
+    /// the rest).
     // @unchecked Sendable: every stored property is a `let` of a Sendable type except `server`,
     // which only the one test that owns the rig replaces (in `crashAndRestart`), never concurrently.
     final class Rig: @unchecked Sendable {
@@ -22,9 +24,10 @@ struct PushLiveTests {
         let emulator: ServerProcess
         let inbox: HTTP2Client
         private(set) var server: ServerProcess
+        private(set) var others: [ServerProcess] = []
         let serverEnvironment: [String: String]
 
-        init(serverSettings: [String: String] = [:]) throws {
+        init(serverSettings: [String: String] = [:], postgresURL: String? = nil, instances: Int = 1) throws {
             let key = try ES256PrivateKey.generate()
             let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub", caFile = directory.path + "/emulator-ca.pem"
             try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
@@ -44,8 +47,12 @@ struct PushLiveTests {
                 "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)", "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
                 "SWITCHBOARD_APNS_CA_FILE": caFile, "SWITCHBOARD_APNS_BUNDLE_ID": PushLiveTests.bundleID,
                 "SWITCHBOARD_ADMIN_KEY": PushLiveTests.adminKey,
-            ].merging(serverSettings) { $1 }
+            ].merging(serverSettings) { $1 }.merging(postgresURL.map { ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": $0] } ?? [:]) { $1 }
             server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
+            for index in 1..<max(1, instances) {
+                others.append(try ServerProcess(
+                    arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data\(index)"], environment: serverEnvironment))
+            }
         }
 
         /// SIGKILL the server and start it again on the same data directory.
@@ -56,6 +63,7 @@ struct PushLiveTests {
 
         func close() async {
             _ = server.stop()
+            for other in others { _ = other.stop() }
             await inbox.shutdown()
             _ = emulator.stop()
             directory.remove()
