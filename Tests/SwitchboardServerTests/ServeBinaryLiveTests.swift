@@ -367,6 +367,32 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: data.path + "/switchboard.sqlite3"), "no SQLite file beside PostgreSQL")
     }
 
+    /// The one-shot move: a server's SQLite data copied by the binary into an empty
+    /// PostgreSQL database, which a server on PostgreSQL then signs the same account into.
+    @Test func copyToPostgresMovesTheDataOnce() async throws {
+        let data = ScratchDirectory()
+        defer { data.remove() }
+        #expect(try await run(["copy-to-postgres", "--data-dir", data.path]).status == 2, "no URL")
+        guard TestPostgres.available else { return }
+        let fresh = try TestPostgres.freshDatabase()
+        defer { fresh.drop() }
+        let missing = try await run(["copy-to-postgres", "--data-dir", data.path + "/none", "--postgres-url", fresh.url])
+        #expect(missing.status == 1 && missing.stderr.contains("nothing was copied"))
+        let sqlite = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
+        let account = try await liveRegister(sqlite.address, "mover")
+        #expect(await sqlite.terminate() == 0)
+        let copied = try await run(["copy-to-postgres", "--data-dir", data.path, "--postgres-url", fresh.url + "&password=hunter2-secret"])
+        #expect(copied.status == 0 && copied.stdout.contains("users: 1 row(s)"), "\(copied.stderr)")
+        #expect(!copied.stdout.contains("hunter2"))
+        #expect(try await run(["copy-to-postgres", "--data-dir", data.path, "--postgres-url", fresh.url]).status == 1, "not into a non-empty database")
+        let postgres = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/unused"],
+            environment: ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": fresh.url])
+        let me = await fetch(postgres.address, "GET", "/me", headers: account.auth)
+        #expect(me.status == 200 && me.body.contains(account.id), "the same token signs in on PostgreSQL")
+        #expect(await postgres.terminate() == 0)
+    }
+
     @Test func portInUseFailsWithStatus1() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCLI
+import SwitchboardStore
 
 /// The `switchboard` command line: subcommands, flags and help.
 public enum CommandLineInterface {
@@ -13,6 +14,8 @@ public enum CommandLineInterface {
 
         Commands:
           serve          Run the server (HTTP API, event stream, timers, push delivery).
+          copy-to-postgres
+                         Copy the embedded SQLite database into an empty PostgreSQL one.
           version        Print the version.
           help           Show help for a command: switchboard help serve
 
@@ -51,6 +54,24 @@ public enum CommandLineInterface {
         return text
     }
 
+    static let copyHelp = """
+        Usage: switchboard copy-to-postgres [--data-dir DIR] [--postgres-url URL]
+
+        Copies the embedded SQLite database (DIR/switchboard.sqlite3) into an empty PostgreSQL
+        database, to move a server onto PostgreSQL without losing data: every row keeps its
+        ids, so clients' event cursors stay valid. Both databases are first brought to this
+        build's schema. It runs in one PostgreSQL transaction: on any failure nothing is copied.
+        The target must hold no user. Stop the server first, so nothing is written meanwhile;
+        then start it with database postgres.
+
+        Options:
+          --data-dir DIR       the SQLite server's data directory (default ./var; also SWITCHBOARD_DATA_DIR)
+          --postgres-url URL   the PostgreSQL connection string (also SWITCHBOARD_POSTGRES_URL)
+          -h, --help           show this help
+
+        Exit status: 0 copied, 1 the copy failed (nothing copied), 2 bad usage.
+        """
+
     /// Runs the command line and returns the exit status.
     public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) async -> Int32 {
         var rest = Array(arguments.dropFirst())
@@ -69,6 +90,7 @@ public enum CommandLineInterface {
             case "-h", "--help", "help":
                 print("Usage: switchboard help [COMMAND]\n\nShows a command's help (the same as 'switchboard COMMAND --help'),\nor the list of commands without one.")
             case "serve": print(serveHelp)
+            case "copy-to-postgres": print(copyHelp)
             case "version": print("Usage: switchboard version\n\nPrints the version.")
             case let other?:
                 printError(unknownCommand(other))
@@ -107,6 +129,32 @@ public enum CommandLineInterface {
             } catch {
                 printError("configuration: \(error)")
                 return 2
+            }
+        case "copy-to-postgres":
+            if rest.contains("-h") || rest.contains("--help") {
+                print(copyHelp)
+                return 0
+            }
+            let flags: [String: String]
+            do {
+                flags = try parseFlags(rest, known: ["--data-dir", "--postgres-url"])
+            } catch {
+                printError(error.message + "\nRun 'switchboard copy-to-postgres --help' for usage.")
+                return 2
+            }
+            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().dataDirectory
+            guard let url = flags["--postgres-url"] ?? environment["SWITCHBOARD_POSTGRES_URL"], !url.isEmpty else {
+                printError("copy-to-postgres needs --postgres-url (or SWITCHBOARD_POSTGRES_URL)\nRun 'switchboard copy-to-postgres --help' for usage.")
+                return 2
+            }
+            do {
+                let copied = try StoreCopy.copy(sqlitePath: directory + "/switchboard.sqlite3", postgresURL: url)
+                for (table, rows) in copied { print("\(table): \(rows) row(s)") }
+                print("copied \(copied.reduce(0) { $0 + $1.rows }) row(s) from \(directory)/switchboard.sqlite3 to \(PostgresURL.redacted(url))")
+                return 0
+            } catch {
+                printError("copy-to-postgres: nothing was copied: \(error)")
+                return 1
             }
         default:
             printError(unknownCommand(command))

@@ -1,0 +1,119 @@
+import Foundation
+import SwitchboardStore
+
+/// `switchboard copy-to-postgres`: copies an embedded SQLite database, whole, into an empty
+/// PostgreSQL one, so a team moves up without losing data. Both are first brought to this
+/// build's schema (the same version on both). Every row keeps its ids, event ids and message
+/// order included, so clients' cursors stay valid; PostgreSQL's sequences then continue after
+/// the largest copied id. It all runs in one PostgreSQL transaction: a failure copies nothing,
+/// and the target must hold no user (a second run is refused instead of doubling rows).
+enum StoreCopy {
+    /// Tables in an order that satisfies their foreign keys, each with the SQLite expression
+    /// that orders its rows (and pages through them), and the identity column PostgreSQL
+    /// generates for it, if any (copied with `OVERRIDING SYSTEM VALUE`).
+    struct Table: Sendable {
+        let name: String
+        let key: String
+        let identity: String?
+        /// SQLite's `rowid` goes to PostgreSQL's `seq` (the insertion order the SQLite schema keeps).
+        var rowidAsSeq = false
+    }
+
+    static let tables: [Table] = [
+        Table(name: "server_state", key: "rowid", identity: nil),
+        Table(name: "users", key: "rowid", identity: nil),
+        Table(name: "sessions", key: "rowid", identity: nil),
+        Table(name: "friend_requests", key: "rowid", identity: nil),
+        Table(name: "conversations", key: "rowid", identity: nil),
+        Table(name: "friendships", key: "user_a, user_b", identity: nil),
+        Table(name: "blocks", key: "blocker, blocked", identity: nil),
+        Table(name: "groups", key: "rowid", identity: nil),
+        Table(name: "group_members", key: "group_id, user_id", identity: nil),
+        Table(name: "messages", key: "seq", identity: "seq"),
+        Table(name: "read_markers", key: "scope_id, user_id", identity: nil),
+        Table(name: "events", key: "id", identity: "id"),
+        Table(name: "calls", key: "rowid", identity: nil),
+        Table(name: "call_invitations", key: "rowid", identity: "seq", rowidAsSeq: true),
+        Table(name: "call_participants", key: "rowid", identity: "seq", rowidAsSeq: true),
+        Table(name: "call_occupants", key: "user_id", identity: nil),
+        Table(name: "push_devices", key: "rowid", identity: nil),
+        Table(name: "push_jobs", key: "rowid", identity: nil),
+    ]
+
+    /// Rows read from SQLite at a time.
+    static let pageSize = 1_000
+
+    /// Copies the SQLite database at `sqlitePath` into the PostgreSQL database at `postgresURL`;
+    /// returns the rows copied per table, in copy order. Throws ``StoreError`` (or
+    /// ``PostgresError`` from the connection) with the reason; nothing is copied then.
+    static func copy(sqlitePath: String, postgresURL: String) throws -> [(table: String, rows: Int)] {
+        guard FileManager.default.fileExists(atPath: sqlitePath) else {
+            throw StoreError(code: .io, message: "no SQLite database at \(sqlitePath)")
+        }
+        // Both at this build's schema: SQLite by its migrations, PostgreSQL by its own.
+        let sqlite = try Database(configuration: DatabaseConfiguration(path: sqlitePath), migrations: Schema.migrations)
+        sqlite.close()
+        let postgres = try PostgresDatabase(url: postgresURL, migrations: PostgresSchema.migrations, readerCount: 1)
+        postgres.close()
+
+        let source = try SQLiteConnection.open(path: sqlitePath, readOnly: true)
+        defer { source.close() }
+        let target = try PostgresConnection(url: postgresURL)
+        defer { target.close() }
+        let executor = PostgresExecutor(connection: target)
+        return try target.transaction(.serializable) { _ in
+            // Running instances on the target wait for the copy (their writes take the same lock).
+            try executor.query("SELECT pg_advisory_xact_lock(?)", [.integer(PostgresDatabase.writeLockKey)])
+            let users = try executor.query("SELECT count(*) AS n FROM users", []).first?.int64("n") ?? 0
+            guard users == 0 else {
+                throw StoreError(code: .misuse, message: "the PostgreSQL database already holds \(users) user(s): copy into an empty one")
+            }
+            // The migration's own row (created_at) is replaced by the one being copied.
+            try executor.run("DELETE FROM server_state", [])
+            var copied: [(table: String, rows: Int)] = []
+            for table in tables {
+                copied.append((table.name, try copy(table, from: source, to: executor)))
+            }
+            return copied
+        }
+    }
+
+    private static func copy(_ table: Table, from source: SQLiteConnection, to target: PostgresExecutor) throws -> Int {
+        let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table.name)]).map { try $0.string("name") }
+        guard !columns.isEmpty else { throw StoreError(code: .sql, message: "the SQLite database has no table \(table.name)") }
+        let single = !table.key.contains(",")
+        let inserted = columns + (table.rowidAsSeq ? ["seq"] : [])
+        // A single-column key pages by its value (each page is an index seek); a composite key
+        // (small tables) by offset.
+        let selected = columns.map { "\"\($0)\"" } + (table.rowidAsSeq ? ["rowid AS seq"] : []) + (single ? ["\(table.key) AS copy_key"] : [])
+        let placeholders = Array(repeating: "?", count: inserted.count).joined(separator: ", ")
+        let overriding = table.identity == nil ? "" : " OVERRIDING SYSTEM VALUE"
+        let insert = "INSERT INTO \(table.name) (\(inserted.joined(separator: ", ")))\(overriding) VALUES (\(placeholders))"
+        var count = 0
+        var after: SQLiteValue?
+        while true {
+            let page: [SQLiteRow]
+            if single {
+                let from = after.map { _ in " WHERE \(table.key) > ?" } ?? ""
+                page = try source.query(
+                    "SELECT \(selected.joined(separator: ", ")) FROM \(table.name)\(from) ORDER BY \(table.key) LIMIT ?",
+                    (after.map { [$0] } ?? []) + [.integer(Int64(pageSize))])
+            } else {
+                page = try source.query(
+                    "SELECT \(selected.joined(separator: ", ")) FROM \(table.name) ORDER BY \(table.key) LIMIT ? OFFSET ?",
+                    [.integer(Int64(pageSize)), .integer(Int64(count))])
+            }
+            for row in page { try target.run(insert, Array(row.values.prefix(inserted.count))) }
+            if single, let last = page.last { after = try last.value("copy_key") }
+            count += page.count
+            if page.count < pageSize { break }
+        }
+        if let identity = table.identity {
+            // The sequence continues after the largest copied id (or starts at 1 on an empty table).
+            try target.query(
+                "SELECT setval(pg_get_serial_sequence(?, ?), coalesce((SELECT max(\(identity)) FROM \(table.name)), 0) + 1, false)",
+                [.text(table.name), .text(identity)])
+        }
+        return count
+    }
+}
