@@ -130,14 +130,30 @@ struct NginxExampleLiveTests {
         let woken = try await value(of: poll, within: 40)
         #expect(woken.status == 200 && woken.body.contains("friend_request"), "\(woken.body)")
 
-        // An event stream's frames come through as they are written: the stream is cut after
-        // 8 s, and the event written meanwhile must already be in what arrived.
-        let stream = Task { try await Self.https(port, "GET", "/events/stream?after=\(alice.cursor)", token: alice.token, ca: certificate, maxTime: 8) }
-        try await Task.sleep(for: .seconds(2))
+        // An event stream's frames come through as they are written: the event appears in
+        // what curl received while the stream is still open.
+        let received = directory.path + "/stream.txt"
+        let stream = Process()
+        stream.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        // -N: curl writes what arrives at once (standard output, to the file), no buffering of its own.
+        stream.arguments = ["-sSN", "--max-time", "120", "--cacert", certificate, "-H", "Authorization: Bearer \(alice.token)",
+                            "https://localhost:\(port)/events/stream?after=\(alice.cursor)"]
+        _ = FileManager.default.createFile(atPath: received, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: received))
+        defer { try? output.close() }
+        stream.standardOutput = output
+        stream.standardError = FileHandle.nullDevice
+        try ProcessLauncher.run(stream)
+        defer {
+            kill(stream.processIdentifier, SIGKILL)
+            stream.waitUntilExit()
+        }
+        func streamed() -> String { (try? String(contentsOfFile: received, encoding: .utf8)) ?? "" }
+        #expect(await eventually { streamed().contains("retry: 3000") }, "the stream opened")
         let requestID = try #require(liveJSON(request.body)["id"] as? String)
         #expect(try await Self.https(port, "POST", "/friend-requests/\(requestID)/accept", token: bob.token, ca: certificate).status == 200)
-        let streamed = try await value(of: stream, within: 30)
-        #expect(streamed.body.contains("friend_accepted"), "the stream's frames were held back: \(streamed.body)")
+        #expect(await eventually { streamed().contains("friend_accepted") }, "the stream's frames were held back: \(streamed())")
+        #expect(stream.isRunning, "and the stream is still open")
 
         #expect(try await Self.https(port, "GET", "/metrics", ca: certificate).status == 403)
         #expect(try await Self.https(port, "GET", "/admin/push/status", ca: certificate).status == 403)

@@ -59,19 +59,25 @@ struct EventRoutes {
         let first = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
         if !first.isEmpty || wait == 0 { return first }
         if let hook = hooks.afterFirstQuery { await hook() }
-        let token = store.hub.register(userID: userID, timeout: .seconds(wait))
-        defer { store.hub.release(token) }
-        let second = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
-        if !second.isEmpty { return second }
-        switch await store.hub.wait(token) {
-        case .notified(let events):
-            return Array(events.filter { $0.id > after }.prefix(EventFeed.pageSize))
-        case .changed:
-            // Committed by another instance: read it (empty when the notice was about events
-            // this cursor already has; the client then simply polls again).
-            return try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
-        case .timedOut, .cancelled:
-            return []
+        let deadline = store.environment.moment(after: .seconds(wait))
+        while true {
+            let left = deadline.timeIntervalSince(store.environment.now())
+            guard left > 0 else { return [] }
+            let token = store.hub.register(userID: userID, timeout: .milliseconds(Int64((left * 1000).rounded(.up))))
+            defer { store.hub.release(token) }
+            let second = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
+            if !second.isEmpty { return second }
+            switch await store.hub.wait(token) {
+            case .notified(let events):
+                return Array(events.filter { $0.id > after }.prefix(EventFeed.pageSize))
+            case .changed:
+                // Another instance committed events of this user's (or its notices may have
+                // been missed): register again and read; a notice about events this cursor
+                // already has just means waiting on.
+                continue
+            case .timedOut, .cancelled:
+                return []
+            }
         }
     }
 
