@@ -24,7 +24,8 @@ Step 1, fan-out (repeated --rounds times):
   waiters.
 
 Step 2, single-event latency:
-  m00001 holds a long poll on its own socket; the owner sends 1:1 messages
+  m00001 holds a long poll on its own socket (on --poll-port when given: another
+  instance on the same database); the owner sends 1:1 messages
   on a separate keep-alive socket at --rate per second for --duration s.
   Each message's latency is from just before its POST is written to the
   moment the receiver's poll returns the `message` event with that
@@ -819,11 +820,14 @@ def run_latency(args, api, info, out):
     owner_token = info["owner_token"]
     path = f"/conversations/{conversation}/messages"
     host, port = args.host, args.port
+    # The receiver's poll goes to --poll-port when given: another instance on the same
+    # database, so the latency is a wake-up across instances.
+    poll_port = args.poll_port or port
     # The fan-out rounds moved the receiver's feed on: start from now.
     me = api.expect(200, "GET", "/me", None, receiver["token"])
 
     sel = selectors.DefaultSelector()
-    recv_sock = connect_blocking(host, port)
+    recv_sock = connect_blocking(host, poll_port)
     send_sock = connect_blocking(host, port)
     problems = {}
 
@@ -1105,6 +1109,9 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=220.0,
                     help="cap on the setup's duration; every later step is "
                          "bounded by its own timeouts")
+    ap.add_argument("--poll-port", type=int, default=0,
+                    help="the latency step's receiver polls this port (another "
+                         "instance on the same database); default --port")
     ap.add_argument("--json-out", help="write all figures here as JSON")
     args = ap.parse_args()
     if args.members < 1 or args.rounds < 1 or args.rate <= 0:
