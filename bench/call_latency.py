@@ -55,7 +55,7 @@ from collections import deque
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from event_fanout import (  # noqa: E402
-    BenchError, body_of, cpu_seconds, log, ms, now, own_cpu_seconds, pct,
+    Api, BenchError, body_of, cpu_seconds, log, ms, now, own_cpu_seconds, pct,
     response_length, rss_kb, run_client, send_all_nonblocking, status_of)
 
 PASSWORD = "bench-password-1"
@@ -222,6 +222,12 @@ class CallBench:
     def __init__(self, args, api, info):
         self.args = args
         self.api = api
+        # --also-ports: more instances on the same database. Callers' connections and
+        # callees' long polls are spread over all of them, a callee's poll on another
+        # instance than most calls to it are placed on.
+        self.ports = [args.port] + [int(x) for x in args.also_ports.split(",") if x]
+        self.requesters_opened = 0
+        self.apis = [api] + [Api(args.host, port) for port in self.ports[1:]]
         self.sel = selectors.DefaultSelector()
         self.pairs = [Pair(i, c, e) for i, (c, e) in
                       enumerate(zip(info["callers"], info["callees"]))]
@@ -261,8 +267,8 @@ class CallBench:
         self.polls += 1
 
     def _open_poller(self, p):
-        s = socket.create_connection((self.args.host, self.args.port),
-                                     timeout=10.0)
+        port = self.ports[(p.pair.idx + 1) % len(self.ports)]
+        s = socket.create_connection((self.args.host, port), timeout=10.0)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         p.sock = s
@@ -328,7 +334,9 @@ class CallBench:
     # -- caller requests ------------------------------------------------
 
     def _open_requester(self, role):
-        r = Requester(role, warm_connection(self.args.host, self.args.port))
+        port = self.ports[self.requesters_opened % len(self.ports)]
+        self.requesters_opened += 1
+        r = Requester(role, warm_connection(self.args.host, port))
         self.sel.register(r.sock, selectors.EVENT_READ, r)
         return r
 
@@ -474,7 +482,7 @@ class CallBench:
         gauge = None
         while now() < deadline:
             self._pump(0.1)
-            gauge = self.api.waiters()
+            gauge = sum(a.waiters() for a in self.apis)
             if gauge >= want:
                 if gauge > want:
                     self.note(f"waiter gauge read {gauge}, more than the "
@@ -555,12 +563,13 @@ class CallBench:
         self.sel.close()
 
 
-def waiters_released(api, seconds=10.0):
-    """ms until the waiter gauge is 0 after the client closed its polls."""
+def waiters_released(apis, seconds=10.0):
+    """ms until the waiter gauges (of every instance) are 0 after the client
+    closed its polls."""
     t0 = now()
     gauge = None
     while now() - t0 < seconds:
-        gauge = api.waiters()
+        gauge = sum(a.waiters() for a in apis)
         if gauge == 0:
             return ms(now() - t0), 0
         time.sleep(0.05)
@@ -615,7 +624,7 @@ def run_calls(args, api, info, out):
                                 pair.caller_token)
             still_ringing += len(active)
         bench.close()
-        released_ms, left = waiters_released(api)
+        released_ms, left = waiters_released(bench.apis)
     finally:
         gc.enable()
         bench.close()
@@ -774,6 +783,9 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=90.0,
                     help="cap on the setup's duration; every later step is "
                          "bounded by its own timeouts")
+    ap.add_argument("--also-ports", default="",
+                    help="comma-separated ports of more instances on the same "
+                         "database: callers and callees are spread over all")
     ap.add_argument("--json-out", help="write all figures here as JSON")
     args = ap.parse_args()
     if min(args.pairs, args.rate, args.duration, args.conns,
