@@ -77,9 +77,13 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// A unique constraint or index was violated.
     public var isUniqueViolation: Bool { sqlState == "23505" }
 
-    /// The transaction lost to a concurrent one (a serialization failure or a deadlock) and may
-    /// simply be run again.
-    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    /// A prepared statement whose tables changed shape since it was prepared (`0A000`, "cached
+    /// plan must not change result type"): preparing it again fixes it.
+    public var isStalePlan: Bool { sqlState == "0A000" && message.contains("cached plan") }
+
+    /// The transaction lost to a concurrent one (a serialization failure, a deadlock, a lock
+    /// wait past `lock_timeout`) or met a stale prepared statement, and may simply be run again.
+    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" || sqlState == "55P03" || isStalePlan }
 
     public var description: String {
         var text = "PostgresError(" + (sqlState.isEmpty ? "client" : sqlState) + "): \(message)"
@@ -106,19 +110,46 @@ public enum PostgresIsolation: String, Sendable {
 public final class PostgresConnection {
     private var handle: OpaquePointer?
 
+    /// What every connection gets unless its URL says otherwise: a bounded connect, and TCP
+    /// keepalives, so a peer that vanished (a partition, a paused VM) is noticed in about 30 s
+    /// instead of the kernel's two hours.
+    public static let defaultParameters: KeyValuePairs<String, String> = [
+        "connect_timeout": "10", "keepalives": "1", "keepalives_idle": "15", "keepalives_interval": "5", "keepalives_count": "3",
+    ]
+
     /// Connects to `url` (`postgresql://user@host:port/db`, or key=value pairs; a unix socket
-    /// directory as `host`). Throws with libpq's reason when it cannot.
-    public init(url: String) throws(PostgresError) {
-        guard let connection = PQconnectdb(url) else { throw PostgresError(message: "libpq could not allocate a connection") }
+    /// directory as `host`), with ``defaultParameters`` and `parameters` (libpq keywords) where
+    /// the URL sets nothing else. Throws with libpq's reason when it cannot, the URL's
+    /// password never in it.
+    public init(url: String, parameters: [String: String] = [:]) throws(PostgresError) {
+        var keywords: [String] = [], values: [String] = []
+        for (keyword, value) in Self.defaultParameters where parameters[keyword] == nil {
+            keywords.append(keyword)
+            values.append(value)
+        }
+        for (keyword, value) in parameters.sorted(by: { $0.key < $1.key }) {
+            keywords.append(keyword)
+            values.append(value)
+        }
+        // The URL last: expanded (expand_dbname), its own settings win over the defaults before it.
+        keywords.append("dbname")
+        values.append(url)
+        let connection: OpaquePointer? = withCStrings(keywords) { keywordPointers in
+            withCStrings(values) { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
+        }
+        guard let connection else { throw PostgresError(message: "libpq could not allocate a connection") }
         guard PQstatus(connection) == CONNECTION_OK else {
             let reason = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfinish(connection)
-            throw PostgresError(message: "cannot connect to PostgreSQL: \(reason)")
+            throw PostgresError(message: "cannot connect to PostgreSQL: \(PostgresURL.scrub(reason, of: url))")
         }
         handle = connection
     }
 
     deinit { close() }
+
+    /// The libpq connection, for this module's own protocol work (``PostgresListener``).
+    var rawHandle: OpaquePointer? { handle }
 
     /// Whether the connection is still usable (not closed, not broken).
     public var isOpen: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
@@ -161,16 +192,23 @@ public final class PostgresConnection {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             return PostgresResult(rows: Self.rows(of: result), affectedRows: Int(String(cString: PQcmdTuples(result))) ?? 0)
         default:
-            throw Self.error(of: result, sql: sql)
+            let error = Self.error(of: result, sql: sql)
+            // Another instance changed a table under this prepared statement (a migration added
+            // a column): forget it, so the transaction's retry prepares it afresh.
+            if error.isStalePlan { prepared[sql] = nil }
+            throw error
         }
     }
 
     /// Statements prepared on this connection, by SQL text.
     private var prepared: [String: String] = [:]
+    /// Names are never reused: a forgotten statement may still exist on the server.
+    private var preparedCount = 0
 
     private func preparedName(for sql: String, _ handle: OpaquePointer) throws(PostgresError) -> String {
         if let name = prepared[sql] { return name }
-        let name = "sb\(prepared.count + 1)"
+        preparedCount += 1
+        let name = "sb\(preparedCount)"
         guard let result = PQprepare(handle, name, sql, 0, nil) else { throw failure(handle, sql: sql) }
         defer { PQclear(result) }
         guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw Self.error(of: result, sql: sql) }
@@ -290,18 +328,77 @@ public enum PostgresURL {
         }
         var output = ""
         var rest = Substring(text)
-        while let range = rest.range(of: "password=") {
-            output += rest[..<range.upperBound] + "***"
-            rest = rest[range.upperBound...]
+        while let range = rest.range(of: "password") {
+            // `password`, spaces, `=`, spaces (libpq allows them around `=`), then the value.
+            var index = range.upperBound
+            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
+            guard index < rest.endIndex, rest[index] == "=" else {
+                output += rest[..<range.upperBound]
+                rest = rest[range.upperBound...]
+                continue
+            }
+            index = rest.index(after: index)
+            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
+            output += rest[..<index] + "***"
+            rest = rest[index...]
             if rest.first == "'" {
                 // A quoted value (key=value form) ends at the next unescaped quote.
-                var index = rest.index(after: rest.startIndex)
-                while index < rest.endIndex, rest[index] != "'" || rest[rest.index(before: index)] == "\\" { index = rest.index(after: index) }
-                rest = index < rest.endIndex ? rest[rest.index(after: index)...] : ""
+                var end = rest.index(after: rest.startIndex)
+                while end < rest.endIndex, rest[end] != "'" || rest[rest.index(before: end)] == "\\" { end = rest.index(after: end) }
+                rest = end < rest.endIndex ? rest[rest.index(after: end)...] : ""
             } else {
                 rest = rest.drop { $0 != "&" && $0 != " " }
             }
         }
         return output + rest
     }
+
+    /// `message` (libpq's, which may quote parts of the URL) with the URL's password replaced.
+    public static func scrub(_ message: String, of url: String) -> String {
+        var text = message
+        for secret in passwords(in: url) where secret.count >= 1 {
+            text = text.replacingOccurrences(of: secret, with: "***")
+        }
+        return text
+    }
+
+    /// The password text(s) a connection string holds, as written (percent-encoded or not).
+    static func passwords(in url: String) -> [String] {
+        var found: [String] = []
+        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") {
+            let userInfo = url[scheme.upperBound..<at]
+            if let colon = userInfo.firstIndex(of: ":") { found.append(String(userInfo[userInfo.index(after: colon)...])) }
+        }
+        var rest = Substring(url)
+        while let range = rest.range(of: "password") {
+            var index = range.upperBound
+            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
+            guard index < rest.endIndex, rest[index] == "=" else {
+                rest = rest[range.upperBound...]
+                continue
+            }
+            index = rest.index(after: index)
+            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
+            rest = rest[index...]
+            if rest.first == "'" {
+                let body = rest.dropFirst()
+                let value = body.prefix { $0 != "'" }
+                found.append(String(value))
+                rest = body.dropFirst(value.count)
+            } else {
+                let value = rest.prefix { $0 != "&" && $0 != " " }
+                found.append(String(value))
+                rest = rest.dropFirst(value.count)
+            }
+        }
+        return found.filter { !$0.isEmpty }
+    }
+}
+
+/// Calls `body` with a NULL-terminated array of C strings, valid for the call.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }

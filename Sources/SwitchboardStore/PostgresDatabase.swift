@@ -41,12 +41,17 @@ public final class PostgresDatabase: Sendable {
         guard readerCount >= 1 else {
             throw StoreError(code: .configuration, message: "readerCount must be at least 1, got \(readerCount)")
         }
-        let writer = try Self.connect(url)
+        // Migrations on a connection of their own, without the sessions' time limits: a
+        // migration may take long, and waiting for another instance's is normal.
+        let migrator = try Self.connect(url, parameters: [:])
         do {
-            migratedVersion = try PostgresMigrator.migrate(writer, migrations)
+            migratedVersion = try PostgresMigrator.migrate(migrator, migrations)
+            migrator.close()
         } catch let error as PostgresError {
+            migrator.close()
             throw StoreError(code: .migration, message: error.message, sql: error.sql)
         }
+        let writer = try Self.connect(url)
         var readers: [PostgresConnection] = []
         for _ in 0..<readerCount {
             readers.append(try Self.connect(url))
@@ -57,9 +62,16 @@ public final class PostgresDatabase: Sendable {
         self.readers = ReaderPool(connections: readers, label: "switchboard.store.postgres.reader")
     }
 
-    private static func connect(_ url: String) throws -> PostgresConnection {
+    /// Limits of every store session, so a stuck instance cannot hold the others up: a
+    /// transaction left idle (a frozen process holding the write lock) ends after 60 s, a
+    /// lock wait after 10 s (then the write is retried), a statement after 60 s.
+    public static let sessionParameters = [
+        "options": "-c idle_in_transaction_session_timeout=60000 -c lock_timeout=10000 -c statement_timeout=60000",
+    ]
+
+    private static func connect(_ url: String, parameters: [String: String] = sessionParameters) throws -> PostgresConnection {
         do {
-            return try PostgresConnection(url: url)
+            return try PostgresConnection(url: url, parameters: parameters)
         } catch {
             throw StoreError(code: .io, message: error.message)
         }
@@ -129,7 +141,8 @@ public final class PostgresDatabase: Sendable {
             reader.queue.async {
                 let connection = reader.connection.connection
                 var result = Result { try Self.runRead(on: connection, body) }
-                if case .failure = result, !connection.isOpen {
+                // Once more on a reconnected connection, or after a lost race / stale statement.
+                if case .failure(let error) = result, !connection.isOpen || Self.isLostRace(error) {
                     result = Result { try Self.runRead(on: connection, body) }
                 }
                 readers.release(reader)

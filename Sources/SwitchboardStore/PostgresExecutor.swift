@@ -108,7 +108,7 @@ public final class PostgresExecutor: SQLExecutor {
         case "23502": code = .constraint; constraint = .notNull
         case "23514": code = .constraint; constraint = .check
         case let state where state.hasPrefix("23"): code = .constraint; constraint = .other
-        case "40001", "40P01", "55P03": code = .busy
+        case _ where error.isRetryable: code = .busy
         case "25006": code = .readOnly
         case "53100": code = .full
         case let state where state.hasPrefix("22"): code = .typeMismatch

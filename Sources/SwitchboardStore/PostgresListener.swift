@@ -57,14 +57,17 @@ public final class PostgresListener: Sendable {
     private func loop() {
         var backoff = 0.1
         while !isStopped {
-            guard let connection = PQconnectdb(url) else { return }
-            if PQstatus(connection) == CONNECTION_OK, listen(on: connection) {
-                backoff = 0.1
-                listening.add(1, ordering: .relaxed)
-                onListening()
-                receive(on: connection)
+            // With the connection defaults: a bounded connect, and keepalives that notice a
+            // peer gone silent (a half-open socket would otherwise wait here for ever).
+            if let connection = try? PostgresConnection(url: url), let handle = connection.rawHandle {
+                if listen(on: handle) {
+                    backoff = 0.1
+                    listening.add(1, ordering: .relaxed)
+                    onListening()
+                    receive(on: handle)
+                }
+                connection.close()
             }
-            PQfinish(connection)
             // Down (or never up): wait, then connect again.
             var waited = 0.0
             while !isStopped, waited < backoff {

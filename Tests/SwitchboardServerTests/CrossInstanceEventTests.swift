@@ -68,6 +68,30 @@ struct CrossInstanceEventTests {
         try await Self.pollWakes(pair)
     }
 
+    /// Another instance's commit whose notice has not arrived yet (written here straight into
+    /// the database, with no notice at all), then a commit of this instance's for the same
+    /// user: the held poll answers with both, in id order, not just with its own instance's.
+    @Test func aLocalCommitDoesNotOvertakeAnotherInstancesEarlierOne() async throws {
+        let app = try TestApplication(store: .postgres)
+        defer { app.close() }
+        let alice = try await Self.register("alice", on: app), bob = try await Self.register("bob", on: app)
+        let poll = Task {
+            await app.request("GET", "/events?after=\(bob.cursor)&wait=25", headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
+        }
+        #expect(await eventually { app.application.store.hub.waiterCount == 1 })
+        let other = try PostgresDatabase(url: try #require(app.postgresURL), migrations: PostgresSchema.migrations, readerCount: 1)
+        defer { other.close() }
+        try await other.write { executor in
+            try executor.run("INSERT INTO events (user_id, kind, created_at) VALUES (?, 'profile_changed', '2026-12-01T00:00:00.000Z')", [.text(bob.id)])
+        }
+        let request = await app.request(
+            "POST", "/friend-requests", headers: ["Host": "t", "Authorization": "Bearer \(alice.token)"], body: #"{"userId":"\#(bob.id)"}"#)
+        #expect(request.status == 201)
+        let answer = try await value(of: poll, within: 30)
+        let kinds = (answer.json?["events"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String }
+        #expect(kinds == ["profile_changed", "friend_request"], "\(answer.text)")
+    }
+
     /// B's listener loses its connection; the commit's notice is sent while it may be down.
     /// After the listener is back, every held waiter re-reads, so the poll still gets the event.
     @Test func noWakeUpIsLostWhileTheListenerReconnects() async throws {

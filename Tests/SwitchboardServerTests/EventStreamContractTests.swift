@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import SwitchboardStore
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 import SwitchboardTesting
@@ -89,7 +90,13 @@ struct EventStreamContractTests {
             ids.append(events.first?.id ?? -1)
         }
         #expect(ids == ids.sorted() && Set(ids).count == users.count)
-        guard case .notified(let woken) = await hub.wait(waiter) else {
+        let reason = await hub.wait(waiter)
+        // Several instances may share a PostgreSQL database: there a waiter is told to re-read.
+        guard app.application.database is Database else {
+            #expect(reason == .changed, "user 7's waiter was not woken")
+            return
+        }
+        guard case .notified(let woken) = reason else {
             Issue.record("user 7's waiter was not woken")
             return
         }

@@ -59,4 +59,25 @@ struct StoreCopyTests {
         #expect(throws: StoreError.self) { try StoreCopy.copy(sqlitePath: world.app.directory.path + "/switchboard.sqlite3", postgresURL: fresh.url) }
         #expect(await copy.request("GET", "/friends", headers: alice.headers).text == friends)
     }
+
+    /// Retention deleted every event, but clients' cursors are past them: the copy's event ids
+    /// continue after the cursors, not from 1 (where `id > cursor` would hide every new event).
+    @Test func eventIdsContinueAfterPrunedOnes() async throws {
+        let world = try CallWorld(store: .sqlite)
+        defer { world.close() }
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let id = try await world.befriend(alice, bob)
+        _ = try await world.app.application.store.write { try $0.events.prune(before: "9999-12-31T00:00:00.000Z") }
+        let cursor = try #require(await world.app.request("GET", "/me", headers: bob.headers).json?["eventCursor"] as? Int)
+        #expect(cursor > 0)
+        let fresh = try TestPostgres.freshDatabase()
+        defer { fresh.drop() }
+        let copied = try StoreCopy.copy(sqlitePath: world.app.directory.path + "/switchboard.sqlite3", postgresURL: fresh.url)
+        #expect(copied.first { $0.table == "events" }?.rows == 0)
+        let copy = try TestApplication(environment: world.clock.environment, store: .postgres, sharing: fresh.url)
+        defer { copy.close() }
+        #expect(await copy.request("POST", "/conversations/\(id)/messages", headers: alice.headers, body: #"{"text":"after the move"}"#).status == 201)
+        let next = await copy.request("GET", "/events?after=\(cursor)", headers: bob.headers)
+        #expect((next.json?["events"] as? [[String: Any]])?.compactMap { $0["kind"] as? String } == ["message"], "\(next.text)")
+    }
 }

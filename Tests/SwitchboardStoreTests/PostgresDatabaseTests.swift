@@ -190,6 +190,23 @@ struct PostgresDatabaseTests {
         #expect(n == 1)
     }
 
+    /// Another instance migrates (adds a column) under statements this one prepared: the
+    /// next read and write prepare them again instead of failing until a restart.
+    @Test func statementsPreparedBeforeAnotherInstancesMigrationStillRun() async throws {
+        let scratch = try ScratchPostgres()
+        defer { scratch.drop() }
+        let database = try PostgresDatabase(url: scratch.url, migrations: Self.schema, readerCount: 1)
+        defer { database.close() }
+        let select = "SELECT * FROM counter"
+        #expect(try await database.read { try $0.query(select, []).first?.columnNames } == ["id", "n"])
+        _ = try await database.write { try $0.query(select, []) }
+        let other = try PostgresConnection(url: scratch.url)
+        try other.execute("ALTER TABLE counter ADD COLUMN note text")
+        other.close()
+        #expect(try await database.read { try $0.query(select, []).first?.columnNames } == ["id", "n", "note"])
+        #expect(try await database.write { try $0.query(select, []).first?.columnNames } == ["id", "n", "note"])
+    }
+
     @Test func anUnreachableServerIsAnIOErrorWithoutThePassword() {
         do {
             _ = try PostgresDatabase(url: "postgresql://app:hunter2-secret@127.0.0.1:1/nothing?connect_timeout=2", migrations: [])
@@ -242,5 +259,16 @@ struct PostgresListenerTests {
         running.cancel()
         _ = await running.value
         #expect(throws: StoreError.self) { try PostgresListener(url: scratch.url, channel: "Bad; DROP", onNotice: { _ in }) }
+    }
+}
+
+@Suite("PostgreSQL connection strings: passwords", .timeLimit(.minutes(1)))
+struct PostgresPasswordTests {
+    @Test func passwordsAreFoundAndScrubbedInEveryForm() {
+        #expect(PostgresURL.redacted("host=db password = hunter2 dbname=sb") == "host=db password = *** dbname=sb")
+        #expect(PostgresURL.passwords(in: "postgresql://app:s3cr%40t@db/sb") == ["s3cr%40t"])
+        #expect(PostgresURL.passwords(in: "host=db password='a b' user=x password=c") == ["a b", "c"])
+        #expect(PostgresURL.scrub(#"invalid connection option "hunter2""#, of: "host=db password=hunter2") == #"invalid connection option "***""#)
+        #expect(PostgresURL.scrub("no secret here", of: "host=db") == "no secret here")
     }
 }

@@ -14,7 +14,10 @@ import SwitchboardWire
 /// the second query's snapshot is in that query; anything committed later is delivered after
 /// the waiter registered, and deliveries come in commit order, so the first delivery a waiter
 /// gets holds that user's next events. Later deliveries are left to the next request, which
-/// reads them from the database.
+/// reads them from the database. That holds for one process only: with several instances on
+/// one database, commits reach a hub by two paths (its own commits, other instances' notices)
+/// that can overtake each other, so there every commit wakes waiters with `changed` and they
+/// read from the database.
 public final class EventHub: Sendable {
     /// Why a wait ended.
     public enum WakeReason: Sendable, Equatable {

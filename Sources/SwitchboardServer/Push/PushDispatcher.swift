@@ -219,8 +219,11 @@ final class PushDispatcher: Sendable {
         guard outlook.due > 0, budget > 0 else { return Pass(claimed: [], more: false, nextDue: outlook.due > 0 ? ceiling : nextDue) }
         // A send still running past its lease (only a test's clock jumps that far) keeps its job.
         let instance = store.instanceID
-        let jobs = try await store.write {
-            try $0.pushJobs.claim(dueAt: nowMS, limit: budget, leaseUntilMS: nowMS + leaseMS, by: instance, skipping: busy)
+        // The lease runs from when the claim is written (after any wait for the write lock),
+        // not from when this pass began.
+        let jobs = try await store.write { transaction in
+            let claimedAt = max(nowMS, CallStore.milliseconds(transaction.date))
+            return try transaction.pushJobs.claim(dueAt: nowMS, limit: budget, leaseUntilMS: claimedAt + leaseMS, by: instance, skipping: busy)
         }
         inFlight.withLock { set in for job in jobs { set.insert(job.id) } }
         // After a claim, look again at once: more may be due, and the next due time read above

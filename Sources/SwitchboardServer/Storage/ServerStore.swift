@@ -186,6 +186,10 @@ public final class ServerStore: Sendable {
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
         let hub = self.hub, instanceID = self.instanceID
+        // With other instances on the database (PostgreSQL), this commit's events are not
+        // necessarily a waiter's next ones: another instance may have committed events of the
+        // same user just before, whose notice is still on its way. The waiters re-read then.
+        let shared = backend.dialect == .postgres
         let (result, _) = try await backend.transaction({ connection in
             let transaction = WriteTransaction(connection: connection, environment: environment)
             let result = try body(transaction)
@@ -193,7 +197,8 @@ public final class ServerStore: Sendable {
             try EventNotice.send(for: transaction.written.keys, instance: instanceID, on: connection)
             return (result, transaction.written)
         }, afterCommit: { output in
-            if !output.1.isEmpty { hub.deliver(output.1) }
+            guard !output.1.isEmpty else { return }
+            if shared { hub.changed(output.1.keys) } else { hub.deliver(output.1) }
         })
         return result
     }

@@ -17,6 +17,9 @@ enum StoreCopy {
         let identity: String?
         /// SQLite's `rowid` goes to PostgreSQL's `seq` (the insertion order the SQLite schema keeps).
         var rowidAsSeq = false
+        /// An SQLite query for the largest id ever given out, beyond the rows still there: an
+        /// `AUTOINCREMENT` sequence, and event ids retention deleted but clients' cursors hold.
+        var issuedThrough: String?
     }
 
     static let tables: [Table] = [
@@ -29,9 +32,14 @@ enum StoreCopy {
         Table(name: "blocks", key: "blocker, blocked", identity: nil),
         Table(name: "groups", key: "rowid", identity: nil),
         Table(name: "group_members", key: "group_id, user_id", identity: nil),
-        Table(name: "messages", key: "seq", identity: "seq"),
+        Table(name: "messages", key: "seq", identity: "seq", issuedThrough: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0) AS n"),
         Table(name: "read_markers", key: "scope_id, user_id", identity: nil),
-        Table(name: "events", key: "id", identity: "id"),
+        Table(
+            name: "events", key: "id", identity: "id",
+            issuedThrough: """
+                SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+                           coalesce((SELECT max(events_pruned_through) FROM users), 0)) AS n
+                """),
         Table(name: "calls", key: "rowid", identity: nil),
         Table(name: "call_invitations", key: "rowid", identity: "seq", rowidAsSeq: true),
         Table(name: "call_participants", key: "rowid", identity: "seq", rowidAsSeq: true),
@@ -70,6 +78,9 @@ enum StoreCopy {
             }
             // The migration's own row (created_at) is replaced by the one being copied.
             try executor.run("DELETE FROM server_state", [])
+            // One snapshot of the source, however long the copy takes.
+            try source.execute("BEGIN")
+            defer { try? source.execute("COMMIT") }
             var copied: [(table: String, rows: Int)] = []
             for table in tables {
                 copied.append((table.name, try copy(table, from: source, to: executor)))
@@ -109,10 +120,12 @@ enum StoreCopy {
             if page.count < pageSize { break }
         }
         if let identity = table.identity {
-            // The sequence continues after the largest copied id (or starts at 1 on an empty table).
+            // The sequence continues after the largest id ever given out: the copied rows', and
+            // for events those retention deleted (a cursor may be past every row left).
+            let issued = try table.issuedThrough.map { try source.query($0, []).first?.int64("n") ?? 0 } ?? 0
             try target.query(
-                "SELECT setval(pg_get_serial_sequence(?, ?), coalesce((SELECT max(\(identity)) FROM \(table.name)), 0) + 1, false)",
-                [.text(table.name), .text(identity)])
+                "SELECT setval(pg_get_serial_sequence(?, ?), greatest(coalesce((SELECT max(\(identity)) FROM \(table.name)), 0), ?) + 1, false)",
+                [.text(table.name), .text(identity), .integer(issued)])
         }
         return count
     }
