@@ -36,10 +36,11 @@ trap 'exit 130' INT TERM
 
 "${run_as[@]}" "$bin/initdb" -D "$work/data" -U switchboard --auth=trust -E UTF8 --no-locale >"$work/initdb.log" 2>&1 \
     || { cat "$work/initdb.log" >&2; echo "with-postgres: initdb failed" >&2; exit 1; }
-# A port number only names the socket file (no TCP listener); fsync off: a test cluster.
+# A port number only names the socket file (no TCP listener); fsync off: a test cluster. Tests run
+# in parallel, each instance with a handful of connections: room for 300.
 port=$((20000 + RANDOM % 20000))
 "${run_as[@]}" "$bin/pg_ctl" -D "$work/data" -l "$work/server.log" -w -t 60 \
-    -o "-k $work -p $port -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null \
+    -o "-k $work -p $port -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" start >/dev/null \
     || { cat "$work/server.log" >&2; echo "with-postgres: the cluster did not start" >&2; exit 1; }
 
 export SWITCHBOARD_TEST_POSTGRES_URL="postgresql:///postgres?host=$work&port=$port&user=switchboard"

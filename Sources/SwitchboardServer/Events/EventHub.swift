@@ -16,13 +16,15 @@ import SwitchboardWire
 /// gets holds that user's next events. Later deliveries are left to the next request, which
 /// reads them from the database. That holds for one process only: with several instances on
 /// one database, commits reach a hub by two paths (its own commits, other instances' notices)
-/// that can overtake each other, so there every commit wakes waiters with `changed` and they
-/// read from the database.
+/// that can overtake each other. There a delivery says which event its events follow
+/// (`after`), and a waiter whose cursor is behind that reads from the database instead.
 public final class EventHub: Sendable {
     /// Why a wait ended.
     public enum WakeReason: Sendable, Equatable {
-        /// New events for the user, in id order.
-        case notified([Event])
+        /// New events for the user, in id order, that directly follow event `after` in the
+        /// user's feed (0 when nothing before them can be missing: one instance). A waiter whose
+        /// cursor is below `after` missed a commit of another instance and reads instead.
+        case notified([Event], after: Int64)
         /// Another instance committed events for the user (or may have, while this one could
         /// not hear it): read them from the database.
         case changed
@@ -110,22 +112,23 @@ public final class EventHub: Sendable {
     }
 
     /// Hands each user's new events to their waiters (called right after the commit that wrote
-    /// them, in commit order). A waiter keeps the first delivery it gets.
-    public func deliver(_ events: [String: [Event]]) {
-        var wake: [(CheckedContinuation<WakeReason, Never>, [Event])] = []
+    /// them, in commit order). A waiter keeps the first delivery it gets. `previous`: each
+    /// user's newest event id before these (a shared database), 0 when absent.
+    public func deliver(_ events: [String: [Event]], previous: [String: Int64] = [:]) {
+        var wake: [(CheckedContinuation<WakeReason, Never>, [Event], Int64)] = []
         state.withLock { state in
             for (userID, userEvents) in events {
                 guard let entries = state.waiters[userID] else { continue }
                 for (id, entry) in entries where entry.result == nil {
-                    state.waiters[userID]?[id]?.result = .notified(userEvents)
+                    state.waiters[userID]?[id]?.result = .notified(userEvents, after: previous[userID] ?? 0)
                     if let continuation = entry.continuation {
                         state.waiters[userID]?[id]?.continuation = nil
-                        wake.append((continuation, userEvents))
+                        wake.append((continuation, userEvents, previous[userID] ?? 0))
                     }
                 }
             }
         }
-        for (continuation, userEvents) in wake { continuation.resume(returning: .notified(userEvents)) }
+        for (continuation, userEvents, after) in wake { continuation.resume(returning: .notified(userEvents, after: after)) }
     }
 
     /// Tells the waiters of `userIDs` that events of theirs were committed elsewhere (another

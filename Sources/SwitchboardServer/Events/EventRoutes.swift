@@ -68,9 +68,9 @@ struct EventRoutes {
             let second = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
             if !second.isEmpty { return second }
             switch await store.hub.wait(token) {
-            case .notified(let events):
+            case .notified(let events, let previous) where previous <= after:
                 return Array(events.filter { $0.id > after }.prefix(EventFeed.pageSize))
-            case .changed:
+            case .notified, .changed:
                 // Another instance committed events of this user's (or its notices may have
                 // been missed): register again and read; a notice about events this cursor
                 // already has just means waiting on.
@@ -97,10 +97,10 @@ struct EventRoutes {
                     let reason = await store.hub.wait(token)
                     store.hub.release(token)
                     switch reason {
-                    case .notified(let events):
+                    case .notified(let events, let previous) where previous <= cursor:
                         pending = events.filter { $0.id > cursor }
                         if pending.isEmpty { continue }
-                    case .changed:
+                    case .notified, .changed:
                         continue  // committed by another instance: the next turn reads it
                     case .cancelled: return
                     case .timedOut:

@@ -37,6 +37,10 @@ public protocol EventRepository {
         -> [(userID: String, id: Int64)]
     /// At most `limit` of the user's events after `after`, ascending.
     func page(for userID: String, after: Int64, limit: Int) throws -> EventPageResult
+    /// The newest event id of each of `userIDs` that has events (those without are absent).
+    func newestIDs(of userIDs: [String]) throws -> [String: Int64]
+    /// ``newestIDs(of:)`` for the members of `groupID`.
+    func newestIDs(ofMembersOf groupID: String) throws -> [String: Int64]
     /// Where a fresh snapshot of the user starts: their newest event id, or the newest one
     /// retention deleted when all are gone (0 for none).
     func cursor(for userID: String) throws -> Int64

@@ -76,6 +76,30 @@ struct SQLEventRepository: EventRepository {
         })
     }
 
+    func newestIDs(of userIDs: [String]) throws -> [String: Int64] {
+        guard !userIDs.isEmpty else { return [:] }
+        var array = "["
+        for (index, userID) in userIDs.enumerated() {
+            if index > 0 { array += "," }
+            JSONText.appendString(userID, to: &array)
+        }
+        array += "]"
+        return try newestIDs(
+            where: "user_id IN (SELECT value FROM \(connection.dialect.jsonTextArray("?")))", [.text(array)])
+    }
+
+    func newestIDs(ofMembersOf groupID: String) throws -> [String: Int64] {
+        try newestIDs(where: "user_id IN (SELECT user_id FROM group_members WHERE group_id = ?)", [.text(groupID)])
+    }
+
+    private func newestIDs(where condition: String, _ bindings: [SQLiteValue]) throws -> [String: Int64] {
+        var newest: [String: Int64] = [:]
+        for row in try connection.query("SELECT user_id, max(id) AS id FROM events WHERE \(condition) GROUP BY user_id", bindings) {
+            newest[try row.string("user_id")] = try row.int64("id")
+        }
+        return newest
+    }
+
     func cursor(for userID: String) throws -> Int64 {
         let rows = try connection.query(
             """

@@ -64,6 +64,9 @@ public final class WriteTransaction {
     let environment: ServerEnvironment
     /// The events this transaction wrote, per user, in id order.
     fileprivate(set) var written: [String: [Event]] = [:]
+    /// On a shared (PostgreSQL) database: each written user's newest event id before this
+    /// transaction's, so a waiter can tell whether these events are its next ones.
+    fileprivate(set) var previous: [String: Int64] = [:]
 
     init(connection: any SQLExecutor, environment: ServerEnvironment) {
         self.connection = connection
@@ -87,6 +90,7 @@ public final class WriteTransaction {
         var seen = Set<String>()
         let unique = userIDs.filter { seen.insert($0).inserted }
         let references = EventReferences(conversationID: conversationID, groupID: groupID, messageID: messageID, callID: callID)
+        if connection.dialect == .postgres { notePrevious(try events.newestIDs(of: unique.filter { written[$0] == nil }), of: unique) }
         remember(try events.append(kind, to: unique, references: references, at: timestamp), kind: kind, references: references)
     }
 
@@ -96,7 +100,14 @@ public final class WriteTransaction {
         _ kind: String, toMembersOf groupID: String, messageID: String? = nil, callID: String? = nil
     ) throws {
         let references = EventReferences(groupID: groupID, messageID: messageID, callID: callID)
+        if connection.dialect == .postgres { notePrevious(try events.newestIDs(ofMembersOf: groupID), of: nil) }
         remember(try events.append(kind, toMembersOf: groupID, references: references, at: timestamp), kind: kind, references: references)
+    }
+
+    /// Keeps each user's newest id from before this transaction's first event for them.
+    private func notePrevious(_ newest: [String: Int64], of userIDs: [String]?) {
+        for (userID, id) in newest where written[userID] == nil && previous[userID] == nil { previous[userID] = id }
+        for userID in userIDs ?? [] where written[userID] == nil && previous[userID] == nil { previous[userID] = 0 }
     }
 
     /// Keeps written events for their users' waiters (woken after the commit).
@@ -186,19 +197,16 @@ public final class ServerStore: Sendable {
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
         let hub = self.hub, instanceID = self.instanceID
-        // With other instances on the database (PostgreSQL), this commit's events are not
-        // necessarily a waiter's next ones: another instance may have committed events of the
-        // same user just before, whose notice is still on its way. The waiters re-read then.
-        let shared = backend.dialect == .postgres
-        let (result, _) = try await backend.transaction({ connection in
+        let (result, _, _) = try await backend.transaction({ connection in
             let transaction = WriteTransaction(connection: connection, environment: environment)
             let result = try body(transaction)
             // Other instances (PostgreSQL) hear of the events when this commits.
             try EventNotice.send(for: transaction.written.keys, instance: instanceID, on: connection)
-            return (result, transaction.written)
+            return (result, transaction.written, transaction.previous)
         }, afterCommit: { output in
-            guard !output.1.isEmpty else { return }
-            if shared { hub.changed(output.1.keys) } else { hub.deliver(output.1) }
+            // On PostgreSQL another instance may have committed events of the same users just
+            // before, whose notice is still on its way: `previous` lets each waiter tell.
+            if !output.1.isEmpty { hub.deliver(output.1, previous: output.2) }
         })
         return result
     }
