@@ -36,8 +36,9 @@ BENCH_NAME=bench-scaleout
 need_switchboard "$1"
 [[ -n "${SWITCHBOARD_TEST_POSTGRES_URL:-}" ]] || die "no PostgreSQL: run it through scripts/with-postgres.sh"
 command -v psql >/dev/null || die "psql is required (postgresql-client-15)"
-SERVER_PID="" OTHER_PID="" THIRD_PID="" CLIENT_PID=""
-BENCH_STOP_ON_EXIT=(CLIENT_PID SERVER_PID OTHER_PID THIRD_PID)
+SERVER_PID="" OTHER_PID="" THIRD_PID="" INSTANCE_PID="" CLIENT_PID=""
+# INSTANCE_PID: an instance still starting when a step fails.
+BENCH_STOP_ON_EXIT=(CLIENT_PID SERVER_PID OTHER_PID THIRD_PID INSTANCE_PID)
 bench_init_tmp switchboard-bench-scaleout.XXXXXX
 raise_nofile "$((MEMBERS + 1024))"
 BUILD="$(build_type "$SWITCHBOARD")"
@@ -66,7 +67,7 @@ start_instance() {
 
 stop_instances() {
     for pid in "$SERVER_PID" "$OTHER_PID" "$THIRD_PID"; do [[ -n "$pid" ]] && stop_pid "$pid"; done
-    SERVER_PID="" OTHER_PID="" THIRD_PID=""
+    SERVER_PID="" OTHER_PID="" THIRD_PID="" INSTANCE_PID=""
 }
 
 # measure LABEL POLL_PORT_OF(a|b) MEMBERS ROUNDS: one client run on fresh instances.
