@@ -50,6 +50,8 @@ public struct PostgresRow: Sendable {
 public struct PostgresResult: Sendable {
     public let rows: [PostgresRow]
     public let affectedRows: Int
+    /// The command tag (`INSERT 0 1`, `COMMIT`; `ROLLBACK` for a `COMMIT` of a failed transaction).
+    public var command: String = ""
 }
 
 /// A failure from PostgreSQL or libpq, with the server's SQLSTATE when it sent one.
@@ -190,7 +192,9 @@ public final class PostgresConnection {
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-            return PostgresResult(rows: Self.rows(of: result), affectedRows: Int(String(cString: PQcmdTuples(result))) ?? 0)
+            return PostgresResult(
+                rows: Self.rows(of: result), affectedRows: Int(String(cString: PQcmdTuples(result))) ?? 0,
+                command: String(cString: PQcmdStatus(result)))
         default:
             let error = Self.error(of: result, sql: sql)
             // Another instance changed a table under this prepared statement (a migration added

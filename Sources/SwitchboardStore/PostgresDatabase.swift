@@ -84,28 +84,37 @@ public final class PostgresDatabase: Sendable {
         _ body: @escaping @Sendable (PostgresExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)? = nil
     ) async throws -> T {
         try checkOpen()
-        let writer = self.writer
+        let writer = self.writer, closed = self.closedFlag
         return try await withCheckedThrowingContinuation { continuation in
             writerQueue.async {
-                let result = Result { try Self.runWrite(on: writer.connection, body) }
+                let result = Result { try Self.runWrite(on: writer.connection, closed: closed, body) }
                 if case .success(let value) = result { afterCommit?(value) }
                 continuation.resume(with: result)
             }
         }
     }
 
-    private static func runWrite<T>(on connection: PostgresConnection, _ body: (PostgresExecutor) throws -> T) throws -> T {
+    private static func runWrite<T>(on connection: PostgresConnection, closed: ClosedFlag, _ body: (PostgresExecutor) throws -> T) throws -> T {
         var attempt = 1
         while true {
             var committing = false
             do {
-                if !connection.isOpen { try reset(connection) }
+                if !connection.isOpen {
+                    // Closed by close() (this write was queued behind it): say so, do not reconnect.
+                    try closed.checkOpen()
+                    try reset(connection)
+                }
                 let executor = PostgresExecutor(connection: connection)
                 try executor.run("BEGIN ISOLATION LEVEL READ COMMITTED", [])
                 try executor.run("SELECT pg_advisory_xact_lock(?)", [.integer(writeLockKey)])
                 let value = try body(executor)
                 committing = true
-                try executor.run("COMMIT", [])
+                // A transaction that failed inside is rolled back by its COMMIT, silently: its
+                // events must not be delivered as if written.
+                let tag = try connection.execute("COMMIT").command
+                guard tag == "COMMIT" else {
+                    throw StoreError(code: .unknown(0), message: "PostgreSQL answered COMMIT with \(tag): the transaction was rolled back")
+                }
                 return value
             } catch {
                 _ = try? connection.execute("ROLLBACK")

@@ -207,6 +207,27 @@ struct PostgresDatabaseTests {
         #expect(try await database.write { try $0.query(select, []).first?.columnNames } == ["id", "n", "note"])
     }
 
+    /// A body that swallows a failed statement leaves an aborted transaction, which
+    /// PostgreSQL's COMMIT rolls back: that is an error, not a commit (no afterCommit).
+    @Test func aTransactionThatFailedInsideIsNotTakenForACommit() async throws {
+        let scratch = try ScratchPostgres()
+        defer { scratch.drop() }
+        let database = try PostgresDatabase(url: scratch.url, migrations: Self.schema, readerCount: 1)
+        defer { database.close() }
+        let delivered = Mutex(false)
+        await #expect(throws: StoreError.self) {
+            try await database.write({ executor in
+                try executor.run("UPDATE counter SET n = 7 WHERE id = 1", [])
+                _ = try? executor.run("UPDATE counter SET n = -1 WHERE id = 1", [])  // the CHECK fails; the error is dropped
+                return 1
+            }, afterCommit: { _ in delivered.withLock { $0 = true } })
+        }
+        #expect(!delivered.withLock { $0 })
+        #expect(try await database.read { try $0.query("SELECT n FROM counter", []).first?.int64("n") } == 0)
+        try await database.write { try $0.run("UPDATE counter SET n = 1", []) }
+        #expect(try await database.read { try $0.query("SELECT n FROM counter", []).first?.int64("n") } == 1, "the connection goes on")
+    }
+
     @Test func anUnreachableServerIsAnIOErrorWithoutThePassword() {
         do {
             _ = try PostgresDatabase(url: "postgresql://app:hunter2-secret@127.0.0.1:1/nothing?connect_timeout=2", migrations: [])
