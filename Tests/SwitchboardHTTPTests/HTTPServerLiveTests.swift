@@ -214,7 +214,7 @@ struct HTTPServerLiveTests {
         #expect(reply.text.hasSuffix("done /slow"))
         #expect(reply.closed)
         // Nothing listens any more.
-        await shutdown.value
+        try await value(of: shutdown)
         #expect(throws: ConnectError.self) { try RawClient(port: port) }
     }
 
@@ -241,7 +241,7 @@ struct HTTPServerLiveTests {
         #expect(await finished.wait(), "shutdown waited for a handler past its grace")
         #expect(await client.receive().closed)
         release.open()
-        await shutdown.value
+        try await value(of: shutdown)
     }
 
     @Test func streamingResponseDeliversChunksAndNoticesTheClientLeaving() async throws {

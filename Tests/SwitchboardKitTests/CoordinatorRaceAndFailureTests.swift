@@ -103,7 +103,7 @@ struct CoordinatorRaceAndFailureTests {
     }
 
     @Test
-    func manualClockSleepHonoursCancellation() async {
+    func manualClockSleepHonoursCancellation() async throws {
         let clock = ManualClock()
         let done = Mutex(false)
         let task = Task {
@@ -117,7 +117,7 @@ struct CoordinatorRaceAndFailureTests {
         #expect(await eventually { done.withLock { $0 } }, "still suspended after cancel")
         #expect(clock.pendingTimers == 0, "the cancelled sleep left its timer behind")
         clock.advance(by: 60)
-        await task.value
+        try await value(of: task)
     }
 }
 

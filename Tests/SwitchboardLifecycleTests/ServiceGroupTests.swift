@@ -50,7 +50,7 @@ struct ServiceGroupTests {
         let running = Task { try await group.run() }
         #expect(await eventually { journal.all.count == 3 })
         running.cancel()
-        try await running.value
+        try await value(of: running)
         #expect(journal.all.suffix(3) == ["stop c", "stop b", "stop a"])
         #expect(Set(journal.all.prefix(3)) == ["start a", "start b", "start c"])
         #expect(reasons.withLock { $0 } == [.cancelled])
@@ -67,7 +67,7 @@ struct ServiceGroupTests {
         let running = Task { try await group.run() }
         #expect(await eventually { journal.all.count == 3 })
         release.withLock { $0 = true }
-        await #expect(throws: Failing.Boom.self) { try await running.value }
+        await #expect(throws: Failing.Boom.self) { try await value(of: running) }
         #expect(journal.all.suffix(2) == ["stop c", "stop a"])
     }
 
@@ -89,7 +89,7 @@ struct ServiceGroupTests {
         #expect(await eventually { journal.all.count == 2 })
         // The handler is installed before the services start, so one signal is enough.
         kill(getpid(), SIGUSR2)
-        try await running.value
+        try await value(of: running)
         #expect(reasons.withLock { $0 } == [.signal(SIGUSR2)])
         #expect(journal.all.suffix(2) == ["stop b", "stop a"])
     }
@@ -144,12 +144,12 @@ struct ServiceGroupTests {
         #expect(await eventually { readerBlocksSIGWINCH() == born })
     }
 
-    @Test func waitUntilCancelledReturnsAtOnceForACancelledTask() async {
+    @Test func waitUntilCancelledReturnsAtOnceForACancelledTask() async throws {
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             await waitUntilCancelled()
             return true
         }
-        #expect(await task.value)
+        #expect(try await value(of: task))
     }
 }

@@ -42,7 +42,7 @@ struct BackgroundLoopClockTests {
         #expect(await eventually { world.clock.sleeperCount(of: "event hub sweep") == 1 })
         #expect(hub.waiterCount == 1, "19 s on the clock: still held")
         world.clock.advance(seconds: 2)
-        let answer = await poll.value
+        let answer = try await value(of: poll)
         #expect(answer.status == 200)
         #expect((answer.json?["events"] as? [Any])?.isEmpty == true)
         #expect(hub.waiterCount == 0)

@@ -199,7 +199,7 @@ struct CallAPITests {
         #expect(message.status == 201)
         #expect(await eventually { hub.waiterCount == 1 }, "woken by the message, waiting again")
         #expect(await world.act("accept", call.id, by: bob).status == 200)
-        let answer = await held.value
+        let answer = try await value(of: held)
         #expect(answer.status == 200)
         let token = try JSONDecoder().decode(MediaToken.self, from: Data(answer.bodyBytes))
         #expect(try payload(of: token.token)["sub"] as? String == alice.id)
@@ -213,14 +213,14 @@ struct CallAPITests {
         let heldThroughCancel = Task { await world.act("media-token?wait=25", cancelled.id, by: alice) }
         #expect(await eventually { hub.waiterCount == 1 })
         #expect(await world.act("cancel", cancelled.id, by: alice).status == 200)
-        #expect(await heldThroughCancel.value.errorCode == "NOT_PARTICIPANT")
+        #expect(try await value(of: heldThroughCancel).errorCode == "NOT_PARTICIPANT")
 
         // A wait that runs out on the clock while the call still rings: 403.
         let ringing = try #require(await world.call(alice, "conversation", conversation).call)
         let heldOut = Task { await world.act("media-token?wait=5", ringing.id, by: alice) }
         #expect(await eventually { hub.waiterCount == 1 })
         world.clock.advance(seconds: 6)
-        #expect(await heldOut.value.errorCode == "NOT_PARTICIPANT")
+        #expect(try await value(of: heldOut).errorCode == "NOT_PARTICIPANT")
         #expect(try await world.get(ringing.id, by: alice).state == .ringing)
     }
 

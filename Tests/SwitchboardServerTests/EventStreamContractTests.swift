@@ -192,7 +192,7 @@ struct EventStreamContractTests {
         let poll = Task { await app.request("GET", "/events?after=0&wait=25", headers: headers(alice.token)) }
         #expect(await eventually { app.application.store.hub.waiterCount == 1 })
         try await appendEvents(app, to: alice.id, count: 1)
-        let result = try page(await poll.value)
+        let result = try page(try await value(of: poll))
         // A poll that timed out would answer with no events: one event means the commit woke it.
         #expect(result.events.count == 1)
         #expect(app.application.store.hub.waiterCount == 0)
@@ -208,7 +208,7 @@ struct EventStreamContractTests {
         // Alice's own event comes after Bob's: had Bob's woken her waiter, the poll would have
         // answered already, with Bob's event or with nothing.
         try await appendEvents(app, to: alice.id, count: 1, kind: "for_alice")
-        let result = try page(await poll.value)
+        let result = try page(try await value(of: poll))
         #expect(result.events.map(\.kind) == ["for_alice"])
     }
 
@@ -238,7 +238,7 @@ struct EventStreamContractTests {
         #expect(await eventually { app.application.store.hub.waiterCount == 1 })
         let started = ContinuousClock.now
         poll.cancel()
-        _ = await poll.value
+        _ = try await value(of: poll)
         // Normally milliseconds; the bound only tells a release at once from one at the timeout.
         #expect(ContinuousClock.now - started < .seconds(20), "released at the 25 s timeout, not at once")
         #expect(app.application.store.hub.waiterCount == 0)

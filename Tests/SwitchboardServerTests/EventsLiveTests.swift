@@ -145,7 +145,7 @@ struct EventsLiveTests {
         let registered = ContinuousClock.now
         let answer = Task { await client.receive { $0.contains("\"events\":[]") } }
         #expect(await server.terminate(within: 20) == 0, "shutdown must not wait out a held long poll")
-        let reply = await answer.value
+        let reply = try await value(of: answer)
         #expect(reply.text.hasPrefix("HTTP/1.1 200 OK"))
         #expect(reply.text.contains(#"{"cursor":0,"events":[]}"#))
         #expect(ContinuousClock.now - registered < .seconds(25))

@@ -246,11 +246,11 @@ struct PushDispatcherTests {
         let next = Task { await signal.wait(sleep: { try await Task.sleep(for: .seconds(3600)) }) }
         try await Task.sleep(for: .milliseconds(100))
         signal.signal()
-        #expect(await next.value == .signalled)
+        #expect(try await value(of: next) == .signalled)
         // A cancelled wait ends as cancelled and leaves nothing either.
         let cancelled = Task { await signal.wait(sleep: { try await Task.sleep(for: .seconds(3600)) }) }
         cancelled.cancel()
-        #expect(await cancelled.value == .cancelled)
+        #expect(try await value(of: cancelled) == .cancelled)
         #expect(await signal.wait(sleep: {}) == .timedOut)
     }
 

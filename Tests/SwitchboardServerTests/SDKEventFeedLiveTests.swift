@@ -60,7 +60,7 @@ struct SDKEventFeedLiveTests {
         }
         #expect(events.map(\.kind) == ["friend_request"])
         #expect(await store.load() == nil, "not saved while the app is still handling the batch")
-        #expect(try await sender.value, "the feed's first poll was never held")
+        #expect(try await value(of: sender), "the feed's first poll was never held")
 
         // Asking for more means the batch was handled: the cursor is saved, then it waits.
         let next = Task { [iterator] in
@@ -70,7 +70,7 @@ struct SDKEventFeedLiveTests {
         let saved = events.last?.id
         #expect(await eventually { await store.load() == saved })
         next.cancel()
-        _ = try? await next.value
+        _ = try? await value(of: next)
     }
 
     @Test func anEndedSessionEndsTheFeed() async throws {
@@ -150,7 +150,7 @@ struct SDKEventFeedLiveTests {
         _ = try await URLSessionTransport().send(decline)  // event 2 for Bob (and Alice)
         #expect(await eventually { delivered.withLock { $0.count } >= 2 })
         collected.cancel()  // ends the feed if the second event never came
-        let kinds = (try? await collected.value) ?? delivered.withLock { $0 }
+        let kinds = (try? await value(of: collected)) ?? delivered.withLock { $0 }
         #expect(kinds == ["friend_request", "friend_request"])
         #expect(retries.withLock { $0 } >= 1, "the restart must have been ridden out by retries")
     }

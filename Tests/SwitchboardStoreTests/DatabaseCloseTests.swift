@@ -1,6 +1,7 @@
 import Dispatch
 import SwitchboardStore
 import Testing
+import SwitchboardTesting
 
 @Suite("Closing a database", .timeLimit(.minutes(3)))
 struct DatabaseCloseTests {
@@ -38,7 +39,7 @@ struct DatabaseCloseTests {
             // Released from another thread while close() waits for it.
             DispatchQueue(label: "switchboard.store.tests.release").asyncAfter(deadline: .now() + 0.05) { gate.signal() }
             database.close()
-            try await blocked.value
+            try await value(of: blocked)
             let reopened = try Database(configuration: DatabaseConfiguration(path: path), migrations: migrations)
             defer { reopened.close() }
             #expect(try await reopened.read { try scalar($0, "SELECT count(*) FROM t") } == 1)
@@ -59,10 +60,10 @@ struct DatabaseCloseTests {
             let waiting = Task { try await database.read { _ in 1 } }
             try await Task.sleep(for: .milliseconds(20))
             database.close()
-            let error = try await #require(throws: StoreError.self) { try await waiting.value }
+            let error = try await #require(throws: StoreError.self) { try await value(of: waiting) }
             #expect(error.code == .closed)
             release.signal()
-            try await held.value
+            try await value(of: held)
         }
     }
 

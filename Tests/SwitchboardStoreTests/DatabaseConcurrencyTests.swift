@@ -3,6 +3,7 @@ import Foundation
 import SwitchboardStore
 import Synchronization
 import Testing
+import SwitchboardTesting
 
 @Suite("Database concurrency", .timeLimit(.minutes(3)))
 struct DatabaseConcurrencyTests {
@@ -159,7 +160,7 @@ struct DatabaseConcurrencyTests {
             let waiting = Task { try await database.read { _ in 1 } }
             try await Task.sleep(for: .milliseconds(20))
             waiting.cancel()
-            await #expect(throws: CancellationError.self) { try await waiting.value }
+            await #expect(throws: CancellationError.self) { try await value(of: waiting) }
             release.signal()
             #expect(try await held)
             #expect(try await database.read { _ in 2 } == 2)

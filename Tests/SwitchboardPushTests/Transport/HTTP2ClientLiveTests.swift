@@ -67,7 +67,7 @@ struct HTTP2ClientLiveTests {
                 #expect(client.connectionAttempts == 2)
             }
             held.forEach { $0.cancel() }
-            for task in held { _ = try? await task.value }
+            for task in held { _ = try? await value(of: task) }
             await client.shutdown()
         }
         await observer.shutdown()

@@ -36,7 +36,7 @@ extension HTTP2ClientLiveTests {
         try await waitForServerRequests(client, 5, since: baseline)  // the five reached the server
         server.stop()
         // They fail with a connection error, not at their 10 s deadline.
-        let inFlightErrors = try await inFlight.value
+        let inFlightErrors = try await value(of: inFlight)
         #expect(inFlightErrors.allSatisfy { if case .connectionFailed = $0 { true } else { false } }, "\(inFlightErrors)")
 
         // One second of downtime with steady demand: 20 queued requests plus a new one every 20 ms.
@@ -64,7 +64,7 @@ extension HTTP2ClientLiveTests {
         var failures: [String] = []
         for task in queued + trickle {
             do {
-                _ = try await task.value
+                _ = try await value(of: task)
                 succeeded += 1
             } catch HTTP2ClientError.connectionFailed {
                 failures.append("connectionFailed")  // a probe that met the closed port
@@ -146,7 +146,7 @@ extension HTTP2ClientLiveTests {
         try await waitForServerRequests(client, 1, since: baseline)  // on the wire, so cancelling it must reset the stream
         task.cancel()
         // At once, not when the server's answer comes 5 s later (the stream is reset).
-        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        await #expect(throws: CancellationError.self) { _ = try await value(of: task) }
         #expect(client.inFlight == 0)
         try #require(await eventually { client.liveTransfers == 0 })
 
@@ -155,7 +155,7 @@ extension HTTP2ClientLiveTests {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await client.send(HTTP2Request(path: "/echo"))
         }
-        await #expect(throws: CancellationError.self) { _ = try await early.value }
+        await #expect(throws: CancellationError.self) { _ = try await value(of: early) }
 
         try #require(await eventually { (try? await serverStats(client).resets) ?? 0 >= 1 })
         #expect(try await client.send(HTTP2Request(path: "/echo")).status == 200)
@@ -177,7 +177,7 @@ extension HTTP2ClientLiveTests {
         try #require(await eventually { client.inFlight == 6 })
         await client.shutdown()
         for task in tasks {
-            await #expect(throws: HTTP2ClientError.shutdown) { _ = try await task.value }
+            await #expect(throws: HTTP2ClientError.shutdown) { _ = try await value(of: task) }
         }
         #expect(client.inFlight == 0)
         #expect(client.liveTransfers == 0, "the loop freed every handle before the thread ended")
