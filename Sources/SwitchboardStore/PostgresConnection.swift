@@ -206,6 +206,8 @@ public final class PostgresConnection {
 
     /// Statements prepared on this connection, by SQL text.
     private var prepared: [String: String] = [:]
+    /// ``PostgresExecutor``'s `$N` text by SQLite-style text, kept as long as the connection.
+    var translatedSQL: [String: String] = [:]
     /// Names are never reused: a forgotten statement may still exist on the server.
     private var preparedCount = 0
 
@@ -324,78 +326,59 @@ private func withPointers<R>(to buffers: [[UInt8]?], _ body: ([UnsafePointer<CCh
 public enum PostgresURL {
     public static func redacted(_ url: String) -> String {
         var text = url
-        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@") {
-            let userInfo = text[scheme.upperBound..<at]
-            if let colon = userInfo.firstIndex(of: ":") {
-                text.replaceSubrange(text.index(after: colon)..<at, with: "***")
-            }
-        }
-        var output = ""
-        var rest = Substring(text)
-        while let range = rest.range(of: "password") {
-            // `password`, spaces, `=`, spaces (libpq allows them around `=`), then the value.
-            var index = range.upperBound
-            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
-            guard index < rest.endIndex, rest[index] == "=" else {
-                output += rest[..<range.upperBound]
-                rest = rest[range.upperBound...]
-                continue
-            }
-            index = rest.index(after: index)
-            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
-            output += rest[..<index] + "***"
-            rest = rest[index...]
-            if rest.first == "'" {
-                // A quoted value (key=value form) ends at the next unescaped quote.
-                var end = rest.index(after: rest.startIndex)
-                while end < rest.endIndex, rest[end] != "'" || rest[rest.index(before: end)] == "\\" { end = rest.index(after: end) }
-                rest = end < rest.endIndex ? rest[rest.index(after: end)...] : ""
-            } else {
-                rest = rest.drop { $0 != "&" && $0 != " " }
-            }
-        }
-        return output + rest
+        // Back to front, so the earlier ranges stay valid.
+        for range in passwordRanges(in: url).reversed() { text.replaceSubrange(range, with: "***") }
+        return text
     }
 
     /// `message` (libpq's, which may quote parts of the URL) with the URL's password replaced.
     public static func scrub(_ message: String, of url: String) -> String {
         var text = message
-        for secret in passwords(in: url) where secret.count >= 1 {
-            text = text.replacingOccurrences(of: secret, with: "***")
-        }
+        for secret in passwords(in: url) { text = text.replacingOccurrences(of: secret, with: "***") }
         return text
     }
 
     /// The password text(s) a connection string holds, as written (percent-encoded or not).
     static func passwords(in url: String) -> [String] {
-        var found: [String] = []
-        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") {
-            let userInfo = url[scheme.upperBound..<at]
-            if let colon = userInfo.firstIndex(of: ":") { found.append(String(userInfo[userInfo.index(after: colon)...])) }
+        passwordRanges(in: url).map { String(url[$0]).trimmingCharacters(in: CharacterSet(charactersIn: "'")) }.filter { !$0.isEmpty }
+    }
+
+    /// Where the passwords are, in order and apart: a URI's `user:password@`, and the value of
+    /// every `password=` (a URI's query or a key=value pair; libpq allows spaces around `=`,
+    /// and a value in single quotes, with `\'` inside).
+    static func passwordRanges(in url: String) -> [Range<String.Index>] {
+        var ranges: [Range<String.Index>] = []
+        var searchFrom = url.startIndex
+        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
+            let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
+        {
+            ranges.append(url.index(after: colon)..<at)
+            searchFrom = at
         }
-        var rest = Substring(url)
-        while let range = rest.range(of: "password") {
-            var index = range.upperBound
-            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
-            guard index < rest.endIndex, rest[index] == "=" else {
-                rest = rest[range.upperBound...]
+        func skipSpaces(_ index: inout String.Index) {
+            while index < url.endIndex, url[index] == " " { index = url.index(after: index) }
+        }
+        while let keyword = url.range(of: "password", range: searchFrom..<url.endIndex) {
+            var index = keyword.upperBound
+            skipSpaces(&index)
+            guard index < url.endIndex, url[index] == "=" else {
+                searchFrom = keyword.upperBound
                 continue
             }
-            index = rest.index(after: index)
-            while index < rest.endIndex, rest[index] == " " { index = rest.index(after: index) }
-            rest = rest[index...]
-            if rest.first == "'" {
-                let body = rest.dropFirst()
-                let value = body.prefix { $0 != "'" }
-                found.append(String(value))
-                rest = body.dropFirst(value.count)
+            index = url.index(after: index)
+            skipSpaces(&index)
+            let start = index
+            if index < url.endIndex, url[index] == "'" {
+                index = url.index(after: index)
+                while index < url.endIndex, url[index] != "'" || url[url.index(before: index)] == "\\" { index = url.index(after: index) }
+                if index < url.endIndex { index = url.index(after: index) }
             } else {
-                let value = rest.prefix { $0 != "&" && $0 != " " }
-                found.append(String(value))
-                rest = rest.dropFirst(value.count)
+                while index < url.endIndex, url[index] != "&", url[index] != " " { index = url.index(after: index) }
             }
+            if start < index { ranges.append(start..<index) }
+            searchFrom = index
         }
-        return found.filter { !$0.isEmpty }
+        return ranges
     }
 }
 

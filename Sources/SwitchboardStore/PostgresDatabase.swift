@@ -204,6 +204,7 @@ public final class PostgresDatabase: Sendable {
 
 extension PostgresDatabase: SQLStore {
     public var dialect: SQLDialect { .postgres }
+    public var isShared: Bool { true }
 
     public func transaction<T: Sendable>(
         _ body: @escaping @Sendable (any SQLExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)?

@@ -5,8 +5,6 @@ public final class PostgresExecutor: SQLExecutor {
     /// The connection statements run on.
     public let connection: PostgresConnection
     public var dialect: SQLDialect { .postgres }
-    /// Translated SQL by its SQLite-style text.
-    private var translated: [String: String] = [:]
 
     public init(connection: PostgresConnection) {
         self.connection = connection
@@ -25,12 +23,13 @@ public final class PostgresExecutor: SQLExecutor {
     }
 
     private func execute(_ sql: String, _ bindings: [SQLiteValue]) throws(StoreError) -> PostgresResult {
+        // The connection keeps the translations: an executor lasts one transaction.
         let text: String
-        if let cached = translated[sql] {
+        if let cached = connection.translatedSQL[sql] {
             text = cached
         } else {
             text = Self.dollarParameters(sql)
-            translated[sql] = text
+            connection.translatedSQL[sql] = text
         }
         do {
             return try connection.execute(text, bindings.map(Self.postgresValue))

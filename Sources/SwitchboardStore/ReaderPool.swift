@@ -3,13 +3,16 @@ import Synchronization
 
 /// A connection that is used by one party at a time, though it crosses threads.
 ///
-/// `@unchecked Sendable` is safe because of how ``Database`` confines each connection:
-/// - the writer is used by `Database.init` (migrations) before it is wrapped, and afterwards only
+/// `@unchecked Sendable` is safe because of how ``Database`` and ``PostgresDatabase`` confine
+/// each connection (SQLite's and libpq's connections must not be used by two threads at once):
+/// - the writer is used by `init` (SQLite's migrations) before it is wrapped, and afterwards only
 ///   inside jobs on the serial writer queue, including the job that closes it; dispatching a job
-///   orders everything before it, and the serial queue orders the jobs;
+///   orders everything before it, and the serial queue orders the jobs (PostgreSQL migrates on
+///   a connection of its own that is closed before the wrapped ones are made);
 /// - a reader is used only by the one caller that checked it out of the ``ReaderPool``, until it
-///   hands it back. Check-out and hand-back go through the pool's `Mutex`, whose lock and unlock
-///   order each use of a reader before the next party's use (or its close).
+///   hands it back (PostgreSQL's only inside a job on that reader's serial queue). Check-out and
+///   hand-back go through the pool's `Mutex`, whose lock and unlock order each use of a reader
+///   before the next party's use (or its close).
 struct ConfinedConnection<Connection: StoreConnection>: @unchecked Sendable {
     let connection: Connection
 }

@@ -5,6 +5,10 @@ public protocol SQLStore: Sendable {
     var dialect: SQLDialect { get }
     /// The schema version the store is at (the newest migration applied at open).
     var migratedVersion: Int { get }
+    /// Whether other server processes may write to the same database at the same time
+    /// (PostgreSQL); SQLite's file has this one process. A shared store needs its commits told
+    /// to the others, and leaves claims of others alone.
+    var isShared: Bool { get }
 
     /// Runs `body` in one write transaction and returns its result; `afterCommit` runs right
     /// after the commit and before the next write of this process starts, so successive calls
@@ -29,6 +33,7 @@ public protocol SQLStore: Sendable {
 
 extension Database: SQLStore {
     public var dialect: SQLDialect { .sqlite }
+    public var isShared: Bool { false }
 
     public func transaction<T: Sendable>(
         _ body: @escaping @Sendable (any SQLExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)?

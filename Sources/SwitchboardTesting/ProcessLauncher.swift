@@ -49,4 +49,22 @@ public enum ProcessLauncher {
         handoff.done.wait()
         try handoff.outcome.get()
     }
+
+    /// Runs `executable` with `arguments` to its end, on a thread of its own (off the
+    /// cooperative pool), and returns its exit status and standard output; standard error is
+    /// dropped.
+    public static func output(of executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await offPool {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try run(process)
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+    }
 }

@@ -10,18 +10,7 @@ import Testing
 struct CurlInteropTests {
     /// Runs curl on a thread of its own and returns its exit status and standard output.
     static func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await offPool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            process.arguments = ["--silent", "--max-time", "\(Int(generousWait))"] + arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try ProcessLauncher.run(process)
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-        }
+        try await ProcessLauncher.output(of: "/usr/bin/curl", ["--silent", "--max-time", "\(Int(generousWait))"] + arguments)
     }
 
     static func pushArguments(_ url: String) -> [String] {

@@ -13,22 +13,6 @@ struct NginxExampleLiveTests {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("deploy/nginx/switchboard.conf")
 
-    /// Runs a command to its end; its standard output and status.
-    static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await offPool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            try ProcessLauncher.run(process)
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-        }
-    }
-
     /// A request through nginx (TLS, certificate checked against the test's own CA file);
     /// the status and body.
     static func https(_ port: Int, _ method: String, _ path: String, token: String? = nil, body: String? = nil, ca: String, maxTime: Int = 40)
@@ -38,7 +22,7 @@ struct NginxExampleLiveTests {
         if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
         if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
         arguments.append("https://localhost:\(port)\(path)")
-        let (_, output) = try await run("/usr/bin/curl", arguments)
+        let (_, output) = try await ProcessLauncher.output(of: "/usr/bin/curl", arguments)
         let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
     }
@@ -72,7 +56,7 @@ struct NginxExampleLiveTests {
         }
 
         let key = directory.path + "/key.pem", certificate = directory.path + "/cert.pem"
-        let made = try await Self.run("/usr/bin/openssl", [
+        let made = try await ProcessLauncher.output(of: "/usr/bin/openssl", [
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", certificate,
             "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
         ])

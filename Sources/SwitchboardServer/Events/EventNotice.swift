@@ -36,10 +36,8 @@ enum EventNotice {
         return (String(fields[1]), fields.dropFirst(2).map(String.init))
     }
 
-    /// Sends the notices inside the transaction on `connection` (PostgreSQL; SQLite has one
-    /// instance and nothing to tell).
+    /// Sends the notices inside the transaction on `connection` (a shared store's: PostgreSQL).
     static func send(for userIDs: some Sequence<String>, instance: String, on connection: any SQLExecutor) throws {
-        guard connection.dialect == .postgres else { return }
         for payload in payloads(instance: instance, userIDs: userIDs) {
             try connection.query("SELECT pg_notify(?, ?)", [.text(channel), .text(payload)])
         }

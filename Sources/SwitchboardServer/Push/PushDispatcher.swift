@@ -147,7 +147,7 @@ final class PushDispatcher: Sendable {
     private func runLoop() async {
         // Only on SQLite is this the database's one dispatcher; on PostgreSQL other instances'
         // claims are live leases, and a crashed instance's lapse by themselves.
-        if store.backend is Database {
+        if !store.backend.isShared {
             do {
                 try await releaseClaims()
             } catch {

@@ -62,15 +62,18 @@ public final class WriteTransaction {
     /// The moment of this change.
     public let date: Date
     let environment: ServerEnvironment
+    /// Whether other instances write to the same database (``SQLStore/isShared``).
+    let shared: Bool
     /// The events this transaction wrote, per user, in id order.
     fileprivate(set) var written: [String: [Event]] = [:]
     /// On a shared (PostgreSQL) database: each written user's newest event id before this
     /// transaction's, so a waiter can tell whether these events are its next ones.
     fileprivate(set) var previous: [String: Int64] = [:]
 
-    init(connection: any SQLExecutor, environment: ServerEnvironment) {
+    init(connection: any SQLExecutor, environment: ServerEnvironment, shared: Bool = false) {
         self.connection = connection
         self.environment = environment
+        self.shared = shared
         date = environment.now()
         timestamp = Timestamp.iso8601(date)
     }
@@ -90,7 +93,7 @@ public final class WriteTransaction {
         var seen = Set<String>()
         let unique = userIDs.filter { seen.insert($0).inserted }
         let references = EventReferences(conversationID: conversationID, groupID: groupID, messageID: messageID, callID: callID)
-        if connection.dialect == .postgres { notePrevious(try events.newestIDs(of: unique.filter { written[$0] == nil }), of: unique) }
+        if shared { notePrevious(try events.newestIDs(of: unique.filter { written[$0] == nil }), of: unique) }
         remember(try events.append(kind, to: unique, references: references, at: timestamp), kind: kind, references: references)
     }
 
@@ -100,7 +103,7 @@ public final class WriteTransaction {
         _ kind: String, toMembersOf groupID: String, messageID: String? = nil, callID: String? = nil
     ) throws {
         let references = EventReferences(groupID: groupID, messageID: messageID, callID: callID)
-        if connection.dialect == .postgres { notePrevious(try events.newestIDs(ofMembersOf: groupID), of: nil) }
+        if shared { notePrevious(try events.newestIDs(ofMembersOf: groupID), of: nil) }
         remember(try events.append(kind, toMembersOf: groupID, references: references, at: timestamp), kind: kind, references: references)
     }
 
@@ -187,21 +190,18 @@ public final class ServerStore: Sendable {
         self.init(backend: database, hub: hub, environment: environment)
     }
 
-    /// The embedded SQLite database, when that is the backend.
-    public var database: Database? { backend as? Database }
-
     /// Runs `body` in one write transaction; right after it commits (in commit order) hands the
     /// events it wrote to their users' waiters. A thrown error rolls everything back and wakes
     /// nobody. `body` may run again when the transaction lost to a concurrent one
     /// (PostgreSQL), so it must not act outside the transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
-        let hub = self.hub, instanceID = self.instanceID
+        let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared
         let (result, _, _) = try await backend.transaction({ connection in
-            let transaction = WriteTransaction(connection: connection, environment: environment)
+            let transaction = WriteTransaction(connection: connection, environment: environment, shared: shared)
             let result = try body(transaction)
-            // Other instances (PostgreSQL) hear of the events when this commits.
-            try EventNotice.send(for: transaction.written.keys, instance: instanceID, on: connection)
+            // Other instances hear of the events when this commits.
+            if shared { try EventNotice.send(for: transaction.written.keys, instance: instanceID, on: connection) }
             return (result, transaction.written, transaction.previous)
         }, afterCommit: { output in
             // On PostgreSQL another instance may have committed events of the same users just
