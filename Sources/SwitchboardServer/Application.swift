@@ -5,6 +5,7 @@ import SwitchboardCrypto
 import SwitchboardHTTP
 import SwitchboardStore
 import SwitchboardObservability
+import SwitchboardPush
 
 /// The product behind the transport: routes every request, maps errors to the envelope,
 /// stamps a request id on the response and on every log line, and records metrics.
@@ -29,7 +30,7 @@ public final class Application: Sendable {
     init(
         configuration: ServerConfiguration, database: any SQLStore, logger: Logger, metrics: Metrics = Metrics(),
         environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
-        pushProvider: (any PushProvider)? = nil, pushJitter: (@Sendable () -> Double)? = nil
+        apnsTransport: (any PushTransport)? = nil, pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
         self.configuration = configuration
         self.database = database
@@ -45,16 +46,16 @@ public final class Application: Sendable {
             .register(in: &router)
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)
+        let channels = PushChannels([try APNsChannelConfiguration.voipChannel(from: configuration, transport: apnsTransport)])
         let dispatcher = PushDispatcher(
-            store: store, provider: try pushProvider ?? APNsPushProvider.make(from: configuration) ?? UnconfiguredPushProvider(),
-            logger: logger, metrics: metrics, claimLease: TimeInterval(configuration.apnsRequestTimeoutSeconds + 5),
+            store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: TimeInterval(configuration.apnsRequestTimeoutSeconds + 5),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
         let calls = CallService(
             store: store, media: Self.mediaBackend(for: configuration),
             minter: MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30),
             ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.emptyRoomGraceSeconds),
-            push: PushOutbox.Settings(bundleID: configuration.apnsBundleID, provider: dispatcher.provider.name),
+            push: channels,
             logger: logger, pushesQueued: { dispatcher.wake() })
         self.calls = calls
         SocialRoutes(

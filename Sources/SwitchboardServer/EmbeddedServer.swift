@@ -4,6 +4,7 @@ import SwitchboardHTTP
 import SwitchboardLifecycle
 import SwitchboardStore
 import SwitchboardObservability
+import SwitchboardPush
 
 /// The whole server in this process: database, application, HTTP listener and background
 /// work. `switchboard serve` runs one; the demo and the wake-up bench run one beside their
@@ -100,7 +101,7 @@ public final class EmbeddedServer: Sendable {
     /// the background work (sweeps, push dispatch, checkpoints), then the push provider.
     public var services: [ServiceGroup.Entry] {
         [
-            ("push provider", PushProviderService(provider: application.dispatcher.provider)),
+            ("push channels", PushChannelsService(channels: application.dispatcher.channels)),
             ("background work", BackgroundWork(application: application)),
             ("http", HTTPListener(server: server, application: application, grace: .seconds(configuration.shutdownGraceSeconds))),
         ]
@@ -157,11 +158,11 @@ private struct BackgroundWork: Service {
     func run() async throws { await application.run() }
 }
 
-/// The push provider's connections, shut down once the dispatcher has stopped.
-private struct PushProviderService: Service {
-    let provider: any PushProvider
+/// The push channels' connections, shut down once the dispatcher has stopped.
+private struct PushChannelsService: Service {
+    let channels: PushChannels
     func run() async throws {
         await waitUntilCancelled()
-        await runToCompletion { [provider] in await provider.shutdown() }
+        await runToCompletion { [channels] in await channels.shutdown() }
     }
 }

@@ -24,6 +24,7 @@ public enum PostgresSchema {
             CREATE INDEX push_jobs_errors ON push_jobs(finished_at_ms) WHERE last_error IS NOT NULL AND state != 'pending';
             """),
         Migration(version: 6, name: "push_claimed_by", sql: #"ALTER TABLE push_jobs ADD COLUMN claimed_by TEXT COLLATE "C";"#),
+        Migration(version: 7, name: "push_channel", sql: #"ALTER TABLE push_jobs ADD COLUMN channel TEXT COLLATE "C" NOT NULL DEFAULT 'ios-voip';"#),
     ]
 
     static let accountsSocialEvents = """

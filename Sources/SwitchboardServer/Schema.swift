@@ -25,6 +25,9 @@ public enum Schema {
         // Which instance holds a job's claim (a lease): only it may record the outcome, and
         // another takes the job over only once the lease ran out.
         Migration(version: 6, name: "push_claimed_by", sql: "ALTER TABLE push_jobs ADD COLUMN claimed_by TEXT;"),
+        // The channel that sends a job (the token kind its device registered); the jobs before
+        // channels were all PushKit VoIP pushes.
+        Migration(version: 7, name: "push_channel", sql: "ALTER TABLE push_jobs ADD COLUMN channel TEXT NOT NULL DEFAULT 'ios-voip';"),
     ]
 
     /// Push devices and the push outbox. A job is written in the same transaction as the

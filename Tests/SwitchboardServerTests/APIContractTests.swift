@@ -117,11 +117,11 @@ struct APIContractTests {
 
         let encoder = JSONBody.makeEncoder()
         let outcome = try JSONSerialization.jsonObject(
-            with: encoder.encode(AdminRoutes.Outcome(provider: "apns", state: "delivered", reason: nil, count: 3))) as? [String: Any]
+            with: encoder.encode(AdminRoutes.Outcome(provider: "apns", channel: "ios-voip", state: "delivered", reason: nil, count: 3))) as? [String: Any]
         #expect(outcome?["reason"] is NSNull)
         let failure = try JSONSerialization.jsonObject(
             with: encoder.encode(AdminRoutes.Failure(
-                jobId: "j", callId: "c", userId: "u", provider: "apns", tokenSuffix: "0011aabb", state: "expired", reason: nil,
+                jobId: "j", callId: "c", userId: "u", provider: "apns", channel: "ios-voip", tokenSuffix: "0011aabb", state: "expired", reason: nil,
                 lastError: nil, attempts: 1, finishedAt: nil))
         ) as? [String: Any]
         #expect(failure?["reason"] is NSNull && failure?["finishedAt"] is NSNull && failure?["lastError"] is NSNull)

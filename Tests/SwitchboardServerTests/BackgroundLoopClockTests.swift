@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardStore
 import SwitchboardTesting

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import SwitchboardHTTP
+@testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardWire
 
@@ -71,12 +72,12 @@ struct CallWorld {
     let app: TestApplication
     let clock: CallTestClock
 
-    init(configuration: ServerConfiguration = ServerConfiguration(), pushProvider: (any PushProvider)? = nil, store: StoreKind = .default) throws {
+    init(configuration: ServerConfiguration = ServerConfiguration(), apnsTransport: (any PushTransport)? = nil, store: StoreKind = .default) throws {
         let clock = CallTestClock()
         self.clock = clock
         app = try TestApplication(
             configuration: configuration, environment: clock.environment,
-            pushProvider: pushProvider, pushJitter: { 0.5 }, store: store)
+            apnsTransport: apnsTransport, pushJitter: { 0.5 }, store: store)
     }
 
     func person(_ name: String) async throws -> Person {

@@ -1,13 +1,14 @@
 import Foundation
 import Synchronization
 import Testing
+@testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardTesting
 import SwitchboardObservability
 
 /// A provider that holds the answers for some tokens until released, and answers the others
 /// from a script (200 when it runs out).
-final class HoldingPushProvider: PushProvider {
+final class HoldingPushProvider: PushTransport {
     private struct State {
         var held: Set<String> = []
         var waiting: [(token: String, continuation: CheckedContinuation<PushSendResult, Never>)] = []
@@ -66,7 +67,7 @@ struct PushDispatcherTests {
             var configuration = ServerConfiguration()
             configuration.apnsBundleID = "com.example.phone"
             configuration.adminKey = "admin-key-0123456789"
-            world = try CallWorld(configuration: configuration, pushProvider: provider)
+            world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }
 
         func register(_ person: CallWorld.Person, token: String) async {
@@ -225,12 +226,14 @@ struct PushDispatcherTests {
 
     @Test func theStartUpLineNamesThePushChannel() {
         let sink = RecordingLogSink()
-        UnconfiguredPushProvider().channel.log(to: Logger(level: .info, sink: sink))
+        APNsVoIPChannel(unconfiguredFor: "a").summary.log(to: Logger(level: .info, sink: sink))
         #expect(sink.recorded.first?.contains("push channel not configured") == true)
         #expect(sink.recorded.first?.contains("\"level\":\"warning\"") == true)
+        #expect(sink.recorded.first?.contains(#""channel":"ios-voip""#) == true)
+        #expect(sink.recorded.first?.contains("apnsKeyFile") == true, "the warning names the settings that configure the channel")
         PushChannelSummary(
-            provider: "apns", configured: true, auth: "token (team T, key K), topic a.voip",
-            endpoints: "production https://localhost:2197, sandbox https://localhost:2197", caFile: "/tmp/ca.pem"
+            channel: "ios-voip", provider: "apns", configured: true, auth: "token (team T, key K), topic a.voip",
+            endpoints: "production https://localhost:2197, sandbox https://localhost:2197", caFile: "/tmp/ca.pem", hint: ""
         ).log(to: Logger(level: .info, sink: sink))
         #expect(sink.recorded.last?.contains(#""endpoints":"production https://localhost:2197, sandbox https://localhost:2197""#) == true)
         #expect(sink.recorded.last?.contains(#""caFile":"/tmp/ca.pem""#) == true)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardTesting
 
@@ -12,7 +13,7 @@ struct PushJobRepositoryContractTests {
 
     static func job(_ id: String, call: String, user: String, at created: Int64 = t0, state: String = "pending", reason: String? = nil) -> NewPushJob {
         NewPushJob(
-            id: id, callID: call, userID: user, deviceID: "device-\(id)", provider: "apns", token: "token-\(id)", environment: "sandbox",
+            id: id, callID: call, userID: user, deviceID: "device-\(id)", provider: "apns", channel: "ios-voip", token: "token-\(id)", environment: "sandbox",
             payload: #"{"aps":{}}"#, headers: #"[["apns-push-type","voip"],["apns-priority","10"]]"#, state: state, reason: reason,
             createdAtMS: created, expiresAtMS: created + 45_000)
     }
@@ -121,7 +122,7 @@ struct PushJobRepositoryContractTests {
         #expect(try await rig.outlook(at: Self.t0 + 9_000) == PushQueueOutlook(pending: 0, due: 0, nextDueMS: nil))
         let report = try await rig.store.snapshot { try $0.pushJobs.report(failures: 20) }
         #expect(report.pending == 0 && report.oldestPendingCreatedMS == nil)
-        #expect(report.outcomes == [PushQueueReport.Outcomes(provider: "apns", state: "expired", reason: "ring_window_passed", count: 1)])
+        #expect(report.outcomes == [PushQueueReport.Outcomes(provider: "apns", channel: "ios-voip", state: "expired", reason: "ring_window_passed", count: 1)])
         let failure = try #require(report.newestFailures.first)
         #expect(report.newestFailures.count == 1)
         #expect(failure.id == "j1" && failure.state == "expired" && failure.lastError == "timed out" && failure.attempts == 1)

@@ -221,7 +221,7 @@ struct PushLiveTests {
         try await rig.fault(#"{"kind":"serviceUnavailable","count":3}"#)
         _ = try await Self.call(rig, owner, "group", group)
         #expect(try await rig.waitForEmulatorAnswers("503 ServiceUnavailable", count: 3))
-        #expect(try await eventuallyTrying { await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns"}"#) == 3 })
+        #expect(try await eventuallyTrying { await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns",channel="ios-voip"}"#) == 3 })
         #expect(await rig.adminStatus()["pending"] as? Int == 3)
         try rig.crashAndRestart()
 
@@ -263,7 +263,7 @@ struct PushLiveTests {
         let stamp = try #require(pushes.first?["receivedAt"] as? String)
         let arrived = try #require(format.date(from: stamp))
         #expect(arrived.timeIntervalSince(rang) >= 0.95, "retried no sooner than its backoff")
-        #expect(await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns"}"#) == 1)
+        #expect(await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns",channel="ios-voip"}"#) == 1)
         #expect(try await rig.emulatorResponses()["500 InternalServerError"] == 1)
         #expect(try await rig.pushes(for: hung, wait: 0).isEmpty, "the hung answer is still held")
         await rig.close()

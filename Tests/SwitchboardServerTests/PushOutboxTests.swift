@@ -3,11 +3,12 @@ import Synchronization
 import Testing
 import SwitchboardTesting
 @testable import SwitchboardHTTP
+@testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardWire
 
 /// A push provider that answers from a script (per token, in order; 200 when the script is empty).
-final class ScriptedPushProvider: PushProvider {
+final class ScriptedPushProvider: PushTransport {
     private let state = Mutex<(script: [String: [PushSendResult]], sent: [PushJob])>(([:], []))
     var name: String { "apns" }
 
@@ -41,7 +42,7 @@ struct PushOutboxTests {
             var configuration = ServerConfiguration()
             configuration.apnsBundleID = "com.example.phone"
             configuration.adminKey = adminKey
-            world = try CallWorld(configuration: configuration, pushProvider: provider)
+            world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }
 
         func register(_ person: CallWorld.Person, device: String = UUID().uuidString, token: String, environment: String = "production") async -> HTTPResponse {
@@ -247,7 +248,7 @@ struct PushOutboxTests {
         // The counter moves just after the outcome is stored.
         #expect(try await eventuallyTrying {
             await env.app.request("GET", "/metrics").text
-                .contains(#"switchboard_push_jobs_total{provider="apns",outcome="failed",reason="TopicDisallowed"} 1"#)
+                .contains(#"switchboard_push_jobs_total{provider="apns",channel="ios-voip",outcome="failed",reason="TopicDisallowed"} 1"#)
         })
         #expect(await env.app.request("GET", "/metrics").text.contains("switchboard_push_jobs_pending "))
     }

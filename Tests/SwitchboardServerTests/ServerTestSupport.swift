@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import SwitchboardHTTP
+@testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardStore
 import SwitchboardObservability
@@ -42,7 +43,7 @@ final class TestApplication: Sendable {
         configuration: ServerConfiguration = ServerConfiguration(),
         environment: ServerEnvironment = .live,
         eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
-        pushProvider: (any PushProvider)? = nil,
+        apnsTransport: (any PushTransport)? = nil,
         pushJitter: (@Sendable () -> Double)? = nil,
         store: StoreKind = .default,
         sharing: String? = nil
@@ -71,7 +72,7 @@ final class TestApplication: Sendable {
         configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
-            environment: environment, eventHooks: eventHooks, pushProvider: pushProvider, pushJitter: pushJitter)
+            environment: environment, eventHooks: eventHooks, apnsTransport: apnsTransport, pushJitter: pushJitter)
         self.application = application
         background = Task { await application.run() }
     }

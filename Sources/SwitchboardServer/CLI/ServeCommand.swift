@@ -42,7 +42,7 @@ struct ServeCommand {
                     "database": .string(configuration.database), place.key: .string(place.value),
                     "schemaVersion": .int(embedded.schemaVersion),
                 ])
-                embedded.application.dispatcher.provider.channel.log(to: logger)
+                for channel in embedded.application.dispatcher.channels.all { channel.summary.log(to: logger) }
             } willStop: { reason in
                 switch reason {
                 case .signal(let number):

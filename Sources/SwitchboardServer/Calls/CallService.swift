@@ -3,6 +3,7 @@ import SwitchboardCore
 import SwitchboardStore
 import SwitchboardWire
 import SwitchboardObservability
+import SwitchboardPush
 
 extension CallTransitionError {
     var apiError: APIError { APIError(status: status, code: code, message: message) }
@@ -18,7 +19,8 @@ struct CallService: Sendable {
     let minter: MediaTokenMinter
     let ringTimeout: TimeInterval
     let emptyRoomGrace: TimeInterval
-    let push: PushOutbox.Settings
+    /// The channels rings are written for (their payload builders).
+    let push: PushChannels
     let logger: Logger
     /// Called after a commit that wrote push jobs, so the dispatcher starts at once.
     let pushesQueued: @Sendable () -> Void
@@ -65,7 +67,7 @@ struct CallService: Sendable {
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
                 try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
-                let pushes = try PushOutbox.enqueueRings(for: transition, settings: push, in: transaction)
+                let pushes = try PushOutbox.enqueueRings(for: transition, channels: push, in: transaction)
                 return (CallStore.info(transition.call), true, pushes)
             }
             // The dispatcher is woken only for jobs it has to send: a ring to users without a

@@ -13,6 +13,7 @@ struct AdminRoutes {
     // where the synthesized encoder would leave a nil out.
     struct Outcome: Encodable {
         let provider: String
+        let channel: String
         let state: String
         @NullWhenAbsent var reason: String?
         let count: Int
@@ -23,6 +24,7 @@ struct AdminRoutes {
         let callId: String
         let userId: String
         let provider: String
+        let channel: String
         let tokenSuffix: String
         let state: String
         @NullWhenAbsent var reason: String?
@@ -50,10 +52,10 @@ struct AdminRoutes {
             let report = try await store.snapshot(onReaderQueue: true) { try $0.pushJobs.report(failures: 20) }
             let status = Status(
                 pending: report.pending, oldestPendingAgeSeconds: report.oldestPendingCreatedMS.map { Double(now - $0) / 1000 },
-                outcomes: report.outcomes.map { Outcome(provider: $0.provider, state: $0.state, reason: $0.reason, count: $0.count) },
+                outcomes: report.outcomes.map { Outcome(provider: $0.provider, channel: $0.channel, state: $0.state, reason: $0.reason, count: $0.count) },
                 newestFailures: report.newestFailures.map { job in
                     Failure(
-                        jobId: job.id, callId: job.callID, userId: job.userID, provider: job.provider, tokenSuffix: DeviceRoutes.suffix(job.token),
+                        jobId: job.id, callId: job.callID, userId: job.userID, provider: job.provider, channel: job.channel, tokenSuffix: DeviceRoutes.suffix(job.token),
                         state: job.state, reason: job.reason, lastError: job.lastError, attempts: job.attempts,
                         finishedAt: job.finishedAtMS.map { Timestamp.iso8601(CallStore.date($0)) })
                 })

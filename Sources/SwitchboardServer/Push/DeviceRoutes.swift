@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardHTTP
+import SwitchboardPush
 import SwitchboardWire
 
 /// `POST /voip/devices` and `DELETE /voip/devices/{deviceId}`: a device's VoIP token, bound to
@@ -9,7 +10,7 @@ struct DeviceRoutes {
     let authenticator: Authenticator
 
     /// The platform name of PushKit VoIP tokens.
-    static let voipPlatform = "ios-voip"
+    static let voipPlatform = APNsVoIPChannel.channelName
 
     func register(in router: inout Router) {
         let store = self.store

@@ -1,22 +1,17 @@
 import Foundation
 import SwitchboardCore
+import SwitchboardPush
 import SwitchboardStore
 
 /// Writes push jobs inside the transaction that starts a ring: one per (ringing invitee,
-/// device bound to a live session). A job that cannot be built (payload too large) is stored
-/// as failed, so nothing is silent.
+/// device bound to a live session, channel the device registered a token for), each with the
+/// request its channel builds. A job that cannot be built (payload too large) is stored as
+/// failed, so nothing is silent.
 enum PushOutbox {
-    struct Settings: Sendable {
-        /// The app's bundle id; VoIP pushes go to `<bundleID>.voip`.
-        let bundleID: String
-        /// The provider name recorded on jobs (`apns`).
-        let provider: String
-    }
-
     /// Returns how many jobs it wrote (pending or failed): with none, nobody needs to wake the
     /// dispatcher.
     @discardableResult
-    static func enqueueRings(for transition: CallStateMachine.Transition, settings: Settings, in transaction: WriteTransaction) throws -> Int {
+    static func enqueueRings(for transition: CallStateMachine.Transition, channels: PushChannels, in transaction: WriteTransaction) throws -> Int {
         let call = transition.call
         guard !transition.effects.ring.isEmpty else { return 0 }
         var written = 0
@@ -27,27 +22,28 @@ enum PushOutbox {
         }
         let now = CallStore.milliseconds(transaction.date)
         for userID in transition.effects.ring {
-            for device in try transaction.devices.targets(of: userID, platform: DeviceRoutes.voipPlatform) {
-                let jobID = transaction.newID()
-                var state = "pending", reason: String?
-                var payload: [UInt8] = [], headers: [(String, String)] = []
-                do {
-                    let push = try VoIPPush.build(
-                        callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
-                        callerName: callerName, groupName: groupName, bundleID: settings.bundleID, apnsID: jobID,
-                        expiresAt: call.ringDeadline, now: transaction.date)
-                    payload = push.payload
-                    headers = push.headers
-                } catch {
-                    state = "failed"
-                    reason = "\(error)"
+            for channel in channels.all {
+                for device in try transaction.devices.targets(of: userID, platform: channel.name) {
+                    let jobID = transaction.newID()
+                    var state = "pending", reason: String?
+                    var request = PushRequest(payload: [], headers: [])
+                    do {
+                        request = try channel.ringRequest(for: PushRing(
+                            callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
+                            callerName: callerName, groupName: groupName, jobID: jobID, expiresAt: call.ringDeadline, now: transaction.date))
+                    } catch {
+                        state = "failed"
+                        reason = "\(error)"
+                    }
+                    let headerJSON = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
+                        .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+                    try transaction.pushJobs.enqueue(NewPushJob(
+                        id: jobID, callID: call.id, userID: userID, deviceID: device.deviceID, provider: channel.provider,
+                        channel: channel.name, token: device.token, environment: device.environment,
+                        payload: String(decoding: request.payload, as: UTF8.self), headers: headerJSON, state: state,
+                        reason: reason, createdAtMS: now, expiresAtMS: CallStore.milliseconds(call.ringDeadline)))
+                    written += 1
                 }
-                let headerJSON = (try? JSONSerialization.data(withJSONObject: headers.map { [$0.0, $0.1] })).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-                try transaction.pushJobs.enqueue(NewPushJob(
-                    id: jobID, callID: call.id, userID: userID, deviceID: device.deviceID, provider: settings.provider, token: device.token,
-                    environment: device.environment, payload: String(decoding: payload, as: UTF8.self), headers: headerJSON, state: state,
-                    reason: reason, createdAtMS: now, expiresAtMS: CallStore.milliseconds(call.ringDeadline)))
-                written += 1
             }
         }
         return written

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardPush
 
 /// A push job as the outbox writes it, in the transaction that starts the ring. Its id is also
 /// its `apns-id`, the same on every retry. Times are milliseconds since 1970.
@@ -7,7 +8,10 @@ public struct NewPushJob: Sendable, Equatable {
     public var callID: String
     public var userID: String
     public var deviceID: String
+    /// The service behind the channel (`apns`).
     public var provider: String
+    /// The channel that sends it (the token kind the device registered, `ios-voip`).
+    public var channel: String
     public var token: String
     public var environment: String
     public var payload: String
@@ -20,25 +24,13 @@ public struct NewPushJob: Sendable, Equatable {
     public var expiresAtMS: Int64
 }
 
-/// How a job ended (`push_jobs.state` besides `pending`).
-public enum PushJobOutcome: String, Sendable, CaseIterable {
-    case delivered, dropped, expired, failed
-}
-
-/// The queue at a glance: how many jobs wait, how many are due, and when the next falls due
-/// (a claimed job counts from the end of its lease).
-public struct PushQueueOutlook: Sendable, Equatable {
-    public var pending: Int
-    public var due: Int
-    public var nextDueMS: Int64?
-}
-
 /// A finished job, for the operator's status view.
 public struct FinishedPushJob: Sendable, Equatable {
     public var id: String
     public var callID: String
     public var userID: String
     public var provider: String
+    public var channel: String
     public var token: String
     public var state: String
     public var reason: String?
@@ -51,6 +43,7 @@ public struct FinishedPushJob: Sendable, Equatable {
 public struct PushQueueReport: Sendable, Equatable {
     public struct Outcomes: Sendable, Equatable {
         public var provider: String
+        public var channel: String
         public var state: String
         public var reason: String?
         public var count: Int
@@ -58,7 +51,7 @@ public struct PushQueueReport: Sendable, Equatable {
 
     public var pending: Int
     public var oldestPendingCreatedMS: Int64?
-    /// Finished jobs counted by provider, state and reason (most frequent first in each state).
+    /// Finished jobs counted by provider, channel, state and reason (most frequent first in each state).
     public var outcomes: [Outcomes]
     /// The newest jobs that ended undelivered after an error, newest first.
     public var newestFailures: [FinishedPushJob]

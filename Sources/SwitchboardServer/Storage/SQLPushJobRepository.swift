@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardPush
 import SwitchboardStore
 
 /// ``PushJobRepository`` in SQL that SQLite and PostgreSQL both run (table `push_jobs`), working on the
@@ -10,12 +11,13 @@ struct SQLPushJobRepository: PushJobRepository {
         try connection.run(
             """
             INSERT INTO push_jobs (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state,
-                reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)
+                reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, channel)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15)
             """,
             [.text(job.id), .text(job.callID), .text(job.userID), .text(job.deviceID), .text(job.provider), .text(job.token),
              .text(job.environment), .text(job.payload), .text(job.headers), .text(job.state), job.reason.map(SQLiteValue.text) ?? .null,
-             .integer(job.createdAtMS), .integer(job.expiresAtMS), job.state == "pending" ? .null : .integer(job.createdAtMS)])
+             .integer(job.createdAtMS), .integer(job.expiresAtMS), job.state == "pending" ? .null : .integer(job.createdAtMS),
+             .text(job.channel)])
     }
 
     func releaseClaims() throws {
@@ -50,7 +52,7 @@ struct SQLPushJobRepository: PushJobRepository {
             try connection.run("UPDATE push_jobs SET claimed_until_ms = ?, claimed_by = ? WHERE id = ?", [.integer(leaseUntilMS), .text(instance), .text(id)])
             let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
             claimed.append(PushJob(
-                id: id, callID: try row.string("call_id"), userID: try row.string("user_id"),
+                id: id, callID: try row.string("call_id"), userID: try row.string("user_id"), channel: try row.string("channel"),
                 token: try row.string("token"), environment: try row.string("environment"),
                 payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
                 attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms"))))
@@ -84,9 +86,14 @@ struct SQLPushJobRepository: PushJobRepository {
     func report(failures: Int) throws -> PushQueueReport {
         let queue = try connection.query("SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'", []).first
         let outcomes = try connection.query(
-            "SELECT provider, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending' GROUP BY provider, state, reason ORDER BY provider, state, n DESC", []
+            """
+            SELECT provider, channel, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending'
+            GROUP BY provider, channel, state, reason ORDER BY provider, channel, state, n DESC
+            """, []
         ).map {
-            PushQueueReport.Outcomes(provider: try $0.string("provider"), state: try $0.string("state"), reason: try $0.optionalString("reason"), count: try $0.int("n"))
+            PushQueueReport.Outcomes(
+                provider: try $0.string("provider"), channel: try $0.string("channel"), state: try $0.string("state"),
+                reason: try $0.optionalString("reason"), count: try $0.int("n"))
         }
         let newest = try connection.query(
             "SELECT * FROM push_jobs WHERE last_error IS NOT NULL AND state != 'pending' AND state != 'delivered' ORDER BY finished_at_ms DESC LIMIT ?",
@@ -94,7 +101,7 @@ struct SQLPushJobRepository: PushJobRepository {
         ).map { row in
             FinishedPushJob(
                 id: try row.string("id"), callID: try row.string("call_id"), userID: try row.string("user_id"), provider: try row.string("provider"),
-                token: try row.string("token"), state: try row.string("state"), reason: try row.optionalString("reason"),
+                channel: try row.string("channel"), token: try row.string("token"), state: try row.string("state"), reason: try row.optionalString("reason"),
                 lastError: try row.optionalString("last_error"), attempts: try row.int("attempts"), finishedAtMS: try row.optionalInt64("finished_at_ms"))
         }
         return PushQueueReport(

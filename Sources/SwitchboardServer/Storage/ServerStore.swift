@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardLifecycle
 import SwitchboardObservability
 import SwitchboardStore
 import SwitchboardWire
@@ -45,11 +46,8 @@ public struct ServerEnvironment: Sendable {
     }
 }
 
-/// The name of the background loop the current task runs (push dispatcher, ring-timeout sweep,
-/// …), for whoever looks at its sleeps: a test's manual clock tells the loops apart by it.
-public enum BackgroundLoop {
-    @TaskLocal public static var name: String?
-}
+/// The name of the background loop the current task runs (``SwitchboardLifecycle/BackgroundLoop``).
+public typealias BackgroundLoop = SwitchboardLifecycle.BackgroundLoop
 
 /// One write transaction as services see it: the connection, the time of the change, and an
 /// event writer whose users are woken after the commit.

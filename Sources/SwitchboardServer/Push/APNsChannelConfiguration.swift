@@ -2,23 +2,12 @@ import Foundation
 import SwitchboardCrypto
 import SwitchboardPush
 
-/// The outbox's provider for APNs.
-struct APNsPushProvider: PushProvider {
-    let apns: APNsProvider
-    let channel: PushChannelSummary
-    var name: String { "apns" }
-
-    func send(_ job: PushJob) async -> PushSendResult {
-        switch await apns.send(deviceToken: job.token, environment: job.environment, headers: job.headers, payload: job.payload) {
-        case .response(let status, let reason, _): .response(status: status, reason: reason)
-        case .transportFailure(let message): .transportFailure(message)
-        }
-    }
-
-    func shutdown() async { await apns.shutdown() }
-
-    /// The provider the configuration asks for, or `nil` when APNs is not configured.
-    static func make(from configuration: ServerConfiguration) throws -> APNsPushProvider? {
+/// The `ios-voip` channel the configuration asks for.
+enum APNsChannelConfiguration {
+    /// The channel over APNs when credentials are configured, otherwise one whose pushes fail at
+    /// once (rings are still written, with a reason). `transport` replaces the APNs client (tests).
+    static func voipChannel(from configuration: ServerConfiguration, transport: (any PushTransport)? = nil) throws -> APNsVoIPChannel {
+        if let transport { return APNsVoIPChannel(bundleID: configuration.apnsBundleID, transport: transport) }
         let credentials: APNsCredentials
         let auth: String
         if !configuration.apnsKeyFile.isEmpty {
@@ -34,16 +23,16 @@ struct APNsPushProvider: PushProvider {
             credentials = .certificate(certificateFile: configuration.apnsCertificateFile, keyFile: configuration.apnsCertificateKeyFile)
             auth = "certificate \(configuration.apnsCertificateFile), topic \(configuration.apnsBundleID).voip"
         } else {
-            return nil
+            return APNsVoIPChannel(unconfiguredFor: configuration.apnsBundleID)
         }
-        return APNsPushProvider(apns: try APNsProvider(configuration: APNsConfiguration(
+        let apns = try APNsProvider(configuration: APNsConfiguration(
             credentials: credentials, productionURL: configuration.apnsProductionURL, sandboxURL: configuration.apnsSandboxURL,
             caFile: configuration.apnsCAFile.isEmpty ? nil : configuration.apnsCAFile,
             connectionsPerEnvironment: configuration.apnsConnections,
-            requestTimeout: .seconds(configuration.apnsRequestTimeoutSeconds))),
-            channel: PushChannelSummary(
-                provider: "apns", configured: true, auth: auth,
-                endpoints: "production \(configuration.apnsProductionURL), sandbox \(configuration.apnsSandboxURL)",
-                caFile: configuration.apnsCAFile))
+            requestTimeout: .seconds(configuration.apnsRequestTimeoutSeconds)))
+        return APNsVoIPChannel(
+            bundleID: configuration.apnsBundleID, transport: APNsTransport(apns: apns), auth: auth,
+            endpoints: "production \(configuration.apnsProductionURL), sandbox \(configuration.apnsSandboxURL)",
+            caFile: configuration.apnsCAFile)
     }
 }

@@ -7,8 +7,8 @@ import Synchronization
 /// when the sleep to its deadline finishes, or with `.cancelled` — and nothing else: a timed-out
 /// or cancelled wait never leaves a signal behind, so the next wait really sleeps. (The loop that
 /// wrote its own timeout as a signal went on to spin on it: issue 12 §0.)
-final class WakeSignal: Sendable {
-    enum Outcome: Sendable, Equatable { case signalled, timedOut, cancelled }
+public final class WakeSignal: Sendable {
+    public enum Outcome: Sendable, Equatable { case signalled, timedOut, cancelled }
 
     private struct State {
         var pending = false
@@ -21,8 +21,10 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
+    public init() {}
+
     /// Wakes the waiter now, or the next one if nobody waits.
-    func signal() {
+    public func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Outcome, Never>? in
             guard let waiter = state.waiter else {
                 state.pending = true
@@ -36,7 +38,7 @@ final class WakeSignal: Sendable {
 
     /// Waits for a signal, at most as long as `sleep` takes (which throws when cancelled).
     /// One waiter at a time.
-    func wait(sleep: @escaping @Sendable () async throws -> Void) async -> Outcome {
+    public func wait(sleep: @escaping @Sendable () async throws -> Void) async -> Outcome {
         let id = state.withLock { state -> UInt64 in
             state.current &+= 1
             state.endedEarly = nil

@@ -1,83 +1,12 @@
 import Foundation
 import Synchronization
 import SwitchboardCore
-import SwitchboardStore
+import SwitchboardLifecycle
 import SwitchboardObservability
 
-/// One push as a provider sends it.
-struct PushJob: Sendable {
-    let id: String
-    let callID: String
-    let userID: String
-    let token: String
-    let environment: String
-    let payload: [UInt8]
-    let headers: [(String, String)]
-    let attempts: Int
-    let expiresAt: Date
-}
-
-/// What a provider got back.
-enum PushSendResult: Sendable, Equatable {
-    /// The service answered with a status and (for errors) a reason.
-    case response(status: Int, reason: String?)
-    /// No answer: connection failure, timeout, protocol error (retried).
-    case transportFailure(String)
-}
-
-/// Sends pushes to one service (APNs now; FCM and vendors later).
-protocol PushProvider: Sendable {
-    /// The name recorded on jobs and metrics.
-    var name: String { get }
-    /// What the operator is told at start-up about this channel.
-    var channel: PushChannelSummary { get }
-    func send(_ job: PushJob) async -> PushSendResult
-    /// Closes its connections; called once, after the dispatcher has stopped.
-    func shutdown() async
-}
-
-extension PushProvider {
-    func shutdown() async {}
-
-    var channel: PushChannelSummary { PushChannelSummary(provider: name, configured: true, auth: "", endpoints: "", caFile: "") }
-}
-
-/// A push channel as the start-up log line shows it.
-struct PushChannelSummary: Sendable, Equatable {
-    let provider: String
-    let configured: Bool
-    /// How the server authenticates (`token`, `certificate`), empty when not configured.
-    let auth: String
-    /// Where pushes go, e.g. `production=api.push.apple.com:443 sandbox=…`.
-    let endpoints: String
-    /// The CA file trusted instead of the system's, empty for the system's.
-    let caFile: String
-
-    /// Logs the channel: info when configured, a warning when every push will fail.
-    func log(to logger: Logger) {
-        if configured {
-            logger.info("push channel configured", [
-                "provider": .string(provider), "auth": .string(auth), "endpoints": .string(endpoints),
-                "caFile": .string(caFile.isEmpty ? "system trust" : caFile),
-            ])
-        } else {
-            logger.warning("push channel not configured: every push fails at once with ProviderNotConfigured", [
-                "provider": .string(provider),
-                "hint": .string("set apnsKeyFile, apnsTeamID and apnsKeyID (token auth) or apnsCertificateFile and apnsCertificateKeyFile"),
-            ])
-        }
-    }
-}
-
-/// Used when no APNs credentials are configured: every job fails at once with a clear reason.
-struct UnconfiguredPushProvider: PushProvider {
-    var name: String { "apns" }
-    var channel: PushChannelSummary { PushChannelSummary(provider: name, configured: false, auth: "", endpoints: "", caFile: "") }
-    func send(_ job: PushJob) async -> PushSendResult { .response(status: 0, reason: "ProviderNotConfigured") }
-}
-
-/// Drains the outbox: claims due jobs, drops those whose call stopped ringing, sends the rest,
-/// and records every outcome. A claim is a lease held by this instance (``ServerStore/instanceID``):
+/// Drains the outbox: claims due jobs, drops those whose call stopped ringing, sends the rest
+/// through the channel each job was written for, and records every outcome. A claim is a lease
+/// held by this instance (``PushOutboxStore/instanceID``):
 /// only it records the job's outcome, and when it crashes another instance takes the job over
 /// once the lease runs out (``claimLease``, longer than one request may take). On SQLite, the
 /// only dispatcher of its database, a start-up releases the claims of the process before it.
@@ -87,9 +16,10 @@ struct UnconfiguredPushProvider: PushProvider {
 /// ones are still waiting for their answers, so one slow or hung token never delays another
 /// (SPEC §3). Between passes the loop sleeps until the next job is due, a new job is committed
 /// (`wake()`), or `idleCeiling` passes; an idle outbox costs one cheap read per ceiling.
-final class PushDispatcher: Sendable {
-    let store: ServerStore
-    let provider: any PushProvider
+public final class PushDispatcher: Sendable {
+    let store: any PushOutboxStore
+    /// The channels jobs are routed to, by the channel each job was written for.
+    public let channels: PushChannels
     let logger: Logger
     let metrics: Metrics
     /// Transport failures are logged once per cause per 5 minutes: a TLS mistake retried for a
@@ -114,19 +44,19 @@ final class PushDispatcher: Sendable {
     private let inFlight = Mutex<Set<String>>([])
 
     /// Jobs waiting, as of the last pass (for the metrics gauge).
-    var pendingCount: Int { pending.load(ordering: .relaxed) }
+    public var pendingCount: Int { pending.load(ordering: .relaxed) }
     /// Passes over the outbox so far (tests bound it: an idle dispatcher must not spin).
-    var passCount: Int { passes.load(ordering: .relaxed) }
+    public var passCount: Int { passes.load(ordering: .relaxed) }
     /// Jobs whose sends have not finished.
-    var inFlightCount: Int { inFlight.withLock { $0.count } }
+    public var inFlightCount: Int { inFlight.withLock { $0.count } }
 
-    init(
-        store: ServerStore, provider: any PushProvider, logger: Logger, metrics: Metrics, maxInFlight: Int = 1000,
+    public init(
+        store: any PushOutboxStore, channels: PushChannels, logger: Logger, metrics: Metrics, maxInFlight: Int = 1000,
         claimLease: TimeInterval = 15, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.claimLease = claimLease
         self.store = store
-        self.provider = provider
+        self.channels = channels
         self.logger = logger
         self.metrics = metrics
         self.maxInFlight = max(1, maxInFlight)
@@ -134,20 +64,20 @@ final class PushDispatcher: Sendable {
     }
 
     /// New jobs were committed: start at once instead of at the next due time.
-    func wake() { work.signal() }
+    public func wake() { work.signal() }
 
     /// The name its sleeps carry (`BackgroundLoop.name`).
-    static let loopName = "push dispatcher"
+    public static let loopName = "push dispatcher"
 
     /// Runs until cancelled; sends still in flight are cancelled with it.
-    func run() async {
+    public func run() async {
         await BackgroundLoop.$name.withValue(Self.loopName) { await runLoop() }
     }
 
     private func runLoop() async {
         // Only on SQLite is this the database's one dispatcher; on PostgreSQL other instances'
         // claims are live leases, and a crashed instance's lapse by themselves.
-        if !store.backend.isShared {
+        if !store.isShared {
             do {
                 try await releaseClaims()
             } catch {
@@ -177,10 +107,10 @@ final class PushDispatcher: Sendable {
                     break
                 } catch {
                     logger.error("push dispatcher pass failed", ["error": .string(String(describing: error))])
-                    sleepUntil = store.environment.now().addingTimeInterval(failedPassBackoff)
+                    sleepUntil = store.now().addingTimeInterval(failedPassBackoff)
                 }
-                let environment = store.environment
-                if await work.wait(sleep: { try await environment.sleepUntil(sleepUntil) }) == .cancelled { break }
+                let store = self.store
+                if await work.wait(sleep: { try await store.sleep(until: sleepUntil) }) == .cancelled { break }
             }
             group.cancelAll()
         }
@@ -188,22 +118,22 @@ final class PushDispatcher: Sendable {
 
     /// Claims from a previous process are void: this is the only dispatcher of this (SQLite) database.
     func releaseClaims() async throws {
-        _ = try await store.write { try $0.pushJobs.releaseClaims() }
+        try await store.releaseClaims()
     }
 
     /// One pass: the jobs it claimed, whether to look again at once (it claimed some), and
     /// otherwise when the next job falls due (capped at `idleCeiling`).
-    struct Pass {
+    public struct Pass: Sendable {
         var claimed: [PushJob]
         var more: Bool
         var nextDue: Date
     }
 
     /// Claims the jobs due now, up to the batch size and the in-flight budget.
-    func claimDue() async throws -> Pass {
+    public func claimDue() async throws -> Pass {
         passes.add(1, ordering: .relaxed)
-        let now = store.environment.now()
-        let nowMS = CallStore.milliseconds(now)
+        let now = store.now()
+        let nowMS = now.outboxMilliseconds
         let ceiling = now.addingTimeInterval(idleCeiling)
         let leaseMS = Int64(claimLease * 1000)
         let busy = inFlight.withLock { $0 }
@@ -211,20 +141,16 @@ final class PushDispatcher: Sendable {
         // One cheap read answers the gauge, whether anything is due, and when the next job is;
         // an idle outbox never takes the single writer. A claimed job counts as due when its
         // lease lapses (its process ended without an outcome).
-        let outlook = try await store.snapshot { try $0.pushJobs.outlook(at: nowMS) }
+        let outlook = try await store.outlook(at: nowMS)
         pending.store(outlook.pending, ordering: .relaxed)
-        let nextDue = outlook.nextDueMS.map { min(CallStore.date($0), ceiling) } ?? ceiling
+        let nextDue = outlook.nextDueMS.map { min(Date(timeIntervalSince1970: Double($0) / 1000), ceiling) } ?? ceiling
         // Nothing due, or nothing we may send yet: sleep until the next job (a finished send
         // wakes the loop when it frees a slot). Never loop at once without having claimed.
         guard outlook.due > 0, budget > 0 else { return Pass(claimed: [], more: false, nextDue: outlook.due > 0 ? ceiling : nextDue) }
         // A send still running past its lease (only a test's clock jumps that far) keeps its job.
-        let instance = store.instanceID
         // The lease runs from when the claim is written (after any wait for the write lock),
         // not from when this pass began.
-        let jobs = try await store.write { transaction in
-            let claimedAt = max(nowMS, CallStore.milliseconds(transaction.date))
-            return try transaction.pushJobs.claim(dueAt: nowMS, limit: budget, leaseUntilMS: claimedAt + leaseMS, by: instance, skipping: busy)
-        }
+        let jobs = try await store.claim(dueAt: nowMS, limit: budget, leaseMS: leaseMS, skipping: busy)
         inFlight.withLock { set in for job in jobs { set.insert(job.id) } }
         // After a claim, look again at once: more may be due, and the next due time read above
         // was that of the jobs just claimed.
@@ -234,7 +160,7 @@ final class PushDispatcher: Sendable {
     /// Claims and processes the jobs due now, waiting for their outcomes; returns how many.
     /// (The loop in `run()` does not wait; tests and tools that want one synchronous pass do.)
     @discardableResult
-    func drainOnce() async throws -> Int {
+    public func drainOnce() async throws -> Int {
         let pass = try await claimDue()
         await withDiscardingTaskGroup { group in
             for job in pass.claimed {
@@ -247,48 +173,45 @@ final class PushDispatcher: Sendable {
         return pass.claimed.count
     }
 
-    private typealias Outcome = PushJobOutcome
-
     /// Sends one job and records its outcome; `true` when it was rescheduled for a retry or
     /// left for its lease to lapse (the loop's next due time may have moved earlier).
     private func process(_ job: PushJob) async -> Bool {
         do {
-            let (ringing, deviceLive) = try await store.snapshot { snapshot -> (Bool, Bool) in
-                (try snapshot.calls.rings(job.callID, userID: job.userID), try snapshot.devices.isLive(token: job.token, of: job.userID))
-            }
             // A push must never ring a dead call.
-            guard ringing else { try await finish(job, .dropped, reason: "call_not_ringing"); return false }
-            guard deviceLive else { try await finish(job, .dropped, reason: "device_unbound"); return false }
-            guard store.environment.now() < job.expiresAt else { try await finish(job, .expired, reason: "ring_window_passed"); return false }
-
-            let result = await provider.send(job)
-            let action: PushAction
-            let reason: String
-            switch result {
-            case .transportFailure(let message):
-                action = .retry
-                reason = message
-                if case .log(let suppressed) = transportFailures.withLock({ $0.occurred(message, at: .now) }) {
-                    logger.warning("push transport failure; the push is retried until its ring window ends", [
-                        "provider": .string(provider.name), "reason": .string(message), "job.id": .string(job.id),
-                        "token.suffix": .string(DeviceRoutes.suffix(job.token)), "sameFailuresNotLogged": .int(suppressed),
-                    ])
-                }
-            case .response(let status, let text):
-                action = APNsResponsePolicy.action(status: status, reason: text.map(APNsReason.init))
-                reason = text ?? "HTTP \(status)"
+            switch try await store.relevance(of: job) {
+            case .callNotRinging: try await finish(job, .dropped, reason: "call_not_ringing"); return false
+            case .deviceUnbound: try await finish(job, .dropped, reason: "device_unbound"); return false
+            case .send: break
             }
+            guard store.now() < job.expiresAt else { try await finish(job, .expired, reason: "ring_window_passed"); return false }
+            guard let channel = channels[job.channel] else {
+                try await finish(job, .failed, reason: PushChannels.missingChannelReason, lastError: "no push channel '\(job.channel)' on this server")
+                return false
+            }
+
+            let result = await channel.send(job)
+            if case .transportFailure(let message) = result,
+                case .log(let suppressed) = transportFailures.withLock({ $0.occurred(message, at: .now) })
+            {
+                logger.warning("push transport failure; the push is retried until its ring window ends", [
+                    "channel": .string(channel.name), "provider": .string(channel.provider), "reason": .string(message),
+                    "job.id": .string(job.id), "token.suffix": .string(Self.suffix(job.token)), "sameFailuresNotLogged": .int(suppressed),
+                ])
+            }
+            let (action, reason) = channel.verdict(for: result)
             switch action {
             case .delivered:
                 try await finish(job, .delivered, reason: nil)
             case .retry, .refreshProviderTokenAndRetry:
                 return try await retry(job, reason: reason)
             case .deleteToken:
-                try await finish(job, .failed, reason: reason, lastError: reason) { try $0.devices.forget(token: job.token) }
-                logger.info("push token deleted", ["token.suffix": .string(DeviceRoutes.suffix(job.token)), "reason": .string(reason)])
+                try await finish(job, .failed, reason: reason, lastError: reason, token: .forget)
+                logger.info("push token deleted", [
+                    "channel": .string(channel.name), "token.suffix": .string(Self.suffix(job.token)), "reason": .string(reason),
+                ])
             case .reclassifyToken:
                 // Possibly a sandbox/production or topic mismatch: delete only when it repeats.
-                try await finish(job, .failed, reason: reason, lastError: reason) { try $0.devices.doubt(token: job.token) }
+                try await finish(job, .failed, reason: reason, lastError: reason, token: .doubt)
             case .fail:
                 try await finish(job, .failed, reason: reason, lastError: reason)
             }
@@ -301,43 +224,44 @@ final class PushDispatcher: Sendable {
         }
     }
 
+    /// What logs show of a token.
+    static func suffix(_ token: String) -> String { String(token.suffix(8)) }
+
+    /// The metric labels of a job's channel.
+    private func labels(_ job: PushJob) -> [(String, String)] {
+        [("provider", channels[job.channel]?.provider ?? "none"), ("channel", job.channel)]
+    }
+
     /// Schedules the next attempt; `false` when the ring window leaves none (the job expired).
     private func retry(_ job: PushJob, reason: String) async throws -> Bool {
-        let now = store.environment.now()
+        let now = store.now()
         guard let next = PushRetryPolicy.nextAttempt(after: now, attempt: job.attempts, jitter: jitter(), expiresAt: job.expiresAt) else {
             try await finish(job, .expired, reason: reason, lastError: reason)
             return false
         }
-        let instance = store.instanceID
-        _ = try await store.write { try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: CallStore.milliseconds(next), reason: reason, by: instance) }
-        metrics.increment("switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: [("provider", provider.name)])
+        try await store.reschedule(job, nextAttemptAtMS: next.outboxMilliseconds, reason: reason)
+        metrics.increment("switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: labels(job))
         return true
     }
 
     /// Records the outcome; `lastError` is the error of the attempt that ended the job, if one did
-    /// (a job dropped or expired later keeps the error of its latest failed attempt). `then`
-    /// runs in the same transaction (what the outcome says about the device).
+    /// (a job dropped or expired later keeps the error of its latest failed attempt). `token`:
+    /// what the outcome says about the device, recorded in the same transaction.
     private func finish(
-        _ job: PushJob, _ outcome: Outcome, reason: String?, lastError: String? = nil,
-        then: (@Sendable (WriteTransaction) throws -> Void)? = nil
+        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String? = nil, token: PushTokenVerdict? = nil
     ) async throws {
-        let now = CallStore.milliseconds(store.environment.now())
         let attempted = outcome == .delivered || outcome == .failed
-        let instance = store.instanceID
-        let recorded = try await store.write { transaction in
-            let recorded = try transaction.pushJobs.finish(job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: now, by: instance)
-            if recorded { try then?(transaction) }
-            return recorded
-        }
+        let recorded = try await store.finish(
+            job, outcome, reason: reason, lastError: lastError, attempted: attempted, at: store.now().outboxMilliseconds, token: token)
         // Another instance took the job over after this one's lease ran out: its outcome counts.
         guard recorded else { return }
         metrics.increment(
-            "switchboard_push_jobs_total", help: "Push jobs finished, by provider, outcome and reason.",
-            labels: [("provider", provider.name), ("outcome", outcome.rawValue), ("reason", reason ?? "")])
+            "switchboard_push_jobs_total", help: "Push jobs finished, by provider, channel, outcome and reason.",
+            labels: labels(job) + [("outcome", outcome.rawValue), ("reason", reason ?? "")])
         if outcome == .failed {
             logger.warning("push failed", [
-                "job.id": .string(job.id), "call.id": .string(job.callID), "token.suffix": .string(DeviceRoutes.suffix(job.token)),
-                "reason": .string(reason ?? ""),
+                "job.id": .string(job.id), "call.id": .string(job.callID), "channel": .string(job.channel),
+                "token.suffix": .string(Self.suffix(job.token)), "reason": .string(reason ?? ""),
             ])
         }
     }

@@ -1,0 +1,72 @@
+import SwitchboardCore
+
+/// The `ios-voip` channel: PushKit VoIP pushes through APNs (SPEC §3). Its payload builder is
+/// ``VoIPPush``, its reason table ``APNsResponsePolicy``, and its transport an
+/// ``APNsProvider`` (HTTP/2 with the shared provider-token clock); without credentials every
+/// job fails at once with ``PushChannelSummary/notConfiguredReason``.
+public struct APNsVoIPChannel: PushChannel {
+    /// The token kind of PushKit VoIP tokens.
+    public static let channelName = "ios-voip"
+
+    /// The app's bundle id; VoIP pushes go to `<bundleID>.voip`.
+    public let bundleID: String
+    public let summary: PushChannelSummary
+    private let transport: (any PushTransport)?
+
+    public var name: String { Self.channelName }
+    public var provider: String { "apns" }
+
+    /// A configured channel: `transport` sends its requests (an ``APNsTransport`` or a test's).
+    public init(bundleID: String, transport: any PushTransport, auth: String = "", endpoints: String = "", caFile: String = "") {
+        self.bundleID = bundleID
+        self.transport = transport
+        summary = PushChannelSummary(
+            channel: Self.channelName, provider: "apns", configured: true, auth: auth, endpoints: endpoints, caFile: caFile, hint: "")
+    }
+
+    /// A channel without credentials: rings are still written (and fail at once, with a reason).
+    public init(unconfiguredFor bundleID: String) {
+        self.bundleID = bundleID
+        transport = nil
+        summary = PushChannelSummary(
+            channel: Self.channelName, provider: "apns", configured: false, auth: "", endpoints: "", caFile: "",
+            hint: "set apnsKeyFile, apnsTeamID and apnsKeyID (token auth) or apnsCertificateFile and apnsCertificateKeyFile")
+    }
+
+    public func ringRequest(for ring: PushRing) throws -> PushRequest {
+        let push = try VoIPPush.build(
+            callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
+            groupName: ring.groupName, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now)
+        return PushRequest(payload: push.payload, headers: push.headers)
+    }
+
+    public func send(_ job: PushJob) async -> PushSendResult {
+        guard let transport else { return .response(status: 0, reason: PushChannelSummary.notConfiguredReason) }
+        return await transport.send(job)
+    }
+
+    public func verdict(for result: PushSendResult) -> (action: PushAction, reason: String) {
+        switch result {
+        case .transportFailure(let message): (.retry, message)
+        case .response(let status, let text): (APNsResponsePolicy.action(status: status, reason: text.map(APNsReason.init)), text ?? "HTTP \(status)")
+        }
+    }
+
+    public func shutdown() async { await transport?.shutdown() }
+}
+
+/// An ``APNsProvider`` as a channel's transport.
+public struct APNsTransport: PushTransport {
+    public let apns: APNsProvider
+
+    public init(apns: APNsProvider) { self.apns = apns }
+
+    public func send(_ job: PushJob) async -> PushSendResult {
+        switch await apns.send(deviceToken: job.token, environment: job.environment, headers: job.headers, payload: job.payload) {
+        case .response(let status, let reason, _): .response(status: status, reason: reason)
+        case .transportFailure(let message): .transportFailure(message)
+        }
+    }
+
+    public func shutdown() async { await apns.shutdown() }
+}

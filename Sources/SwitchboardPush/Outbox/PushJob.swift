@@ -1,0 +1,106 @@
+import Foundation
+
+/// One push as a channel sends it: claimed from the outbox, with the request its channel built
+/// when the ring was written.
+public struct PushJob: Sendable {
+    /// The job id, a lowercase UUID; APNs's `apns-id`, the same on every retry.
+    public let id: String
+    public let callID: String
+    public let userID: String
+    /// The channel that sends it (``PushChannel/name``), as the device registered the token.
+    public let channel: String
+    public let token: String
+    /// `sandbox` or `production` for APNs; empty where a channel has no environments.
+    public let environment: String
+    public let payload: [UInt8]
+    public let headers: [(String, String)]
+    /// Attempts already made.
+    public let attempts: Int
+    /// The end of the ring window: no attempt after it.
+    public let expiresAt: Date
+
+    public init(
+        id: String, callID: String, userID: String, channel: String, token: String, environment: String, payload: [UInt8],
+        headers: [(String, String)], attempts: Int, expiresAt: Date
+    ) {
+        self.id = id
+        self.callID = callID
+        self.userID = userID
+        self.channel = channel
+        self.token = token
+        self.environment = environment
+        self.payload = payload
+        self.headers = headers
+        self.attempts = attempts
+        self.expiresAt = expiresAt
+    }
+}
+
+/// What a channel's service answered.
+public enum PushSendResult: Sendable, Equatable {
+    /// The service answered with a status and (for errors) a reason.
+    case response(status: Int, reason: String?)
+    /// No answer: connection failure, timeout, protocol error (retried).
+    case transportFailure(String)
+}
+
+/// How a job ended (`push_jobs.state` besides `pending`).
+public enum PushJobOutcome: String, Sendable, CaseIterable {
+    case delivered, dropped, expired, failed
+}
+
+/// The queue at a glance: how many jobs wait, how many are due, and when the next falls due
+/// (a claimed job counts from the end of its lease).
+public struct PushQueueOutlook: Sendable, Equatable {
+    public var pending: Int
+    public var due: Int
+    public var nextDueMS: Int64?
+
+    public init(pending: Int, due: Int, nextDueMS: Int64?) {
+        self.pending = pending
+        self.due = due
+        self.nextDueMS = nextDueMS
+    }
+}
+
+/// One ringing invitation on one device, before any channel's format: what a channel's
+/// payload builder turns into its request.
+public struct PushRing: Sendable, Equatable {
+    public var callID: String
+    public var scopeKind: String
+    public var scopeID: String
+    public var mode: String
+    public var callerName: String
+    public var groupName: String?
+    /// The job id: the request's id where the channel has one (APNs's `apns-id`).
+    public var jobID: String
+    /// The end of the ring window: the service must not deliver the push later.
+    public var expiresAt: Date
+    public var now: Date
+
+    public init(
+        callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?, jobID: String,
+        expiresAt: Date, now: Date
+    ) {
+        self.callID = callID
+        self.scopeKind = scopeKind
+        self.scopeID = scopeID
+        self.mode = mode
+        self.callerName = callerName
+        self.groupName = groupName
+        self.jobID = jobID
+        self.expiresAt = expiresAt
+        self.now = now
+    }
+}
+
+/// A channel's request for one job, built when the ring is written and stored with the job.
+public struct PushRequest: Sendable {
+    public var payload: [UInt8]
+    public var headers: [(String, String)]
+
+    public init(payload: [UInt8], headers: [(String, String)]) {
+        self.payload = payload
+        self.headers = headers
+    }
+}

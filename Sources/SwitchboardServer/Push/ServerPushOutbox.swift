@@ -1,0 +1,60 @@
+import Foundation
+import SwitchboardPush
+
+/// The dispatcher's outbox (``PushOutboxStore``) on the server's store: the push job, call and
+/// device repositories, in SQLite or PostgreSQL.
+struct ServerPushOutbox: PushOutboxStore {
+    let store: ServerStore
+
+    var instanceID: String { store.instanceID }
+    var isShared: Bool { store.backend.isShared }
+    func now() -> Date { store.environment.now() }
+    func sleep(until moment: Date) async throws { try await store.environment.sleepUntil(moment) }
+
+    func releaseClaims() async throws {
+        _ = try await store.write { try $0.pushJobs.releaseClaims() }
+    }
+
+    func outlook(at nowMS: Int64) async throws -> PushQueueOutlook {
+        try await store.snapshot { try $0.pushJobs.outlook(at: nowMS) }
+    }
+
+    func claim(dueAt nowMS: Int64, limit: Int, leaseMS: Int64, skipping: Set<String>) async throws -> [PushJob] {
+        let instance = store.instanceID
+        return try await store.write { transaction in
+            let claimedAt = max(nowMS, CallStore.milliseconds(transaction.date))
+            return try transaction.pushJobs.claim(dueAt: nowMS, limit: limit, leaseUntilMS: claimedAt + leaseMS, by: instance, skipping: skipping)
+        }
+    }
+
+    func relevance(of job: PushJob) async throws -> PushJobRelevance {
+        try await store.snapshot { snapshot in
+            guard try snapshot.calls.rings(job.callID, userID: job.userID) else { return .callNotRinging }
+            guard try snapshot.devices.isLive(token: job.token, of: job.userID) else { return .deviceUnbound }
+            return .send
+        }
+    }
+
+    func reschedule(_ job: PushJob, nextAttemptAtMS: Int64, reason: String) async throws {
+        let instance = store.instanceID
+        _ = try await store.write { try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: nextAttemptAtMS, reason: reason, by: instance) }
+    }
+
+    func finish(
+        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64,
+        token: PushTokenVerdict?
+    ) async throws -> Bool {
+        let instance = store.instanceID
+        return try await store.write { transaction in
+            let recorded = try transaction.pushJobs.finish(
+                job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: nowMS, by: instance)
+            guard recorded else { return false }
+            switch token {
+            case .forget?: try transaction.devices.forget(token: job.token)
+            case .doubt?: try transaction.devices.doubt(token: job.token)
+            case nil: break
+            }
+            return true
+        }
+    }
+}
