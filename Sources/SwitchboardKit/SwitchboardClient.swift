@@ -288,6 +288,18 @@ public struct SwitchboardClient: Sendable {
             body: RegisterVoIPDevice(deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment), repeatable: true)
     }
 
+    /// Registers every push token this installation has now, by channel (`POST /push/devices`):
+    /// on iOS `ios-voip` and `ios-alert`, on Android `fcm` and the maker's channel. Tokens it
+    /// registered before and no longer lists are removed.
+    public func registerPushDevice(_ device: RegisterPushDevice) async throws -> PushDeviceInfo {
+        try await call("POST", "/push/devices", body: device, repeatable: true)
+    }
+
+    /// Forgets this installation and all its push tokens (`DELETE /push/devices/{deviceId}`).
+    public func unregisterPushDevice(deviceID: UUID) async throws {
+        try await send("DELETE", "/push/devices/\(QueryEncoding.encode(deviceID.uuidString.lowercased()))")
+    }
+
     /// Forgets this installation's push token (`DELETE /voip/devices/{deviceId}`), e.g. when
     /// PushKit invalidates it.
     public func unregisterVoIPDevice(deviceID: UUID) async throws {

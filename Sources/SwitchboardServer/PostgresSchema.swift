@@ -25,7 +25,22 @@ public enum PostgresSchema {
             """),
         Migration(version: 6, name: "push_claimed_by", sql: #"ALTER TABLE push_jobs ADD COLUMN claimed_by TEXT COLLATE "C";"#),
         Migration(version: 7, name: "push_channel", sql: #"ALTER TABLE push_jobs ADD COLUMN channel TEXT COLLATE "C" NOT NULL DEFAULT 'ios-voip';"#),
+        Migration(version: 8, name: "push_device_tokens", sql: pushDeviceTokens),
     ]
+
+    /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).
+    static let pushDeviceTokens = """
+        ALTER TABLE push_devices RENAME COLUMN platform TO channel;
+        ALTER TABLE push_devices ADD COLUMN platform TEXT COLLATE "C" NOT NULL DEFAULT 'ios' CHECK (platform IN ('ios', 'android'));
+        ALTER TABLE push_devices ALTER COLUMN platform DROP DEFAULT;
+        ALTER TABLE push_devices ADD COLUMN brand TEXT COLLATE "C";
+        ALTER TABLE push_devices DROP CONSTRAINT push_devices_environment_check;
+        ALTER TABLE push_devices ADD CONSTRAINT push_devices_environment_check CHECK (environment IN ('sandbox', 'production', ''));
+        ALTER TABLE push_devices DROP CONSTRAINT push_devices_pkey;
+        ALTER TABLE push_devices ADD PRIMARY KEY (device_id, channel);
+        DROP INDEX push_devices_token;
+        CREATE UNIQUE INDEX push_devices_token ON push_devices(channel, token);
+        """
 
     static let accountsSocialEvents = """
         CREATE TABLE users (

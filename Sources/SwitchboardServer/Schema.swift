@@ -28,7 +28,40 @@ public enum Schema {
         // The channel that sends a job (the token kind its device registered); the jobs before
         // channels were all PushKit VoIP pushes.
         Migration(version: 7, name: "push_channel", sql: "ALTER TABLE push_jobs ADD COLUMN channel TEXT NOT NULL DEFAULT 'ios-voip';"),
+        Migration(version: 8, name: "push_device_tokens", sql: pushDeviceTokens),
     ]
+
+    /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's
+    /// FCM token and its maker's), each bound to the session that registered it. The table is
+    /// rebuilt: its key becomes (device, channel), `platform` is now `ios` or `android`, the
+    /// old `platform` values (all `ios-voip`) become the channel, and `environment` is empty for
+    /// channels without one.
+    static let pushDeviceTokens = """
+        CREATE TABLE push_devices_v8 (
+            device_id TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            user_id TEXT NOT NULL REFERENCES users(id),
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            platform TEXT NOT NULL CHECK (platform IN ('ios', 'android')),
+            brand TEXT,
+            token TEXT NOT NULL,
+            environment TEXT NOT NULL CHECK (environment IN ('sandbox', 'production', '')),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            -- BadDeviceToken / DeviceTokenNotForTopic answers seen for this token.
+            suspect_reports INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (device_id, channel)
+        ) STRICT;
+        INSERT INTO push_devices_v8 (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at,
+            updated_at, suspect_reports)
+        SELECT device_id, platform, user_id, session_id, 'ios', NULL, token, environment, created_at, updated_at, suspect_reports
+        FROM push_devices ORDER BY rowid;
+        DROP TABLE push_devices;
+        ALTER TABLE push_devices_v8 RENAME TO push_devices;
+        CREATE UNIQUE INDEX push_devices_token ON push_devices(channel, token);
+        CREATE INDEX push_devices_by_user ON push_devices(user_id);
+        CREATE INDEX push_devices_by_session ON push_devices(session_id);
+        """
 
     /// Push devices and the push outbox. A job is written in the same transaction as the
     /// transition that started the ring; its id is also its `apns-id`, the same on every retry.

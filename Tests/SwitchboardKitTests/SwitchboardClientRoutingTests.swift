@@ -76,4 +76,19 @@ struct SwitchboardClientRoutingTests {
         #expect(events2.requests.first?.line == "GET /events?after=7&wait=20")
         #expect(events2.requests.first?.heldCopies == 2 && events2.requests.first?.timeout == 30)
     }
+
+    /// A device's tokens go as one repeatable `POST /push/devices` (registering the same set
+    /// twice is harmless), by channel; the answer decodes into the registered device.
+    @Test func pushDevicesAreRegisteredByChannel() async throws {
+        let answer = #"{"deviceId":"d","platform":"android","brand":"huawei","tokens":[{"channel":"fcm","tokenSuffix":"abcdefgh"}],"updatedAt":"2026-12-02T00:00:00.000Z"}"#
+        let transport = RecordingTransport(body: answer)
+        let client = SwitchboardClient(baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: transport)
+        let device = try await client.registerPushDevice(RegisterPushDevice(
+            deviceId: "d", platform: "android", brand: "huawei", tokens: ["fcm": PushTokenRegistration(token: "x")]))
+        #expect(device.tokens == [PushTokenInfo(channel: "fcm", environment: nil, tokenSuffix: "abcdefgh")] && device.brand == "huawei")
+        #expect(transport.requests.first?.line == "POST /push/devices" && transport.requests.first?.repeatable == true)
+        let id = UUID()
+        try await client.unregisterPushDevice(deviceID: id)
+        #expect(transport.requests.last?.line == "DELETE /push/devices/\(id.uuidString.lowercased())")
+    }
 }

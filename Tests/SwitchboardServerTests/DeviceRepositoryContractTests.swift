@@ -5,21 +5,24 @@ import Testing
 /// ``DeviceRepository``'s contract, the same for every store.
 @Suite("Repository contract: push devices", .timeLimit(.minutes(2)))
 struct DeviceRepositoryContractTests {
-    static let platform = DeviceRoutes.voipPlatform
+    static let channel = DeviceRoutes.voipPlatform
 
-    static func registration(_ deviceID: String, _ account: RepositoryFixture.Account, token: String, environment: String = "sandbox")
-        -> DeviceRegistration
-    {
+    static func registration(
+        _ deviceID: String, _ account: RepositoryFixture.Account, token: String, environment: String = "sandbox", channel: String = channel,
+        brand: String? = nil
+    ) -> DeviceRegistration {
         DeviceRegistration(
-            deviceID: deviceID, userID: account.userID, sessionID: account.sessionID, platform: platform, token: token, environment: environment)
+            deviceID: deviceID, userID: account.userID, sessionID: account.sessionID, channel: channel,
+            platform: channel.hasPrefix("ios-") ? "ios" : "android", brand: brand, token: token,
+            environment: channel.hasPrefix("ios-") ? environment : "")
     }
 
     static func register(_ device: DeviceRegistration, in store: ServerStore) async throws {
         try await store.write { try $0.devices.register(device, at: $0.timestamp) }
     }
 
-    static func targets(_ account: RepositoryFixture.Account, in store: ServerStore, platform: String = platform) async throws -> [PushTarget] {
-        try await store.snapshot { try $0.devices.targets(of: account.userID, platform: platform) }
+    static func targets(_ account: RepositoryFixture.Account, in store: ServerStore, channel: String = channel) async throws -> [PushTarget] {
+        try await store.snapshot { try $0.devices.targets(of: account.userID, channel: channel) }
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -30,13 +33,14 @@ struct DeviceRepositoryContractTests {
         let store = fixture.store
         try await Self.register(Self.registration("d-1", alice, token: "aa01"), in: store)
         #expect(try await Self.targets(alice, in: store) == [PushTarget(deviceID: "d-1", token: "aa01", environment: "sandbox")])
-        #expect(try await Self.targets(alice, in: store, platform: "android-fcm").isEmpty, "another platform's devices are apart")
-        #expect(try await store.snapshot { try $0.devices.isLive(token: "aa01", of: alice.userID) })
-        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", of: bob.userID) })
+        #expect(try await Self.targets(alice, in: store, channel: "fcm").isEmpty, "another channel's tokens are apart")
+        #expect(try await store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: alice.userID) })
+        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: "ios-alert", of: alice.userID) })
+        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: bob.userID) })
         // Registered again: the new token and environment replace the old ones.
         try await Self.register(Self.registration("d-1", alice, token: "aa02", environment: "production"), in: store)
         #expect(try await Self.targets(alice, in: store) == [PushTarget(deviceID: "d-1", token: "aa02", environment: "production")])
-        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", of: alice.userID) })
+        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: alice.userID) })
         // Only its owner removes it, once.
         #expect(try await !store.write { try $0.devices.remove(deviceID: "d-1", of: bob.userID) })
         #expect(try await store.write { try $0.devices.remove(deviceID: "d-1", of: alice.userID) })
@@ -77,7 +81,7 @@ struct DeviceRepositoryContractTests {
         // A session that ended without unbinding: its device stays stored but is no target.
         try await fixture.endSessionOnly(laptop)
         #expect(try await Set(Self.targets(phone, in: store).map(\.deviceID)) == ["phone", "tablet"])
-        #expect(try await !store.snapshot { try $0.devices.isLive(token: "cc03", of: phone.userID) })
+        #expect(try await !store.snapshot { try $0.devices.isLive(token: "cc03", channel: Self.channel, of: phone.userID) })
         // Removing a session's devices leaves the others.
         try await store.write { try $0.devices.removeAll(boundTo: tablet.sessionID) }
         #expect(try await Self.targets(phone, in: store).map(\.deviceID) == ["phone"])
@@ -94,18 +98,58 @@ struct DeviceRepositoryContractTests {
         let store = fixture.store
         try await Self.register(Self.registration("d-1", dave, token: "dd01"), in: store)
         try await Self.register(Self.registration("d-2", dave, token: "dd02"), in: store)
-        try await store.write { try $0.devices.forget(token: "dd01") }
+        try await store.write { try $0.devices.forget(token: "dd01", channel: Self.channel) }
         #expect(try await Self.targets(dave, in: store).map(\.deviceID) == ["d-2"])
-        try await store.write { try $0.devices.doubt(token: "dd02") }
+        try await store.write { try $0.devices.doubt(token: "dd02", channel: Self.channel) }
         #expect(try await Self.targets(dave, in: store).map(\.deviceID) == ["d-2"], "one doubt is not enough")
         // Registering again clears the doubts.
         try await Self.register(Self.registration("d-2", dave, token: "dd02"), in: store)
-        try await store.write { try $0.devices.doubt(token: "dd02") }
+        try await store.write { try $0.devices.doubt(token: "dd02", channel: Self.channel) }
         #expect(try await Self.targets(dave, in: store).map(\.deviceID) == ["d-2"])
-        try await store.write { try $0.devices.doubt(token: "dd02") }
+        try await store.write { try $0.devices.doubt(token: "dd02", channel: Self.channel) }
         #expect(try await Self.targets(dave, in: store).isEmpty)
         // Unknown tokens change nothing.
-        try await store.write { try $0.devices.forget(token: "ffff") }
-        try await store.write { try $0.devices.doubt(token: "ffff") }
+        try await store.write { try $0.devices.forget(token: "ffff", channel: Self.channel) }
+        try await store.write { try $0.devices.doubt(token: "ffff", channel: Self.channel) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aDeviceHoldsOneTokenPerChannelAndKeepsOnlyTheOnesItListsAgain(kind: StoreKind) async throws {
+        let fixture = try kind.fixture()
+        defer { fixture.close() }
+        let erin = try await fixture.account("erin"), frank = try await fixture.account("frank")
+        let store = fixture.store
+        try await Self.register(Self.registration("phone", erin, token: "ee01"), in: store)
+        try await Self.register(Self.registration("phone", erin, token: "ee02", channel: "ios-alert"), in: store)
+        try await Self.register(Self.registration("droid", erin, token: "fcm:AAA-1", channel: "fcm", brand: "huawei"), in: store)
+        try await Self.register(Self.registration("droid", erin, token: "HW.001", channel: "huawei", brand: "huawei"), in: store)
+        #expect(try await Self.targets(erin, in: store).map(\.token) == ["ee01"])
+        #expect(try await Self.targets(erin, in: store, channel: "ios-alert").map(\.token) == ["ee02"])
+        let devices = try await store.snapshot { try $0.devices.devices(of: erin.userID) }
+        #expect(Set(devices.map(\.deviceID)) == ["phone", "droid"] && devices.count == 2)
+        let phone = try #require(devices.first { $0.deviceID == "phone" }), droid = try #require(devices.first { $0.deviceID == "droid" })
+        #expect(Set(phone.tokens.keys) == ["ios-voip", "ios-alert"] && phone.platform == "ios" && phone.brand == nil)
+        #expect(Set(droid.tokens.keys) == ["fcm", "huawei"] && droid.platform == "android" && droid.brand == "huawei")
+        #expect(droid.tokens["fcm"] == PushTarget(deviceID: "droid", token: "fcm:AAA-1", environment: ""))
+        // The same token string on two channels is two tokens.
+        try await Self.register(Self.registration("phone", erin, token: "HW.001", channel: "ios-alert"), in: store)
+        #expect(try await Self.targets(erin, in: store, channel: "huawei").map(\.deviceID) == ["droid"])
+        // The device says it has only its FCM token now: the other goes.
+        try await store.write { try $0.devices.keepOnly(channels: ["fcm"], ofDevice: "droid", of: erin.userID) }
+        #expect(try await Self.targets(erin, in: store, channel: "huawei").isEmpty)
+        #expect(try await Self.targets(erin, in: store, channel: "fcm").count == 1)
+        // Another user's keepOnly touches nothing of hers.
+        try await store.write { try $0.devices.keepOnly(channels: [], ofDevice: "droid", of: frank.userID) }
+        #expect(try await Self.targets(erin, in: store, channel: "fcm").count == 1)
+        // A forgotten token goes on its channel only.
+        try await store.write { try $0.devices.forget(token: "HW.001", channel: "huawei") }
+        #expect(try await Self.targets(erin, in: store, channel: "ios-alert").map(\.token) == ["HW.001"])
+        // The installation moving to another user takes every token along.
+        try await Self.register(Self.registration("phone", frank, token: "ee01"), in: store)
+        #expect(try await Self.targets(erin, in: store, channel: "ios-alert").isEmpty)
+        #expect(try await Self.targets(frank, in: store, channel: "ios-alert").map(\.token) == ["HW.001"])
+        // Removing the device removes all its tokens.
+        #expect(try await store.write { try $0.devices.remove(deviceID: "phone", of: frank.userID) })
+        #expect(try await store.snapshot { try $0.devices.devices(of: frank.userID) }.isEmpty)
     }
 }

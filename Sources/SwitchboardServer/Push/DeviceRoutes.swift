@@ -3,58 +3,180 @@ import SwitchboardHTTP
 import SwitchboardPush
 import SwitchboardWire
 
-/// `POST /voip/devices` and `DELETE /voip/devices/{deviceId}`: a device's VoIP token, bound to
-/// the session that registered it (logout unbinds it).
+/// A device's push tokens, bound to the session that registered them (logout unbinds them):
+/// `POST /push/devices` (every token an installation has, one per channel) and
+/// `DELETE /push/devices/{deviceId}`; `POST /voip/devices` and `DELETE /voip/devices/{deviceId}`
+/// are the same for an iPhone's PushKit VoIP token alone.
 struct DeviceRoutes {
     let store: ServerStore
     let authenticator: Authenticator
 
-    /// The platform name of PushKit VoIP tokens.
+    /// The channel of PushKit VoIP tokens.
     static let voipPlatform = APNsVoIPChannel.channelName
 
     func register(in router: inout Router) {
         let store = self.store
+        router.add("POST", "/push/devices", authenticator.require { context, principal in
+            let device = try Self.validate(try context.decode(RegisterPushDevice.self))
+            let info = try await Self.save(device, keepingOthers: false, for: principal, in: store)
+            context.logger.info("push device registered", [
+                "device.id": .string(device.deviceID), "platform": .string(device.platform),
+                "channels": .string(device.tokens.map(\.channel).joined(separator: ",")),
+            ])
+            return .json(info)
+        })
+        router.add("DELETE", "/push/devices/{deviceId}", authenticator.require { context, principal in
+            try await Self.remove(context.parameter("deviceId"), of: principal, in: store)
+        })
         router.add("POST", "/voip/devices", authenticator.require { context, principal in
             let request = try context.decode(RegisterVoIPDevice.self)
             let (deviceID, token, environment) = try Self.validate(request)
-            let userID = principal.user.id, sessionID = principal.sessionID
-            let device = try await store.write { transaction -> VoIPDevice in
-                try transaction.devices.register(
-                    DeviceRegistration(
-                        deviceID: deviceID, userID: userID, sessionID: sessionID, platform: Self.voipPlatform, token: token,
-                        environment: environment),
-                    at: transaction.timestamp)
-                return VoIPDevice(deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), updatedAt: transaction.timestamp)
-            }
+            let device = ValidDevice(
+                deviceID: deviceID, platform: "ios", brand: nil,
+                tokens: [ValidToken(channel: Self.voipPlatform, token: token, environment: environment)])
+            let info = try await Self.save(device, keepingOthers: true, for: principal, in: store)
             context.logger.info("voip device registered", [
-                "device.id": .string(deviceID), "token.suffix": .string(device.tokenSuffix), "environment": .string(environment),
+                "device.id": .string(deviceID), "token.suffix": .string(Self.suffix(token)), "environment": .string(environment),
             ])
-            return .json(device)
+            return .json(VoIPDevice(deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), updatedAt: info.updatedAt))
         })
         router.add("DELETE", "/voip/devices/{deviceId}", authenticator.require { context, principal in
-            let deviceID = context.parameter("deviceId").lowercased()
-            let userID = principal.user.id
-            let removed = try await store.write { try $0.devices.remove(deviceID: deviceID, of: userID) }
-            guard removed else { throw APIError.notFound("no such device") }
-            return .noContent
+            try await Self.remove(context.parameter("deviceId"), of: principal, in: store)
         })
+    }
+
+    struct ValidToken: Sendable {
+        let channel: String
+        let token: String
+        /// Empty for channels without environments.
+        let environment: String
+    }
+
+    struct ValidDevice: Sendable {
+        let deviceID: String
+        let platform: String
+        let brand: String?
+        let tokens: [ValidToken]
+    }
+
+    /// Binds the device's tokens; without `keepingOthers`, the tokens it no longer lists go.
+    private static func save(_ device: ValidDevice, keepingOthers: Bool, for principal: Principal, in store: ServerStore) async throws -> PushDeviceInfo {
+        let userID = principal.user.id, sessionID = principal.sessionID
+        return try await store.write { transaction -> PushDeviceInfo in
+            for token in device.tokens {
+                try transaction.devices.register(
+                    DeviceRegistration(
+                        deviceID: device.deviceID, userID: userID, sessionID: sessionID, channel: token.channel, platform: device.platform,
+                        brand: device.brand, token: token.token, environment: token.environment),
+                    at: transaction.timestamp)
+            }
+            if !keepingOthers {
+                try transaction.devices.keepOnly(channels: Set(device.tokens.map(\.channel)), ofDevice: device.deviceID, of: userID)
+            }
+            return PushDeviceInfo(
+                deviceId: device.deviceID, platform: device.platform, brand: device.brand,
+                tokens: device.tokens.map {
+                    PushTokenInfo(channel: $0.channel, environment: $0.environment.isEmpty ? nil : $0.environment, tokenSuffix: suffix($0.token))
+                },
+                updatedAt: transaction.timestamp)
+        }
+    }
+
+    private static func remove(_ deviceID: String, of principal: Principal, in store: ServerStore) async throws -> HTTPResponse {
+        let deviceID = deviceID.lowercased(), userID = principal.user.id
+        let removed = try await store.write { try $0.devices.remove(deviceID: deviceID, of: userID) }
+        guard removed else { throw APIError.notFound("no such device") }
+        return .noContent
     }
 
     /// A UUID device id, an even-length hex token of 32 to 200 bytes, a known environment.
     static func validate(_ request: RegisterVoIPDevice) throws(APIError) -> (String, String, String) {
-        guard UUID(uuidString: request.deviceId) != nil else {
-            throw APIError.validation("'deviceId' must be a UUID", field: "deviceId")
+        let deviceID = try validDeviceID(request.deviceId)
+        let token = try apnsToken(request.pushToken, field: "pushToken")
+        let environment = try apnsEnvironment(request.environment, field: "environment")
+        return (deviceID, token, environment)
+    }
+
+    /// Every token checked against its channel's rules, the platform and brand against each other.
+    static func validate(_ request: RegisterPushDevice) throws(APIError) -> ValidDevice {
+        let deviceID = try validDeviceID(request.deviceId)
+        guard ["ios", "android"].contains(request.platform) else {
+            throw APIError.validation("'platform' must be 'ios' or 'android'", field: "platform")
         }
-        let token = request.pushToken.lowercased()
+        var brand: String?
+        if let given = request.brand {
+            guard request.platform == "android" else {
+                throw APIError.validation("'brand' is for Android devices only", field: "brand")
+            }
+            let lowered = given.lowercased()
+            guard (1...32).contains(lowered.utf8.count),
+                lowered.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 || $0 == 95 })
+            else {
+                throw APIError.validation("'brand' must be 1 to 32 letters, digits, '-' or '_' (the phone's maker, e.g. huawei)", field: "brand")
+            }
+            brand = lowered
+        }
+        guard !request.tokens.isEmpty else {
+            throw APIError.validation("'tokens' must hold at least one token (DELETE /push/devices/{deviceId} removes a device)", field: "tokens")
+        }
+        var tokens: [ValidToken] = []
+        for (channel, entry) in request.tokens.sorted(by: { $0.key < $1.key }) {
+            let field = "tokens.\(channel.prefix(32))"
+            guard PushRouting.channels.contains(channel) else {
+                throw APIError.validation(
+                    "'\(field)': the channel must be one of \(PushRouting.channels.sorted().joined(separator: ", "))", field: field)
+            }
+            guard PushRouting.platform(of: channel) == request.platform else {
+                throw APIError.validation(
+                    "'\(field)': \(channel) is a token kind of \(PushRouting.platform(of: channel)), not \(request.platform)", field: field)
+            }
+            if channel.hasPrefix("ios-") {
+                guard let environment = entry.environment else {
+                    throw APIError.validation("'\(field).environment' is required for APNs tokens: 'sandbox' or 'production'", field: "\(field).environment")
+                }
+                tokens.append(ValidToken(
+                    channel: channel, token: try apnsToken(entry.token, field: "\(field).token"),
+                    environment: try apnsEnvironment(environment, field: "\(field).environment")))
+            } else {
+                guard entry.environment == nil else {
+                    throw APIError.validation("'\(field).environment' is for APNs tokens only", field: "\(field).environment")
+                }
+                tokens.append(ValidToken(channel: channel, token: try androidToken(entry.token, field: "\(field).token"), environment: ""))
+            }
+        }
+        return ValidDevice(deviceID: deviceID, platform: request.platform, brand: brand, tokens: tokens)
+    }
+
+    private static func validDeviceID(_ text: String) throws(APIError) -> String {
+        guard UUID(uuidString: text) != nil else { throw APIError.validation("'deviceId' must be a UUID", field: "deviceId") }
+        return text.lowercased()
+    }
+
+    /// An APNs device token: 32 to 200 bytes as hex.
+    private static func apnsToken(_ text: String, field: String) throws(APIError) -> String {
+        let token = text.lowercased()
         guard (64...400).contains(token.utf8.count), token.utf8.count % 2 == 0,
             token.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
         else {
-            throw APIError.validation("'pushToken' must be the device token as hex (64 to 400 hex digits)", field: "pushToken")
+            throw APIError.validation("'\(field)' must be the device token as hex (64 to 400 hex digits)", field: field)
         }
-        guard ["sandbox", "production"].contains(request.environment) else {
-            throw APIError.validation("'environment' must be 'sandbox' or 'production'", field: "environment")
+        return token
+    }
+
+    private static func apnsEnvironment(_ text: String, field: String) throws(APIError) -> String {
+        guard ["sandbox", "production"].contains(text) else {
+            throw APIError.validation("'\(field)' must be 'sandbox' or 'production'", field: field)
         }
-        return (request.deviceId.lowercased(), token, request.environment)
+        return text
+    }
+
+    /// An FCM or vendor token, kept as sent: 1 to 4096 printable ASCII characters, no spaces,
+    /// quotes or backslashes (FCM's are about 150, the vendors' shorter).
+    private static func androidToken(_ text: String, field: String) throws(APIError) -> String {
+        guard (1...4096).contains(text.utf8.count), text.utf8.allSatisfy({ (33...126).contains($0) && $0 != 34 && $0 != 39 && $0 != 92 }) else {
+            throw APIError.validation("'\(field)' must be the token as the push service gave it: 1 to 4096 printable characters, no spaces or quotes", field: field)
+        }
+        return text
     }
 
     /// What logs and answers show of a token.

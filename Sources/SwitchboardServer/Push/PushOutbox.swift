@@ -4,9 +4,9 @@ import SwitchboardPush
 import SwitchboardStore
 
 /// Writes push jobs inside the transaction that starts a ring: one per (ringing invitee,
-/// device bound to a live session, channel the device registered a token for), each with the
-/// request its channel builds. A job that cannot be built (payload too large) is stored as
-/// failed, so nothing is silent.
+/// device bound to a live session), on the channel ``PushRouting`` picks for the device, with
+/// the request that channel builds. A job that cannot be built (payload too large, no such
+/// channel here) is stored as failed, so nothing is silent.
 enum PushOutbox {
     /// Returns how many jobs it wrote (pending or failed): with none, nobody needs to wake the
     /// dispatcher.
@@ -21,12 +21,16 @@ enum PushOutbox {
             groupName = try transaction.groups.name(of: call.scopeID)
         }
         let now = CallStore.milliseconds(transaction.date)
+        let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
         for userID in transition.effects.ring {
-            for channel in channels.all {
-                for device in try transaction.devices.targets(of: userID, platform: channel.name) {
-                    let jobID = transaction.newID()
-                    var state = "pending", reason: String?
-                    var request = PushRequest(payload: [], headers: [])
+            for device in try transaction.devices.devices(of: userID) {
+                guard let channelName = PushRouting.ringChannel(platform: device.platform, tokens: Set(device.tokens.keys), configured: configured),
+                    let target = device.tokens[channelName]
+                else { continue }
+                let jobID = transaction.newID()
+                var state = "pending", reason: String?
+                var request = PushRequest(payload: [], headers: [])
+                if let channel = channels[channelName] {
                     do {
                         request = try channel.ringRequest(for: PushRing(
                             callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
@@ -35,15 +39,19 @@ enum PushOutbox {
                         state = "failed"
                         reason = "\(error)"
                     }
-                    let headerJSON = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
-                        .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-                    try transaction.pushJobs.enqueue(NewPushJob(
-                        id: jobID, callID: call.id, userID: userID, deviceID: device.deviceID, provider: channel.provider,
-                        channel: channel.name, token: device.token, environment: device.environment,
-                        payload: String(decoding: request.payload, as: UTF8.self), headers: headerJSON, state: state,
-                        reason: reason, createdAtMS: now, expiresAtMS: CallStore.milliseconds(call.ringDeadline)))
-                    written += 1
+                } else {
+                    // A token kind this server has no channel for: recorded, never silent.
+                    state = "failed"
+                    reason = PushChannels.missingChannelReason
                 }
+                let headerJSON = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
+                    .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+                try transaction.pushJobs.enqueue(NewPushJob(
+                    id: jobID, callID: call.id, userID: userID, deviceID: device.deviceID,
+                    provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName), channel: channelName,
+                    token: target.token, environment: target.environment, payload: String(decoding: request.payload, as: UTF8.self),
+                    headers: headerJSON, state: state, reason: reason, createdAtMS: now, expiresAtMS: CallStore.milliseconds(call.ringDeadline)))
+                written += 1
             }
         }
         return written

@@ -30,7 +30,7 @@ struct ServerPushOutbox: PushOutboxStore {
     func relevance(of job: PushJob) async throws -> PushJobRelevance {
         try await store.snapshot { snapshot in
             guard try snapshot.calls.rings(job.callID, userID: job.userID) else { return .callNotRinging }
-            guard try snapshot.devices.isLive(token: job.token, of: job.userID) else { return .deviceUnbound }
+            guard try snapshot.devices.isLive(token: job.token, channel: job.channel, of: job.userID) else { return .deviceUnbound }
             return .send
         }
     }
@@ -50,8 +50,8 @@ struct ServerPushOutbox: PushOutboxStore {
                 job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: nowMS, by: instance)
             guard recorded else { return false }
             switch token {
-            case .forget?: try transaction.devices.forget(token: job.token)
-            case .doubt?: try transaction.devices.doubt(token: job.token)
+            case .forget?: try transaction.devices.forget(token: job.token, channel: job.channel)
+            case .doubt?: try transaction.devices.doubt(token: job.token, channel: job.channel)
             case nil: break
             }
             return true

@@ -1,44 +1,79 @@
 import Foundation
 
-/// A device a ring can reach: its push token, bound to a live session.
+/// A device a push can reach on one channel: its token there, bound to a live session.
 public struct PushTarget: Sendable, Equatable {
     public let deviceID: String
     public let token: String
-    /// `sandbox` or `production`, as the app reported it.
+    /// `sandbox` or `production` for APNs tokens, as the app reported it; empty elsewhere.
     public let environment: String
 }
 
-/// What `POST /voip/devices` binds: an installation's token, to the session that sent it.
+/// One installation and the tokens it registered, as routing sees it.
+public struct PushDevice: Sendable, Equatable {
+    public let deviceID: String
+    /// `ios` or `android`.
+    public let platform: String
+    /// The Android maker as the app reported it (`huawei`, `xiaomi`, …), when it did.
+    public let brand: String?
+    /// The device's token per channel (`ios-voip`, `fcm`, …).
+    public let tokens: [String: PushTarget]
+}
+
+/// One token an installation registers: bound to the session that sent it.
 public struct DeviceRegistration: Sendable, Equatable {
     public let deviceID: String
     public let userID: String
     public let sessionID: String
-    /// The push channel (`ios-voip` for PushKit tokens).
+    /// The token kind, which is the channel that sends to it (`ios-voip`, `ios-alert`, `fcm`,
+    /// `huawei`, `xiaomi`, `oppo`, `vivo`).
+    public let channel: String
+    /// `ios` or `android`.
     public let platform: String
+    public let brand: String?
     public let token: String
+    /// `sandbox` or `production` for APNs tokens; empty for the other channels.
     public let environment: String
+
+    public init(
+        deviceID: String, userID: String, sessionID: String, channel: String, platform: String, brand: String? = nil, token: String,
+        environment: String
+    ) {
+        self.deviceID = deviceID
+        self.userID = userID
+        self.sessionID = sessionID
+        self.channel = channel
+        self.platform = platform
+        self.brand = brand
+        self.token = token
+        self.environment = environment
+    }
 }
 
-/// Push devices: each installation's token, bound to the session that registered it (logout
-/// unbinds it). The services' only way to the devices; SQLite implements it today
-/// (``SQLDeviceRepository``), PostgreSQL next, and one contract suite tests every
-/// implementation. It works inside the transaction or snapshot it came from.
+/// Push devices: each installation's tokens (one per channel), bound to the session that
+/// registered them (logout unbinds them). The services' only way to the devices; one SQL
+/// implementation runs on SQLite and PostgreSQL (``SQLDeviceRepository``), and one contract
+/// suite tests it on both. It works inside the transaction or snapshot it came from.
 public protocol DeviceRepository {
-    /// Binds `device` (or binds it again: to a new user, session, token or environment), and
-    /// clears its doubts. A token belongs to one installation: another device holding it on the
-    /// same platform is removed.
-    func register(_ device: DeviceRegistration, at timestamp: String) throws
-    /// Removes the user's device; false when the user has none by that id.
+    /// Binds the token (or binds it again: to a new user, session, token or environment), and
+    /// clears its doubts; the device's tokens on other channels stay. A token belongs to one
+    /// installation: another device holding it on the same channel loses it.
+    func register(_ token: DeviceRegistration, at timestamp: String) throws
+    /// Removes the device's tokens on channels not in `channels` (a device that says which
+    /// tokens it has now).
+    func keepOnly(channels: Set<String>, ofDevice deviceID: String, of userID: String) throws
+    /// Removes the user's device with all its tokens; false when the user has none by that id.
     func remove(deviceID: String, of userID: String) throws -> Bool
-    /// Removes every device bound to the session (it ended).
+    /// Removes every token bound to the session (it ended).
     func removeAll(boundTo sessionID: String) throws
-    /// The user's devices on `platform` that are bound to a live session.
-    func targets(of userID: String, platform: String) throws -> [PushTarget]
-    /// Whether `token` is still one of the user's devices, bound to a live session.
-    func isLive(token: String, of userID: String) throws -> Bool
-    /// The push service said the token is gone (APNs 410, `BadDeviceToken` for good): removes it.
-    func forget(token: String) throws
+    /// The user's tokens on `channel` that are bound to a live session.
+    func targets(of userID: String, channel: String) throws -> [PushTarget]
+    /// The user's devices with their tokens bound to a live session, oldest first.
+    func devices(of userID: String) throws -> [PushDevice]
+    /// Whether `token` on `channel` is still one of the user's, bound to a live session.
+    func isLive(token: String, channel: String, of userID: String) throws -> Bool
+    /// The push service said the token is gone (APNs 410, FCM UNREGISTERED): removes it.
+    func forget(token: String, channel: String) throws
     /// The push service doubted the token (a possible environment or topic mismatch): counts
     /// the doubt, and removes the token at the second one.
-    func doubt(token: String) throws
+    func doubt(token: String, channel: String) throws
 }

@@ -1,24 +1,40 @@
+import Foundation
 import SwitchboardStore
 
-/// ``DeviceRepository`` in SQL that SQLite and PostgreSQL both run (table `push_devices`), working on the
-/// connection of one transaction or snapshot.
+/// ``DeviceRepository`` in SQL that SQLite and PostgreSQL both run (table `push_devices`, one row
+/// per device and channel), on the connection of one transaction or snapshot.
 struct SQLDeviceRepository: DeviceRepository {
     let connection: any SQLExecutor
 
-    func register(_ device: DeviceRegistration, at timestamp: String) throws {
+    func register(_ token: DeviceRegistration, at timestamp: String) throws {
         try connection.run(
-            "DELETE FROM push_devices WHERE platform = ? AND token = ? AND device_id != ?",
-            [.text(device.platform), .text(device.token), .text(device.deviceID)])
+            "DELETE FROM push_devices WHERE channel = ? AND token = ? AND device_id != ?",
+            [.text(token.channel), .text(token.token), .text(token.deviceID)])
         try connection.run(
             """
-            INSERT INTO push_devices (device_id, user_id, session_id, platform, token, environment, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
-            ON CONFLICT (device_id) DO UPDATE SET user_id = excluded.user_id, session_id = excluded.session_id,
-                platform = excluded.platform, token = excluded.token, environment = excluded.environment,
+            INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+            ON CONFLICT (device_id, channel) DO UPDATE SET user_id = excluded.user_id, session_id = excluded.session_id,
+                platform = excluded.platform, brand = excluded.brand, token = excluded.token, environment = excluded.environment,
                 updated_at = excluded.updated_at, suspect_reports = 0
             """,
-            [.text(device.deviceID), .text(device.userID), .text(device.sessionID), .text(device.platform), .text(device.token),
-             .text(device.environment), .text(timestamp)])
+            [.text(token.deviceID), .text(token.channel), .text(token.userID), .text(token.sessionID), .text(token.platform),
+             token.brand.map(SQLiteValue.text) ?? .null, .text(token.token), .text(token.environment), .text(timestamp)])
+        // One installation, one owner: its other tokens follow it to this user and session.
+        try connection.run(
+            "UPDATE push_devices SET user_id = ?, session_id = ?, platform = ?, brand = ? WHERE device_id = ? AND channel != ?",
+            [.text(token.userID), .text(token.sessionID), .text(token.platform), token.brand.map(SQLiteValue.text) ?? .null,
+             .text(token.deviceID), .text(token.channel)])
+    }
+
+    func keepOnly(channels: Set<String>, ofDevice deviceID: String, of userID: String) throws {
+        let rows = try connection.query(
+            "SELECT channel FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)])
+        for row in rows {
+            let channel = try row.string("channel")
+            guard !channels.contains(channel) else { continue }
+            try connection.run("DELETE FROM push_devices WHERE device_id = ? AND channel = ?", [.text(deviceID), .text(channel)])
+        }
     }
 
     func remove(deviceID: String, of userID: String) throws -> Bool {
@@ -29,35 +45,61 @@ struct SQLDeviceRepository: DeviceRepository {
         try connection.run("DELETE FROM push_devices WHERE session_id = ?", [.text(sessionID)])
     }
 
-    func targets(of userID: String, platform: String) throws -> [PushTarget] {
+    func targets(of userID: String, channel: String) throws -> [PushTarget] {
         try connection.query(
             """
             SELECT d.device_id, d.token, d.environment FROM push_devices d
             JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
-            WHERE d.user_id = ? AND d.platform = ?
+            WHERE d.user_id = ? AND d.channel = ?
             ORDER BY d.created_at, d.device_id
             """,
-            [.text(userID), .text(platform)]
+            [.text(userID), .text(channel)]
         ).map { row in
             PushTarget(deviceID: try row.string("device_id"), token: try row.string("token"), environment: try row.string("environment"))
         }
     }
 
-    func isLive(token: String, of userID: String) throws -> Bool {
+    func devices(of userID: String) throws -> [PushDevice] {
+        let rows = try connection.query(
+            """
+            SELECT d.device_id, d.channel, d.platform, d.brand, d.token, d.environment, d.created_at FROM push_devices d
+            JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
+            WHERE d.user_id = ?
+            ORDER BY d.device_id, d.channel
+            """,
+            [.text(userID)])
+        var devices: [String: (platform: String, brand: String?, created: String, tokens: [String: PushTarget])] = [:]
+        for row in rows {
+            let deviceID = try row.string("device_id"), created = try row.string("created_at")
+            let target = PushTarget(deviceID: deviceID, token: try row.string("token"), environment: try row.string("environment"))
+            let first = (platform: try row.string("platform"), brand: try row.optionalString("brand"), created: created, tokens: [String: PushTarget]())
+            var device = devices[deviceID] ?? first
+            device.created = min(device.created, created)
+            device.tokens[try row.string("channel")] = target
+            devices[deviceID] = device
+        }
+        return devices.sorted { ($0.value.created, $0.key) < ($1.value.created, $1.key) }.map {
+            PushDevice(deviceID: $0.key, platform: $0.value.platform, brand: $0.value.brand, tokens: $0.value.tokens)
+        }
+    }
+
+    func isLive(token: String, channel: String, of userID: String) throws -> Bool {
         try !connection.query(
             """
             SELECT 1 FROM push_devices d JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
-            WHERE d.token = ? AND d.user_id = ?
+            WHERE d.token = ? AND d.channel = ? AND d.user_id = ?
             """,
-            [.text(token), .text(userID)]).isEmpty
+            [.text(token), .text(channel), .text(userID)]).isEmpty
     }
 
-    func forget(token: String) throws {
-        try connection.run("DELETE FROM push_devices WHERE token = ?", [.text(token)])
+    func forget(token: String, channel: String) throws {
+        try connection.run("DELETE FROM push_devices WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
     }
 
-    func doubt(token: String) throws {
-        try connection.run("UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ?", [.text(token)])
-        try connection.run("DELETE FROM push_devices WHERE token = ? AND suspect_reports >= 2", [.text(token)])
+    func doubt(token: String, channel: String) throws {
+        try connection.run(
+            "UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
+        try connection.run(
+            "DELETE FROM push_devices WHERE token = ? AND channel = ? AND suspect_reports >= 2", [.text(token), .text(channel)])
     }
 }

@@ -1,0 +1,38 @@
+/// Which channel rings a device (SPEC §7): an iPhone through its PushKit VoIP token; an
+/// Android phone through its maker's service when this server has that channel configured,
+/// otherwise through FCM. The business layer never chooses. Pure: what is configured is an input.
+public enum PushRouting {
+    /// The token kinds a device may register.
+    public static let channels: Set<String> = ["ios-voip", "ios-alert", "fcm", "huawei", "xiaomi", "oppo", "vivo"]
+    /// The Android makers' own push services, in the order a device holding several is tried.
+    public static let vendorChannels = ["huawei", "xiaomi", "oppo", "vivo"]
+
+    /// The service behind a channel, as metrics and the status view name it.
+    public static func provider(of channel: String) -> String {
+        channel.hasPrefix("ios-") ? "apns" : channel
+    }
+
+    /// The platform a channel's tokens belong to: `ios` or `android`.
+    public static func platform(of channel: String) -> String {
+        channel.hasPrefix("ios-") ? "ios" : "android"
+    }
+
+    /// The channel a ring goes out on for a device of `platform` holding tokens on `tokens`;
+    /// `configured`: the channels this server can send on. An Android phone whose only tokens
+    /// are on channels not configured still gets its ring job on one of them (FCM first), so the
+    /// failure is recorded, not silent. `nil`: nothing here can ring it (an iPhone with only
+    /// an alert token).
+    public static func ringChannel(platform: String, tokens: Set<String>, configured: Set<String>) -> String? {
+        switch platform {
+        case "ios":
+            return tokens.contains("ios-voip") ? "ios-voip" : nil
+        case "android":
+            let vendors = vendorChannels.filter(tokens.contains)
+            if let vendor = vendors.first(where: configured.contains) { return vendor }
+            if tokens.contains("fcm") { return "fcm" }
+            return vendors.first
+        default:
+            return nil
+        }
+    }
+}
