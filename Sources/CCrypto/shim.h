@@ -16,6 +16,7 @@
 #include <openssl/ec.h>     /* ECDSA_SIG_*, d2i/i2d_ECDSA_SIG, EC_curve_nist2nid (none deprecated in 3.0) */
 #include <openssl/bn.h>     /* BN_bin2bn, BN_bn2binpad, BN_free: raw r || s <-> ECDSA_SIG */
 #include <openssl/objects.h> /* OBJ_sn2nid, NID_X9_62_prime256v1 (from obj_mac.h) */
+#include <openssl/rsa.h>    /* EVP_PKEY_CTX_set_rsa_keygen_bits (RS256 keys for tests and emulators) */
 
 /* No static inline wrappers are needed: every call SwitchboardCrypto makes is a plain C function,
    and the constants it reads (EVP_MAX_MD_SIZE, NID_X9_62_prime256v1) are integer macros Swift imports directly. */

@@ -72,7 +72,8 @@ public final class APNsEmulator: Sendable {
             let port = bound.port
             let router = EmulatorRouter(
                 policy: configuration.validationPolicy, shared: shared, clock: configuration.clock,
-                makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds)
+                makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds,
+                fcm: FCMRouter(account: configuration.fcmAccount))
             let loop: EmulatorLoop
             do {
                 loop = try EmulatorLoop(
@@ -144,6 +145,14 @@ public final class APNsEmulator: Sendable {
     public func inbox(token: String, after: Int = 0) -> [APNsInboxMessage] {
         shared.state.withLock { $0.inbox.read(token: token.lowercased(), after: after).messages }
     }
+
+    /// The FCM messages accepted for `token` (case kept) after index `after`: the request bodies.
+    public func fcmInbox(token: String, after: Int = 0) -> [APNsInboxMessage] {
+        shared.state.withLock { $0.inbox.read(token: "fcm:" + token, after: after).messages }
+    }
+
+    /// FCM access tokens the stand-in has issued so far.
+    public var fcmAccessTokensIssued: Int { shared.state.withLock { $0.fcm.tokensIssued } }
 
     /// The pushes accepted for `token` after index `after`, waiting up to `seconds` for the first:
     /// the in-process form of `GET /inbox/<token>?after=&wait=` (empty when none came).

@@ -17,7 +17,8 @@ public enum APNsEmulatorCommand {
         Usage: switchboard-dev apns-emulator [--listen HOST:PORT] [--bundle-id ID] [--team-id ID]
                                              [--key-id ID] [--public-key FILE] [--faults FILE]
                                              [--tls --ca-out FILE] [--max-concurrent-streams N]
-                                             [--inbox-capacity N] [--verbose]
+                                             [--inbox-capacity N] [--fcm-service-account FILE]
+                                             [--verbose]
 
         Runs a local stand-in for Apple's APNs until SIGTERM or SIGINT, then exits 0. Point the
         push provider's base URL at it instead of api.push.apple.com. It speaks HTTP/2 only:
@@ -47,6 +48,8 @@ public enum APNsEmulatorCommand {
                                     client to trust (curl --cacert FILE)
           --max-concurrent-streams N  SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
           --inbox-capacity N        messages kept per device token (default 1000)
+          --fcm-service-account FILE  also stand in for FCM HTTP v1 (see FCM), accepting the
+                                    RS256 assertions of this Firebase service-account JSON
           --verbose                 log every push answered
           -h, --help                show this help
 
@@ -104,6 +107,25 @@ public enum APNsEmulatorCommand {
                                             streams, deliveries, duplicate deliveries (same
                                             apns-id again), refusals, RST_STREAMs received,
                                             GOAWAYs (faults' and all), long polls
+
+        FCM (with --fcm-service-account, on the same port; point token_uri of the service
+        account at http(s)://HOST:PORT/token and the server's fcmURL at http(s)://HOST:PORT):
+          POST /token                       OAuth2 jwt-bearer grant: the assertion must be signed
+                                            by the account's key, iss its client_email, scope
+                                            firebase.messaging, aud ending in /token, and live
+                                            at most 60 minutes; answers an access token (1 h)
+          POST /v1/projects/<project>/messages:send
+                                            checks the access token (401 UNAUTHENTICATED), the
+                                            project (403 PERMISSION_DENIED), one token target,
+                                            data values all strings and at most 4096 bytes,
+                                            android.priority HIGH or NORMAL and ttl like "30s"
+                                            (400 INVALID_ARGUMENT); answers {"name":…}
+          GET|DELETE /fcm/inbox/<token>     as /inbox/<token>, for FCM tokens (case kept)
+          POST /fcm/control/faults          {"faults":[{"token":T,"error":"UNREGISTERED",
+                                            "count":1,"retryAfter":5}]}; errors: UNREGISTERED,
+                                            INVALID_ARGUMENT, SENDER_ID_MISMATCH, QUOTA_EXCEEDED,
+                                            UNAVAILABLE, INTERNAL, THIRD_PARTY_AUTH_ERROR,
+                                            UNAUTHENTICATED
 
         Example:
           switchboard-dev apns-emulator --listen 127.0.0.1:0 --bundle-id com.example.app \\
@@ -204,6 +226,7 @@ public enum APNsEmulatorCommand {
         var caOut: String?
         var maxConcurrentStreams = 1000
         var inboxCapacity = 1000
+        var fcmServiceAccountFile: String?
         var verbose = false
 
         init(parsing arguments: [String]) throws(UsageError) {
@@ -221,6 +244,7 @@ public enum APNsEmulatorCommand {
                 case "--ca-out": caOut = try scanner.value(for: flag)
                 case "--max-concurrent-streams": maxConcurrentStreams = try scanner.positiveInteger(for: flag)
                 case "--inbox-capacity": inboxCapacity = try scanner.positiveInteger(for: flag)
+                case "--fcm-service-account": fcmServiceAccountFile = try scanner.value(for: flag)
                 case "--verbose": verbose = true
                 default: throw scanner.unknown(flag)
                 }
@@ -273,6 +297,15 @@ public enum APNsEmulatorCommand {
                     configuration.faults = try APNsFault.parseScript(bytes)
                 } catch {
                     throw APNsFaultScriptError(message: "\(faultsFile): \(error.message)")
+                }
+            }
+            if let fcmServiceAccountFile {
+                do {
+                    configuration.fcmAccount = try FCMEmulatorAccount(serviceAccountJSON: try Self.read(fcmServiceAccountFile, for: "--fcm-service-account"))
+                } catch let error as StartError {
+                    throw error
+                } catch {
+                    throw StartError(message: "--fcm-service-account \(fcmServiceAccountFile): \(error)")
                 }
             }
             if tls { configuration.tls = APNsEmulatorTLS() }

@@ -42,6 +42,8 @@ public struct APNsEmulatorConfiguration: Sendable {
     public var clock: APNsEmulatorClock
     /// Makes the `apns-id` for a push that did not send one.
     public var makeID: @Sendable () -> String
+    /// The service account FCM requests must come from; `nil` leaves the FCM stand-in off.
+    public var fcmAccount: FCMEmulatorAccount?
     /// Receives one JSON line per push answered and per connection-level event; `nil` for silence.
     public var log: (@Sendable (String) -> Void)?
 
@@ -64,6 +66,7 @@ public struct APNsEmulatorConfiguration: Sendable {
         clock = .system
         makeID = { SecureRandom.uuid() }
         log = nil
+        fcmAccount = nil
     }
 
     var validationPolicy: PushValidator.Policy {

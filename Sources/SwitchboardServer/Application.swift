@@ -30,7 +30,7 @@ public final class Application: Sendable {
     init(
         configuration: ServerConfiguration, database: any SQLStore, logger: Logger, metrics: Metrics = Metrics(),
         environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
-        apnsTransport: (any PushTransport)? = nil, pushJitter: (@Sendable () -> Double)? = nil
+        apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil, pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
         self.configuration = configuration
         self.database = database
@@ -46,9 +46,9 @@ public final class Application: Sendable {
             .register(in: &router)
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)
-        let channels = PushChannels([try APNsChannelConfiguration.voipChannel(from: configuration, transport: apnsTransport)])
+        let channels = try PushChannelConfiguration.channels(from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport)
         let dispatcher = PushDispatcher(
-            store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: TimeInterval(configuration.apnsRequestTimeoutSeconds + 5),
+            store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: TimeInterval(2 * max(configuration.apnsRequestTimeoutSeconds, configuration.fcmRequestTimeoutSeconds) + 5),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
         let calls = CallService(

@@ -72,12 +72,15 @@ struct CallWorld {
     let app: TestApplication
     let clock: CallTestClock
 
-    init(configuration: ServerConfiguration = ServerConfiguration(), apnsTransport: (any PushTransport)? = nil, store: StoreKind = .default) throws {
+    init(
+        configuration: ServerConfiguration = ServerConfiguration(), apnsTransport: (any PushTransport)? = nil,
+        fcmTransport: (any PushTransport)? = nil, store: StoreKind = .default
+    ) throws {
         let clock = CallTestClock()
         self.clock = clock
         app = try TestApplication(
             configuration: configuration, environment: clock.environment,
-            apnsTransport: apnsTransport, pushJitter: { 0.5 }, store: store)
+            apnsTransport: apnsTransport, fcmTransport: fcmTransport, pushJitter: { 0.5 }, store: store)
     }
 
     func person(_ name: String) async throws -> Person {

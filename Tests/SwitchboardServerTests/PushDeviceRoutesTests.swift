@@ -88,8 +88,8 @@ struct PushDeviceRoutesTests {
     }
 
     /// An iPhone is rung through its VoIP token only (never its alert token); an Android phone
-    /// through FCM when this server has no channel for its maker, and without an FCM channel
-    /// either the job fails at once, visibly.
+    /// through FCM when this server has no channel for its maker; a ring on a channel that is
+    /// not configured, or that this server does not have, fails at once, visibly.
     @Test func ringsGoOutOnTheRoutedChannelAndAMissingChannelFailsVisibly() async throws {
         let world = try Self.world(adminKey: "admin-key-0123456789")
         defer { world.close() }
@@ -102,6 +102,8 @@ struct PushDeviceRoutesTests {
             ]))
         _ = await world.app.request("POST", "/push/devices", headers: bob.headers, body: Self.body(
             platform: "android", brand: "xiaomi", tokens: ["fcm": ["token": fcmToken], "xiaomi": ["token": "MI-regid-01"]]))
+        _ = await world.app.request("POST", "/push/devices", headers: bob.headers, body: Self.body(
+            platform: "android", brand: "oppo", tokens: ["oppo": ["token": "OPPO-regid-01"]]))
         _ = try #require(await world.call(alice, "conversation", conversation, mode: "audio").call)
         let jobs = {
             try await world.app.application.store.read { connection in
@@ -112,12 +114,14 @@ struct PushDeviceRoutesTests {
         }
         #expect(try await eventuallyTrying { try await jobs().allSatisfy { $0[3] != "pending" } })
         let written = try await jobs()
-        #expect(written.count == 2, "one ring per device")
-        #expect(written.first == ["fcm", "fcm", fcmToken, "failed", PushChannels.missingChannelReason])
-        #expect(written.last == ["ios-voip", "apns", voipToken, "delivered", ""])
+        #expect(written.count == 3, "one ring per device")
+        #expect(written[0] == ["fcm", "fcm", fcmToken, "failed", PushChannelSummary.notConfiguredReason], "FCM is not configured here")
+        #expect(written[1] == ["ios-voip", "apns", voipToken, "delivered", ""])
+        #expect(written[2] == ["oppo", "oppo", "OPPO-regid-01", "failed", PushChannels.missingChannelReason], "no OPPO channel on this server")
         let status = await world.app.request("GET", "/admin/push/status", headers: ["Authorization": "Bearer admin-key-0123456789"])
         let outcomes = try #require(status.json?["outcomes"] as? [[String: Any]])
-        #expect(outcomes.contains { $0["channel"] as? String == "fcm" && $0["provider"] as? String == "fcm" && $0["reason"] as? String == "ChannelNotAvailable" })
+        #expect(outcomes.contains { $0["channel"] as? String == "fcm" && $0["provider"] as? String == "fcm" && $0["reason"] as? String == "ProviderNotConfigured" })
+        #expect(outcomes.contains { $0["channel"] as? String == "oppo" && $0["reason"] as? String == "ChannelNotAvailable" })
         #expect(outcomes.contains { $0["channel"] as? String == "ios-voip" && $0["state"] as? String == "delivered" })
     }
 

@@ -13,6 +13,7 @@ struct PushLiveTests {
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
     static let adminKey = "admin-key-for-tests-0123"
+    static let fcmProject = "switchboard-live"
 
     /// An emulator and a server pointed at it, with a fresh provider key; with `postgresURL`,
     /// `instances` servers on that one PostgreSQL database (`server` is the first, `others`
@@ -32,11 +33,25 @@ struct PushLiveTests {
             let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub", caFile = directory.path + "/emulator-ca.pem"
             try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
             try key.publicKeyPEM.write(toFile: publicFile, atomically: true, encoding: .utf8)
+            // FCM too: the emulator learns the service account's key; the server's copy of the
+            // file names the emulator's token endpoint, known once it listens.
+            let fcmKey = try RS256PrivateKey.generate()
+            let emulatorAccount = directory.path + "/fcm-emulator.json", serverAccount = directory.path + "/fcm-service-account.json"
+            func serviceAccount(tokenURI: String) throws -> Data {
+                try JSONSerialization.data(withJSONObject: [
+                    "type": "service_account", "project_id": PushLiveTests.fcmProject, "private_key_id": "k1",
+                    "private_key": try fcmKey.pkcs8PEM(), "client_email": "push@\(PushLiveTests.fcmProject).iam.gserviceaccount.com",
+                    "token_uri": tokenURI,
+                ])
+            }
+            try serviceAccount(tokenURI: "https://localhost/token").write(to: URL(fileURLWithPath: emulatorAccount))
             emulator = try ServerProcess(.developerTools, command: "apns-emulator", arguments: [
                 "--listen", "127.0.0.1:0", "--bundle-id", PushLiveTests.bundleID, "--team-id", PushLiveTests.teamID,
                 "--key-id", PushLiveTests.keyID, "--public-key", publicFile, "--tls", "--ca-out", caFile,
+                "--fcm-service-account", emulatorAccount,
             ])
             let port = emulator.address.split(separator: ":").last.map(String.init) ?? "0"
+            try serviceAccount(tokenURI: "https://localhost:\(port)/token").write(to: URL(fileURLWithPath: serverAccount))
             var settings = HTTP2ClientConfiguration(baseURL: "https://localhost:\(port)")
             settings.caFile = caFile
             settings.requestTimeout = .seconds(20)
@@ -47,6 +62,8 @@ struct PushLiveTests {
                 "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)", "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
                 "SWITCHBOARD_APNS_CA_FILE": caFile, "SWITCHBOARD_APNS_BUNDLE_ID": PushLiveTests.bundleID,
                 "SWITCHBOARD_ADMIN_KEY": PushLiveTests.adminKey,
+                "SWITCHBOARD_FCM_SERVICE_ACCOUNT_FILE": serverAccount, "SWITCHBOARD_FCM_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_FCM_CA_FILE": caFile,
             ].merging(serverSettings) { $1 }.merging(postgresURL.map { ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": $0] } ?? [:]) { $1 }
             server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
             for index in 1..<max(1, instances) {
@@ -74,6 +91,20 @@ struct PushLiveTests {
             let response = try await inbox.send(HTTP2Request(method: "GET", path: "/inbox/\(token)?after=0&wait=\(wait)", headers: [], body: []))
             let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
             return object?["messages"] as? [[String: Any]] ?? []
+        }
+
+        /// The FCM messages the emulator accepted for an FCM token (case kept).
+        func fcmMessages(for token: String, wait: Int = 10) async throws -> [[String: Any]] {
+            let path = "/fcm/inbox/\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)?after=0&wait=\(wait)"
+            let response = try await inbox.send(HTTP2Request(method: "GET", path: path, headers: [], body: []))
+            let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            return object?["messages"] as? [[String: Any]] ?? []
+        }
+
+        func fcmFault(_ json: String) async throws {
+            let response = try await inbox.send(HTTP2Request(
+                method: "POST", path: "/fcm/control/faults", headers: [("content-type", "application/json")], body: Array(json.utf8)))
+            #expect(response.status < 300, "FCM fault not accepted: \(String(decoding: response.body, as: UTF8.self))")
         }
 
         func fault(_ json: String) async throws {
@@ -167,6 +198,45 @@ struct PushLiveTests {
         #expect(payload["scopeKind"] as? String == "conversation" && payload["scopeId"] as? String == conversation)
         #expect(payload["callerName"] as? String == "alice" && payload["aps"] != nil)
         #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 1 } })
+        await rig.close()
+    }
+
+    /// An Android phone rung over FCM: the server gets its access token from the emulator's
+    /// OAuth2 endpoint with the service account's RS256 assertion, the message arrives as FCM
+    /// would deliver it, and UNREGISTERED deletes the token.
+    @Test func anAndroidPhoneIsRungOverFCMAndUnregisteredDeletesItsToken() async throws {
+        let rig = try Rig()
+        let token = "eFcm:APA91bLive-Token_1"
+        let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob")
+        let registered = await fetch(
+            rig.server.address, "POST", "/push/devices",
+            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"google","tokens":{"fcm":{"token":"\#(token)"}}}"#,
+            headers: bob.auth)
+        #expect(registered.status == 200, "\(registered.body)")
+        let conversation = try await Self.befriend(rig, alice, bob)
+        let callID = try await Self.call(rig, alice, "conversation", conversation, mode: "video")
+        let messages = try await rig.fcmMessages(for: token)
+        #expect(messages.count == 1)
+        let body = try #require(messages.first?["payload"] as? [String: Any])
+        let message = try #require(body["message"] as? [String: Any])
+        #expect(message["token"] as? String == token)
+        let data = try #require(message["data"] as? [String: String])
+        #expect(data["type"] == "call" && data["callId"] == callID && data["mode"] == "video" && data["callerName"] == "alice")
+        let android = try #require(message["android"] as? [String: Any])
+        #expect(android["priority"] as? String == "HIGH" && android["collapse_key"] as? String == "call_\(callID)")
+        let ttl = try #require((android["ttl"] as? String).flatMap { Int($0.dropLast()) })
+        #expect((30...45).contains(ttl), "no longer than the ring window: \(ttl) s")
+        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "fcm" && $0["state"] as? String == "delivered" } })
+        _ = await fetch(rig.server.address, "POST", "/calls/\(callID)/cancel", headers: alice.auth)
+
+        try await rig.fcmFault(#"{"faults":[{"token":"\#(token)","error":"UNREGISTERED"}]}"#)
+        let second = try await Self.call(rig, alice, "conversation", conversation)
+        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "fcm" && $0["reason"] as? String == "UNREGISTERED" } })
+        _ = await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth)
+        _ = try await Self.call(rig, alice, "conversation", conversation)
+        let outcomes = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter { $0["channel"] as? String == "fcm" }
+        #expect(outcomes.reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 2, "no third FCM job: the token was deleted")
+        #expect(await rig.adminStatus()["pending"] as? Int == 0)
         await rig.close()
     }
 

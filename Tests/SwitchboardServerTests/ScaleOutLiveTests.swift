@@ -35,10 +35,13 @@ struct ScaleOutLiveTests {
     @Test func callsCrossInstancesAndAKilledInstancesPushAndRingTimeoutCompleteOnce() async throws {
         let fresh = try TestPostgres.freshDatabase()
         defer { fresh.drop() }
-        // A short request deadline keeps the push lease short (deadline + 5 s), and the ring
-        // outlasts a lease plus a dispatcher's idle pass (10 s).
+        // Short request deadlines keep the push lease short (twice the deadline + 5 s), and the
+        // ring outlasts a lease plus a dispatcher's idle pass (10 s).
         let rig = try PushLiveTests.Rig(
-            serverSettings: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "2", "SWITCHBOARD_RING_TIMEOUT_SECONDS": "30"],
+            serverSettings: [
+                "SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "2", "SWITCHBOARD_FCM_REQUEST_TIMEOUT_SECONDS": "2",
+                "SWITCHBOARD_RING_TIMEOUT_SECONDS": "30",
+            ],
             postgresURL: fresh.url, instances: 3)
         let a = rig.server.address, b = rig.others[0].address, c = rig.others[1].address
 

@@ -44,6 +44,7 @@ final class TestApplication: Sendable {
         environment: ServerEnvironment = .live,
         eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
         apnsTransport: (any PushTransport)? = nil,
+        fcmTransport: (any PushTransport)? = nil,
         pushJitter: (@Sendable () -> Double)? = nil,
         store: StoreKind = .default,
         sharing: String? = nil
@@ -72,7 +73,8 @@ final class TestApplication: Sendable {
         configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
-            environment: environment, eventHooks: eventHooks, apnsTransport: apnsTransport, pushJitter: pushJitter)
+            environment: environment, eventHooks: eventHooks, apnsTransport: apnsTransport, fcmTransport: fcmTransport,
+            pushJitter: pushJitter)
         self.application = application
         background = Task { await application.run() }
     }

@@ -36,11 +36,13 @@ struct EmulatorRouter {
     private let clock: APNsEmulatorClock
     private let makeID: @Sendable () -> String
     private let maxLongPollSeconds: Int
+    private let fcm: FCMRouter
 
     init(
         policy: PushValidator.Policy, shared: EmulatorShared, clock: APNsEmulatorClock,
-        makeID: @escaping @Sendable () -> String, maxLongPollSeconds: Int
+        makeID: @escaping @Sendable () -> String, maxLongPollSeconds: Int, fcm: FCMRouter = FCMRouter(account: nil)
     ) {
+        self.fcm = fcm
         validator = PushValidator(policy: policy)
         self.shared = shared
         self.clock = clock
@@ -53,6 +55,19 @@ struct EmulatorRouter {
         let path = request.pathWithoutQuery
         if path.hasPrefix(PushValidator.pathPrefix) {
             return routePush(request, pushStreamsOnConnection: pushStreamsOnConnection)
+        }
+        if path == "/token" {
+            let now = clock.nowMilliseconds()
+            return Decision(action: .respond(shared.state.withLock { fcm.token(request, state: &$0.fcm, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+        }
+        if path.hasPrefix("/v1/projects/") {
+            let now = clock.nowMilliseconds()
+            let (response, accepted) = shared.state.withLock { state in
+                state.stats.pushRequests += 1
+                return fcm.send(request, state: &state.fcm, nowMilliseconds: now)
+            }
+            let delivery = accepted.map { Delivery(push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: request.body), apnsID: $0.name) }
+            return Decision(action: .respond(response, delivery: delivery), goawayReason: nil)
         }
         return Decision(action: routeSupport(request, path: path), goawayReason: nil)
     }
@@ -143,6 +158,27 @@ struct EmulatorRouter {
     private func routeSupport(_ request: EmulatorRequest, path: Substring) -> Action {
         let segments = Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
         let method = request.method
+        if segments.count == 3, segments[0] == "fcm", segments[1] == "inbox", !segments[2].isEmpty {
+            // FCM tokens are case-sensitive: kept as sent, apart from APNs's (`fcm:` keys).
+            let key = "fcm:" + (segments[2].removingPercentEncoding ?? String(segments[2]))
+            switch method {
+            case "GET": return readInbox(token: key, request: request)
+            case "DELETE":
+                shared.state.withLock { $0.inbox.clear(token: key) }
+                return .respond(EmulatorResponse(status: 204), delivery: nil)
+            default: return .respond(.error(405, "use GET or DELETE on \(path)"), delivery: nil)
+            }
+        }
+        if segments == ["fcm", "control", "faults"] {
+            guard method == "POST" else { return .respond(.error(405, "use POST on \(path)"), delivery: nil) }
+            do {
+                let faults = try FCMFault.parse(request.body)
+                shared.state.withLock { $0.fcm.faults += faults }
+                return .respond(EmulatorResponse(status: 204), delivery: nil)
+            } catch {
+                return .respond(.error(400, error.description), delivery: nil)
+            }
+        }
         if segments.count == 2, segments[0] == "inbox", !segments[1].isEmpty {
             let token = segments[1].lowercased()
             switch method {

@@ -5,6 +5,8 @@ struct EmulatorState: Sendable {
     var faults: FaultBook
     var inbox: InboxStore
     var stats = APNsEmulatorStats()
+    /// The FCM stand-in's access tokens and faults.
+    var fcm = FCMEmulatorState()
     /// The apns-ids delivered so far (to count resends of processed pushes); forgotten whole
     /// past `deliveredIDLimit`, so a long-running emulator's memory stays bounded.
     var deliveredIDs: Set<String> = []

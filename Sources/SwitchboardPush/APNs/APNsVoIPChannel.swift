@@ -45,11 +45,8 @@ public struct APNsVoIPChannel: PushChannel {
         return await transport.send(job)
     }
 
-    public func verdict(for result: PushSendResult) -> (action: PushAction, reason: String) {
-        switch result {
-        case .transportFailure(let message): (.retry, message)
-        case .response(let status, let text): (APNsResponsePolicy.action(status: status, reason: text.map(APNsReason.init)), text ?? "HTTP \(status)")
-        }
+    public func verdict(for result: PushSendResult) -> PushVerdict {
+        PushVerdict(result) { APNsResponsePolicy.action(status: $0, reason: $1.map(APNsReason.init)) }
     }
 
     public func shutdown() async { await transport?.shutdown() }

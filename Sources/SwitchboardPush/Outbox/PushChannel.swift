@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardCore
 import SwitchboardObservability
 
@@ -20,9 +21,36 @@ public protocol PushChannel: Sendable {
     /// ``PushChannelSummary/notConfiguredReason``.
     func send(_ job: PushJob) async -> PushSendResult
     /// The channel's reason table: what to do with an answer, and the reason recorded with it.
-    func verdict(for result: PushSendResult) -> (action: PushAction, reason: String)
+    func verdict(for result: PushSendResult) -> PushVerdict
     /// Closes its connections; called once, after the dispatcher has stopped.
     func shutdown() async
+}
+
+/// What a channel makes of one answer.
+public struct PushVerdict: Sendable, Equatable {
+    public var action: PushAction
+    /// The reason recorded with the outcome.
+    public var reason: String
+    /// The service asked for at least this many seconds before the next attempt.
+    public var retryAfter: TimeInterval?
+
+    public init(action: PushAction, reason: String, retryAfter: TimeInterval? = nil) {
+        self.action = action
+        self.reason = reason
+        self.retryAfter = retryAfter
+    }
+}
+
+extension PushVerdict {
+    /// The verdict every channel gives a transport failure (retry, with its message) and an
+    /// answer (its reason table's action, its reason or `HTTP <status>`, its `Retry-After`).
+    public init(_ result: PushSendResult, table: (_ status: Int, _ reason: String?) -> PushAction) {
+        switch result {
+        case .transportFailure(let message): self.init(action: .retry, reason: message)
+        case .response(let status, let reason, let retryAfter):
+            self.init(action: table(status, reason), reason: reason ?? "HTTP \(status)", retryAfter: retryAfter)
+        }
+    }
 }
 
 /// What carries one channel's requests to its service: an HTTP/2 client with its credentials,

@@ -198,12 +198,13 @@ public final class PushDispatcher: Sendable {
                     "job.id": .string(job.id), "token.suffix": .string(Self.suffix(job.token)), "sameFailuresNotLogged": .int(suppressed),
                 ])
             }
-            let (action, reason) = channel.verdict(for: result)
-            switch action {
+            let verdict = channel.verdict(for: result)
+            let reason = verdict.reason
+            switch verdict.action {
             case .delivered:
                 try await finish(job, .delivered, reason: nil)
             case .retry, .refreshProviderTokenAndRetry:
-                return try await retry(job, reason: reason)
+                return try await retry(job, reason: reason, notBefore: verdict.retryAfter)
             case .deleteToken:
                 try await finish(job, .failed, reason: reason, lastError: reason, token: .forget)
                 logger.info("push token deleted", [
@@ -233,9 +234,13 @@ public final class PushDispatcher: Sendable {
     }
 
     /// Schedules the next attempt; `false` when the ring window leaves none (the job expired).
-    private func retry(_ job: PushJob, reason: String) async throws -> Bool {
+    private func retry(_ job: PushJob, reason: String, notBefore retryAfter: TimeInterval? = nil) async throws -> Bool {
         let now = store.now()
-        guard let next = PushRetryPolicy.nextAttempt(after: now, attempt: job.attempts, jitter: jitter(), expiresAt: job.expiresAt) else {
+        // The service's Retry-After, when longer than the backoff, wins; both end at the ring window.
+        let earliest = retryAfter.map { now.addingTimeInterval(min(max($0, 0), 3600)) }
+        guard let backoff = PushRetryPolicy.nextAttempt(after: now, attempt: job.attempts, jitter: jitter(), expiresAt: job.expiresAt),
+            let next = Optional(max(backoff, earliest ?? backoff)), next < job.expiresAt
+        else {
             try await finish(job, .expired, reason: reason, lastError: reason)
             return false
         }

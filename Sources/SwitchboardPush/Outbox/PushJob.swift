@@ -38,8 +38,9 @@ public struct PushJob: Sendable {
 
 /// What a channel's service answered.
 public enum PushSendResult: Sendable, Equatable {
-    /// The service answered with a status and (for errors) a reason.
-    case response(status: Int, reason: String?)
+    /// The service answered with a status, (for errors) a reason, and maybe how long to wait
+    /// before the next attempt (`Retry-After`, seconds).
+    case response(status: Int, reason: String?, retryAfter: TimeInterval? = nil)
     /// No answer: connection failure, timeout, protocol error (retried).
     case transportFailure(String)
 }

@@ -74,6 +74,18 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// is retried. A slow request holds back only its own job, never another token's.
     public var apnsRequestTimeoutSeconds = 10
 
+    /// FCM HTTP v1 (Android rings): the Firebase service-account JSON (project, client email,
+    /// RSA key, token URI); empty leaves the channel off.
+    public var fcmServiceAccountFile = ""
+    /// Where FCM is; point it at an emulator (`http://` means h2c with prior knowledge).
+    public var fcmURL = "https://fcm.googleapis.com"
+    /// A CA file to trust for FCM and its token endpoint instead of the system's.
+    public var fcmCAFile = ""
+    /// Long-lived HTTP/2 connections to FCM.
+    public var fcmConnections = 1
+    /// The deadline of one FCM request (a message, or fetching an access token).
+    public var fcmRequestTimeoutSeconds = 10
+
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
 
@@ -206,6 +218,13 @@ public struct ConfigurationSetting: Sendable {
         text("apnsCAFile", "SWITCHBOARD_APNS_CA_FILE", "CA file to trust for APNs (an emulator's certificate)", \.apnsCAFile),
         integer("apnsConnections", "SWITCHBOARD_APNS_CONNECTIONS", 1...16, "HTTP/2 connections per APNs environment (default 1)") { $0.apnsConnections = $1 },
         integer("apnsRequestTimeoutSeconds", "SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one APNs request may take before it is retried (default 10)") { $0.apnsRequestTimeoutSeconds = $1 },
+        text("fcmServiceAccountFile", "SWITCHBOARD_FCM_SERVICE_ACCOUNT_FILE", "the Firebase service-account JSON; enables FCM (Android rings)", \.fcmServiceAccountFile),
+        text("fcmURL", "SWITCHBOARD_FCM_URL", "FCM base URL (default https://fcm.googleapis.com; http:// = h2c, for emulators)", \.fcmURL) { text in
+            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        },
+        text("fcmCAFile", "SWITCHBOARD_FCM_CA_FILE", "CA file to trust for FCM and its token endpoint (an emulator's certificate)", \.fcmCAFile),
+        integer("fcmConnections", "SWITCHBOARD_FCM_CONNECTIONS", 1...16, "HTTP/2 connections to FCM (default 1)") { $0.fcmConnections = $1 },
+        integer("fcmRequestTimeoutSeconds", "SWITCHBOARD_FCM_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one FCM request may take before it is retried (default 10)") { $0.fcmRequestTimeoutSeconds = $1 },
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },

@@ -2,8 +2,37 @@ import Foundation
 import SwitchboardCrypto
 import SwitchboardPush
 
-/// The `ios-voip` channel the configuration asks for.
-enum APNsChannelConfiguration {
+/// The push channels the configuration asks for.
+enum PushChannelConfiguration {
+    /// Every channel, configured or not (an unconfigured one fails its jobs at once, with a reason).
+    static func channels(from configuration: ServerConfiguration, apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil) throws -> PushChannels {
+        PushChannels([
+            try voipChannel(from: configuration, transport: apnsTransport),
+            try fcmChannel(from: configuration, transport: fcmTransport),
+        ])
+    }
+
+    /// FCM when a service account is configured; `transport` replaces the FCM client (tests).
+    static func fcmChannel(from configuration: ServerConfiguration, transport: (any PushTransport)? = nil) throws -> FCMChannel {
+        if let transport { return FCMChannel(transport: transport) }
+        guard !configuration.fcmServiceAccountFile.isEmpty else { return FCMChannel() }
+        guard let json = FileManager.default.contents(atPath: configuration.fcmServiceAccountFile) else {
+            throw ConfigurationError(message: "cannot read fcmServiceAccountFile \(configuration.fcmServiceAccountFile)")
+        }
+        let account: FCMServiceAccount
+        do {
+            account = try FCMServiceAccount(json: Array(json))
+        } catch {
+            throw ConfigurationError(message: "fcmServiceAccountFile \(configuration.fcmServiceAccountFile): \(error)")
+        }
+        let transport = try FCMTransport(
+            account: account, baseURL: configuration.fcmURL, caFile: configuration.fcmCAFile.isEmpty ? nil : configuration.fcmCAFile,
+            connections: configuration.fcmConnections, requestTimeout: .seconds(configuration.fcmRequestTimeoutSeconds))
+        return FCMChannel(
+            transport: transport, auth: "service account \(account.clientEmail), project \(account.projectID)",
+            endpoints: "\(configuration.fcmURL), tokens \(account.tokenURI)", caFile: configuration.fcmCAFile)
+    }
+
     /// The channel over APNs when credentials are configured, otherwise one whose pushes fail at
     /// once (rings are still written, with a reason). `transport` replaces the APNs client (tests).
     static func voipChannel(from configuration: ServerConfiguration, transport: (any PushTransport)? = nil) throws -> APNsVoIPChannel {

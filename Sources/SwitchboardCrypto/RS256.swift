@@ -1,0 +1,165 @@
+internal import CCrypto
+
+/// An RSA private key for `RS256` signatures (RSASSA-PKCS1-v1_5 with SHA-256, RFC 7518 §3.3),
+/// such as the `private_key` of a Google service account, which signs FCM's OAuth2 assertions.
+///
+/// ```swift
+/// let key = try RS256PrivateKey(pem: serviceAccount.privateKey)
+/// let token = try JWT.signRS256(headerJSON: header, claimsJSON: claims, key: key)
+/// ```
+/// One key may sign from many tasks at once: `@unchecked Sendable` holds for the reasons given at
+/// ``ES256PrivateKey`` (the `EVP_PKEY` is never modified after `init`, and every call makes its
+/// own `EVP_MD_CTX`).
+public final class RS256PrivateKey: @unchecked Sendable {
+    private let handle: OpaquePointer
+
+    /// The matching public key.
+    public let publicKey: RS256PublicKey
+
+    /// Loads an RSA private key of 2048 bits or more from PEM text (PKCS#8, as Google writes it,
+    /// or PKCS#1 `-----BEGIN RSA PRIVATE KEY-----`).
+    ///
+    /// Throws ``CryptoError`` with ``CryptoError/Code/malformedInput`` for text holding no
+    /// readable private key (an encrypted one included: no passphrase is asked for), and with
+    /// ``CryptoError/Code/unsupportedParameters`` for a key that is not RSA or is shorter than
+    /// 2048 bits.
+    public convenience init(pem: String) throws {
+        let operation = "RS256PrivateKey(pem:)"
+        let source = try PEM.source(pem, operation: operation)
+        let key: OpenSSLObject
+        do {
+            key = try OpenSSLObject(
+                PEM_read_bio_PrivateKey(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
+                "PEM_read_bio_PrivateKey")
+        } catch {
+            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM private key found: \(error.detail)")
+        }
+        try RSAKey.require(key.pointer, operation: operation)
+        try self.init(sharing: key)
+    }
+
+    /// Makes a new random 2048-bit key, for tests and emulators.
+    public static func generate(bits: Int = 2048) throws -> RS256PrivateKey {
+        let context = try OpenSSLObject(
+            EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), free: { EVP_PKEY_CTX_free($0) }, "EVP_PKEY_CTX_new_from_name")
+        try OpenSSL.check(EVP_PKEY_keygen_init(context.pointer), "EVP_PKEY_keygen_init")
+        try OpenSSL.check(EVP_PKEY_CTX_set_rsa_keygen_bits(context.pointer, Int32(max(bits, 2048))), "EVP_PKEY_CTX_set_rsa_keygen_bits")
+        var generated: OpaquePointer?
+        guard EVP_PKEY_generate(context.pointer, &generated) == 1 else {
+            EVP_PKEY_free(generated)
+            throw OpenSSL.failure("EVP_PKEY_generate")
+        }
+        let key = try OpenSSLObject(generated, free: { EVP_PKEY_free($0) }, "EVP_PKEY_generate")
+        return try RS256PrivateKey(sharing: key)
+    }
+
+    private init(sharing key: OpenSSLObject) throws(CryptoError) {
+        let publicPEM = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }
+        publicKey = try RS256PublicKey(trustedPEM: publicPEM)
+        try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), "EVP_PKEY_up_ref")
+        handle = key.pointer
+    }
+
+    deinit {
+        EVP_PKEY_free(handle)
+    }
+
+    /// The private key as unencrypted PKCS#8 PEM: the secret itself.
+    public func pkcs8PEM() throws -> String {
+        try PEM.written("PEM_write_bio_PrivateKey") { PEM_write_bio_PrivateKey($0, handle, nil, nil, 0, nil, nil) }
+    }
+
+    /// Signs `message` with RSASSA-PKCS1-v1_5 over SHA-256; the signature is as long as the modulus.
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        let context = try OpenSSLObject(EVP_MD_CTX_new(), free: { EVP_MD_CTX_free($0) }, "EVP_MD_CTX_new")
+        try OpenSSL.check(EVP_DigestSignInit(context.pointer, nil, EVP_sha256(), nil, handle), "EVP_DigestSignInit")
+        var signature = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(handle)))
+        var length = signature.count
+        let result = message.withNonNullBytes { bytes, count in
+            signature.withUnsafeMutableBufferPointer { output in
+                EVP_DigestSign(context.pointer, output.baseAddress, &length, bytes.assumingMemoryBound(to: UInt8.self), count)
+            }
+        }
+        try OpenSSL.check(result, "EVP_DigestSign")
+        return Array(signature.prefix(length))
+    }
+}
+
+/// An RSA public key that checks `RS256` signatures (an emulator checking FCM's OAuth2 assertions).
+public final class RS256PublicKey: @unchecked Sendable {
+    private let handle: OpaquePointer
+
+    /// The key as SPKI PEM, as OpenSSL writes it.
+    public let pem: String
+
+    /// Loads an RSA public key (2048 bits or more) from SPKI PEM text.
+    public convenience init(pem: String) throws {
+        try self.init(pem: pem, operation: "RS256PublicKey(pem:)")
+    }
+
+    convenience init(trustedPEM: String) throws(CryptoError) {
+        try self.init(pem: trustedPEM, operation: "RS256PublicKey(pem:)")
+    }
+
+    private init(pem text: String, operation: String) throws(CryptoError) {
+        let source = try PEM.source(text, operation: operation)
+        let key: OpenSSLObject
+        do {
+            key = try OpenSSLObject(
+                PEM_read_bio_PUBKEY(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) }, "PEM_read_bio_PUBKEY")
+        } catch {
+            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM public key found: \(error.detail)")
+        }
+        try RSAKey.require(key.pointer, operation: operation)
+        pem = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }
+        try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), "EVP_PKEY_up_ref")
+        handle = key.pointer
+    }
+
+    deinit {
+        EVP_PKEY_free(handle)
+    }
+
+    /// Whether `signature` is a valid RS256 signature of `message` by this key.
+    public func verify(signature: [UInt8], message: [UInt8]) -> Bool {
+        defer { ERR_clear_error() }
+        guard let context = try? OpenSSLObject(EVP_MD_CTX_new(), free: { EVP_MD_CTX_free($0) }, "EVP_MD_CTX_new"),
+            EVP_DigestVerifyInit(context.pointer, nil, EVP_sha256(), nil, handle) == 1
+        else { return false }
+        let result = message.withNonNullBytes { bytes, count in
+            EVP_DigestVerify(context.pointer, signature, signature.count, bytes.assumingMemoryBound(to: UInt8.self), count)
+        }
+        return result == 1
+    }
+}
+
+/// Checks that an `EVP_PKEY` is RSA of at least 2048 bits.
+enum RSAKey {
+    static func require(_ key: OpaquePointer, operation: String) throws(CryptoError) {
+        guard EVP_PKEY_is_a(key, "RSA") == 1 else {
+            let type = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "unknown"
+            throw CryptoError(code: .unsupportedParameters, operation: operation, detail: "key type \(type), not RSA")
+        }
+        let bits = EVP_PKEY_get_bits(key)
+        guard bits >= 2048 else {
+            throw CryptoError(code: .unsupportedParameters, operation: operation, detail: "an RSA key of \(bits) bits; at least 2048 are required")
+        }
+    }
+}
+
+extension JWT {
+    /// Returns `base64url(header).base64url(claims).base64url(signature)` with the RS256 signature
+    /// of the first two parts under `key`. `headerJSON` is used byte for byte.
+    public static func signRS256(headerJSON: [UInt8], claimsJSON: [UInt8], key: RS256PrivateKey) throws -> String {
+        let signingInput = Base64URL.encode(headerJSON) + "." + Base64URL.encode(claimsJSON)
+        return signingInput + "." + Base64URL.encode(try key.sign(Array(signingInput.utf8)))
+    }
+
+    /// The header and claims of `token` if its header's `alg` is `"RS256"` and its signature
+    /// verifies under `key`; otherwise `nil`.
+    public static func verifyRS256(_ token: String, key: RS256PublicKey) -> (header: [UInt8], claims: [UInt8])? {
+        guard let parts = Parts(token), parts.hasAlgorithm("RS256") else { return nil }
+        guard key.verify(signature: parts.signature, message: parts.signingInput) else { return nil }
+        return (parts.header, parts.claims)
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import Synchronization
+import SwitchboardCore
+import SwitchboardCrypto
+
+/// A Google service account's key file, as the Firebase console downloads it.
+public struct FCMServiceAccount: Sendable {
+    public let projectID: String
+    public let clientEmail: String
+    public let privateKeyID: String
+    public let privateKey: RS256PrivateKey
+    /// Where access tokens come from (`https://oauth2.googleapis.com/token`, or an emulator).
+    public let tokenURI: String
+
+    /// Reads the JSON file's text; throws a message naming what is missing or wrong.
+    public init(json: [UInt8]) throws {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any] else {
+            throw FCMConfigurationError("the service-account file is not a JSON object")
+        }
+        func field(_ name: String) throws -> String {
+            guard let value = object[name] as? String, !value.isEmpty else {
+                throw FCMConfigurationError("the service-account file has no '\(name)'")
+            }
+            return value
+        }
+        if let type = object["type"] as? String, type != "service_account" {
+            throw FCMConfigurationError("the service-account file's type is '\(type)', not 'service_account'")
+        }
+        projectID = try field("project_id")
+        clientEmail = try field("client_email")
+        privateKeyID = (object["private_key_id"] as? String) ?? ""
+        tokenURI = (object["token_uri"] as? String) ?? "https://oauth2.googleapis.com/token"
+        guard tokenURI.hasPrefix("https://") || tokenURI.hasPrefix("http://") else {
+            throw FCMConfigurationError("the service-account file's token_uri must be an http(s):// URL")
+        }
+        do {
+            privateKey = try RS256PrivateKey(pem: try field("private_key"))
+        } catch let error as FCMConfigurationError {
+            throw error
+        } catch {
+            throw FCMConfigurationError("the service-account file's private_key is not a usable RSA key: \(error)")
+        }
+    }
+}
+
+/// A problem with the FCM settings, said at start-up.
+public struct FCMConfigurationError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The `fcm` channel: rings as FCM HTTP v1 data messages (``FCMMessage``), read with
+/// ``FCMResponsePolicy``, sent by an ``FCMTransport``. Without a service account every job fails at
+/// once with ``PushChannelSummary/notConfiguredReason``.
+public struct FCMChannel: PushChannel {
+    public static let channelName = "fcm"
+
+    public let summary: PushChannelSummary
+    private let transport: (any PushTransport)?
+
+    public var name: String { Self.channelName }
+    public var provider: String { "fcm" }
+
+    public init(transport: any PushTransport, auth: String = "", endpoints: String = "", caFile: String = "") {
+        self.transport = transport
+        summary = PushChannelSummary(
+            channel: Self.channelName, provider: "fcm", configured: true, auth: auth, endpoints: endpoints, caFile: caFile, hint: "")
+    }
+
+    public init(unconfigured: Void = ()) {
+        transport = nil
+        summary = PushChannelSummary(
+            channel: Self.channelName, provider: "fcm", configured: false, auth: "", endpoints: "", caFile: "",
+            hint: "set fcmServiceAccountFile to the Firebase service-account JSON")
+    }
+
+    public func ringRequest(for ring: PushRing) throws -> PushRequest {
+        // The data object is stored; the message around it (token, time to live) is made at each
+        // attempt, so a retry never outlives the ring window.
+        PushRequest(payload: try FCMMessage.ringData(
+            callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
+            groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now), headers: [])
+    }
+
+    public func send(_ job: PushJob) async -> PushSendResult {
+        guard let transport else { return .response(status: 0, reason: PushChannelSummary.notConfiguredReason) }
+        return await transport.send(job)
+    }
+
+    public func verdict(for result: PushSendResult) -> PushVerdict {
+        PushVerdict(result, table: FCMResponsePolicy.action)
+    }
+
+    public func shutdown() async { await transport?.shutdown() }
+}
+
+/// FCM HTTP v1 over HTTP/2: an OAuth2 access token from the service account (an RS256-signed
+/// assertion exchanged at `token_uri`), cached and replaced five minutes before it expires or
+/// once after FCM rejects it, shared by every request; then one `messages:send` per job.
+public final class FCMTransport: PushTransport {
+    public let account: FCMServiceAccount
+    private let sendClient: HTTP2Client
+    private let tokenClient: HTTP2Client
+    private let tokenPath: String
+    private let now: @Sendable () -> Date
+    private struct Tokens {
+        var clock = AccessTokenClock()
+        var current: String?
+        /// The fetch in progress: every request that needs a token waits for this one.
+        var fetching: Task<(String, Date), any Error>?
+    }
+    private let tokens = Mutex(Tokens())
+    private let fetches = Atomic<Int>(0)
+
+    /// Access tokens fetched so far (tests: one fetch for many rejected requests).
+    public var tokenFetches: Int { fetches.load(ordering: .relaxed) }
+
+    /// `baseURL`: FCM (`https://fcm.googleapis.com`, or an emulator's `http://`/`https://` URL).
+    public init(
+        account: FCMServiceAccount, baseURL: String, caFile: String?, connections: Int, requestTimeout: Duration,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        self.account = account
+        self.now = now
+        func client(_ base: String) throws -> HTTP2Client {
+            var settings = HTTP2ClientConfiguration(baseURL: base)
+            settings.maxConnections = connections
+            settings.requestTimeout = requestTimeout
+            settings.caFile = caFile
+            settings.priorKnowledge = base.hasPrefix("http://")
+            return try HTTP2Client(configuration: settings)
+        }
+        guard let uri = URLComponents(string: account.tokenURI), let scheme = uri.scheme, let host = uri.host else {
+            throw FCMConfigurationError("token_uri \(account.tokenURI) is not a URL")
+        }
+        let origin = "\(scheme)://\(host)" + (uri.port.map { ":\($0)" } ?? "")
+        tokenPath = uri.path.isEmpty ? "/" : uri.path
+        sendClient = try client(baseURL)
+        tokenClient = origin == baseURL ? sendClient : try client(origin)
+    }
+
+    public func send(_ job: PushJob) async -> PushSendResult {
+        let token: String, issuedAt: Date
+        do {
+            (token, issuedAt) = try await accessToken()
+        } catch {
+            return .transportFailure("FCM access token: \(error)")
+        }
+        let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
+        let body = FCMMessage.body(token: job.token, data: job.payload, collapseKey: "call_\(job.callID)", ttlSeconds: ttl)
+        let response: HTTP2Response
+        do {
+            response = try await sendClient.send(HTTP2Request(
+                method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
+                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")], body: body))
+        } catch {
+            return .transportFailure(String(describing: error))
+        }
+        guard response.status != 200 else { return .response(status: 200, reason: nil) }
+        let reason = FCMError(body: response.body).reason
+        if reason == "UNAUTHENTICATED" || (reason == nil && response.status == 401) {
+            tokens.withLock { $0.clock.rejected(tokenIssuedAt: issuedAt) }
+        }
+        let retryAfter = response.headerValue("retry-after").flatMap(TimeInterval.init)
+        return .response(status: response.status, reason: reason, retryAfter: retryAfter)
+    }
+
+    /// The current access token, fetching one (once, for every waiting request) when due.
+    private func accessToken() async throws -> (String, Date) {
+        let moment = now()
+        let task = tokens.withLock { state -> Task<(String, Date), any Error> in
+            if let current = state.current, let issued = state.clock.issuedAt, !state.clock.needsNewToken(now: moment) {
+                return Task { (current, issued) }
+            }
+            if let fetching = state.fetching { return fetching }
+            let fetching = Task { try await self.fetchToken() }
+            state.fetching = fetching
+            return fetching
+        }
+        return try await task.value
+    }
+
+    private func fetchToken() async throws -> (String, Date) {
+        defer { tokens.withLock { $0.fetching = nil } }
+        fetches.add(1, ordering: .relaxed)
+        let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+        let iat = Int64(issued.timeIntervalSince1970)
+        let header = try JSONSerialization.data(withJSONObject: ["alg": "RS256", "typ": "JWT", "kid": account.privateKeyID], options: [.sortedKeys])
+        let claims = try JSONSerialization.data(withJSONObject: [
+            "iss": account.clientEmail, "scope": "https://www.googleapis.com/auth/firebase.messaging", "aud": account.tokenURI,
+            "iat": iat, "exp": iat + 3600,
+        ], options: [.sortedKeys, .withoutEscapingSlashes])
+        let assertion = try JWT.signRS256(headerJSON: Array(header), claimsJSON: Array(claims), key: account.privateKey)
+        let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
+        let response = try await tokenClient.send(HTTP2Request(
+            method: "POST", path: tokenPath, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8)))
+        let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+        guard response.status == 200, let token = object?["access_token"] as? String, !token.isEmpty else {
+            let detail = (object?["error_description"] as? String) ?? (object?["error"] as? String) ?? "no access_token"
+            throw FCMConfigurationError("the token endpoint answered \(response.status): \(detail)")
+        }
+        let lifetime = (object?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
+        tokens.withLock { state in
+            state.current = token
+            state.clock.issued(at: issued, lifetime: lifetime)
+        }
+        return (token, issued)
+    }
+
+    public func shutdown() async {
+        await sendClient.shutdown()
+        if tokenClient !== sendClient { await tokenClient.shutdown() }
+    }
+}

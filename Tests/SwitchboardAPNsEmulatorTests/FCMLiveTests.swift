@@ -1,0 +1,111 @@
+import Foundation
+import Synchronization
+import Testing
+import SwitchboardAPNsEmulator
+import SwitchboardCore
+import SwitchboardCrypto
+import SwitchboardPush
+import SwitchboardTesting
+
+/// The FCM channel's transport against the emulator's FCM stand-in, over loopback h2c: the
+/// OAuth2 exchange, the message FCM gets, and the answers the reason table reads.
+@Suite("FCM transport against the emulator", .serialized, .timeLimit(.minutes(2)))
+struct FCMLiveTests {
+    static let key = try! RS256PrivateKey.generate()
+
+    struct Rig {
+        let emulator: APNsEmulator
+        let transport: FCMTransport
+        let base: String
+
+        func stop() async {
+            await transport.shutdown()
+            await emulator.shutdown()
+        }
+    }
+
+    static func serviceAccount(tokenURI: String) throws -> [UInt8] {
+        Array(try JSONSerialization.data(withJSONObject: [
+            "type": "service_account", "project_id": "switchboard-test", "private_key_id": "k1", "private_key": try key.pkcs8PEM(),
+            "client_email": "push@switchboard-test.iam.gserviceaccount.com", "token_uri": tokenURI,
+        ]))
+    }
+
+    static func rig(account accountKey: RS256PrivateKey = key) async throws -> Rig {
+        var configuration = APNsEmulatorConfiguration(port: 0)
+        configuration.fcmAccount = FCMEmulatorAccount(
+            projectID: "switchboard-test", clientEmail: "push@switchboard-test.iam.gserviceaccount.com", publicKey: accountKey.publicKey)
+        let emulator = APNsEmulator(configuration: configuration)
+        let address = try emulator.start()
+        let base = "http://127.0.0.1:\(address.port)"
+        let account = try FCMServiceAccount(json: try serviceAccount(tokenURI: base + "/token"))
+        let transport = try FCMTransport(account: account, baseURL: base, caFile: nil, connections: 1, requestTimeout: .seconds(10))
+        return Rig(emulator: emulator, transport: transport, base: base)
+    }
+
+    static func job(_ token: String, id: String = UUID().uuidString.lowercased()) throws -> PushJob {
+        let data = try FCMMessage.ringData(
+            callID: "call-1", scopeKind: "conversation", scopeID: "conv-1", mode: "audio", callerName: "Ada", groupName: nil,
+            expiresAt: Date().addingTimeInterval(30), now: Date())
+        return PushJob(
+            id: id, callID: "call-1", userID: "u1", channel: "fcm", token: token, environment: "", payload: data, headers: [], attempts: 0,
+            expiresAt: Date().addingTimeInterval(30))
+    }
+
+    @Test func aRingReachesTheTokensInboxWithOneAccessTokenForManySends() async throws {
+        let rig = try await Self.rig()
+        let token = "fcm-Token:APA91b_live-1"
+        for _ in 0..<5 {
+            #expect(await rig.transport.send(try Self.job(token)) == .response(status: 200, reason: nil))
+        }
+        #expect(rig.transport.tokenFetches == 1 && rig.emulator.fcmAccessTokensIssued == 1, "the access token is cached")
+        let inbox = rig.emulator.fcmInbox(token: token)
+        #expect(inbox.count == 5)
+        let first = try #require(inbox.first)
+        let object = try JSONSerialization.jsonObject(with: Data(first.payload)) as? [String: Any]
+        let message = try #require(object?["message"] as? [String: Any])
+        #expect(message["token"] as? String == token)
+        #expect((message["data"] as? [String: Any])?["type"] as? String == "call")
+        let android = try #require(message["android"] as? [String: Any])
+        #expect(android["priority"] as? String == "HIGH" && android["collapse_key"] as? String == "call_call-1")
+        let ttl = try #require((android["ttl"] as? String).flatMap { Int($0.dropLast()) })
+        #expect((25...30).contains(ttl), "what is left of the ring window: \(ttl) s")
+        #expect(rig.emulator.fcmInbox(token: token.lowercased()).isEmpty, "FCM tokens are case-sensitive")
+        await rig.stop()
+    }
+
+    @Test func answersCarryTheirFCMCodeAndRetryAfterAndARejectedAccessTokenIsReplaced() async throws {
+        let rig = try await Self.rig()
+        var settings = HTTP2ClientConfiguration(baseURL: rig.base)
+        settings.priorKnowledge = true
+        let control = try HTTP2Client(configuration: settings)
+        let script = #"{"faults":[{"token":"gone","error":"UNREGISTERED"},{"token":"busy","error":"QUOTA_EXCEEDED","retryAfter":7},{"token":"stale","error":"UNAUTHENTICATED"}]}"#
+        let added = try await control.send(HTTP2Request(method: "POST", path: "/fcm/control/faults", headers: [("content-type", "application/json")], body: Array(script.utf8)))
+        await control.shutdown()
+        #expect(added.status == 204)
+        #expect(await rig.transport.send(try Self.job("gone")) == .response(status: 404, reason: "UNREGISTERED"))
+        #expect(await rig.transport.send(try Self.job("busy")) == .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 7))
+        #expect(await rig.transport.send(try Self.job("bad token")) == .response(status: 400, reason: FCMError.invalidRegistrationToken))
+        #expect(rig.transport.tokenFetches == 1)
+        // FCM rejects the access token: the next request fetches a new one, and later ones reuse it.
+        #expect(await rig.transport.send(try Self.job("stale")) == .response(status: 401, reason: "UNAUTHENTICATED"))
+        #expect(await rig.transport.send(try Self.job("fine")) == .response(status: 200, reason: nil))
+        #expect(await rig.transport.send(try Self.job("fine")) == .response(status: 200, reason: nil))
+        #expect(rig.transport.tokenFetches == 2 && rig.emulator.fcmAccessTokensIssued == 2, "one refresh after the rejection")
+        let channel = FCMChannel(transport: rig.transport)
+        #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 7)) == PushVerdict(action: .retry, reason: "QUOTA_EXCEEDED", retryAfter: 7))
+        #expect(channel.verdict(for: .response(status: 404, reason: "UNREGISTERED")).action == .deleteToken)
+        await rig.stop()
+    }
+
+    @Test func aServiceAccountWhoseKeyTheStandInDoesNotKnowGetsNoToken() async throws {
+        let rig = try await Self.rig(account: try RS256PrivateKey.generate())
+        let result = await rig.transport.send(try Self.job("t"))
+        await rig.stop()
+        guard case .transportFailure(let message) = result else {
+            Issue.record("a refused assertion is a failure to retry, with its reason: \(result)")
+            return
+        }
+        #expect(message.contains("Invalid JWT Signature"))
+    }
+}
