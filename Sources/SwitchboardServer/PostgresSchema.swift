@@ -26,6 +26,7 @@ public enum PostgresSchema {
         Migration(version: 6, name: "push_claimed_by", sql: #"ALTER TABLE push_jobs ADD COLUMN claimed_by TEXT COLLATE "C";"#),
         Migration(version: 7, name: "push_channel", sql: #"ALTER TABLE push_jobs ADD COLUMN channel TEXT COLLATE "C" NOT NULL DEFAULT 'ios-voip';"#),
         Migration(version: 8, name: "push_device_tokens", sql: pushDeviceTokens),
+        Migration(version: 9, name: "push_job_kind", sql: #"ALTER TABLE push_jobs ADD COLUMN kind TEXT COLLATE "C" NOT NULL DEFAULT 'ring' CHECK (kind IN ('ring', 'notice'));"#),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

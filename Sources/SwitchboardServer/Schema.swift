@@ -29,6 +29,8 @@ public enum Schema {
         // channels were all PushKit VoIP pushes.
         Migration(version: 7, name: "push_channel", sql: "ALTER TABLE push_jobs ADD COLUMN channel TEXT NOT NULL DEFAULT 'ios-voip';"),
         Migration(version: 8, name: "push_device_tokens", sql: pushDeviceTokens),
+        // A job rings, or tells a device that a ring is over (a notice, which needs no ringing call).
+        Migration(version: 9, name: "push_job_kind", sql: "ALTER TABLE push_jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'ring' CHECK (kind IN ('ring', 'notice'));"),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

@@ -21,7 +21,7 @@ struct PushDeviceMigrationTests {
         let server = ServerStore(backend: store)
         let devices = try await server.snapshot { try $0.devices.devices(of: "u1") }
         #expect(devices == [PushDevice(
-            deviceID: "d1", platform: "ios", brand: nil,
+            deviceID: "d1", platform: "ios", brand: nil, sessionID: "s1",
             tokens: ["ios-voip": PushTarget(deviceID: "d1", token: "aabb", environment: "production")])])
         let suspect = try await store.snapshot(onReaderQueue: false) { try $0.query("SELECT suspect_reports FROM push_devices", []).first?.int("suspect_reports") }
         #expect(suspect == 1, "its doubts are kept")
@@ -36,7 +36,7 @@ struct PushDeviceMigrationTests {
         old.close()
         let migrated = try Database(configuration: DatabaseConfiguration(path: path), migrations: Schema.migrations)
         defer { migrated.close() }
-        #expect(migrated.migratedVersion == 8)
+        #expect(migrated.migratedVersion >= 8)
         try await Self.check(migrated)
     }
 
@@ -48,7 +48,7 @@ struct PushDeviceMigrationTests {
         old.close()
         let migrated = try PostgresDatabase(url: fresh.url, migrations: PostgresSchema.migrations, readerCount: 1)
         defer { migrated.close() }
-        #expect(migrated.migratedVersion == 8)
+        #expect(migrated.migratedVersion >= 8)
         try await Self.check(migrated)
     }
 }

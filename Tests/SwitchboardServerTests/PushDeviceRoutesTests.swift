@@ -137,5 +137,10 @@ struct PushDeviceRoutesTests {
         #expect(PushRouting.ringChannel(platform: "ios", tokens: ["ios-alert"], configured: ["ios-alert"]) == nil, "an alert cannot ring")
         #expect(PushRouting.ringChannel(platform: "web", tokens: ["fcm"], configured: ["fcm"]) == nil)
         #expect(PushRouting.provider(of: "ios-alert") == "apns" && PushRouting.provider(of: "huawei") == "huawei")
+        // Notices: an iPhone's alert token only, never its VoIP token; an Android phone's ring channel.
+        #expect(PushRouting.noticeChannel(platform: "ios", tokens: ["ios-voip", "ios-alert"], configured: []) == "ios-alert")
+        #expect(PushRouting.noticeChannel(platform: "ios", tokens: ["ios-voip"], configured: ["ios-voip"]) == nil)
+        #expect(PushRouting.noticeChannel(platform: "android", tokens: ["fcm", "huawei"], configured: ["huawei"]) == "huawei")
+        #expect(PushRouting.noticeChannel(platform: "android", tokens: ["fcm"], configured: []) == "fcm")
     }
 }

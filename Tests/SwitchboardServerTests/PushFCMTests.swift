@@ -106,4 +106,64 @@ struct PushFCMTests {
         ]), as: UTF8.self)
         #expect(problem(good).contains("token_uri must be an http(s):// URL"))
     }
+
+    /// SPEC §3 "Notices": a device rung and not the one that ended the ring gets a `call_ended`
+    /// data message; the device that answered gets nothing; a VoIP token never gets one.
+    @Test func aRingsEndReachesEveryOtherRungDeviceAsACallEndedNotice() async throws {
+        let env = try World()
+        defer { env.world.close() }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let conversation = try await env.world.befriend(alice, bob)
+        // Bob's phone (this session) and tablet (a second session), both Android; an iPhone too.
+        let login = await env.app.request("POST", "/auth/login", body: #"{"username":"bob","password":"long enough"}"#)
+        let tablet = CallWorld.Person(token: try #require(login.json?["token"] as? String), id: bob.id)
+        let phoneToken = "phone:APA91-1", tabletToken = "tablet:APA91-2"
+        for (person, token) in [(bob, phoneToken), (tablet, tabletToken)] {
+            let registered = await env.app.request(
+                "POST", "/push/devices", headers: person.headers,
+                body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","tokens":{"fcm":{"token":"\#(token)"}}}"#)
+            #expect(registered.status == 200)
+        }
+        _ = await env.app.request(
+            "POST", "/voip/devices", headers: tablet.headers,
+            body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(String(repeating: "ef", count: 32))","environment":"production"}"#)
+        let jobs = {
+            try await env.app.application.store.read { connection in
+                try connection.query("SELECT kind, channel, token, state, payload FROM push_jobs ORDER BY created_at_ms, kind DESC, token", []).map {
+                    (kind: try $0.string("kind"), channel: try $0.string("channel"), token: try $0.string("token"), state: try $0.string("state"),
+                     payload: try $0.string("payload"))
+                }
+            }
+        }
+
+        // 1. Bob answers on his phone: the tablet is told, the phone is not, the iPhone's VoIP token never.
+        let first = try #require(await env.world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "ring" }.allSatisfy { $0.state != "pending" } })
+        #expect(await env.world.act("accept", first, by: bob).status == 200)
+        #expect(try await eventuallyTrying { try await jobs().contains { $0.kind == "notice" && $0.state == "delivered" } })
+        var notices = try await jobs().filter { $0.kind == "notice" }
+        #expect(notices.count == 1 && notices.first?.token == tabletToken && notices.first?.channel == "fcm")
+        let data = try #require(try JSONSerialization.jsonObject(with: Data((notices.first?.payload ?? "").utf8)) as? [String: String])
+        #expect(data["type"] == "call_ended" && data["callId"] == first && data["reason"] == "answered_elsewhere" && data["callerName"] == "alice")
+        #expect(env.fcm.sent.last?.kind == .notice && env.fcm.sent.last?.token == tabletToken)
+        _ = await env.world.act("leave", first, by: bob)
+
+        // 2. Alice cancels the next ring: both of Bob's Android devices are told.
+        let second = try #require(await env.world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(await env.world.act("cancel", second, by: alice).status == 200)
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "notice" }.count == 3 })
+        notices = try await jobs().filter { $0.kind == "notice" && $0.payload.contains(second) }
+        #expect(Set(notices.map(\.token)) == [phoneToken, tabletToken] && notices.count == 2)
+        #expect(notices.allSatisfy { $0.payload.contains(#""reason":"cancelled""#) })
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "notice" }.allSatisfy { $0.state == "delivered" } },
+                "a notice goes out although its call no longer rings")
+
+        // 3. Nobody answers the third: both are told it was missed.
+        let third = try #require(await env.world.call(alice, "conversation", conversation).json?["id"] as? String)
+        env.world.clock.advance(seconds: 46)
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "notice" }.count == 5 })
+        let missed = try await jobs().filter { $0.kind == "notice" && $0.payload.contains(third) }
+        #expect(missed.count == 2 && missed.allSatisfy { $0.payload.contains(#""reason":"missed""#) })
+        #expect(try await jobs().allSatisfy { $0.channel != "ios-voip" || $0.kind == "ring" }, "notices never go to a VoIP token")
+    }
 }

@@ -203,8 +203,9 @@ struct PushLiveTests {
 
     /// An Android phone rung over FCM: the server gets its access token from the emulator's
     /// OAuth2 endpoint with the service account's RS256 assertion, the message arrives as FCM
-    /// would deliver it, and UNREGISTERED deletes the token.
-    @Test func anAndroidPhoneIsRungOverFCMAndUnregisteredDeletesItsToken() async throws {
+    /// would deliver it, the caller's hang-up follows as a `call_ended` notice, and
+    /// UNREGISTERED deletes the token.
+    @Test func anAndroidPhoneIsRungOverFCMToldWhenTheRingEndsAndUnregisteredDeletesItsToken() async throws {
         let rig = try Rig()
         let token = "eFcm:APA91bLive-Token_1"
         let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob")
@@ -227,7 +228,13 @@ struct PushLiveTests {
         let ttl = try #require((android["ttl"] as? String).flatMap { Int($0.dropLast()) })
         #expect((30...45).contains(ttl), "no longer than the ring window: \(ttl) s")
         #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "fcm" && $0["state"] as? String == "delivered" } })
+        // The caller hangs up: the phone is told, under the same collapse key, to stop ringing.
         _ = await fetch(rig.server.address, "POST", "/calls/\(callID)/cancel", headers: alice.auth)
+        #expect(try await eventuallyTrying { try await rig.fcmMessages(for: token, wait: 1).count == 2 })
+        let notice = try #require((try await rig.fcmMessages(for: token).last?["payload"] as? [String: Any])?["message"] as? [String: Any])
+        #expect((notice["data"] as? [String: String])?["type"] == "call_ended" && (notice["data"] as? [String: String])?["reason"] == "cancelled")
+        #expect((notice["android"] as? [String: Any])?["collapse_key"] as? String == "call_\(callID)")
+        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "fcm" && $0["state"] as? String == "delivered" && $0["count"] as? Int == 2 } })
 
         try await rig.fcmFault(#"{"faults":[{"token":"\#(token)","error":"UNREGISTERED"}]}"#)
         let second = try await Self.call(rig, alice, "conversation", conversation)
@@ -235,7 +242,7 @@ struct PushLiveTests {
         _ = await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth)
         _ = try await Self.call(rig, alice, "conversation", conversation)
         let outcomes = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter { $0["channel"] as? String == "fcm" }
-        #expect(outcomes.reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 2, "no third FCM job: the token was deleted")
+        #expect(outcomes.reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3, "ring, notice, failed ring; nothing after: the token was deleted")
         #expect(await rig.adminStatus()["pending"] as? Int == 0)
         await rig.close()
     }

@@ -28,6 +28,18 @@ public enum FCMMessage {
         return bytes
     }
 
+    /// The `data` object of a notice: `type: call_ended`, the call and why its ring ended
+    /// (`answered_elsewhere`, `declined_elsewhere`, `cancelled`, `missed`).
+    public static func endedData(
+        callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, expiresAt: Date, now: Date
+    ) throws(Problem) -> [UInt8] {
+        guard expiresAt > now else { throw .expired }
+        let data = ["type": "call_ended", "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID, "callerName": callerName, "reason": reason]
+        let bytes = (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
+        guard bytes.count <= maxDataBytes else { throw .payloadTooLarge(bytes.count) }
+        return bytes
+    }
+
     /// The request body for one token: `data` is a stored ``ringData`` object; `ttlSeconds` is
     /// what is left of the ring window at the moment of sending (FCM drops the message after it).
     public static func body(token: String, data: [UInt8], collapseKey: String, ttlSeconds: Int) -> [UInt8] {

@@ -40,6 +40,9 @@ public struct APNsVoIPChannel: PushChannel {
         return PushRequest(payload: push.payload, headers: push.headers)
     }
 
+    /// Never: a VoIP push must report a call to CallKit, so notices go to `ios-alert` tokens.
+    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? { nil }
+
     public func send(_ job: PushJob) async -> PushSendResult {
         guard let transport else { return .response(status: 0, reason: PushChannelSummary.notConfiguredReason) }
         return await transport.send(job)
@@ -57,6 +60,9 @@ public struct APNsTransport: PushTransport {
     public let apns: APNsProvider
 
     public init(apns: APNsProvider) { self.apns = apns }
+
+    /// Never: a VoIP push must report a call to CallKit, so notices go to `ios-alert` tokens.
+    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? { nil }
 
     public func send(_ job: PushJob) async -> PushSendResult {
         switch await apns.send(deviceToken: job.token, environment: job.environment, headers: job.headers, payload: job.payload) {

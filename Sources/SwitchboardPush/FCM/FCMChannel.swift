@@ -82,6 +82,14 @@ public struct FCMChannel: PushChannel {
             groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now), headers: [])
     }
 
+    /// A high-priority `call_ended` data message under the ring's collapse key, so the app takes
+    /// its full-screen ringing notification down (and a ring still queued at FCM is replaced).
+    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
+        PushRequest(payload: try FCMMessage.endedData(
+            callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID, callerName: notice.callerName,
+            reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now), headers: [])
+    }
+
     public func send(_ job: PushJob) async -> PushSendResult {
         guard let transport else { return .response(status: 0, reason: PushChannelSummary.notConfiguredReason) }
         return await transport.send(job)

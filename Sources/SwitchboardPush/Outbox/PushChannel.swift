@@ -17,6 +17,9 @@ public protocol PushChannel: Sendable {
     /// The request that rings `ring`'s device; throws when the push cannot be built (the job is
     /// then stored as failed with the error as its reason).
     func ringRequest(for ring: PushRing) throws -> PushRequest
+    /// The request that tells a device a ring is over; `nil` when this channel carries no
+    /// notices (a VoIP push must always report a call, so notices never go that way).
+    func noticeRequest(for notice: PushNotice) throws -> PushRequest?
     /// Sends one job; a channel that is not configured answers at once with
     /// ``PushChannelSummary/notConfiguredReason``.
     func send(_ job: PushJob) async -> PushSendResult

@@ -9,6 +9,8 @@ public struct PushJob: Sendable {
     public let userID: String
     /// The channel that sends it (``PushChannel/name``), as the device registered the token.
     public let channel: String
+    /// What it is: a ring, or a notice after a ring ended (which needs no ringing call).
+    public let kind: PushJobKind
     public let token: String
     /// `sandbox` or `production` for APNs; empty where a channel has no environments.
     public let environment: String
@@ -20,19 +22,55 @@ public struct PushJob: Sendable {
     public let expiresAt: Date
 
     public init(
-        id: String, callID: String, userID: String, channel: String, token: String, environment: String, payload: [UInt8],
-        headers: [(String, String)], attempts: Int, expiresAt: Date
+        id: String, callID: String, userID: String, channel: String, kind: PushJobKind = .ring, token: String, environment: String,
+        payload: [UInt8], headers: [(String, String)], attempts: Int, expiresAt: Date
     ) {
         self.id = id
         self.callID = callID
         self.userID = userID
         self.channel = channel
+        self.kind = kind
         self.token = token
         self.environment = environment
         self.payload = payload
         self.headers = headers
         self.attempts = attempts
         self.expiresAt = expiresAt
+    }
+}
+
+/// What a push job carries.
+public enum PushJobKind: String, Sendable, CaseIterable {
+    /// Rings the device; dropped before an attempt once the call stopped ringing its user.
+    case ring
+    /// Tells a device that was rung that the ring is over (SPEC §3 "Notices").
+    case notice
+}
+
+/// A ring that ended for one device that did not end it itself, before any channel's format.
+public struct PushNotice: Sendable, Equatable {
+    public var callID: String
+    public var scopeKind: String
+    public var scopeID: String
+    public var callerName: String
+    /// `answered_elsewhere`, `declined_elsewhere`, `cancelled` or `missed`.
+    public var reason: String
+    public var jobID: String
+    /// After this the notice is pointless (the phone's own ring is long over).
+    public var expiresAt: Date
+    public var now: Date
+
+    public init(
+        callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, jobID: String, expiresAt: Date, now: Date
+    ) {
+        self.callID = callID
+        self.scopeKind = scopeKind
+        self.scopeID = scopeID
+        self.callerName = callerName
+        self.reason = reason
+        self.jobID = jobID
+        self.expiresAt = expiresAt
+        self.now = now
     }
 }
 

@@ -17,6 +17,15 @@ public enum PushRouting {
         channel.hasPrefix("ios-") ? "ios" : "android"
     }
 
+    /// The channel a notice goes out on: an iPhone's `ios-alert` token (never its VoIP one), an
+    /// Android phone's ring channel. `nil`: the device has no way to take a notice.
+    public static func noticeChannel(platform: String, tokens: Set<String>, configured: Set<String>) -> String? {
+        switch platform {
+        case "ios": tokens.contains("ios-alert") ? "ios-alert" : nil
+        default: ringChannel(platform: platform, tokens: tokens, configured: configured)
+        }
+    }
+
     /// The channel a ring goes out on for a device of `platform` holding tokens on `tokens`;
     /// `configured`: the channels this server can send on. An Android phone whose only tokens
     /// are on channels not configured still gets its ring job on one of them (FCM first), so the

@@ -1,4 +1,5 @@
 import SwitchboardCore
+import SwitchboardPush
 import SwitchboardStore
 import SwitchboardWire
 
@@ -32,29 +33,35 @@ extension CallService {
     }
 
     /// Inside the social change's transaction: ends the scope's live call with `reason`.
-    static func endLiveCall(scopeKind: CallScopeKind, scopeID: String, reason: SwitchboardCore.CallEndReason, in transaction: WriteTransaction) throws {
-        try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, in: transaction) { call in
+    /// Returns how many notices it wrote (then wake the dispatcher after the commit).
+    @discardableResult
+    static func endLiveCall(
+        scopeKind: CallScopeKind, scopeID: String, reason: SwitchboardCore.CallEndReason, channels: PushChannels, in transaction: WriteTransaction
+    ) throws -> Int {
+        try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, channels: channels, in: transaction) { call in
             CallStateMachine.scopeEnded(call, reason: reason, now: transaction.date)
         }
     }
 
     /// Inside the social change's transaction: takes `userID` out of the group's live call.
-    static func removeFromLiveCall(groupID: String, userID: String, in transaction: WriteTransaction) throws {
-        try applyToLiveCall(scopeKind: .group, scopeID: groupID, in: transaction) { call in
+    @discardableResult
+    static func removeFromLiveCall(groupID: String, userID: String, channels: PushChannels, in transaction: WriteTransaction) throws -> Int {
+        try applyToLiveCall(scopeKind: .group, scopeID: groupID, channels: channels, in: transaction) { call in
             CallStateMachine.memberRemoved(call, userID: userID, now: transaction.date)
         }
     }
 
     private static func applyToLiveCall(
-        scopeKind: CallScopeKind, scopeID: String, in transaction: WriteTransaction,
+        scopeKind: CallScopeKind, scopeID: String, channels: PushChannels, in transaction: WriteTransaction,
         _ decide: (CallRecord) -> CallStateMachine.Transition?
-    ) throws {
+    ) throws -> Int {
         let calls = transaction.calls
         guard let id = try calls.liveCallID(scopeKind: scopeKind, scopeID: scopeID),
             let stored = try calls.load(id), let transition = decide(stored.call)
-        else { return }
+        else { return 0 }
         // Same transaction as the read: the version cannot have moved.
         _ = try calls.update(transition.call, from: stored.version)
         try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: id)
+        return try PushOutbox.enqueueNotices(from: stored.call, to: transition.call, actingSession: nil, channels: channels, in: transaction)
     }
 }

@@ -102,7 +102,7 @@ struct CallService: Sendable {
     /// carries a media token for the call's room as well, minted from the committed call.
     func perform(_ action: Action, on callID: String, by principal: Principal, mediaToken: Bool = false) async throws -> (CallInfo, MediaToken?) {
         let userID = principal.user.id
-        let call = try await transition(callID, visibleTo: userID) { call, context throws(CallTransitionError) in
+        let call = try await transition(callID, visibleTo: userID, actingSession: principal.sessionID) { call, context throws(CallTransitionError) in
             switch action {
             case .accept: try CallStateMachine.accept(call, by: userID, now: context.now, busyElsewhere: context.actorBusyElsewhere)
             case .decline: try CallStateMachine.decline(call, by: userID, now: context.now)
@@ -124,9 +124,14 @@ struct CallService: Sendable {
     typealias Decision = @Sendable (CallRecord, Context) throws(CallTransitionError) -> CallStateMachine.Transition?
 
     /// Computes a transition from the stored call, does its media work, and commits it if the
-    /// call did not change meanwhile (else starts again, a few times).
+    /// call did not change meanwhile (else starts again, a few times). The rings it ends get
+    /// their notices in the same transaction; `actingSession` is the session of the user who
+    /// acted, whose device needs none.
     @discardableResult
-    func transition(_ callID: String, visibleTo userID: String?, _ decide: @escaping Decision) async throws -> CallRecord {
+    func transition(
+        _ callID: String, visibleTo userID: String?, actingSession: String? = nil, _ decide: @escaping Decision
+    ) async throws -> CallRecord {
+        let channels = push
         for _ in 0..<5 {
             let (stored, context) = try await store.snapshot { snapshot -> (StoredCall?, Context) in
                 let stored = try snapshot.calls.load(callID)
@@ -159,11 +164,14 @@ struct CallService: Sendable {
                 }
             }
             do {
-                let committed = try await store.write { transaction -> Bool in
-                    guard try transaction.calls.update(transition.call, from: stored.version) else { return false }
+                let (committed, notices) = try await store.write { transaction -> (Bool, Int) in
+                    guard try transaction.calls.update(transition.call, from: stored.version) else { return (false, 0) }
                     try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
-                    return true
+                    let notices = try PushOutbox.enqueueNotices(
+                        from: stored.call, to: transition.call, actingSession: actingSession, channels: channels, in: transaction)
+                    return (true, notices)
                 }
+                if notices > 0 { pushesQueued() }
                 if committed { return transition.call }
             } catch let error as CallTransitionError {
                 throw error.apiError

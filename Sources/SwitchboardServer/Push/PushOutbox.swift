@@ -56,4 +56,54 @@ enum PushOutbox {
         }
         return written
     }
+
+    /// How long a notice is worth sending: past it the phone's own ring is long over.
+    static let noticeLifetime: TimeInterval = 60
+
+    /// Writes notices inside the transaction of a transition (SPEC §3 "Notices"): for every ring
+    /// it ended, one job per device of that user that can take a notice (an `ios-alert` token,
+    /// an Android channel), except the devices of `actingSession` when the user answered or
+    /// declined there themselves. A VoIP token never gets one. Returns how many it wrote.
+    @discardableResult
+    static func enqueueNotices(
+        from before: CallRecord, to after: CallRecord, actingSession: String?, channels: PushChannels, in transaction: WriteTransaction
+    ) throws -> Int {
+        let ended = EndedRing.between(before, after)
+        guard !ended.isEmpty else { return 0 }
+        let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
+        let callerName = try transaction.accounts.user(id: after.createdBy)?.displayName ?? ""
+        let now = CallStore.milliseconds(transaction.date)
+        let expires = transaction.date.addingTimeInterval(noticeLifetime)
+        var written = 0
+        for ring in ended {
+            for device in try transaction.devices.devices(of: ring.userID) {
+                if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
+                guard let channelName = PushRouting.noticeChannel(platform: device.platform, tokens: Set(device.tokens.keys), configured: configured),
+                    let target = device.tokens[channelName], let channel = channels[channelName]
+                else { continue }
+                let jobID = transaction.newID()
+                var state = "pending", reason: String?
+                let request: PushRequest?
+                do {
+                    request = try channel.noticeRequest(for: PushNotice(
+                        callID: after.id, scopeKind: after.scopeKind.rawValue, scopeID: after.scopeID, callerName: callerName,
+                        reason: ring.noticeReason, jobID: jobID, expiresAt: expires, now: transaction.date))
+                } catch {
+                    request = PushRequest(payload: [], headers: [])
+                    state = "failed"
+                    reason = "\(error)"
+                }
+                guard let request else { continue }
+                let headerJSON = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
+                    .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+                try transaction.pushJobs.enqueue(NewPushJob(
+                    id: jobID, callID: after.id, userID: ring.userID, deviceID: device.deviceID, provider: channel.provider,
+                    channel: channelName, kind: PushJobKind.notice.rawValue, token: target.token, environment: target.environment,
+                    payload: String(decoding: request.payload, as: UTF8.self), headers: headerJSON, state: state, reason: reason,
+                    createdAtMS: now, expiresAtMS: CallStore.milliseconds(expires)))
+                written += 1
+            }
+        }
+        return written
+    }
 }

@@ -29,7 +29,8 @@ struct ServerPushOutbox: PushOutboxStore {
 
     func relevance(of job: PushJob) async throws -> PushJobRelevance {
         try await store.snapshot { snapshot in
-            guard try snapshot.calls.rings(job.callID, userID: job.userID) else { return .callNotRinging }
+            // A notice is about a ring that ended: only its device must still be there.
+            if job.kind == .ring, !(try snapshot.calls.rings(job.callID, userID: job.userID)) { return .callNotRinging }
             guard try snapshot.devices.isLive(token: job.token, channel: job.channel, of: job.userID) else { return .deviceUnbound }
             return .send
         }

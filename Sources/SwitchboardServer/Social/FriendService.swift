@@ -97,14 +97,18 @@ struct FriendService: Sendable {
         let friendship = try await store.snapshot { try $0.friends.friendship(between: userID, and: friendID) }
         guard let friendship else { throw APIError.notFound("not a friend") }
         await calls.withdrawMedia(scopeKind: .conversation, scopeID: friendship.conversationID)
-        _ = try await store.write { transaction in
+        let channels = calls.push
+        let notices = try await store.write { transaction in
             guard let friendship = try transaction.friends.friendship(between: userID, and: friendID) else {
                 throw APIError.notFound("not a friend")
             }
             try transaction.friends.removeFriendship(between: userID, and: friendID)
-            try CallService.endLiveCall(scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, in: transaction)
+            let notices = try CallService.endLiveCall(
+                scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, channels: channels, in: transaction)
             try transaction.appendEvent(EventKind.friendRemoved, to: [friendID, userID], conversationID: friendship.conversationID)
+            return notices
         }
+        if notices > 0 { calls.pushesQueued() }
     }
 
     /// The pair's conversation id, if they have one.
@@ -124,6 +128,9 @@ struct FriendService: Sendable {
         let alreadyBlocked = try await store.snapshot { try $0.friends.blockedAt(blocker: userID, blocked: targetID) != nil }
         let conversationID = targetID == userID ? nil : try await conversation(userID, targetID)
         if let conversationID, !alreadyBlocked { await calls.withdrawMedia(scopeKind: .conversation, scopeID: conversationID) }
+        let channels = calls.push
+        // Ending a live call writes notices: the dispatcher is woken for them (a block is rare).
+        defer { if conversationID != nil, !alreadyBlocked { calls.pushesQueued() } }
         return try await store.write { transaction in
             let friends = transaction.friends
             guard let target = try transaction.accounts.user(id: targetID) else { throw APIError.notFound("no such user") }
@@ -137,7 +144,7 @@ struct FriendService: Sendable {
             let cancelled = try friends.cancelPendingRequests(between: userID, and: targetID, at: transaction.timestamp)
             if cancelled > 0 { try transaction.appendEvent(EventKind.friendRequest, to: [userID, targetID]) }
             if let conversationID {
-                try CallService.endLiveCall(scopeKind: .conversation, scopeID: conversationID, reason: .blocked, in: transaction)
+                try CallService.endLiveCall(scopeKind: .conversation, scopeID: conversationID, reason: .blocked, channels: channels, in: transaction)
             }
             try transaction.appendEvent(
                 EventKind.blockChanged, to: [userID, targetID],

@@ -1,3 +1,4 @@
+import SwitchboardPush
 import SwitchboardStore
 import SwitchboardWire
 
@@ -71,13 +72,15 @@ struct GroupService: Sendable {
             }
         }
         if memberID != userID { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: memberID) }
-        _ = try await store.write { transaction in
+        let channels = calls.push
+        let notices = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction)
             guard memberID != userID else {
                 throw APIError(status: 409, code: "CANNOT_REMOVE_OWNER", message: "the owner cannot be removed; dissolve the group instead")
             }
-            try Self.removeMember(memberID, from: groupID, in: transaction)
+            return try Self.removeMember(memberID, from: groupID, channels: channels, in: transaction)
         }
+        if notices > 0 { calls.pushesQueued() }
     }
 
     /// A member leaves (the owner cannot: dissolve the group instead).
@@ -85,13 +88,15 @@ struct GroupService: Sendable {
         let userID = principal.user.id
         let isOwner = try await store.snapshot { try SocialQueries.group(groupID, visibleTo: userID, in: $0).ownerID == userID }
         if !isOwner { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: userID) }
-        _ = try await store.write { transaction in
+        let channels = calls.push
+        let notices = try await store.write { transaction in
             let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             guard group.ownerID != userID else {
                 throw APIError(status: 409, code: "OWNER_CANNOT_LEAVE", message: "the owner cannot leave; dissolve the group instead")
             }
-            try Self.removeMember(userID, from: groupID, in: transaction)
+            return try Self.removeMember(userID, from: groupID, channels: channels, in: transaction)
         }
+        if notices > 0 { calls.pushesQueued() }
     }
 
     /// The owner dissolves the group: it disappears for everyone, who are told by `group_changed`.
@@ -99,13 +104,16 @@ struct GroupService: Sendable {
         let userID = principal.user.id
         try await store.snapshot { try Self.requireOwner(groupID, userID, in: $0) }
         await calls.withdrawMedia(scopeKind: .group, scopeID: groupID)
-        _ = try await store.write { transaction in
+        let channels = calls.push
+        let notices = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction)
             let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
-            try CallService.endLiveCall(scopeKind: .group, scopeID: groupID, reason: .groupDissolved, in: transaction)
+            let notices = try CallService.endLiveCall(scopeKind: .group, scopeID: groupID, reason: .groupDissolved, channels: channels, in: transaction)
             try transaction.groups.dissolve(groupID, at: transaction.timestamp)
             try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
+            return notices
         }
+        if notices > 0 { calls.pushesQueued() }
     }
 
     func send(_ request: SendMessage, to groupID: String, from principal: Principal) async throws -> (Message, isNew: Bool) {
@@ -152,12 +160,14 @@ struct GroupService: Sendable {
         }
     }
 
-    private static func removeMember(_ memberID: String, from groupID: String, in transaction: WriteTransaction) throws {
+    /// Returns how many notices the call's change wrote.
+    private static func removeMember(_ memberID: String, from groupID: String, channels: PushChannels, in transaction: WriteTransaction) throws -> Int {
         let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
         guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }
-        try CallService.removeFromLiveCall(groupID: groupID, userID: memberID, in: transaction)
+        let notices = try CallService.removeFromLiveCall(groupID: groupID, userID: memberID, channels: channels, in: transaction)
         try transaction.groups.removeMember(memberID, from: groupID)
         try transaction.appendEvent(EventKind.groupMembersChanged, to: members, groupID: groupID)
+        return notices
     }
 
     /// New members must exist, be friends of the adder and not blocked either way; duplicates

@@ -15,6 +15,8 @@ public struct PushDevice: Sendable, Equatable {
     public let platform: String
     /// The Android maker as the app reported it (`huawei`, `xiaomi`, …), when it did.
     public let brand: String?
+    /// The session its tokens are bound to.
+    public let sessionID: String
     /// The device's token per channel (`ios-voip`, `fcm`, …).
     public let tokens: [String: PushTarget]
 }

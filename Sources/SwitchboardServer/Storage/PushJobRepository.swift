@@ -12,6 +12,8 @@ public struct NewPushJob: Sendable, Equatable {
     public var provider: String
     /// The channel that sends it (the token kind the device registered, `ios-voip`).
     public var channel: String
+    /// `ring` or `notice`.
+    public var kind: String = PushJobKind.ring.rawValue
     public var token: String
     public var environment: String
     public var payload: String

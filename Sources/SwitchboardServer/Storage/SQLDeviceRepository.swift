@@ -62,24 +62,26 @@ struct SQLDeviceRepository: DeviceRepository {
     func devices(of userID: String) throws -> [PushDevice] {
         let rows = try connection.query(
             """
-            SELECT d.device_id, d.channel, d.platform, d.brand, d.token, d.environment, d.created_at FROM push_devices d
+            SELECT d.device_id, d.channel, d.platform, d.brand, d.token, d.environment, d.created_at, d.session_id FROM push_devices d
             JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
             WHERE d.user_id = ?
             ORDER BY d.device_id, d.channel
             """,
             [.text(userID)])
-        var devices: [String: (platform: String, brand: String?, created: String, tokens: [String: PushTarget])] = [:]
+        var devices: [String: (platform: String, brand: String?, session: String, created: String, tokens: [String: PushTarget])] = [:]
         for row in rows {
             let deviceID = try row.string("device_id"), created = try row.string("created_at")
             let target = PushTarget(deviceID: deviceID, token: try row.string("token"), environment: try row.string("environment"))
-            let first = (platform: try row.string("platform"), brand: try row.optionalString("brand"), created: created, tokens: [String: PushTarget]())
+            let first = (
+                platform: try row.string("platform"), brand: try row.optionalString("brand"), session: try row.string("session_id"), created: created,
+                tokens: [String: PushTarget]())
             var device = devices[deviceID] ?? first
             device.created = min(device.created, created)
             device.tokens[try row.string("channel")] = target
             devices[deviceID] = device
         }
         return devices.sorted { ($0.value.created, $0.key) < ($1.value.created, $1.key) }.map {
-            PushDevice(deviceID: $0.key, platform: $0.value.platform, brand: $0.value.brand, tokens: $0.value.tokens)
+            PushDevice(deviceID: $0.key, platform: $0.value.platform, brand: $0.value.brand, sessionID: $0.value.session, tokens: $0.value.tokens)
         }
     }
 

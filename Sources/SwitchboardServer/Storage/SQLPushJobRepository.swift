@@ -11,13 +11,13 @@ struct SQLPushJobRepository: PushJobRepository {
         try connection.run(
             """
             INSERT INTO push_jobs (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state,
-                reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, channel)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15)
+                reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, channel, kind)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16)
             """,
             [.text(job.id), .text(job.callID), .text(job.userID), .text(job.deviceID), .text(job.provider), .text(job.token),
              .text(job.environment), .text(job.payload), .text(job.headers), .text(job.state), job.reason.map(SQLiteValue.text) ?? .null,
              .integer(job.createdAtMS), .integer(job.expiresAtMS), job.state == "pending" ? .null : .integer(job.createdAtMS),
-             .text(job.channel)])
+             .text(job.channel), .text(job.kind)])
     }
 
     func releaseClaims() throws {
@@ -53,7 +53,7 @@ struct SQLPushJobRepository: PushJobRepository {
             let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
             claimed.append(PushJob(
                 id: id, callID: try row.string("call_id"), userID: try row.string("user_id"), channel: try row.string("channel"),
-                token: try row.string("token"), environment: try row.string("environment"),
+                kind: PushJobKind(rawValue: try row.string("kind")) ?? .ring, token: try row.string("token"), environment: try row.string("environment"),
                 payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
                 attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms"))))
         }
