@@ -31,8 +31,9 @@ public enum APNsEmulatorCommand {
         Options:
           --listen HOST:PORT        address to listen on; HOST is an IP literal or localhost,
                                     PORT may be 0 (default 127.0.0.1:2197)
-          --bundle-id ID            the app's bundle id; the one topic accepted is ID.voip
-                                    (without it, any topic ending in .voip)
+          --bundle-id ID            the app's bundle id; topics accepted: ID.voip for voip
+                                    pushes, ID for alert and background ones (without it,
+                                    any topic ending in .voip, and any other for the rest)
           --team-id ID              the Team ID a provider token's "iss" must name
           --key-id ID               the Key ID a provider token's "kid" must name
           --public-key FILE         PEM (SPKI, "BEGIN PUBLIC KEY") of the ES256 key whose tokens

@@ -41,6 +41,18 @@ import SwitchboardCore
         #expect(push.headers.map(\.name) == ["apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"])
     }
 
+    /// Notices: alert and background pushes go to the app's own topic.
+    @Test(arguments: ["alert", "background"]) mutating func acceptsOrdinaryPushesToTheAppTopic(type: String) {
+        let headers = Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
+            + [("apns-topic", Fixture.bundleID), ("apns-push-type", type)]
+        let request = TestRequest("POST", "/3/device/\(ValidationCase.token)", headers: headers, body: Fixture.payload())
+        guard case .accepted(let push) = validator.validate(Self.request(request), nowMilliseconds: Fixture.nowMilliseconds) else {
+            Issue.record("\(type) push to the app topic rejected")
+            return
+        }
+        #expect(push.headers.contains(APNsHeader("apns-push-type", type)))
+    }
+
     @Test mutating func acceptsAPayloadOfExactly5120Bytes() {
         let request = ValidationCase.with("apns-priority", "5", body: ValidationCase.bigPayload(5120))
         guard case .accepted = validator.validate(Self.request(request), nowMilliseconds: Fixture.nowMilliseconds) else {

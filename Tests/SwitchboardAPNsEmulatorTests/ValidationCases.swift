@@ -57,6 +57,14 @@ struct ValidationCase: Sendable, CustomTestStringConvertible {
             make("another app's .voip topic", with("apns-topic", "com.other.app.voip"), 400, "TopicDisallowed"),
             make("no apns-push-type", with("apns-push-type", nil), 400, "InvalidPushType"),
             make("alert push type on the .voip topic", with("apns-push-type", "alert"), 400, "InvalidPushType"),
+            make("location push type on the app topic", TestRequest(
+                "POST", "/3/device/\(token)",
+                headers: Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
+                    + [("apns-topic", Fixture.bundleID), ("apns-push-type", "location")], body: Fixture.payload()), 400, "InvalidPushType"),
+            make("alert push for another app", TestRequest(
+                "POST", "/3/device/\(token)",
+                headers: Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
+                    + [("apns-topic", "com.other.app"), ("apns-push-type", "alert")], body: Fixture.payload()), 400, "TopicDisallowed"),
             make("priority 1", with("apns-priority", "1"), 400, "BadPriority"),
             make("priority high", with("apns-priority", "high"), 400, "BadPriority"),
             make("expiration not an integer", with("apns-expiration", "tomorrow"), 400, "BadExpirationDate"),

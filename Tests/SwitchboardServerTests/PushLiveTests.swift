@@ -247,6 +247,45 @@ struct PushLiveTests {
         await rig.close()
     }
 
+    /// An iPhone with a VoIP and an alert token: rings go to PushKit only; a cancelled ring
+    /// follows as a background notice and a missed one as an alert, both on the alert token.
+    @Test func anIPhoneIsToldOnItsAlertTokenWhenARingIsCancelledOrMissed() async throws {
+        let rig = try Rig(serverSettings: ["SWITCHBOARD_RING_TIMEOUT_SECONDS": "5"])
+        let voip = Self.deviceToken(0xc3), alert = Self.deviceToken(0xd4)
+        let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob")
+        let registered = await fetch(
+            rig.server.address, "POST", "/push/devices",
+            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-voip":{"token":"\#(voip)","environment":"production"},"ios-alert":{"token":"\#(alert)","environment":"production"}}}"#,
+            headers: bob.auth)
+        #expect(registered.status == 200, "\(registered.body)")
+        let conversation = try await Self.befriend(rig, alice, bob)
+
+        let cancelled = try await Self.call(rig, alice, "conversation", conversation)
+        #expect(try await rig.pushes(for: voip).count == 1)
+        _ = await fetch(rig.server.address, "POST", "/calls/\(cancelled)/cancel", headers: alice.auth)
+        let background = try #require(try await rig.pushes(for: alert).first)
+        let headers = try #require(background["headers"] as? [String: String])
+        #expect(headers["apns-push-type"] == "background" && headers["apns-priority"] == "5" && headers["apns-topic"] == Self.bundleID)
+        #expect(headers["apns-collapse-id"] == "call_\(cancelled)")
+        let payload = try #require(background["payload"] as? [String: Any])
+        #expect(payload["type"] as? String == "call_ended" && payload["reason"] as? String == "cancelled" && payload["callId"] as? String == cancelled)
+        #expect((payload["aps"] as? [String: Any])?["content-available"] as? Int == 1)
+
+        let missed = try await Self.call(rig, alice, "conversation", conversation)
+        #expect(try await eventuallyTrying { try await rig.pushes(for: voip, wait: 1).count == 2 })
+        // Five seconds later nobody has answered: an alert says so.
+        let alerts = try await eventuallyTrying(seconds: 60) { try await rig.pushes(for: alert, wait: 5).count == 2 }
+        #expect(alerts)
+        let alertPush = try #require(try await rig.pushes(for: alert).last)
+        #expect((alertPush["headers"] as? [String: String])?["apns-push-type"] == "alert")
+        let alertPayload = try #require(alertPush["payload"] as? [String: Any])
+        #expect(alertPayload["type"] as? String == "call_missed" && alertPayload["callId"] as? String == missed)
+        let aps = try #require(alertPayload["aps"] as? [String: Any])
+        #expect((aps["alert"] as? [String: String])?["body"] == "Missed call from alice")
+        #expect(try await rig.pushes(for: voip, wait: 0).count == 2, "no notice ever goes to the VoIP token")
+        await rig.close()
+    }
+
     @Test func serverErrorsAreRetriedCancelledRingsAreDroppedAnd410DeletesTheToken() async throws {
         let rig = try Rig()
         let token = Self.deviceToken(0xb2)

@@ -14,8 +14,9 @@ struct AcceptedPush: Sendable {
 /// wins): path and method; duplicated APNs headers; the provider token; the device token; the
 /// topic; the push type; priority, expiration, collapse id and `apns-id`; the payload.
 ///
-/// The emulator stands in for VoIP pushes only: the one topic it accepts is `<bundle>.voip`
-/// (any topic ending in `.voip` when no bundle id is configured), with `apns-push-type: voip`.
+/// The emulator stands in for the pushes the server sends: VoIP pushes to `<bundle>.voip` (any
+/// topic ending in `.voip` when no bundle id is configured) with `apns-push-type: voip`, and
+/// alert or background pushes (notices) to `<bundle>` itself.
 /// ```swift
 /// var validator = PushValidator(policy: .init(bundleID: "com.example.app"))
 /// switch validator.validate(request, nowMilliseconds: now) { … }
@@ -88,14 +89,21 @@ struct PushValidator {
 
         guard let topic = request.value("apns-topic"), !topic.isEmpty else { return reject(.missingTopic) }
         guard Self.isPlausibleTopic(topic) else { return reject(.badTopic, "topic \(topic) is not a bundle id") }
-        let allowed = policy.bundleID.map { topic == $0 + ".voip" } ?? topic.hasSuffix(".voip")
-        guard allowed else {
-            return reject(.topicDisallowed, "only \(policy.bundleID.map { $0 + ".voip" } ?? "<bundle>.voip") is allowed")
-        }
-
+        // Two topics: `<bundle>.voip` takes VoIP pushes, `<bundle>` alert and background ones.
+        let voipTopic = policy.bundleID.map { topic == $0 + ".voip" } ?? topic.hasSuffix(".voip")
+        let appTopic = !voipTopic && (policy.bundleID.map { topic == $0 } ?? true)
         let pushType = request.value("apns-push-type")
-        guard pushType == "voip" else {
-            return reject(.invalidPushType, "apns-push-type \(pushType ?? "(missing)") with topic \(topic)")
+        if voipTopic {
+            guard pushType == "voip" else {
+                return reject(.invalidPushType, "apns-push-type \(pushType ?? "(missing)") with topic \(topic)")
+            }
+        } else if appTopic, pushType == "alert" || pushType == "background" {
+            // An ordinary push to the app (a missed-call alert, a background notice).
+        } else if appTopic, pushType != "voip" {
+            return reject(.invalidPushType, "apns-push-type \(pushType ?? "(missing)") with topic \(topic): alert or background")
+        } else {
+            let allowed = policy.bundleID.map { "\($0).voip (voip) or \($0) (alert, background)" } ?? "<bundle>.voip or <bundle>"
+            return reject(.topicDisallowed, "only \(allowed) is allowed")
         }
 
         if let priority = request.value("apns-priority"), priority != "10", priority != "5" {

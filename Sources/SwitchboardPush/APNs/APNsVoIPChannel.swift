@@ -11,7 +11,7 @@ public struct APNsVoIPChannel: PushChannel {
     /// The app's bundle id; VoIP pushes go to `<bundleID>.voip`.
     public let bundleID: String
     public let summary: PushChannelSummary
-    private let transport: (any PushTransport)?
+    let transport: (any PushTransport)?
 
     public var name: String { Self.channelName }
     public var provider: String { "apns" }

@@ -42,7 +42,12 @@ struct ServeCommand {
                     "database": .string(configuration.database), place.key: .string(place.value),
                     "schemaVersion": .int(embedded.schemaVersion),
                 ])
-                for channel in embedded.application.dispatcher.channels.all { channel.summary.log(to: logger) }
+                // One warning per unconfigured service: ios-voip and ios-alert share APNs's.
+                var warned: Set<String> = []
+                for channel in embedded.application.dispatcher.channels.all {
+                    if !channel.summary.configured, !warned.insert(channel.provider).inserted { continue }
+                    channel.summary.log(to: logger)
+                }
             } willStop: { reason in
                 switch reason {
                 case .signal(let number):

@@ -6,10 +6,8 @@ import SwitchboardPush
 enum PushChannelConfiguration {
     /// Every channel, configured or not (an unconfigured one fails its jobs at once, with a reason).
     static func channels(from configuration: ServerConfiguration, apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil) throws -> PushChannels {
-        PushChannels([
-            try voipChannel(from: configuration, transport: apnsTransport),
-            try fcmChannel(from: configuration, transport: fcmTransport),
-        ])
+        let voip = try voipChannel(from: configuration, transport: apnsTransport)
+        return PushChannels([voip, APNsAlertChannel(sharingWith: voip), try fcmChannel(from: configuration, transport: fcmTransport)])
     }
 
     /// FCM when a service account is configured; `transport` replaces the FCM client (tests).

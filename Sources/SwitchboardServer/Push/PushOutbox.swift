@@ -57,8 +57,10 @@ enum PushOutbox {
         return written
     }
 
-    /// How long a notice is worth sending: past it the phone's own ring is long over.
+    /// How long a notice is worth sending: past it the phone's own ring is long over. A missed
+    /// call is still news to a phone that was offline: a day.
     static let noticeLifetime: TimeInterval = 60
+    static let missedCallNoticeLifetime: TimeInterval = 24 * 3600
 
     /// Writes notices inside the transaction of a transition (SPEC §3 "Notices"): for every ring
     /// it ended, one job per device of that user that can take a notice (an `ios-alert` token,
@@ -73,9 +75,9 @@ enum PushOutbox {
         let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
         let callerName = try transaction.accounts.user(id: after.createdBy)?.displayName ?? ""
         let now = CallStore.milliseconds(transaction.date)
-        let expires = transaction.date.addingTimeInterval(noticeLifetime)
         var written = 0
         for ring in ended {
+            let expires = transaction.date.addingTimeInterval(ring.outcome == .missed ? missedCallNoticeLifetime : noticeLifetime)
             for device in try transaction.devices.devices(of: ring.userID) {
                 if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
                 guard let channelName = PushRouting.noticeChannel(platform: device.platform, tokens: Set(device.tokens.keys), configured: configured),

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+@testable import SwitchboardPush
+
+@Suite("The ios-alert channel: notices as APNs alert and background pushes", .timeLimit(.minutes(1)))
+struct APNsAlertChannelTests {
+    static let now = Date(timeIntervalSince1970: 1_900_000_000)
+    static let channel = APNsAlertChannel(sharingWith: APNsVoIPChannel(unconfiguredFor: "com.example.phone"))
+
+    static func notice(_ reason: String, caller: String = "Ada") -> PushNotice {
+        PushNotice(
+            callID: "c1", scopeKind: "conversation", scopeID: "s1", callerName: caller, reason: reason, jobID: "job-1",
+            expiresAt: now.addingTimeInterval(60), now: now)
+    }
+
+    @Test func aMissedCallIsAnAlertAndEveryOtherEndingABackgroundPush() throws {
+        let missed = try #require(try Self.channel.noticeRequest(for: Self.notice("missed")))
+        let headers = Dictionary(uniqueKeysWithValues: missed.headers)
+        #expect(headers["apns-push-type"] == "alert" && headers["apns-priority"] == "10" && headers["apns-topic"] == "com.example.phone")
+        #expect(headers["apns-collapse-id"] == "call_c1" && headers["apns-id"] == "job-1" && headers["apns-expiration"] == "1900000060")
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(missed.payload)) as? [String: Any])
+        #expect(payload["type"] as? String == "call_missed")
+        #expect(((payload["aps"] as? [String: Any])?["alert"] as? [String: String])?["body"] == "Missed call from Ada")
+
+        for reason in ["cancelled", "answered_elsewhere", "declined_elsewhere"] {
+            let request = try #require(try Self.channel.noticeRequest(for: Self.notice(reason)))
+            let headers = Dictionary(uniqueKeysWithValues: request.headers)
+            #expect(headers["apns-push-type"] == "background" && headers["apns-priority"] == "5", "background pushes must be priority 5")
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(request.payload)) as? [String: Any])
+            #expect(payload["type"] as? String == "call_ended" && payload["reason"] as? String == reason)
+            #expect((payload["aps"] as? [String: Any])?["alert"] == nil)
+        }
+        #expect(try Self.channel.noticeRequest(for: Self.notice("missed", caller: "")).map { String(decoding: $0.payload, as: UTF8.self) }?
+            .contains("Missed call from someone") == true)
+    }
+
+    @Test func itNeverRingsAndTheVoIPChannelNeverCarriesANotice() throws {
+        let ring = PushRing(
+            callID: "c", scopeKind: "conversation", scopeID: "s", mode: "audio", callerName: "", groupName: nil, jobID: "j",
+            expiresAt: Self.now.addingTimeInterval(30), now: Self.now)
+        #expect(throws: NotARingChannel.self) { try Self.channel.ringRequest(for: ring) }
+        #expect(try APNsVoIPChannel(unconfiguredFor: "com.example.phone").noticeRequest(for: Self.notice("missed")) == nil)
+        #expect(!Self.channel.summary.configured, "configured exactly when the VoIP channel is")
+    }
+}
