@@ -73,7 +73,7 @@ public final class APNsEmulator: Sendable {
             let router = EmulatorRouter(
                 policy: configuration.validationPolicy, shared: shared, clock: configuration.clock,
                 makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds,
-                fcm: FCMRouter(account: configuration.fcmAccount))
+                fcm: FCMRouter(account: configuration.fcmAccount, accessTokenSeconds: max(1, configuration.fcmAccessTokenSeconds)))
             let loop: EmulatorLoop
             do {
                 loop = try EmulatorLoop(

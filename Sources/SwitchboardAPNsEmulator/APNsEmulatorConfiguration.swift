@@ -44,6 +44,8 @@ public struct APNsEmulatorConfiguration: Sendable {
     public var makeID: @Sendable () -> String
     /// The service account FCM requests must come from; `nil` leaves the FCM stand-in off.
     public var fcmAccount: FCMEmulatorAccount?
+    /// How long the FCM stand-in's access tokens live (Google's: an hour).
+    public var fcmAccessTokenSeconds: Int64 = 3600
     /// Receives one JSON line per push answered and per connection-level event; `nil` for silence.
     public var log: (@Sendable (String) -> Void)?
 

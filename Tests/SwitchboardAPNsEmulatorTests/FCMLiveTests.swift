@@ -98,6 +98,31 @@ struct FCMLiveTests {
         await rig.stop()
     }
 
+    /// Five minutes before the token expires a new one is fetched beside the sends, which keep
+    /// going out with the current one meanwhile.
+    @Test func aTokenDueForReplacementIsReplacedBesideTheSends() async throws {
+        let offset = Mutex<TimeInterval>(0)
+        var configuration = APNsEmulatorConfiguration(port: 0)
+        configuration.fcmAccount = FCMEmulatorAccount(
+            projectID: "switchboard-test", clientEmail: "push@switchboard-test.iam.gserviceaccount.com", publicKey: Self.key.publicKey)
+        configuration.fcmAccessTokenSeconds = 330  // 5 min 30 s
+        let emulator = APNsEmulator(configuration: configuration)
+        let base = "http://127.0.0.1:\(try emulator.start().port)"
+        let account = try FCMServiceAccount(json: try Self.serviceAccount(tokenURI: base + "/token"))
+        let transport = try FCMTransport(
+            account: account, baseURL: base, caFile: nil, connections: 1, requestTimeout: .seconds(10),
+            now: { Date().addingTimeInterval(offset.withLock { $0 }) })
+        #expect(await transport.send(try Self.job("a")) == .response(status: 200, reason: nil))
+        #expect(transport.tokenFetches == 1)
+        offset.withLock { $0 = 40 }  // inside the token's last five minutes (and within the assertion's 60 s of slack)
+        #expect(await transport.send(try Self.job("a")) == .response(status: 200, reason: nil))
+        #expect(await eventually { transport.tokenFetches == 2 && emulator.fcmAccessTokensIssued == 2 }, "refreshed in the background")
+        #expect(await transport.send(try Self.job("a")) == .response(status: 200, reason: nil))
+        #expect(transport.tokenFetches == 2, "the new token is used from then on")
+        await transport.shutdown()
+        await emulator.shutdown()
+    }
+
     @Test func aServiceAccountWhoseKeyTheStandInDoesNotKnowGetsNoToken() async throws {
         let rig = try await Self.rig(account: try RS256PrivateKey.generate())
         let result = await rig.transport.send(try Self.job("t"))

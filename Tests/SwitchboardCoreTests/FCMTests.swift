@@ -47,7 +47,7 @@ struct FCMTests {
         (400, "INVALID_ARGUMENT", .fail), (401, "THIRD_PARTY_AUTH_ERROR", .fail), (403, "PERMISSION_DENIED", .fail),
         (401, "UNAUTHENTICATED", .refreshProviderTokenAndRetry), (401, nil, .refreshProviderTokenAndRetry),
         (429, "QUOTA_EXCEEDED", .retry), (503, "UNAVAILABLE", .retry), (500, "INTERNAL", .retry), (502, nil, .retry),
-        (404, nil, .deleteToken), (418, nil, .fail), (0, "ProviderNotConfigured", .fail),
+        (404, nil, .fail), (404, "NOT_FOUND", .fail), (418, nil, .fail), (0, "ProviderNotConfigured", .fail),
     ] as [(Int, String?, PushAction)])
     func theReasonTable(status: Int, reason: String?, action: PushAction) {
         #expect(FCMResponsePolicy.action(status: status, reason: reason) == action)
@@ -59,10 +59,13 @@ struct FCMTests {
         clock.issued(at: Self.now, lifetime: 3599)
         #expect(!clock.needsNewToken(now: Self.now.addingTimeInterval(3599 - 301)))
         #expect(clock.needsNewToken(now: Self.now.addingTimeInterval(3599 - 300)), "five minutes before expiry")
+        #expect(clock.isUsable(now: Self.now.addingTimeInterval(3599 - 300)), "still sent while its replacement is fetched")
+        #expect(!clock.isUsable(now: Self.now.addingTimeInterval(3599)), "not once expired")
         // Rejected: a new one at once; many rejections of the same token are one refresh.
         clock.rejected(tokenIssuedAt: Self.now)
         clock.rejected(tokenIssuedAt: Self.now)
         #expect(clock.needsNewToken(now: Self.now.addingTimeInterval(1)))
+        #expect(!clock.isUsable(now: Self.now.addingTimeInterval(1)), "a rejected token is not sent again")
         let later = Self.now.addingTimeInterval(2)
         clock.issued(at: later, lifetime: 3599)
         #expect(!clock.needsNewToken(now: later))

@@ -148,6 +148,12 @@ struct DeviceRepositoryContractTests {
         try await Self.register(Self.registration("phone", frank, token: "ee01"), in: store)
         #expect(try await Self.targets(erin, in: store, channel: "ios-alert").isEmpty)
         #expect(try await Self.targets(frank, in: store, channel: "ios-alert").map(\.token) == ["HW.001"])
+        // A reinstalled app: its VoIP token shows up under a new device id, so the old
+        // installation goes with all its tokens (its alert token must not reach anyone).
+        try await Self.register(Self.registration("phone-2", erin, token: "ee01"), in: store)
+        #expect(try await Self.targets(frank, in: store, channel: "ios-alert").isEmpty)
+        #expect(try await Self.targets(erin, in: store).map(\.deviceID) == ["phone-2"])
+        try await Self.register(Self.registration("phone", frank, token: "ee09"), in: store)
         // Removing the device removes all its tokens.
         #expect(try await store.write { try $0.devices.remove(deviceID: "phone", of: frank.userID) })
         #expect(try await store.snapshot { try $0.devices.devices(of: frank.userID) }.isEmpty)

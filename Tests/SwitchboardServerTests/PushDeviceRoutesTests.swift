@@ -80,9 +80,12 @@ struct PushDeviceRoutesTests {
             body: #"{"deviceId":"\#(phone)","pushToken":"\#(voipToken)","environment":"production"}"#)
         #expect(voip.status == 200)
         #expect(try await channels() == ["fcm", "ios-alert", "ios-voip"])
-        // Either DELETE removes the whole installation.
+        // PushKit dropped the VoIP token: only that one goes; /push/devices removes the whole installation.
         #expect(await world.app.request("DELETE", "/voip/devices/\(phone)", headers: alice.headers).status == 204)
+        #expect(try await channels() == ["fcm", "ios-alert"])
+        #expect(await world.app.request("DELETE", "/voip/devices/\(phone)", headers: alice.headers).status == 404)
         #expect(await world.app.request("DELETE", "/push/devices/\(device)", headers: alice.headers).status == 204)
+        #expect(await world.app.request("DELETE", "/push/devices/\(phone)", headers: alice.headers).status == 204)
         #expect(await world.app.request("DELETE", "/push/devices/\(device)", headers: alice.headers).status == 404)
         #expect(try await channels().isEmpty)
     }

@@ -148,8 +148,9 @@ struct PushFCMTests {
         #expect(env.fcm.sent.last?.kind == .notice && env.fcm.sent.last?.token == tabletToken)
         _ = await env.world.act("leave", first, by: bob)
 
-        // 2. Alice cancels the next ring: both of Bob's Android devices are told.
+        // 2. Alice cancels the next ring: both of Bob's Android devices are told (once their rings went out).
         let second = try #require(await env.world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "ring" }.allSatisfy { $0.state != "pending" } })
         #expect(await env.world.act("cancel", second, by: alice).status == 200)
         #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "notice" }.count == 3 })
         notices = try await jobs().filter { $0.kind == "notice" && $0.payload.contains(second) }
@@ -160,10 +161,22 @@ struct PushFCMTests {
 
         // 3. Nobody answers the third: both are told it was missed.
         let third = try #require(await env.world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "ring" }.allSatisfy { $0.state != "pending" } })
         env.world.clock.advance(seconds: 46)
         #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "notice" }.count == 5 })
         let missed = try await jobs().filter { $0.kind == "notice" && $0.payload.contains(third) }
         #expect(missed.count == 2 && missed.allSatisfy { $0.payload.contains(#""reason":"missed""#) })
         #expect(try await jobs().allSatisfy { $0.channel != "ios-voip" || $0.kind == "ring" }, "notices never go to a VoIP token")
+
+        // 4. A device the ring never reached is not told: the tablet joins while the fourth rings.
+        let fourth = try #require(await env.world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "ring" }.allSatisfy { $0.state != "pending" } })
+        let late = "late:APA91-3"
+        _ = await env.app.request(
+            "POST", "/push/devices", headers: tablet.headers,
+            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","tokens":{"fcm":{"token":"\#(late)"}}}"#)
+        #expect(await env.world.act("cancel", fourth, by: alice).status == 200)
+        #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "notice" && $0.payload.contains(fourth) }.count == 2 })
+        #expect(try await !jobs().contains { $0.token == late }, "never rung, never told")
     }
 }

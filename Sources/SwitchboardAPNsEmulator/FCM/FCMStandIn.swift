@@ -81,10 +81,9 @@ struct FCMEmulatorState: Sendable {
 /// The FCM requests, decided on the emulator's loop thread.
 struct FCMRouter {
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
-    /// An access token lives this long, as Google's do.
-    static let accessTokenSeconds: Int64 = 3600
-
     let account: FCMEmulatorAccount?
+    /// How long an access token lives (Google's: an hour).
+    var accessTokenSeconds: Int64 = 3600
 
     /// `POST /token`: an access token for a valid assertion of the account.
     func token(_ request: EmulatorRequest, state: inout FCMEmulatorState, nowMilliseconds now: Int64) -> EmulatorResponse {
@@ -115,9 +114,9 @@ struct FCMRouter {
         }
         let token = "ya29.emu-" + SecureRandom.token(byteCount: 24)
         state.accessTokens = state.accessTokens.filter { $0.value > now }
-        state.accessTokens[token] = now + Self.accessTokenSeconds * 1000
+        state.accessTokens[token] = now + accessTokenSeconds * 1000
         state.tokensIssued += 1
-        let body = try? JSONSerialization.data(withJSONObject: ["access_token": token, "expires_in": Self.accessTokenSeconds - 1, "token_type": "Bearer"], options: [.sortedKeys])
+        let body = try? JSONSerialization.data(withJSONObject: ["access_token": token, "expires_in": accessTokenSeconds - 1, "token_type": "Bearer"], options: [.sortedKeys])
         return .json(200, body.map(Array.init) ?? [])
     }
 

@@ -110,8 +110,9 @@ public enum FCMResponsePolicy {
         case "THIRD_PARTY_AUTH_ERROR"?, "INVALID_ARGUMENT"?, "PERMISSION_DENIED"?: return .fail
         default: break
         }
+        // A bare 404 is a wrong URL or project as often as a dead token: only FCM's own
+        // UNREGISTERED (above) deletes one.
         switch status {
-        case 404: return .deleteToken
         case 401: return .refreshProviderTokenAndRetry
         case 429, 500...599: return .retry
         default: return .fail
@@ -133,6 +134,13 @@ public struct AccessTokenClock: Sendable, Equatable {
     private var rejected = false
 
     public init() {}
+
+    /// Whether the current token may still be sent: not expired and not rejected. While it is,
+    /// a due replacement is fetched beside the requests instead of in front of them.
+    public func isUsable(now: Date) -> Bool {
+        guard let expiresAt, !rejected else { return false }
+        return now < expiresAt
+    }
 
     /// Whether a new token must be fetched now.
     public func needsNewToken(now: Date) -> Bool {

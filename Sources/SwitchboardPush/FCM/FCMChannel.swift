@@ -33,6 +33,13 @@ public struct FCMServiceAccount: Sendable {
         guard tokenURI.hasPrefix("https://") || tokenURI.hasPrefix("http://") else {
             throw FCMConfigurationError("the service-account file's token_uri must be an http(s):// URL")
         }
+        // The signed assertion is a credential: in clear text only to this machine (an emulator).
+        if tokenURI.hasPrefix("http://") {
+            let host = URLComponents(string: tokenURI)?.host ?? ""
+            guard ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else {
+                throw FCMConfigurationError("the service-account file's token_uri may be http:// only on this machine (127.0.0.1, localhost); use https://")
+            }
+        }
         do {
             privateKey = try RS256PrivateKey(pem: try field("private_key"))
         } catch let error as FCMConfigurationError {
@@ -173,19 +180,26 @@ public final class FCMTransport: PushTransport {
         return .response(status: response.status, reason: reason, retryAfter: retryAfter)
     }
 
-    /// The current access token, fetching one (once, for every waiting request) when due.
+    /// The current access token. When one is due, it is fetched once for every request: beside
+    /// them while the current one is still usable (a slow or failing token endpoint holds up no
+    /// ring then), in front of them once it expired or was rejected.
     private func accessToken() async throws -> (String, Date) {
         let moment = now()
-        let task = tokens.withLock { state -> Task<(String, Date), any Error> in
-            if let current = state.current, let issued = state.clock.issuedAt, !state.clock.needsNewToken(now: moment) {
-                return Task { (current, issued) }
+        enum Next { case use(String, Date), wait(Task<(String, Date), any Error>) }
+        let next = tokens.withLock { state -> Next in
+            let usable = state.clock.isUsable(now: moment)
+            if let current = state.current, let issued = state.clock.issuedAt, usable, !state.clock.needsNewToken(now: moment) {
+                return .use(current, issued)
             }
-            if let fetching = state.fetching { return fetching }
-            let fetching = Task { try await self.fetchToken() }
+            let fetching = state.fetching ?? Task { try await self.fetchToken() }
             state.fetching = fetching
-            return fetching
+            if let current = state.current, let issued = state.clock.issuedAt, usable { return .use(current, issued) }
+            return .wait(fetching)
         }
-        return try await task.value
+        switch next {
+        case .use(let token, let issued): return (token, issued)
+        case .wait(let task): return try await task.value
+        }
     }
 
     private func fetchToken() async throws -> (String, Date) {

@@ -6,7 +6,7 @@ import SwitchboardWire
 /// A device's push tokens, bound to the session that registered them (logout unbinds them):
 /// `POST /push/devices` (every token an installation has, one per channel) and
 /// `DELETE /push/devices/{deviceId}`; `POST /voip/devices` and `DELETE /voip/devices/{deviceId}`
-/// are the same for an iPhone's PushKit VoIP token alone.
+/// are the same for an iPhone's PushKit VoIP token alone (the DELETE removes only that token).
 struct DeviceRoutes {
     let store: ServerStore
     let authenticator: Authenticator
@@ -41,7 +41,11 @@ struct DeviceRoutes {
             return .json(VoIPDevice(deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), updatedAt: info.updatedAt))
         })
         router.add("DELETE", "/voip/devices/{deviceId}", authenticator.require { context, principal in
-            try await Self.remove(context.parameter("deviceId"), of: principal, in: store)
+            // PushKit invalidated the VoIP token: the installation's other tokens stay.
+            let deviceID = context.parameter("deviceId").lowercased(), userID = principal.user.id
+            let removed = try await store.write { try $0.devices.remove(deviceID: deviceID, channel: Self.voipPlatform, of: userID) }
+            guard removed else { throw APIError.notFound("no such device") }
+            return .noContent
         })
     }
 

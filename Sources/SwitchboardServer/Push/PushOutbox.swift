@@ -63,9 +63,11 @@ enum PushOutbox {
     static let missedCallNoticeLifetime: TimeInterval = 24 * 3600
 
     /// Writes notices inside the transaction of a transition (SPEC §3 "Notices"): for every ring
-    /// it ended, one job per device of that user that can take a notice (an `ios-alert` token,
-    /// an Android channel), except the devices of `actingSession` when the user answered or
-    /// declined there themselves. A VoIP token never gets one. Returns how many it wrote.
+    /// it ended, one job per device of that user the ring may have reached (its ring job went
+    /// out or is going out) that can take a notice (an `ios-alert` token, an Android channel),
+    /// except the devices of `actingSession` when the user answered or declined there. A device
+    /// that never rang is not told (FCM deprioritises high-priority messages nobody sees), and a
+    /// VoIP token never gets one. Returns how many it wrote.
     @discardableResult
     static func enqueueNotices(
         from before: CallRecord, to after: CallRecord, actingSession: String?, channels: PushChannels, in transaction: WriteTransaction
@@ -77,8 +79,11 @@ enum PushOutbox {
         let now = CallStore.milliseconds(transaction.date)
         var written = 0
         for ring in ended {
+            let rung = try transaction.pushJobs.rungDevices(callID: after.id, userID: ring.userID)
+            guard !rung.isEmpty else { continue }
             let expires = transaction.date.addingTimeInterval(ring.outcome == .missed ? missedCallNoticeLifetime : noticeLifetime)
             for device in try transaction.devices.devices(of: ring.userID) {
+                guard rung.contains(device.deviceID) else { continue }
                 if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
                 guard let channelName = PushRouting.noticeChannel(platform: device.platform, tokens: Set(device.tokens.keys), configured: configured),
                     let target = device.tokens[channelName], let channel = channels[channelName]

@@ -58,13 +58,16 @@ public struct DeviceRegistration: Sendable, Equatable {
 public protocol DeviceRepository {
     /// Binds the token (or binds it again: to a new user, session, token or environment), and
     /// clears its doubts; the device's tokens on other channels stay. A token belongs to one
-    /// installation: another device holding it on the same channel loses it.
+    /// installation: another device holding it on the same channel is a stale installation
+    /// (the app was reinstalled) and goes, with all its tokens.
     func register(_ token: DeviceRegistration, at timestamp: String) throws
     /// Removes the device's tokens on channels not in `channels` (a device that says which
     /// tokens it has now).
     func keepOnly(channels: Set<String>, ofDevice deviceID: String, of userID: String) throws
     /// Removes the user's device with all its tokens; false when the user has none by that id.
     func remove(deviceID: String, of userID: String) throws -> Bool
+    /// Removes the device's token on `channel` only; false when the user has none there.
+    func remove(deviceID: String, channel: String, of userID: String) throws -> Bool
     /// Removes every token bound to the session (it ended).
     func removeAll(boundTo sessionID: String) throws
     /// The user's tokens on `channel` that are bound to a live session.

@@ -81,6 +81,9 @@ protocol PushJobRepository {
     /// stored error when given, `reason` when given. Returns whether it applied.
     @discardableResult
     func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64, by instance: String) throws -> Bool
+    /// The devices of `userID` a ring of `callID` may have reached: its ring job was delivered,
+    /// attempted or is being sent. Only those need a notice when the ring ends.
+    func rungDevices(callID: String, userID: String) throws -> Set<String>
     /// At most `failures` of the newest undelivered jobs that saw an error.
     func report(failures: Int) throws -> PushQueueReport
 }

@@ -7,9 +7,12 @@ struct SQLDeviceRepository: DeviceRepository {
     let connection: any SQLExecutor
 
     func register(_ token: DeviceRegistration, at timestamp: String) throws {
-        try connection.run(
-            "DELETE FROM push_devices WHERE channel = ? AND token = ? AND device_id != ?",
+        let stale = try connection.query(
+            "SELECT device_id FROM push_devices WHERE channel = ? AND token = ? AND device_id != ?",
             [.text(token.channel), .text(token.token), .text(token.deviceID)])
+        for row in stale {
+            try connection.run("DELETE FROM push_devices WHERE device_id = ?", [.text(try row.string("device_id"))])
+        }
         try connection.run(
             """
             INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at)
@@ -39,6 +42,11 @@ struct SQLDeviceRepository: DeviceRepository {
 
     func remove(deviceID: String, of userID: String) throws -> Bool {
         try connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)]) > 0
+    }
+
+    func remove(deviceID: String, channel: String, of userID: String) throws -> Bool {
+        try connection.run(
+            "DELETE FROM push_devices WHERE device_id = ? AND channel = ? AND user_id = ?", [.text(deviceID), .text(channel), .text(userID)]) > 0
     }
 
     func removeAll(boundTo sessionID: String) throws {

@@ -83,6 +83,16 @@ struct SQLPushJobRepository: PushJobRepository {
              lastError.map(SQLiteValue.text) ?? .null, .text(instance)]) > 0
     }
 
+    func rungDevices(callID: String, userID: String) throws -> Set<String> {
+        Set(try connection.query(
+            """
+            SELECT device_id FROM push_jobs WHERE call_id = ? AND user_id = ? AND kind = 'ring'
+            AND (state = 'delivered' OR attempts > 0 OR claimed_until_ms IS NOT NULL)
+            """,
+            [.text(callID), .text(userID)]
+        ).map { try $0.string("device_id") })
+    }
+
     func report(failures: Int) throws -> PushQueueReport {
         let queue = try connection.query("SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'", []).first
         let outcomes = try connection.query(
