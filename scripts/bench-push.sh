@@ -17,6 +17,8 @@
 #   1. push-bench (our APNsProvider), 1 connection;
 #   2. push-bench, BENCH_CONNS connections (streams per connection = concurrency / conns);
 #   3. bench/apns_python_client.py (aioapns, 1 connection);
+#   5. push-bench fcm (our FCMTransport, the Android ring channel), 1 connection: FCM HTTP v1
+#      ring messages with an OAuth2 access token to the emulator's FCM stand-in, same port;
 #   4. push-bench, 1 connection, a quarter of BENCH_COUNT, with the emulator holding the
 #      answers of BENCH_HANG_PERCENT % of the device tokens past the 10 s deadline (a sender
 #      hands such a push off and goes on, as the server's dispatcher does): the other pushes'
@@ -107,6 +109,10 @@ fi
 # ---------------------------------------------------------------------------
 "$PUSH_BENCH" generate-key --p8 "$TMP/key.p8" --public "$TMP/key.pub.pem" 2>"$TMP/client.err" \
     || die "push-bench generate-key failed: $(cat "$TMP/client.err")"
+# The FCM service account: the emulator learns its key now; the client's copy names the
+# emulator's token endpoint once the port is known.
+"$PUSH_BENCH" generate-fcm-account --out "$TMP/fcm-emulator.json" --token-uri https://localhost/token 2>"$TMP/client.err" \
+    || die "push-bench generate-fcm-account failed: $(cat "$TMP/client.err")"
 
 log "starting $DEV_TOOLS apns-emulator --tls ($BUILD build)"
 # SIGPIPE is ignored for the emulator (inherited through exec): its TLS transport writes
@@ -119,7 +125,7 @@ log "starting $DEV_TOOLS apns-emulator --tls ($BUILD build)"
     trap '' PIPE
     exec "$DEV_TOOLS" apns-emulator --listen 127.0.0.1:0 --tls --ca-out "$TMP/ca.pem" \
         --public-key "$TMP/key.pub.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID" --bundle-id "$BUNDLE_ID" \
-        --max-concurrent-streams 1000
+        --max-concurrent-streams 1000 --fcm-service-account "$TMP/fcm-emulator.json"
 ) </dev/null >"$TMP/emulator.out" 2>"$TMP/emulator.err" &
 EMULATOR_PID=$!
 
@@ -130,6 +136,12 @@ PORT="$LISTEN_PORT"
 # The certificate names localhost, 127.0.0.1 and ::1; /etc/hosts maps localhost to 127.0.0.1.
 URL="https://localhost:$PORT"
 log "emulator listening on $ADDR (pid $EMULATOR_PID)"
+python3 - "$TMP/fcm-emulator.json" "$URL/token" >"$TMP/fcm-account.json" <<'PY'
+import json, sys
+account = json.load(open(sys.argv[1]))
+account["token_uri"] = sys.argv[2]
+print(json.dumps(account))
+PY
 
 # running PID: true while PID exists and is not a zombie (an exited child that was not
 # reaped yet still answers kill -0).
@@ -178,6 +190,10 @@ run_client() {
                 --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID" --count "$((COUNT / 4))" --warmup "$((WARMUP / 4))"
                 --concurrency "$CONCURRENCY" --connections 1 --tokens "$TOKENS" --label "$name"
                 --hang-percent "$HANG_PERCENT" --hang-ms 15000) ;;
+        fcm-1)
+            command=("$PUSH_BENCH" fcm --url "$URL" --ca-file "$TMP/ca.pem" --service-account "$TMP/fcm-account.json"
+                --count "$COUNT" --warmup "$WARMUP" --concurrency "$CONCURRENCY" --connections 1 --tokens "$TOKENS"
+                --label "$name") ;;
         python)
             command=(python3 "$CLIENT_PY" --host localhost --port "$PORT" --ca-file "$TMP/ca.pem"
                 --team-id "$TEAM_ID" --key-id "$KEY_ID" --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID"
@@ -234,7 +250,7 @@ PY
     fi
 }
 
-NAMES=(ours-1 ours-n)
+NAMES=(ours-1 ours-n fcm-1)
 [[ $PY_OK -eq 1 ]] && NAMES+=(python)
 [[ "$HANG_PERCENT" -gt 0 ]] && NAMES+=(ours-hung)
 for round in $(seq 1 "$ROUNDS"); do
@@ -278,7 +294,7 @@ def fmt(value, decimals=0):
     return f"{value:,.{decimals}f}"
 
 rows = [("ours-1", "switchboard, 1 connection"), ("ours-n", f"switchboard, {conns} connections"),
-        ("python", "aioapns, 1 connection")]
+        ("python", "aioapns, 1 connection"), ("fcm-1", "switchboard FCM, 1 connection")]
 if "ours-hung" in runs:
     rows.append(("ours-hung", f"switchboard, 1 conn, {runs['ours-hung'][0]['hang_percent']} % hung"))
 first = next(iter(runs.values()))[0]
@@ -326,6 +342,11 @@ if "ours-hung" in runs:
           f"{fmt(med('ours-hung', 'pushes_per_second'))}/s, p99 {fmt(med('ours-hung', 'p99_ms'), 2)} ms "
           f"(clean: {fmt(ours1)}/s, p99 {fmt(med('ours-1', 'p99_ms'), 2)} ms); held pushes per run "
           f"{fmt(med('ours-hung', 'hung_pushes'))}, ended {hung['hung_failures'] or hung['hung_statuses']}")
+fcm1 = med("fcm-1", "pushes_per_second")
+if fcm1 is not None:
+    print(f"  FCM HTTP v1 (ring data messages, OAuth2 bearer token) on one connection: {fmt(fcm1)}/s, "
+          f"p99 {fmt(med('fcm-1', 'p99_ms'), 2)} ms, beside APNs VoIP's {fmt(ours1)}/s; "
+          f"access tokens fetched per run: {fmt(med('fcm-1', 'access_tokens_fetched'))}")
 print("  duplicates = deliveries of an apns-id already delivered; RST_STREAMs = stream resets the client sent;")
 print("  GOAWAYs = every GOAWAY the emulator sent (nghttp2 sends one after 1,000 resets above 33/s)")
 
@@ -356,6 +377,9 @@ if summary_dir:
                               "aioapns, 1 connection", fmt(py), ratio1]) + "\n")
         out.write("\t".join(["  the same, p99 ms", fmt(med("ours-1", "p99_ms"), 2), "-", "-",
                               "aioapns, 1 connection", fmt(med("python", "p99_ms"), 2), "-"]) + "\n")
+        if fcm1 is not None:
+            out.write("\t".join(["FCM messages/s, one HTTP/2 connection (TLS)", fmt(fcm1), "-", "-",
+                                  "APNs VoIP, same run", fmt(ours1), f"{fcm1 / ours1:.2f}" if ours1 else "n/a"]) + "\n")
 if build == "debug":
     print("NOTE: debug build - these figures are a functional check only and mean nothing.")
 
@@ -368,7 +392,8 @@ def warn(text):
 # overflowConnections: streams unanswered for 1 s stop counting against the stream budget,
 # and requests past it go to a connection of their own). More than that is churn.
 OVERFLOW = 2
-expected_conns = {"ours-1": 1 + OVERFLOW, "ours-n": conns + OVERFLOW, "python": 1, "ours-hung": 1 + OVERFLOW}
+expected_conns = {"ours-1": 1 + OVERFLOW, "ours-n": conns + OVERFLOW, "python": 1, "ours-hung": 1 + OVERFLOW,
+                  "fcm-1": 1 + OVERFLOW}
 for name, title in rows:
     done = runs.get(name, [])
     if not done:

@@ -32,6 +32,13 @@ enum PushBench {
                           [--tokens N] [--timeout-ms MS] [--label TEXT]
                           [--hang-percent P] [--hang-ms MS]
                push-bench generate-key --p8 FILE --public FILE
+               push-bench fcm --url URL --service-account FILE [--ca-file FILE] [--count N]
+                          [--concurrency C] [--connections K] [--warmup N] [--tokens N] [--label TEXT]
+               push-bench generate-fcm-account --out FILE --token-uri URL
+
+        fcm               FCM HTTP v1 messages (ring data messages) through the server's FCM transport
+                          (OAuth2 access token included) to an FCM stand-in
+                          (`switchboard-dev apns-emulator --fcm-service-account FILE`)
 
         --hang-percent P  the emulator holds the answers for P % of the device tokens (so P % of
                           the pushes) for --hang-ms (default 15000, past the 10 s deadline); a
@@ -48,6 +55,12 @@ enum PushBench {
         }
         if arguments.first == "generate-key" {
             return generateKey(Array(arguments.dropFirst()))
+        }
+        if arguments.first == "generate-fcm-account" {
+            return generateFCMAccount(Array(arguments.dropFirst()))
+        }
+        if arguments.first == "fcm" {
+            return FCMBench.main(Array(arguments.dropFirst()))
         }
         let options: Options
         do {
@@ -270,7 +283,7 @@ enum PushBench {
     }
 
     /// User + system CPU time of this process so far, in milliseconds.
-    private static func processCPUMilliseconds() -> Double {
+    static func processCPUMilliseconds() -> Double {
         var usage = rusage()
         guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
         func ms(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
@@ -278,14 +291,14 @@ enum PushBench {
     }
 
     /// Nearest-rank percentile of ascending `sorted` values (0 when empty).
-    private static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+    static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
         guard !sorted.isEmpty else { return 0 }
         // The epsilon keeps 0.99 × 20,000 at rank 19,800 despite binary rounding (as the Python client).
         let rank = Int((fraction * Double(sorted.count) - 1e-9).rounded(.up))
         return sorted[min(max(rank, 1), sorted.count) - 1]
     }
 
-    private static func rounded(_ value: Double, _ decimals: Int) -> Double {
+    static func rounded(_ value: Double, _ decimals: Int) -> Double {
         let scale = pow(10, Double(decimals))
         return (value * scale).rounded() / scale
     }
@@ -462,6 +475,13 @@ struct Tally: Sendable {
     var failureExamples: [String: String] = [:]
     var ok = 0
 
+    mutating func record(_ result: PushSendResult, milliseconds: Double) {
+        switch result {
+        case .response(let status, let reason, _): record(.response(status: status, reason: reason, apnsID: nil), milliseconds: milliseconds)
+        case .transportFailure(let detail): record(APNsResult.transportFailure(detail), milliseconds: milliseconds)
+        }
+    }
+
     mutating func record(_ result: APNsResult, milliseconds: Double) {
         latencies.append(milliseconds)
         switch result {
@@ -532,4 +552,163 @@ extension Duration {
 
     /// The duration in (fractional) milliseconds.
     var inMilliseconds: Double { inSeconds * 1000 }
+}
+
+// MARK: FCM
+
+extension PushBench {
+    /// `generate-fcm-account --out FILE --token-uri URL`: a service-account JSON with a fresh
+    /// RSA key, for the FCM stand-in and the `fcm` run.
+    static func generateFCMAccount(_ arguments: [String]) -> Int32 {
+        guard arguments.count == 4, arguments[0] == "--out", arguments[2] == "--token-uri" else {
+            fail("usage: push-bench generate-fcm-account --out FILE --token-uri URL")
+            return 2
+        }
+        do {
+            let key = try RS256PrivateKey.generate()
+            let object: [String: String] = [
+                "type": "service_account", "project_id": "switchboard-bench", "private_key_id": "bench",
+                "private_key": try key.pkcs8PEM(), "client_email": "push@switchboard-bench.iam.gserviceaccount.com",
+                "token_uri": arguments[3],
+            ]
+            try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]).write(to: URL(fileURLWithPath: arguments[1]))
+            return 0
+        } catch {
+            fail("cannot write \(arguments[1]): \(error)")
+            return 1
+        }
+    }
+}
+
+/// `push-bench fcm`: FCM ring messages through `FCMTransport`, as the server's `fcm` channel sends them.
+enum FCMBench {
+    static func main(_ arguments: [String]) -> Int32 {
+        var url = "", accountFile = "", caFile: String?, label: String?
+        var count = 20_000, concurrency = 200, connections = 1, warmup = 2_000, tokens = 1_000
+        var index = 0
+        while index < arguments.count {
+            let flag = arguments[index]
+            guard index + 1 < arguments.count else {
+                PushBench.fail("\(flag) needs a value")
+                return 2
+            }
+            let value = arguments[index + 1]
+            let number = Int(value) ?? -1
+            switch flag {
+            case "--url": url = value
+            case "--service-account": accountFile = value
+            case "--ca-file": caFile = value
+            case "--label": label = value
+            case "--count" where number >= 1: count = number
+            case "--concurrency" where number >= 1: concurrency = number
+            case "--connections" where number >= 1: connections = number
+            case "--warmup" where number >= 0: warmup = number
+            case "--tokens" where number >= 1: tokens = number
+            default:
+                PushBench.fail("bad option '\(flag) \(value)'\n\(PushBench.usage)")
+                return 2
+            }
+            index += 2
+        }
+        guard !url.isEmpty, !accountFile.isEmpty else {
+            PushBench.fail("--url and --service-account are required")
+            return 2
+        }
+        let transport: FCMTransport
+        let data: [UInt8]
+        do {
+            let account = try FCMServiceAccount(json: Array(try Data(contentsOf: URL(fileURLWithPath: accountFile))))
+            transport = try FCMTransport(account: account, baseURL: url, caFile: caFile, connections: connections, requestTimeout: .seconds(10))
+            data = try FCMMessage.ringData(
+                callID: "bench-call", scopeKind: "conversation", scopeID: "bench-conversation", mode: "audio", callerName: "Bench",
+                groupName: nil, expiresAt: Date().addingTimeInterval(3600), now: Date())
+        } catch {
+            PushBench.fail("cannot set up the FCM transport: \(error)")
+            return 1
+        }
+        let status = Mutex<Int32>(1)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            let code = await run(
+                transport: transport, data: data, url: url, label: label, count: count, concurrency: concurrency,
+                connections: connections, warmup: warmup, tokens: tokens)
+            status.withLock { $0 = code }
+            done.signal()
+        }
+        done.wait()
+        return status.withLock { $0 }
+    }
+
+    private static func run(
+        transport: FCMTransport, data: [UInt8], url: String, label: String?, count: Int, concurrency: Int, connections: Int,
+        warmup: Int, tokens: Int
+    ) async -> Int32 {
+        let expires = Date().addingTimeInterval(3600)
+        func job(_ index: Int) -> PushJob {
+            PushJob(
+                id: "bench-\(index)", callID: "bench-call", userID: "bench", channel: "fcm", token: "bench-token-\(index % tokens)",
+                environment: "", payload: data, headers: [], attempts: 0, expiresAt: expires)
+        }
+        func sendAll(_ count: Int, offset: Int) async -> Tally {
+            let next = Counter()
+            return await withTaskGroup(of: Tally.self) { group in
+                for _ in 0..<min(concurrency, count) {
+                    group.addTask {
+                        var tally = Tally()
+                        while true {
+                            let index = next.take()
+                            guard index < count else { break }
+                            let start = ContinuousClock.now
+                            let result = await transport.send(job(offset + index))
+                            tally.record(result, milliseconds: (ContinuousClock.now - start).inMilliseconds)
+                        }
+                        return tally
+                    }
+                }
+                var total = Tally()
+                for await part in group { total.merge(part) }
+                return total
+            }
+        }
+        if warmup > 0 {
+            let warm = await sendAll(warmup, offset: 0)
+            if warm.ok == 0 {
+                PushBench.fail("no FCM message of the warm-up was answered 200: \(warm.summary)")
+                await transport.shutdown()
+                return 1
+            }
+        }
+        let cpuBefore = PushBench.processCPUMilliseconds()
+        let started = ContinuousClock.now
+        let tally = await sendAll(count, offset: warmup)
+        let seconds = (ContinuousClock.now - started).inSeconds
+        let cpuUsed = PushBench.processCPUMilliseconds() - cpuBefore
+        await transport.shutdown()
+        var latencies = tally.latencies
+        latencies.sort()
+        var json = JSONObject()
+        json.add("client", "switchboard FCMTransport (SwitchboardPush, libcurl + nghttp2)")
+        if let label { json.add("label", label) }
+        json.add("url", url)
+        json.add("count", count)
+        json.add("warmup", warmup)
+        json.add("concurrency", concurrency)
+        json.add("connections", connections)
+        json.add("device_tokens", tokens)
+        json.add("seconds", PushBench.rounded(seconds, 3))
+        json.add("pushes_per_second", PushBench.rounded(seconds > 0 ? Double(count) / seconds : 0, 0))
+        json.add("p50_ms", PushBench.rounded(PushBench.percentile(latencies, 0.50), 3))
+        json.add("p90_ms", PushBench.rounded(PushBench.percentile(latencies, 0.90), 3))
+        json.add("p99_ms", PushBench.rounded(PushBench.percentile(latencies, 0.99), 3))
+        json.add("max_ms", PushBench.rounded(latencies.last ?? 0, 3))
+        json.add("over_1s", latencies.count { $0 >= 1000 })
+        json.add("ok", tally.ok)
+        json.add("statuses", tally.statuses.mapValues { Double($0) })
+        json.add("failures", tally.failures.mapValues { Double($0) })
+        json.add("failure_examples", tally.failureExamples)
+        json.add("client_cpu_ms", PushBench.rounded(cpuUsed, 0))
+        json.add("access_tokens_fetched", transport.tokenFetches)
+        print(json.text)
+        return 0
+    }
 }
