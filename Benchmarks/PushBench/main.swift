@@ -147,8 +147,6 @@ enum PushBench {
         await provider.shutdown()
 
         let seconds = elapsed.inSeconds
-        var latencies = tally.latencies
-        latencies.sort()
         var json = JSONObject()
         json.add("client", "switchboard APNsProvider (SwitchboardPush, libcurl + nghttp2)")
         if let label = options.label { json.add("label", label) }
@@ -159,8 +157,21 @@ enum PushBench {
         json.add("connections", options.connections)
         json.add("streams_per_connection", options.streamsPerConnection)
         json.add("device_tokens", options.tokens)
+        addFigures(to: &json, tally: tally, count: options.count, seconds: seconds, cpuMilliseconds: cpuUsed)
+        json.add("hang_percent", options.hangPercent)
+        json.add("hung_pushes", hung.latencies.count)  // warm-up's and measured run's
+        json.add("hung_statuses", hung.statuses.mapValues { Double($0) })
+        json.add("hung_failures", hung.failures.mapValues { Double($0) })
+        print(json.text)
+        return 0
+    }
+
+    /// The figures every run reports: rate, latency percentiles, answers, client CPU.
+    static func addFigures(to json: inout JSONObject, tally: Tally, count: Int, seconds: Double, cpuMilliseconds: Double) {
+        var latencies = tally.latencies
+        latencies.sort()
         json.add("seconds", rounded(seconds, 3))
-        json.add("pushes_per_second", rounded(seconds > 0 ? Double(options.count) / seconds : 0, 0))
+        json.add("pushes_per_second", rounded(seconds > 0 ? Double(count) / seconds : 0, 0))
         json.add("p50_ms", rounded(percentile(latencies, 0.50), 3))
         json.add("p90_ms", rounded(percentile(latencies, 0.90), 3))
         json.add("p99_ms", rounded(percentile(latencies, 0.99), 3))
@@ -170,13 +181,7 @@ enum PushBench {
         json.add("statuses", tally.statuses.mapValues { Double($0) })
         json.add("failures", tally.failures.mapValues { Double($0) })
         json.add("failure_examples", tally.failureExamples)
-        json.add("client_cpu_ms", rounded(cpuUsed, 0))
-        json.add("hang_percent", options.hangPercent)
-        json.add("hung_pushes", hung.latencies.count)  // warm-up's and measured run's
-        json.add("hung_statuses", hung.statuses.mapValues { Double($0) })
-        json.add("hung_failures", hung.failures.mapValues { Double($0) })
-        print(json.text)
-        return 0
+        json.add("client_cpu_ms", rounded(cpuMilliseconds, 0))
     }
 
     /// Sends pushes `offset ..< offset + count` with `concurrency` senders, each sending its next
@@ -684,8 +689,6 @@ enum FCMBench {
         let seconds = (ContinuousClock.now - started).inSeconds
         let cpuUsed = PushBench.processCPUMilliseconds() - cpuBefore
         await transport.shutdown()
-        var latencies = tally.latencies
-        latencies.sort()
         var json = JSONObject()
         json.add("client", "switchboard FCMTransport (SwitchboardPush, libcurl + nghttp2)")
         if let label { json.add("label", label) }
@@ -695,18 +698,7 @@ enum FCMBench {
         json.add("concurrency", concurrency)
         json.add("connections", connections)
         json.add("device_tokens", tokens)
-        json.add("seconds", PushBench.rounded(seconds, 3))
-        json.add("pushes_per_second", PushBench.rounded(seconds > 0 ? Double(count) / seconds : 0, 0))
-        json.add("p50_ms", PushBench.rounded(PushBench.percentile(latencies, 0.50), 3))
-        json.add("p90_ms", PushBench.rounded(PushBench.percentile(latencies, 0.90), 3))
-        json.add("p99_ms", PushBench.rounded(PushBench.percentile(latencies, 0.99), 3))
-        json.add("max_ms", PushBench.rounded(latencies.last ?? 0, 3))
-        json.add("over_1s", latencies.count { $0 >= 1000 })
-        json.add("ok", tally.ok)
-        json.add("statuses", tally.statuses.mapValues { Double($0) })
-        json.add("failures", tally.failures.mapValues { Double($0) })
-        json.add("failure_examples", tally.failureExamples)
-        json.add("client_cpu_ms", PushBench.rounded(cpuUsed, 0))
+        PushBench.addFigures(to: &json, tally: tally, count: count, seconds: seconds, cpuMilliseconds: cpuUsed)
         json.add("access_tokens_fetched", transport.tokenFetches)
         print(json.text)
         return 0
