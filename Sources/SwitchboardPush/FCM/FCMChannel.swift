@@ -118,17 +118,10 @@ public final class FCMTransport: PushTransport {
     private let tokenClient: HTTP2Client
     private let tokenPath: String
     private let now: @Sendable () -> Date
-    private struct Tokens {
-        var clock = AccessTokenClock()
-        var current: String?
-        /// The fetch in progress: every request that needs a token waits for this one.
-        var fetching: Task<(String, Date), any Error>?
-    }
-    private let tokens = Mutex(Tokens())
-    private let fetches = Atomic<Int>(0)
+    private let tokens: AccessTokenCache
 
     /// Access tokens fetched so far (tests: one fetch for many rejected requests).
-    public var tokenFetches: Int { fetches.load(ordering: .relaxed) }
+    public var tokenFetches: Int { tokens.fetchCount }
 
     /// `baseURL`: FCM (`https://fcm.googleapis.com`, or an emulator's `http://`/`https://` URL).
     public init(
@@ -150,14 +143,20 @@ public final class FCMTransport: PushTransport {
         }
         let origin = "\(scheme)://\(host)" + (uri.port.map { ":\($0)" } ?? "")
         tokenPath = uri.path.isEmpty ? "/" : uri.path
-        sendClient = try client(baseURL)
-        tokenClient = origin == baseURL ? sendClient : try client(origin)
+        let sendClient = try client(baseURL)
+        let tokenClient = origin == baseURL ? sendClient : try client(origin)
+        self.sendClient = sendClient
+        self.tokenClient = tokenClient
+        let path = tokenPath
+        tokens = AccessTokenCache(now: now) { issued in
+            try await Self.fetchToken(account: account, client: tokenClient, path: path, issuedAt: issued)
+        }
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {
         let token: String, issuedAt: Date
         do {
-            (token, issuedAt) = try await accessToken()
+            (token, issuedAt) = try await tokens.token()
         } catch {
             return .transportFailure("FCM access token: \(error)")
         }
@@ -174,38 +173,16 @@ public final class FCMTransport: PushTransport {
         guard response.status != 200 else { return .response(status: 200, reason: nil) }
         let reason = FCMError(body: response.body).reason
         if reason == "UNAUTHENTICATED" || (reason == nil && response.status == 401) {
-            tokens.withLock { $0.clock.rejected(tokenIssuedAt: issuedAt) }
+            tokens.rejected(issuedAt: issuedAt)
         }
         let retryAfter = response.headerValue("retry-after").flatMap(TimeInterval.init)
         return .response(status: response.status, reason: reason, retryAfter: retryAfter)
     }
 
-    /// The current access token. When one is due, it is fetched once for every request: beside
-    /// them while the current one is still usable (a slow or failing token endpoint holds up no
-    /// ring then), in front of them once it expired or was rejected.
-    private func accessToken() async throws -> (String, Date) {
-        let moment = now()
-        enum Next { case use(String, Date), wait(Task<(String, Date), any Error>) }
-        let next = tokens.withLock { state -> Next in
-            let usable = state.clock.isUsable(now: moment)
-            if let current = state.current, let issued = state.clock.issuedAt, usable, !state.clock.needsNewToken(now: moment) {
-                return .use(current, issued)
-            }
-            let fetching = state.fetching ?? Task { try await self.fetchToken() }
-            state.fetching = fetching
-            if let current = state.current, let issued = state.clock.issuedAt, usable { return .use(current, issued) }
-            return .wait(fetching)
-        }
-        switch next {
-        case .use(let token, let issued): return (token, issued)
-        case .wait(let task): return try await task.value
-        }
-    }
-
-    private func fetchToken() async throws -> (String, Date) {
-        defer { tokens.withLock { $0.fetching = nil } }
-        fetches.add(1, ordering: .relaxed)
-        let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+    /// A new access token: the service account's RS256 assertion exchanged at `token_uri`.
+    private static func fetchToken(account: FCMServiceAccount, client: HTTP2Client, path: String, issuedAt issued: Date) async throws
+        -> (token: String, lifetime: TimeInterval)
+    {
         let iat = Int64(issued.timeIntervalSince1970)
         let header = try JSONSerialization.data(withJSONObject: ["alg": "RS256", "typ": "JWT", "kid": account.privateKeyID], options: [.sortedKeys])
         let claims = try JSONSerialization.data(withJSONObject: [
@@ -214,19 +191,9 @@ public final class FCMTransport: PushTransport {
         ], options: [.sortedKeys, .withoutEscapingSlashes])
         let assertion = try JWT.signRS256(headerJSON: Array(header), claimsJSON: Array(claims), key: account.privateKey)
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
-        let response = try await tokenClient.send(HTTP2Request(
-            method: "POST", path: tokenPath, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8)))
-        let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
-        guard response.status == 200, let token = object?["access_token"] as? String, !token.isEmpty else {
-            let detail = (object?["error_description"] as? String) ?? (object?["error"] as? String) ?? "no access_token"
-            throw FCMConfigurationError("the token endpoint answered \(response.status): \(detail)")
-        }
-        let lifetime = (object?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
-        tokens.withLock { state in
-            state.current = token
-            state.clock.issued(at: issued, lifetime: lifetime)
-        }
-        return (token, issued)
+        let response = try await client.send(HTTP2Request(
+            method: "POST", path: path, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8)))
+        return try OAuthTokenResponse.parse(response)
     }
 
     public func shutdown() async {

@@ -1,0 +1,83 @@
+import Foundation
+import Synchronization
+import SwitchboardCore
+
+/// An OAuth2 access token shared by every request of one channel (FCM's, Huawei's): fetched
+/// once for all waiting requests, replaced ``AccessTokenClock/refreshMargin`` before it expires
+/// (beside the requests, which keep the current one meanwhile) or at once after the service
+/// rejected it. `fetch` gets a new token and its lifetime in seconds.
+public final class AccessTokenCache: Sendable {
+    private struct State {
+        var clock = AccessTokenClock()
+        var current: String?
+        /// The fetch in progress: every request that needs a token waits for this one.
+        var fetching: Task<(String, Date), any Error>?
+    }
+    private let state = Mutex(State())
+    private let fetches = Atomic<Int>(0)
+    private let now: @Sendable () -> Date
+    private let fetch: @Sendable (_ issuedAt: Date) async throws -> (token: String, lifetime: TimeInterval)
+
+    /// Tokens fetched so far.
+    public var fetchCount: Int { fetches.load(ordering: .relaxed) }
+
+    public init(now: @escaping @Sendable () -> Date, fetch: @escaping @Sendable (_ issuedAt: Date) async throws -> (token: String, lifetime: TimeInterval)) {
+        self.now = now
+        self.fetch = fetch
+    }
+
+    /// The token to send, and when it was issued (to say which one a rejection is about).
+    public func token() async throws -> (String, Date) {
+        let moment = now()
+        enum Next { case use(String, Date), wait(Task<(String, Date), any Error>) }
+        let next = state.withLock { state -> Next in
+            let usable = state.clock.isUsable(now: moment)
+            if let current = state.current, let issued = state.clock.issuedAt, usable, !state.clock.needsNewToken(now: moment) {
+                return .use(current, issued)
+            }
+            let fetching = state.fetching ?? Task { try await self.refresh() }
+            state.fetching = fetching
+            if let current = state.current, let issued = state.clock.issuedAt, usable { return .use(current, issued) }
+            return .wait(fetching)
+        }
+        switch next {
+        case .use(let token, let issued): return (token, issued)
+        case .wait(let task): return try await task.value
+        }
+    }
+
+    /// The service rejected the token issued at `issuedAt`: the next request fetches a new one
+    /// (once, however many requests it rejected).
+    public func rejected(issuedAt: Date) {
+        state.withLock { $0.clock.rejected(tokenIssuedAt: issuedAt) }
+    }
+
+    private func refresh() async throws -> (String, Date) {
+        defer { state.withLock { $0.fetching = nil } }
+        fetches.add(1, ordering: .relaxed)
+        let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+        let (token, lifetime) = try await fetch(issued)
+        state.withLock { state in
+            state.current = token
+            state.clock.issued(at: issued, lifetime: lifetime)
+        }
+        return (token, issued)
+    }
+}
+
+/// An OAuth2 token endpoint's answer: `{"access_token":…,"expires_in":…}`, or its error.
+enum OAuthTokenResponse {
+    static func parse(_ response: HTTP2Response) throws -> (token: String, lifetime: TimeInterval) {
+        let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+        guard response.status == 200, let token = object?["access_token"] as? String, !token.isEmpty else {
+            let detail = (object?["error_description"] as? String) ?? (object?["error"] as? String) ?? "no access_token"
+            throw OAuthTokenError(description: "the token endpoint answered \(response.status): \(detail)")
+        }
+        return (token, (object?["expires_in"] as? NSNumber)?.doubleValue ?? 3600)
+    }
+}
+
+/// The token endpoint refused or answered nonsense.
+public struct OAuthTokenError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}
