@@ -73,7 +73,8 @@ public final class APNsEmulator: Sendable {
             let router = EmulatorRouter(
                 policy: configuration.validationPolicy, shared: shared, clock: configuration.clock,
                 makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds,
-                fcm: FCMRouter(account: configuration.fcmAccount, accessTokenSeconds: max(1, configuration.fcmAccessTokenSeconds)))
+                fcm: FCMRouter(account: configuration.fcmAccount, accessTokenSeconds: max(1, configuration.fcmAccessTokenSeconds)),
+                huawei: HuaweiRouter(app: configuration.huaweiApp))
             let loop: EmulatorLoop
             do {
                 loop = try EmulatorLoop(
@@ -149,6 +150,16 @@ public final class APNsEmulator: Sendable {
     /// The FCM messages accepted for `token` (case kept) after index `after`: the request bodies.
     public func fcmInbox(token: String, after: Int = 0) -> [APNsInboxMessage] {
         shared.state.withLock { $0.inbox.read(token: "fcm:" + token, after: after).messages }
+    }
+
+    /// The Huawei messages accepted for `token` (case kept) after index `after`.
+    public func huaweiInbox(token: String, after: Int = 0) -> [APNsInboxMessage] {
+        shared.state.withLock { $0.inbox.read(token: "huawei:" + token, after: after).messages }
+    }
+
+    /// Scripts Huawei result codes for `token`, answered in order (`80300007`: invalid token).
+    public func addHuaweiCodes(_ codes: [String], token: String) {
+        shared.state.withLock { $0.huawei.faults[token, default: []] += codes }
     }
 
     /// FCM access tokens the stand-in has issued so far.

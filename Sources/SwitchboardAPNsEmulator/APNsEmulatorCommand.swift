@@ -51,6 +51,8 @@ public enum APNsEmulatorCommand {
           --inbox-capacity N        messages kept per device token (default 1000)
           --fcm-service-account FILE  also stand in for FCM HTTP v1 (see FCM), accepting the
                                     RS256 assertions of this Firebase service-account JSON
+          --huawei-app ID:SECRET    also stand in for Huawei Push Kit (see Huawei), accepting
+                                    this app id and secret as OAuth2 client credentials
           --verbose                 log every push answered
           -h, --help                show this help
 
@@ -127,6 +129,15 @@ public enum APNsEmulatorCommand {
                                             INVALID_ARGUMENT, SENDER_ID_MISMATCH, QUOTA_EXCEEDED,
                                             UNAVAILABLE, INTERNAL, THIRD_PARTY_AUTH_ERROR,
                                             UNAUTHENTICATED
+
+        Huawei (with --huawei-app, on the same port; point huaweiURL at http(s)://HOST:PORT and
+        huaweiTokenURL at http(s)://HOST:PORT/oauth2/v3/token):
+          POST /oauth2/v3/token             client_credentials grant for the app id and secret
+          POST /v1/<appId>/messages:send    checks the access token (401, code 80200003), the app
+                                            (80200001), one token, data a string, urgency and ttl
+                                            (400, code 80100003); answers 200 {"code":"80000000"}
+          GET|DELETE /huawei/inbox/<token>  as /inbox/<token>, for Huawei tokens (case kept)
+          POST /huawei/control/faults       {"token":T,"codes":["80300007"]}: codes answered in order
 
         Example:
           switchboard-dev apns-emulator --listen 127.0.0.1:0 --bundle-id com.example.app \\
@@ -228,6 +239,7 @@ public enum APNsEmulatorCommand {
         var maxConcurrentStreams = 1000
         var inboxCapacity = 1000
         var fcmServiceAccountFile: String?
+        var huaweiApp: HuaweiEmulatorApp?
         var verbose = false
 
         init(parsing arguments: [String]) throws(UsageError) {
@@ -246,6 +258,11 @@ public enum APNsEmulatorCommand {
                 case "--max-concurrent-streams": maxConcurrentStreams = try scanner.positiveInteger(for: flag)
                 case "--inbox-capacity": inboxCapacity = try scanner.positiveInteger(for: flag)
                 case "--fcm-service-account": fcmServiceAccountFile = try scanner.value(for: flag)
+                case "--huawei-app":
+                    let text = try scanner.value(for: flag)
+                    let parts = text.split(separator: ":", maxSplits: 1)
+                    guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw UsageError(message: "--huawei-app needs APP_ID:SECRET") }
+                    huaweiApp = HuaweiEmulatorApp(appID: String(parts[0]), appSecret: String(parts[1]))
                 case "--verbose": verbose = true
                 default: throw scanner.unknown(flag)
                 }
@@ -309,6 +326,7 @@ public enum APNsEmulatorCommand {
                     throw StartError(message: "--fcm-service-account \(fcmServiceAccountFile): \(error)")
                 }
             }
+            configuration.huaweiApp = huaweiApp
             if tls { configuration.tls = APNsEmulatorTLS() }
             if verbose { configuration.log = { StandardOutput.line($0) } }
             return configuration

@@ -46,6 +46,8 @@ public struct APNsEmulatorConfiguration: Sendable {
     public var fcmAccount: FCMEmulatorAccount?
     /// How long the FCM stand-in's access tokens live (Google's: an hour).
     public var fcmAccessTokenSeconds: Int64 = 3600
+    /// The Huawei app whose client credentials are accepted; `nil` leaves the Huawei stand-in off.
+    public var huaweiApp: HuaweiEmulatorApp?
     /// Receives one JSON line per push answered and per connection-level event; `nil` for silence.
     public var log: (@Sendable (String) -> Void)?
 

@@ -26,11 +26,21 @@ public final class Application: Sendable {
     let calls: CallService
     let dispatcher: PushDispatcher
 
+    /// How long a push claim keeps other passes and instances off a job: twice the longest
+    /// request deadline of the channels in use (a send may first fetch an access token), plus 5 s.
+    static func claimLease(_ configuration: ServerConfiguration) -> TimeInterval {
+        var deadline = configuration.apnsRequestTimeoutSeconds
+        if !configuration.fcmServiceAccountFile.isEmpty { deadline = max(deadline, configuration.fcmRequestTimeoutSeconds) }
+        if !configuration.huaweiAppID.isEmpty { deadline = max(deadline, configuration.huaweiRequestTimeoutSeconds) }
+        return TimeInterval(2 * deadline + 5)
+    }
+
     /// Wires the routes over an open database.
     init(
         configuration: ServerConfiguration, database: any SQLStore, logger: Logger, metrics: Metrics = Metrics(),
         environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
-        apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil, pushJitter: (@Sendable () -> Double)? = nil
+        apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil,
+        huaweiTransport: (any PushTransport)? = nil, pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
         self.configuration = configuration
         self.database = database
@@ -46,9 +56,10 @@ public final class Application: Sendable {
             .register(in: &router)
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)
-        let channels = try PushChannelConfiguration.channels(from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport)
+        let channels = try PushChannelConfiguration.channels(
+            from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport)
         let dispatcher = PushDispatcher(
-            store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: TimeInterval(2 * max(configuration.apnsRequestTimeoutSeconds, configuration.fcmRequestTimeoutSeconds) + 5),
+            store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
         let calls = CallService(

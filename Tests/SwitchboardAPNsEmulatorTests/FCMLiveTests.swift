@@ -134,3 +134,68 @@ struct FCMLiveTests {
         #expect(message.contains("Invalid JWT Signature"))
     }
 }
+
+/// The Huawei channel's transport against the emulator's Huawei stand-in.
+@Suite("Huawei transport against the emulator", .serialized, .timeLimit(.minutes(2)))
+struct HuaweiLiveTests {
+    static func rig(secret: String = "s3cret") async throws -> (APNsEmulator, HuaweiTransport) {
+        var configuration = APNsEmulatorConfiguration(port: 0)
+        configuration.huaweiApp = HuaweiEmulatorApp(appID: "104857600", appSecret: "s3cret")
+        let emulator = APNsEmulator(configuration: configuration)
+        let base = "http://127.0.0.1:\(try emulator.start().port)"
+        let transport = try HuaweiTransport(
+            appID: "104857600", appSecret: secret, baseURL: base, tokenURL: base + "/oauth2/v3/token", caFile: nil, connections: 1,
+            requestTimeout: .seconds(10))
+        return (emulator, transport)
+    }
+
+    static func job(_ token: String) throws -> PushJob {
+        PushJob(
+            id: UUID().uuidString.lowercased(), callID: "call-9", userID: "u", channel: "huawei", token: token, environment: "",
+            payload: Array(#"{"callId":"call-9","type":"call"}"#.utf8), headers: [], attempts: 0, expiresAt: Date().addingTimeInterval(30))
+    }
+
+    @Test func ringsArriveAndTheResultCodesComeBack() async throws {
+        let (emulator, transport) = try await Self.rig()
+        let token = "IQAAAACy0kYkAABq-Huawei_Token"
+        #expect(await transport.send(try Self.job(token)) == .response(status: 200, reason: "80000000"))
+        #expect(await transport.send(try Self.job(token)) == .response(status: 200, reason: "80000000"))
+        #expect(transport.tokenFetches == 1, "the access token is shared")
+        let inbox = emulator.huaweiInbox(token: token)
+        #expect(inbox.count == 2)
+        let first = try #require(inbox.first)
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(first.payload)) as? [String: Any])
+        let message = try #require(body["message"] as? [String: Any])
+        #expect(message["data"] as? String == #"{"callId":"call-9","type":"call"}"#)
+        // The HTTP side of the stand-in: a scripted code, and the inbox as a phone reads it.
+        var settings = HTTP2ClientConfiguration(baseURL: "http://127.0.0.1:\(try #require(emulator.address).port)")
+        settings.priorKnowledge = true
+        let control = try HTTP2Client(configuration: settings)
+        let scripted = try await control.send(HTTP2Request(
+            method: "POST", path: "/huawei/control/faults", headers: [("content-type", "application/json")],
+            body: Array(#"{"token":"busy","codes":["80100003"]}"#.utf8)))
+        #expect(scripted.status == 204)
+        let read = try await control.send(HTTP2Request(method: "GET", path: "/huawei/inbox/\(token)?after=0", headers: [], body: []))
+        #expect(((try JSONSerialization.jsonObject(with: Data(read.body)) as? [String: Any])?["messages"] as? [Any])?.count == 2)
+        await control.shutdown()
+        #expect(await transport.send(try Self.job("busy")) == .response(status: 200, reason: "80100003"))
+        emulator.addHuaweiCodes(["80300007"], token: "dead")
+        let dead = await transport.send(try Self.job("dead"))
+        #expect(dead == .response(status: 200, reason: "80300007"))
+        #expect(HuaweiChannel(transport: transport).verdict(for: dead).action == .deleteToken)
+        await transport.shutdown()
+        await emulator.shutdown()
+    }
+
+    @Test func aWrongSecretGetsNoAccessToken() async throws {
+        let (emulator, transport) = try await Self.rig(secret: "wrong")
+        let result = await transport.send(try Self.job("t"))
+        await transport.shutdown()
+        await emulator.shutdown()
+        guard case .transportFailure(let message) = result else {
+            Issue.record("refused client credentials are a failure to retry, with the reason: \(result)")
+            return
+        }
+        #expect(message.contains("client_id or client_secret is wrong"))
+    }
+}

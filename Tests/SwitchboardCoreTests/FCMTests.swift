@@ -102,3 +102,28 @@ struct EndedRingTests {
         #expect(EndedRing.between(ringing, ringing).isEmpty)
     }
 }
+
+@Suite("Huawei Push Kit: the message and the result codes", .timeLimit(.minutes(1)))
+struct HuaweiTests {
+    @Test func aRingIsAHighUrgencyDataMessageForOneToken() throws {
+        let body = HuaweiMessage.body(token: "tok/1", data: Array(#"{"callId":"c1","type":"call"}"#.utf8), ttlSeconds: 31)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        #expect(object["validate_only"] as? Bool == false)
+        let message = try #require(object["message"] as? [String: Any])
+        #expect(message["token"] as? [String] == ["tok/1"])
+        #expect(message["data"] as? String == #"{"callId":"c1","type":"call"}"#, "Huawei's data is one string")
+        let android = try #require(message["android"] as? [String: Any])
+        #expect(android["urgency"] as? String == "HIGH" && android["ttl"] as? String == "31s")
+        #expect(HuaweiMessage.code(in: Array(#"{"code":"80300007","msg":"All the tokens are invalid"}"#.utf8)) == "80300007")
+        #expect(HuaweiMessage.code(in: Array("<html>".utf8)) == nil)
+    }
+
+    @Test(arguments: [
+        (200, "80000000", PushAction.delivered), (200, "80300007", .deleteToken), (401, "80200003", .refreshProviderTokenAndRetry),
+        (200, "80200001", .refreshProviderTokenAndRetry), (400, "80100003", .fail), (200, nil, .fail), (200, "80100000", .fail),
+        (503, nil, .retry), (429, nil, .retry), (401, nil, .refreshProviderTokenAndRetry), (0, "ProviderNotConfigured", .fail),
+    ] as [(Int, String?, PushAction)])
+    func theResultCodeTable(status: Int, code: String?, action: PushAction) {
+        #expect(HuaweiResponsePolicy.action(status: status, reason: code) == action)
+    }
+}

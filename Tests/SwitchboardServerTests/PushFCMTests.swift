@@ -179,4 +179,36 @@ struct PushFCMTests {
         #expect(try await eventuallyTrying { try await jobs().filter { $0.kind == "notice" && $0.payload.contains(fourth) }.count == 2 })
         #expect(try await !jobs().contains { $0.token == late }, "never rung, never told")
     }
+
+    /// A Huawei phone with both tokens is rung through Huawei Push Kit when this server has it
+    /// configured (SPEC §7), and told there when the ring ends; result code 80300007 deletes
+    /// the Huawei token, after which its rings go through FCM.
+    @Test func aHuaweiPhoneIsRungThroughItsMakersChannelWhenConfigured() async throws {
+        let fcm = ScriptedPushProvider(), huawei = ScriptedPushProvider()
+        let world = try CallWorld(apnsTransport: ScriptedPushProvider(), fcmTransport: fcm, huaweiTransport: huawei)
+        defer { world.close() }
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        let registered = await world.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"HUAWEI","tokens":{"fcm":{"token":"f-1"},"huawei":{"token":"h-1"}}}"#)
+        #expect(registered.status == 200)
+        huawei.script("h-1", [.response(status: 200, reason: "80000000")])
+        let first = try #require(await world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(await eventually { huawei.sent.count == 1 })
+        #expect(huawei.sent.first?.channel == "huawei" && huawei.sent.first?.token == "h-1" && fcm.sent.isEmpty)
+        let jobs = { try await world.app.application.store.read { try $0.query("SELECT kind, channel, state, reason FROM push_jobs", []).map {
+            [try $0.string("kind"), try $0.string("channel"), try $0.string("state"), try $0.optionalString("reason") ?? ""] } } }
+        #expect(try await eventuallyTrying { try await jobs().contains { $0 == ["ring", "huawei", "delivered", ""] } })
+        huawei.script("h-1", [.response(status: 200, reason: "80000000")])
+        _ = await world.act("cancel", first, by: alice)
+        #expect(await eventually { huawei.sent.count == 2 && huawei.sent.last?.kind == .notice })
+        // Huawei says the token is dead: it goes, and the next ring takes FCM.
+        huawei.script("h-1", [.response(status: 200, reason: "80300007")])
+        let second = try #require(await world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(try await eventuallyTrying { try await jobs().contains { $0 == ["ring", "huawei", "failed", "80300007"] } })
+        _ = await world.act("cancel", second, by: alice)
+        _ = try #require(await world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(await eventually { fcm.sent.contains { $0.kind == .ring && $0.token == "f-1" } })
+    }
 }

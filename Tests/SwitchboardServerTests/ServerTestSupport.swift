@@ -45,6 +45,7 @@ final class TestApplication: Sendable {
         eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
         apnsTransport: (any PushTransport)? = nil,
         fcmTransport: (any PushTransport)? = nil,
+        huaweiTransport: (any PushTransport)? = nil,
         pushJitter: (@Sendable () -> Double)? = nil,
         store: StoreKind = .default,
         sharing: String? = nil
@@ -74,7 +75,7 @@ final class TestApplication: Sendable {
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
             environment: environment, eventHooks: eventHooks, apnsTransport: apnsTransport, fcmTransport: fcmTransport,
-            pushJitter: pushJitter)
+            huaweiTransport: huaweiTransport, pushJitter: pushJitter)
         self.application = application
         background = Task { await application.run() }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Decides what to do with each complete request; owned by the loop thread.
 ///
 /// Push handling: a `refuseStream` fault is taken first (the request is not processed at all);
@@ -37,12 +39,15 @@ struct EmulatorRouter {
     private let makeID: @Sendable () -> String
     private let maxLongPollSeconds: Int
     private let fcm: FCMRouter
+    private let huawei: HuaweiRouter
 
     init(
         policy: PushValidator.Policy, shared: EmulatorShared, clock: APNsEmulatorClock,
-        makeID: @escaping @Sendable () -> String, maxLongPollSeconds: Int, fcm: FCMRouter = FCMRouter(account: nil)
+        makeID: @escaping @Sendable () -> String, maxLongPollSeconds: Int, fcm: FCMRouter = FCMRouter(account: nil),
+        huawei: HuaweiRouter = HuaweiRouter(app: nil)
     ) {
         self.fcm = fcm
+        self.huawei = huawei
         validator = PushValidator(policy: policy)
         self.shared = shared
         self.clock = clock
@@ -59,6 +64,19 @@ struct EmulatorRouter {
         if path == "/token" {
             let now = clock.nowMilliseconds()
             return Decision(action: .respond(shared.state.withLock { fcm.token(request, state: &$0.fcm, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+        }
+        if path == "/oauth2/v3/token" {
+            let now = clock.nowMilliseconds()
+            return Decision(action: .respond(shared.state.withLock { huawei.token(request, state: &$0.huawei, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+        }
+        if path.hasPrefix("/v1/"), !path.hasPrefix("/v1/projects/"), path.hasSuffix("/messages:send") {
+            let now = clock.nowMilliseconds()
+            let (response, accepted) = shared.state.withLock { state in
+                state.stats.pushRequests += 1
+                return huawei.send(request, state: &state.huawei, nowMilliseconds: now)
+            }
+            let delivery = accepted.map { Delivery(push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: request.body), apnsID: $0.name) }
+            return Decision(action: .respond(response, delivery: delivery), goawayReason: nil)
         }
         if path.hasPrefix("/v1/projects/") {
             let now = clock.nowMilliseconds()
@@ -158,9 +176,9 @@ struct EmulatorRouter {
     private func routeSupport(_ request: EmulatorRequest, path: Substring) -> Action {
         let segments = Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
         let method = request.method
-        if segments.count == 3, segments[0] == "fcm", segments[1] == "inbox", !segments[2].isEmpty {
-            // FCM tokens are case-sensitive: kept as sent, apart from APNs's (`fcm:` keys).
-            let key = "fcm:" + (segments[2].removingPercentEncoding ?? String(segments[2]))
+        if segments.count == 3, ["fcm", "huawei"].contains(segments[0]), segments[1] == "inbox", !segments[2].isEmpty {
+            // FCM's and Huawei's tokens are case-sensitive: kept as sent, apart from APNs's.
+            let key = "\(segments[0]):" + (segments[2].removingPercentEncoding ?? String(segments[2]))
             switch method {
             case "GET": return readInbox(token: key, request: request)
             case "DELETE":
@@ -168,6 +186,14 @@ struct EmulatorRouter {
                 return .respond(EmulatorResponse(status: 204), delivery: nil)
             default: return .respond(.error(405, "use GET or DELETE on \(path)"), delivery: nil)
             }
+        }
+        if segments == ["huawei", "control", "faults"] {
+            guard method == "POST" else { return .respond(.error(405, "use POST on \(path)"), delivery: nil) }
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any],
+                let token = object["token"] as? String, let codes = object["codes"] as? [String], !codes.isEmpty
+            else { return .respond(.error(400, #"a Huawei fault is {"token":T,"codes":["80300007",…]}"#), delivery: nil) }
+            shared.state.withLock { $0.huawei.faults[token, default: []] += codes }
+            return .respond(EmulatorResponse(status: 204), delivery: nil)
         }
         if segments == ["fcm", "control", "faults"] {
             guard method == "POST" else { return .respond(.error(405, "use POST on \(path)"), delivery: nil) }

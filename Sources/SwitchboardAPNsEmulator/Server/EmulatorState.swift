@@ -7,6 +7,8 @@ struct EmulatorState: Sendable {
     var stats = APNsEmulatorStats()
     /// The FCM stand-in's access tokens and faults.
     var fcm = FCMEmulatorState()
+    /// The Huawei stand-in's access tokens and scripted codes.
+    var huawei = HuaweiEmulatorState()
     /// The apns-ids delivered so far (to count resends of processed pushes); forgotten whole
     /// past `deliveredIDLimit`, so a long-running emulator's memory stays bounded.
     var deliveredIDs: Set<String> = []

@@ -56,14 +56,52 @@ public struct FCMConfigurationError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
-/// The `fcm` channel: rings as FCM HTTP v1 data messages (``FCMMessage``), read with
-/// ``FCMResponsePolicy``, sent by an ``FCMTransport``. Without a service account every job fails at
-/// once with ``PushChannelSummary/notConfiguredReason``.
-public struct FCMChannel: PushChannel {
+/// An Android channel that rings with a data message (FCM's, Huawei's): the ring's data object
+/// (``FCMMessage/ringData``) and the notice's (``FCMMessage/endedData``) are built alike, and
+/// the channel differs in its transport and its reason table. A channel without a transport
+/// (not configured) fails every job at once with ``PushChannelSummary/notConfiguredReason``.
+public protocol DataMessageChannel: PushChannel {
+    var transport: (any PushTransport)? { get }
+    /// The service's reason table.
+    func action(status: Int, reason: String?) -> PushAction
+}
+
+extension DataMessageChannel {
+    public func ringRequest(for ring: PushRing) throws -> PushRequest {
+        // The data object is stored; the message around it (token, time to live) is made at each
+        // attempt, so a retry never outlives the ring window.
+        PushRequest(payload: try FCMMessage.ringData(
+            callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
+            groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now), headers: [])
+    }
+
+    /// A high-priority `call_ended` data message (under the ring's collapse key where the
+    /// service has one), so the app takes its full-screen ringing notification down.
+    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
+        PushRequest(payload: try FCMMessage.endedData(
+            callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID, callerName: notice.callerName,
+            reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now), headers: [])
+    }
+
+    public func send(_ job: PushJob) async -> PushSendResult {
+        guard let transport else { return .response(status: 0, reason: PushChannelSummary.notConfiguredReason) }
+        return await transport.send(job)
+    }
+
+    public func verdict(for result: PushSendResult) -> PushVerdict {
+        PushVerdict(result) { action(status: $0, reason: $1) }
+    }
+
+    public func shutdown() async { await transport?.shutdown() }
+}
+
+/// The `fcm` channel: rings as FCM HTTP v1 data messages, read with ``FCMResponsePolicy``,
+/// sent by an ``FCMTransport``.
+public struct FCMChannel: DataMessageChannel {
     public static let channelName = "fcm"
 
     public let summary: PushChannelSummary
-    private let transport: (any PushTransport)?
+    public let transport: (any PushTransport)?
 
     public var name: String { Self.channelName }
     public var provider: String { "fcm" }
@@ -78,35 +116,10 @@ public struct FCMChannel: PushChannel {
         transport = nil
         summary = PushChannelSummary(
             channel: Self.channelName, provider: "fcm", configured: false, auth: "", endpoints: "", caFile: "",
-            hint: "set fcmServiceAccountFile to the Firebase service-account JSON")
+            hint: "set fcmServiceAccountFile to the Firebase service-account JSON", optional: true)
     }
 
-    public func ringRequest(for ring: PushRing) throws -> PushRequest {
-        // The data object is stored; the message around it (token, time to live) is made at each
-        // attempt, so a retry never outlives the ring window.
-        PushRequest(payload: try FCMMessage.ringData(
-            callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
-            groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now), headers: [])
-    }
-
-    /// A high-priority `call_ended` data message under the ring's collapse key, so the app takes
-    /// its full-screen ringing notification down (and a ring still queued at FCM is replaced).
-    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
-        PushRequest(payload: try FCMMessage.endedData(
-            callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID, callerName: notice.callerName,
-            reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now), headers: [])
-    }
-
-    public func send(_ job: PushJob) async -> PushSendResult {
-        guard let transport else { return .response(status: 0, reason: PushChannelSummary.notConfiguredReason) }
-        return await transport.send(job)
-    }
-
-    public func verdict(for result: PushSendResult) -> PushVerdict {
-        PushVerdict(result, table: FCMResponsePolicy.action)
-    }
-
-    public func shutdown() async { await transport?.shutdown() }
+    public func action(status: Int, reason: String?) -> PushAction { FCMResponsePolicy.action(status: status, reason: reason) }
 }
 
 /// FCM HTTP v1 over HTTP/2: an OAuth2 access token from the service account (an RS256-signed
@@ -114,9 +127,7 @@ public struct FCMChannel: PushChannel {
 /// once after FCM rejects it, shared by every request; then one `messages:send` per job.
 public final class FCMTransport: PushTransport {
     public let account: FCMServiceAccount
-    private let sendClient: HTTP2Client
-    private let tokenClient: HTTP2Client
-    private let tokenPath: String
+    private let clients: TokenServiceClients
     private let now: @Sendable () -> Date
     private let tokens: AccessTokenCache
 
@@ -130,26 +141,11 @@ public final class FCMTransport: PushTransport {
     ) throws {
         self.account = account
         self.now = now
-        func client(_ base: String) throws -> HTTP2Client {
-            var settings = HTTP2ClientConfiguration(baseURL: base)
-            settings.maxConnections = connections
-            settings.requestTimeout = requestTimeout
-            settings.caFile = caFile
-            settings.priorKnowledge = base.hasPrefix("http://")
-            return try HTTP2Client(configuration: settings)
-        }
-        guard let uri = URLComponents(string: account.tokenURI), let scheme = uri.scheme, let host = uri.host else {
-            throw FCMConfigurationError("token_uri \(account.tokenURI) is not a URL")
-        }
-        let origin = "\(scheme)://\(host)" + (uri.port.map { ":\($0)" } ?? "")
-        tokenPath = uri.path.isEmpty ? "/" : uri.path
-        let sendClient = try client(baseURL)
-        let tokenClient = origin == baseURL ? sendClient : try client(origin)
-        self.sendClient = sendClient
-        self.tokenClient = tokenClient
-        let path = tokenPath
+        let clients = try TokenServiceClients(
+            baseURL: baseURL, tokenURL: account.tokenURI, caFile: caFile, connections: connections, requestTimeout: requestTimeout)
+        self.clients = clients
         tokens = AccessTokenCache(now: now) { issued in
-            try await Self.fetchToken(account: account, client: tokenClient, path: path, issuedAt: issued)
+            try await Self.fetchToken(account: account, client: clients.token, path: clients.tokenPath, issuedAt: issued)
         }
     }
 
@@ -164,7 +160,7 @@ public final class FCMTransport: PushTransport {
         let body = FCMMessage.body(token: job.token, data: job.payload, collapseKey: "call_\(job.callID)", ttlSeconds: ttl)
         let response: HTTP2Response
         do {
-            response = try await sendClient.send(HTTP2Request(
+            response = try await clients.api.send(HTTP2Request(
                 method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
                 headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")], body: body))
         } catch {
@@ -196,8 +192,5 @@ public final class FCMTransport: PushTransport {
         return try OAuthTokenResponse.parse(response)
     }
 
-    public func shutdown() async {
-        await sendClient.shutdown()
-        if tokenClient !== sendClient { await tokenClient.shutdown() }
-    }
+    public func shutdown() async { await clients.shutdown() }
 }

@@ -81,3 +81,35 @@ enum OAuthTokenResponse {
 public struct OAuthTokenError: Error, CustomStringConvertible, Sendable {
     public let description: String
 }
+
+/// The HTTP/2 clients of a service that takes OAuth2 access tokens: one for its API, and one for
+/// its token endpoint (the same client when both are on one origin, as on an emulator).
+struct TokenServiceClients {
+    let api: HTTP2Client
+    let token: HTTP2Client
+    /// The token endpoint's path.
+    let tokenPath: String
+
+    init(baseURL: String, tokenURL: String, caFile: String?, connections: Int, requestTimeout: Duration) throws {
+        func client(_ base: String) throws -> HTTP2Client {
+            var settings = HTTP2ClientConfiguration(baseURL: base)
+            settings.maxConnections = connections
+            settings.requestTimeout = requestTimeout
+            settings.caFile = caFile
+            settings.priorKnowledge = base.hasPrefix("http://")
+            return try HTTP2Client(configuration: settings)
+        }
+        guard let uri = URLComponents(string: tokenURL), let scheme = uri.scheme, let host = uri.host else {
+            throw OAuthTokenError(description: "the token URL \(tokenURL) is not a URL")
+        }
+        let origin = "\(scheme)://\(host)" + (uri.port.map { ":\($0)" } ?? "")
+        tokenPath = uri.path.isEmpty ? "/" : uri.path
+        api = try client(baseURL)
+        token = origin == baseURL ? api : try client(origin)
+    }
+
+    func shutdown() async {
+        await api.shutdown()
+        if token !== api { await token.shutdown() }
+    }
+}

@@ -84,8 +84,14 @@ public struct PushChannelSummary: Sendable, Equatable {
     public let caFile: String
     /// The settings that configure the channel, for the warning when it is not.
     public let hint: String
+    /// A channel many deployments never use (Android's): off, it is said at info level, not
+    /// as a warning.
+    public let optional: Bool
 
-    public init(channel: String, provider: String, configured: Bool, auth: String, endpoints: String, caFile: String, hint: String) {
+    public init(
+        channel: String, provider: String, configured: Bool, auth: String, endpoints: String, caFile: String, hint: String, optional: Bool = false
+    ) {
+        self.optional = optional
         self.channel = channel
         self.provider = provider
         self.configured = configured
@@ -101,6 +107,10 @@ public struct PushChannelSummary: Sendable, Equatable {
             logger.info("push channel configured", [
                 "channel": .string(channel), "provider": .string(provider), "auth": .string(auth), "endpoints": .string(endpoints),
                 "caFile": .string(caFile.isEmpty ? "system trust" : caFile),
+            ])
+        } else if optional {
+            logger.info("push channel off: its pushes fail at once with \(Self.notConfiguredReason)", [
+                "channel": .string(channel), "provider": .string(provider), "hint": .string(hint),
             ])
         } else {
             logger.warning("push channel not configured: every push fails at once with \(Self.notConfiguredReason)", [

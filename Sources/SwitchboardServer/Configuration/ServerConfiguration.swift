@@ -86,6 +86,18 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The deadline of one FCM request (a message, or fetching an access token).
     public var fcmRequestTimeoutSeconds = 10
 
+    /// Huawei Push Kit (Huawei phones without Google services): the AppGallery Connect app id and
+    /// its secret (OAuth2 client credentials); empty leaves the channel off.
+    public var huaweiAppID = ""
+    public var huaweiAppSecret = ""
+    /// Where Huawei's push API and its token endpoint are (an emulator's, for local runs).
+    public var huaweiURL = "https://push-api.cloud.huawei.com"
+    public var huaweiTokenURL = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
+    /// A CA file to trust for both instead of the system's.
+    public var huaweiCAFile = ""
+    /// The deadline of one Huawei request (a message, or fetching an access token).
+    public var huaweiRequestTimeoutSeconds = 10
+
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
 
@@ -225,6 +237,18 @@ public struct ConfigurationSetting: Sendable {
         text("fcmCAFile", "SWITCHBOARD_FCM_CA_FILE", "CA file to trust for FCM and its token endpoint (an emulator's certificate)", \.fcmCAFile),
         integer("fcmConnections", "SWITCHBOARD_FCM_CONNECTIONS", 1...16, "HTTP/2 connections to FCM (default 1)") { $0.fcmConnections = $1 },
         integer("fcmRequestTimeoutSeconds", "SWITCHBOARD_FCM_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one FCM request may take before it is retried (default 10)") { $0.fcmRequestTimeoutSeconds = $1 },
+        text("huaweiAppID", "SWITCHBOARD_HUAWEI_APP_ID", "Huawei Push Kit app id (AppGallery Connect); with the secret enables the huawei channel", \.huaweiAppID) { text in
+            text.isEmpty || (text.utf8.count <= 64 && text.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }) ? nil : "must be the app id: letters and digits"
+        },
+        text("huaweiAppSecret", "SWITCHBOARD_HUAWEI_APP_SECRET", "Huawei Push Kit app secret (OAuth2 client secret); never logged", \.huaweiAppSecret),
+        text("huaweiURL", "SWITCHBOARD_HUAWEI_URL", "Huawei push API base URL (default https://push-api.cloud.huawei.com; http:// = h2c)", \.huaweiURL) { text in
+            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        },
+        text("huaweiTokenURL", "SWITCHBOARD_HUAWEI_TOKEN_URL", "Huawei OAuth2 token URL (default https://oauth-login.cloud.huawei.com/oauth2/v3/token)", \.huaweiTokenURL) { text in
+            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        },
+        text("huaweiCAFile", "SWITCHBOARD_HUAWEI_CA_FILE", "CA file to trust for Huawei's endpoints (an emulator's certificate)", \.huaweiCAFile),
+        integer("huaweiRequestTimeoutSeconds", "SWITCHBOARD_HUAWEI_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one Huawei request may take before it is retried (default 10)") { $0.huaweiRequestTimeoutSeconds = $1 },
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },

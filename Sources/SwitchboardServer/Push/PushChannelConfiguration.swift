@@ -5,9 +5,31 @@ import SwitchboardPush
 /// The push channels the configuration asks for.
 enum PushChannelConfiguration {
     /// Every channel, configured or not (an unconfigured one fails its jobs at once, with a reason).
-    static func channels(from configuration: ServerConfiguration, apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil) throws -> PushChannels {
+    static func channels(
+        from configuration: ServerConfiguration, apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil,
+        huaweiTransport: (any PushTransport)? = nil
+    ) throws -> PushChannels {
         let voip = try voipChannel(from: configuration, transport: apnsTransport)
-        return PushChannels([voip, APNsAlertChannel(sharingWith: voip), try fcmChannel(from: configuration, transport: fcmTransport)])
+        return PushChannels([
+            voip, APNsAlertChannel(sharingWith: voip), try fcmChannel(from: configuration, transport: fcmTransport),
+            try huaweiChannel(from: configuration, transport: huaweiTransport),
+        ])
+    }
+
+    /// Huawei Push Kit when the app id and secret are configured; `transport` replaces its client (tests).
+    static func huaweiChannel(from configuration: ServerConfiguration, transport: (any PushTransport)? = nil) throws -> HuaweiChannel {
+        if let transport { return HuaweiChannel(transport: transport) }
+        guard !configuration.huaweiAppID.isEmpty || !configuration.huaweiAppSecret.isEmpty else { return HuaweiChannel() }
+        guard !configuration.huaweiAppID.isEmpty, !configuration.huaweiAppSecret.isEmpty else {
+            throw ConfigurationError(message: "huaweiAppID and huaweiAppSecret go together")
+        }
+        let transport = try HuaweiTransport(
+            appID: configuration.huaweiAppID, appSecret: configuration.huaweiAppSecret, baseURL: configuration.huaweiURL,
+            tokenURL: configuration.huaweiTokenURL, caFile: configuration.huaweiCAFile.isEmpty ? nil : configuration.huaweiCAFile,
+            connections: 1, requestTimeout: .seconds(configuration.huaweiRequestTimeoutSeconds))
+        return HuaweiChannel(
+            transport: transport, auth: "client credentials, app \(configuration.huaweiAppID)",
+            endpoints: "\(configuration.huaweiURL), tokens \(configuration.huaweiTokenURL)", caFile: configuration.huaweiCAFile)
     }
 
     /// FCM when a service account is configured; `transport` replaces the FCM client (tests).
