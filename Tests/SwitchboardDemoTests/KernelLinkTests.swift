@@ -56,7 +56,7 @@ struct KernelLinkRulesTests {
 }
 
 /// A real veth into a real namespace, with nftables dropping packets: needs root, `ip` and `nft`.
-@Suite("Kernel link over a real veth pair", .enabled(if: KernelLink.availability() == nil), .timeLimit(.minutes(2)))
+@Suite("Kernel link over a real veth pair", .enabled(if: KernelLink.availability() == nil), .timeLimit(.minutes(3)))
 struct KernelLinkLiveTests {
     /// A threaded TCP echo server that prints `listening` once it listens. It unblocks
     /// SIGTERM, which it inherits blocked from the test process (see ``KernelLink/launch(_:)``).
@@ -126,7 +126,11 @@ struct KernelLinkLiveTests {
         var random = SystemRandomNumberGenerator()
         let payload = (0..<32_768).map { _ in UInt8.random(in: 0...255, using: &random) }
         let (echoed, retransmitted) = try await offPool {
-            try TestConnection.roundTripCountingRetransmissions(payload, host: link.namespaceAddress, port: 7000)
+            // Linux backs its retransmission timer off while retransmissions and their ACKs keep
+            // being lost (200 ms doubling), so at 30 % loss each way one segment can now and then
+            // stall for a minute (fresh-clone run 2026-12-02: 60 s without a byte): the read waits
+            // up to 150 s.
+            try TestConnection.roundTripCountingRetransmissions(payload, host: link.namespaceAddress, port: 7000, readTimeout: 150)
         }
         #expect(echoed.count == payload.count)
         #expect(echoed == payload, "the echo differs from what was sent")
@@ -222,11 +226,18 @@ enum TestConnection {
     }
 
     /// ``roundTrip(_:host:port:)`` and the segments this side retransmitted (`tcpi_total_retrans`).
-    static func roundTripCountingRetransmissions(_ bytes: [UInt8], host: String, port: Int) throws -> (echoed: [UInt8], retransmitted: Int) {
+    static func roundTripCountingRetransmissions(
+        _ bytes: [UInt8], host: String, port: Int, readTimeout: Int? = nil
+    ) throws -> (echoed: [UInt8], retransmitted: Int) {
         guard let fd = connect(host: host, port: port, timeout: generousWait) else {
             throw Failure(description: "cannot connect to \(host):\(port)")
         }
         defer { close(fd) }
+        if let readTimeout {
+            var limit = timeval(tv_sec: readTimeout, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
         // Written from a thread of its own, so a full send buffer never waits on our reads.
         let writer = Thread { _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
         writer.start()
