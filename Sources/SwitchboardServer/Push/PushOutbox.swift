@@ -28,7 +28,7 @@ enum PushOutbox {
                     let target = device.tokens[channelName]
                 else { continue }
                 let jobID = transaction.newID()
-                var state = "pending", reason: String?
+                var reason: String?
                 var request = PushRequest(payload: [], headers: [])
                 if let channel = channels[channelName] {
                     do {
@@ -36,21 +36,16 @@ enum PushOutbox {
                             callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
                             callerName: callerName, groupName: groupName, jobID: jobID, expiresAt: call.ringDeadline, now: transaction.date))
                     } catch {
-                        state = "failed"
                         reason = "\(error)"
                     }
                 } else {
                     // A token kind this server has no channel for: recorded, never silent.
-                    state = "failed"
                     reason = PushChannels.missingChannelReason
                 }
-                let headerJSON = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
-                    .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-                try transaction.pushJobs.enqueue(NewPushJob(
-                    id: jobID, callID: call.id, userID: userID, deviceID: device.deviceID,
-                    provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName), channel: channelName,
-                    token: target.token, environment: target.environment, payload: String(decoding: request.payload, as: UTF8.self),
-                    headers: headerJSON, state: state, reason: reason, createdAtMS: now, expiresAtMS: CallStore.milliseconds(call.ringDeadline)))
+                try enqueue(
+                    request, id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID, target: target,
+                    channel: channelName, provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
+                    failure: reason, at: now, expires: call.ringDeadline, in: transaction)
                 written += 1
             }
         }
@@ -89,7 +84,7 @@ enum PushOutbox {
                     let target = device.tokens[channelName], let channel = channels[channelName]
                 else { continue }
                 let jobID = transaction.newID()
-                var state = "pending", reason: String?
+                var reason: String?
                 let request: PushRequest?
                 do {
                     request = try channel.noticeRequest(for: PushNotice(
@@ -97,20 +92,30 @@ enum PushOutbox {
                         reason: ring.noticeReason, jobID: jobID, expiresAt: expires, now: transaction.date))
                 } catch {
                     request = PushRequest(payload: [], headers: [])
-                    state = "failed"
                     reason = "\(error)"
                 }
                 guard let request else { continue }
-                let headerJSON = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
-                    .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-                try transaction.pushJobs.enqueue(NewPushJob(
-                    id: jobID, callID: after.id, userID: ring.userID, deviceID: device.deviceID, provider: channel.provider,
-                    channel: channelName, kind: PushJobKind.notice.rawValue, token: target.token, environment: target.environment,
-                    payload: String(decoding: request.payload, as: UTF8.self), headers: headerJSON, state: state, reason: reason,
-                    createdAtMS: now, expiresAtMS: CallStore.milliseconds(expires)))
+                try enqueue(
+                    request, id: jobID, kind: .notice, call: after.id, user: ring.userID, device: device.deviceID, target: target,
+                    channel: channelName, provider: channel.provider, failure: reason, at: now, expires: expires,
+                    in: transaction)
                 written += 1
             }
         }
         return written
+    }
+
+    /// Stores one job: pending, or failed with `failure` when its request could not be built.
+    private static func enqueue(
+        _ request: PushRequest, id: String, kind: PushJobKind, call: String, user: String, device: String, target: PushTarget,
+        channel: String, provider: String, failure: String?, at now: Int64, expires: Date, in transaction: WriteTransaction
+    ) throws {
+        let headers = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
+            .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        try transaction.pushJobs.enqueue(NewPushJob(
+            id: id, callID: call, userID: user, deviceID: device, provider: provider, channel: channel, kind: kind.rawValue,
+            token: target.token, environment: target.environment, payload: String(decoding: request.payload, as: UTF8.self),
+            headers: headers, state: failure == nil ? "pending" : "failed", reason: failure, createdAtMS: now,
+            expiresAtMS: CallStore.milliseconds(expires)))
     }
 }
