@@ -7,9 +7,14 @@ internal import CCrypto
 /// let key = try RS256PrivateKey(pem: serviceAccount.privateKey)
 /// let token = try JWT.signRS256(headerJSON: header, claimsJSON: claims, key: key)
 /// ```
-/// One key may sign from many tasks at once: `@unchecked Sendable` holds for the reasons given at
-/// ``ES256PrivateKey`` (the `EVP_PKEY` is never modified after `init`, and every call makes its
-/// own `EVP_MD_CTX`).
+/// One key may sign from many tasks at once.
+// @unchecked Sendable is safe: the only stored properties are `let`s (`handle`, an `EVP_PKEY`
+// pointer, and `publicKey`, itself Sendable). After `init` the key is never modified: the only
+// OpenSSL calls on it are `EVP_DigestSignInit` (in `sign`, on an `EVP_MD_CTX` made per call),
+// `PEM_write_bio_PrivateKey` (which only reads) and `EVP_PKEY_free` in `deinit`, which runs once
+// no reference remains. openssl-threads(7) (3.0) allows concurrent use of an object whose
+// invoked APIs do not modify it, and two signatures with two EVP_PKEY_CTX at once; the RSA
+// signer keeps no per-call state in the key (the same reasoning as ``ES256PrivateKey``).
 public final class RS256PrivateKey: @unchecked Sendable {
     private let handle: OpaquePointer
 
@@ -86,6 +91,10 @@ public final class RS256PrivateKey: @unchecked Sendable {
 }
 
 /// An RSA public key that checks `RS256` signatures (an emulator checking FCM's OAuth2 assertions).
+// @unchecked Sendable is safe: `handle` and `pem` are `let`s set once in `init`; `verify` makes
+// its own `EVP_MD_CTX` per call and `EVP_DigestVerifyInit` only raises the key's reference count
+// (atomic) and reads it, so concurrent verifications never modify shared state; `EVP_PKEY_free`
+// runs only in `deinit`, once no reference remains (openssl-threads(7), as for ``ES256PublicKey``).
 public final class RS256PublicKey: @unchecked Sendable {
     private let handle: OpaquePointer
 

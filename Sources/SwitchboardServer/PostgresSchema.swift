@@ -27,6 +27,7 @@ public enum PostgresSchema {
         Migration(version: 7, name: "push_channel", sql: #"ALTER TABLE push_jobs ADD COLUMN channel TEXT COLLATE "C" NOT NULL DEFAULT 'ios-voip';"#),
         Migration(version: 8, name: "push_device_tokens", sql: pushDeviceTokens),
         Migration(version: 9, name: "push_job_kind", sql: #"ALTER TABLE push_jobs ADD COLUMN kind TEXT COLLATE "C" NOT NULL DEFAULT 'ring' CHECK (kind IN ('ring', 'notice'));"#),
+        Migration(version: 10, name: "push_jobs_by_call", sql: "CREATE INDEX push_jobs_by_call ON push_jobs(call_id, user_id);"),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

@@ -31,6 +31,9 @@ public enum Schema {
         Migration(version: 8, name: "push_device_tokens", sql: pushDeviceTokens),
         // A job rings, or tells a device that a ring is over (a notice, which needs no ringing call).
         Migration(version: 9, name: "push_job_kind", sql: "ALTER TABLE push_jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'ring' CHECK (kind IN ('ring', 'notice'));"),
+        // A ring's end asks which of a user's devices its jobs reached: by call, not a scan of
+        // every job ever kept.
+        Migration(version: 10, name: "push_jobs_by_call", sql: "CREATE INDEX push_jobs_by_call ON push_jobs(call_id, user_id);"),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

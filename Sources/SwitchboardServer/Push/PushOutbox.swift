@@ -70,20 +70,25 @@ enum PushOutbox {
         let ended = EndedRing.between(before, after)
         guard !ended.isEmpty else { return 0 }
         let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
-        let callerName = try transaction.accounts.user(id: after.createdBy)?.displayName ?? ""
         let now = CallStore.milliseconds(transaction.date)
         var written = 0
+        var caller: String?  // read once, and only when a notice is written
         for ring in ended {
+            // Most users have no device to tell: no job lookup for them.
+            let devices = try transaction.devices.devices(of: ring.userID)
+            guard !devices.isEmpty else { continue }
             let rung = try transaction.pushJobs.rungDevices(callID: after.id, userID: ring.userID)
             guard !rung.isEmpty else { continue }
             let expires = transaction.date.addingTimeInterval(ring.outcome == .missed ? missedCallNoticeLifetime : noticeLifetime)
-            for device in try transaction.devices.devices(of: ring.userID) {
+            for device in devices {
                 guard rung.contains(device.deviceID) else { continue }
                 if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
                 guard let channelName = PushRouting.noticeChannel(platform: device.platform, tokens: Set(device.tokens.keys), configured: configured),
                     let target = device.tokens[channelName], let channel = channels[channelName]
                 else { continue }
                 let jobID = transaction.newID()
+                if caller == nil { caller = try transaction.accounts.user(id: after.createdBy)?.displayName ?? "" }
+                let callerName = caller ?? ""
                 var reason: String?
                 let request: PushRequest?
                 do {
