@@ -39,18 +39,7 @@ public final class ES256PrivateKey: @unchecked Sendable {
     /// secp256k1…). Text before the PEM block, indentation and CRLF line ends are all accepted.
     public convenience init(pem: String) throws {
         let operation = "ES256PrivateKey(pem:)"
-        let source = try PEM.source(pem, operation: operation)
-        // The closure refuses every passphrase request, so an encrypted key fails instead of
-        // OpenSSL's default callback prompting on the terminal.
-        let key: OpenSSLObject
-        do {
-            key = try OpenSSLObject(
-                PEM_read_bio_PrivateKey(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
-                "PEM_read_bio_PrivateKey")
-        } catch {
-            throw CryptoError(
-                code: .malformedInput, operation: operation, detail: "no PEM private key found: \(error.detail)")
-        }
+        let key = try PEM.privateKey(pem, operation: operation)
         try P256.require(key.pointer, operation: operation)
         try P256.check(key.pointer, includingPrivate: true, operation: operation)
         try self.init(sharing: key)
@@ -148,16 +137,7 @@ public final class ES256PublicKey: @unchecked Sendable {
 
     private init(pem text: String, checked: Bool) throws(CryptoError) {
         let operation = "ES256PublicKey(pem:)"
-        let source = try PEM.source(text, operation: operation)
-        let key: OpenSSLObject
-        do {
-            key = try OpenSSLObject(
-                PEM_read_bio_PUBKEY(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
-                "PEM_read_bio_PUBKEY")
-        } catch {
-            throw CryptoError(
-                code: .malformedInput, operation: operation, detail: "no PEM public key found: \(error.detail)")
-        }
+        let key = try PEM.publicKey(text, operation: operation)
         try P256.require(key.pointer, operation: operation)
         if checked { try P256.check(key.pointer, includingPrivate: false, operation: operation) }
         pem = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }

@@ -50,6 +50,34 @@ enum PEM {
         return bio
     }
 
+    /// The private key in PEM `text` (PKCS#8, or the algorithm's own form), any kind; a
+    /// passphrase is never asked for, so an encrypted key fails. ``CryptoError/Code/malformedInput``
+    /// when there is none.
+    static func privateKey(_ text: String, operation: String) throws(CryptoError) -> OpenSSLObject {
+        let source = try PEM.source(text, operation: operation)
+        do {
+            // The closure refuses every passphrase request, so an encrypted key fails instead of
+            // OpenSSL's default callback prompting on the terminal.
+            return try OpenSSLObject(
+                PEM_read_bio_PrivateKey(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
+                "PEM_read_bio_PrivateKey")
+        } catch {
+            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM private key found: \(error.detail)")
+        }
+    }
+
+    /// The SPKI public key in PEM `text`, any kind. ``CryptoError/Code/malformedInput`` when there is none.
+    static func publicKey(_ text: String, operation: String) throws(CryptoError) -> OpenSSLObject {
+        let source = try PEM.source(text, operation: operation)
+        do {
+            return try OpenSSLObject(
+                PEM_read_bio_PUBKEY(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
+                "PEM_read_bio_PUBKEY")
+        } catch {
+            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM public key found: \(error.detail)")
+        }
+    }
+
     /// `bytes` with spaces, tabs and carriage returns removed from both ends of every line.
     static func trimmingLines(_ bytes: [UInt8]) -> [UInt8] {
         let blank: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r")]

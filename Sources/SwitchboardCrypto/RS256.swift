@@ -30,15 +30,7 @@ public final class RS256PrivateKey: @unchecked Sendable {
     /// 2048 bits.
     public convenience init(pem: String) throws {
         let operation = "RS256PrivateKey(pem:)"
-        let source = try PEM.source(pem, operation: operation)
-        let key: OpenSSLObject
-        do {
-            key = try OpenSSLObject(
-                PEM_read_bio_PrivateKey(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
-                "PEM_read_bio_PrivateKey")
-        } catch {
-            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM private key found: \(error.detail)")
-        }
+        let key = try PEM.privateKey(pem, operation: operation)
         try RSAKey.require(key.pointer, operation: operation)
         try self.init(sharing: key)
     }
@@ -111,14 +103,7 @@ public final class RS256PublicKey: @unchecked Sendable {
     }
 
     private init(pem text: String, operation: String) throws(CryptoError) {
-        let source = try PEM.source(text, operation: operation)
-        let key: OpenSSLObject
-        do {
-            key = try OpenSSLObject(
-                PEM_read_bio_PUBKEY(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) }, "PEM_read_bio_PUBKEY")
-        } catch {
-            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM public key found: \(error.detail)")
-        }
+        let key = try PEM.publicKey(text, operation: operation)
         try RSAKey.require(key.pointer, operation: operation)
         pem = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }
         try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), "EVP_PKEY_up_ref")
