@@ -74,7 +74,10 @@ public final class APNsEmulator: Sendable {
                 policy: configuration.validationPolicy, shared: shared, clock: configuration.clock,
                 makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds,
                 fcm: FCMRouter(account: configuration.fcmAccount, accessTokenSeconds: max(1, configuration.fcmAccessTokenSeconds)),
-                huawei: HuaweiRouter(app: configuration.huaweiApp))
+                huawei: HuaweiRouter(app: configuration.huaweiApp),
+                vendors: VendorRouters(
+                    xiaomi: XiaomiRouter(app: configuration.xiaomiApp), oppo: OPPORouter(app: configuration.oppoApp),
+                    vivo: VivoRouter(app: configuration.vivoApp)))
             let loop: EmulatorLoop
             do {
                 loop = try EmulatorLoop(
@@ -159,7 +162,29 @@ public final class APNsEmulator: Sendable {
 
     /// Scripts Huawei result codes for `token`, answered in order (`80300007`: invalid token).
     public func addHuaweiCodes(_ codes: [String], token: String) {
-        shared.state.withLock { $0.huawei.faults[token, default: []] += codes }
+        addVendorCodes(codes, channel: "huawei", token: token)
+    }
+
+    /// The messages of `channel` (`huawei`, `xiaomi`, `oppo`, `vivo`) accepted for `token` (case
+    /// kept) after index `after`: Xiaomi's as a JSON object of its form fields, OPPO's `message`,
+    /// vivo's and Huawei's request bodies.
+    public func vendorInbox(channel: String, token: String, after: Int = 0) -> [APNsInboxMessage] {
+        shared.state.withLock { $0.inbox.read(token: "\(channel):" + token, after: after).messages }
+    }
+
+    /// Scripts result codes of `channel` for `token`, answered in order.
+    public func addVendorCodes(_ codes: [String], channel: String, token: String) {
+        shared.state.withLock { _ = $0.withVendor(channel) { $0.faults[token, default: []] += codes } }
+    }
+
+    /// Forgets every auth token a vendor stand-in issued, as if they had expired.
+    public func revokeVendorTokens(channel: String) {
+        shared.state.withLock { _ = $0.withVendor(channel) { $0.accessTokens.removeAll() } }
+    }
+
+    /// Auth tokens a vendor stand-in (`huawei`, `oppo`, `vivo`) has issued so far.
+    public func vendorTokensIssued(channel: String) -> Int {
+        shared.state.withLock { $0.withVendor(channel) { $0.tokensIssued } ?? 0 }
     }
 
     /// FCM access tokens the stand-in has issued so far.

@@ -4,7 +4,7 @@ import SwitchboardCLI
 import SwitchboardCrypto
 import SwitchboardLifecycle
 
-/// `switchboard-dev apns-emulator`: parses its options, runs an ``APNsEmulator`` until SIGTERM or
+/// `switchboard-dev push-emulator` (also `apns-emulator`): parses its options, runs an ``APNsEmulator`` until SIGTERM or
 /// SIGINT, and exits 0.
 ///
 /// ```swift
@@ -14,13 +14,17 @@ import SwitchboardLifecycle
 public enum APNsEmulatorCommand {
     /// The `--help` text.
     public static let help = """
-        Usage: switchboard-dev apns-emulator [--listen HOST:PORT] [--bundle-id ID] [--team-id ID]
+        Usage: switchboard-dev push-emulator [--listen HOST:PORT] [--bundle-id ID] [--team-id ID]
                                              [--key-id ID] [--public-key FILE] [--faults FILE]
                                              [--tls --ca-out FILE] [--max-concurrent-streams N]
                                              [--inbox-capacity N] [--fcm-service-account FILE]
-                                             [--verbose]
+                                             [--huawei-app ID:SECRET] [--xiaomi-app PKG:SECRET]
+                                             [--oppo-app KEY:MASTER_SECRET]
+                                             [--vivo-app ID:KEY:SECRET] [--verbose]
+               switchboard-dev apns-emulator …   (the same command, its first name)
 
-        Runs a local stand-in for Apple's APNs until SIGTERM or SIGINT, then exits 0. Point the
+        Runs a local stand-in for Apple's APNs until SIGTERM or SIGINT, then exits 0, and with
+        the flags below for FCM, Huawei, Xiaomi, OPPO and vivo on the same port. Point the
         push provider's base URL at it instead of api.push.apple.com. It speaks HTTP/2 only:
         cleartext h2c with prior knowledge by default (curl --http2-prior-knowledge), or TLS
         with ALPN h2 (--tls). The first line on standard output is
@@ -53,6 +57,10 @@ public enum APNsEmulatorCommand {
                                     RS256 assertions of this Firebase service-account JSON
           --huawei-app ID:SECRET    also stand in for Huawei Push Kit (see Huawei), accepting
                                     this app id and secret as OAuth2 client credentials
+          --xiaomi-app PKG:SECRET   also stand in for Xiaomi MiPush (see Xiaomi) for this
+                                    package name and app secret
+          --oppo-app KEY:MASTER_SECRET  also stand in for OPPO push (see OPPO)
+          --vivo-app ID:KEY:SECRET  also stand in for vivo push (see vivo)
           --verbose                 log every push answered
           -h, --help                show this help
 
@@ -138,6 +146,30 @@ public enum APNsEmulatorCommand {
                                             (400, code 80100003); answers 200 {"code":"80000000"}
           GET|DELETE /huawei/inbox/<token>  as /inbox/<token>, for Huawei tokens (case kept)
           POST /huawei/control/faults       {"token":T,"codes":["80300007"]}: codes answered in order
+
+        Xiaomi (with --xiaomi-app; point xiaomiURL at http(s)://HOST:PORT):
+          POST /v3/message/regid            checks Authorization: key=<secret> (401, code 22008),
+                                            the package (22022), one registration_id, pass_through,
+                                            payload (≤ 4 KB), time_to_live, a notification's title,
+                                            description and notify_id; answers {"code":0,…}
+        OPPO (with --oppo-app; point oppoURL at http(s)://HOST:PORT):
+          POST /server/v1/auth              app_key, timestamp (ms, within 10 minutes) and sign
+                                            (SHA-256 hex of key + timestamp + master secret):
+                                            {"code":0,"data":{"auth_token":…}}, 24 hours
+          POST /server/v1/message/notification/unicast  checks auth_token (code 11), message
+                                            (target_type 2, title, content, channel_id,
+                                            off_line_ttl: code 41); answers {"code":0,…}
+        vivo (with --vivo-app; point vivoURL at http(s)://HOST:PORT):
+          POST /message/auth                appId, appKey, timestamp and sign (MD5 hex of id + key
+                                            + timestamp + secret): {"result":0,"authToken":…}
+          POST /message/send                checks the authToken header (10000), appId (10094),
+                                            regId, title ≤ 40 (10056), content ≤ 100 (10058),
+                                            timeToLive 60…604800, requestId; answers {"result":0}
+        For each of them:
+          GET|DELETE /<xiaomi|oppo|vivo>/inbox/<id>  as /inbox/<token>, per registration id
+          POST /<xiaomi|oppo|vivo>/control/faults    {"token":ID,"codes":["20301"]}: result codes
+                                            answered in order (vivo's "invalidUser" answers 0
+                                            with invalidUser.status 1: the device is gone)
 
         Example:
           switchboard-dev apns-emulator --listen 127.0.0.1:0 --bundle-id com.example.app \\
@@ -240,6 +272,9 @@ public enum APNsEmulatorCommand {
         var inboxCapacity = 1000
         var fcmServiceAccountFile: String?
         var huaweiApp: HuaweiEmulatorApp?
+        var xiaomiApp: XiaomiEmulatorApp?
+        var oppoApp: OPPOEmulatorApp?
+        var vivoApp: VivoEmulatorApp?
         var verbose = false
 
         init(parsing arguments: [String]) throws(UsageError) {
@@ -263,6 +298,15 @@ public enum APNsEmulatorCommand {
                     let parts = text.split(separator: ":", maxSplits: 1)
                     guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw UsageError(message: "--huawei-app needs APP_ID:SECRET") }
                     huaweiApp = HuaweiEmulatorApp(appID: String(parts[0]), appSecret: String(parts[1]))
+                case "--xiaomi-app":
+                    let parts = try Self.parts(try scanner.value(for: flag), count: 2, flag: flag, shape: "PACKAGE:SECRET")
+                    xiaomiApp = XiaomiEmulatorApp(packageName: parts[0], appSecret: parts[1])
+                case "--oppo-app":
+                    let parts = try Self.parts(try scanner.value(for: flag), count: 2, flag: flag, shape: "APP_KEY:MASTER_SECRET")
+                    oppoApp = OPPOEmulatorApp(appKey: parts[0], masterSecret: parts[1])
+                case "--vivo-app":
+                    let parts = try Self.parts(try scanner.value(for: flag), count: 3, flag: flag, shape: "APP_ID:APP_KEY:SECRET")
+                    vivoApp = VivoEmulatorApp(appID: parts[0], appKey: parts[1], appSecret: parts[2])
                 case "--verbose": verbose = true
                 default: throw scanner.unknown(flag)
                 }
@@ -327,9 +371,19 @@ public enum APNsEmulatorCommand {
                 }
             }
             configuration.huaweiApp = huaweiApp
+            configuration.xiaomiApp = xiaomiApp
+            configuration.oppoApp = oppoApp
+            configuration.vivoApp = vivoApp
             if tls { configuration.tls = APNsEmulatorTLS() }
             if verbose { configuration.log = { StandardOutput.line($0) } }
             return configuration
+        }
+
+        /// `count` non-empty parts separated by `:` (the last may hold more colons).
+        private static func parts(_ text: String, count: Int, flag: String, shape: String) throws(UsageError) -> [String] {
+            let parts = text.split(separator: ":", maxSplits: count - 1, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == count, parts.allSatisfy({ !$0.isEmpty }) else { throw UsageError(message: "\(flag) needs \(shape)") }
+            return parts
         }
 
         private static func read(_ path: String, for flag: String) throws(StartError) -> [UInt8] {

@@ -48,6 +48,12 @@ public struct APNsEmulatorConfiguration: Sendable {
     public var fcmAccessTokenSeconds: Int64 = 3600
     /// The Huawei app whose client credentials are accepted; `nil` leaves the Huawei stand-in off.
     public var huaweiApp: HuaweiEmulatorApp?
+    /// The Xiaomi app (package and secret) accepted; `nil` leaves the Xiaomi stand-in off.
+    public var xiaomiApp: XiaomiEmulatorApp?
+    /// The OPPO app (key and master secret) accepted; `nil` leaves the OPPO stand-in off.
+    public var oppoApp: OPPOEmulatorApp?
+    /// The vivo app (id, key and secret) accepted; `nil` leaves the vivo stand-in off.
+    public var vivoApp: VivoEmulatorApp?
     /// Receives one JSON line per push answered and per connection-level event; `nil` for silence.
     public var log: (@Sendable (String) -> Void)?
 

@@ -52,6 +52,21 @@ public enum SHA256 {
     }
 }
 
+/// MD5, for the one place a service insists on it: vivo push signs its auth request with
+/// `md5(appId + appKey + timestamp + appSecret)`. Never for anything this product protects.
+public enum MD5 {
+    /// The digest of `bytes` as 32 lowercase hexadecimal digits.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        do {
+            let context = try DigestContext.md5()
+            try bytes.withUnsafeBytes { try context.update($0) }
+            return Hex.encode(try context.finish())
+        } catch {
+            preconditionFailure("OpenSSL cannot compute MD5: \(error)")
+        }
+    }
+}
+
 /// Owns one OpenSSL `EVP_MD_CTX` and frees it in `deinit`.
 ///
 /// Not `Sendable`: a context is created, fed and finished inside one call.
@@ -68,9 +83,17 @@ final class DigestContext {
 
     /// A context initialised for SHA-256.
     static func sha256() throws(CryptoError) -> DigestContext {
+        try make(try OpenSSL.nonNull(EVP_sha256(), "EVP_sha256"))
+    }
+
+    /// A context initialised for MD5 (only where a service's signature demands it).
+    static func md5() throws(CryptoError) -> DigestContext {
+        try make(try OpenSSL.nonNull(EVP_md5(), "EVP_md5"))
+    }
+
+    private static func make(_ algorithm: OpaquePointer) throws(CryptoError) -> DigestContext {
         // Wrap the handle before anything else can fail, so deinit frees it on every path.
         let context = DigestContext(handle: try OpenSSL.nonNull(EVP_MD_CTX_new(), "EVP_MD_CTX_new"))
-        let algorithm = try OpenSSL.nonNull(EVP_sha256(), "EVP_sha256")
         try OpenSSL.check(EVP_DigestInit_ex(context.handle, algorithm, nil), "EVP_DigestInit_ex")
         return context
     }

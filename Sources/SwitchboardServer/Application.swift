@@ -32,6 +32,9 @@ public final class Application: Sendable {
         var deadline = configuration.apnsRequestTimeoutSeconds
         if !configuration.fcmServiceAccountFile.isEmpty { deadline = max(deadline, configuration.fcmRequestTimeoutSeconds) }
         if !configuration.huaweiAppID.isEmpty { deadline = max(deadline, configuration.huaweiRequestTimeoutSeconds) }
+        if !configuration.xiaomiAppSecret.isEmpty { deadline = max(deadline, configuration.xiaomiRequestTimeoutSeconds) }
+        if !configuration.oppoAppKey.isEmpty { deadline = max(deadline, configuration.oppoRequestTimeoutSeconds) }
+        if !configuration.vivoAppID.isEmpty { deadline = max(deadline, configuration.vivoRequestTimeoutSeconds) }
         return TimeInterval(2 * deadline + 5)
     }
 
@@ -40,7 +43,8 @@ public final class Application: Sendable {
         configuration: ServerConfiguration, database: any SQLStore, logger: Logger, metrics: Metrics = Metrics(),
         environment: ServerEnvironment = .live, eventHooks: EventRoutes.Hooks = EventRoutes.Hooks(),
         apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil,
-        huaweiTransport: (any PushTransport)? = nil, pushJitter: (@Sendable () -> Double)? = nil
+        huaweiTransport: (any PushTransport)? = nil, vendorTransports: [String: any PushTransport] = [:],
+        pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
         self.configuration = configuration
         self.database = database
@@ -57,7 +61,8 @@ public final class Application: Sendable {
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)
         let channels = try PushChannelConfiguration.channels(
-            from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport)
+            from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
+            vendorTransports: vendorTransports)
         let dispatcher = PushDispatcher(
             store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })

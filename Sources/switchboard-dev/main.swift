@@ -1,6 +1,6 @@
 // Wiring only: no loop, C or async code here (top-level code is MainActor-isolated).
 // The developer tools beside the server: the demo, the wake-up bench, the weak-network proxy
-// and the APNs emulator. The production server, `switchboard`, links none of them.
+// and the push emulator. The production server, `switchboard`, links none of them.
 import Foundation
 import SwitchboardAPNsEmulator
 import SwitchboardDemo
@@ -12,6 +12,7 @@ let tools: [String: (run: ([String]) -> Int32, help: String)] = [
     "demo": (DemoCommand.run, DemoCommand.help),
     "bench": (BenchCommand.run, BenchCommand.help),
     "proxy": (ProxyCommand.run, ProxyCommand.help),
+    "push-emulator": (APNsEmulatorCommand.run, APNsEmulatorCommand.help),
     "apns-emulator": (APNsEmulatorCommand.run, APNsEmulatorCommand.help),
 ]
 
@@ -25,7 +26,7 @@ let overview = """
       demo           Play six call scenarios: server, APNs emulator and simulated phones in one process.
       bench wakeup   Wake-up latency and call setup of simulated phones over weak networks.
       proxy          A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).
-      apns-emulator  Run a local stand-in for Apple's APNs (HTTP/2, h2c or TLS).
+      push-emulator  Run local stand-ins for APNs, FCM, Huawei, Xiaomi, OPPO and vivo (also: apns-emulator).
       version        Print the version.
       help           Show help for a command: switchboard-dev help demo
 

@@ -57,3 +57,13 @@ struct DigestTests {
         #expect(ConstantTime.equals([], []))
     }
 }
+
+@Suite("MD5 (vivo's auth signature only)", .timeLimit(.minutes(1)))
+struct MD5Tests {
+    @Test func knownDigests() {
+        // RFC 1321 §A.5.
+        #expect(MD5.hex([]) == "d41d8cd98f00b204e9800998ecf8427e")
+        #expect(MD5.hex(Array("abc".utf8)) == "900150983cd24fb0d6963f7d28e17f72")
+        #expect(MD5.hex(Array("message digest".utf8)) == "f96b697d7cb7938d525a2f31aaf161d0")
+    }
+}

@@ -74,14 +74,15 @@ struct CallWorld {
 
     init(
         configuration: ServerConfiguration = ServerConfiguration(), apnsTransport: (any PushTransport)? = nil,
-        fcmTransport: (any PushTransport)? = nil, huaweiTransport: (any PushTransport)? = nil, store: StoreKind = .default
+        fcmTransport: (any PushTransport)? = nil, huaweiTransport: (any PushTransport)? = nil,
+        vendorTransports: [String: any PushTransport] = [:], store: StoreKind = .default
     ) throws {
         let clock = CallTestClock()
         self.clock = clock
         app = try TestApplication(
             configuration: configuration, environment: clock.environment,
             apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
-            pushJitter: { 0.5 }, store: store)
+            vendorTransports: vendorTransports, pushJitter: { 0.5 }, store: store)
     }
 
     func person(_ name: String) async throws -> Person {

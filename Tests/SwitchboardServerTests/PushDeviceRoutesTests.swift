@@ -120,11 +120,11 @@ struct PushDeviceRoutesTests {
         #expect(written.count == 3, "one ring per device")
         #expect(written[0] == ["fcm", "fcm", fcmToken, "failed", PushChannelSummary.notConfiguredReason], "FCM is not configured here")
         #expect(written[1] == ["ios-voip", "apns", voipToken, "delivered", ""])
-        #expect(written[2] == ["oppo", "oppo", "OPPO-regid-01", "failed", PushChannels.missingChannelReason], "no OPPO channel on this server")
+        #expect(written[2] == ["oppo", "oppo", "OPPO-regid-01", "failed", PushChannelSummary.notConfiguredReason], "OPPO is not configured here")
         let status = await world.app.request("GET", "/admin/push/status", headers: ["Authorization": "Bearer admin-key-0123456789"])
         let outcomes = try #require(status.json?["outcomes"] as? [[String: Any]])
         #expect(outcomes.contains { $0["channel"] as? String == "fcm" && $0["provider"] as? String == "fcm" && $0["reason"] as? String == "ProviderNotConfigured" })
-        #expect(outcomes.contains { $0["channel"] as? String == "oppo" && $0["reason"] as? String == "ChannelNotAvailable" })
+        #expect(outcomes.contains { $0["channel"] as? String == "oppo" && $0["reason"] as? String == "ProviderNotConfigured" })
         #expect(outcomes.contains { $0["channel"] as? String == "ios-voip" && $0["state"] as? String == "delivered" })
     }
 

@@ -211,4 +211,74 @@ struct PushFCMTests {
         _ = try #require(await world.call(alice, "conversation", conversation).json?["id"] as? String)
         #expect(await eventually { fcm.sent.contains { $0.kind == .ring && $0.token == "f-1" } })
     }
+
+    /// Xiaomi, OPPO and vivo phones are rung through their makers' channels when configured;
+    /// when the ring is cancelled only Xiaomi (which has data messages) is told, and a missed
+    /// call reaches all three; a channel that is off sends its phones' rings to FCM.
+    @Test func xiaomiOppoAndVivoPhonesAreRungThroughTheirChannels() async throws {
+        let fcm = ScriptedPushProvider(), xiaomi = ScriptedPushProvider(), oppo = ScriptedPushProvider(), vivo = ScriptedPushProvider()
+        let world = try CallWorld(
+            apnsTransport: ScriptedPushProvider(), fcmTransport: fcm, vendorTransports: ["xiaomi": xiaomi, "oppo": oppo, "vivo": vivo])
+        defer { world.close() }
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        for (brand, channel) in [("xiaomi", "xiaomi"), ("oppo", "oppo"), ("vivo", "vivo")] {
+            let login = await world.app.request("POST", "/auth/login", body: #"{"username":"bob","password":"long enough"}"#)
+            let session = CallWorld.Person(token: try #require(login.json?["token"] as? String), id: bob.id)
+            let registered = await world.app.request(
+                "POST", "/push/devices", headers: session.headers,
+                body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"\#(brand)","tokens":{"fcm":{"token":"f-\#(channel)"},"\#(channel)":{"token":"v-\#(channel)"}}}"#)
+            #expect(registered.status == 200)
+        }
+        let providers = ["xiaomi": xiaomi, "oppo": oppo, "vivo": vivo]
+        for (channel, provider) in providers { provider.script("v-\(channel)", Array(repeating: .response(status: 200, reason: "0"), count: 4)) }
+        let first = try #require(await world.call(alice, "conversation", conversation).json?["id"] as? String)
+        for (channel, provider) in providers {
+            #expect(await eventually { provider.sent.count == 1 }, "\(channel) rang")
+            #expect(provider.sent.first?.channel == channel && provider.sent.first?.token == "v-\(channel)" && provider.sent.first?.kind == .ring)
+        }
+        #expect(fcm.sent.isEmpty, "every phone went through its maker")
+        let jobs = { try await world.app.application.store.read { try $0.query("SELECT kind, channel, state FROM push_jobs", []).map {
+            [try $0.string("kind"), try $0.string("channel"), try $0.string("state")] } } }
+        #expect(try await eventuallyTrying { try await jobs().filter { $0[0] == "ring" }.allSatisfy { $0[2] == "delivered" } })
+        _ = await world.act("cancel", first, by: alice)
+        #expect(await eventually { xiaomi.sent.count == 2 && xiaomi.sent.last?.kind == .notice })
+        #expect(try await jobs().filter { $0[0] == "notice" }.map { $0[1] } == ["xiaomi"], "OPPO and vivo cannot carry a silent ending")
+
+        let second = try #require(await world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(try await eventuallyTrying {
+            let all = try await jobs()
+            return all.filter { $0[0] == "ring" }.count == 6 && all.allSatisfy { $0[2] != "pending" }
+        })
+        world.clock.advance(seconds: 46)
+        #expect(try await eventuallyTrying { try await Set(jobs().filter { $0[0] == "notice" }.map { $0[1] }) == ["xiaomi", "oppo", "vivo"] })
+        for (channel, provider) in providers {
+            #expect(await eventually { provider.sent.last?.kind == .notice && provider.sent.last?.callID == second }, "\(channel) told of the missed call")
+            let data = try #require(VendorNotification.fields(of: provider.sent.last?.payload ?? []))
+            #expect(data["type"] == "call_ended" && data["reason"] == "missed")
+        }
+    }
+
+    /// Without its settings a maker's channel is off: its phones are rung through FCM, and a
+    /// phone with only that maker's token gets a ring job that fails with the reason.
+    @Test func anUnconfiguredMakerChannelFallsBackToFCM() async throws {
+        let fcm = ScriptedPushProvider()
+        let world = try CallWorld(apnsTransport: ScriptedPushProvider(), fcmTransport: fcm)
+        defer { world.close() }
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        _ = await world.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"oppo","tokens":{"fcm":{"token":"f-1"},"oppo":{"token":"o-1"}}}"#)
+        let login = await world.app.request("POST", "/auth/login", body: #"{"username":"bob","password":"long enough"}"#)
+        let tablet = CallWorld.Person(token: try #require(login.json?["token"] as? String), id: bob.id)
+        _ = await world.app.request(
+            "POST", "/push/devices", headers: tablet.headers,
+            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"vivo","tokens":{"vivo":{"token":"v-1"}}}"#)
+        _ = try #require(await world.call(alice, "conversation", conversation).json?["id"] as? String)
+        #expect(await eventually { fcm.sent.contains { $0.token == "f-1" } })
+        let jobs = { try await world.app.application.store.read { try $0.query("SELECT channel, state, reason FROM push_jobs", []).map {
+            [try $0.string("channel"), try $0.string("state"), try $0.optionalString("reason") ?? ""] } } }
+        #expect(try await eventuallyTrying { try await jobs().contains { $0 == ["vivo", "failed", PushChannelSummary.notConfiguredReason] } })
+    }
 }

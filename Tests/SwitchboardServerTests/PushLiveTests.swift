@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SwitchboardTesting
 import SwitchboardCrypto
+import SwitchboardCore
 import SwitchboardPush
 
 /// The push path end to end through the real binaries: `switchboard serve` sends VoIP pushes
@@ -45,10 +46,11 @@ struct PushLiveTests {
                 ])
             }
             try serviceAccount(tokenURI: "https://localhost/token").write(to: URL(fileURLWithPath: emulatorAccount))
-            emulator = try ServerProcess(.developerTools, command: "apns-emulator", arguments: [
+            emulator = try ServerProcess(.developerTools, command: "push-emulator", arguments: [
                 "--listen", "127.0.0.1:0", "--bundle-id", PushLiveTests.bundleID, "--team-id", PushLiveTests.teamID,
                 "--key-id", PushLiveTests.keyID, "--public-key", publicFile, "--tls", "--ca-out", caFile,
-                "--fcm-service-account", emulatorAccount,
+                "--fcm-service-account", emulatorAccount, "--xiaomi-app", "com.example.phone:xm-live-secret",
+                "--oppo-app", "oppo-live-key:oppo-live-master", "--vivo-app", "20001:vivo-live-key:vivo-live-secret",
             ])
             let port = emulator.address.split(separator: ":").last.map(String.init) ?? "0"
             try serviceAccount(tokenURI: "https://localhost:\(port)/token").write(to: URL(fileURLWithPath: serverAccount))
@@ -64,6 +66,12 @@ struct PushLiveTests {
                 "SWITCHBOARD_ADMIN_KEY": PushLiveTests.adminKey,
                 "SWITCHBOARD_FCM_SERVICE_ACCOUNT_FILE": serverAccount, "SWITCHBOARD_FCM_URL": "https://localhost:\(port)",
                 "SWITCHBOARD_FCM_CA_FILE": caFile,
+                "SWITCHBOARD_XIAOMI_APP_SECRET": "xm-live-secret", "SWITCHBOARD_XIAOMI_PACKAGE_NAME": "com.example.phone",
+                "SWITCHBOARD_XIAOMI_CHANNEL_ID": "calls", "SWITCHBOARD_XIAOMI_URL": "https://localhost:\(port)", "SWITCHBOARD_XIAOMI_CA_FILE": caFile,
+                "SWITCHBOARD_OPPO_APP_KEY": "oppo-live-key", "SWITCHBOARD_OPPO_MASTER_SECRET": "oppo-live-master",
+                "SWITCHBOARD_OPPO_CHANNEL_ID": "calls", "SWITCHBOARD_OPPO_URL": "https://localhost:\(port)", "SWITCHBOARD_OPPO_CA_FILE": caFile,
+                "SWITCHBOARD_VIVO_APP_ID": "20001", "SWITCHBOARD_VIVO_APP_KEY": "vivo-live-key", "SWITCHBOARD_VIVO_APP_SECRET": "vivo-live-secret",
+                "SWITCHBOARD_VIVO_URL": "https://localhost:\(port)", "SWITCHBOARD_VIVO_CA_FILE": caFile,
             ].merging(serverSettings) { $1 }.merging(postgresURL.map { ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": $0] } ?? [:]) { $1 }
             server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
             for index in 1..<max(1, instances) {
@@ -99,6 +107,21 @@ struct PushLiveTests {
             let response = try await inbox.send(HTTP2Request(method: "GET", path: path, headers: [], body: []))
             let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
             return object?["messages"] as? [[String: Any]] ?? []
+        }
+
+        /// The messages a vendor stand-in (`xiaomi`, `oppo`, `vivo`) accepted for a registration id.
+        func vendorMessages(_ channel: String, for token: String, wait: Int = 10) async throws -> [[String: Any]] {
+            let path = "/\(channel)/inbox/\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)?after=0&wait=\(wait)"
+            let response = try await inbox.send(HTTP2Request(method: "GET", path: path, headers: [], body: []))
+            let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            return object?["messages"] as? [[String: Any]] ?? []
+        }
+
+        func vendorCodes(_ channel: String, token: String, _ codes: [String]) async throws {
+            let body = try JSONSerialization.data(withJSONObject: ["token": token, "codes": codes])
+            let response = try await inbox.send(HTTP2Request(
+                method: "POST", path: "/\(channel)/control/faults", headers: [("content-type", "application/json")], body: Array(body)))
+            #expect(response.status < 300, "codes not accepted: \(String(decoding: response.body, as: UTF8.self))")
         }
 
         func fcmFault(_ json: String) async throws {
@@ -244,6 +267,71 @@ struct PushLiveTests {
         let outcomes = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter { $0["channel"] as? String == "fcm" }
         #expect(outcomes.reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3, "ring, notice, failed ring; nothing after: the token was deleted")
         #expect(await rig.adminStatus()["pending"] as? Int == 0)
+        await rig.close()
+    }
+
+    /// Xiaomi, OPPO and vivo phones through the binaries: each ring reaches its maker's stand-in
+    /// in that service's shape; a cancelled ring is told to the Xiaomi phone only (OPPO and vivo
+    /// have no silent messages); a busy answer is retried with backoff, a ring cancelled while
+    /// its retry waits is dropped, and Xiaomi's 20301 deletes the token.
+    @Test func makersPhonesAreRungOverTheirOwnServices() async throws {
+        let rig = try Rig()
+        let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob")
+        let tokens = ["xiaomi": "xm-reg/Live+1", "oppo": "OPPO_CN_live2", "vivo": "16424987654321live3"]
+        for (channel, token) in tokens.sorted(by: { $0.key < $1.key }) {
+            let registered = await fetch(
+                rig.server.address, "POST", "/push/devices",
+                body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"\#(channel)","tokens":{"fcm":{"token":"fcm-\#(channel)"},"\#(channel)":{"token":"\#(token)"}}}"#,
+                headers: bob.auth)
+            #expect(registered.status == 200, "\(registered.body)")
+        }
+        let conversation = try await Self.befriend(rig, alice, bob)
+        let outcomes = { (channel: String) async -> [[String: Any]] in
+            ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter { $0["channel"] as? String == channel }
+        }
+
+        // 1. One ring each, in each service's shape; the cancel reaches the Xiaomi phone only.
+        let first = try await Self.call(rig, alice, "conversation", conversation, mode: "video")
+        let xiaomi = try #require(try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!).first?["payload"] as? [String: String])
+        #expect(xiaomi["registration_id"] == tokens["xiaomi"] && xiaomi["restricted_package_name"] == "com.example.phone")
+        #expect(xiaomi["title"] == "alice" && xiaomi["description"] == "Incoming video call" && xiaomi["extra.channel_id"] == "calls")
+        #expect(VendorNotification.fields(of: Array((xiaomi["payload"] ?? "").utf8))?["callId"] == first)
+        let oppo = try #require(try await rig.vendorMessages("oppo", for: tokens["oppo"]!).first?["payload"] as? [String: Any])
+        let notification = try #require(oppo["notification"] as? [String: Any])
+        #expect(oppo["target_value"] as? String == tokens["oppo"] && notification["channel_id"] as? String == "calls")
+        #expect((notification["off_line_ttl"] as? Int).map { (30...45).contains($0) } == true, "no longer than the ring window")
+        let vivo = try #require(try await rig.vendorMessages("vivo", for: tokens["vivo"]!).first?["payload"] as? [String: Any])
+        #expect(vivo["regId"] as? String == tokens["vivo"] && (vivo["clientCustomMap"] as? [String: String])?["callId"] == first)
+        #expect(try await rig.waitForOutcome { rows in ["xiaomi", "oppo", "vivo"].allSatisfy { channel in
+            rows.contains { $0["channel"] as? String == channel && $0["state"] as? String == "delivered" } } })
+        _ = await fetch(rig.server.address, "POST", "/calls/\(first)/cancel", headers: alice.auth)
+        #expect(try await eventuallyTrying { try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!, wait: 1).count == 2 })
+        let ended = try #require(try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!).last?["payload"] as? [String: String])
+        #expect(ended["pass_through"] == "1" && VendorNotification.fields(of: Array((ended["payload"] ?? "").utf8))?["reason"] == "cancelled")
+
+        // 2. OPPO is busy once: retried and delivered. Xiaomi no longer knows its phone: the token goes.
+        try await rig.vendorCodes("oppo", token: tokens["oppo"]!, ["-1"])
+        try await rig.vendorCodes("xiaomi", token: tokens["xiaomi"]!, ["20301"])
+        let second = try await Self.call(rig, alice, "conversation", conversation)
+        #expect(try await eventuallyTrying { try await rig.vendorMessages("oppo", for: tokens["oppo"]!, wait: 1).count == 2 })
+        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "xiaomi" && $0["reason"] as? String == "20301" } })
+        #expect(try await eventuallyTrying { try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 1).count == 2 })
+        _ = await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth)
+
+        // 3. vivo is over its quota: the ring cancelled while its retry waits is dropped, never sent.
+        try await rig.vendorCodes("vivo", token: tokens["vivo"]!, ["10070"])
+        let third = try await Self.call(rig, alice, "conversation", conversation)
+        #expect(try await rig.waitForEmulatorAnswers("200 10070", count: 1))
+        #expect(await fetch(rig.server.address, "POST", "/calls/\(third)/cancel", headers: alice.auth).status == 200)
+        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "vivo" && $0["state"] as? String == "dropped" } })
+        #expect(try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 0).count == 2, "the first ring and the second; not the third")
+
+        // 4. The Xiaomi phone's token is gone: its rings go through FCM now; OPPO's and vivo's never did.
+        let overFCM = try await rig.fcmMessages(for: "fcm-xiaomi").compactMap { (($0["payload"] as? [String: Any])?["message"] as? [String: Any])?["data"] as? [String: String] }
+        #expect(overFCM.contains { $0["type"] == "call" && $0["callId"] == third })
+        #expect(await outcomes("xiaomi").reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3, "ring, notice, failed ring")
+        let oppoOverFCM = try await rig.fcmMessages(for: "fcm-oppo", wait: 0), vivoOverFCM = try await rig.fcmMessages(for: "fcm-vivo", wait: 0)
+        #expect(oppoOverFCM.isEmpty && vivoOverFCM.isEmpty)
         await rig.close()
     }
 

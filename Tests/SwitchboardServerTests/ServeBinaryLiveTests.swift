@@ -295,7 +295,7 @@ struct CommandLineTests {
     @Test func theServerSendsDeveloperToolsToSwitchboardDev() async throws {
         let top = try await run(["--help"])
         #expect(top.stdout.contains("switchboard-dev --help"))
-        for tool in ["demo", "bench", "proxy", "apns-emulator"] {
+        for tool in ["demo", "bench", "proxy", "apns-emulator", "push-emulator"] {
             #expect(!top.stdout.contains("\n  \(tool) "), "switchboard --help lists \(tool) as its own command")
             for arguments in [[tool], ["help", tool]] {
                 let asked = try await run(arguments)
@@ -308,13 +308,14 @@ struct CommandLineTests {
     @Test func developerToolsHelpForEveryCommand() async throws {
         let top = try await run(["--help"], in: .developerTools)
         #expect(top.status == 0)
-        for command in ["demo", "bench wakeup", "proxy", "apns-emulator", "version", "help"] {
+        for command in ["demo", "bench wakeup", "proxy", "push-emulator", "version", "help"] {
             #expect(top.stdout.contains("\n  \(command) "), "switchboard-dev --help lacks \(command)")
         }
-        for tool in ["demo", "bench", "proxy", "apns-emulator"] {
+        for tool in ["demo", "bench", "proxy", "push-emulator", "apns-emulator"] {
             let help = try await run(["help", tool], in: .developerTools)
             #expect(help.status == 0)
-            #expect(help.stdout.hasPrefix("Usage: switchboard-dev \(tool) "), "\(help.stdout.prefix(80))")
+            // apns-emulator is the push emulator's first name: the same help.
+            #expect(help.stdout.hasPrefix("Usage: switchboard-dev \(tool == "apns-emulator" ? "push-emulator" : tool) "), "\(help.stdout.prefix(80))")
             #expect(try await run([tool, "--help"], in: .developerTools).stdout == help.stdout)
         }
         #expect(try await run(["version"], in: .developerTools).stdout.hasPrefix("switchboard-dev "))

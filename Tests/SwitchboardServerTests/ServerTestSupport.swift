@@ -46,6 +46,7 @@ final class TestApplication: Sendable {
         apnsTransport: (any PushTransport)? = nil,
         fcmTransport: (any PushTransport)? = nil,
         huaweiTransport: (any PushTransport)? = nil,
+        vendorTransports: [String: any PushTransport] = [:],
         pushJitter: (@Sendable () -> Double)? = nil,
         store: StoreKind = .default,
         sharing: String? = nil
@@ -75,7 +76,7 @@ final class TestApplication: Sendable {
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
             environment: environment, eventHooks: eventHooks, apnsTransport: apnsTransport, fcmTransport: fcmTransport,
-            huaweiTransport: huaweiTransport, pushJitter: pushJitter)
+            huaweiTransport: huaweiTransport, vendorTransports: vendorTransports, pushJitter: pushJitter)
         self.application = application
         background = Task { await application.run() }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import SwitchboardCrypto
 
 /// The FCM HTTP v1 stand-in the emulator serves beside APNs: its OAuth2 token endpoint
@@ -208,16 +209,7 @@ struct FCMRouter {
     }
 
     /// `application/x-www-form-urlencoded` fields.
-    static func form(_ body: [UInt8]) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = parts.first?.removingPercentEncoding else { continue }
-            let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" : ""
-            fields[name] = value
-        }
-        return fields
-    }
+    static func form(_ body: [UInt8]) -> [String: String] { FormEncoding.fields(body) }
 }
 
 /// A problem with the FCM stand-in's settings or a fault script.

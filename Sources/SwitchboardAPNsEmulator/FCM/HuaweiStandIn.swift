@@ -17,19 +17,11 @@ public struct HuaweiEmulatorApp: Sendable {
     }
 }
 
-struct HuaweiEmulatorState: Sendable {
-    var accessTokens: [String: Int64] = [:]
-    /// Scripted result codes per device token, answered in order.
-    var faults: [String: [String]] = [:]
-    var tokensIssued = 0
-    var next = 0
-}
-
 struct HuaweiRouter {
     let app: HuaweiEmulatorApp?
     var accessTokenSeconds: Int64 = 3600
 
-    func token(_ request: EmulatorRequest, state: inout HuaweiEmulatorState, nowMilliseconds now: Int64) -> EmulatorResponse {
+    func token(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> EmulatorResponse {
         guard request.method == "POST" else { return FCMRouter.oauthError(405, "invalid_request", "use POST") }
         guard let app else { return FCMRouter.oauthError(400, "invalid_client", "this emulator was started without --huawei-app") }
         let form = FCMRouter.form(request.body)
@@ -39,16 +31,13 @@ struct HuaweiRouter {
         guard form["client_id"] == app.appID,
             ConstantTime.equals(Array((form["client_secret"] ?? "").utf8), Array(app.appSecret.utf8))
         else { return FCMRouter.oauthError(400, "invalid_client", "client_id or client_secret is wrong") }
-        let token = "hms-emu-" + SecureRandom.token(byteCount: 24)
-        state.accessTokens = state.accessTokens.filter { $0.value > now }
-        state.accessTokens[token] = now + accessTokenSeconds * 1000
-        state.tokensIssued += 1
+        let token = state.issue(prefix: "hms-emu-", now: now, seconds: accessTokenSeconds)
         let body = try? JSONSerialization.data(withJSONObject: ["access_token": token, "expires_in": accessTokenSeconds, "token_type": "Bearer"], options: [.sortedKeys])
         return .json(200, body.map(Array.init) ?? [])
     }
 
     /// The answer, and the inbox key and message name of an accepted message.
-    func send(_ request: EmulatorRequest, state: inout HuaweiEmulatorState, nowMilliseconds now: Int64) -> (EmulatorResponse, (key: String, name: String)?) {
+    func send(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> (EmulatorResponse, (key: String, name: String)?) {
         guard request.method == "POST" else { return (Self.result(405, "80100001", "use POST"), nil) }
         guard let app else { return (Self.result(404, "80100001", "this emulator was started without --huawei-app"), nil) }
         let parts = request.pathWithoutQuery.split(separator: "/")
@@ -73,13 +62,8 @@ struct HuaweiRouter {
                 return (Self.result(400, "80100003", "Illegal payload: android.ttl like \"30s\""), nil)
             }
         }
-        if var queue = state.faults[token], !queue.isEmpty {
-            let code = queue.removeFirst()
-            state.faults[token] = queue.isEmpty ? nil : queue
-            return (Self.result(200, code, "scripted \(code)"), nil)
-        }
-        state.next += 1
-        let name = "huawei-\(now)-\(state.next)"
+        if let code = state.takeFault(token: token) { return (Self.result(200, code, "scripted \(code)"), nil) }
+        let name = state.messageName("huawei", now: now)
         return (Self.result(200, "80000000", "Success", requestID: name), ("huawei:" + token, name))
     }
 

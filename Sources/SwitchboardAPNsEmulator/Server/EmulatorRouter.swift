@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 
 /// Decides what to do with each complete request; owned by the loop thread.
 ///
@@ -40,14 +41,16 @@ struct EmulatorRouter {
     private let maxLongPollSeconds: Int
     private let fcm: FCMRouter
     private let huawei: HuaweiRouter
+    private let vendors: VendorRouters
 
     init(
         policy: PushValidator.Policy, shared: EmulatorShared, clock: APNsEmulatorClock,
         makeID: @escaping @Sendable () -> String, maxLongPollSeconds: Int, fcm: FCMRouter = FCMRouter(account: nil),
-        huawei: HuaweiRouter = HuaweiRouter(app: nil)
+        huawei: HuaweiRouter = HuaweiRouter(app: nil), vendors: VendorRouters = VendorRouters()
     ) {
         self.fcm = fcm
         self.huawei = huawei
+        self.vendors = vendors
         validator = PushValidator(policy: policy)
         self.shared = shared
         self.clock = clock
@@ -69,6 +72,7 @@ struct EmulatorRouter {
             let now = clock.nowMilliseconds()
             return Decision(action: .respond(shared.state.withLock { huawei.token(request, state: &$0.huawei, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
         }
+        if let decision = routeVendor(request, path: path) { return decision }
         if path.hasPrefix("/v1/"), !path.hasPrefix("/v1/projects/"), path.hasSuffix("/messages:send") {
             let now = clock.nowMilliseconds()
             let (response, accepted) = shared.state.withLock { state in
@@ -88,6 +92,37 @@ struct EmulatorRouter {
             return Decision(action: .respond(response, delivery: delivery), goawayReason: nil)
         }
         return Decision(action: routeSupport(request, path: path), goawayReason: nil)
+    }
+
+    /// Xiaomi's, OPPO's and vivo's paths; `nil` for any other.
+    private func routeVendor(_ request: EmulatorRequest, path: Substring) -> Decision? {
+        let now = clock.nowMilliseconds()
+        let answer: VendorAnswer
+        switch path {
+        case "/server/v1/auth":
+            return Decision(action: .respond(shared.state.withLock { vendors.oppo.auth(request, state: &$0.oppo, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+        case "/message/auth":
+            return Decision(action: .respond(shared.state.withLock { vendors.vivo.auth(request, state: &$0.vivo, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+        case XiaomiMessage.path:
+            answer = shared.state.withLock { state in
+                state.stats.pushRequests += 1
+                return vendors.xiaomi.send(request, state: &state.xiaomi, nowMilliseconds: now)
+            }
+        case OPPOMessage.unicastPath:
+            answer = shared.state.withLock { state in
+                state.stats.pushRequests += 1
+                return vendors.oppo.unicast(request, state: &state.oppo, nowMilliseconds: now)
+            }
+        case VivoMessage.sendPath:
+            answer = shared.state.withLock { state in
+                state.stats.pushRequests += 1
+                return vendors.vivo.send(request, state: &state.vivo, nowMilliseconds: now)
+            }
+        default:
+            return nil
+        }
+        let delivery = answer.1.map { Delivery(push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: $0.message), apnsID: $0.name) }
+        return Decision(action: .respond(answer.0, delivery: delivery), goawayReason: nil)
     }
 
     /// Whether `path` is a push (so the connection counts it toward `goawayAfter`).
@@ -176,8 +211,8 @@ struct EmulatorRouter {
     private func routeSupport(_ request: EmulatorRequest, path: Substring) -> Action {
         let segments = Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
         let method = request.method
-        if segments.count == 3, ["fcm", "huawei"].contains(segments[0]), segments[1] == "inbox", !segments[2].isEmpty {
-            // FCM's and Huawei's tokens are case-sensitive: kept as sent, apart from APNs's.
+        if segments.count == 3, ["fcm", "huawei", "xiaomi", "oppo", "vivo"].contains(segments[0]), segments[1] == "inbox", !segments[2].isEmpty {
+            // FCM's and the vendors' tokens are case-sensitive: kept as sent, apart from APNs's.
             let key = "\(segments[0]):" + (segments[2].removingPercentEncoding ?? String(segments[2]))
             switch method {
             case "GET": return readInbox(token: key, request: request)
@@ -187,12 +222,12 @@ struct EmulatorRouter {
             default: return .respond(.error(405, "use GET or DELETE on \(path)"), delivery: nil)
             }
         }
-        if segments == ["huawei", "control", "faults"] {
+        if segments.count == 3, EmulatorState.vendorChannels.contains(String(segments[0])), segments[1] == "control", segments[2] == "faults" {
             guard method == "POST" else { return .respond(.error(405, "use POST on \(path)"), delivery: nil) }
             guard let object = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any],
                 let token = object["token"] as? String, let codes = object["codes"] as? [String], !codes.isEmpty
-            else { return .respond(.error(400, #"a Huawei fault is {"token":T,"codes":["80300007",…]}"#), delivery: nil) }
-            shared.state.withLock { $0.huawei.faults[token, default: []] += codes }
+            else { return .respond(.error(400, #"a fault is {"token":T,"codes":["<result code>",…]}"#), delivery: nil) }
+            shared.state.withLock { _ = $0.withVendor(String(segments[0])) { $0.faults[token, default: []] += codes } }
             return .respond(EmulatorResponse(status: 204), delivery: nil)
         }
         if segments == ["fcm", "control", "faults"] {
@@ -289,4 +324,11 @@ struct EmulatorRouter {
         json.endObject()
         return json.bytes
     }
+}
+
+/// The Xiaomi, OPPO and vivo stand-ins (each off without its app).
+struct VendorRouters {
+    var xiaomi = XiaomiRouter(app: nil)
+    var oppo = OPPORouter(app: nil)
+    var vivo = VivoRouter(app: nil)
 }

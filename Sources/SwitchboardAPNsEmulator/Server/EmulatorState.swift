@@ -8,7 +8,25 @@ struct EmulatorState: Sendable {
     /// The FCM stand-in's access tokens and faults.
     var fcm = FCMEmulatorState()
     /// The Huawei stand-in's access tokens and scripted codes.
-    var huawei = HuaweiEmulatorState()
+    var huawei = VendorEmulatorState()
+    /// The Xiaomi, OPPO and vivo stand-ins' auth tokens and scripted codes.
+    var xiaomi = VendorEmulatorState()
+    var oppo = VendorEmulatorState()
+    var vivo = VendorEmulatorState()
+
+    /// The vendor stand-ins' channel names.
+    static let vendorChannels: Set<String> = ["huawei", "xiaomi", "oppo", "vivo"]
+
+    /// Runs `body` on a vendor stand-in's state by channel name; `nil` for another name.
+    mutating func withVendor<R>(_ channel: String, _ body: (inout VendorEmulatorState) -> R) -> R? {
+        switch channel {
+        case "huawei": body(&huawei)
+        case "xiaomi": body(&xiaomi)
+        case "oppo": body(&oppo)
+        case "vivo": body(&vivo)
+        default: nil
+        }
+    }
     /// The apns-ids delivered so far (to count resends of processed pushes); forgotten whole
     /// past `deliveredIDLimit`, so a long-running emulator's memory stays bounded.
     var deliveredIDs: Set<String> = []

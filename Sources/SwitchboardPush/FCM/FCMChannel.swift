@@ -77,7 +77,10 @@ extension DataMessageChannel {
 
     /// A high-priority `call_ended` data message (under the ring's collapse key where the
     /// service has one), so the app takes its full-screen ringing notification down.
-    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
+    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? { try endedDataRequest(for: notice) }
+
+    /// The `call_ended` data object of `notice`.
+    public func endedDataRequest(for notice: PushNotice) throws -> PushRequest {
         PushRequest(payload: try FCMMessage.endedData(
             callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID, callerName: notice.callerName,
             reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now), headers: [])
@@ -150,29 +153,25 @@ public final class FCMTransport: PushTransport {
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {
-        let token: String, issuedAt: Date
-        do {
-            (token, issuedAt) = try await tokens.token()
-        } catch {
-            return .transportFailure("FCM access token: \(error)")
+        await tokens.sending("FCM access token") { token, issuedAt in
+            let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
+            let body = FCMMessage.body(token: job.token, data: job.payload, collapseKey: "call_\(job.callID)", ttlSeconds: ttl)
+            let response: HTTP2Response
+            do {
+                response = try await clients.api.send(HTTP2Request(
+                    method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
+                    headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")], body: body))
+            } catch {
+                return .transportFailure(String(describing: error))
+            }
+            guard response.status != 200 else { return .response(status: 200, reason: nil) }
+            let reason = FCMError(body: response.body).reason
+            if reason == "UNAUTHENTICATED" || (reason == nil && response.status == 401) {
+                tokens.rejected(issuedAt: issuedAt)
+            }
+            let retryAfter = response.headerValue("retry-after").flatMap(TimeInterval.init)
+            return .response(status: response.status, reason: reason, retryAfter: retryAfter)
         }
-        let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
-        let body = FCMMessage.body(token: job.token, data: job.payload, collapseKey: "call_\(job.callID)", ttlSeconds: ttl)
-        let response: HTTP2Response
-        do {
-            response = try await clients.api.send(HTTP2Request(
-                method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
-                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")], body: body))
-        } catch {
-            return .transportFailure(String(describing: error))
-        }
-        guard response.status != 200 else { return .response(status: 200, reason: nil) }
-        let reason = FCMError(body: response.body).reason
-        if reason == "UNAUTHENTICATED" || (reason == nil && response.status == 401) {
-            tokens.rejected(issuedAt: issuedAt)
-        }
-        let retryAfter = response.headerValue("retry-after").flatMap(TimeInterval.init)
-        return .response(status: response.status, reason: reason, retryAfter: retryAfter)
     }
 
     /// A new access token: the service account's RS256 assertion exchanged at `token_uri`.

@@ -46,6 +46,20 @@ public final class AccessTokenCache: Sendable {
         }
     }
 
+    /// Runs `send` with the token to send and when it was issued; a token that cannot be had is
+    /// a transport failure (retried), named by `what`.
+    public func sending(
+        _ what: String, _ send: (_ token: String, _ issuedAt: Date) async -> PushSendResult
+    ) async -> PushSendResult {
+        let current: (String, Date)
+        do {
+            current = try await token()
+        } catch {
+            return .transportFailure("\(what): \(error)")
+        }
+        return await send(current.0, current.1)
+    }
+
     /// The service rejected the token issued at `issuedAt`: the next request fetches a new one
     /// (once, however many requests it rejected).
     public func rejected(issuedAt: Date) {
@@ -90,14 +104,11 @@ struct TokenServiceClients {
     /// The token endpoint's path.
     let tokenPath: String
 
-    init(baseURL: String, tokenURL: String, caFile: String?, connections: Int, requestTimeout: Duration) throws {
+    /// `acceptsHTTP1`: the service may answer over HTTP/1.1 (the Android vendors').
+    init(baseURL: String, tokenURL: String, caFile: String?, connections: Int, requestTimeout: Duration, acceptsHTTP1: Bool = false) throws {
         func client(_ base: String) throws -> HTTP2Client {
-            var settings = HTTP2ClientConfiguration(baseURL: base)
-            settings.maxConnections = connections
-            settings.requestTimeout = requestTimeout
-            settings.caFile = caFile
-            settings.priorKnowledge = base.hasPrefix("http://")
-            return try HTTP2Client(configuration: settings)
+            try HTTP2Client(configuration: .service(
+                baseURL: base, connections: connections, requestTimeout: requestTimeout, caFile: caFile, acceptsHTTP1: acceptsHTTP1))
         }
         guard let uri = URLComponents(string: tokenURL), let scheme = uri.scheme, let host = uri.host else {
             throw OAuthTokenError(description: "the token URL \(tokenURL) is not a URL")
@@ -111,5 +122,19 @@ struct TokenServiceClients {
     func shutdown() async {
         await api.shutdown()
         if token !== api { await token.shutdown() }
+    }
+}
+
+extension HTTP2ClientConfiguration {
+    /// The settings of a push service's client: `connections` connections, a request deadline,
+    /// the CA to trust, h2c with prior knowledge for an `http://` emulator.
+    static func service(baseURL: String, connections: Int, requestTimeout: Duration, caFile: String?, acceptsHTTP1: Bool) -> Self {
+        var settings = HTTP2ClientConfiguration(baseURL: baseURL)
+        settings.maxConnections = connections
+        settings.requestTimeout = requestTimeout
+        settings.caFile = caFile
+        settings.priorKnowledge = baseURL.hasPrefix("http://")
+        settings.acceptsHTTP1 = acceptsHTTP1
+        return settings
     }
 }

@@ -32,6 +32,7 @@ final class CurlTransfer {
     private(set) var connectionVetoed = false
 
     private let maxBodySize: Int
+    private let acceptsHTTP1: Bool
     private var bodyTooLarge = false
     private var responseHeaders: [(String, String)] = []
     private var responseBody: [UInt8] = []
@@ -51,6 +52,7 @@ final class CurlTransfer {
         self.delegate = delegate
         self.storage = storage
         self.maxBodySize = configuration.maxResponseBodySize
+        self.acceptsHTTP1 = configuration.acceptsHTTP1
         let body = pending.request.body
         let bodyCopy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(body.count, 1), alignment: 1)
         body.withUnsafeBytes { bodyCopy.copyMemory(from: $0) }
@@ -100,8 +102,9 @@ final class CurlTransfer {
         } catch {
             return .failure(error)
         }
-        guard version == CURL_HTTP_VERSION_2_0 else { return .failure(.notHTTP2) }
-        return .success(HTTP2Response(status: status, headers: responseHeaders, body: responseBody, httpVersion: "2"))
+        guard version == CURL_HTTP_VERSION_2_0 || (acceptsHTTP1 && version == CURL_HTTP_VERSION_1_1) else { return .failure(.notHTTP2) }
+        return .success(HTTP2Response(
+            status: status, headers: responseHeaders, body: responseBody, httpVersion: version == CURL_HTTP_VERSION_2_0 ? "2" : "1.1"))
     }
 
     // MARK: Options

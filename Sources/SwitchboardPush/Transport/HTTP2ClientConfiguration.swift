@@ -46,6 +46,11 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// so there h2c opens one connection per request, without multiplexing; use it for local emulators only.
     public var priorKnowledge: Bool
 
+    /// Accept answers over HTTP/1.1 from a TLS server that does not offer HTTP/2 (some Android
+    /// vendors' push APIs); each request then holds a connection of its own for its duration.
+    /// `false` (APNs, FCM) fails them with ``HTTP2ClientError/notHTTP2``.
+    public var acceptsHTTP1 = false
+
     /// Wait for an existing connection to multiplex on rather than open a new one (CURLOPT_PIPEWAIT).
     public var pipewait: Bool
 

@@ -48,41 +48,34 @@ public final class HuaweiTransport: PushTransport {
         self.appID = appID
         self.now = now
         let clients = try TokenServiceClients(
-            baseURL: baseURL, tokenURL: tokenURL, caFile: caFile, connections: connections, requestTimeout: requestTimeout)
+            baseURL: baseURL, tokenURL: tokenURL, caFile: caFile, connections: connections, requestTimeout: requestTimeout,
+            acceptsHTTP1: true)
         self.clients = clients
-        let form = "grant_type=client_credentials&client_id=\(Self.formEncoded(appID))&client_secret=\(Self.formEncoded(appSecret))"
+        let form = FormEncoding.body([("grant_type", "client_credentials"), ("client_id", appID), ("client_secret", appSecret)])
         tokens = AccessTokenCache(now: now) { _ in
             let response = try await clients.token.send(HTTP2Request(
-                method: "POST", path: clients.tokenPath, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8)))
+                method: "POST", path: clients.tokenPath, headers: [("content-type", "application/x-www-form-urlencoded")], body: form))
             return try OAuthTokenResponse.parse(response)
         }
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {
-        let token: String, issuedAt: Date
-        do {
-            (token, issuedAt) = try await tokens.token()
-        } catch {
-            return .transportFailure("Huawei access token: \(error)")
+        await tokens.sending("Huawei access token") { token, issuedAt in
+            let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
+            let response: HTTP2Response
+            do {
+                response = try await clients.api.send(HTTP2Request(
+                    method: "POST", path: "/v1/\(appID)/messages:send",
+                    headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
+                    body: HuaweiMessage.body(token: job.token, data: job.payload, ttlSeconds: ttl)))
+            } catch {
+                return .transportFailure(String(describing: error))
+            }
+            let code = HuaweiMessage.code(in: response.body)
+            if code == "80200001" || code == "80200003" || response.status == 401 { tokens.rejected(issuedAt: issuedAt) }
+            let status = response.status == 200 && code == HuaweiResponsePolicy.success ? 200 : response.status
+            return .response(status: status, reason: code, retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
         }
-        let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
-        let response: HTTP2Response
-        do {
-            response = try await clients.api.send(HTTP2Request(
-                method: "POST", path: "/v1/\(appID)/messages:send",
-                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
-                body: HuaweiMessage.body(token: job.token, data: job.payload, ttlSeconds: ttl)))
-        } catch {
-            return .transportFailure(String(describing: error))
-        }
-        let code = HuaweiMessage.code(in: response.body)
-        if code == "80200001" || code == "80200003" || response.status == 401 { tokens.rejected(issuedAt: issuedAt) }
-        let status = response.status == 200 && code == HuaweiResponsePolicy.success ? 200 : response.status
-        return .response(status: status, reason: code, retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
-    }
-
-    static func formEncoded(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
     }
 
     public func shutdown() async { await clients.shutdown() }

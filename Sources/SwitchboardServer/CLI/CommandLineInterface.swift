@@ -21,12 +21,12 @@ public enum CommandLineInterface {
 
         Run 'switchboard <command> --help' for a command's options.
 
-        The developer tools (demo, bench wakeup, proxy, apns-emulator) are in a second binary,
+        The developer tools (demo, bench wakeup, proxy, push-emulator) are in a second binary,
         switchboard-dev, built beside this one: switchboard-dev --help.
         """
 
     /// The commands of `switchboard-dev`, named in the hint when one is asked of this binary.
-    static let developerTools: Set<String> = ["demo", "bench", "proxy", "apns-emulator"]
+    static let developerTools: Set<String> = ["demo", "bench", "proxy", "apns-emulator", "push-emulator"]
 
     static var serveHelp: String {
         var text = """

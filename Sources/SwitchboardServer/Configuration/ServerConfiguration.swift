@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import SwitchboardHTTP
 import SwitchboardObservability
 
@@ -97,6 +98,40 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var huaweiCAFile = ""
     /// The deadline of one Huawei request (a message, or fetching an access token).
     public var huaweiRequestTimeoutSeconds = 10
+
+    /// Xiaomi MiPush (Xiaomi, Redmi, POCO phones): the app secret (`Authorization: key=`) and the
+    /// app's package name; empty leaves the channel off. `xiaomiChannelID`: the notification
+    /// channel the app registered for calls (Android 8+). `xiaomiRegion` picks the host (`cn`,
+    /// `sgp`, `fr`, `ru`, `idmb`); `xiaomiURL`, when set, replaces it (an emulator).
+    public var xiaomiAppSecret = ""
+    public var xiaomiPackageName = ""
+    public var xiaomiChannelID = ""
+    public var xiaomiRegion = "cn"
+    public var xiaomiURL = ""
+    public var xiaomiCAFile = ""
+    public var xiaomiRequestTimeoutSeconds = 10
+
+    /// OPPO push (OPPO, OnePlus, realme): the app key and master secret (the auth request's
+    /// signature) and the notification channel id the app registered for calls; empty leaves
+    /// the channel off. `oppoURL`: China's host, or `https://api-intl.push.oppomobile.com`.
+    public var oppoAppKey = ""
+    public var oppoMasterSecret = ""
+    public var oppoChannelID = ""
+    public var oppoURL = "https://api.push.oppomobile.com"
+    public var oppoCAFile = ""
+    public var oppoRequestTimeoutSeconds = 10
+
+    /// vivo push (vivo, iQOO): the app id, app key and app secret (the auth request's
+    /// signature); empty leaves the channel off.
+    public var vivoAppID = ""
+    public var vivoAppKey = ""
+    public var vivoAppSecret = ""
+    public var vivoURL = "https://api-push.vivo.com.cn"
+    public var vivoCAFile = ""
+    public var vivoRequestTimeoutSeconds = 10
+
+    /// The Xiaomi host to send to: `xiaomiURL`, else the region's.
+    var xiaomiBaseURL: String { xiaomiURL.isEmpty ? XiaomiMessage.regionHosts[xiaomiRegion] ?? "" : xiaomiURL }
 
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
@@ -249,11 +284,49 @@ public struct ConfigurationSetting: Sendable {
         },
         text("huaweiCAFile", "SWITCHBOARD_HUAWEI_CA_FILE", "CA file to trust for Huawei's endpoints (an emulator's certificate)", \.huaweiCAFile),
         integer("huaweiRequestTimeoutSeconds", "SWITCHBOARD_HUAWEI_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one Huawei request may take before it is retried (default 10)") { $0.huaweiRequestTimeoutSeconds = $1 },
+        text("xiaomiAppSecret", "SWITCHBOARD_XIAOMI_APP_SECRET", "Xiaomi MiPush app secret; with xiaomiPackageName enables the xiaomi channel; never logged", \.xiaomiAppSecret),
+        text("xiaomiPackageName", "SWITCHBOARD_XIAOMI_PACKAGE_NAME", "the Android app's package name registered with Xiaomi (restricted_package_name)", \.xiaomiPackageName) { text in
+            text.isEmpty || androidName(text) ? nil : "must be a package name: letters, digits, '_' and '.'"
+        },
+        text("xiaomiChannelID", "SWITCHBOARD_XIAOMI_CHANNEL_ID", "the app's notification channel for calls, registered with Xiaomi (optional)", \.xiaomiChannelID),
+        text("xiaomiRegion", "SWITCHBOARD_XIAOMI_REGION", "Xiaomi host: cn (default), sgp, fr, ru or idmb", \.xiaomiRegion) { text in
+            XiaomiMessage.regionHosts[text] != nil ? nil : "must be one of \(XiaomiMessage.regionHosts.keys.sorted().joined(separator: ", "))"
+        },
+        text("xiaomiURL", "SWITCHBOARD_XIAOMI_URL", "Xiaomi API base URL instead of the region's (an emulator; http:// = h2c)", \.xiaomiURL) { text in
+            text.isEmpty || text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        },
+        text("xiaomiCAFile", "SWITCHBOARD_XIAOMI_CA_FILE", "CA file to trust for Xiaomi (an emulator's certificate)", \.xiaomiCAFile),
+        integer("xiaomiRequestTimeoutSeconds", "SWITCHBOARD_XIAOMI_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one Xiaomi request may take before it is retried (default 10)") { $0.xiaomiRequestTimeoutSeconds = $1 },
+        text("oppoAppKey", "SWITCHBOARD_OPPO_APP_KEY", "OPPO push app key; with the master secret and channel id enables the oppo channel", \.oppoAppKey),
+        text("oppoMasterSecret", "SWITCHBOARD_OPPO_MASTER_SECRET", "OPPO push master secret (signs the auth request); never logged", \.oppoMasterSecret),
+        text("oppoChannelID", "SWITCHBOARD_OPPO_CHANNEL_ID", "the app's notification channel for calls, registered with OPPO (required by OPPO)", \.oppoChannelID),
+        text("oppoURL", "SWITCHBOARD_OPPO_URL", "OPPO API base URL (default https://api.push.oppomobile.com; overseas https://api-intl.push.oppomobile.com)", \.oppoURL) { text in
+            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        },
+        text("oppoCAFile", "SWITCHBOARD_OPPO_CA_FILE", "CA file to trust for OPPO (an emulator's certificate)", \.oppoCAFile),
+        integer("oppoRequestTimeoutSeconds", "SWITCHBOARD_OPPO_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one OPPO request may take before it is retried (default 10)") { $0.oppoRequestTimeoutSeconds = $1 },
+        text("vivoAppID", "SWITCHBOARD_VIVO_APP_ID", "vivo push app id; with the app key and secret enables the vivo channel", \.vivoAppID) { text in
+            text.isEmpty || (text.utf8.count <= 64 && text.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }) ? nil : "must be the app id: letters and digits"
+        },
+        text("vivoAppKey", "SWITCHBOARD_VIVO_APP_KEY", "vivo push app key", \.vivoAppKey),
+        text("vivoAppSecret", "SWITCHBOARD_VIVO_APP_SECRET", "vivo push app secret (signs the auth request); never logged", \.vivoAppSecret),
+        text("vivoURL", "SWITCHBOARD_VIVO_URL", "vivo API base URL (default https://api-push.vivo.com.cn; http:// = h2c)", \.vivoURL) { text in
+            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        },
+        text("vivoCAFile", "SWITCHBOARD_VIVO_CA_FILE", "CA file to trust for vivo (an emulator's certificate)", \.vivoCAFile),
+        integer("vivoRequestTimeoutSeconds", "SWITCHBOARD_VIVO_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one vivo request may take before it is retried (default 10)") { $0.vivoRequestTimeoutSeconds = $1 },
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },
         integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },
     ]
+
+    /// An Android package name: dot-separated parts of letters, digits and `_`.
+    private static func androidName(_ text: String) -> Bool {
+        text.utf8.count <= 255 && text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
+            !part.isEmpty && part.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || $0 == 95 }
+        }
+    }
 
     /// A string setting; `check` returns a problem description, or nil when the text is fine.
     private static func text(

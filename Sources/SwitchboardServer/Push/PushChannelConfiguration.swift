@@ -7,13 +7,66 @@ enum PushChannelConfiguration {
     /// Every channel, configured or not (an unconfigured one fails its jobs at once, with a reason).
     static func channels(
         from configuration: ServerConfiguration, apnsTransport: (any PushTransport)? = nil, fcmTransport: (any PushTransport)? = nil,
-        huaweiTransport: (any PushTransport)? = nil
+        huaweiTransport: (any PushTransport)? = nil, vendorTransports: [String: any PushTransport] = [:]
     ) throws -> PushChannels {
         let voip = try voipChannel(from: configuration, transport: apnsTransport)
         return PushChannels([
             voip, APNsAlertChannel(sharingWith: voip), try fcmChannel(from: configuration, transport: fcmTransport),
             try huaweiChannel(from: configuration, transport: huaweiTransport),
+            try xiaomiChannel(from: configuration, transport: vendorTransports["xiaomi"]),
+            try oppoChannel(from: configuration, transport: vendorTransports["oppo"]),
+            try vivoChannel(from: configuration, transport: vendorTransports["vivo"]),
         ])
+    }
+
+    /// Throws unless the settings `names` are all set or all empty; `true` when all are set.
+    private static func together(_ values: [(String, String)]) throws -> Bool {
+        let set = values.filter { !$0.1.isEmpty }
+        guard set.isEmpty || set.count == values.count else {
+            throw ConfigurationError(message: "\(values.map(\.0).joined(separator: ", ")) go together (set: \(set.map(\.0).joined(separator: ", ")))")
+        }
+        return !set.isEmpty
+    }
+
+    private static func caFile(_ path: String) -> String? { path.isEmpty ? nil : path }
+
+    /// Xiaomi MiPush when the app secret and package name are configured.
+    static func xiaomiChannel(from configuration: ServerConfiguration, transport: (any PushTransport)? = nil) throws -> VendorChannel {
+        if let transport { return .xiaomi(transport: transport) }
+        guard try together([("xiaomiAppSecret", configuration.xiaomiAppSecret), ("xiaomiPackageName", configuration.xiaomiPackageName)]) else {
+            return .xiaomi(transport: nil)
+        }
+        let url = configuration.xiaomiBaseURL
+        let transport = try XiaomiTransport(
+            appSecret: configuration.xiaomiAppSecret, packageName: configuration.xiaomiPackageName,
+            channelID: configuration.xiaomiChannelID.isEmpty ? nil : configuration.xiaomiChannelID, baseURL: url,
+            caFile: caFile(configuration.xiaomiCAFile), connections: 1, requestTimeout: .seconds(configuration.xiaomiRequestTimeoutSeconds))
+        return .xiaomi(transport: transport, auth: "app secret, package \(configuration.xiaomiPackageName)", endpoints: url, caFile: configuration.xiaomiCAFile)
+    }
+
+    /// OPPO push when the app key, master secret and channel id are configured.
+    static func oppoChannel(from configuration: ServerConfiguration, transport: (any PushTransport)? = nil) throws -> VendorChannel {
+        if let transport { return .oppo(transport: transport) }
+        guard try together([
+            ("oppoAppKey", configuration.oppoAppKey), ("oppoMasterSecret", configuration.oppoMasterSecret), ("oppoChannelID", configuration.oppoChannelID),
+        ]) else { return .oppo(transport: nil) }
+        let transport = try OPPOTransport(
+            appKey: configuration.oppoAppKey, masterSecret: configuration.oppoMasterSecret, channelID: configuration.oppoChannelID,
+            baseURL: configuration.oppoURL, caFile: caFile(configuration.oppoCAFile), connections: 1,
+            requestTimeout: .seconds(configuration.oppoRequestTimeoutSeconds))
+        return .oppo(transport: transport, auth: "signed auth token, app key \(configuration.oppoAppKey)", endpoints: configuration.oppoURL, caFile: configuration.oppoCAFile)
+    }
+
+    /// vivo push when the app id, key and secret are configured.
+    static func vivoChannel(from configuration: ServerConfiguration, transport: (any PushTransport)? = nil) throws -> VendorChannel {
+        if let transport { return .vivo(transport: transport) }
+        guard try together([
+            ("vivoAppID", configuration.vivoAppID), ("vivoAppKey", configuration.vivoAppKey), ("vivoAppSecret", configuration.vivoAppSecret),
+        ]) else { return .vivo(transport: nil) }
+        let transport = try VivoTransport(
+            appID: configuration.vivoAppID, appKey: configuration.vivoAppKey, appSecret: configuration.vivoAppSecret, baseURL: configuration.vivoURL,
+            caFile: caFile(configuration.vivoCAFile), connections: 1, requestTimeout: .seconds(configuration.vivoRequestTimeoutSeconds))
+        return .vivo(transport: transport, auth: "signed auth token, app \(configuration.vivoAppID)", endpoints: configuration.vivoURL, caFile: configuration.vivoCAFile)
     }
 
     /// Huawei Push Kit when the app id and secret are configured; `transport` replaces its client (tests).

@@ -1,0 +1,69 @@
+import Foundation
+import SwitchboardCore
+
+/// The `xiaomi`, `oppo` and `vivo` channels: the phone makers' own push services, which wake a
+/// killed app through a notification (``VendorNotification``) with the ring's data object
+/// attached. Each has its transport and its reason table. Xiaomi also carries the endings that
+/// show nothing, as pass-through data; OPPO and vivo carry only the missed-call notice (their
+/// ringing notification goes away when it is tapped or its time to live runs out).
+public struct VendorChannel: DataMessageChannel {
+    public let name: String
+    public let summary: PushChannelSummary
+    public let transport: (any PushTransport)?
+    private let table: @Sendable (_ status: Int, _ reason: String?) -> PushAction
+    private let carriesSilentNotices: Bool
+
+    public var provider: String { name }
+
+    private init(
+        name: String, transport: (any PushTransport)?, summary: PushChannelSummary, carriesSilentNotices: Bool,
+        table: @escaping @Sendable (Int, String?) -> PushAction
+    ) {
+        self.name = name
+        self.transport = transport
+        self.summary = summary
+        self.carriesSilentNotices = carriesSilentNotices
+        self.table = table
+    }
+
+    /// Xiaomi MiPush; `transport` `nil`: not configured.
+    public static func xiaomi(transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = "") -> Self {
+        Self(
+            name: "xiaomi", transport: transport,
+            summary: summary("xiaomi", transport, auth, endpoints, caFile, hint: "set xiaomiAppSecret and xiaomiPackageName (Xiaomi push console)"),
+            carriesSilentNotices: true, table: XiaomiResponsePolicy.action)
+    }
+
+    /// OPPO push; `transport` `nil`: not configured.
+    public static func oppo(transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = "") -> Self {
+        Self(
+            name: "oppo", transport: transport,
+            summary: summary("oppo", transport, auth, endpoints, caFile, hint: "set oppoAppKey, oppoMasterSecret and oppoChannelID (OPPO push console)"),
+            carriesSilentNotices: false, table: OPPOResponsePolicy.action)
+    }
+
+    /// vivo push; `transport` `nil`: not configured.
+    public static func vivo(transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = "") -> Self {
+        Self(
+            name: "vivo", transport: transport,
+            summary: summary("vivo", transport, auth, endpoints, caFile, hint: "set vivoAppID, vivoAppKey and vivoAppSecret (vivo push console)"),
+            carriesSilentNotices: false, table: VivoResponsePolicy.action)
+    }
+
+    private static func summary(
+        _ name: String, _ transport: (any PushTransport)?, _ auth: String, _ endpoints: String, _ caFile: String, hint: String
+    ) -> PushChannelSummary {
+        PushChannelSummary(
+            channel: name, provider: name, configured: transport != nil, auth: auth, endpoints: endpoints, caFile: caFile,
+            hint: transport == nil ? hint : "", optional: true)
+    }
+
+    public func action(status: Int, reason: String?) -> PushAction { table(status, reason) }
+
+    /// A missed call on every one of them; the other endings only where the service has data
+    /// messages (Xiaomi).
+    public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
+        guard carriesSilentNotices || notice.reason == "missed" else { return nil }
+        return try endedDataRequest(for: notice)
+    }
+}
