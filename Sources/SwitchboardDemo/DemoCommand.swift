@@ -6,26 +6,30 @@ import SwitchboardWire
 import SwitchboardTesting
 import SwitchboardCLI
 
-/// `switchboard-dev demo`: the server, the APNs emulator and five simulated phones in one process,
+/// `switchboard-dev demo`: the server, the push emulator and seven simulated phones in one process,
 /// playing the calls users ask about first, with a timeline of who did what, which path woke
 /// each phone, and the latencies.
 public enum DemoCommand {
     public static let help = """
         Usage: switchboard-dev demo [--ring-timeout SECONDS] [--help]
 
-        Starts the server (temporary SQLite database), the APNs emulator (TLS) and five simulated
-        phones in one process, and plays six scenarios with a timeline:
+        Starts the server (temporary SQLite database), the push emulator (TLS; APNs, FCM and
+        Xiaomi) and seven simulated phones in one process, and plays seven scenarios with a
+        timeline:
           1. a 1:1 call to a locked phone, answered
           2. the same user's second device stops ringing when the first answers
           3. a declined call
           4. a missed call after the ring timeout
           5. a busy callee
           6. a group call: one invitee declines, then joins late; the last leaver ends it
+          7. Android: a Pixel woken over FCM answers; a Redmi (Xiaomi) phone woken over Xiaomi's own
+             push misses the call and is left a "Missed call from …" notification
 
         Phones: alice (app in the foreground), bob-iphone (background), bob-ipad (not running),
-        carol (not running), dave (background). A phone whose app is not running is launched in
-        the background by the VoIP push, as iOS does; each timeline line says which path woke a
-        phone: "push" or "event_stream".
+        carol (not running), dave (background), erin-pixel and frank-redmi (Android, app not
+        running). A phone whose app is not running is launched in the background by the VoIP
+        push, as iOS does; each timeline line says which path woke a phone: "push" or
+        "event_stream" (on Android: the FCM data message or the maker's notification).
 
         Options:
           --ring-timeout SECONDS   how long a call rings before it is missed (default 6; 5-600)
@@ -87,10 +91,12 @@ final class DemoPrinter: Sendable {
         write("\n── \(number). \(title) " + String(repeating: "─", count: max(0, 72 - title.count)) + "\n")
     }
 
-    func timeline(_ entry: PhoneTimelineEntry) {
-        let offset = entry.at.timeIntervalSince(scenarioStart.withLock { $0 })
-        let name = entry.phone.count < 11 ? entry.phone + String(repeating: " ", count: 11 - entry.phone.count) : entry.phone
-        write(String(format: "  +%6.3fs  ", offset) + name + " " + entry.text + "\n")
+    func timeline(_ entry: PhoneTimelineEntry) { line(phone: entry.phone, text: entry.text, at: entry.at) }
+
+    func line(phone: String, text: String, at: Date) {
+        let offset = at.timeIntervalSince(scenarioStart.withLock { $0 })
+        let name = phone.count < 11 ? phone + String(repeating: " ", count: 11 - phone.count) : phone
+        write(String(format: "  +%6.3fs  ", offset) + name + " " + text + "\n")
     }
 
     func say(_ text: String) { write("  \(text)\n") }
@@ -105,6 +111,7 @@ struct DemoRun {
     let stack: DemoStack
     let printer: DemoPrinter
     let alice: SimulatedPhone, bobPhone: SimulatedPhone, bobPad: SimulatedPhone, carol: SimulatedPhone, dave: SimulatedPhone
+    let erin: AndroidPhone, frank: AndroidPhone
     let sessions: [String: AuthSession]
     let conversations: [String: String]
     let groupID: String
@@ -112,7 +119,7 @@ struct DemoRun {
 
     static func play(ringTimeout: Int) async -> Int32 {
         let printer = DemoPrinter()
-        printer.say("Starting the server, the APNs emulator and five phones…")
+        printer.say("Starting the server, the push emulator and seven phones…")
         var options = DemoStack.Options()
         options.ringTimeoutSeconds = ringTimeout
         let stack: DemoStack
@@ -124,27 +131,30 @@ struct DemoRun {
         }
         var code: Int32 = 0
         var phones: [SimulatedPhone] = []
+        var androids: [AndroidPhone] = []
         do {
             let run = try await DemoRun.setUp(stack: stack, printer: printer, ringTimeout: ringTimeout)
             phones = [run.alice, run.bobPhone, run.bobPad, run.carol, run.dave]
-            printer.say("server http://\(stack.server.address), APNs emulator https://localhost:\(stack.emulator.address?.port ?? 0)")
+            androids = [run.erin, run.frank]
+            printer.say("server http://\(stack.server.address), push emulator https://localhost:\(stack.emulator.address?.port ?? 0)")
             try await run.all()
-            printer.say("\nAll six scenarios ended as expected.")
+            printer.say("\nAll seven scenarios ended as expected.")
         } catch {
             printer.say("\nFAILED: \(error)")
             code = 1
         }
         for phone in phones { phone.shutDown() }
+        for phone in androids { phone.shutDown() }
         await stack.shutDown()
         return code
     }
 
     static func setUp(stack: DemoStack, printer: DemoPrinter, ringTimeout: Int) async throws -> DemoRun {
         var sessions: [String: AuthSession] = [:]
-        for name in ["alice", "bob", "carol", "dave"] { sessions[name] = try await stack.register(name, displayName: name.capitalized) }
+        for name in ["alice", "bob", "carol", "dave", "erin", "frank"] { sessions[name] = try await stack.register(name, displayName: name.capitalized) }
         let s = sessions.mapValues { $0 }
         var conversations: [String: String] = [:]
-        for (a, b) in [("alice", "bob"), ("alice", "carol"), ("alice", "dave"), ("dave", "bob"), ("dave", "carol")] {
+        for (a, b) in [("alice", "bob"), ("alice", "carol"), ("alice", "dave"), ("dave", "bob"), ("dave", "carol"), ("alice", "erin"), ("alice", "frank")] {
             conversations["\(a)-\(b)"] = try await stack.befriend(s[a]!, s[b]!)
         }
         let group = try await stack.client(s["alice"]!).createGroup(name: "Team", memberIDs: ["bob", "carol", "dave"].map { s[$0]!.user.id })
@@ -161,8 +171,12 @@ struct DemoRun {
         await alice.bringToForeground()
         bobPhone.sendToBackground()
         dave.sendToBackground()
+        let say: @Sendable (String, String, Date) -> Void = { printer.line(phone: $0, text: $1, at: $2) }
+        let erin = AndroidPhone("erin-pixel", maker: "fcm", client: stack.client(s["erin"]!), emulator: stack.emulator, say: say)
+        let frank = AndroidPhone("frank-redmi", maker: "xiaomi", client: stack.client(s["frank"]!), emulator: stack.emulator, say: say)
+        for phone in [erin, frank] { try await phone.register() }
         return DemoRun(
-            stack: stack, printer: printer, alice: alice, bobPhone: bobPhone, bobPad: bobPad, carol: carol, dave: dave,
+            stack: stack, printer: printer, alice: alice, bobPhone: bobPhone, bobPad: bobPad, carol: carol, dave: dave, erin: erin, frank: frank,
             sessions: sessions, conversations: conversations, groupID: group.id, ringTimeout: ringTimeout)
     }
 
@@ -173,6 +187,7 @@ struct DemoRun {
         try await scenario(4, "A missed call after the ring timeout (\(ringTimeout) s)") { try await missed() }
         try await scenario(5, "A busy callee") { try await busy() }
         try await scenario(6, "A group call: carol declines, then joins late; the last leaver ends it") { try await groupCall() }
+        try await scenario(7, "Android: a Pixel over FCM answers; a Xiaomi phone misses the call") { try await androidPhones() }
     }
 
     // MARK: Scenarios
@@ -289,6 +304,36 @@ struct DemoRun {
         }
         try expect(server.state == .ended && server.endReason == .completed, "the last leaver ended the call (completed)")
         printer.say("→ server: \(server.state), \(server.endReason?.rawValue ?? "?") when carol, the last one, left")
+    }
+
+    func androidPhones() async throws {
+        let (callID, dialed) = try await dial(alice, "alice-erin", handle: "Erin")
+        try await until("erin-pixel rings") { erin.shown(callID) == .ringing }
+        reportWake(erin, callID, since: dialed)
+        try await pause(1)
+        try await erin.answer(callID)
+        try await until("alice connected") { connected(alice, callID) }
+        try await pause(1)
+        try alice.hangUp(callID)
+        try await until("alice's call ends") { alice.systemCall(callID)?.state == .ended }
+
+        let (missedID, dialedAgain) = try await dial(alice, "alice-frank", handle: "Frank")
+        try await until("frank-redmi rings") { frank.shown(missedID) == .ringing }
+        reportWake(frank, missedID, since: dialedAgain)
+        printer.say("(nobody answers…)")
+        try await until("the missed-call notice", seconds: Double(ringTimeout) + 10) {
+            if case .missed = frank.shown(missedID) { return true }
+            return false
+        }
+        try expect(frank.shown(missedID) == .missed(text: "Missed call from Alice"), "frank-redmi shows \"Missed call from Alice\"")
+        try await until("alice's call ends") { alice.systemCall(missedID)?.state == .ended }
+        try expect(alice.systemCall(missedID)?.endReason == .unanswered, "alice's call ended as unanswered")
+    }
+
+    func reportWake(_ phone: AndroidPhone, _ callID: String, since: Date) {
+        guard let at = phone.wokenAt(callID) else { return }
+        let path = phone.maker == "fcm" ? "FCM" : "\(phone.maker) push"
+        printer.say("→ \(phone.name) woken by \(path) \(ms(at.timeIntervalSince(since))) after the dial")
     }
 
     // MARK: Helpers

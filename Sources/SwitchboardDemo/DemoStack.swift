@@ -8,8 +8,9 @@ import SwitchboardServer
 import SwitchboardWire
 import SwitchboardObservability
 
-/// The whole system in one process: the server on a temporary SQLite database, the APNs
-/// emulator (TLS, as Apple's), and simulated phones whose pushes come from the emulator's inbox.
+/// The whole system in one process: the server on a temporary SQLite database, the push
+/// emulator (TLS, as Apple's) standing in for APNs, FCM and Xiaomi, and simulated phones whose
+/// pushes come from the emulator's inboxes.
 /// The demo and the wake-up bench stand on it.
 public final class DemoStack: Sendable {
     public struct Options: Sendable {
@@ -43,9 +44,20 @@ public final class DemoStack: Sendable {
         emulatorConfiguration.keyID = "DEMOKEY001"
         emulatorConfiguration.publicKey = key.publicKey
         emulatorConfiguration.tls = APNsEmulatorTLS()
+        // Android: an FCM service account (its key made here) and a Xiaomi app.
+        let fcmKey = try RS256PrivateKey.generate()
+        emulatorConfiguration.fcmAccount = FCMEmulatorAccount(
+            projectID: "switchboard-demo", clientEmail: "push@switchboard-demo.iam.gserviceaccount.com", publicKey: fcmKey.publicKey)
+        emulatorConfiguration.xiaomiApp = XiaomiEmulatorApp(packageName: "com.example.switchboard.demo", appSecret: "demo-xiaomi-secret")
         emulator = APNsEmulator(configuration: emulatorConfiguration)
         let address = try emulator.start()
         try (emulator.certificatePEM ?? "").write(toFile: caFile, atomically: true, encoding: .utf8)
+        let serviceAccount = directory + "/fcm-service-account.json"
+        try JSONSerialization.data(withJSONObject: [
+            "type": "service_account", "project_id": "switchboard-demo", "private_key_id": "demo",
+            "private_key": try fcmKey.pkcs8PEM(), "client_email": "push@switchboard-demo.iam.gserviceaccount.com",
+            "token_uri": "https://localhost:\(address.port)/token",
+        ]).write(to: URL(fileURLWithPath: serviceAccount))
 
         var configuration = ServerConfiguration()
         configuration.listen = SocketAddress(host: options.listenHost, port: 0)
@@ -61,6 +73,14 @@ public final class DemoStack: Sendable {
         configuration.apnsCAFile = caFile
         configuration.apnsProductionURL = "https://localhost:\(address.port)"
         configuration.apnsSandboxURL = "https://localhost:\(address.port)"
+        configuration.fcmServiceAccountFile = serviceAccount
+        configuration.fcmURL = "https://localhost:\(address.port)"
+        configuration.fcmCAFile = caFile
+        configuration.xiaomiAppSecret = "demo-xiaomi-secret"
+        configuration.xiaomiPackageName = "com.example.switchboard.demo"
+        configuration.xiaomiChannelID = "calls"
+        configuration.xiaomiURL = "https://localhost:\(address.port)"
+        configuration.xiaomiCAFile = caFile
         do {
             server = try EmbeddedServer(configuration: configuration, logger: Logger(level: options.logLevel, sink: FileDescriptorLogSink.standardError))
             try server.start()
