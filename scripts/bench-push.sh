@@ -6,7 +6,7 @@
 #
 #   usage: scripts/bench-push.sh path/to/switchboard-dev [path/to/push-bench]
 #
-# The emulator is `switchboard-dev apns-emulator`; push-bench defaults to the push-bench beside
+# The emulator is `switchboard-dev push-emulator`; push-bench defaults to the push-bench beside
 # switchboard-dev. Build both with
 #   swift build -c release --product switchboard-dev && swift build -c release --product push-bench
 #
@@ -19,6 +19,8 @@
 #   3. bench/apns_python_client.py (aioapns, 1 connection);
 #   5. push-bench fcm (our FCMTransport, the Android ring channel), 1 connection: FCM HTTP v1
 #      ring messages with an OAuth2 access token to the emulator's FCM stand-in, same port;
+#   6. push-bench huawei, xiaomi, oppo and vivo (the makers' channels), 1 connection each:
+#      rings with each service's auth to the emulator's stand-ins, same port;
 #   4. push-bench, 1 connection, a quarter of BENCH_COUNT, with the emulator holding the
 #      answers of BENCH_HANG_PERCENT % of the device tokens past the 10 s deadline (a sender
 #      hands such a push off and goes on, as the server's dispatcher does): the other pushes'
@@ -114,18 +116,25 @@ fi
 "$PUSH_BENCH" generate-fcm-account --out "$TMP/fcm-emulator.json" --token-uri https://localhost/token 2>"$TMP/client.err" \
     || die "push-bench generate-fcm-account failed: $(cat "$TMP/client.err")"
 
-log "starting $DEV_TOOLS apns-emulator --tls ($BUILD build)"
+# The makers' apps the stand-ins accept (and push-bench sends as).
+HUAWEI_APP="104857600:bench-huawei-secret"
+XIAOMI_APP="com.example.bench:bench-xiaomi-secret"
+OPPO_APP="bench-oppo-key:bench-oppo-master"
+VIVO_APP="10001:bench-vivo-key:bench-vivo-secret"
+
+log "starting $DEV_TOOLS push-emulator --tls ($BUILD build)"
 # SIGPIPE is ignored for the emulator (inherited through exec): its TLS transport writes
-# with OpenSSL's socket BIO (write(2), no MSG_NOSIGNAL) and `apns-emulator` does not ignore
+# with OpenSSL's socket BIO (write(2), no MSG_NOSIGNAL) and `push-emulator` does not ignore
 # SIGPIPE itself, so a client closing a connection while the emulator still writes to it
 # would kill the emulator (status 141) in the middle of the benchmark.
 # stdout goes to a file so the emulator can never block on a full pipe; its first line
 # is the JSON "listening" record with the bound address.
 (
     trap '' PIPE
-    exec "$DEV_TOOLS" apns-emulator --listen 127.0.0.1:0 --tls --ca-out "$TMP/ca.pem" \
+    exec "$DEV_TOOLS" push-emulator --listen 127.0.0.1:0 --tls --ca-out "$TMP/ca.pem" \
         --public-key "$TMP/key.pub.pem" --team-id "$TEAM_ID" --key-id "$KEY_ID" --bundle-id "$BUNDLE_ID" \
-        --max-concurrent-streams 1000 --fcm-service-account "$TMP/fcm-emulator.json"
+        --max-concurrent-streams 1000 --fcm-service-account "$TMP/fcm-emulator.json" \
+        --huawei-app "$HUAWEI_APP" --xiaomi-app "$XIAOMI_APP" --oppo-app "$OPPO_APP" --vivo-app "$VIVO_APP"
 ) </dev/null >"$TMP/emulator.out" 2>"$TMP/emulator.err" &
 EMULATOR_PID=$!
 
@@ -194,6 +203,14 @@ run_client() {
             command=("$PUSH_BENCH" fcm --url "$URL" --ca-file "$TMP/ca.pem" --service-account "$TMP/fcm-account.json"
                 --count "$COUNT" --warmup "$WARMUP" --concurrency "$CONCURRENCY" --connections 1 --tokens "$TOKENS"
                 --label "$name") ;;
+        huawei-1|xiaomi-1|oppo-1|vivo-1)
+            local maker="${name%-1}" app
+            case "$maker" in
+                huawei) app="$HUAWEI_APP" ;; xiaomi) app="$XIAOMI_APP" ;; oppo) app="$OPPO_APP" ;; vivo) app="$VIVO_APP" ;;
+            esac
+            command=("$PUSH_BENCH" "$maker" --url "$URL" --ca-file "$TMP/ca.pem" --app "$app"
+                --count "$COUNT" --warmup "$WARMUP" --concurrency "$CONCURRENCY" --connections 1 --tokens "$TOKENS"
+                --label "$name") ;;
         python)
             command=(python3 "$CLIENT_PY" --host localhost --port "$PORT" --ca-file "$TMP/ca.pem"
                 --team-id "$TEAM_ID" --key-id "$KEY_ID" --key-file "$TMP/key.p8" --bundle-id "$BUNDLE_ID"
@@ -250,7 +267,7 @@ PY
     fi
 }
 
-NAMES=(ours-1 ours-n fcm-1)
+NAMES=(ours-1 ours-n fcm-1 huawei-1 xiaomi-1 oppo-1 vivo-1)
 [[ $PY_OK -eq 1 ]] && NAMES+=(python)
 [[ "$HANG_PERCENT" -gt 0 ]] && NAMES+=(ours-hung)
 for round in $(seq 1 "$ROUNDS"); do
@@ -294,7 +311,10 @@ def fmt(value, decimals=0):
     return f"{value:,.{decimals}f}"
 
 rows = [("ours-1", "switchboard, 1 connection"), ("ours-n", f"switchboard, {conns} connections"),
-        ("python", "aioapns, 1 connection"), ("fcm-1", "switchboard FCM, 1 connection")]
+        ("python", "aioapns, 1 connection"), ("fcm-1", "switchboard FCM, 1 connection"),
+        ("huawei-1", "switchboard Huawei, 1 conn."), ("xiaomi-1", "switchboard Xiaomi, 1 conn."),
+        ("oppo-1", "switchboard OPPO, 1 conn."), ("vivo-1", "switchboard vivo, 1 conn.")]
+MAKERS = [("huawei-1", "Huawei Push Kit"), ("xiaomi-1", "Xiaomi MiPush"), ("oppo-1", "OPPO push"), ("vivo-1", "vivo push")]
 if "ours-hung" in runs:
     rows.append(("ours-hung", f"switchboard, 1 conn, {runs['ours-hung'][0]['hang_percent']} % hung"))
 first = next(iter(runs.values()))[0]
@@ -347,6 +367,11 @@ if fcm1 is not None:
     print(f"  FCM HTTP v1 (ring data messages, OAuth2 bearer token) on one connection: {fmt(fcm1)}/s, "
           f"p99 {fmt(med('fcm-1', 'p99_ms'), 2)} ms, beside APNs VoIP's {fmt(ours1)}/s; "
           f"access tokens fetched per run: {fmt(med('fcm-1', 'access_tokens_fetched'))}")
+for name, title in MAKERS:
+    pps = med(name, "pushes_per_second")
+    if pps is not None:
+        print(f"  {title} on one connection: {fmt(pps)}/s, p99 {fmt(med(name, 'p99_ms'), 2)} ms, beside APNs VoIP's "
+              f"{fmt(ours1)}/s; auth tokens fetched per run: {fmt(med(name, 'access_tokens_fetched'))}")
 print("  duplicates = deliveries of an apns-id already delivered; RST_STREAMs = stream resets the client sent;")
 print("  GOAWAYs = every GOAWAY the emulator sent (nghttp2 sends one after 1,000 resets above 33/s)")
 
@@ -380,6 +405,11 @@ if summary_dir:
         if fcm1 is not None:
             out.write("\t".join(["FCM messages/s, one HTTP/2 connection (TLS)", fmt(fcm1), "-", "-",
                                   "APNs VoIP, same run", fmt(ours1), f"{fcm1 / ours1:.2f}" if ours1 else "n/a"]) + "\n")
+        for name, title in MAKERS:
+            pps = med(name, "pushes_per_second")
+            if pps is not None:
+                out.write("\t".join([f"{title} rings/s, one HTTP/2 connection (TLS)", fmt(pps), "-", "-",
+                                      "APNs VoIP, same run", fmt(ours1), f"{pps / ours1:.2f}" if ours1 else "n/a"]) + "\n")
 if build == "debug":
     print("NOTE: debug build - these figures are a functional check only and mean nothing.")
 
@@ -393,13 +423,16 @@ def warn(text):
 # and requests past it go to a connection of their own). More than that is churn.
 OVERFLOW = 2
 expected_conns = {"ours-1": 1 + OVERFLOW, "ours-n": conns + OVERFLOW, "python": 1, "ours-hung": 1 + OVERFLOW,
-                  "fcm-1": 1 + OVERFLOW}
+                  "fcm-1": 1 + OVERFLOW, "huawei-1": 1 + OVERFLOW, "xiaomi-1": 1 + OVERFLOW, "oppo-1": 1 + OVERFLOW,
+                  "vivo-1": 1 + OVERFLOW}
+# The makers answer in the body: these are their successes.
+DELIVERED = {"200", "200 0", "200 80000000"}
 for name, title in rows:
     done = runs.get(name, [])
     if not done:
         continue
     for i, run in enumerate(done, 1):
-        bad = {k: v for k, v in run["statuses"].items() if k != "200"}
+        bad = {k: v for k, v in run["statuses"].items() if k not in DELIVERED}
         # The held pushes' own timeouts are the point of that run, not a failure.
         if bad or run["failures"]:
             examples = run.get("failure_examples", {})

@@ -35,10 +35,18 @@ enum PushBench {
                push-bench fcm --url URL --service-account FILE [--ca-file FILE] [--count N]
                           [--concurrency C] [--connections K] [--warmup N] [--tokens N] [--label TEXT]
                push-bench generate-fcm-account --out FILE --token-uri URL
+               push-bench huawei|xiaomi|oppo|vivo --url URL --app CREDENTIALS [--ca-file FILE]
+                          [--count N] [--concurrency C] [--connections K] [--warmup N] [--tokens N]
+                          [--label TEXT]
 
         fcm               FCM HTTP v1 messages (ring data messages) through the server's FCM transport
                           (OAuth2 access token included) to an FCM stand-in
-                          (`switchboard-dev apns-emulator --fcm-service-account FILE`)
+                          (`switchboard-dev push-emulator --fcm-service-account FILE`)
+        huawei, xiaomi, oppo, vivo
+                          rings through the server's transport for that maker (its auth token
+                          included) to the push emulator's stand-in, started with the same
+                          --app value: huawei APP_ID:SECRET, xiaomi PACKAGE:SECRET,
+                          oppo APP_KEY:MASTER_SECRET, vivo APP_ID:APP_KEY:SECRET
 
         --hang-percent P  the emulator holds the answers for P % of the device tokens (so P % of
                           the pushes) for --hang-ms (default 15000, past the 10 s deadline); a
@@ -59,8 +67,8 @@ enum PushBench {
         if arguments.first == "generate-fcm-account" {
             return generateFCMAccount(Array(arguments.dropFirst()))
         }
-        if arguments.first == "fcm" {
-            return FCMBench.main(Array(arguments.dropFirst()))
+        if let first = arguments.first, ChannelBench.channels.contains(first) {
+            return ChannelBench.main(channel: first, Array(arguments.dropFirst()))
         }
         let options: Options
         do {
@@ -480,9 +488,12 @@ struct Tally: Sendable {
     var failureExamples: [String: String] = [:]
     var ok = 0
 
-    mutating func record(_ result: PushSendResult, milliseconds: Double) {
+    /// A channel's answer; `delivered` as its reason table reads it.
+    mutating func record(_ result: PushSendResult, delivered: Bool, milliseconds: Double) {
         switch result {
-        case .response(let status, let reason, _): record(.response(status: status, reason: reason, apnsID: nil), milliseconds: milliseconds)
+        case .response(let status, let reason, _):
+            record(.response(status: status, reason: reason, apnsID: nil), milliseconds: milliseconds)
+            if status == 200, !delivered { ok -= 1 }
         case .transportFailure(let detail): record(APNsResult.transportFailure(detail), milliseconds: milliseconds)
         }
     }
@@ -585,10 +596,13 @@ extension PushBench {
     }
 }
 
-/// `push-bench fcm`: FCM ring messages through `FCMTransport`, as the server's `fcm` channel sends them.
-enum FCMBench {
-    static func main(_ arguments: [String]) -> Int32 {
-        var url = "", accountFile = "", caFile: String?, label: String?
+/// `push-bench fcm|huawei|xiaomi|oppo|vivo`: rings through the transport the server's channel
+/// of that name sends with, counted delivered by that channel's own reason table.
+enum ChannelBench {
+    static let channels: Set<String> = ["fcm", "huawei", "xiaomi", "oppo", "vivo"]
+
+    static func main(channel: String, _ arguments: [String]) -> Int32 {
+        var url = "", accountFile = "", app = "", caFile: String?, label: String?
         var count = 20_000, concurrency = 200, connections = 1, warmup = 2_000, tokens = 1_000
         var index = 0
         while index < arguments.count {
@@ -601,7 +615,8 @@ enum FCMBench {
             let number = Int(value) ?? -1
             switch flag {
             case "--url": url = value
-            case "--service-account": accountFile = value
+            case "--service-account" where channel == "fcm": accountFile = value
+            case "--app" where channel != "fcm": app = value
             case "--ca-file": caFile = value
             case "--label": label = value
             case "--count" where number >= 1: count = number
@@ -615,27 +630,26 @@ enum FCMBench {
             }
             index += 2
         }
-        guard !url.isEmpty, !accountFile.isEmpty else {
-            PushBench.fail("--url and --service-account are required")
+        guard !url.isEmpty, channel == "fcm" ? !accountFile.isEmpty : !app.isEmpty else {
+            PushBench.fail(channel == "fcm" ? "--url and --service-account are required" : "--url and --app are required")
             return 2
         }
-        let transport: FCMTransport
+        let rig: Rig
         let data: [UInt8]
         do {
-            let account = try FCMServiceAccount(json: Array(try Data(contentsOf: URL(fileURLWithPath: accountFile))))
-            transport = try FCMTransport(account: account, baseURL: url, caFile: caFile, connections: connections, requestTimeout: .seconds(10))
+            rig = try Rig(channel: channel, url: url, accountFile: accountFile, app: app, caFile: caFile, connections: connections)
             data = try FCMMessage.ringData(
                 callID: "bench-call", scopeKind: "conversation", scopeID: "bench-conversation", mode: "audio", callerName: "Bench",
                 groupName: nil, expiresAt: Date().addingTimeInterval(3600), now: Date())
         } catch {
-            PushBench.fail("cannot set up the FCM transport: \(error)")
+            PushBench.fail("cannot set up the \(channel) transport: \(error)")
             return 1
         }
         let status = Mutex<Int32>(1)
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             let code = await run(
-                transport: transport, data: data, url: url, label: label, count: count, concurrency: concurrency,
+                rig, channel: channel, data: data, url: url, label: label, count: count, concurrency: concurrency,
                 connections: connections, warmup: warmup, tokens: tokens)
             status.withLock { $0 = code }
             done.signal()
@@ -644,14 +658,65 @@ enum FCMBench {
         return status.withLock { $0 }
     }
 
+    /// The channel's transport, its reason table and its token-fetch counter.
+    struct Rig: Sendable {
+        let transport: any PushTransport
+        let channel: any PushChannel
+        let client: String
+        let tokenFetches: @Sendable () -> Int
+
+        init(channel name: String, url: String, accountFile: String, app: String, caFile: String?, connections: Int) throws {
+            let parts = app.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            func need(_ count: Int, _ shape: String) throws {
+                guard parts.count == count, parts.allSatisfy({ !$0.isEmpty }) else { throw BenchSetupError(description: "--app must be \(shape)") }
+            }
+            let timeout = Duration.seconds(10)
+            switch name {
+            case "fcm":
+                let account = try FCMServiceAccount(json: Array(try Data(contentsOf: URL(fileURLWithPath: accountFile))))
+                let fcm = try FCMTransport(account: account, baseURL: url, caFile: caFile, connections: connections, requestTimeout: timeout)
+                (transport, channel, tokenFetches) = (fcm, FCMChannel(transport: fcm), { fcm.tokenFetches })
+            case "huawei":
+                try need(2, "APP_ID:SECRET")
+                let huawei = try HuaweiTransport(
+                    appID: parts[0], appSecret: parts[1], baseURL: url, tokenURL: url + "/oauth2/v3/token", caFile: caFile,
+                    connections: connections, requestTimeout: timeout)
+                (transport, channel, tokenFetches) = (huawei, HuaweiChannel(transport: huawei), { huawei.tokenFetches })
+            case "xiaomi":
+                try need(2, "PACKAGE:SECRET")
+                let xiaomi = try XiaomiTransport(
+                    appSecret: parts[1], packageName: parts[0], channelID: "calls", baseURL: url, caFile: caFile, connections: connections,
+                    requestTimeout: timeout)
+                (transport, channel, tokenFetches) = (xiaomi, VendorChannel.xiaomi(transport: xiaomi), { 0 })
+            case "oppo":
+                try need(2, "APP_KEY:MASTER_SECRET")
+                let oppo = try OPPOTransport(
+                    appKey: parts[0], masterSecret: parts[1], channelID: "calls", baseURL: url, caFile: caFile, connections: connections,
+                    requestTimeout: timeout)
+                (transport, channel, tokenFetches) = (oppo, VendorChannel.oppo(transport: oppo), { oppo.tokenFetches })
+            default:
+                try need(3, "APP_ID:APP_KEY:SECRET")
+                let vivo = try VivoTransport(
+                    appID: parts[0], appKey: parts[1], appSecret: parts[2], baseURL: url, caFile: caFile, connections: connections,
+                    requestTimeout: timeout)
+                (transport, channel, tokenFetches) = (vivo, VendorChannel.vivo(transport: vivo), { vivo.tokenFetches })
+            }
+            client = "switchboard \(String(describing: type(of: transport))) (SwitchboardPush, libcurl + nghttp2)"
+        }
+    }
+
+    struct BenchSetupError: Error, CustomStringConvertible {
+        let description: String
+    }
+
     private static func run(
-        transport: FCMTransport, data: [UInt8], url: String, label: String?, count: Int, concurrency: Int, connections: Int,
+        _ rig: Rig, channel: String, data: [UInt8], url: String, label: String?, count: Int, concurrency: Int, connections: Int,
         warmup: Int, tokens: Int
     ) async -> Int32 {
         let expires = Date().addingTimeInterval(3600)
         func job(_ index: Int) -> PushJob {
             PushJob(
-                id: "bench-\(index)", callID: "bench-call", userID: "bench", channel: "fcm", token: "bench-token-\(index % tokens)",
+                id: "bench-\(index)", callID: "bench-call", userID: "bench", channel: channel, token: "bench-token-\(index % tokens)",
                 environment: "", payload: data, headers: [], attempts: 0, expiresAt: expires)
         }
         func sendAll(_ count: Int, offset: Int) async -> Tally {
@@ -664,8 +729,10 @@ enum FCMBench {
                             let index = next.take()
                             guard index < count else { break }
                             let start = ContinuousClock.now
-                            let result = await transport.send(job(offset + index))
-                            tally.record(result, milliseconds: (ContinuousClock.now - start).inMilliseconds)
+                            let result = await rig.transport.send(job(offset + index))
+                            // Delivered by the channel's own table (the makers answer errors with 200 too).
+                            tally.record(result, delivered: rig.channel.verdict(for: result).action == .delivered,
+                                         milliseconds: (ContinuousClock.now - start).inMilliseconds)
                         }
                         return tally
                     }
@@ -678,8 +745,8 @@ enum FCMBench {
         if warmup > 0 {
             let warm = await sendAll(warmup, offset: 0)
             if warm.ok == 0 {
-                PushBench.fail("no FCM message of the warm-up was answered 200: \(warm.summary)")
-                await transport.shutdown()
+                PushBench.fail("no \(channel) message of the warm-up was delivered: \(warm.summary)")
+                await rig.transport.shutdown()
                 return 1
             }
         }
@@ -688,9 +755,10 @@ enum FCMBench {
         let tally = await sendAll(count, offset: warmup)
         let seconds = (ContinuousClock.now - started).inSeconds
         let cpuUsed = PushBench.processCPUMilliseconds() - cpuBefore
-        await transport.shutdown()
+        await rig.transport.shutdown()
         var json = JSONObject()
-        json.add("client", "switchboard FCMTransport (SwitchboardPush, libcurl + nghttp2)")
+        json.add("client", rig.client)
+        json.add("channel", channel)
         if let label { json.add("label", label) }
         json.add("url", url)
         json.add("count", count)
@@ -699,7 +767,7 @@ enum FCMBench {
         json.add("connections", connections)
         json.add("device_tokens", tokens)
         PushBench.addFigures(to: &json, tally: tally, count: count, seconds: seconds, cpuMilliseconds: cpuUsed)
-        json.add("access_tokens_fetched", transport.tokenFetches)
+        json.add("access_tokens_fetched", rig.tokenFetches())
         print(json.text)
         return 0
     }
