@@ -93,7 +93,7 @@ struct FCMLiveTests {
         #expect(await rig.transport.send(try Self.job("fine")) == .response(status: 200, reason: nil))
         #expect(rig.transport.tokenFetches == 2 && rig.emulator.fcmAccessTokensIssued == 2, "one refresh after the rejection")
         let channel = FCMChannel(transport: rig.transport)
-        #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 7)) == PushVerdict(action: .retry, reason: "QUOTA_EXCEEDED", retryAfter: 7))
+        #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 90)) == PushVerdict(action: .retry, reason: "QUOTA_EXCEEDED", retryAfter: 90))
         #expect(channel.verdict(for: .response(status: 404, reason: "UNREGISTERED")).action == .deleteToken)
         await rig.stop()
     }

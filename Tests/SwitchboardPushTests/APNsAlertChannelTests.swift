@@ -43,3 +43,17 @@ struct APNsAlertChannelTests {
         #expect(!Self.channel.summary.configured, "configured exactly when the VoIP channel is")
     }
 }
+
+@Suite("FCM's verdicts", .timeLimit(.minutes(1)))
+struct FCMVerdictTests {
+    /// FCM wants a minute at least after QUOTA_EXCEEDED; a longer Retry-After wins.
+    @Test func quotaExceededWaitsAtLeastAMinute() {
+        let channel = FCMChannel()
+        let bare = channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED"))
+        #expect(bare.action == .retry && bare.retryAfter == 60)
+        #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 5)).retryAfter == 60)
+        #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 120)).retryAfter == 120)
+        #expect(channel.verdict(for: .response(status: 503, reason: "UNAVAILABLE", retryAfter: 5)).retryAfter == 5)
+        #expect(channel.verdict(for: .response(status: 503, reason: "UNAVAILABLE")).retryAfter == nil)
+    }
+}

@@ -135,6 +135,12 @@ struct PushDeviceRoutesTests {
         #expect(PushRouting.ringChannel(platform: "android", tokens: android, configured: []) == "fcm", "FCM first when nothing is configured")
         #expect(PushRouting.ringChannel(platform: "android", tokens: ["vivo"], configured: []) == "vivo", "the only token, so its failure is recorded")
         #expect(PushRouting.ringChannel(platform: "android", tokens: ["oppo", "vivo"], configured: ["vivo"]) == "vivo")
+        // Of several makers' tokens (a phone that once ran another maker's push SDK), its own brand's first.
+        #expect(PushRouting.ringChannel(platform: "android", tokens: ["fcm", "huawei", "xiaomi"], configured: ["huawei", "xiaomi"]) == "huawei")
+        #expect(PushRouting.ringChannel(platform: "android", brand: "redmi", tokens: ["fcm", "huawei", "xiaomi"], configured: ["huawei", "xiaomi"]) == "xiaomi")
+        #expect(PushRouting.ringChannel(platform: "android", brand: "oneplus", tokens: ["fcm", "oppo"], configured: []) == "fcm")
+        #expect(PushRouting.noticeChannel(platform: "android", brand: "iqoo", tokens: ["vivo", "oppo"], configured: ["vivo", "oppo"]) == "vivo")
+        #expect(PushRouting.makerChannel(brand: "google") == nil && PushRouting.makerChannel(brand: "realme") == "oppo")
         #expect(PushRouting.ringChannel(platform: "android", tokens: [], configured: ["fcm"]) == nil)
         #expect(PushRouting.ringChannel(platform: "ios", tokens: ["ios-voip", "ios-alert"], configured: []) == "ios-voip")
         #expect(PushRouting.ringChannel(platform: "ios", tokens: ["ios-alert"], configured: ["ios-alert"]) == nil, "an alert cannot ring")

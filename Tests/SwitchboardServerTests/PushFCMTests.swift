@@ -58,18 +58,18 @@ struct PushFCMTests {
         #expect(sent.expiresAt.timeIntervalSince(env.world.clock.now) <= 45, "no longer than the ring window")
     }
 
-    @Test func unregisteredDeletesTheTokenAndQuotaExceededWaitsItsRetryAfter() async throws {
+    @Test func unregisteredDeletesTheTokenAndUnavailableWaitsItsRetryAfter() async throws {
         let env = try World()
         defer { env.world.close() }
         let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
         let conversation = try await env.world.befriend(alice, bob)
         _ = await env.registerAndroid(bob)
-        env.fcm.script(fcmToken, [.response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 6)])
+        env.fcm.script(fcmToken, [.response(status: 503, reason: "UNAVAILABLE", retryAfter: 6)])
         let start = CallStore.milliseconds(env.world.clock.now)
         let call = try #require(await env.world.call(alice, "conversation", conversation).call)
         #expect(try await eventuallyTrying { try await env.job()?.attempts == 1 })
         let retry = try #require(try await env.job())
-        #expect(retry.state == "pending" && retry.reason == "QUOTA_EXCEEDED")
+        #expect(retry.state == "pending" && retry.reason == "UNAVAILABLE")
         #expect(retry.next >= start + 6000, "Retry-After (6 s) wins over the 1.25 s backoff")
         // The next answer: the token is gone.
         env.fcm.script(fcmToken, [.response(status: 404, reason: "UNREGISTERED")])

@@ -99,6 +99,10 @@ public struct FCMError: Sendable, Equatable {
 
 /// The one table from FCM's status and reason to action (the reference's FCM error table).
 public enum FCMResponsePolicy {
+    /// FCM asks senders over quota to wait at least a minute before retrying (a ring's window
+    /// is shorter: such a ring is not retried, rather than making the quota worse).
+    public static let quotaRetryFloor: TimeInterval = 60
+
     public static func action(status: Int, reason: String?) -> PushAction {
         if status == 200 { return .delivered }
         switch reason {

@@ -123,6 +123,14 @@ public struct FCMChannel: DataMessageChannel {
     }
 
     public func action(status: Int, reason: String?) -> PushAction { FCMResponsePolicy.action(status: status, reason: reason) }
+
+    /// The table's verdict; a `QUOTA_EXCEEDED` waits at least FCM's minimum of a minute
+    /// (``FCMResponsePolicy/quotaRetryFloor``), longer when `Retry-After` says so.
+    public func verdict(for result: PushSendResult) -> PushVerdict {
+        var verdict = PushVerdict(result) { action(status: $0, reason: $1) }
+        if verdict.reason == "QUOTA_EXCEEDED" { verdict.retryAfter = max(verdict.retryAfter ?? 0, FCMResponsePolicy.quotaRetryFloor) }
+        return verdict
+    }
 }
 
 /// FCM HTTP v1 over HTTP/2: an OAuth2 access token from the service account (an RS256-signed

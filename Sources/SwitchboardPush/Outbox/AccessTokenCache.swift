@@ -69,8 +69,10 @@ public final class AccessTokenCache: Sendable {
     private func refresh() async throws -> (String, Date) {
         defer { state.withLock { $0.fetching = nil } }
         fetches.add(1, ordering: .relaxed)
-        let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
-        let (token, lifetime) = try await fetch(issued)
+        // The exact moment names this token (a rejection of an older one, fetched in the same
+        // second, must not count against it); the fetch gets it in whole seconds (a JWT's iat).
+        let issued = now()
+        let (token, lifetime) = try await fetch(Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
         state.withLock { state in
             state.current = token
             state.clock.issued(at: issued, lifetime: lifetime)

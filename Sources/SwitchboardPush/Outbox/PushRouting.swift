@@ -17,12 +17,25 @@ public enum PushRouting {
         channel.hasPrefix("ios-") ? "ios" : "android"
     }
 
+    /// The maker's own push service for a phone's reported brand (`Build.MANUFACTURER`, lower
+    /// case): Huawei's, Xiaomi's (also Redmi, POCO), OPPO's (also OnePlus, realme), vivo's (also
+    /// iQOO); `nil` for the others.
+    public static func makerChannel(brand: String?) -> String? {
+        switch brand {
+        case "huawei"?: "huawei"
+        case "xiaomi"?, "redmi"?, "poco"?: "xiaomi"
+        case "oppo"?, "oneplus"?, "realme"?: "oppo"
+        case "vivo"?, "iqoo"?: "vivo"
+        default: nil
+        }
+    }
+
     /// The channel a notice goes out on: an iPhone's `ios-alert` token (never its VoIP one), an
     /// Android phone's ring channel. `nil`: the device has no way to take a notice.
-    public static func noticeChannel(platform: String, tokens: Set<String>, configured: Set<String>) -> String? {
+    public static func noticeChannel(platform: String, brand: String? = nil, tokens: Set<String>, configured: Set<String>) -> String? {
         switch platform {
         case "ios": tokens.contains("ios-alert") ? "ios-alert" : nil
-        default: ringChannel(platform: platform, tokens: tokens, configured: configured)
+        default: ringChannel(platform: platform, brand: brand, tokens: tokens, configured: configured)
         }
     }
 
@@ -30,13 +43,14 @@ public enum PushRouting {
     /// `configured`: the channels this server can send on. An Android phone whose only tokens
     /// are on channels not configured still gets its ring job on one of them (FCM first), so the
     /// failure is recorded, not silent. `nil`: nothing here can ring it (an iPhone with only
-    /// an alert token).
-    public static func ringChannel(platform: String, tokens: Set<String>, configured: Set<String>) -> String? {
+    /// an alert token). Of several makers' tokens, the one of the phone's own brand goes first.
+    public static func ringChannel(platform: String, brand: String? = nil, tokens: Set<String>, configured: Set<String>) -> String? {
         switch platform {
         case "ios":
             return tokens.contains("ios-voip") ? "ios-voip" : nil
         case "android":
-            let vendors = vendorChannels.filter(tokens.contains)
+            let own = makerChannel(brand: brand)
+            let vendors = vendorChannels.filter(tokens.contains).sorted { a, b in a == own && b != own }
             if let vendor = vendors.first(where: configured.contains) { return vendor }
             if tokens.contains("fcm") { return "fcm" }
             return vendors.first

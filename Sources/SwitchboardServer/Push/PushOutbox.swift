@@ -24,7 +24,7 @@ enum PushOutbox {
         let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
         for userID in transition.effects.ring {
             for device in try transaction.devices.devices(of: userID) {
-                guard let channelName = PushRouting.ringChannel(platform: device.platform, tokens: Set(device.tokens.keys), configured: configured),
+                guard let channelName = PushRouting.ringChannel(platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
                     let target = device.tokens[channelName]
                 else { continue }
                 let jobID = transaction.newID()
@@ -83,7 +83,7 @@ enum PushOutbox {
             for device in devices {
                 guard rung.contains(device.deviceID) else { continue }
                 if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
-                guard let channelName = PushRouting.noticeChannel(platform: device.platform, tokens: Set(device.tokens.keys), configured: configured),
+                guard let channelName = PushRouting.noticeChannel(platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
                     let target = device.tokens[channelName], let channel = channels[channelName]
                 else { continue }
                 let jobID = transaction.newID()
