@@ -69,9 +69,13 @@ public final class AccessTokenCache: Sendable {
     private func refresh() async throws -> (String, Date) {
         defer { state.withLock { $0.fetching = nil } }
         fetches.add(1, ordering: .relaxed)
-        // The exact moment names this token (a rejection of an older one, fetched in the same
-        // second, must not count against it); the fetch gets it in whole seconds (a JWT's iat).
-        let issued = now()
+        // The moment names this token, so it is kept strictly later than the last one's (a late
+        // rejection of an older token, fetched in the same second or on a clock that stood
+        // still, must not count against it); the fetch gets it in whole seconds (a JWT's iat).
+        let moment = now()
+        let issued = state.withLock { state in
+            state.clock.issuedAt.map { max(moment, $0.addingTimeInterval(0.001)) } ?? moment
+        }
         let (token, lifetime) = try await fetch(Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
         state.withLock { state in
             state.current = token
