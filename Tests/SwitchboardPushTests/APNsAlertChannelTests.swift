@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SwitchboardCore
 @testable import SwitchboardPush
 
 @Suite("The ios-alert channel: notices as APNs alert and background pushes", .timeLimit(.minutes(1)))
@@ -55,5 +56,15 @@ struct FCMVerdictTests {
         #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 120)).retryAfter == 120)
         #expect(channel.verdict(for: .response(status: 503, reason: "UNAVAILABLE", retryAfter: 5)).retryAfter == 5)
         #expect(channel.verdict(for: .response(status: 503, reason: "UNAVAILABLE")).retryAfter == nil)
+    }
+
+    /// The makers' day quotas wait an hour; their rate limits do not.
+    @Test func aMakersDailyQuotaWaitsAnHour() {
+        for (channel, quota, rate) in [(VendorChannel.oppo(transport: nil), "33", "55"), (.vivo(transport: nil), "10070", "10072"), (.xiaomi(transport: nil), "200001", "10027")] {
+            let over = channel.verdict(for: .response(status: 200, reason: quota))
+            #expect(over.action == .retry && over.retryAfter == ResultCodeTable.quotaRetryFloor, "\(channel.name) \(quota)")
+            let busy = channel.verdict(for: .response(status: 200, reason: rate))
+            #expect(busy.action == .retry && busy.retryAfter == nil, "\(channel.name) \(rate)")
+        }
     }
 }

@@ -64,4 +64,19 @@ struct AccessTokenCacheTests {
         clock.withLock { $0 = $0.addingTimeInterval(25 * 3600) }
         #expect(try await cache.token().0 == "token-3")
     }
+
+    /// A token endpoint that refuses (wrong credentials) is asked once per hold, not once per job.
+    @Test func aFailedFetchIsHeldForAFewSecondsInsteadOfRepeatedPerRequest() async throws {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let attempts = Mutex(0)
+        let cache = AccessTokenCache(now: { clock.withLock { $0 } }) { _ in
+            attempts.withLock { $0 += 1 }
+            throw OAuthTokenError(description: "invalid_client")
+        }
+        for _ in 0..<20 { await #expect(throws: (any Error).self) { try await cache.token() } }
+        #expect(attempts.withLock { $0 } == 1)
+        clock.withLock { $0 = $0.addingTimeInterval(AccessTokenCache.failureHold + 0.5) }
+        await #expect(throws: (any Error).self) { try await cache.token() }
+        #expect(attempts.withLock { $0 } == 2, "tried again once the hold is over")
+    }
 }

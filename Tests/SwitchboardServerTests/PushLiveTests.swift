@@ -318,10 +318,10 @@ struct PushLiveTests {
         #expect(try await eventuallyTrying { try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 1).count == 2 })
         _ = await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth)
 
-        // 3. vivo is over its quota: the ring cancelled while its retry waits is dropped, never sent.
-        try await rig.vendorCodes("vivo", token: tokens["vivo"]!, ["10070"])
+        // 3. vivo rate-limits: the ring cancelled while its retry waits is dropped, never sent.
+        try await rig.vendorCodes("vivo", token: tokens["vivo"]!, ["10072"])
         let third = try await Self.call(rig, alice, "conversation", conversation)
-        #expect(try await rig.waitForEmulatorAnswers("200 10070", count: 1))
+        #expect(try await rig.waitForEmulatorAnswers("200 10072", count: 1))
         #expect(await fetch(rig.server.address, "POST", "/calls/\(third)/cancel", headers: alice.auth).status == 200)
         #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "vivo" && $0["state"] as? String == "dropped" } })
         #expect(try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 0).count == 2, "the first ring and the second; not the third")

@@ -7,7 +7,8 @@ import SwitchboardCrypto
 /// scripted codes per registration id, and accepted messages in `GET /<channel>/inbox/<id>`.
 ///
 /// - Xiaomi (`--xiaomi-app PACKAGE:SECRET`): `POST /v3/message/regid`, form fields, header
-///   `Authorization: key=<secret>`; `code` 0 is success, 20301 an unknown registration id.
+///   `Authorization: key=<secret>`; `code` 0 is success, 20301 an unknown registration id; the
+///   scripted code `bad_regids` answers 0 with the id in `data.bad_regids`.
 /// - OPPO (`--oppo-app KEY:MASTER_SECRET`): `POST /server/v1/auth` (form `app_key`,
 ///   `timestamp`, `sign` = SHA-256 hex of key + timestamp + master secret, within 10 minutes)
 ///   gives a 24-hour `auth_token`; `POST /server/v1/message/notification/unicast` (form
@@ -123,6 +124,11 @@ struct XiaomiRouter {
             }
         }
         if let code = state.takeFault(token: id) {
+            if code == "bad_regids" {
+                // Accepted, but the id is named as bad (a dead id in a batch).
+                let body: [String: Any] = ["result": "ok", "code": 0, "description": "成功", "data": ["id": "0", "bad_regids": id]]
+                return (pushAnswer(200, body, code: "bad_regids", success: false), nil)
+            }
             return error(200, Int(code) ?? 10001, "scripted \(code)")
         }
         let name = state.messageName("xiaomi", now: now)
@@ -131,8 +137,15 @@ struct XiaomiRouter {
     }
 }
 
+/// Whether a request's timestamp (ms) is within 10 minutes of `now`, without overflowing on
+/// any number a client sends.
+private func withinTenMinutes(_ timestamp: Int64, now: Int64) -> Bool {
+    timestamp >= now - 600_000 && timestamp <= now + 600_000
+}
+
 struct OPPORouter {
     let app: OPPOEmulatorApp?
+    static func isRecent(_ timestamp: Int64, now: Int64) -> Bool { withinTenMinutes(timestamp, now: now) }
     static let authTokenSeconds: Int64 = 24 * 3600
 
     private static func answer(_ code: Int, _ message: String, data: [String: Any]? = nil, push: Bool) -> EmulatorResponse {
@@ -147,7 +160,7 @@ struct OPPORouter {
         guard let app else { return Self.answer(14, "Invalid AppKey: this emulator was started without --oppo-app", push: false) }
         let form = FormEncoding.fields(request.body)
         guard form["app_key"] == app.appKey else { return Self.answer(14, "Invalid AppKey", push: false) }
-        guard let text = form["timestamp"], let timestamp = Int64(text), abs(timestamp - now) <= 600_000 else {
+        guard let text = form["timestamp"], let timestamp = Int64(text), Self.isRecent(timestamp, now: now) else {
             return Self.answer(19, "Invalid Timestamp: milliseconds within 10 minutes", push: false)
         }
         let expected = SHA256.hex(Array(OPPOMessage.signInput(appKey: app.appKey, timestampMilliseconds: timestamp, masterSecret: app.masterSecret).utf8))
@@ -188,6 +201,7 @@ struct OPPORouter {
 
 struct VivoRouter {
     let app: VivoEmulatorApp?
+    static func isRecent(_ timestamp: Int64, now: Int64) -> Bool { withinTenMinutes(timestamp, now: now) }
     static let authTokenSeconds: Int64 = 24 * 3600
 
     private static func answer(_ code: Int, _ description: String, extra: [String: Any] = [:], push: Bool) -> EmulatorResponse {
@@ -207,7 +221,7 @@ struct VivoRouter {
             return Self.answer(10205, "appId 不存在", push: false)
         }
         guard object["appKey"] as? String == app.appKey else { return Self.answer(10204, "appKey 不合法", push: false) }
-        guard let timestamp = (object["timestamp"] as? NSNumber)?.int64Value, abs(timestamp - now) <= 600_000 else {
+        guard let timestamp = (object["timestamp"] as? NSNumber)?.int64Value, Self.isRecent(timestamp, now: now) else {
             return Self.answer(10203, "timestamp 不合法: milliseconds within 10 minutes", push: false)
         }
         let expected = MD5.hex(Array(VivoMessage.signInput(appID: app.appID, appKey: app.appKey, timestampMilliseconds: timestamp, appSecret: app.appSecret).utf8))

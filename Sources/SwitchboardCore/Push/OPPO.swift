@@ -64,7 +64,7 @@ public enum OPPOResponsePolicy {
     /// key, signature or argument, a blacklisted or disabled app (12, 14–19, 26–28, 30, 40, 41,
     /// 67) fails the job.
     public static let table = ResultCodeTable(
-        success: "0", authTokenRejected: ["11", "29"], invalidRegistration: ["10000"], later: ["-1", "-2", "13", "33", "55"])
+        success: "0", authTokenRejected: ["11", "29"], invalidRegistration: ["10000"], later: ["-1", "-2", "13", "55"], quota: ["33"])
 
     public static func action(status: Int, reason: String?) -> PushAction { table.action(status: status, reason: reason) }
 }

@@ -88,7 +88,7 @@ public enum VivoResponsePolicy {
     /// 10250) are retried; wrong credentials or signature (10200–10207), another app's token
     /// (10094), a title, content or category vivo refuses (10056, 10058, 10096, 10097) fail.
     public static let table = ResultCodeTable(
-        success: "0", authTokenRejected: ["10000"], invalidRegistration: ["10302", deviceGone], later: ["10070", "10072", "10250"])
+        success: "0", authTokenRejected: ["10000"], invalidRegistration: ["10302", deviceGone], later: ["10072", "10250"], quota: ["10070"])
 
     public static func action(status: Int, reason: String?) -> PushAction { table.action(status: status, reason: reason) }
 }

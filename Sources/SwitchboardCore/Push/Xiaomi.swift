@@ -26,7 +26,8 @@ public enum XiaomiMessage {
     ) -> [UInt8] {
         var fields: [(String, String)] = [
             ("registration_id", registrationID), ("restricted_package_name", packageName),
-            ("time_to_live", String(max(0, ttlMilliseconds))),
+            // At least 1 ms: Xiaomi may read 0 as "not set" (its default is two weeks).
+            ("time_to_live", String(max(1, ttlMilliseconds))),
         ]
         if let notification = VendorNotification.from(data: data) {
             fields += [
@@ -65,7 +66,7 @@ public enum XiaomiResponsePolicy {
     /// 10016–10018, 10026) fails the job.
     public static let table = ResultCodeTable(
         success: success, invalidRegistration: [badRegistration],
-        later: ["10001", "10002", "10003", "10009", "10010", "10011", "10022", "10023", "10024", "10027", "10028", "200001"])
+        later: ["10001", "10002", "10003", "10009", "10010", "10011", "10022", "10023", "10024", "10027", "10028"], quota: ["200001"])
 
     public static func action(status: Int, reason: String?) -> PushAction { table.action(status: status, reason: reason) }
 }

@@ -12,7 +12,14 @@ public final class AccessTokenCache: Sendable {
         var current: String?
         /// The fetch in progress: every request that needs a token waits for this one.
         var fetching: Task<(String, Date), any Error>?
+        /// The last fetch failed: until `until`, requests fail with its reason instead of each
+        /// starting a fetch of its own (wrong credentials would otherwise hit the token
+        /// endpoint once per job and retry).
+        var failure: (reason: String, until: Date)?
     }
+
+    /// How long a failed fetch answers for the fetches it spares.
+    public static let failureHold: TimeInterval = 5
     private let state = Mutex(State())
     private let fetches = Atomic<Int>(0)
     private let now: @Sendable () -> Date
@@ -29,11 +36,15 @@ public final class AccessTokenCache: Sendable {
     /// The token to send, and when it was issued (to say which one a rejection is about).
     public func token() async throws -> (String, Date) {
         let moment = now()
-        enum Next { case use(String, Date), wait(Task<(String, Date), any Error>) }
+        enum Next { case use(String, Date), wait(Task<(String, Date), any Error>), fail(String) }
         let next = state.withLock { state -> Next in
             let usable = state.clock.isUsable(now: moment)
             if let current = state.current, let issued = state.clock.issuedAt, usable, !state.clock.needsNewToken(now: moment) {
                 return .use(current, issued)
+            }
+            if let failure = state.failure, moment < failure.until, state.fetching == nil {
+                if let current = state.current, let issued = state.clock.issuedAt, usable { return .use(current, issued) }
+                return .fail(failure.reason)
             }
             let fetching = state.fetching ?? Task { try await self.refresh() }
             state.fetching = fetching
@@ -43,6 +54,7 @@ public final class AccessTokenCache: Sendable {
         switch next {
         case .use(let token, let issued): return (token, issued)
         case .wait(let task): return try await task.value
+        case .fail(let reason): throw OAuthTokenError(description: reason)
         }
     }
 
@@ -76,9 +88,16 @@ public final class AccessTokenCache: Sendable {
         let issued = state.withLock { state in
             state.clock.issuedAt.map { max(moment, $0.addingTimeInterval(0.001)) } ?? moment
         }
-        let (token, lifetime) = try await fetch(Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
+        let token: String, lifetime: TimeInterval
+        do {
+            (token, lifetime) = try await fetch(Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
+        } catch {
+            state.withLock { $0.failure = ("\(error) (held \(Int(Self.failureHold)) s before the next try)", now().addingTimeInterval(Self.failureHold)) }
+            throw error
+        }
         state.withLock { state in
             state.current = token
+            state.failure = nil
             state.clock.issued(at: issued, lifetime: lifetime)
         }
         return (token, issued)

@@ -10,14 +10,13 @@ public struct VendorChannel: DataMessageChannel {
     public let name: String
     public let summary: PushChannelSummary
     public let transport: (any PushTransport)?
-    private let table: @Sendable (_ status: Int, _ reason: String?) -> PushAction
+    private let table: ResultCodeTable
     private let carriesSilentNotices: Bool
 
     public var provider: String { name }
 
     private init(
-        name: String, transport: (any PushTransport)?, summary: PushChannelSummary, carriesSilentNotices: Bool,
-        table: @escaping @Sendable (Int, String?) -> PushAction
+        name: String, transport: (any PushTransport)?, summary: PushChannelSummary, carriesSilentNotices: Bool, table: ResultCodeTable
     ) {
         self.name = name
         self.transport = transport
@@ -31,7 +30,7 @@ public struct VendorChannel: DataMessageChannel {
         Self(
             name: "xiaomi", transport: transport,
             summary: summary("xiaomi", transport, auth, endpoints, caFile, hint: "set xiaomiAppSecret and xiaomiPackageName (Xiaomi push console)"),
-            carriesSilentNotices: true, table: XiaomiResponsePolicy.action)
+            carriesSilentNotices: true, table: XiaomiResponsePolicy.table)
     }
 
     /// OPPO push; `transport` `nil`: not configured.
@@ -39,7 +38,7 @@ public struct VendorChannel: DataMessageChannel {
         Self(
             name: "oppo", transport: transport,
             summary: summary("oppo", transport, auth, endpoints, caFile, hint: "set oppoAppKey, oppoMasterSecret and oppoChannelID (OPPO push console)"),
-            carriesSilentNotices: false, table: OPPOResponsePolicy.action)
+            carriesSilentNotices: false, table: OPPOResponsePolicy.table)
     }
 
     /// vivo push; `transport` `nil`: not configured.
@@ -47,7 +46,7 @@ public struct VendorChannel: DataMessageChannel {
         Self(
             name: "vivo", transport: transport,
             summary: summary("vivo", transport, auth, endpoints, caFile, hint: "set vivoAppID, vivoAppKey and vivoAppSecret (vivo push console)"),
-            carriesSilentNotices: false, table: VivoResponsePolicy.action)
+            carriesSilentNotices: false, table: VivoResponsePolicy.table)
     }
 
     private static func summary(
@@ -58,7 +57,14 @@ public struct VendorChannel: DataMessageChannel {
             hint: transport == nil ? hint : "", optional: true)
     }
 
-    public func action(status: Int, reason: String?) -> PushAction { table(status, reason) }
+    public func action(status: Int, reason: String?) -> PushAction { table.action(status: status, reason: reason) }
+
+    /// The table's verdict; over the day's quota, no retry within the hour.
+    public func verdict(for result: PushSendResult) -> PushVerdict {
+        var verdict = PushVerdict(result) { action(status: $0, reason: $1) }
+        if table.quota.contains(verdict.reason) { verdict.retryAfter = max(verdict.retryAfter ?? 0, ResultCodeTable.quotaRetryFloor) }
+        return verdict
+    }
 
     /// A missed call on every one of them; the other endings only where the service has data
     /// messages (Xiaomi).

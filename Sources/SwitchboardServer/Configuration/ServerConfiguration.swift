@@ -110,6 +110,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var xiaomiURL = ""
     public var xiaomiCAFile = ""
     public var xiaomiRequestTimeoutSeconds = 10
+    /// Connections to the maker's service: several, as it may answer over HTTP/1.1 (one request
+    /// per connection at a time).
+    public var xiaomiConnections = 4
 
     /// OPPO push (OPPO, OnePlus, realme): the app key and master secret (the auth request's
     /// signature) and the notification channel id the app registered for calls; empty leaves
@@ -120,6 +123,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var oppoURL = "https://api.push.oppomobile.com"
     public var oppoCAFile = ""
     public var oppoRequestTimeoutSeconds = 10
+    public var oppoConnections = 4
 
     /// vivo push (vivo, iQOO): the app id, app key and app secret (the auth request's
     /// signature); empty leaves the channel off.
@@ -129,6 +133,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var vivoURL = "https://api-push.vivo.com.cn"
     public var vivoCAFile = ""
     public var vivoRequestTimeoutSeconds = 10
+    public var vivoConnections = 4
 
     /// The Xiaomi host to send to: `xiaomiURL`, else the region's.
     var xiaomiBaseURL: String { xiaomiURL.isEmpty ? XiaomiMessage.regionHosts[xiaomiRegion] ?? "" : xiaomiURL }
@@ -277,10 +282,10 @@ public struct ConfigurationSetting: Sendable {
         },
         text("huaweiAppSecret", "SWITCHBOARD_HUAWEI_APP_SECRET", "Huawei Push Kit app secret (OAuth2 client secret); never logged", \.huaweiAppSecret),
         text("huaweiURL", "SWITCHBOARD_HUAWEI_URL", "Huawei push API base URL (default https://push-api.cloud.huawei.com; http:// = h2c)", \.huaweiURL) { text in
-            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+            credentialURLProblem(text)
         },
         text("huaweiTokenURL", "SWITCHBOARD_HUAWEI_TOKEN_URL", "Huawei OAuth2 token URL (default https://oauth-login.cloud.huawei.com/oauth2/v3/token)", \.huaweiTokenURL) { text in
-            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+            credentialURLProblem(text)
         },
         text("huaweiCAFile", "SWITCHBOARD_HUAWEI_CA_FILE", "CA file to trust for Huawei's endpoints (an emulator's certificate)", \.huaweiCAFile),
         integer("huaweiRequestTimeoutSeconds", "SWITCHBOARD_HUAWEI_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one Huawei request may take before it is retried (default 10)") { $0.huaweiRequestTimeoutSeconds = $1 },
@@ -293,33 +298,46 @@ public struct ConfigurationSetting: Sendable {
             XiaomiMessage.regionHosts[text] != nil ? nil : "must be one of \(XiaomiMessage.regionHosts.keys.sorted().joined(separator: ", "))"
         },
         text("xiaomiURL", "SWITCHBOARD_XIAOMI_URL", "Xiaomi API base URL instead of the region's (an emulator; http:// = h2c)", \.xiaomiURL) { text in
-            text.isEmpty || text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+            text.isEmpty ? nil : credentialURLProblem(text)
         },
         text("xiaomiCAFile", "SWITCHBOARD_XIAOMI_CA_FILE", "CA file to trust for Xiaomi (an emulator's certificate)", \.xiaomiCAFile),
         integer("xiaomiRequestTimeoutSeconds", "SWITCHBOARD_XIAOMI_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one Xiaomi request may take before it is retried (default 10)") { $0.xiaomiRequestTimeoutSeconds = $1 },
+        integer("xiaomiConnections", "SWITCHBOARD_XIAOMI_CONNECTIONS", 1...32, "connections to Xiaomi (default 4; it may answer over HTTP/1.1, one request per connection)") { $0.xiaomiConnections = $1 },
         text("oppoAppKey", "SWITCHBOARD_OPPO_APP_KEY", "OPPO push app key; with the master secret and channel id enables the oppo channel", \.oppoAppKey),
         text("oppoMasterSecret", "SWITCHBOARD_OPPO_MASTER_SECRET", "OPPO push master secret (signs the auth request); never logged", \.oppoMasterSecret),
         text("oppoChannelID", "SWITCHBOARD_OPPO_CHANNEL_ID", "the app's notification channel for calls, registered with OPPO (required by OPPO)", \.oppoChannelID),
         text("oppoURL", "SWITCHBOARD_OPPO_URL", "OPPO API base URL (default https://api.push.oppomobile.com; overseas https://api-intl.push.oppomobile.com)", \.oppoURL) { text in
-            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+            credentialURLProblem(text)
         },
         text("oppoCAFile", "SWITCHBOARD_OPPO_CA_FILE", "CA file to trust for OPPO (an emulator's certificate)", \.oppoCAFile),
         integer("oppoRequestTimeoutSeconds", "SWITCHBOARD_OPPO_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one OPPO request may take before it is retried (default 10)") { $0.oppoRequestTimeoutSeconds = $1 },
+        integer("oppoConnections", "SWITCHBOARD_OPPO_CONNECTIONS", 1...32, "connections to OPPO (default 4; it may answer over HTTP/1.1, one request per connection)") { $0.oppoConnections = $1 },
         text("vivoAppID", "SWITCHBOARD_VIVO_APP_ID", "vivo push app id; with the app key and secret enables the vivo channel", \.vivoAppID) { text in
             text.isEmpty || (text.utf8.count <= 64 && text.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }) ? nil : "must be the app id: letters and digits"
         },
         text("vivoAppKey", "SWITCHBOARD_VIVO_APP_KEY", "vivo push app key", \.vivoAppKey),
         text("vivoAppSecret", "SWITCHBOARD_VIVO_APP_SECRET", "vivo push app secret (signs the auth request); never logged", \.vivoAppSecret),
         text("vivoURL", "SWITCHBOARD_VIVO_URL", "vivo API base URL (default https://api-push.vivo.com.cn; http:// = h2c)", \.vivoURL) { text in
-            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+            credentialURLProblem(text)
         },
         text("vivoCAFile", "SWITCHBOARD_VIVO_CA_FILE", "CA file to trust for vivo (an emulator's certificate)", \.vivoCAFile),
         integer("vivoRequestTimeoutSeconds", "SWITCHBOARD_VIVO_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one vivo request may take before it is retried (default 10)") { $0.vivoRequestTimeoutSeconds = $1 },
+        integer("vivoConnections", "SWITCHBOARD_VIVO_CONNECTIONS", 1...32, "connections to vivo (default 4; it may answer over HTTP/1.1, one request per connection)") { $0.vivoConnections = $1 },
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },
         integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },
     ]
+
+    /// What is wrong with the URL of a service that gets a secret or an auth token in its
+    /// requests: `https://`, or `http://` (h2c) only to this machine (an emulator).
+    static func credentialURLProblem(_ text: String) -> String? {
+        if text.hasPrefix("https://") { return nil }
+        guard text.hasPrefix("http://") else { return "must be an http(s):// URL" }
+        let host = URLComponents(string: text)?.host ?? ""
+        return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
+            ? nil : "may be http:// only on this machine (127.0.0.1, localhost): its requests carry the secret; use https://"
+    }
 
     /// An Android package name: dot-separated parts of letters, digits and `_`.
     private static func androidName(_ text: String) -> Bool {

@@ -40,7 +40,7 @@ enum PushChannelConfiguration {
         let transport = try XiaomiTransport(
             appSecret: configuration.xiaomiAppSecret, packageName: configuration.xiaomiPackageName,
             channelID: configuration.xiaomiChannelID.isEmpty ? nil : configuration.xiaomiChannelID, baseURL: url,
-            caFile: caFile(configuration.xiaomiCAFile), connections: 1, requestTimeout: .seconds(configuration.xiaomiRequestTimeoutSeconds))
+            caFile: caFile(configuration.xiaomiCAFile), connections: configuration.xiaomiConnections, requestTimeout: .seconds(configuration.xiaomiRequestTimeoutSeconds))
         return .xiaomi(transport: transport, auth: "app secret, package \(configuration.xiaomiPackageName)", endpoints: url, caFile: configuration.xiaomiCAFile)
     }
 
@@ -52,7 +52,7 @@ enum PushChannelConfiguration {
         ]) else { return .oppo(transport: nil) }
         let transport = try OPPOTransport(
             appKey: configuration.oppoAppKey, masterSecret: configuration.oppoMasterSecret, channelID: configuration.oppoChannelID,
-            baseURL: configuration.oppoURL, caFile: caFile(configuration.oppoCAFile), connections: 1,
+            baseURL: configuration.oppoURL, caFile: caFile(configuration.oppoCAFile), connections: configuration.oppoConnections,
             requestTimeout: .seconds(configuration.oppoRequestTimeoutSeconds))
         return .oppo(transport: transport, auth: "signed auth token, app key \(configuration.oppoAppKey)", endpoints: configuration.oppoURL, caFile: configuration.oppoCAFile)
     }
@@ -65,7 +65,7 @@ enum PushChannelConfiguration {
         ]) else { return .vivo(transport: nil) }
         let transport = try VivoTransport(
             appID: configuration.vivoAppID, appKey: configuration.vivoAppKey, appSecret: configuration.vivoAppSecret, baseURL: configuration.vivoURL,
-            caFile: caFile(configuration.vivoCAFile), connections: 1, requestTimeout: .seconds(configuration.vivoRequestTimeoutSeconds))
+            caFile: caFile(configuration.vivoCAFile), connections: configuration.vivoConnections, requestTimeout: .seconds(configuration.vivoRequestTimeoutSeconds))
         return .vivo(transport: transport, auth: "signed auth token, app \(configuration.vivoAppID)", endpoints: configuration.vivoURL, caFile: configuration.vivoCAFile)
     }
 
