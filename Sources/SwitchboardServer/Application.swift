@@ -56,7 +56,9 @@ public final class Application: Sendable {
         var router = Router()
         SystemRoutes(database: database, metrics: metrics).register(in: &router)
         let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.passwordScryptLogN), r: 8, p: 1)
-        AccountRoutes(service: try AccountService(store: store, hasher: PasswordHasher(cost: passwordCost)), authenticator: authenticator)
+        AccountRoutes(
+            service: try AccountService(store: store, hasher: PasswordHasher(cost: passwordCost)), authenticator: authenticator,
+            trustedProxies: configuration.trustedProxies)
             .register(in: &router)
         EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
             .register(in: &router)

@@ -28,6 +28,14 @@ public enum PostgresSchema {
         Migration(version: 8, name: "push_device_tokens", sql: pushDeviceTokens),
         Migration(version: 9, name: "push_job_kind", sql: #"ALTER TABLE push_jobs ADD COLUMN kind TEXT COLLATE "C" NOT NULL DEFAULT 'ring' CHECK (kind IN ('ring', 'notice'));"#),
         Migration(version: 10, name: "push_jobs_by_call", sql: "CREATE INDEX push_jobs_by_call ON push_jobs(call_id, user_id);"),
+        Migration(version: 11, name: "login_throttle", sql: """
+            CREATE TABLE login_throttle (
+                key TEXT COLLATE "C" PRIMARY KEY,
+                failures INTEGER NOT NULL,
+                blocked_until_ms BIGINT NOT NULL,
+                updated_at_ms BIGINT NOT NULL
+            );
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

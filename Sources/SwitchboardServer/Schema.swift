@@ -34,6 +34,15 @@ public enum Schema {
         // A ring's end asks which of a user's devices its jobs reached: by call, not a scan of
         // every job ever kept.
         Migration(version: 10, name: "push_jobs_by_call", sql: "CREATE INDEX push_jobs_by_call ON push_jobs(call_id, user_id);"),
+        // Failed logins, per account and address (SPEC §8): the counters hold across restarts.
+        Migration(version: 11, name: "login_throttle", sql: """
+            CREATE TABLE login_throttle (
+                key TEXT PRIMARY KEY NOT NULL,
+                failures INTEGER NOT NULL,
+                blocked_until_ms INTEGER NOT NULL,
+                updated_at_ms INTEGER NOT NULL
+            ) STRICT;
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

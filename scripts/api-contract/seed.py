@@ -15,9 +15,10 @@ import urllib.error
 import urllib.request
 
 
-def request(base, method, path, body=None, token=None):
+def request(base, method, path, body=None, token=None, extra_headers=None):
     """(status, decoded JSON body or None) of one request."""
     headers = {"Content-Type": "application/json"} if body is not None else {}
+    headers.update(extra_headers or {})
     if token:
         headers["Authorization"] = f"Bearer {token}"
     data = json.dumps(body).encode() if body is not None else None

@@ -10,8 +10,10 @@ struct AccountService: Sendable {
     /// A hash of a password nobody has, verified when the username is unknown so that a
     /// wrong username takes as long as a wrong password.
     let decoyHash: String
+    let throttle: LoginThrottle
 
-    init(store: ServerStore, hasher: PasswordHasher) throws {
+    init(store: ServerStore, hasher: PasswordHasher, throttle: LoginThrottle = LoginThrottle()) throws {
+        self.throttle = throttle
         self.store = store
         self.hasher = hasher
         decoyHash = try hasher.hash(SecureRandom.token())
@@ -35,18 +37,48 @@ struct AccountService: Sendable {
         return session
     }
 
-    func login(_ request: LoginRequest) async throws -> AuthSession {
+    /// Logs in, unless failed logins of this account from this address, of this address, or of
+    /// this account from everywhere hold it back for now (429 `RATE_LIMITED` with
+    /// `Retry-After`; ``LoginThrottle``). The password is not even checked then.
+    func login(_ request: LoginRequest, from address: String) async throws -> AuthSession {
         let username = request.username.lowercased()
-        let found = try await store.snapshot { try $0.accounts.credentials(forUsername: username) }
+        let keys = throttle.keys(username: username, address: address)
+        let (found, counters) = try await store.snapshot { snapshot in
+            (try snapshot.accounts.credentials(forUsername: username), try snapshot.loginThrottle.entries(keys.map(\.text)))
+        }
+        let nowMS = CallStore.milliseconds(store.environment.now())
+        if let blocked = counters.values.map(\.blockedUntilMS).max(), blocked > nowMS {
+            let seconds = Int(((Double(blocked - nowMS)) / 1000).rounded(.up))
+            throw APIError(
+                status: 429, code: "RATE_LIMITED", message: "too many failed logins: try again in \(seconds) s", retryAfter: seconds)
+        }
         let matches = try await hasher.verify(request.password, against: found?.passwordHash ?? decoyHash)
         guard let user = found?.user, matches else {
+            try await recordFailure(keys)
             throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
         }
         let token = Token.generate()
+        let reset = throttle.keysReset(username: username, address: address).map(\.text).filter { counters[$0] != nil }
         return try await store.write { transaction in
+            if !reset.isEmpty { try transaction.loginThrottle.clear(reset) }
             try Self.startSession(for: user.id, token: token, in: transaction)
             let cursor = try transaction.events.cursor(for: user.id)
             return AuthSession(user: user, token: token.text, eventCursor: cursor)
+        }
+    }
+
+    /// Counts a failed login against each of `keys` (read again in the write: other instances
+    /// count too) and sets each one's wait.
+    private func recordFailure(_ keys: [LoginThrottle.Key]) async throws {
+        _ = try await store.write { transaction in
+            let now = CallStore.milliseconds(transaction.date)
+            let counters = try transaction.loginThrottle.entries(keys.map(\.text))
+            for key in keys {
+                let failures = (counters[key.text]?.failures ?? 0) + 1
+                let wait = Int64(key.rule.delay(afterFailures: failures) * 1000)
+                try transaction.loginThrottle.store(LoginThrottleEntry(failures: failures, blockedUntilMS: now + wait), for: key.text, at: now)
+            }
+            try transaction.loginThrottle.prune(before: now - LoginThrottle.quietForgives)
         }
     }
 
@@ -72,13 +104,16 @@ struct AccountService: Sendable {
 struct AccountRoutes {
     let service: AccountService
     let authenticator: Authenticator
+    /// Proxies whose `X-Forwarded-For` names the client (``ClientAddress``).
+    var trustedProxies: Set<String> = []
 
     func register(in router: inout Router) {
         router.add("POST", "/auth/register") { [service] context in
             .json(try await service.register(try context.decode(RegisterRequest.self)), status: 201)
         }
-        router.add("POST", "/auth/login") { [service] context in
-            .json(try await service.login(try context.decode(LoginRequest.self)))
+        router.add("POST", "/auth/login") { [service, trustedProxies] context in
+            .json(try await service.login(
+                try context.decode(LoginRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)))
         }
         router.add("POST", "/auth/logout", authenticator.require { [service] _, principal in
             try await service.logout(principal)

@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCore
 import SwitchboardHTTP
 import SwitchboardObservability
+import SwitchboardPOSIX
 
 /// Everything `switchboard serve` can be told. Each setting has an embedded default, a key in
 /// the JSON configuration file, an environment variable and (for the common ones) a flag.
@@ -140,6 +141,10 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
+
+    /// The proxies (addresses) whose `X-Forwarded-For` names the client, for the login
+    /// throttle's per-address counters; the rest are taken at their word as the peer.
+    public var trustedProxies: Set<String> = ["127.0.0.1", "::1"]
 
     /// log2 of scrypt's N for new password hashes (r = 8, p = 1); 15 costs ~32 MiB and tens
     /// of milliseconds a hash. Existing hashes keep verifying with the cost they were made with.
@@ -323,6 +328,17 @@ public struct ConfigurationSetting: Sendable {
         text("vivoCAFile", "SWITCHBOARD_VIVO_CA_FILE", "CA file to trust for vivo (an emulator's certificate)", \.vivoCAFile),
         integer("vivoRequestTimeoutSeconds", "SWITCHBOARD_VIVO_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one vivo request may take before it is retried (default 10)") { $0.vivoRequestTimeoutSeconds = $1 },
         integer("vivoConnections", "SWITCHBOARD_VIVO_CONNECTIONS", 1...32, "connections to vivo (default 4; it may answer over HTTP/1.1, one request per connection)") { $0.vivoConnections = $1 },
+        ConfigurationSetting(
+            key: "trustedProxies", environment: "SWITCHBOARD_TRUSTED_PROXIES", flag: nil,
+            help: "comma-separated proxy addresses whose X-Forwarded-For names the client (default 127.0.0.1,::1; empty: none)"
+        ) { config, text in
+            let addresses = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard addresses.allSatisfy({ SocketAddress.parse("[\($0)]:1") != nil || SocketAddress.parse("\($0):1") != nil }) else {
+                return "must be comma-separated IP addresses"
+            }
+            config.trustedProxies = Set(addresses)
+            return nil
+        },
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },

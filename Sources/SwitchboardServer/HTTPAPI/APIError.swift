@@ -12,13 +12,16 @@ public struct APIError: Error, Sendable, Equatable {
     public var message: String
     /// The request field at fault, when one is.
     public var field: String?
+    /// Seconds before the request may be tried again (`Retry-After`), for 429 and 503.
+    public var retryAfter: Int?
 
     /// Creates an error.
-    public init(status: Int, code: String, message: String, field: String? = nil) {
+    public init(status: Int, code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.retryAfter = retryAfter
     }
 
     /// 400 for input that is not acceptable.
@@ -46,6 +49,7 @@ public struct APIError: Error, Sendable, Equatable {
         body += "}}"
         var headers: HTTPHeaders = ["Content-Type": "application/json"]
         if status == 405, message.hasPrefix("allowed: ") { headers.add("Allow", String(message.dropFirst(9))) }
+        if let retryAfter { headers.add("Retry-After", String(max(1, retryAfter))) }
         return HTTPResponse(status: status, headers: headers, body: Array(body.utf8))
     }
 }

@@ -133,6 +133,7 @@ protocol Repositories {
     var groups: any GroupRepository { get }
     var messages: any MessageRepository { get }
     var pushJobs: any PushJobRepository { get }
+    var loginThrottle: any LoginThrottleRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -150,6 +151,7 @@ extension SQLRepositories {
     var groups: any GroupRepository { SQLGroupRepository(connection: connection) }
     var messages: any MessageRepository { SQLMessageRepository(connection: connection) }
     var pushJobs: any PushJobRepository { SQLPushJobRepository(connection: connection) }
+    var loginThrottle: any LoginThrottleRepository { SQLLoginThrottleRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

@@ -46,6 +46,7 @@ enum StoreCopy {
         Table(name: "call_occupants", key: "user_id", identity: nil),
         Table(name: "push_devices", key: "rowid", identity: nil),
         Table(name: "push_jobs", key: "rowid", identity: nil),
+        Table(name: "login_throttle", key: "rowid", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.
