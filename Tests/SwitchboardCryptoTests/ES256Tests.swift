@@ -390,3 +390,56 @@ struct ES256Tests {
         #expect(JWT.verifyES256(ExternalES256.token, key: key.publicKey) == nil)
     }
 }
+
+/// RFC 8032 §7.1's test vectors for Ed25519 (TEST 1, 2, 3 and SHA(abc)).
+@Suite("Ed25519 (RFC 8032 vectors)", .timeLimit(.minutes(1)))
+struct Ed25519Tests {
+    static func hex(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            let next = text.index(index, offsetBy: 2)
+            bytes.append(UInt8(text[index..<next], radix: 16)!)
+            index = next
+        }
+        return bytes
+    }
+
+    static let vectors: [(seed: String, publicKey: String, message: String, signature: String)] = [
+        ("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+         "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
+         "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"),
+        ("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+         "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
+         "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"),
+        ("c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+         "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025", "af82",
+         "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"),
+    ]
+
+    @Test func theRFCVectorsSignAndVerify() throws {
+        for vector in Self.vectors {
+            let key = try Ed25519PrivateKey(seed: Self.hex(vector.seed))
+            #expect(key.publicKey.rawBytes == Self.hex(vector.publicKey))
+            let signature = try key.sign(Self.hex(vector.message))
+            #expect(signature == Self.hex(vector.signature), "Ed25519 is deterministic: the RFC's signature")
+            let publicKey = try Ed25519PublicKey(rawBytes: Self.hex(vector.publicKey))
+            #expect(publicKey.verify(signature: Self.hex(vector.signature), message: Self.hex(vector.message)))
+        }
+    }
+
+    @Test func aChangedMessageOrSignatureOrAnotherKeyFails() throws {
+        let vector = Self.vectors[2]
+        let key = try Ed25519PublicKey(rawBytes: Self.hex(vector.publicKey))
+        var signature = Self.hex(vector.signature)
+        #expect(!key.verify(signature: signature, message: Self.hex("af83")))
+        signature[10] ^= 1
+        #expect(!key.verify(signature: signature, message: Self.hex(vector.message)))
+        #expect(!key.verify(signature: Array(signature.prefix(63)), message: Self.hex(vector.message)))
+        #expect(!(try Ed25519PublicKey(rawBytes: Self.hex(Self.vectors[0].publicKey))).verify(
+            signature: Self.hex(vector.signature), message: Self.hex(vector.message)))
+        #expect(throws: CryptoError.self) { try Ed25519PublicKey(rawBytes: [1, 2, 3]) }
+        let fresh = try Ed25519PrivateKey.generate()
+        #expect(fresh.publicKey.verify(signature: try fresh.sign(Array("hello".utf8)), message: Array("hello".utf8)))
+    }
+}
