@@ -36,6 +36,27 @@ public enum PostgresSchema {
                 updated_at_ms BIGINT NOT NULL
             );
             """),
+        Migration(version: 12, name: "gateway_apps", sql: """
+            CREATE TABLE gateway_apps (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                name TEXT COLLATE "C" NOT NULL,
+                created_at_ms BIGINT NOT NULL
+            );
+            CREATE TABLE gateway_app_keys (
+                app_id TEXT COLLATE "C" NOT NULL REFERENCES gateway_apps(id),
+                key_id TEXT COLLATE "C" NOT NULL,
+                public_key TEXT COLLATE "C" NOT NULL,
+                created_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (app_id, key_id)
+            );
+            CREATE TABLE gateway_replays (
+                app_id TEXT COLLATE "C" NOT NULL,
+                signature TEXT COLLATE "C" NOT NULL,
+                seen_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (app_id, signature)
+            );
+            CREATE INDEX gateway_replays_seen ON gateway_replays(seen_at_ms);
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

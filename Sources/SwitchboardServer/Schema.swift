@@ -43,6 +43,28 @@ public enum Schema {
                 updated_at_ms INTEGER NOT NULL
             ) STRICT;
             """),
+        // The push gateway's app servers, their Ed25519 keys and the signatures seen lately (SPEC §8).
+        Migration(version: 12, name: "gateway_apps", sql: """
+            CREATE TABLE gateway_apps (
+                id TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL
+            ) STRICT;
+            CREATE TABLE gateway_app_keys (
+                app_id TEXT NOT NULL REFERENCES gateway_apps(id),
+                key_id TEXT NOT NULL,
+                public_key TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (app_id, key_id)
+            ) STRICT;
+            CREATE TABLE gateway_replays (
+                app_id TEXT NOT NULL,
+                signature TEXT NOT NULL,
+                seen_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (app_id, signature)
+            ) STRICT;
+            CREATE INDEX gateway_replays_seen ON gateway_replays(seen_at_ms);
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

@@ -134,6 +134,7 @@ protocol Repositories {
     var messages: any MessageRepository { get }
     var pushJobs: any PushJobRepository { get }
     var loginThrottle: any LoginThrottleRepository { get }
+    var gateway: any GatewayRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -152,6 +153,7 @@ extension SQLRepositories {
     var messages: any MessageRepository { SQLMessageRepository(connection: connection) }
     var pushJobs: any PushJobRepository { SQLPushJobRepository(connection: connection) }
     var loginThrottle: any LoginThrottleRepository { SQLLoginThrottleRepository(connection: connection) }
+    var gateway: any GatewayRepository { SQLGatewayRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

@@ -47,6 +47,9 @@ enum StoreCopy {
         Table(name: "push_devices", key: "rowid", identity: nil),
         Table(name: "push_jobs", key: "rowid", identity: nil),
         Table(name: "login_throttle", key: "rowid", identity: nil),
+        Table(name: "gateway_apps", key: "rowid", identity: nil),
+        Table(name: "gateway_app_keys", key: "rowid", identity: nil),
+        Table(name: "gateway_replays", key: "rowid", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.

@@ -1,0 +1,81 @@
+import Foundation
+import SwitchboardStore
+
+/// An app server of the push gateway and its public keys.
+struct GatewayApp: Sendable, Equatable {
+    struct Key: Sendable, Equatable {
+        var keyID: String
+        /// The Ed25519 public key, 32 bytes as base64url.
+        var publicKey: String
+        var createdAtMS: Int64
+    }
+
+    var id: String
+    var name: String
+    var createdAtMS: Int64
+    var keys: [Key]
+}
+
+/// The gateway's apps, their keys and the signatures seen lately (tables `gateway_apps`,
+/// `gateway_app_keys`, `gateway_replays`).
+protocol GatewayRepository {
+    /// Creates the app with its first keys; false when the id is taken.
+    func create(_ app: GatewayApp) throws -> Bool
+    func app(id: String) throws -> GatewayApp?
+    /// Adds a key; false when the app has one by that id.
+    func addKey(_ key: GatewayApp.Key, to appID: String) throws -> Bool
+    /// Removes a key; false when there was none.
+    func removeKey(_ keyID: String, of appID: String) throws -> Bool
+    /// Records a signature; false when it was recorded before (a replay). Forgets the ones
+    /// seen before `forgetBeforeMS`.
+    func recordSignature(_ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64) throws -> Bool
+}
+
+/// ``GatewayRepository`` in SQL that SQLite and PostgreSQL both run.
+struct SQLGatewayRepository: GatewayRepository {
+    let connection: any SQLExecutor
+
+    func create(_ app: GatewayApp) throws -> Bool {
+        guard try connection.query("SELECT 1 FROM gateway_apps WHERE id = ?", [.text(app.id)]).isEmpty else { return false }
+        try connection.run(
+            "INSERT INTO gateway_apps (id, name, created_at_ms) VALUES (?, ?, ?)", [.text(app.id), .text(app.name), .integer(app.createdAtMS)])
+        for key in app.keys { _ = try addKey(key, to: app.id) }
+        return true
+    }
+
+    func app(id: String) throws -> GatewayApp? {
+        guard let row = try connection.query("SELECT name, created_at_ms FROM gateway_apps WHERE id = ?", [.text(id)]).first else { return nil }
+        let keys = try connection.query(
+            "SELECT key_id, public_key, created_at_ms FROM gateway_app_keys WHERE app_id = ? ORDER BY created_at_ms, key_id", [.text(id)]
+        ).map { GatewayApp.Key(keyID: try $0.string("key_id"), publicKey: try $0.string("public_key"), createdAtMS: try $0.int64("created_at_ms")) }
+        return GatewayApp(id: id, name: try row.string("name"), createdAtMS: try row.int64("created_at_ms"), keys: keys)
+    }
+
+    func addKey(_ key: GatewayApp.Key, to appID: String) throws -> Bool {
+        guard try connection.query(
+            "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(key.keyID)]).isEmpty
+        else { return false }
+        try connection.run(
+            "INSERT INTO gateway_app_keys (app_id, key_id, public_key, created_at_ms) VALUES (?, ?, ?, ?)",
+            [.text(appID), .text(key.keyID), .text(key.publicKey), .integer(key.createdAtMS)])
+        return true
+    }
+
+    func removeKey(_ keyID: String, of appID: String) throws -> Bool {
+        guard !(try connection.query(
+            "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)]).isEmpty)
+        else { return false }
+        try connection.run("DELETE FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)])
+        return true
+    }
+
+    func recordSignature(_ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64) throws -> Bool {
+        try connection.run("DELETE FROM gateway_replays WHERE seen_at_ms < ?", [.integer(forgetBeforeMS)])
+        guard try connection.query(
+            "SELECT 1 FROM gateway_replays WHERE app_id = ? AND signature = ?", [.text(appID), .text(signature)]).isEmpty
+        else { return false }
+        try connection.run(
+            "INSERT INTO gateway_replays (app_id, signature, seen_at_ms) VALUES (?, ?, ?)", [.text(appID), .text(signature), .integer(nowMS)])
+        return true
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardCrypto
+import SwitchboardHTTP
+
+/// The push gateway's app servers (SPEC §8): registered with the admin key, each with one or
+/// more Ed25519 public keys (several, so a key can be rotated without a gap), and the signed
+/// requests they send (``GatewaySignature``).
+struct GatewayRoutes {
+    let store: ServerStore
+    let adminKey: String
+
+    struct NewKey: Decodable {
+        let keyId: String
+        let publicKey: String
+    }
+
+    struct NewApp: Decodable {
+        let id: String
+        let name: String
+        let keys: [NewKey]
+    }
+
+    struct KeyView: Encodable {
+        let keyId: String
+        let publicKey: String
+        let createdAt: String
+    }
+
+    struct AppView: Encodable {
+        let id: String
+        let name: String
+        let createdAt: String
+        let keys: [KeyView]
+
+        init(_ app: GatewayApp) {
+            id = app.id
+            name = app.name
+            createdAt = Timestamp.iso8601(CallStore.date(app.createdAtMS))
+            keys = app.keys.map { KeyView(keyId: $0.keyID, publicKey: $0.publicKey, createdAt: Timestamp.iso8601(CallStore.date($0.createdAtMS))) }
+        }
+    }
+
+    /// What a signed request learns about itself: the app and the key it was signed with.
+    struct Caller: Encodable {
+        let appId: String
+        let name: String
+        let keyId: String
+    }
+
+    func register(in router: inout Router) {
+        let store = self.store, adminKey = self.adminKey
+        router.add("POST", "/admin/gateway/apps") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let request = try context.decode(NewApp.self)
+            let id = try Self.identifier(request.id, field: "id")
+            let name = request.name.trimmingCharacters(in: Self.blank)
+            guard (1...100).contains(name.unicodeScalars.count) else {
+                throw APIError.validation("'name' must be 1 to 100 characters, not only spaces", field: "name")
+            }
+            guard !request.keys.isEmpty, request.keys.count <= 8 else {
+                throw APIError.validation("'keys' must hold 1 to 8 keys", field: "keys")
+            }
+            let now = CallStore.milliseconds(store.environment.now())
+            var keys: [GatewayApp.Key] = []
+            for (index, key) in request.keys.enumerated() {
+                let valid = try Self.key(key, field: "keys[\(index)]", at: now)
+                guard !keys.contains(where: { $0.keyID == valid.keyID }) else {
+                    throw APIError(status: 409, code: "GATEWAY_KEY_EXISTS", message: "key '\(valid.keyID)' is listed twice", field: "keys[\(index)].keyId")
+                }
+                keys.append(valid)
+            }
+            let app = GatewayApp(id: id, name: name, createdAtMS: now, keys: keys)
+            guard try await store.write({ try $0.gateway.create(app) }) else {
+                throw APIError(status: 409, code: "GATEWAY_APP_EXISTS", message: "an app '\(id)' is registered already", field: "id")
+            }
+            return .json(AppView(app), status: 201)
+        }
+        router.add("GET", "/admin/gateway/apps/{appId}") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let id = context.parameter("appId")
+            guard let app = try await store.snapshot({ try $0.gateway.app(id: id) }) else { throw APIError.notFound("no app '\(id)'") }
+            return .json(AppView(app))
+        }
+        router.add("POST", "/admin/gateway/apps/{appId}/keys") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let id = context.parameter("appId")
+            let key = try Self.key(try context.decode(NewKey.self), field: nil, at: CallStore.milliseconds(store.environment.now()))
+            let app = try await store.write { transaction -> GatewayApp? in
+                guard try transaction.gateway.app(id: id) != nil else { return nil }
+                guard try transaction.gateway.addKey(key, to: id) else {
+                    throw APIError(status: 409, code: "GATEWAY_KEY_EXISTS", message: "the app has a key '\(key.keyID)' already", field: "keyId")
+                }
+                return try transaction.gateway.app(id: id)
+            }
+            guard let app else { throw APIError.notFound("no app '\(id)'") }
+            return .json(AppView(app), status: 201)
+        }
+        router.add("DELETE", "/admin/gateway/apps/{appId}/keys/{keyId}") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let id = context.parameter("appId"), keyID = context.parameter("keyId")
+            guard try await store.write({ try $0.gateway.removeKey(keyID, of: id) }) else {
+                throw APIError.notFound("no key '\(keyID)' of app '\(id)'")
+            }
+            return .noContent
+        }
+        router.add("GET", "/gateway/v1/app", signed { _, app, keyID in
+            .json(Caller(appId: app.id, name: app.name, keyId: keyID))
+        })
+    }
+
+    /// A handler that runs only for a request its app signed (``GatewaySignature``); refused
+    /// otherwise with 401 and the reason's code, or 413 for a body over 64 KiB.
+    func signed(
+        _ handler: @escaping @Sendable (RequestContext, GatewayApp, _ keyID: String) async throws -> HTTPResponse
+    ) -> @Sendable (RequestContext) async throws -> HTTPResponse {
+        let store = self.store
+        return { context in
+            let request = context.request
+            guard request.body.count <= GatewaySignature.maxBodyBytes else {
+                throw APIError(status: 413, code: "GATEWAY_BODY_TOO_LARGE", message: "a gateway request body is at most 64 KiB")
+            }
+            func header(_ name: String) throws(APIError) -> String {
+                guard let value = request.headers[name], !value.isEmpty else {
+                    throw APIError(status: 401, code: "GATEWAY_UNSIGNED", message: "the \(name) header is required (a signed gateway request)", field: name)
+                }
+                return value
+            }
+            let appID = try header(GatewaySignature.appHeader), keyID = try header(GatewaySignature.keyHeader)
+            let stamp = try header(GatewaySignature.timestampHeader), signatureText = try header(GatewaySignature.signatureHeader)
+            guard let timestamp = GatewaySignature.seconds(stamp) else {
+                throw APIError(status: 401, code: "GATEWAY_STALE_TIMESTAMP", message: "\(GatewaySignature.timestampHeader) must be whole seconds since 1970")
+            }
+            guard GatewaySignature.isFresh(timestamp, now: store.environment.now()) else {
+                throw APIError(
+                    status: 401, code: "GATEWAY_STALE_TIMESTAMP",
+                    message: "the request was signed more than \(GatewaySignature.window) s from the server's clock (\(Int64(store.environment.now().timeIntervalSince1970)))")
+            }
+            guard let signature = Base64URL.decode(signatureText), signature.count == 64 else {
+                throw APIError(status: 401, code: "GATEWAY_BAD_SIGNATURE", message: "\(GatewaySignature.signatureHeader) must be 64 bytes as base64url")
+            }
+            guard let app = try await store.snapshot({ try $0.gateway.app(id: appID) }),
+                let key = app.keys.first(where: { $0.keyID == keyID }),
+                let publicKey = Base64URL.decode(key.publicKey).flatMap({ try? Ed25519PublicKey(rawBytes: $0) })
+            else { throw APIError(status: 401, code: "GATEWAY_UNKNOWN_KEY", message: "no app '\(appID)' with a key '\(keyID)'") }
+            let message = GatewaySignature.canonical(method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
+            guard publicKey.verify(signature: signature, message: message) else {
+                throw APIError(status: 401, code: "GATEWAY_BAD_SIGNATURE", message: "the signature does not match the request and the key")
+            }
+            let now = CallStore.milliseconds(store.environment.now())
+            let fresh = try await store.write { transaction in
+                try transaction.gateway.recordSignature(
+                    Base64URL.encode(signature), of: appID, at: now, forgetBeforeMS: now - 2 * GatewaySignature.window * 1000)
+            }
+            guard fresh else {
+                throw APIError(status: 401, code: "GATEWAY_REPLAYED", message: "this signed request was taken already (sign every request anew)")
+            }
+            return try await handler(context, app, keyID)
+        }
+    }
+
+    /// What JSON Schema's (ECMA-262's) `\s` matches: a name of only these is empty.
+    static let blank = CharacterSet(charactersIn: "\t\n\u{0B}\u{0C}\r \u{A0}\u{1680}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}")
+        .union(CharacterSet(charactersIn: "\u{2000}"..."\u{200A}"))
+
+    /// An app or key id: 1 to 64 of `a-z`, `0-9`, `.`, `_`, `-`.
+    static func identifier(_ text: String, field: String) throws(APIError) -> String {
+        guard (1...64).contains(text.utf8.count),
+            text.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 46 || $0 == 95 || $0 == 45 })
+        else { throw APIError.validation("'\(field)' must be 1 to 64 of a-z, 0-9, '.', '_' and '-'", field: field) }
+        return text
+    }
+
+    /// A key as stored: its id checked, its public key 32 bytes of a valid Ed25519 point.
+    static func key(_ key: NewKey, field: String?, at nowMS: Int64) throws(APIError) -> GatewayApp.Key {
+        let prefix = field.map { "\($0)." } ?? ""
+        let keyID = try identifier(key.keyId, field: prefix + "keyId")
+        let text = key.publicKey.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .trimmingCharacters(in: CharacterSet(charactersIn: "="))
+        guard let raw = Base64URL.decode(text), raw.count == 32, (try? Ed25519PublicKey(rawBytes: raw)) != nil else {
+            throw APIError.validation("'\(prefix)publicKey' must be an Ed25519 public key: 32 bytes as base64 or base64url", field: prefix + "publicKey")
+        }
+        return GatewayApp.Key(keyID: keyID, publicKey: Base64URL.encode(raw), createdAtMS: nowMS)
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+
+/// How an app server signs a push-gateway request (SPEC §8), and the checks before anything
+/// is done for it. Pure: time is an input.
+///
+/// The app sends four headers:
+/// - `Switchboard-App`: its app id;
+/// - `Switchboard-Key`: the id of the key it signs with (an app may hold several, to rotate);
+/// - `Switchboard-Timestamp`: the time of signing, in whole seconds since 1970 (UTC);
+/// - `Switchboard-Signature`: the Ed25519 signature, base64url without padding (86
+///   characters), of the canonical request:
+///
+///       "switchboard-gateway-v1\n" + METHOD + "\n" + TARGET + "\n" + TIMESTAMP + "\n" + BODY
+///
+///   where METHOD is upper case (`POST`), TARGET the request target exactly as sent (path and
+///   query: `/gateway/v1/app`), TIMESTAMP the header's digits and BODY the body's bytes exactly
+///   as sent (nothing for a GET).
+enum GatewaySignature {
+    static let appHeader = "Switchboard-App"
+    static let keyHeader = "Switchboard-Key"
+    static let timestampHeader = "Switchboard-Timestamp"
+    static let signatureHeader = "Switchboard-Signature"
+
+    /// How far the timestamp may be from the server's clock, either way.
+    static let window: Int64 = 60
+    /// The largest gateway body.
+    static let maxBodyBytes = 64 * 1024
+
+    /// The bytes the signature covers.
+    static func canonical(method: String, target: String, timestamp: String, body: [UInt8]) -> [UInt8] {
+        Array("switchboard-gateway-v1\n\(method.uppercased())\n\(target)\n\(timestamp)\n".utf8) + body
+    }
+
+    /// The timestamp header as seconds, when it is 1 to 12 digits.
+    static func seconds(_ text: String) -> Int64? {
+        guard (1...12).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int64(text)
+    }
+
+    /// Whether a request signed at `timestamp` (seconds) may be taken at `now`.
+    static func isFresh(_ timestamp: Int64, now: Date) -> Bool {
+        let current = Int64(now.timeIntervalSince1970.rounded(.down))
+        return timestamp >= current - window && timestamp <= current + window
+    }
+}
