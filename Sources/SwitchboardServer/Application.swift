@@ -83,7 +83,11 @@ public final class Application: Sendable {
         CallRoutes(service: calls, authenticator: authenticator).register(in: &router)
         DeviceRoutes(store: store, authenticator: authenticator).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
-        GatewayRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
+        GatewayRoutes(
+            store: store, adminKey: configuration.adminKey,
+            service: GatewayService(
+                store: store, channels: channels, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() })
+        ).register(in: &router)
         self.router = router
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {
             Double(dispatcher.pendingCount)

@@ -57,6 +57,54 @@ public enum PostgresSchema {
             );
             CREATE INDEX gateway_replays_seen ON gateway_replays(seen_at_ms);
             """),
+        Migration(version: 13, name: "gateway_signals", sql: """
+            ALTER TABLE push_jobs DROP CONSTRAINT IF EXISTS push_jobs_call_id_fkey;
+            ALTER TABLE push_jobs DROP CONSTRAINT IF EXISTS push_jobs_user_id_fkey;
+            CREATE TABLE gateway_devices (
+                app_id TEXT COLLATE "C" NOT NULL REFERENCES gateway_apps(id),
+                user_id TEXT COLLATE "C" NOT NULL,
+                device_id TEXT COLLATE "C" NOT NULL,
+                channel TEXT COLLATE "C" NOT NULL,
+                platform TEXT COLLATE "C" NOT NULL CHECK (platform IN ('ios', 'android')),
+                brand TEXT COLLATE "C",
+                token TEXT COLLATE "C" NOT NULL,
+                environment TEXT COLLATE "C" NOT NULL,
+                suspect_reports BIGINT NOT NULL DEFAULT 0,
+                created_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (app_id, device_id, channel)
+            );
+            CREATE INDEX gateway_devices_by_user ON gateway_devices(app_id, user_id);
+            CREATE INDEX gateway_devices_by_token ON gateway_devices(token, channel);
+            CREATE TABLE gateway_signals (
+                app_id TEXT COLLATE "C" NOT NULL REFERENCES gateway_apps(id),
+                call_id TEXT COLLATE "C" NOT NULL,
+                room_id TEXT COLLATE "C" NOT NULL,
+                type TEXT COLLATE "C" NOT NULL,
+                caller_id TEXT COLLATE "C" NOT NULL,
+                caller_name TEXT COLLATE "C" NOT NULL,
+                ext TEXT COLLATE "C" NOT NULL,
+                state TEXT COLLATE "C" NOT NULL CHECK (state IN ('ringing', 'cancelled')),
+                created_at_ms BIGINT NOT NULL,
+                expires_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (app_id, call_id)
+            );
+            CREATE TABLE gateway_signal_callees (
+                app_id TEXT COLLATE "C" NOT NULL,
+                call_id TEXT COLLATE "C" NOT NULL,
+                user_id TEXT COLLATE "C" NOT NULL,
+                outcome TEXT COLLATE "C" NOT NULL CHECK (outcome IN ('rung', 'rate_limited', 'no_devices')),
+                created_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (app_id, call_id, user_id)
+            );
+            CREATE INDEX gateway_signal_callees_by_user ON gateway_signal_callees(app_id, user_id, created_at_ms);
+            CREATE TABLE gateway_breakers (
+                app_id TEXT COLLATE "C" NOT NULL,
+                device_id TEXT COLLATE "C" NOT NULL,
+                until_ms BIGINT NOT NULL,
+                PRIMARY KEY (app_id, device_id)
+            );
+            CREATE INDEX push_jobs_by_device ON push_jobs(device_id, created_at_ms);
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

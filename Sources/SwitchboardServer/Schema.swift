@@ -65,6 +65,89 @@ public enum Schema {
             ) STRICT;
             CREATE INDEX gateway_replays_seen ON gateway_replays(seen_at_ms);
             """),
+        // Gateway rings go through the same outbox, for users and calls of the apps' own: the
+        // outbox's rows no longer reference the server's calls and users (SQLite cannot drop a
+        // constraint: the table is made again, same columns, same order, same indexes).
+        Migration(version: 13, name: "gateway_signals", sql: """
+            CREATE TABLE push_jobs_unbound (
+                id TEXT PRIMARY KEY NOT NULL,
+                call_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                token TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                headers TEXT NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dropped', 'expired', 'failed')),
+                reason TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                created_at_ms INTEGER NOT NULL,
+                next_attempt_at_ms INTEGER NOT NULL,
+                expires_at_ms INTEGER NOT NULL,
+                finished_at_ms INTEGER,
+                claimed_until_ms INTEGER,
+                last_error TEXT,
+                claimed_by TEXT,
+                channel TEXT NOT NULL DEFAULT 'ios-voip',
+                kind TEXT NOT NULL DEFAULT 'ring' CHECK (kind IN ('ring', 'notice'))
+            ) STRICT;
+            INSERT INTO push_jobs_unbound (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state, reason,
+                attempts, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, claimed_until_ms, last_error, claimed_by, channel, kind)
+            SELECT id, call_id, user_id, device_id, provider, token, environment, payload, headers, state, reason,
+                attempts, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, claimed_until_ms, last_error, claimed_by, channel, kind
+            FROM push_jobs;
+            DROP TABLE push_jobs;
+            ALTER TABLE push_jobs_unbound RENAME TO push_jobs;
+            CREATE INDEX push_jobs_due ON push_jobs(next_attempt_at_ms) WHERE state = 'pending';
+            CREATE INDEX push_jobs_finished ON push_jobs(state, finished_at_ms);
+            CREATE INDEX push_jobs_errors ON push_jobs(finished_at_ms) WHERE last_error IS NOT NULL AND state != 'pending';
+            CREATE INDEX push_jobs_by_call ON push_jobs(call_id, user_id);
+            CREATE TABLE gateway_devices (
+                app_id TEXT NOT NULL REFERENCES gateway_apps(id),
+                user_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                platform TEXT NOT NULL CHECK (platform IN ('ios', 'android')),
+                brand TEXT,
+                token TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                suspect_reports INTEGER NOT NULL DEFAULT 0,
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (app_id, device_id, channel)
+            ) STRICT;
+            CREATE INDEX gateway_devices_by_user ON gateway_devices(app_id, user_id);
+            CREATE INDEX gateway_devices_by_token ON gateway_devices(token, channel);
+            CREATE TABLE gateway_signals (
+                app_id TEXT NOT NULL REFERENCES gateway_apps(id),
+                call_id TEXT NOT NULL,
+                room_id TEXT NOT NULL,
+                type TEXT NOT NULL,
+                caller_id TEXT NOT NULL,
+                caller_name TEXT NOT NULL,
+                ext TEXT NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('ringing', 'cancelled')),
+                created_at_ms INTEGER NOT NULL,
+                expires_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (app_id, call_id)
+            ) STRICT;
+            CREATE TABLE gateway_signal_callees (
+                app_id TEXT NOT NULL,
+                call_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                outcome TEXT NOT NULL CHECK (outcome IN ('rung', 'rate_limited', 'no_devices')),
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (app_id, call_id, user_id)
+            ) STRICT;
+            CREATE INDEX gateway_signal_callees_by_user ON gateway_signal_callees(app_id, user_id, created_at_ms);
+            CREATE TABLE gateway_breakers (
+                app_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                until_ms INTEGER NOT NULL,
+                PRIMARY KEY (app_id, device_id)
+            ) STRICT;
+            CREATE INDEX push_jobs_by_device ON push_jobs(device_id, created_at_ms);
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

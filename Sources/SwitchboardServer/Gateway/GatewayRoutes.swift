@@ -9,6 +9,7 @@ import SwitchboardHTTP
 struct GatewayRoutes {
     let store: ServerStore
     let adminKey: String
+    let service: GatewayService
 
     struct NewKey: Decodable {
         let keyId: String
@@ -106,6 +107,24 @@ struct GatewayRoutes {
         }
         router.add("GET", "/gateway/v1/app", signed { _, app, keyID in
             .json(Caller(appId: app.id, name: app.name, keyId: keyID))
+        })
+        let service = self.service
+        router.add("POST", "/gateway/v1/devices", signed { context, app, _ in
+            .json(try await service.register(try context.decode(GatewayService.Device.self), app: app.id))
+        })
+        router.add("DELETE", "/gateway/v1/users/{userId}/devices/{deviceId}", signed { context, app, _ in
+            try await service.removeDevice(app: app.id, user: context.parameter("userId"), deviceID: context.parameter("deviceId"))
+            return .noContent
+        })
+        router.add("POST", "/gateway/v1/signals", signed { context, app, _ in
+            let (status, isNew) = try await service.send(try context.decode(GatewayService.Signal.self), body: context.request.body, app: app.id)
+            return .json(status, status: isNew ? 202 : 200)
+        })
+        router.add("POST", "/gateway/v1/signals/{callId}/cancel", signed { context, app, _ in
+            .json(try await service.cancel(app: app.id, call: context.parameter("callId")))
+        })
+        router.add("GET", "/gateway/v1/signals/{callId}", signed { context, app, _ in
+            .json(try await service.status(app: app.id, call: context.parameter("callId")))
         })
     }
 

@@ -110,17 +110,18 @@ enum PushOutbox {
         return written
     }
 
-    /// Stores one job: pending, or failed with `failure` when its request could not be built.
-    private static func enqueue(
+    /// Stores one job: pending, or failed with `failure` when its request could not be built,
+    /// or (`dropped`) ended at once with that reason, never sent (a device the gateway cut off).
+    static func enqueue(
         _ request: PushRequest, id: String, kind: PushJobKind, call: String, user: String, device: String, target: PushTarget,
-        channel: String, provider: String, failure: String?, at now: Int64, expires: Date, in transaction: WriteTransaction
+        channel: String, provider: String, failure: String?, dropped: Bool = false, at now: Int64, expires: Date, in transaction: WriteTransaction
     ) throws {
         let headers = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
             .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
         try transaction.pushJobs.enqueue(NewPushJob(
             id: id, callID: call, userID: user, deviceID: device, provider: provider, channel: channel, kind: kind.rawValue,
             token: target.token, environment: target.environment, payload: String(decoding: request.payload, as: UTF8.self),
-            headers: headers, state: failure == nil ? "pending" : "failed", reason: failure, createdAtMS: now,
+            headers: headers, state: dropped ? "dropped" : failure == nil ? "pending" : "failed", reason: failure, createdAtMS: now,
             expiresAtMS: CallStore.milliseconds(expires)))
     }
 }

@@ -28,7 +28,19 @@ struct ServerPushOutbox: PushOutboxStore {
     }
 
     func relevance(of job: PushJob) async throws -> PushJobRelevance {
-        try await store.snapshot { snapshot in
+        let now = CallStore.milliseconds(store.environment.now())
+        return try await store.snapshot { snapshot in
+            // A gateway job: its app's signal still rings (not cancelled, its window open), its
+            // device is still the app's.
+            if let call = GatewayNamespace.split(job.callID), let user = GatewayNamespace.split(job.userID) {
+                if job.kind == .ring {
+                    guard let signal = try snapshot.gatewaySignals.signal(app: call.app, call: call.id), signal.state == "ringing",
+                        now < signal.expiresAtMS
+                    else { return .callNotRinging }
+                }
+                guard try snapshot.gatewaySignals.isLive(app: user.app, user: user.id, token: job.token, channel: job.channel) else { return .deviceUnbound }
+                return .send
+            }
             // A notice is about a ring that ended: only its device must still be there.
             if job.kind == .ring, !(try snapshot.calls.rings(job.callID, userID: job.userID)) { return .callNotRinging }
             guard try snapshot.devices.isLive(token: job.token, channel: job.channel, of: job.userID) else { return .deviceUnbound }
@@ -51,8 +63,12 @@ struct ServerPushOutbox: PushOutboxStore {
                 job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: nowMS, by: instance)
             guard recorded else { return false }
             switch token {
-            case .forget?: try transaction.devices.forget(token: job.token, channel: job.channel)
-            case .doubt?: try transaction.devices.doubt(token: job.token, channel: job.channel)
+            case .forget?:
+                try transaction.devices.forget(token: job.token, channel: job.channel)
+                try transaction.gatewaySignals.forget(token: job.token, channel: job.channel)
+            case .doubt?:
+                try transaction.devices.doubt(token: job.token, channel: job.channel)
+                try transaction.gatewaySignals.doubt(token: job.token, channel: job.channel)
             case nil: break
             }
             return true

@@ -135,6 +135,7 @@ protocol Repositories {
     var pushJobs: any PushJobRepository { get }
     var loginThrottle: any LoginThrottleRepository { get }
     var gateway: any GatewayRepository { get }
+    var gatewaySignals: any GatewaySignalRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -154,6 +155,7 @@ extension SQLRepositories {
     var pushJobs: any PushJobRepository { SQLPushJobRepository(connection: connection) }
     var loginThrottle: any LoginThrottleRepository { SQLLoginThrottleRepository(connection: connection) }
     var gateway: any GatewayRepository { SQLGatewayRepository(connection: connection) }
+    var gatewaySignals: any GatewaySignalRepository { SQLGatewaySignalRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

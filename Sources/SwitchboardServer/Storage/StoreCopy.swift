@@ -50,6 +50,10 @@ enum StoreCopy {
         Table(name: "gateway_apps", key: "rowid", identity: nil),
         Table(name: "gateway_app_keys", key: "rowid", identity: nil),
         Table(name: "gateway_replays", key: "rowid", identity: nil),
+        Table(name: "gateway_devices", key: "rowid", identity: nil),
+        Table(name: "gateway_signals", key: "rowid", identity: nil),
+        Table(name: "gateway_signal_callees", key: "rowid", identity: nil),
+        Table(name: "gateway_breakers", key: "rowid", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.

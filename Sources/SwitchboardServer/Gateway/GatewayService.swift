@@ -1,0 +1,259 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardPush
+import SwitchboardWire
+
+/// What an app server does through the gateway (SPEC §8): its users' devices, and call signals
+/// that ring every callee device through the outbox (VoIP push, FCM or a maker's channel), with
+/// the abuse limits: a device rung more than 5 times in 60 s is cut off for 10 minutes; a
+/// callee rung more than 3 times in 10 minutes has further signals dropped silently.
+struct GatewayService: Sendable {
+    let store: ServerStore
+    let channels: PushChannels
+    let ringTimeout: TimeInterval
+    let pushesQueued: @Sendable () -> Void
+
+    static let deviceLimit = (rings: 5, windowMS: Int64(60_000), cutOffMS: Int64(10 * 60_000))
+    static let calleeLimit = (rings: 3, windowMS: Int64(10 * 60_000))
+    /// The reason a ring to a device the limit cut off is recorded with.
+    static let cutOffReason = "device_cut_off"
+
+    struct Caller: Codable, Sendable {
+        let id: String
+        let name: String
+    }
+
+    struct Signal: Decodable, Sendable {
+        let callId: String
+        let roomId: String
+        let type: String
+        let caller: Caller
+        let callees: [String]
+        let timestamp: Int64?
+    }
+
+    struct Device: Decodable, Sendable {
+        let userId: String
+        let deviceId: String
+        let platform: String
+        let brand: String?
+        let tokens: [String: PushTokenRegistration]
+    }
+
+    struct DeviceView: Encodable {
+        let userId: String
+        let deviceId: String
+        let platform: String
+        let channels: [String]
+    }
+
+    struct DeviceStatus: Encodable {
+        let userId: String
+        let deviceId: String
+        let channel: String
+        let state: String
+        @NullWhenAbsent var reason: String?
+    }
+
+    struct CalleeStatus: Encodable {
+        let userId: String
+        /// `rung`, `rate_limited` (dropped silently by the callee limit) or `no_devices`.
+        let outcome: String
+    }
+
+    struct SignalStatus: Encodable {
+        let callId: String
+        /// `ringing` or `cancelled` (past its window a ringing signal's pushes expire by themselves).
+        let state: String
+        let expiresAt: String
+        let callees: [CalleeStatus]
+        let devices: [DeviceStatus]
+    }
+
+    // MARK: Devices
+
+    func register(_ request: Device, app: String) async throws -> DeviceView {
+        let user = try Self.userID(request.userId, field: "userId")
+        let valid = try DeviceRoutes.validate(RegisterPushDevice(
+            deviceId: request.deviceId, platform: request.platform, brand: request.brand, tokens: request.tokens))
+        var tokens: [String: PushTarget] = [:]
+        for token in valid.tokens { tokens[token.channel] = PushTarget(deviceID: valid.deviceID, token: token.token, environment: token.environment) }
+        let device = GatewayDevice(deviceID: valid.deviceID, platform: valid.platform, brand: valid.brand, tokens: tokens)
+        try await store.write { transaction in
+            try transaction.gatewaySignals.register(app: app, user: user, device: device, at: CallStore.milliseconds(transaction.date))
+        }
+        return DeviceView(userId: user, deviceId: valid.deviceID, platform: valid.platform, channels: tokens.keys.sorted())
+    }
+
+    func removeDevice(app: String, user: String, deviceID: String) async throws {
+        let removed = try await store.write { try $0.gatewaySignals.removeDevice(app: app, user: user, deviceID: deviceID.lowercased()) }
+        guard removed else { throw APIError.notFound("no device '\(deviceID)' of user '\(user)'") }
+    }
+
+    // MARK: Signals
+
+    /// Rings every callee's devices, unless a limit holds them back; a callId sent again
+    /// answers the first signal's status (app servers retry).
+    /// `body`: the request's bytes, for its `ext` object (kept with the signal as sent).
+    func send(_ request: Signal, body: [UInt8], app: String) async throws -> (SignalStatus, isNew: Bool) {
+        let callID = try Self.userID(request.callId, field: "callId")
+        let roomID = try Self.userID(request.roomId, field: "roomId")
+        guard ["audio", "video"].contains(request.type) else { throw APIError.validation("'type' must be 'audio' or 'video'", field: "type") }
+        let callerID = try Self.userID(request.caller.id, field: "caller.id")
+        guard (1...100).contains(request.caller.name.unicodeScalars.count) else {
+            throw APIError.validation("'caller.name' must be 1 to 100 characters", field: "caller.name")
+        }
+        guard (1...50).contains(request.callees.count) else { throw APIError.validation("'callees' must list 1 to 50 user ids", field: "callees") }
+        var listed: [String] = []
+        for (index, callee) in request.callees.enumerated() {
+            let id = try Self.userID(callee, field: "callees[\(index)]")
+            if !listed.contains(id) { listed.append(id) }
+        }
+        let callees = listed
+        let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        let extValue = object?["ext"] ?? [String: Any]()
+        guard extValue is [String: Any], let extData = try? JSONSerialization.data(withJSONObject: extValue, options: [.sortedKeys]),
+            extData.count <= 4096
+        else { throw APIError.validation("'ext' must be an object of at most 4 KiB of JSON", field: "ext") }
+        let ext = String(decoding: extData, as: UTF8.self)
+        let ringTimeout = self.ringTimeout, channels = self.channels
+        let (written, isNew) = try await store.write { transaction -> (Int, Bool) in
+            let signals = transaction.gatewaySignals
+            if try signals.signal(app: app, call: callID) != nil { return (0, false) }
+            let now = CallStore.milliseconds(transaction.date)
+            let expires = transaction.date.addingTimeInterval(ringTimeout)
+            try signals.insert(GatewaySignal(
+                appID: app, callID: callID, roomID: roomID, type: request.type, callerID: callerID, callerName: request.caller.name, ext: ext,
+                state: "ringing", createdAtMS: now, expiresAtMS: CallStore.milliseconds(expires)))
+            let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
+            var written = 0
+            for callee in callees {
+                // The callee limit: a fourth signal within ten minutes is dropped, silently.
+                if try signals.rings(app: app, user: callee, since: now - Self.calleeLimit.windowMS) >= Self.calleeLimit.rings {
+                    try signals.recordCallee(app: app, call: callID, user: callee, outcome: "rate_limited", at: now)
+                    continue
+                }
+                let devices = try signals.devices(app: app, user: callee)
+                try signals.recordCallee(app: app, call: callID, user: callee, outcome: devices.isEmpty ? "no_devices" : "rung", at: now)
+                for device in devices {
+                    guard let channelName = PushRouting.ringChannel(
+                        platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
+                        let target = device.tokens[channelName]
+                    else { continue }
+                    let jobID = transaction.newID()
+                    // The device limit: past 5 rings in 60 s it is cut off for 10 minutes; its
+                    // rings meanwhile are counted (a job dropped at once), not sent.
+                    var cutOff = false
+                    if let until = try signals.breaker(app: app, deviceID: device.deviceID), until > now {
+                        cutOff = true
+                    } else if try signals.deviceRings(deviceID: device.deviceID, since: now - Self.deviceLimit.windowMS) >= Self.deviceLimit.rings {
+                        try signals.trip(app: app, deviceID: device.deviceID, until: now + Self.deviceLimit.cutOffMS)
+                        cutOff = true
+                    }
+                    if cutOff {
+                        try PushOutbox.enqueue(
+                            PushRequest(payload: [], headers: []), id: jobID, kind: .ring, call: GatewayNamespace.callKey(app: app, call: callID),
+                            user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target, channel: channelName,
+                            provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName), failure: Self.cutOffReason,
+                            dropped: true, at: now, expires: expires, in: transaction)
+                        continue
+                    }
+                    var failure: String?
+                    var pushRequest = PushRequest(payload: [], headers: [])
+                    if let channel = channels[channelName] {
+                        do {
+                            pushRequest = try channel.ringRequest(for: PushRing(
+                                callID: callID, scopeKind: "gateway", scopeID: roomID, mode: request.type, callerName: request.caller.name,
+                                groupName: nil, jobID: jobID, expiresAt: expires, now: transaction.date))
+                        } catch {
+                            failure = "\(error)"
+                        }
+                    } else {
+                        failure = PushChannels.missingChannelReason
+                    }
+                    try PushOutbox.enqueue(
+                        pushRequest, id: jobID, kind: .ring, call: GatewayNamespace.callKey(app: app, call: callID),
+                        user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target, channel: channelName,
+                        provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName), failure: failure, at: now,
+                        expires: expires, in: transaction)
+                    written += 1
+                }
+            }
+            return (written, true)
+        }
+        if written > 0 { pushesQueued() }
+        return (try await status(app: app, call: callID), isNew)
+    }
+
+    /// Cancels a signal: what is still pending is dropped before its next attempt, and every
+    /// Android device whose ring went out gets a `call_ended` notice (iPhones: an `ios-alert`
+    /// background notice where they have one; a VoIP token never).
+    func cancel(app: String, call callID: String) async throws -> SignalStatus {
+        let channels = self.channels
+        let written = try await store.write { transaction -> Int in
+            let signals = transaction.gatewaySignals
+            guard let signal = try signals.signal(app: app, call: callID) else { throw APIError.notFound("no signal '\(callID)'") }
+            guard signal.state == "ringing" else { return 0 }
+            try signals.cancel(app: app, call: callID)
+            let now = CallStore.milliseconds(transaction.date)
+            guard now < signal.expiresAtMS else { return 0 }
+            let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
+            let expires = transaction.date.addingTimeInterval(PushOutbox.noticeLifetime)
+            var written = 0
+            for (callee, outcome) in try signals.callees(app: app, call: callID) where outcome == "rung" {
+                let key = GatewayNamespace.userKey(app: app, user: callee)
+                let rung = try transaction.pushJobs.rungDevices(callID: GatewayNamespace.callKey(app: app, call: callID), userID: key)
+                for device in try signals.devices(app: app, user: callee) where rung.contains(device.deviceID) {
+                    guard let channelName = PushRouting.noticeChannel(
+                        platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
+                        let target = device.tokens[channelName], let channel = channels[channelName]
+                    else { continue }
+                    let jobID = transaction.newID()
+                    guard let request = try? channel.noticeRequest(for: PushNotice(
+                        callID: callID, scopeKind: "gateway", scopeID: signal.roomID, callerName: signal.callerName, reason: "cancelled",
+                        jobID: jobID, expiresAt: expires, now: transaction.date))
+                    else { continue }
+                    try PushOutbox.enqueue(
+                        request, id: jobID, kind: .notice, call: GatewayNamespace.callKey(app: app, call: callID), user: key, device: device.deviceID,
+                        target: target, channel: channelName, provider: channel.provider, failure: nil, at: now, expires: expires, in: transaction)
+                    written += 1
+                }
+            }
+            return written
+        }
+        if written > 0 { pushesQueued() }
+        return try await status(app: app, call: callID)
+    }
+
+    func status(app: String, call callID: String) async throws -> SignalStatus {
+        let key = GatewayNamespace.callKey(app: app, call: callID)
+        let found = try await store.snapshot { snapshot -> (GatewaySignal, [(user: String, outcome: String)], [[String: String?]])? in
+            guard let signal = try snapshot.gatewaySignals.signal(app: app, call: callID) else { return nil }
+            let jobs = try snapshot.connection.query(
+                "SELECT user_id, device_id, channel, state, reason FROM push_jobs WHERE call_id = ? AND kind = 'ring' ORDER BY user_id, device_id",
+                [.text(key)]
+            ).map { row -> [String: String?] in
+                ["user": try row.string("user_id"), "device": try row.string("device_id"), "channel": try row.string("channel"),
+                 "state": try row.string("state"), "reason": try row.optionalString("reason")]
+            }
+            return (signal, try snapshot.gatewaySignals.callees(app: app, call: callID), jobs)
+        }
+        guard let (signal, callees, jobs) = found else { throw APIError.notFound("no signal '\(callID)'") }
+        return SignalStatus(
+            callId: callID, state: signal.state, expiresAt: Timestamp.iso8601(CallStore.date(signal.expiresAtMS)),
+            callees: callees.map { CalleeStatus(userId: $0.user, outcome: $0.outcome) },
+            devices: jobs.map { job in
+                DeviceStatus(
+                    userId: GatewayNamespace.split((job["user"] ?? "") ?? "")?.id ?? "", deviceId: (job["device"] ?? "") ?? "",
+                    channel: (job["channel"] ?? "") ?? "", state: (job["state"] ?? "") ?? "", reason: job["reason"] ?? nil)
+            })
+    }
+
+    /// An app's id for a user, call or room: 1 to 128 printable ASCII characters, no `/`.
+    static func userID(_ text: String, field: String) throws(APIError) -> String {
+        guard (1...128).contains(text.utf8.count), text.utf8.allSatisfy({ (33...126).contains($0) && $0 != 47 }) else {
+            throw APIError.validation("'\(field)' must be 1 to 128 printable ASCII characters without spaces or '/'", field: field)
+        }
+        return text
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardPush
+import SwitchboardStore
+
+/// An app's user's device, as the gateway keeps it (apart from the server's own accounts).
+struct GatewayDevice: Sendable, Equatable {
+    var deviceID: String
+    var platform: String
+    var brand: String?
+    /// By channel: token and environment.
+    var tokens: [String: PushTarget]
+}
+
+/// A call signal from an app server (SPEC §8).
+struct GatewaySignal: Sendable, Equatable {
+    var appID: String
+    var callID: String
+    var roomID: String
+    var type: String
+    var callerID: String
+    var callerName: String
+    /// The app's `ext` object as JSON text, kept with the signal.
+    var ext: String
+    var state: String
+    var createdAtMS: Int64
+    var expiresAtMS: Int64
+}
+
+/// The gateway's namespace inside the outbox: its jobs name calls and users as
+/// `gw/<app>/<id>`, so they never meet the server's own.
+enum GatewayNamespace {
+    static let prefix = "gw/"
+    static func callKey(app: String, call: String) -> String { "\(prefix)\(app)/\(call)" }
+    static func userKey(app: String, user: String) -> String { "\(prefix)\(app)/\(user)" }
+    /// The app and id of a namespaced key; `nil` for the server's own ids.
+    static func split(_ key: String) -> (app: String, id: String)? {
+        guard key.hasPrefix(prefix) else { return nil }
+        let rest = key.dropFirst(prefix.count)
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        return (String(rest[..<slash]), String(rest[rest.index(after: slash)...]))
+    }
+}
+
+/// The gateway's devices, signals, per-callee outcomes and device breakers.
+protocol GatewaySignalRepository {
+    func register(app: String, user: String, device: GatewayDevice, at nowMS: Int64) throws
+    func removeDevice(app: String, user: String, deviceID: String) throws -> Bool
+    func devices(app: String, user: String) throws -> [GatewayDevice]
+    func isLive(app: String, user: String, token: String, channel: String) throws -> Bool
+    func forget(token: String, channel: String) throws
+    func doubt(token: String, channel: String) throws
+    func insert(_ signal: GatewaySignal) throws
+    func signal(app: String, call: String) throws -> GatewaySignal?
+    func cancel(app: String, call: String) throws
+    func recordCallee(app: String, call: String, user: String, outcome: String, at nowMS: Int64) throws
+    func callees(app: String, call: String) throws -> [(user: String, outcome: String)]
+    /// Signals that rang `user` since `sinceMS`.
+    func rings(app: String, user: String, since sinceMS: Int64) throws -> Int
+    /// Ring jobs written for `deviceID` since `sinceMS` (any app's namespace: device ids are the app's UUIDs).
+    func deviceRings(deviceID: String, since sinceMS: Int64) throws -> Int
+    func breaker(app: String, deviceID: String) throws -> Int64?
+    func trip(app: String, deviceID: String, until untilMS: Int64) throws
+}
+
+struct SQLGatewaySignalRepository: GatewaySignalRepository {
+    let connection: any SQLExecutor
+
+    func register(app: String, user: String, device: GatewayDevice, at nowMS: Int64) throws {
+        for (channel, target) in device.tokens {
+            // One installation per token: an older device holding it is a reinstall.
+            try connection.run(
+                "DELETE FROM gateway_devices WHERE app_id = ? AND channel = ? AND token = ? AND device_id != ?",
+                [.text(app), .text(channel), .text(target.token), .text(device.deviceID)])
+            try connection.run(
+                """
+                INSERT INTO gateway_devices (app_id, user_id, device_id, channel, platform, brand, token, environment, created_at_ms)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                ON CONFLICT (app_id, device_id, channel) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
+                    brand = excluded.brand, token = excluded.token, environment = excluded.environment, suspect_reports = 0
+                """,
+                [.text(app), .text(user), .text(device.deviceID), .text(channel), .text(device.platform), device.brand.map(SQLiteValue.text) ?? .null,
+                 .text(target.token), .text(target.environment), .integer(nowMS)])
+        }
+        for row in try connection.query(
+            "SELECT channel FROM gateway_devices WHERE app_id = ? AND device_id = ?", [.text(app), .text(device.deviceID)])
+        {
+            let channel = try row.string("channel")
+            if device.tokens[channel] == nil {
+                try connection.run(
+                    "DELETE FROM gateway_devices WHERE app_id = ? AND device_id = ? AND channel = ?", [.text(app), .text(device.deviceID), .text(channel)])
+            }
+        }
+    }
+
+    func removeDevice(app: String, user: String, deviceID: String) throws -> Bool {
+        let found = !(try connection.query(
+            "SELECT 1 FROM gateway_devices WHERE app_id = ? AND user_id = ? AND device_id = ?", [.text(app), .text(user), .text(deviceID)]).isEmpty)
+        if found {
+            try connection.run(
+                "DELETE FROM gateway_devices WHERE app_id = ? AND user_id = ? AND device_id = ?", [.text(app), .text(user), .text(deviceID)])
+        }
+        return found
+    }
+
+    func devices(app: String, user: String) throws -> [GatewayDevice] {
+        var devices: [String: GatewayDevice] = [:]
+        for row in try connection.query(
+            "SELECT device_id, channel, platform, brand, token, environment FROM gateway_devices WHERE app_id = ? AND user_id = ? ORDER BY device_id, channel",
+            [.text(app), .text(user)])
+        {
+            let id = try row.string("device_id")
+            let platform = try row.string("platform"), brand = try row.optionalString("brand")
+            var device = devices[id] ?? GatewayDevice(deviceID: id, platform: platform, brand: brand, tokens: [:])
+            device.tokens[try row.string("channel")] = PushTarget(deviceID: id, token: try row.string("token"), environment: try row.string("environment"))
+            devices[id] = device
+        }
+        return devices.keys.sorted().compactMap { devices[$0] }
+    }
+
+    func isLive(app: String, user: String, token: String, channel: String) throws -> Bool {
+        let rows = try connection.query(
+            "SELECT 1 FROM gateway_devices WHERE app_id = ? AND user_id = ? AND token = ? AND channel = ?",
+            [.text(app), .text(user), .text(token), .text(channel)])
+        return !rows.isEmpty
+    }
+
+    func forget(token: String, channel: String) throws {
+        try connection.run("DELETE FROM gateway_devices WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
+    }
+
+    func doubt(token: String, channel: String) throws {
+        try connection.run(
+            "UPDATE gateway_devices SET suspect_reports = suspect_reports + 1 WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
+        try connection.run(
+            "DELETE FROM gateway_devices WHERE token = ? AND channel = ? AND suspect_reports >= 2", [.text(token), .text(channel)])
+    }
+
+    func insert(_ signal: GatewaySignal) throws {
+        try connection.run(
+            """
+            INSERT INTO gateway_signals (app_id, call_id, room_id, type, caller_id, caller_name, ext, state, created_at_ms, expires_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(signal.appID), .text(signal.callID), .text(signal.roomID), .text(signal.type), .text(signal.callerID), .text(signal.callerName),
+             .text(signal.ext), .text(signal.state), .integer(signal.createdAtMS), .integer(signal.expiresAtMS)])
+    }
+
+    func signal(app: String, call: String) throws -> GatewaySignal? {
+        guard let row = try connection.query(
+            "SELECT room_id, type, caller_id, caller_name, ext, state, created_at_ms, expires_at_ms FROM gateway_signals WHERE app_id = ? AND call_id = ?",
+            [.text(app), .text(call)]).first
+        else { return nil }
+        return GatewaySignal(
+            appID: app, callID: call, roomID: try row.string("room_id"), type: try row.string("type"), callerID: try row.string("caller_id"),
+            callerName: try row.string("caller_name"), ext: try row.string("ext"), state: try row.string("state"),
+            createdAtMS: try row.int64("created_at_ms"), expiresAtMS: try row.int64("expires_at_ms"))
+    }
+
+    func cancel(app: String, call: String) throws {
+        try connection.run("UPDATE gateway_signals SET state = 'cancelled' WHERE app_id = ? AND call_id = ?", [.text(app), .text(call)])
+    }
+
+    func recordCallee(app: String, call: String, user: String, outcome: String, at nowMS: Int64) throws {
+        try connection.run(
+            "INSERT INTO gateway_signal_callees (app_id, call_id, user_id, outcome, created_at_ms) VALUES (?, ?, ?, ?, ?)",
+            [.text(app), .text(call), .text(user), .text(outcome), .integer(nowMS)])
+    }
+
+    func callees(app: String, call: String) throws -> [(user: String, outcome: String)] {
+        try connection.query(
+            "SELECT user_id, outcome FROM gateway_signal_callees WHERE app_id = ? AND call_id = ? ORDER BY user_id", [.text(app), .text(call)]
+        ).map { (try $0.string("user_id"), try $0.string("outcome")) }
+    }
+
+    func rings(app: String, user: String, since sinceMS: Int64) throws -> Int {
+        try connection.query(
+            "SELECT count(*) AS n FROM gateway_signal_callees WHERE app_id = ? AND user_id = ? AND outcome = 'rung' AND created_at_ms >= ?",
+            [.text(app), .text(user), .integer(sinceMS)]).first.map { try $0.int("n") } ?? 0
+    }
+
+    func deviceRings(deviceID: String, since sinceMS: Int64) throws -> Int {
+        try connection.query(
+            "SELECT count(*) AS n FROM push_jobs WHERE device_id = ? AND created_at_ms >= ? AND kind = 'ring' AND (reason IS NULL OR reason != 'device_cut_off')",
+            [.text(deviceID), .integer(sinceMS)]).first.map { try $0.int("n") } ?? 0
+    }
+
+    func breaker(app: String, deviceID: String) throws -> Int64? {
+        try connection.query("SELECT until_ms FROM gateway_breakers WHERE app_id = ? AND device_id = ?", [.text(app), .text(deviceID)])
+            .first.map { try $0.int64("until_ms") }
+    }
+
+    func trip(app: String, deviceID: String, until untilMS: Int64) throws {
+        try connection.run(
+            """
+            INSERT INTO gateway_breakers (app_id, device_id, until_ms) VALUES (?1, ?2, ?3)
+            ON CONFLICT (app_id, device_id) DO UPDATE SET until_ms = excluded.until_ms
+            """,
+            [.text(app), .text(deviceID), .integer(untilMS)])
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+import SwitchboardCrypto
+import SwitchboardPush
+import SwitchboardTesting
+@testable import SwitchboardHTTP
+@testable import SwitchboardServer
+
+/// Call signals through the gateway: every callee device rung through the outbox on its channel,
+/// a cancel dropping what is pending and telling the Android phones, and the two limits.
+@Suite("The push gateway: devices, signals, cancels and limits", .serialized, .timeLimit(.minutes(3)))
+struct GatewaySignalTests {
+    struct World {
+        let world: CallWorld
+        let apns = ScriptedPushProvider(), fcm = ScriptedPushProvider(), xiaomi = ScriptedPushProvider()
+        let key = try! Ed25519PrivateKey.generate()
+        let counter = Counter()
+
+        final class Counter: @unchecked Sendable {
+            private var value = 0
+            private let lock = NSLock()
+            func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
+        }
+
+        init() async throws {
+            var configuration = ServerConfiguration()
+            configuration.adminKey = GatewayTests.adminKey
+            world = try CallWorld(configuration: configuration, apnsTransport: apns, fcmTransport: fcm, vendorTransports: ["xiaomi": xiaomi])
+            let registered = await world.app.request("POST", "/admin/gateway/apps", headers: GatewayTests.admin, body: """
+                {"id":"acme","name":"Acme","keys":[{"keyId":"k1","publicKey":"\(Base64URL.encode(key.publicKey.rawBytes))"}]}
+                """)
+            #expect(registered.status == 201)
+        }
+
+        /// A signed request (each one different: a nonce in the query keeps identical bodies apart).
+        func send(_ method: String, _ path: String, _ body: String = "") async throws -> HTTPResponse {
+            let target = path + (path.contains("?") ? "&" : "?") + "n=\(counter.next())"
+            let stamp = String(Int64(world.clock.now.timeIntervalSince1970))
+            let signature = try key.sign(GatewaySignature.canonical(method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
+            return await world.app.request(method, target, headers: [
+                "Host": "test", "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1",
+                "Switchboard-Timestamp": stamp, "Switchboard-Signature": Base64URL.encode(signature),
+            ], body: body)
+        }
+
+        func device(_ user: String, _ id: String, platform: String, tokens: String, brand: String? = nil) async throws {
+            let brandField = brand.map { #","brand":"\#($0)""# } ?? ""
+            let answer = try await send("POST", "/gateway/v1/devices", #"{"userId":"\#(user)","deviceId":"\#(id)","platform":"\#(platform)"\#(brandField),"tokens":\#(tokens)}"#)
+            #expect(answer.status == 200, "\(String(decoding: answer.bodyBytes, as: UTF8.self))")
+        }
+
+        func signal(_ callID: String, to callees: [String]) async throws -> [String: Any] {
+            let list = callees.map { #""\#($0)""# }.joined(separator: ",")
+            let answer = try await send("POST", "/gateway/v1/signals", #"{"callId":"\#(callID)","roomId":"room-1","type":"video","caller":{"id":"u-caller","name":"Caller"},"callees":[\#(list)],"ext":{"ios":{"collapseId":"x"}},"timestamp":1}"#)
+            #expect([200, 202].contains(answer.status), "\(String(decoding: answer.bodyBytes, as: UTF8.self))")
+            return (try JSONSerialization.jsonObject(with: Data(answer.bodyBytes)) as? [String: Any]) ?? [:]
+        }
+
+        func status(_ callID: String) async throws -> [String: Any] {
+            (try JSONSerialization.jsonObject(with: Data(try await send("GET", "/gateway/v1/signals/\(callID)").bodyBytes)) as? [String: Any]) ?? [:]
+        }
+    }
+
+    static let iphone = "11111111-1111-4111-8111-111111111111", pixel = "22222222-2222-4222-8222-222222222222"
+    static let redmi = "33333333-3333-4333-8333-333333333333"
+    static let voip = String(repeating: "ab", count: 32)
+
+    @Test func aSignalRingsEveryCalleeDeviceOnItsChannelAndACancelDropsAndTells() async throws {
+        let env = try await World()
+        defer { env.world.close() }
+        try await env.device("bob", Self.iphone, platform: "ios", tokens: #"{"ios-voip":{"token":"\#(Self.voip)","environment":"production"}}"#)
+        try await env.device("bob", Self.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-bob"}}"#)
+        try await env.device("carol", Self.redmi, platform: "android", tokens: #"{"fcm":{"token":"fcm-carol"},"xiaomi":{"token":"mi-carol"}}"#, brand: "redmi")
+        env.xiaomi.script("mi-carol", [.response(status: 200, reason: "0"), .response(status: 200, reason: "0")])
+        let first = try await env.signal("call-1", to: ["bob", "carol", "nobody"])
+        #expect(first["state"] as? String == "ringing")
+        let callees = (first["callees"] as? [[String: String]]) ?? []
+        #expect(callees.count == 3 && callees.contains(["userId": "nobody", "outcome": "no_devices"]))
+        #expect(await eventually { env.apns.sent.count == 1 && env.fcm.sent.count == 1 && env.xiaomi.sent.count == 1 })
+        #expect(env.apns.sent.first?.token == Self.voip && env.xiaomi.sent.first?.token == "mi-carol" && env.fcm.sent.first?.token == "fcm-bob")
+        let voipPayload = try #require(try JSONSerialization.jsonObject(with: Data(env.apns.sent.first?.payload ?? [])) as? [String: Any])
+        #expect(String(describing: voipPayload).contains("call-1"), "the app's own call id in the VoIP payload")
+        #expect(try await eventuallyTrying {
+            ((try await env.status("call-1")["devices"] as? [[String: Any]]) ?? []).filter { $0["state"] as? String == "delivered" }.count == 3
+        })
+        // The same signal again (an app server's retry): its status, nothing rung twice.
+        #expect(try await env.signal("call-1", to: ["bob", "carol"])["state"] as? String == "ringing")
+        #expect(env.apns.sent.count == 1)
+
+        // The second signal: bob's Pixel answers 503 and waits for its retry; the cancel drops it.
+        env.fcm.script("fcm-bob", [.response(status: 503, reason: "UNAVAILABLE")])
+        _ = try await env.signal("call-2", to: ["bob", "carol"])
+        #expect(await eventually { env.fcm.sent.count == 2 && env.xiaomi.sent.count == 2 && env.apns.sent.count == 2 })
+        let cancelled = try await env.send("POST", "/gateway/v1/signals/call-2/cancel")
+        #expect(cancelled.status == 200)
+        env.world.clock.advance(seconds: 10)
+        #expect(try await eventuallyTrying {
+            ((try await env.status("call-2")["devices"] as? [[String: Any]]) ?? []).contains {
+                $0["deviceId"] as? String == Self.pixel && $0["state"] as? String == "dropped" && $0["reason"] as? String == "call_not_ringing"
+            }
+        })
+        // Carol's Redmi, rung, is told on Xiaomi (a pass-through call_ended); bob's iPhone (VoIP only) is not.
+        #expect(await eventually { env.xiaomi.sent.last?.kind == .notice })
+        #expect(env.apns.sent.allSatisfy { $0.kind == .ring })
+        #expect(try await env.status("call-2")["state"] as? String == "cancelled")
+        #expect(try await env.send("GET", "/gateway/v1/signals/none").status == 404)
+    }
+
+    @Test func aCalleeRungThreeTimesInTenMinutesIsLeftAloneSilently() async throws {
+        let env = try await World()
+        defer { env.world.close() }
+        try await env.device("bob", Self.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-bob"}}"#)
+        for index in 1...3 { _ = try await env.signal("call-\(index)", to: ["bob"]) }
+        let fourth = try await env.signal("call-4", to: ["bob"])
+        #expect((fourth["callees"] as? [[String: String]]) == [["userId": "bob", "outcome": "rate_limited"]], "accepted, counted, not sent")
+        #expect(await eventually { env.fcm.sent.count == 3 })
+        env.world.clock.advance(seconds: 10 * 60 + 1)
+        #expect((try await env.signal("call-5", to: ["bob"])["callees"] as? [[String: String]]) == [["userId": "bob", "outcome": "rung"]])
+        #expect(await eventually { env.fcm.sent.count == 4 })
+    }
+
+    @Test func aDeviceRungMoreThanFiveTimesInAMinuteIsCutOffForTenMinutes() async throws {
+        let env = try await World()
+        defer { env.world.close() }
+        // The device moves between users (a shared phone): the callee limit never holds it back.
+        for index in 1...6 {
+            try await env.device("user\(index)", Self.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-shared"}}"#)
+            _ = try await env.signal("call-\(index)", to: ["user\(index)"])
+            // Sent before the phone moves on (a ring to a user the device left is dropped, unbound).
+            if index <= 5 { #expect(await eventually { env.fcm.sent.count == index }, "ring \(index)") }
+        }
+        let sixth = try await env.status("call-6")
+        #expect((sixth["devices"] as? [[String: Any]])?.first?["state"] as? String == "dropped")
+        #expect((sixth["devices"] as? [[String: Any]])?.first?["reason"] as? String == GatewayService.cutOffReason)
+        #expect(await eventually { env.fcm.sent.count == 5 })
+        env.world.clock.advance(seconds: 5 * 60)
+        try await env.device("user7", Self.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-shared"}}"#)
+        _ = try await env.signal("call-7", to: ["user7"])
+        #expect(((try await env.status("call-7")["devices"] as? [[String: Any]])?.first?["reason"] as? String) == GatewayService.cutOffReason, "still cut off")
+        env.world.clock.advance(seconds: 5 * 60 + 1)
+        try await env.device("user8", Self.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-shared"}}"#)
+        _ = try await env.signal("call-8", to: ["user8"])
+        #expect(await eventually { env.fcm.sent.count == 6 }, "the breaker's ten minutes are over")
+        // Devices are the app's own: unregistering one the app does not have is 404.
+        #expect(try await env.send("DELETE", "/gateway/v1/users/user8/devices/\(Self.pixel)").status == 204)
+        #expect(try await env.send("DELETE", "/gateway/v1/users/user8/devices/\(Self.pixel)").status == 404)
+    }
+}
