@@ -4,6 +4,7 @@ import SwitchboardTesting
 import SwitchboardCrypto
 import SwitchboardCore
 import SwitchboardPush
+@testable import SwitchboardServer
 
 /// The push path end to end through the real binaries: `switchboard serve` sends VoIP pushes
 /// over HTTP/2 and TLS to `switchboard-dev apns-emulator`, as it would to Apple; the tests read
@@ -332,6 +333,71 @@ struct PushLiveTests {
         #expect(await outcomes("xiaomi").reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3, "ring, notice, failed ring")
         let oppoOverFCM = try await rig.fcmMessages(for: "fcm-oppo", wait: 0), vivoOverFCM = try await rig.fcmMessages(for: "fcm-vivo", wait: 0)
         #expect(oppoOverFCM.isEmpty && vivoOverFCM.isEmpty)
+        await rig.close()
+    }
+
+    /// The push gateway through the binaries: an app server signs a call signal; its user's
+    /// iPhone, Pixel and Redmi are rung over APNs VoIP, FCM and Xiaomi; a cancel while the
+    /// Pixel's retry waits drops it and tells the Redmi.
+    @Test func anAppServersSignedSignalRingsItsUsersDevicesOnThreeChannelsAndACancelDropsWhatIsPending() async throws {
+        let rig = try Rig()
+        let key = try Ed25519PrivateKey.generate()
+        let admin = ["Authorization": "Bearer \(Self.adminKey)", "Content-Type": "application/json"]
+        let app = await fetch(rig.server.address, "POST", "/admin/gateway/apps", body: """
+            {"id":"acme","name":"Acme","keys":[{"keyId":"k1","publicKey":"\(Base64URL.encode(key.publicKey.rawBytes))"}]}
+            """, headers: admin)
+        #expect(app.status == 201, "\(app.body)")
+        var sent = 0
+        func signed(_ method: String, _ path: String, _ body: String = "") async throws -> (status: Int, headers: String, body: String) {
+            sent += 1
+            let target = path + "?n=\(sent)", stamp = String(Int64(Date().timeIntervalSince1970))
+            let signature = try key.sign(GatewaySignature.canonical(method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
+            return await fetch(rig.server.address, method, target, body: body.isEmpty ? nil : body, headers: [
+                "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1", "Switchboard-Timestamp": stamp,
+                "Switchboard-Signature": Base64URL.encode(signature),
+            ])
+        }
+        let voip = Self.deviceToken(0xc3), fcm = "gw-fcm:Live_1", xiaomi = "gw-mi/Live+2"
+        for (id, platform, brand, tokens) in [
+            (UUID().uuidString, "ios", nil, #"{"ios-voip":{"token":"\#(voip)","environment":"production"}}"#),
+            (UUID().uuidString, "android", "google", #"{"fcm":{"token":"\#(fcm)"}}"#),
+            (UUID().uuidString, "android", "redmi", #"{"fcm":{"token":"gw-fcm-redmi"},"xiaomi":{"token":"\#(xiaomi)"}}"#),
+        ] as [(String, String, String?, String)] {
+            let brandField = brand.map { #","brand":"\#($0)""# } ?? ""
+            let registered = try await signed("POST", "/gateway/v1/devices", #"{"userId":"bob","deviceId":"\#(id)","platform":"\#(platform)"\#(brandField),"tokens":\#(tokens)}"#)
+            #expect(registered.status == 200, "\(registered.body)")
+        }
+        func signal(_ callID: String) async throws {
+            let answer = try await signed("POST", "/gateway/v1/signals", #"{"callId":"\#(callID)","roomId":"room-9","type":"audio","caller":{"id":"alice","name":"Alice"},"callees":["bob"]}"#)
+            #expect(answer.status == 202, "\(answer.body)")
+        }
+
+        try await signal("gw-call-1")
+        let push = try #require(try await rig.pushes(for: voip).first?["payload"] as? [String: Any])
+        #expect(String(describing: push).contains("gw-call-1"))
+        let data = try #require(((try await rig.fcmMessages(for: fcm).first?["payload"] as? [String: Any])?["message"] as? [String: Any])?["data"] as? [String: String])
+        #expect(data["callId"] == "gw-call-1" && data["callerName"] == "Alice" && data["type"] == "call")
+        let form = try #require(try await rig.vendorMessages("xiaomi", for: xiaomi).first?["payload"] as? [String: String])
+        #expect(VendorNotification.fields(of: Array((form["payload"] ?? "").utf8))?["callId"] == "gw-call-1")
+
+        // The Pixel's next ring meets a 503: the cancel comes while its retry waits.
+        try await rig.fcmFault(#"{"faults":[{"token":"\#(fcm)","error":"UNAVAILABLE","count":1}]}"#)
+        try await signal("gw-call-2")
+        #expect(try await rig.waitForEmulatorAnswers("503 UNAVAILABLE", count: 1))
+        #expect(try await signed("POST", "/gateway/v1/signals/gw-call-2/cancel").status == 200)
+        #expect(try await eventuallyTrying {
+            let status = try await signed("GET", "/gateway/v1/signals/gw-call-2")
+            let devices = (liveJSON(status.body)["devices"] as? [[String: Any]]) ?? []
+            return devices.contains { $0["channel"] as? String == "fcm" && $0["state"] as? String == "dropped" && $0["reason"] as? String == "call_not_ringing" }
+        })
+        let pixel = try await rig.fcmMessages(for: fcm, wait: 0).compactMap {
+            (($0["payload"] as? [String: Any])?["message"] as? [String: Any])?["data"] as? [String: String]
+        }
+        #expect(!pixel.contains { $0["type"] == "call" && $0["callId"] == "gw-call-2" }, "the cancelled ring never reached the Pixel")
+        #expect(try await eventuallyTrying {
+            let last = try await rig.vendorMessages("xiaomi", for: xiaomi, wait: 1).last?["payload"] as? [String: String]
+            return last?["pass_through"] == "1" && VendorNotification.fields(of: Array((last?["payload"] ?? "").utf8))?["reason"] == "cancelled"
+        })
         await rig.close()
     }
 
