@@ -17,10 +17,15 @@ public final class Ed25519PublicKey: @unchecked Sendable {
     public let rawBytes: [UInt8]
 
     /// Loads a public key from its 32 raw bytes; throws ``CryptoError`` with
-    /// ``CryptoError/Code/malformedInput`` for any other length or a point OpenSSL refuses.
+    /// ``CryptoError/Code/malformedInput`` for any other length, a y coordinate that is not
+    /// reduced (y ≥ p), or a point of small order (OpenSSL copies the bytes without checking,
+    /// and with such a key a forged signature can verify for every message).
     public init(rawBytes: [UInt8]) throws(CryptoError) {
         guard rawBytes.count == 32 else {
             throw CryptoError(code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)", detail: "\(rawBytes.count) bytes, not 32")
+        }
+        guard !Self.isWeak(rawBytes) else {
+            throw CryptoError(code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)", detail: "a point of small order or not reduced")
         }
         guard let key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, rawBytes, 32) else {
             throw CryptoError(code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)", detail: "not an Ed25519 public key")
@@ -31,6 +36,31 @@ public final class Ed25519PublicKey: @unchecked Sendable {
 
     deinit {
         EVP_PKEY_free(handle)
+    }
+
+    /// The y coordinates (little-endian, sign bit cleared) of the eight points of small order:
+    /// 0, 1, p − 1 and the two of order 8.
+    private static let smallOrderY: [[UInt8]] = {
+        var pMinusOne = [UInt8](repeating: 0xFF, count: 32)
+        pMinusOne[0] = 0xEC
+        pMinusOne[31] = 0x7F
+        var one = [UInt8](repeating: 0, count: 32)
+        one[0] = 1
+        return [
+            [UInt8](repeating: 0, count: 32), one, pMinusOne,
+            [0x26, 0xE8, 0x95, 0x8F, 0xC2, 0xB2, 0x27, 0xB0, 0x45, 0xC3, 0xF4, 0x89, 0xF2, 0xEF, 0x98, 0xF0,
+             0xD5, 0xDF, 0xAC, 0x05, 0xD3, 0xC6, 0x33, 0x39, 0xB1, 0x38, 0x02, 0x88, 0x6D, 0x53, 0xFC, 0x05],
+            [0xC7, 0x17, 0x6A, 0x70, 0x3D, 0x4D, 0xD8, 0x4F, 0xBA, 0x3C, 0x0B, 0x76, 0x0D, 0x10, 0x67, 0x0F,
+             0x2A, 0x20, 0x53, 0xFA, 0x2C, 0x39, 0xCC, 0xC6, 0x4E, 0xC7, 0xFD, 0x77, 0x92, 0xAC, 0x03, 0x7A],
+        ]
+    }()
+
+    /// A small-order point, or a y coordinate of p or more (p = 2²⁵⁵ − 19).
+    static func isWeak(_ raw: [UInt8]) -> Bool {
+        var y = raw
+        y[31] &= 0x7F
+        let unreduced = y[31] == 0x7F && y[1..<31].allSatisfy { $0 == 0xFF } && y[0] >= 0xED
+        return unreduced || smallOrderY.contains(y)
     }
 
     /// Whether `signature` (64 bytes) is this key's Ed25519 signature of `message`.

@@ -35,6 +35,7 @@ public enum PostgresSchema {
                 blocked_until_ms BIGINT NOT NULL,
                 updated_at_ms BIGINT NOT NULL
             );
+            CREATE INDEX login_throttle_updated ON login_throttle(updated_at_ms);
             """),
         Migration(version: 12, name: "gateway_apps", sql: """
             CREATE TABLE gateway_apps (

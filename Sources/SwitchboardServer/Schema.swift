@@ -42,6 +42,7 @@ public enum Schema {
                 blocked_until_ms INTEGER NOT NULL,
                 updated_at_ms INTEGER NOT NULL
             ) STRICT;
+            CREATE INDEX login_throttle_updated ON login_throttle(updated_at_ms);
             """),
         // The push gateway's app servers, their Ed25519 keys and the signatures seen lately (SPEC §8).
         Migration(version: 12, name: "gateway_apps", sql: """
@@ -96,7 +97,7 @@ public enum Schema {
                 attempts, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, claimed_until_ms, last_error, claimed_by, channel, kind)
             SELECT id, call_id, user_id, device_id, provider, token, environment, payload, headers, state, reason,
                 attempts, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, claimed_until_ms, last_error, claimed_by, channel, kind
-            FROM push_jobs;
+            FROM push_jobs ORDER BY rowid;
             DROP TABLE push_jobs;
             ALTER TABLE push_jobs_unbound RENAME TO push_jobs;
             CREATE INDEX push_jobs_due ON push_jobs(next_attempt_at_ms) WHERE state = 'pending';

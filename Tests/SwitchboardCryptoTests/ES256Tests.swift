@@ -439,6 +439,17 @@ struct Ed25519Tests {
         #expect(!(try Ed25519PublicKey(rawBytes: Self.hex(Self.vectors[0].publicKey))).verify(
             signature: Self.hex(vector.signature), message: Self.hex(vector.message)))
         #expect(throws: CryptoError.self) { try Ed25519PublicKey(rawBytes: [1, 2, 3]) }
+        // Points of small order and unreduced encodings: with them a forgery could verify.
+        var identity = [UInt8](repeating: 0, count: 32)
+        identity[0] = 1
+        var unreduced = [UInt8](repeating: 0xFF, count: 32)
+        unreduced[0] = 0xED
+        unreduced[31] = 0x7F
+        var negativeZero = [UInt8](repeating: 0, count: 32)
+        negativeZero[31] = 0x80
+        for weak in [identity, unreduced, negativeZero, [UInt8](repeating: 0, count: 32), Self.hex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa")] {
+            #expect(throws: CryptoError.self) { try Ed25519PublicKey(rawBytes: weak) }
+        }
         let fresh = try Ed25519PrivateKey.generate()
         #expect(fresh.publicKey.verify(signature: try fresh.sign(Array("hello".utf8)), message: Array("hello".utf8)))
     }

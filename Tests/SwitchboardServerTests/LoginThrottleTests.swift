@@ -31,7 +31,12 @@ struct LoginThrottleTests {
         #expect(ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "203.0.113.9"), trusting: proxies) == "203.0.113.9")
         #expect(ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "1.2.3.4, 203.0.113.9, 10.0.0.1"), trusting: proxies) == "203.0.113.9",
                 "the nearest untrusted hop: what the client wrote itself comes first and is skipped")
-        #expect(ClientAddress.of(request(peer: "[::1]:80", forwarded: nil), trusting: proxies) == "::1")
+        #expect(ClientAddress.of(request(peer: "[::1]:80", forwarded: nil), trusting: proxies) == "0:0:0:0::/64")
+        // One spelling per address: a dual-stack listener's IPv4-mapped proxy is still trusted.
+        #expect(ClientAddress.of(request(peer: "[::ffff:10.0.0.1]:443", forwarded: "203.0.113.9"), trusting: proxies) == "203.0.113.9")
+        // IPv6 clients count by their /64.
+        #expect(ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "2001:db8:1:2::abcd"), trusting: proxies) == "2001:db8:1:2::/64")
+        #expect(ClientAddress.of(request(peer: "[2001:db8:1:2:aaaa::1]:1", forwarded: nil), trusting: proxies) == "2001:db8:1:2::/64")
     }
 
     struct World {
@@ -75,6 +80,28 @@ struct LoginThrottleTests {
         let held = await env.login("bob", "long enough", from: "192.0.2.66")
         #expect(held.status == 429 && held.headers["Retry-After"] == "1")
         #expect(await env.login("bob", "long enough", from: "192.0.2.67").status == 200)
+    }
+
+    @Test func guessesSentAtOnceAreCountedBeforeTheirPasswordsAreChecked() async throws {
+        let env = try World()
+        defer { env.world.close() }
+        _ = try await env.world.person("dora")
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<20 { group.addTask { await env.login("dora", "guess", from: "198.51.100.9").status } }
+            return await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0 == 401 }.count <= 6, "at most the free five and the one that set the wait got to guess: \(statuses)")
+        #expect(statuses.filter { $0 == 429 }.count >= 14)
+    }
+
+    @Test func anAddressThatLoggedInBeforeIsNotHeldBackByTheAccountWideCounter() async throws {
+        let env = try World()
+        defer { env.world.close() }
+        _ = try await env.world.person("erin")
+        #expect(await env.login("erin", "long enough", from: "192.0.2.10").status == 200)
+        for index in 0..<60 { _ = await env.login("erin", "guess", from: "198.18.2.\(index)") }
+        #expect(await env.login("erin", "long enough", from: "198.18.3.1").status == 429, "a new address waits")
+        #expect(await env.login("erin", "long enough", from: "192.0.2.10").status == 200, "her own phone does not")
     }
 
     @Test func anAccountGuessedFromEverywhereWaitsBrieflyAtMost() async throws {

@@ -39,46 +39,55 @@ struct AccountService: Sendable {
 
     /// Logs in, unless failed logins of this account from this address, of this address, or of
     /// this account from everywhere hold it back for now (429 `RATE_LIMITED` with
-    /// `Retry-After`; ``LoginThrottle``). The password is not even checked then.
+    /// `Retry-After`; ``LoginThrottle``). The password is not even checked then. Each attempt
+    /// is counted as a failure before its password is checked, in the write that checks the
+    /// counters (guesses sent at once cannot all pass the check), and taken back when it
+    /// succeeds. An address that logged in to the account before is not held back by the
+    /// account-wide counter: failing on purpose from elsewhere cannot lock its owner out.
     func login(_ request: LoginRequest, from address: String) async throws -> AuthSession {
         let username = request.username.lowercased()
+        let throttle = self.throttle
         let keys = throttle.keys(username: username, address: address)
-        let (found, counters) = try await store.snapshot { snapshot in
-            (try snapshot.accounts.credentials(forUsername: username), try snapshot.loginThrottle.entries(keys.map(\.text)))
-        }
-        let nowMS = CallStore.milliseconds(store.environment.now())
-        if let blocked = counters.values.map(\.blockedUntilMS).max(), blocked > nowMS {
-            let seconds = Int(((Double(blocked - nowMS)) / 1000).rounded(.up))
-            throw APIError(
-                status: 429, code: "RATE_LIMITED", message: "too many failed logins: try again in \(seconds) s", retryAfter: seconds)
-        }
-        let matches = try await hasher.verify(request.password, against: found?.passwordHash ?? decoyHash)
-        guard let user = found?.user, matches else {
-            try await recordFailure(keys)
-            throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
-        }
-        let token = Token.generate()
-        let reset = throttle.keysReset(username: username, address: address).map(\.text).filter { counters[$0] != nil }
-        return try await store.write { transaction in
-            if !reset.isEmpty { try transaction.loginThrottle.clear(reset) }
-            try Self.startSession(for: user.id, token: token, in: transaction)
-            let cursor = try transaction.events.cursor(for: user.id)
-            return AuthSession(user: user, token: token.text, eventCursor: cursor)
-        }
-    }
-
-    /// Counts a failed login against each of `keys` (read again in the write: other instances
-    /// count too) and sets each one's wait.
-    private func recordFailure(_ keys: [LoginThrottle.Key]) async throws {
-        _ = try await store.write { transaction in
+        let known = throttle.knownKey(username: username, address: address)
+        let held = try await store.write { transaction -> Int? in
             let now = CallStore.milliseconds(transaction.date)
-            let counters = try transaction.loginThrottle.entries(keys.map(\.text))
+            let counters = try transaction.loginThrottle.entries(keys.map(\.text) + [known])
+            let binding = keys.filter { !($0.text.hasPrefix("account:") && counters[known] != nil) }
+            if let blocked = binding.compactMap({ counters[$0.text]?.blockedUntilMS }).max(), blocked > now {
+                return Int((Double(blocked - now) / 1000).rounded(.up))
+            }
             for key in keys {
                 let failures = (counters[key.text]?.failures ?? 0) + 1
                 let wait = Int64(key.rule.delay(afterFailures: failures) * 1000)
                 try transaction.loginThrottle.store(LoginThrottleEntry(failures: failures, blockedUntilMS: now + wait), for: key.text, at: now)
             }
-            try transaction.loginThrottle.prune(before: now - LoginThrottle.quietForgives)
+            try transaction.loginThrottle.prune(before: now - LoginThrottle.quietForgives, knownBefore: now - LoginThrottle.knownForgotten)
+            return nil
+        }
+        if let seconds = held {
+            throw APIError(status: 429, code: "RATE_LIMITED", message: "too many failed logins: try again in \(seconds) s", retryAfter: seconds)
+        }
+        let found = try await store.snapshot { try $0.accounts.credentials(forUsername: username) }
+        let matches = try await hasher.verify(request.password, against: found?.passwordHash ?? decoyHash)
+        guard let user = found?.user, matches else {
+            throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
+        }
+        let token = Token.generate()
+        let reset = throttle.keysReset(username: username, address: address).map(\.text)
+        let addressKey = keys.first { $0.text.hasPrefix("address:") }
+        return try await store.write { transaction in
+            let now = CallStore.milliseconds(transaction.date)
+            try transaction.loginThrottle.clear(reset)
+            // The address's counter keeps its other failures: only this attempt is taken back.
+            if let addressKey, let entry = try transaction.loginThrottle.entries([addressKey.text])[addressKey.text] {
+                let failures = max(0, entry.failures - 1)
+                let blocked = addressKey.rule.delay(afterFailures: failures) > 0 ? entry.blockedUntilMS : 0
+                try transaction.loginThrottle.store(LoginThrottleEntry(failures: failures, blockedUntilMS: blocked), for: addressKey.text, at: now)
+            }
+            try transaction.loginThrottle.store(LoginThrottleEntry(failures: 0, blockedUntilMS: 0), for: known, at: now)
+            try Self.startSession(for: user.id, token: token, in: transaction)
+            let cursor = try transaction.events.cursor(for: user.id)
+            return AuthSession(user: user, token: token.text, eventCursor: cursor)
         }
     }
 

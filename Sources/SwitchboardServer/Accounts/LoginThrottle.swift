@@ -30,6 +30,12 @@ struct LoginThrottle: Sendable, Equatable {
 
     /// A counter nobody touched for a day is forgotten.
     static let quietForgives: Int64 = 24 * 3600 * 1000
+    /// An address that logged in to an account is remembered for 30 days after its last login.
+    static let knownForgotten: Int64 = 30 * 24 * 3600 * 1000
+
+    /// The record that `address` logged in to `username` (it exempts the address from the
+    /// account-wide counter).
+    func knownKey(username: String, address: String) -> String { "known:\(username)\u{1F}\(address)" }
 
     /// A counter's key in the store, with its rule.
     struct Key: Sendable, Equatable, Hashable {
@@ -70,8 +76,9 @@ protocol LoginThrottleRepository {
     func store(_ entry: LoginThrottleEntry, for key: String, at nowMS: Int64) throws
     /// Removes the counters of `keys`.
     func clear(_ keys: [String]) throws
-    /// Removes counters not changed since `beforeMS` (a day of quiet forgives).
-    func prune(before beforeMS: Int64) throws
+    /// Removes counters not changed since `beforeMS` (a day of quiet forgives), and records of
+    /// known addresses not refreshed since `knownBeforeMS`.
+    func prune(before beforeMS: Int64, knownBefore knownBeforeMS: Int64) throws
 }
 
 /// ``LoginThrottleRepository`` in SQL that SQLite and PostgreSQL both run.
@@ -102,7 +109,9 @@ struct SQLLoginThrottleRepository: LoginThrottleRepository {
         for key in keys { try connection.run("DELETE FROM login_throttle WHERE key = ?", [.text(key)]) }
     }
 
-    func prune(before beforeMS: Int64) throws {
-        try connection.run("DELETE FROM login_throttle WHERE updated_at_ms < ?", [.integer(beforeMS)])
+    func prune(before beforeMS: Int64, knownBefore knownBeforeMS: Int64) throws {
+        try connection.run(
+            "DELETE FROM login_throttle WHERE updated_at_ms < ? AND (substr(key, 1, 6) != 'known:' OR updated_at_ms < ?)",
+            [.integer(beforeMS), .integer(knownBeforeMS)])
     }
 }

@@ -169,7 +169,7 @@ struct GatewayRoutes {
             let now = CallStore.milliseconds(store.environment.now())
             let fresh = try await store.write { transaction in
                 try transaction.gateway.recordSignature(
-                    Base64URL.encode(signature), of: appID, at: now, forgetBeforeMS: now - 2 * GatewaySignature.window * 1000)
+                    Base64URL.encode(signature), of: appID, at: now, forgetBeforeMS: now - GatewaySignature.replayMemoryMS)
             }
             guard fresh else {
                 throw APIError(status: 401, code: "GATEWAY_REPLAYED", message: "this signed request was taken already (sign every request anew)")
@@ -197,7 +197,8 @@ struct GatewayRoutes {
         let text = key.publicKey.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .trimmingCharacters(in: CharacterSet(charactersIn: "="))
         guard let raw = Base64URL.decode(text), raw.count == 32, (try? Ed25519PublicKey(rawBytes: raw)) != nil else {
-            throw APIError.validation("'\(prefix)publicKey' must be an Ed25519 public key: 32 bytes as base64 or base64url", field: prefix + "publicKey")
+            throw APIError.validation(
+                "'\(prefix)publicKey' must be an Ed25519 public key: 32 bytes as base64 or base64url, not a point of small order", field: prefix + "publicKey")
         }
         return GatewayApp.Key(keyID: keyID, publicKey: Base64URL.encode(raw), createdAtMS: nowMS)
     }

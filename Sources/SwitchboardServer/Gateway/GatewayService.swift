@@ -128,8 +128,9 @@ struct GatewayService: Sendable {
             let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
             var written = 0
             for callee in callees {
-                // The callee limit: a fourth signal within ten minutes is dropped, silently.
-                if try signals.rings(app: app, user: callee, since: now - Self.calleeLimit.windowMS) >= Self.calleeLimit.rings {
+                // The callee limit: once rung more than 3 times in ten minutes, further signals
+                // are dropped, silently.
+                if try signals.rings(app: app, user: callee, since: now - Self.calleeLimit.windowMS) > Self.calleeLimit.rings {
                     try signals.recordCallee(app: app, call: callID, user: callee, outcome: "rate_limited", at: now)
                     continue
                 }
@@ -146,7 +147,7 @@ struct GatewayService: Sendable {
                     var cutOff = false
                     if let until = try signals.breaker(app: app, deviceID: device.deviceID), until > now {
                         cutOff = true
-                    } else if try signals.deviceRings(deviceID: device.deviceID, since: now - Self.deviceLimit.windowMS) >= Self.deviceLimit.rings {
+                    } else if try signals.deviceRings(app: app, deviceID: device.deviceID, since: now - Self.deviceLimit.windowMS) > Self.deviceLimit.rings {
                         try signals.trip(app: app, deviceID: device.deviceID, until: now + Self.deviceLimit.cutOffMS)
                         cutOff = true
                     }
@@ -196,6 +197,8 @@ struct GatewayService: Sendable {
             guard signal.state == "ringing" else { return 0 }
             try signals.cancel(app: app, call: callID)
             let now = CallStore.milliseconds(transaction.date)
+            // What waits is dropped now (a claimed one, in flight, by its sender's check).
+            try signals.dropPending(callKey: GatewayNamespace.callKey(app: app, call: callID), at: now)
             guard now < signal.expiresAtMS else { return 0 }
             let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
             let expires = transaction.date.addingTimeInterval(PushOutbox.noticeLifetime)

@@ -48,8 +48,8 @@ protocol GatewaySignalRepository {
     func removeDevice(app: String, user: String, deviceID: String) throws -> Bool
     func devices(app: String, user: String) throws -> [GatewayDevice]
     func isLive(app: String, user: String, token: String, channel: String) throws -> Bool
-    func forget(token: String, channel: String) throws
-    func doubt(token: String, channel: String) throws
+    func forget(app: String, token: String, channel: String) throws
+    func doubt(app: String, token: String, channel: String) throws
     func insert(_ signal: GatewaySignal) throws
     func signal(app: String, call: String) throws -> GatewaySignal?
     func cancel(app: String, call: String) throws
@@ -57,10 +57,11 @@ protocol GatewaySignalRepository {
     func callees(app: String, call: String) throws -> [(user: String, outcome: String)]
     /// Signals that rang `user` since `sinceMS`.
     func rings(app: String, user: String, since sinceMS: Int64) throws -> Int
-    /// Ring jobs written for `deviceID` since `sinceMS` (any app's namespace: device ids are the app's UUIDs).
-    func deviceRings(deviceID: String, since sinceMS: Int64) throws -> Int
+    /// The app's ring jobs written for `deviceID` since `sinceMS` (cut-off ones not counted).
+    func deviceRings(app: String, deviceID: String, since sinceMS: Int64) throws -> Int
     func breaker(app: String, deviceID: String) throws -> Int64?
     func trip(app: String, deviceID: String, until untilMS: Int64) throws
+    func dropPending(callKey: String, at nowMS: Int64) throws
 }
 
 struct SQLGatewaySignalRepository: GatewaySignalRepository {
@@ -125,15 +126,17 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
         return !rows.isEmpty
     }
 
-    func forget(token: String, channel: String) throws {
-        try connection.run("DELETE FROM gateway_devices WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
+    func forget(app: String, token: String, channel: String) throws {
+        try connection.run("DELETE FROM gateway_devices WHERE app_id = ? AND token = ? AND channel = ?", [.text(app), .text(token), .text(channel)])
     }
 
-    func doubt(token: String, channel: String) throws {
+    func doubt(app: String, token: String, channel: String) throws {
         try connection.run(
-            "UPDATE gateway_devices SET suspect_reports = suspect_reports + 1 WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
+            "UPDATE gateway_devices SET suspect_reports = suspect_reports + 1 WHERE app_id = ? AND token = ? AND channel = ?",
+            [.text(app), .text(token), .text(channel)])
         try connection.run(
-            "DELETE FROM gateway_devices WHERE token = ? AND channel = ? AND suspect_reports >= 2", [.text(token), .text(channel)])
+            "DELETE FROM gateway_devices WHERE app_id = ? AND token = ? AND channel = ? AND suspect_reports >= 2",
+            [.text(app), .text(token), .text(channel)])
     }
 
     func insert(_ signal: GatewaySignal) throws {
@@ -179,10 +182,26 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
             [.text(app), .text(user), .integer(sinceMS)]).first.map { try $0.int("n") } ?? 0
     }
 
-    func deviceRings(deviceID: String, since sinceMS: Int64) throws -> Int {
-        try connection.query(
-            "SELECT count(*) AS n FROM push_jobs WHERE device_id = ? AND created_at_ms >= ? AND kind = 'ring' AND (reason IS NULL OR reason != 'device_cut_off')",
-            [.text(deviceID), .integer(sinceMS)]).first.map { try $0.int("n") } ?? 0
+    func deviceRings(app: String, deviceID: String, since sinceMS: Int64) throws -> Int {
+        // The app's own jobs: their user ids start with its namespace (compared as a prefix,
+        // not with LIKE, whose `_` an app id may hold).
+        let prefix = GatewayNamespace.userKey(app: app, user: "")
+        return try connection.query(
+            """
+            SELECT count(*) AS n FROM push_jobs WHERE device_id = ? AND created_at_ms >= ? AND kind = 'ring'
+                AND substr(user_id, 1, ?) = ? AND (reason IS NULL OR reason != 'device_cut_off')
+            """,
+            [.text(deviceID), .integer(sinceMS), .integer(Int64(prefix.utf8.count)), .text(prefix)]).first.map { try $0.int("n") } ?? 0
+    }
+
+    /// Drops the signal's rings still waiting (unclaimed): a cancel takes them out at once.
+    func dropPending(callKey: String, at nowMS: Int64) throws {
+        try connection.run(
+            """
+            UPDATE push_jobs SET state = 'dropped', reason = 'call_not_ringing', finished_at_ms = ?
+            WHERE call_id = ? AND kind = 'ring' AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
+            """,
+            [.integer(nowMS), .text(callKey), .integer(nowMS)])
     }
 
     func breaker(app: String, deviceID: String) throws -> Int64? {

@@ -23,6 +23,10 @@ enum GatewaySignature {
 
     /// How far the timestamp may be from the server's clock, either way.
     static let window: Int64 = 60
+    /// How long a signature is remembered: far past its freshness (±60 s), whatever the
+    /// instances' clocks, so no fresh request is forgotten.
+    static let replayMemoryMS: Int64 = 10 * 60 * 1000
+
     /// The largest gateway body.
     static let maxBodyBytes = 64 * 1024
 

@@ -63,12 +63,20 @@ struct ServerPushOutbox: PushOutboxStore {
                 job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: nowMS, by: instance)
             guard recorded else { return false }
             switch token {
+            // The verdict is about the token of the job's own namespace: the server's devices, or
+            // one app's.
             case .forget?:
-                try transaction.devices.forget(token: job.token, channel: job.channel)
-                try transaction.gatewaySignals.forget(token: job.token, channel: job.channel)
+                if let user = GatewayNamespace.split(job.userID) {
+                    try transaction.gatewaySignals.forget(app: user.app, token: job.token, channel: job.channel)
+                } else {
+                    try transaction.devices.forget(token: job.token, channel: job.channel)
+                }
             case .doubt?:
-                try transaction.devices.doubt(token: job.token, channel: job.channel)
-                try transaction.gatewaySignals.doubt(token: job.token, channel: job.channel)
+                if let user = GatewayNamespace.split(job.userID) {
+                    try transaction.gatewaySignals.doubt(app: user.app, token: job.token, channel: job.channel)
+                } else {
+                    try transaction.devices.doubt(token: job.token, channel: job.channel)
+                }
             case nil: break
             }
             return true
