@@ -69,24 +69,26 @@ public final class Application: Sendable {
             store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
+        let payloadKeys = PayloadKeyVault(secret: configuration.payloadKeySecretBytes)
         let calls = CallService(
             store: store, media: Self.mediaBackend(for: configuration),
             minter: MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30),
             ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.emptyRoomGraceSeconds),
             push: channels,
-            logger: logger, pushesQueued: { dispatcher.wake() })
+            logger: logger, pushesQueued: { dispatcher.wake() }, payloadKeys: payloadKeys)
         self.calls = calls
         SocialRoutes(
             friends: FriendService(store: store, calls: calls), conversations: ConversationService(store: store),
             groups: GroupService(store: store, calls: calls), authenticator: authenticator
         ).register(in: &router)
         CallRoutes(service: calls, authenticator: authenticator).register(in: &router)
-        DeviceRoutes(store: store, authenticator: authenticator).register(in: &router)
+        DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         GatewayRoutes(
             store: store, adminKey: configuration.adminKey,
             service: GatewayService(
-                store: store, channels: channels, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() })
+                store: store, channels: channels, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
+                payloadKeys: payloadKeys)
         ).register(in: &router)
         self.router = router
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {

@@ -6,11 +6,28 @@ public struct RegisterVoIPDevice: Codable, Sendable, Equatable {
     public var pushToken: String
     /// `sandbox` or `production`, as the app was built: reported, never guessed.
     public var environment: String
+    /// The key this device's VoIP pushes are encrypted with (SPEC §3); none: plain pushes.
+    public var payloadKey: PayloadKeyRegistration?
 
-    public init(deviceId: String, pushToken: String, environment: String) {
+    public init(deviceId: String, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration? = nil) {
         self.deviceId = deviceId
         self.pushToken = pushToken
         self.environment = environment
+        self.payloadKey = payloadKey
+    }
+}
+
+/// A device's VoIP payload key: 256 bits the device made and keeps, and the id its pushes name
+/// it by (`kid`). Sent once over TLS; the server stores it encrypted and never shows it again.
+public struct PayloadKeyRegistration: Codable, Sendable, Equatable {
+    /// 1 to 64 letters, digits, `.`, `_` or `-`.
+    public var id: String
+    /// The 32 bytes, base64 (standard alphabet, padded).
+    public var key: String
+
+    public init(id: String, key: String) {
+        self.id = id
+        self.key = key
     }
 }
 
@@ -20,12 +37,15 @@ public struct VoIPDevice: Codable, Sendable, Equatable {
     public var environment: String
     /// The last 8 hex digits of the token.
     public var tokenSuffix: String
+    /// The id of the payload key its pushes are encrypted with; nil: plain pushes.
+    public var payloadKeyId: String?
     public var updatedAt: String
 
-    public init(deviceId: String, environment: String, tokenSuffix: String, updatedAt: String) {
+    public init(deviceId: String, environment: String, tokenSuffix: String, payloadKeyId: String? = nil, updatedAt: String) {
         self.deviceId = deviceId
         self.environment = environment
         self.tokenSuffix = tokenSuffix
+        self.payloadKeyId = payloadKeyId
         self.updatedAt = updatedAt
     }
 }
@@ -35,10 +55,13 @@ public struct PushTokenRegistration: Codable, Sendable, Equatable {
     public var token: String
     /// For `ios-voip` and `ios-alert` only: `sandbox` or `production`, as the app was built.
     public var environment: String?
+    /// For `ios-voip` only: the key its pushes are encrypted with (SPEC §3).
+    public var payloadKey: PayloadKeyRegistration?
 
-    public init(token: String, environment: String? = nil) {
+    public init(token: String, environment: String? = nil, payloadKey: PayloadKeyRegistration? = nil) {
         self.token = token
         self.environment = environment
+        self.payloadKey = payloadKey
     }
 }
 
@@ -70,11 +93,14 @@ public struct PushTokenInfo: Codable, Sendable, Equatable {
     public var environment: String?
     /// The token's last 8 characters.
     public var tokenSuffix: String
+    /// `ios-voip` only: the id of the payload key its pushes are encrypted with.
+    public var payloadKeyId: String?
 
-    public init(channel: String, environment: String?, tokenSuffix: String) {
+    public init(channel: String, environment: String?, tokenSuffix: String, payloadKeyId: String? = nil) {
         self.channel = channel
         self.environment = environment
         self.tokenSuffix = tokenSuffix
+        self.payloadKeyId = payloadKeyId
     }
 }
 

@@ -37,7 +37,9 @@ public struct APNsVoIPChannel: PushChannel {
         let push = try VoIPPush.build(
             callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
             groupName: ring.groupName, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now)
-        return PushRequest(payload: push.payload, headers: push.headers)
+        guard let key = ring.payloadKey else { return PushRequest(payload: push.payload, headers: push.headers) }
+        // The device registered a payload key: only the encrypted form leaves the server.
+        return PushRequest(payload: try EncryptedVoIPPayload.seal(push.payload, key: key), headers: push.headers)
     }
 
     /// Never: a VoIP push must report a call to CallKit, so notices go to `ios-alert` tokens.

@@ -116,10 +116,12 @@ public struct PushRing: Sendable, Equatable {
     /// The end of the ring window: the service must not deliver the push later.
     public var expiresAt: Date
     public var now: Date
+    /// The device's payload key: a VoIP push then carries its payload encrypted (SPEC §3).
+    public var payloadKey: PayloadKey?
 
     public init(
         callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?, jobID: String,
-        expiresAt: Date, now: Date
+        expiresAt: Date, now: Date, payloadKey: PayloadKey? = nil
     ) {
         self.callID = callID
         self.scopeKind = scopeKind
@@ -130,7 +132,22 @@ public struct PushRing: Sendable, Equatable {
         self.jobID = jobID
         self.expiresAt = expiresAt
         self.now = now
+        self.payloadKey = payloadKey
     }
+}
+
+/// A device's VoIP payload key (256 bits) and the id its pushes name it by.
+public struct PayloadKey: Sendable, Equatable, CustomStringConvertible {
+    public let id: String
+    public let bytes: [UInt8]
+
+    public init(id: String, bytes: [UInt8]) {
+        self.id = id
+        self.bytes = bytes
+    }
+
+    /// The id only: the key never reaches a log.
+    public var description: String { "PayloadKey(\(id))" }
 }
 
 /// A channel's request for one job, built when the ring is written and stored with the job.

@@ -24,6 +24,8 @@ struct CallService: Sendable {
     let logger: Logger
     /// Called after a commit that wrote push jobs, so the dispatcher starts at once.
     let pushesQueued: @Sendable () -> Void
+    /// Opens the devices' VoIP payload keys for the rings (off without `payloadKeySecret`).
+    var payloadKeys = PayloadKeyVault(secret: nil)
 
     // MARK: Create
 
@@ -38,7 +40,7 @@ struct CallService: Sendable {
             throw APIError.validation("'clientId' must be a UUID", field: "clientId")
         }
         let caller = principal.user.id
-        let ringTimeout = self.ringTimeout, push = self.push
+        let ringTimeout = self.ringTimeout, push = self.push, payloadKeys = self.payloadKeys
         do {
             let (info, isNew, pushes) = try await store.write { transaction in
                 let calls = transaction.calls
@@ -67,7 +69,7 @@ struct CallService: Sendable {
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
                 try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
-                let pushes = try PushOutbox.enqueueRings(for: transition, channels: push, in: transaction)
+                let pushes = try PushOutbox.enqueueRings(for: transition, channels: push, keys: payloadKeys, in: transaction)
                 return (CallStore.info(transition.call), true, pushes)
             }
             // The dispatcher is woken only for jobs it has to send: a ring to users without a

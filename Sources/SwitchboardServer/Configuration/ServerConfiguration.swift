@@ -142,6 +142,16 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
 
+    /// 32 bytes as base64: the key the devices' VoIP payload keys are stored under (AES-256-GCM),
+    /// so a database dump alone does not reveal them. Every instance on one store needs the same.
+    /// Empty: devices cannot register payload keys (their pushes go unencrypted).
+    public var payloadKeySecret = ""
+
+    /// ``payloadKeySecret``'s 32 bytes; nil when it is empty (checked when it was read).
+    var payloadKeySecretBytes: [UInt8]? {
+        payloadKeySecret.isEmpty ? nil : Data(base64Encoded: payloadKeySecret).map(Array.init)
+    }
+
     /// The proxies (addresses) whose `X-Forwarded-For` names the client, for the login
     /// throttle's per-address counters; the rest are taken at their word as the peer.
     public var trustedProxies: Set<String> = ["127.0.0.1", "::1"]
@@ -341,6 +351,11 @@ public struct ConfigurationSetting: Sendable {
         },
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
+        },
+        text("payloadKeySecret", "SWITCHBOARD_PAYLOAD_KEY_SECRET",
+             "32 random bytes as base64 (openssl rand -base64 32): stores devices' VoIP payload keys encrypted; empty refuses payload keys (default empty); never logged",
+             \.payloadKeySecret) { text in
+            text.isEmpty || Data(base64Encoded: text)?.count == 32 ? nil : "must be 32 bytes as base64 (openssl rand -base64 32)"
         },
         integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },
     ]

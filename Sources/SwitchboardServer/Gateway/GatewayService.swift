@@ -12,6 +12,8 @@ struct GatewayService: Sendable {
     let channels: PushChannels
     let ringTimeout: TimeInterval
     let pushesQueued: @Sendable () -> Void
+    /// Keeps the devices' VoIP payload keys encrypted (off without `payloadKeySecret`).
+    var payloadKeys = PayloadKeyVault(secret: nil)
 
     static let deviceLimit = (rings: 5, windowMS: Int64(60_000), cutOffMS: Int64(10 * 60_000))
     static let calleeLimit = (rings: 3, windowMS: Int64(10 * 60_000))
@@ -45,6 +47,8 @@ struct GatewayService: Sendable {
         let deviceId: String
         let platform: String
         let channels: [String]
+        /// The id of the key its VoIP pushes are encrypted with; absent: plain pushes.
+        let payloadKeyId: String?
     }
 
     struct DeviceStatus: Encodable {
@@ -77,12 +81,18 @@ struct GatewayService: Sendable {
         let valid = try DeviceRoutes.validate(RegisterPushDevice(
             deviceId: request.deviceId, platform: request.platform, brand: request.brand, tokens: request.tokens))
         var tokens: [String: PushTarget] = [:]
-        for token in valid.tokens { tokens[token.channel] = PushTarget(deviceID: valid.deviceID, token: token.token, environment: token.environment) }
+        for token in valid.tokens {
+            tokens[token.channel] = PushTarget(
+                deviceID: valid.deviceID, token: token.token, environment: token.environment,
+                payloadKey: try token.payloadKey.map { try payloadKeys.seal($0, owner: PayloadKeyVault.owner(app: app, device: valid.deviceID)) })
+        }
         let device = GatewayDevice(deviceID: valid.deviceID, platform: valid.platform, brand: valid.brand, tokens: tokens)
         try await store.write { transaction in
             try transaction.gatewaySignals.register(app: app, user: user, device: device, at: CallStore.milliseconds(transaction.date))
         }
-        return DeviceView(userId: user, deviceId: valid.deviceID, platform: valid.platform, channels: tokens.keys.sorted())
+        return DeviceView(
+            userId: user, deviceId: valid.deviceID, platform: valid.platform, channels: tokens.keys.sorted(),
+            payloadKeyId: tokens[DeviceRoutes.voipPlatform]?.payloadKey?.id)
     }
 
     func removeDevice(app: String, user: String, deviceID: String) async throws {
@@ -116,7 +126,7 @@ struct GatewayService: Sendable {
             extData.count <= 4096
         else { throw APIError.validation("'ext' must be an object of at most 4 KiB of JSON", field: "ext") }
         let ext = String(decoding: extData, as: UTF8.self)
-        let ringTimeout = self.ringTimeout, channels = self.channels
+        let ringTimeout = self.ringTimeout, channels = self.channels, payloadKeys = self.payloadKeys
         let (written, isNew) = try await store.write { transaction -> (Int, Bool) in
             let signals = transaction.gatewaySignals
             if try signals.signal(app: app, call: callID) != nil { return (0, false) }
@@ -159,19 +169,12 @@ struct GatewayService: Sendable {
                             dropped: true, at: now, expires: expires, in: transaction)
                         continue
                     }
-                    var failure: String?
-                    var pushRequest = PushRequest(payload: [], headers: [])
-                    if let channel = channels[channelName] {
-                        do {
-                            pushRequest = try channel.ringRequest(for: PushRing(
-                                callID: callID, scopeKind: "gateway", scopeID: roomID, mode: request.type, callerName: request.caller.name,
-                                groupName: nil, jobID: jobID, expiresAt: expires, now: transaction.date))
-                        } catch {
-                            failure = "\(error)"
-                        }
-                    } else {
-                        failure = PushChannels.missingChannelReason
-                    }
+                    let (pushRequest, failure) = PushOutbox.ringRequest(
+                        PushRing(
+                            callID: callID, scopeKind: "gateway", scopeID: roomID, mode: request.type, callerName: request.caller.name,
+                            groupName: nil, jobID: jobID, expiresAt: expires, now: transaction.date),
+                        to: target, owner: PayloadKeyVault.owner(app: app, device: device.deviceID), on: channelName, channels: channels,
+                        keys: payloadKeys)
                     try PushOutbox.enqueue(
                         pushRequest, id: jobID, kind: .ring, call: GatewayNamespace.callKey(app: app, call: callID),
                         user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target, channel: channelName,

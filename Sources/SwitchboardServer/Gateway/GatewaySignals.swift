@@ -75,13 +75,16 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
                 [.text(app), .text(channel), .text(target.token), .text(device.deviceID)])
             try connection.run(
                 """
-                INSERT INTO gateway_devices (app_id, user_id, device_id, channel, platform, brand, token, environment, created_at_ms)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                INSERT INTO gateway_devices (app_id, user_id, device_id, channel, platform, brand, token, environment, created_at_ms,
+                    payload_key_id, payload_key_sealed)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
                 ON CONFLICT (app_id, device_id, channel) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
-                    brand = excluded.brand, token = excluded.token, environment = excluded.environment, suspect_reports = 0
+                    brand = excluded.brand, token = excluded.token, environment = excluded.environment, suspect_reports = 0,
+                    payload_key_id = excluded.payload_key_id, payload_key_sealed = excluded.payload_key_sealed
                 """,
                 [.text(app), .text(user), .text(device.deviceID), .text(channel), .text(device.platform), device.brand.map(SQLiteValue.text) ?? .null,
-                 .text(target.token), .text(target.environment), .integer(nowMS)])
+                 .text(target.token), .text(target.environment), .integer(nowMS),
+                 target.payloadKey.map { SQLiteValue.text($0.id) } ?? .null, target.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null])
         }
         for row in try connection.query(
             "SELECT channel FROM gateway_devices WHERE app_id = ? AND device_id = ?", [.text(app), .text(device.deviceID)])
@@ -107,13 +110,17 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
     func devices(app: String, user: String) throws -> [GatewayDevice] {
         var devices: [String: GatewayDevice] = [:]
         for row in try connection.query(
-            "SELECT device_id, channel, platform, brand, token, environment FROM gateway_devices WHERE app_id = ? AND user_id = ? ORDER BY device_id, channel",
+            """
+            SELECT device_id, channel, platform, brand, token, environment, payload_key_id, payload_key_sealed FROM gateway_devices
+            WHERE app_id = ? AND user_id = ? ORDER BY device_id, channel
+            """,
             [.text(app), .text(user)])
         {
             let id = try row.string("device_id")
             let platform = try row.string("platform"), brand = try row.optionalString("brand")
             var device = devices[id] ?? GatewayDevice(deviceID: id, platform: platform, brand: brand, tokens: [:])
-            device.tokens[try row.string("channel")] = PushTarget(deviceID: id, token: try row.string("token"), environment: try row.string("environment"))
+            device.tokens[try row.string("channel")] = PushTarget(
+                deviceID: id, token: try row.string("token"), environment: try row.string("environment"), payloadKey: try StoredPayloadKey(row))
             devices[id] = device
         }
         return devices.keys.sorted().compactMap { devices[$0] }

@@ -10,15 +10,17 @@ import SwitchboardWire
 struct DeviceRoutes {
     let store: ServerStore
     let authenticator: Authenticator
+    /// Keeps the devices' VoIP payload keys encrypted (off without `payloadKeySecret`).
+    var payloadKeys = PayloadKeyVault(secret: nil)
 
     /// The channel of PushKit VoIP tokens.
     static let voipPlatform = APNsVoIPChannel.channelName
 
     func register(in router: inout Router) {
-        let store = self.store
+        let store = self.store, payloadKeys = self.payloadKeys
         router.add("POST", "/push/devices", authenticator.require { context, principal in
             let device = try Self.validate(try context.decode(RegisterPushDevice.self))
-            let info = try await Self.save(device, keepingOthers: false, for: principal, in: store)
+            let info = try await Self.save(device, keepingOthers: false, for: principal, in: store, keys: payloadKeys)
             context.logger.info("push device registered", [
                 "device.id": .string(device.deviceID), "platform": .string(device.platform),
                 "channels": .string(device.tokens.map(\.channel).joined(separator: ",")),
@@ -31,14 +33,20 @@ struct DeviceRoutes {
         router.add("POST", "/voip/devices", authenticator.require { context, principal in
             let request = try context.decode(RegisterVoIPDevice.self)
             let (deviceID, token, environment) = try Self.validate(request)
+            let payloadKey = try request.payloadKey.map { registration throws(APIError) in
+                try PayloadKeyVault.validate(registration, field: "payloadKey")
+            }
             let device = ValidDevice(
                 deviceID: deviceID, platform: "ios", brand: nil,
-                tokens: [ValidToken(channel: Self.voipPlatform, token: token, environment: environment)])
-            let info = try await Self.save(device, keepingOthers: true, for: principal, in: store)
+                tokens: [ValidToken(channel: Self.voipPlatform, token: token, environment: environment, payloadKey: payloadKey)])
+            let info = try await Self.save(device, keepingOthers: true, for: principal, in: store, keys: payloadKeys)
             context.logger.info("voip device registered", [
                 "device.id": .string(deviceID), "token.suffix": .string(Self.suffix(token)), "environment": .string(environment),
+                "payload_key.id": .string(payloadKey?.id ?? ""),
             ])
-            return .json(VoIPDevice(deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), updatedAt: info.updatedAt))
+            return .json(VoIPDevice(
+                deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), payloadKeyId: payloadKey?.id,
+                updatedAt: info.updatedAt))
         })
         router.add("DELETE", "/voip/devices/{deviceId}", authenticator.require { context, principal in
             // PushKit invalidated the VoIP token: the installation's other tokens stay.
@@ -54,6 +62,8 @@ struct DeviceRoutes {
         let token: String
         /// Empty for channels without environments.
         let environment: String
+        /// `ios-voip` only: the key the device's VoIP pushes are encrypted with.
+        var payloadKey: PayloadKey? = nil
     }
 
     struct ValidDevice: Sendable {
@@ -64,14 +74,22 @@ struct DeviceRoutes {
     }
 
     /// Binds the device's tokens; without `keepingOthers`, the tokens it no longer lists go.
-    private static func save(_ device: ValidDevice, keepingOthers: Bool, for principal: Principal, in store: ServerStore) async throws -> PushDeviceInfo {
+    private static func save(
+        _ device: ValidDevice, keepingOthers: Bool, for principal: Principal, in store: ServerStore, keys: PayloadKeyVault
+    ) async throws -> PushDeviceInfo {
         let userID = principal.user.id, sessionID = principal.sessionID
+        // Sealed before the write: the store only ever sees the encrypted form.
+        var sealing: [String: StoredPayloadKey] = [:]
+        for token in device.tokens {
+            if let key = token.payloadKey { sealing[token.channel] = try keys.seal(key, owner: PayloadKeyVault.owner(device: device.deviceID)) }
+        }
+        let sealed = sealing
         return try await store.write { transaction -> PushDeviceInfo in
             for token in device.tokens {
                 try transaction.devices.register(
                     DeviceRegistration(
                         deviceID: device.deviceID, userID: userID, sessionID: sessionID, channel: token.channel, platform: device.platform,
-                        brand: device.brand, token: token.token, environment: token.environment),
+                        brand: device.brand, token: token.token, environment: token.environment, payloadKey: sealed[token.channel]),
                     at: transaction.timestamp)
             }
             if !keepingOthers {
@@ -80,7 +98,9 @@ struct DeviceRoutes {
             return PushDeviceInfo(
                 deviceId: device.deviceID, platform: device.platform, brand: device.brand,
                 tokens: device.tokens.map {
-                    PushTokenInfo(channel: $0.channel, environment: $0.environment.isEmpty ? nil : $0.environment, tokenSuffix: suffix($0.token))
+                    PushTokenInfo(
+                        channel: $0.channel, environment: $0.environment.isEmpty ? nil : $0.environment, tokenSuffix: suffix($0.token),
+                        payloadKeyId: $0.payloadKey?.id)
                 },
                 updatedAt: transaction.timestamp)
         }
@@ -134,13 +154,19 @@ struct DeviceRoutes {
                 throw APIError.validation(
                     "'\(field)': \(channel) is a token kind of \(PushRouting.platform(of: channel)), not \(request.platform)", field: field)
             }
+            if entry.payloadKey != nil, channel != voipPlatform {
+                throw APIError.validation("'\(field).payloadKey' is for ios-voip tokens only (VoIP pushes are what it encrypts)", field: "\(field).payloadKey")
+            }
             if channel.hasPrefix("ios-") {
                 guard let environment = entry.environment else {
                     throw APIError.validation("'\(field).environment' is required for APNs tokens: 'sandbox' or 'production'", field: "\(field).environment")
                 }
                 tokens.append(ValidToken(
                     channel: channel, token: try apnsToken(entry.token, field: "\(field).token"),
-                    environment: try apnsEnvironment(environment, field: "\(field).environment")))
+                    environment: try apnsEnvironment(environment, field: "\(field).environment"),
+                    payloadKey: try entry.payloadKey.map { registration throws(APIError) in
+                        try PayloadKeyVault.validate(registration, field: "\(field).payloadKey")
+                    }))
             } else {
                 guard entry.environment == nil else {
                     throw APIError.validation("'\(field).environment' is for APNs tokens only", field: "\(field).environment")

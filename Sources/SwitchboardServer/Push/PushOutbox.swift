@@ -11,7 +11,9 @@ enum PushOutbox {
     /// Returns how many jobs it wrote (pending or failed): with none, nobody needs to wake the
     /// dispatcher.
     @discardableResult
-    static func enqueueRings(for transition: CallStateMachine.Transition, channels: PushChannels, in transaction: WriteTransaction) throws -> Int {
+    static func enqueueRings(
+        for transition: CallStateMachine.Transition, channels: PushChannels, keys: PayloadKeyVault, in transaction: WriteTransaction
+    ) throws -> Int {
         let call = transition.call
         guard !transition.effects.ring.isEmpty else { return 0 }
         var written = 0
@@ -28,20 +30,11 @@ enum PushOutbox {
                     let target = device.tokens[channelName]
                 else { continue }
                 let jobID = transaction.newID()
-                var reason: String?
-                var request = PushRequest(payload: [], headers: [])
-                if let channel = channels[channelName] {
-                    do {
-                        request = try channel.ringRequest(for: PushRing(
-                            callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
-                            callerName: callerName, groupName: groupName, jobID: jobID, expiresAt: call.ringDeadline, now: transaction.date))
-                    } catch {
-                        reason = "\(error)"
-                    }
-                } else {
-                    // A token kind this server has no channel for: recorded, never silent.
-                    reason = PushChannels.missingChannelReason
-                }
+                let (request, reason) = ringRequest(
+                    PushRing(
+                        callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
+                        callerName: callerName, groupName: groupName, jobID: jobID, expiresAt: call.ringDeadline, now: transaction.date),
+                    to: target, owner: PayloadKeyVault.owner(device: device.deviceID), on: channelName, channels: channels, keys: keys)
                 try enqueue(
                     request, id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID, target: target,
                     channel: channelName, provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
@@ -50,6 +43,26 @@ enum PushOutbox {
             }
         }
         return written
+    }
+
+    /// The request `channelName`'s channel builds for `ring` to `target`, or why it has none: no
+    /// such channel here (a token kind this server does not send), a payload that cannot be
+    /// built, or the device's payload key unreadable here (never sent in the clear instead).
+    static func ringRequest(
+        _ ring: PushRing, to target: PushTarget, owner: String, on channelName: String, channels: PushChannels, keys: PayloadKeyVault
+    ) -> (PushRequest, failure: String?) {
+        let none = PushRequest(payload: [], headers: [])
+        guard let channel = channels[channelName] else { return (none, PushChannels.missingChannelReason) }
+        var ring = ring
+        if let stored = target.payloadKey {
+            guard let key = keys.open(stored, owner: owner) else { return (none, PayloadKeyVault.unreadableReason) }
+            ring.payloadKey = key
+        }
+        do {
+            return (try channel.ringRequest(for: ring), nil)
+        } catch {
+            return (none, "\(error)")
+        }
     }
 
     /// How long a notice is worth sending: past it the phone's own ring is long over. A missed

@@ -6,6 +6,8 @@ public struct PushTarget: Sendable, Equatable {
     public let token: String
     /// `sandbox` or `production` for APNs tokens, as the app reported it; empty elsewhere.
     public let environment: String
+    /// `ios-voip` only: the key its pushes are encrypted with, as stored (sealed).
+    public var payloadKey: StoredPayloadKey? = nil
 }
 
 /// One installation and the tokens it registered, as routing sees it.
@@ -35,11 +37,15 @@ public struct DeviceRegistration: Sendable, Equatable {
     public let token: String
     /// `sandbox` or `production` for APNs tokens; empty for the other channels.
     public let environment: String
+    /// `ios-voip` only: the key its pushes are encrypted with, sealed; nil: plain pushes (a
+    /// registration without one clears the one before).
+    public let payloadKey: StoredPayloadKey?
 
     public init(
         deviceID: String, userID: String, sessionID: String, channel: String, platform: String, brand: String? = nil, token: String,
-        environment: String
+        environment: String, payloadKey: StoredPayloadKey? = nil
     ) {
+        self.payloadKey = payloadKey
         self.deviceID = deviceID
         self.userID = userID
         self.sessionID = sessionID

@@ -15,14 +15,17 @@ struct SQLDeviceRepository: DeviceRepository {
         }
         try connection.run(
             """
-            INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+            INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at,
+                payload_key_id, payload_key_sealed)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)
             ON CONFLICT (device_id, channel) DO UPDATE SET user_id = excluded.user_id, session_id = excluded.session_id,
                 platform = excluded.platform, brand = excluded.brand, token = excluded.token, environment = excluded.environment,
-                updated_at = excluded.updated_at, suspect_reports = 0
+                updated_at = excluded.updated_at, suspect_reports = 0, payload_key_id = excluded.payload_key_id,
+                payload_key_sealed = excluded.payload_key_sealed
             """,
             [.text(token.deviceID), .text(token.channel), .text(token.userID), .text(token.sessionID), .text(token.platform),
-             token.brand.map(SQLiteValue.text) ?? .null, .text(token.token), .text(token.environment), .text(timestamp)])
+             token.brand.map(SQLiteValue.text) ?? .null, .text(token.token), .text(token.environment), .text(timestamp),
+             token.payloadKey.map { SQLiteValue.text($0.id) } ?? .null, token.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null])
         // One installation, one owner: its other tokens follow it to this user and session.
         try connection.run(
             "UPDATE push_devices SET user_id = ?, session_id = ?, platform = ?, brand = ? WHERE device_id = ? AND channel != ?",
@@ -70,7 +73,9 @@ struct SQLDeviceRepository: DeviceRepository {
     func devices(of userID: String) throws -> [PushDevice] {
         let rows = try connection.query(
             """
-            SELECT d.device_id, d.channel, d.platform, d.brand, d.token, d.environment, d.created_at, d.session_id FROM push_devices d
+            SELECT d.device_id, d.channel, d.platform, d.brand, d.token, d.environment, d.created_at, d.session_id, d.payload_key_id,
+                d.payload_key_sealed
+            FROM push_devices d
             JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
             WHERE d.user_id = ?
             ORDER BY d.device_id, d.channel
@@ -79,7 +84,9 @@ struct SQLDeviceRepository: DeviceRepository {
         var devices: [String: (platform: String, brand: String?, session: String, created: String, tokens: [String: PushTarget])] = [:]
         for row in rows {
             let deviceID = try row.string("device_id"), created = try row.string("created_at")
-            let target = PushTarget(deviceID: deviceID, token: try row.string("token"), environment: try row.string("environment"))
+            let target = PushTarget(
+                deviceID: deviceID, token: try row.string("token"), environment: try row.string("environment"),
+                payloadKey: try StoredPayloadKey(row))
             let first = (
                 platform: try row.string("platform"), brand: try row.optionalString("brand"), session: try row.string("session_id"), created: created,
                 tokens: [String: PushTarget]())
@@ -111,5 +118,13 @@ struct SQLDeviceRepository: DeviceRepository {
             "UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
         try connection.run(
             "DELETE FROM push_devices WHERE token = ? AND channel = ? AND suspect_reports >= 2", [.text(token), .text(channel)])
+    }
+}
+
+extension StoredPayloadKey {
+    /// The row's `payload_key_id` and `payload_key_sealed`; nil when it has none.
+    init?(_ row: SQLiteRow) throws {
+        guard let id = try row.optionalString("payload_key_id"), let sealed = try row.optionalString("payload_key_sealed") else { return nil }
+        self.init(id: id, sealed: sealed)
     }
 }

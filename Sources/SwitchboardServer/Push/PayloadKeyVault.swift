@@ -1,0 +1,82 @@
+import Foundation
+import SwitchboardCrypto
+import SwitchboardPush
+import SwitchboardWire
+
+/// A device's payload key as the store keeps it: its id in the clear, its 32 bytes encrypted
+/// under the server's `payloadKeySecret` (nonce ‖ ciphertext ‖ tag, base64).
+public struct StoredPayloadKey: Sendable, Equatable {
+    public let id: String
+    public let sealed: String
+
+    public init(id: String, sealed: String) {
+        self.id = id
+        self.sealed = sealed
+    }
+}
+
+/// Keeps devices' VoIP payload keys so that a database dump alone does not reveal them: each is
+/// stored encrypted (AES-256-GCM) under a key from configuration (`payloadKeySecret`), bound to
+/// its owner and id (the additional data), so a sealed key copied to another row does not open.
+struct PayloadKeyVault: Sendable {
+    private let secret: [UInt8]?
+
+    /// `secret`: 32 bytes, or nil when payload keys are off.
+    init(secret: [UInt8]?) {
+        precondition(secret == nil || secret?.count == AESGCM.keyBytes, "payloadKeySecret must be 32 bytes")
+        self.secret = secret
+    }
+
+    var isEnabled: Bool { secret != nil }
+
+    /// What a device whose server keeps no payload keys is told.
+    static let disabled = APIError(
+        status: 409, code: "PAYLOAD_KEYS_DISABLED",
+        message: "this server keeps no payload keys (its payloadKeySecret is not set): register the device without one")
+
+    /// Encrypts `key` for storage; throws ``disabled`` when the server has no secret.
+    func seal(_ key: PayloadKey, owner: String) throws -> StoredPayloadKey {
+        guard let secret else { throw Self.disabled }
+        let box = try AESGCM.seal(key.bytes, key: secret, authenticating: Self.binding(owner: owner, id: key.id))
+        return StoredPayloadKey(id: key.id, sealed: Data(box.combined).base64EncodedString())
+    }
+
+    /// The key again; nil when it cannot be read here (another secret, a changed row, no
+    /// secret at all): its device's rings then fail with ``unreadableReason``, never go in the
+    /// clear.
+    func open(_ stored: StoredPayloadKey, owner: String) -> PayloadKey? {
+        guard let secret, let combined = Data(base64Encoded: stored.sealed), let box = AESGCM.SealedBox(combined: Array(combined)),
+            let bytes = try? AESGCM.open(box, key: secret, authenticating: Self.binding(owner: owner, id: stored.id)),
+            bytes.count == AESGCM.keyBytes
+        else { return nil }
+        return PayloadKey(id: stored.id, bytes: bytes)
+    }
+
+    /// The reason a ring fails with when its device's stored key cannot be opened.
+    static let unreadableReason = "PayloadKeyUnreadable"
+
+    /// `owner`: whose device it is (`user/<user id>/<device id>` or `gw/<app>/<device id>`).
+    private static func binding(owner: String, id: String) -> [UInt8] {
+        Array("switchboard-payload-key-v1\n\(owner)\n\(id)".utf8)
+    }
+
+    /// The owner string of one of the server's own devices.
+    static func owner(device deviceID: String) -> String { "device/\(deviceID)" }
+    /// The owner string of a gateway app's device.
+    static func owner(app: String, device deviceID: String) -> String { "gw/\(app)/\(deviceID)" }
+
+    /// Checks a registration's key: an id of 1 to 64 letters, digits, `.`, `_` or `-`, and 32
+    /// bytes of base64.
+    static func validate(_ registration: PayloadKeyRegistration, field: String) throws(APIError) -> PayloadKey {
+        let id = registration.id
+        guard (1...64).contains(id.utf8.count),
+            id.utf8.allSatisfy({ (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || [45, 46, 95].contains($0) })
+        else {
+            throw APIError.validation("'\(field).id' must be 1 to 64 letters, digits, '.', '_' or '-'", field: "\(field).id")
+        }
+        guard let bytes = Data(base64Encoded: registration.key), bytes.count == AESGCM.keyBytes else {
+            throw APIError.validation("'\(field).key' must be 32 bytes (256 bits) as base64", field: "\(field).key")
+        }
+        return PayloadKey(id: id, bytes: Array(bytes))
+    }
+}
