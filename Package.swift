@@ -150,7 +150,9 @@ let package = Package(
         .testTarget(name: "SwitchboardObservabilityTests", dependencies: ["SwitchboardObservability"], swiftSettings: strict),
         .testTarget(name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(
-            name: "SwitchboardKitTests", dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire", "SwitchboardTesting"],
+            name: "SwitchboardKitTests",
+            // SwitchboardCrypto: the encrypted-push tests seal payloads as the server does.
+            dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire", "SwitchboardTesting", "SwitchboardCrypto"],
             swiftSettings: strict),
         .testTarget(
             name: "SwitchboardCallKitTests",

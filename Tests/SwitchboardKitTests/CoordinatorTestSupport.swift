@@ -103,6 +103,17 @@ final class InMemoryCallBackend: CallBackend {
         return call
     }
 
+    func activeCalls() async throws -> [CallInfo] {
+        try await gate("active")
+        let me = self.me
+        return state.withLock { state in
+            state.calls.values.filter { call in
+                call.state == .active && call.participants.contains { $0.userId == me && $0.leftAt == nil }
+                    || call.state == .ringing && call.invitations.contains { $0.userId == me && $0.state == .ringing }
+            }.sorted { $0.id < $1.id }
+        }
+    }
+
     func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo {
         try await gate(action.rawValue)
         defer { wakeEventReaders() }

@@ -23,6 +23,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let makeMedia: @Sendable (String) -> any MediaSession
     let clock: any CallClock
     let onNotice: @Sendable (Notice) -> Void
+    /// Opens encrypted VoIP payloads (a device that registered a payload key); nil: none.
+    let payloadDecryptor: (any VoIPPayloadDecrypting)?
 
     private struct State {
         var ledger: CallLedger
@@ -48,14 +50,19 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// - Parameters:
     ///   - userID: the signed-in user (to read invitations).
     ///   - media: makes the media session for a call id.
+    ///   - payloadDecryptor: opens encrypted VoIP payloads, when the device registered a
+    ///     payload key. A push it cannot open still rings, as an unknown caller, and is
+    ///     resolved from the server (`/calls/active`, the event stream).
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
     public init(
         userID: String, backend: any CallBackend, callSystem: any CallSystem,
         media: @escaping @Sendable (String) -> any MediaSession,
         clock: any CallClock = SystemCallClock(),
         configuration: CallLedger.Configuration = CallLedger.Configuration(),
+        payloadDecryptor: (any VoIPPayloadDecrypting)? = nil,
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
+        self.payloadDecryptor = payloadDecryptor
         self.callSystem = callSystem
         self.makeMedia = media
         self.clock = clock
@@ -69,10 +76,20 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// A VoIP push: reported to the call system before this returns; `completion` runs once the
     /// report completed (rule 1).
     public func handleVoIPPush(_ payload: [AnyHashable: Any], mustReport: Bool = true, completion: @escaping @Sendable () -> Void) {
-        let push = IncomingCallPush(dictionary: payload)
+        // An encrypted payload is opened here, before the report; one that cannot be opened is
+        // still reported (an unknown caller) and resolved from the server.
+        var push: IncomingCallPush?
+        var unreadable = false
+        if EncryptedVoIPPush.isEncrypted(payload) {
+            let opened = EncryptedVoIPPush.open(payload, with: payloadDecryptor)
+            push = opened.flatMap(IncomingCallPush.init(dictionary:))
+            unreadable = push == nil
+        } else {
+            push = IncomingCallPush(dictionary: payload)
+        }
         let placeholder = UUID()
         let effects = state.withLock { state -> [CallLedger.Effect] in
-            let effects = state.ledger.pushReceived(push, mustReport: mustReport, placeholder: placeholder)
+            let effects = state.ledger.pushReceived(push, mustReport: mustReport || unreadable, placeholder: placeholder, resolvable: unreadable)
             for case .reportIncoming(_, _, let report) in effects.prefix(1) { state.pushCompletions[report] = completion }
             return effects
         }
@@ -221,6 +238,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             callSystem.reportOutgoingCallConnected(uuid: uuid, at: clock.now)
         case .reportEnded(let uuid, let reason):
             callSystem.reportCallEnded(uuid: uuid, at: clock.now, reason: reason)
+        case .reportUpdated(let uuid, let update):
+            callSystem.reportCallUpdated(uuid: uuid, update: update)
         case .requestTransaction(let request):
             callSystem.requestTransaction(request) { [self] error in
                 input { $0.transactionCompleted(request, error: error) }
@@ -282,6 +301,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     private func send(_ request: CallLedger.ServerRequest, _ callID: String, to backend: any CallBackend) async -> CallLedger.ServerResult {
         do {
             switch request {
+            case .fetch where callID.hasPrefix(CallLedger.placeholderPrefix):
+                // A push we could not decrypt: which of our calls rings?
+                return .calls(try await backend.activeCalls())
             case .fetch: return .call(try await backend.call(callID))
             case .accept:
                 let answer = try await backend.accept(callID, withMediaToken: true)

@@ -14,14 +14,13 @@ extension CallLedger {
         switch request.kind {
         case .answer:
             guard entry.direction == .incoming, entry.stage == .ringing else { return [.fail(id)] }
-            entry.stage = .answering
-            entry.pendingAction = id
-            entry.answer = .accepting
-            entries[callID] = entry
-            return [
-                .server(callID: callID, .accept),
-                .schedule(callID: callID, .answerDeadline, afterSeconds: configuration.answerDeadline),
-            ]
+            if entry.unresolved {
+                // Which call it is, the server has still to say: the answer waits for that.
+                entry.answerAwaitingResolution = id
+                entries[callID] = entry
+                return []
+            }
+            return startAnswer(callID, action: id)
         case .start:
             guard entry.direction == .outgoing, entry.stage != .ended else { return [.fail(id)] }
             if entry.system == .reporting { entry.system = .live }

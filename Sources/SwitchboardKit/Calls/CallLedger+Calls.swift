@@ -9,7 +9,8 @@ extension CallLedger {
     /// A VoIP push (rule 1). `push` is nil when the payload had no usable call id: a placeholder
     /// under `placeholder` is reported and ended at once. Always reports unless `mustReport` is
     /// false and the call is already known.
-    public mutating func pushReceived(_ push: IncomingCallPush?, mustReport: Bool, placeholder: UUID) -> [Effect] {
+    public mutating func pushReceived(_ push: IncomingCallPush?, mustReport: Bool, placeholder: UUID, resolvable: Bool = false) -> [Effect] {
+        if push == nil, resolvable { return unreadablePushReceived(placeholder: placeholder) }
         guard let push else {
             let key = "placeholder:" + placeholder.uuidString
             var entry = Entry(
@@ -58,6 +59,9 @@ extension CallLedger {
             guard call.state == .ringing, call.createdBy != userID,
                   call.invitations.contains(where: { $0.userId == userID && $0.state == .ringing })
             else { return [] }
+            // A push we could not decrypt already rings for a call we could not name: this is
+            // it (one incoming-call screen, never two).
+            if let key = unresolvedPlaceholder { return adopt(key, as: call) }
             let update = CallUpdate(handle: call.scopeId, callerName: nil, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
             return beginIncoming(callID: call.id, update: update, origin: .eventStream)
         }

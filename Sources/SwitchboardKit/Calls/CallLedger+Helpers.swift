@@ -86,7 +86,16 @@ extension CallLedger {
             effects += [.stopAudio(callID: callID), .notify(.audioStopped(callID: callID))]
         }
         if entry.media != .notRequested { effects.append(.leaveMedia(callID: callID)) }
-        if let server { effects += withdraw(callID, server) }
+        if entry.unresolved {
+            // No call id to tell the server yet: a decline goes once the call is known.
+            if let action = entry.answerAwaitingResolution {
+                effects.append(.fail(action))
+                entries[callID]?.answerAwaitingResolution = nil
+            }
+            entries[callID]?.declineOnResolution = server == .decline
+        } else if let server {
+            effects += withdraw(callID, server)
+        }
         effects.append(.notify(.ended(callID: callID, reason: local ? nil : reason, refusal: refusal)))
         return effects
     }

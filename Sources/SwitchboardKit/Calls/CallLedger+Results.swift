@@ -12,6 +12,7 @@ extension CallLedger {
             if case .callAndToken(let call, _) = result { return callRead(call) }
             return []
         }
+        if entry.unresolved { return resolutionRead(callID, result) }
         switch (request, result) {
         case (.earlyMediaToken, .mediaToken(let token)):
             // Only a participant of an active call gets one: the callee answered.
@@ -162,6 +163,9 @@ extension CallLedger {
             guard let withdrawal = entry.withdrawal else { return [] }
             entries[callID]?.withdrawal?.attempts += 1
             return [.server(callID: callID, withdrawal.request)]
+        case .resolveRetry:
+            guard entry.unresolved, entry.stage != .ended else { return [] }
+            return [.server(callID: callID, .fetch)]
         }
     }
 }

@@ -66,9 +66,12 @@ extension CallLedger {
         case mediaToken(MediaToken)
         /// The server answered with an error code (`status` 0: no answer).
         case failure(status: Int, code: String)
+        /// The user's ringing and active calls (`GET /calls/active`): what a `.fetch` of a
+        /// placeholder for a push that could not be decrypted reads, to learn its call.
+        case calls([CallInfo])
     }
 
-    public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout, withdrawalRetry }
+    public enum Timer: String, Sendable, Equatable { case answerDeadline, dialTimeout, withdrawalRetry, resolveRetry }
 
     /// What the app hears about (its UI and logs).
     public enum Notice: Sendable, Equatable {
@@ -95,6 +98,9 @@ extension CallLedger {
         case reportConnecting(UUID)
         case reportConnected(UUID)
         case reportEnded(UUID, CallEndReason)
+        /// `reportCall(with:updated:)`: what the call system shows changed (a placeholder
+        /// learnt which call it is).
+        case reportUpdated(UUID, CallUpdate)
         case requestTransaction(CallActionRequest)
         case fulfil(UUID)
         case fail(UUID)
@@ -112,7 +118,9 @@ extension CallLedger {
 
     /// One call as this device knows it.
     public struct Entry: Sendable, Equatable {
-        public let callID: String
+        /// The server's call id; for a push that could not be decrypted, a placeholder key
+        /// (``CallLedger/placeholderPrefix``) until the server says which call it was.
+        public internal(set) var callID: String
         public let uuid: UUID
         public let direction: Direction
         public let origin: Origin
@@ -141,5 +149,14 @@ extension CallLedger {
         var mediaJoinStarted = false
         /// The plain token request failed while the early one was still out (which then decides).
         var mediaTokenFailed = false
+        /// A placeholder for a push that could not be decrypted, still asking the server which
+        /// call it is (reads of `/calls/active`, or the event stream's first ringing call).
+        public internal(set) var unresolved = false
+        /// Reads of `/calls/active` made for an unresolved placeholder.
+        var resolveAttempts = 0
+        /// The answer action taken on an unresolved placeholder: performed once it is resolved.
+        var answerAwaitingResolution: UUID?
+        /// The user ended an unresolved placeholder: its call is declined once it is known.
+        var declineOnResolution = false
     }
 }

@@ -6,6 +6,9 @@ import SwitchboardWire
 public protocol CallBackend: Sendable {
     func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo
     func call(_ callID: String) async throws -> CallInfo
+    /// The user's ringing and active calls (`GET /calls/active`): how a push that could not be
+    /// decrypted learns its call.
+    func activeCalls() async throws -> [CallInfo]
     func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo
     func mediaToken(forCall callID: String) async throws -> MediaToken
     /// The media token of our outgoing call while it rings, answered once the callee answers
@@ -30,6 +33,12 @@ public protocol CallBackend: Sendable {
 
 extension CallBackend {
     public func warmUp() {}
+
+    /// A backend written before this existed cannot say: a push it could not decrypt then
+    /// rings as an unknown caller until the event stream names the call, or ends as failed.
+    public func activeCalls() async throws -> [CallInfo] {
+        throw SwitchboardAPIError(status: 501, code: "NOT_IMPLEMENTED", message: "this backend cannot list the active calls")
+    }
 
     public func mediaToken(forCall callID: String, waitingUpTo seconds: Int) async throws -> MediaToken {
         try await mediaToken(forCall: callID)
