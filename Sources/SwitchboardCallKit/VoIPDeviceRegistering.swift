@@ -32,7 +32,25 @@ public enum PushEnvironment: String, Sendable, CaseIterable {
 /// one; give `VoIPPushReceiver` one that uses the current session's token.
 public protocol VoIPDeviceRegistering: Sendable {
     func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice
+    /// With the payload key the device's VoIP pushes are encrypted with (nil: plain pushes).
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice
     func unregisterVoIPDevice(deviceID: UUID) async throws
+}
+
+extension VoIPDeviceRegistering {
+    /// A registrar written before payload keys: it can register plain pushes only.
+    public func registerVoIPDevice(
+        deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?
+    ) async throws -> VoIPDevice {
+        guard payloadKey == nil else { throw VoIPPayloadKeyUnsupported() }
+        return try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment)
+    }
+}
+
+/// The registrar cannot send a payload key (it implements only the three-argument register).
+public struct VoIPPayloadKeyUnsupported: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "this VoIPDeviceRegistering cannot register a payload key" }
 }
 
 extension SwitchboardClient: VoIPDeviceRegistering {}

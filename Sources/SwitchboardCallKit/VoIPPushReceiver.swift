@@ -46,6 +46,8 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
     /// The installation's id on the server; stable across launches (the app stores it).
     public let deviceID: UUID
     public let environment: PushEnvironment
+    /// Sent with every registration: the key the device's VoIP pushes are encrypted with.
+    public let payloadKey: PayloadKeyRegistration?
 
     /// Creates the registry and asks for VoIP pushes.
     ///
@@ -54,6 +56,8 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
     ///   - registrar: binds and unbinds the token on the server.
     ///   - deviceID: this installation's stable id.
     ///   - environment: the APNs environment the app was signed for.
+    ///   - payloadKey: the key the server encrypts this device's VoIP pushes with
+    ///     (`VoIPPayloadKey.registration`); give the coordinator the matching decryptor.
     ///   - queue: the serial queue PushKit calls the receiver on.
     ///   - registrationFailed: receives failed registrations (any thread).
     public init(
@@ -61,6 +65,7 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
         registrar: any VoIPDeviceRegistering,
         deviceID: UUID,
         environment: PushEnvironment,
+        payloadKey: PayloadKeyRegistration? = nil,
         queue: DispatchQueue = DispatchQueue(label: "switchboard.voip-push"),
         registrationFailed: @escaping @Sendable (VoIPDeviceRegistrationError) -> Void = { _ in }
     ) {
@@ -68,6 +73,7 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
         self.registrar = registrar
         self.deviceID = deviceID
         self.environment = environment
+        self.payloadKey = payloadKey
         self.queue = queue
         self.registrationFailed = registrationFailed
         (operations, operationsInput) = AsyncStream.makeStream(of: DeviceOperation.self, bufferingPolicy: .bufferingNewest(1))
@@ -90,7 +96,7 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
                 switch operation {
                 case .register(let token):
                     _ = try await registrar.registerVoIPDevice(
-                        deviceID: deviceID, pushToken: token, environment: environment.rawValue)
+                        deviceID: deviceID, pushToken: token, environment: environment.rawValue, payloadKey: payloadKey)
                 case .unregister:
                     try await registrar.unregisterVoIPDevice(deviceID: deviceID)
                 }

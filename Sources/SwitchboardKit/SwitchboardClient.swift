@@ -283,9 +283,20 @@ public struct SwitchboardClient: Sendable {
     // MARK: Push devices
 
     public func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice {
+        try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment, payloadKey: nil)
+    }
+
+    /// Registers the VoIP token with the key its pushes are to be encrypted with (SPEC §3);
+    /// `payloadKey` nil: plain pushes. The server refuses a key with 409
+    /// `PAYLOAD_KEYS_DISABLED` when it has no `payloadKeySecret`.
+    public func registerVoIPDevice(
+        deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?
+    ) async throws -> VoIPDevice {
         try await call(
             "POST", "/voip/devices",
-            body: RegisterVoIPDevice(deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment), repeatable: true)
+            body: RegisterVoIPDevice(
+                deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment, payloadKey: payloadKey),
+            repeatable: true)
     }
 
     /// Registers every push token this installation has now, by channel (`POST /push/devices`):

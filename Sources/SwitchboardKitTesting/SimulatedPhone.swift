@@ -41,6 +41,8 @@ public final class SimulatedPhone: Sendable {
     let pushSource: (any PushSource)?
     let systemConfiguration: SimulatedCallSystem.Configuration
     let ledgerConfiguration: CallLedger.Configuration
+    /// Opens the encrypted VoIP payloads of a phone that registered a payload key.
+    let payloadDecryptor: (any VoIPPayloadDecrypting)?
     let onTimeline: @Sendable (PhoneTimelineEntry) -> Void
 
     private struct State {
@@ -62,8 +64,10 @@ public final class SimulatedPhone: Sendable {
         callSystem: SimulatedCallSystem.Configuration = SimulatedCallSystem.Configuration(),
         ledger: CallLedger.Configuration = CallLedger.Configuration(),
         media: SimulatedMedia.Behaviour = SimulatedMedia.Behaviour(),
+        payloadDecryptor: (any VoIPPayloadDecrypting)? = nil,
         onTimeline: @escaping @Sendable (PhoneTimelineEntry) -> Void = { _ in }
     ) {
+        self.payloadDecryptor = payloadDecryptor
         self.name = name
         self.userID = userID
         self.client = client
@@ -94,8 +98,8 @@ public final class SimulatedPhone: Sendable {
     public var launches: Int { state.withLock { $0.launches } }
 
     /// Registers this phone's VoIP token with the server.
-    public func registerForPushes(deviceID: UUID = UUID()) async throws {
-        _ = try await client.registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: "sandbox")
+    public func registerForPushes(deviceID: UUID = UUID(), payloadKey: PayloadKeyRegistration? = nil) async throws {
+        _ = try await client.registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: "sandbox", payloadKey: payloadKey)
     }
 
     /// Opens the app (launching it when killed) and starts its event feed.
@@ -235,7 +239,7 @@ public final class SimulatedPhone: Sendable {
         media.attach(system)
         let coordinator = CallCoordinator(
             userID: userID, backend: client, callSystem: system, media: { [media] in media.makeSession($0) }, clock: clock,
-            configuration: ledgerConfiguration, onNotice: { [weak self] notice in self?.record(notice) })
+            configuration: ledgerConfiguration, payloadDecryptor: payloadDecryptor, onNotice: { [weak self] notice in self?.record(notice) })
         state.withLock { state in
             state.appState = appState
             state.callSystem = system

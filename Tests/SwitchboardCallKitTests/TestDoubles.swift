@@ -80,6 +80,7 @@ final class RecordingVoIPPushHandler: VoIPPushHandling {
 final class RecordingDeviceRegistrar: VoIPDeviceRegistering {
     enum Call: Sendable, Equatable {
         case register(deviceID: UUID, pushToken: String, environment: String)
+        case registerWithKey(deviceID: UUID, pushToken: String, environment: String, keyID: String)
         case unregister(deviceID: UUID)
     }
 
@@ -99,6 +100,15 @@ final class RecordingDeviceRegistrar: VoIPDeviceRegistering {
         return VoIPDevice(
             deviceId: deviceID.uuidString.lowercased(), environment: environment, tokenSuffix: String(pushToken.suffix(8)),
             updatedAt: "2026-01-01T00:00:00.000Z")
+    }
+
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice {
+        guard let payloadKey else { return try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment) }
+        callsInput.yield(.registerWithKey(deviceID: deviceID, pushToken: pushToken, environment: environment, keyID: payloadKey.id))
+        if failing.withLock({ $0 }) { throw Refused() }
+        return VoIPDevice(
+            deviceId: deviceID.uuidString.lowercased(), environment: environment, tokenSuffix: String(pushToken.suffix(8)),
+            payloadKeyId: payloadKey.id, updatedAt: "2026-01-01T00:00:00.000Z")
     }
 
     func unregisterVoIPDevice(deviceID: UUID) async throws {

@@ -69,6 +69,20 @@ struct VoIPTokenTests {
         #expect(await calls.next() == .register(deviceID: deviceID, pushToken: expectedHex, environment: environment.rawValue))
     }
 
+    @Test func aPayloadKeyGoesWithEveryRegistration() async throws {
+        let registrar = RecordingDeviceRegistrar()
+        let receiver = VoIPPushReceiver(
+            handler: RecordingVoIPPushHandler(), registrar: registrar, deviceID: deviceID, environment: .production,
+            payloadKey: PayloadKeyRegistration(id: "phone-1", key: Data(count: 32).base64EncodedString()))
+        let runner = Task { await receiver.run() }
+        defer { runner.cancel() }
+        var calls = registrar.calls.makeAsyncIterator()
+        try registryDelegate(of: receiver).pushRegistry(
+            receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data(repeating: 0x11, count: 32)), for: .voIP)
+        #expect(await calls.next() == .registerWithKey(
+            deviceID: deviceID, pushToken: String(repeating: "11", count: 32), environment: "production", keyID: "phone-1"))
+    }
+
     @Test func anInvalidatedTokenIsUnregistered() async throws {
         let registrar = RecordingDeviceRegistrar()
         let receiver = makeReceiver(registrar: registrar)

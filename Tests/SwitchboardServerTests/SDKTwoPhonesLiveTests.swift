@@ -1,9 +1,21 @@
 import Foundation
 import Testing
+import SwitchboardCrypto
 import SwitchboardKit
 import SwitchboardKitTesting
 import SwitchboardPush
 import SwitchboardTesting
+
+/// A phone's payload keys, opened with OpenSSL (CryptoKit on a real iPhone).
+struct PhoneKeyring: VoIPPayloadDecrypting {
+    let keys: [String: [UInt8]]
+
+    func open(keyID: String, nonce: Data, ciphertext: Data, tag: Data) -> Data? {
+        guard let key = keys[keyID] else { return nil }
+        let box = AESGCM.SealedBox(nonce: Array(nonce), ciphertext: Array(ciphertext), tag: Array(tag))
+        return (try? AESGCM.open(box, key: key, authenticating: Array(keyID.utf8))).map { Data($0) }
+    }
+}
 
 /// A phone's push inbox: the APNs emulator's `/inbox/<token>` over HTTP/2 and TLS.
 struct EmulatorInboxPushSource: PushSource {
@@ -85,6 +97,55 @@ struct SDKTwoPhonesLiveTests {
         if ProcessInfo.processInfo.environment["SWITCHBOARD_PRINT_TIMELINE"] != nil {
             for entry in (alicePhone.timeline + bobPhone.timeline).sorted(by: { $0.at < $1.at }) { print(entry.at.timeIntervalSince1970, entry) }
         }
+        await rig.close()
+    }
+
+    /// Encrypted VoIP payloads end to end: the server seals Bob's pushes under the key his
+    /// phone registered; with the key the phone shows the caller, and with a key it lost (a
+    /// reinstall) it still rings at once, as an unknown caller, learns the call from
+    /// `/calls/active`, and can answer it.
+    @Test(arguments: [true, false])
+    func anEncryptedPushRingsThePhoneWithOrWithoutItsKey(phoneHasTheKey: Bool) async throws {
+        let secret = Data(SecureRandom.bytes(32)).base64EncodedString()
+        let rig = try PushLiveTests.Rig(serverSettings: ["SWITCHBOARD_PAYLOAD_KEY_SECRET": secret])
+        let alice = try await liveRegister(rig.server.address, "alice"), bob = try await liveRegister(rig.server.address, "bob")
+        let conversation = try await liveBefriend(rig.server.address, alice, bob)
+        let base = try #require(URL(string: "http://\(rig.server.address)"))
+        let token = PushLiveTests.deviceToken(phoneHasTheKey ? 0xc1 : 0xc2)
+        let key = SecureRandom.bytes(32)
+        var system = SimulatedCallSystem.Configuration()
+        system.actionTimeout = 4 * generousWait
+        let ledger = CallLedger.Configuration(answerDeadline: 2 * generousWait, dialTimeout: 4 * generousWait)
+        let bobPhone = SimulatedPhone(
+            name: "bob", userID: bob.id, client: SwitchboardClient(baseURL: base, token: bob.token),
+            pushSource: EmulatorInboxPushSource(inbox: rig.inbox, token: token), pushToken: token, callSystem: system, ledger: ledger,
+            payloadDecryptor: PhoneKeyring(keys: ["bob-1": phoneHasTheKey ? key : SecureRandom.bytes(32)]))
+        defer { bobPhone.shutDown() }
+        try await bobPhone.registerForPushes(payloadKey: PayloadKeyRegistration(id: "bob-1", key: Data(key).base64EncodedString()))
+        bobPhone.sendToBackground()
+        bobPhone.startReceivingPushes()
+        let aliceClient = SwitchboardClient(baseURL: base, token: alice.token)
+        let call = try await aliceClient.createCall(scopeKind: .conversation, scopeID: conversation, mode: .audio, clientID: UUID())
+        // What went through "Apple": the envelope only.
+        let (payloads, _) = try await EmulatorInboxPushSource(inbox: rig.inbox, token: token).pushes(after: 0, wait: generousWait)
+        let envelope = try #require(try payloads.first.map { try JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? nil)
+        #expect(envelope["enc"] as? String == "AES256-GCM" && envelope["kid"] as? String == "bob-1" && envelope["callId"] == nil)
+        #expect(!String(decoding: try #require(payloads.first), as: UTF8.self).contains(call.id))
+        // The phone rings under one UUID, named once the call is known.
+        #expect(await eventually { bobPhone.coordinator?.call(call.id)?.stage == .ringing }, "\(bobPhone.timeline)")
+        let uuid = try #require(bobPhone.coordinator?.call(call.id)?.uuid)
+        #expect(bobPhone.callSystem?.calls.count == 1, "one incoming-call screen")
+        if phoneHasTheKey {
+            #expect(uuid == CallIdentity.uuid(forCallID: call.id))
+            #expect(bobPhone.callSystem?.call(uuid)?.update.callerName == "alice")
+        } else {
+            #expect(uuid != CallIdentity.uuid(forCallID: call.id), "reported before the call was known")
+            #expect(bobPhone.callSystem?.call(uuid)?.update.handle == conversation)
+        }
+        try bobPhone.callSystem?.userAnswers(uuid)
+        #expect(await eventually { (try? await aliceClient.call(call.id))?.state == .active }, "\(bobPhone.timeline)")
+        #expect(await eventually { bobPhone.callSystem?.call(uuid)?.state == .connected }, "\(bobPhone.timeline)")
+        #expect(bobPhone.callSystem?.violations == [])
         await rig.close()
     }
 }
