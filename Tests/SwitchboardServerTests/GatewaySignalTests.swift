@@ -107,6 +107,34 @@ struct GatewaySignalTests {
         #expect(try await env.send("GET", "/gateway/v1/signals/none").status == 404)
     }
 
+    @Test func extCarriesTheAppsDataToThePhoneAndItsCollapseIDToAPNs() async throws {
+        let env = try await World()
+        defer { env.world.close() }
+        try await env.device("bob", Self.iphone, platform: "ios", tokens: #"{"ios-voip":{"token":"\#(Self.voip)","environment":"production"}}"#)
+        try await env.device("bob", Self.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-bob"}}"#)
+        let body = #"{"callId":"call-ext","roomId":"room-9","type":"audio","caller":{"id":"u-caller","name":"Caller"},"callees":["bob"],"ext":{"data":{"thread":"t-42","avatar":"https://a.example/c.png"},"apns":{"collapseId":"acme-t-42"},"other":{"kept":true}},"timestamp":1}"#
+        let answer = try await env.send("POST", "/gateway/v1/signals", body)
+        #expect(answer.status == 202 || answer.status == 200, "\(String(decoding: answer.bodyBytes, as: UTF8.self))")
+        #expect(await eventually { env.apns.sent.count == 1 && env.fcm.sent.count == 1 })
+        let voip = try #require(env.apns.sent.first)
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(voip.payload)) as? [String: Any])
+        #expect(payload["ext"] as? [String: String] == ["thread": "t-42", "avatar": "https://a.example/c.png"])
+        #expect(Dictionary(uniqueKeysWithValues: voip.headers)["apns-collapse-id"] == "acme-t-42")
+        let fcmPush = try #require(env.fcm.sent.first)
+        let data = try #require(try JSONSerialization.jsonObject(with: Data(fcmPush.payload)) as? [String: String])
+        let ext = try #require(data["ext"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] })
+        #expect(ext == ["thread": "t-42", "avatar": "https://a.example/c.png"], "FCM data values are strings: ext is JSON text")
+        for (bad, field) in [
+            (#""ext":{"data":{"n":1}}"#, "ext.data"), (#""ext":{"data":"x"}"#, "ext.data"), (#""ext":{"apns":[]}"#, "ext.apns"),
+            (#""ext":{"apns":{"collapseId":""}}"#, "ext.apns.collapseId"),
+            (#""ext":{"apns":{"collapseId":"\#(String(repeating: "c", count: 65))"}}"#, "ext.apns.collapseId"),
+        ] {
+            let refused = try await env.send("POST", "/gateway/v1/signals", #"{"callId":"call-bad","roomId":"r","type":"audio","caller":{"id":"c","name":"C"},"callees":["bob"],\#(bad),"timestamp":1}"#)
+            let error = (try? JSONSerialization.jsonObject(with: Data(refused.bodyBytes)) as? [String: Any])?["error"] as? [String: Any]
+            #expect(refused.status == 400 && error?["field"] as? String == field, "\(bad)")
+        }
+    }
+
     @Test func aCalleeRungMoreThanThreeTimesInTenMinutesIsLeftAloneSilently() async throws {
         let env = try await World()
         defer { env.world.close() }

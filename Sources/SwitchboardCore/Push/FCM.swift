@@ -12,10 +12,11 @@ public enum FCMMessage {
         case expired
     }
 
-    /// The `data` object of a ring: `type: call` and the VoIP payload's fields, as strings.
+    /// The `data` object of a ring: `type: call` and the VoIP payload's fields, as strings;
+    /// `appData` (a gateway app's own strings) as the JSON text of `ext`.
     public static func ringData(
         callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?,
-        expiresAt: Date, now: Date
+        expiresAt: Date, now: Date, appData: [String: String]? = nil
     ) throws(Problem) -> [UInt8] {
         guard expiresAt > now else { throw .expired }
         var data: [String: String] = [
@@ -23,6 +24,9 @@ public enum FCMMessage {
             "expiresAt": String(Int64(expiresAt.timeIntervalSince1970.rounded(.down))),
         ]
         if let groupName { data["groupName"] = groupName }
+        if let appData, let text = try? JSONSerialization.data(withJSONObject: appData, options: [.sortedKeys, .withoutEscapingSlashes]) {
+            data["ext"] = String(decoding: text, as: UTF8.self)
+        }
         let bytes = (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
         guard bytes.count <= maxDataBytes else { throw .payloadTooLarge(bytes.count) }
         return bytes

@@ -26,9 +26,11 @@ public struct VoIPPush: Sendable, Equatable {
     /// - Parameters:
     ///   - apnsID: the job id (a lowercase UUID), the same on every retry of the job.
     ///   - expiresAt: the end of the ring window: APNs must not deliver it later.
+    ///   - appData: a gateway app's own strings for its app, carried as `ext`.
+    ///   - collapseID: instead of `call_<callId>` (a gateway app's hint).
     public static func build(
         callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?,
-        bundleID: String, apnsID: String, expiresAt: Date, now: Date
+        bundleID: String, apnsID: String, expiresAt: Date, now: Date, appData: [String: String]? = nil, collapseID: String? = nil
     ) throws(Problem) -> VoIPPush {
         guard expiresAt > now else { throw .expired }
         var object: [String: Any] = [
@@ -36,9 +38,10 @@ public struct VoIPPush: Sendable, Equatable {
             "callerName": callerName,
         ]
         if let groupName { object["groupName"] = groupName }
+        if let appData { object["ext"] = appData }
         let payload = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
         guard payload.count <= maxPayloadBytes else { throw .payloadTooLarge(payload.count) }
-        let collapseID = "call_\(callID)"
+        let collapseID = collapseID ?? "call_\(callID)"
         guard collapseID.utf8.count <= maxCollapseIDBytes else { throw .collapseIDTooLong(collapseID.utf8.count) }
         // Whole seconds, rounded down: never later than the ring window's end.
         let expiration = Int64(expiresAt.timeIntervalSince1970.rounded(.down))

@@ -36,7 +36,8 @@ public struct APNsVoIPChannel: PushChannel {
     public func ringRequest(for ring: PushRing) throws -> PushRequest {
         let push = try VoIPPush.build(
             callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
-            groupName: ring.groupName, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now)
+            groupName: ring.groupName, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now,
+            appData: ring.appData, collapseID: ring.apnsCollapseID)
         guard let key = ring.payloadKey else { return PushRequest(payload: push.payload, headers: push.headers) }
         // The device registered a payload key: only the encrypted form leaves the server.
         return PushRequest(payload: try EncryptedVoIPPayload.seal(push.payload, key: key), headers: push.headers)

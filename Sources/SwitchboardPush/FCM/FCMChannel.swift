@@ -72,7 +72,7 @@ extension DataMessageChannel {
         // attempt, so a retry never outlives the ring window.
         PushRequest(payload: try FCMMessage.ringData(
             callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
-            groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now), headers: [])
+            groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now, appData: ring.appData), headers: [])
     }
 
     /// A high-priority `call_ended` data message (under the ring's collapse key where the

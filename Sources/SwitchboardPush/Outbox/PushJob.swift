@@ -118,11 +118,17 @@ public struct PushRing: Sendable, Equatable {
     public var now: Date
     /// The device's payload key: a VoIP push then carries its payload encrypted (SPEC §3).
     public var payloadKey: PayloadKey?
+    /// A gateway app's own data for its app on the phone (`ext.data`): the payload's `ext`.
+    public var appData: [String: String]?
+    /// A gateway app's APNs collapse id (`ext.apns.collapseId`), instead of `call_<callId>`.
+    public var apnsCollapseID: String?
 
     public init(
         callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?, jobID: String,
-        expiresAt: Date, now: Date, payloadKey: PayloadKey? = nil
+        expiresAt: Date, now: Date, payloadKey: PayloadKey? = nil, appData: [String: String]? = nil, apnsCollapseID: String? = nil
     ) {
+        self.appData = appData
+        self.apnsCollapseID = apnsCollapseID
         self.callID = callID
         self.scopeKind = scopeKind
         self.scopeID = scopeID

@@ -126,6 +126,7 @@ struct GatewayService: Sendable {
             extData.count <= 4096
         else { throw APIError.validation("'ext' must be an object of at most 4 KiB of JSON", field: "ext") }
         let ext = String(decoding: extData, as: UTF8.self)
+        let hints = try Self.hints(in: extValue as? [String: Any] ?? [:])
         let ringTimeout = self.ringTimeout, channels = self.channels, payloadKeys = self.payloadKeys
         let (written, isNew) = try await store.write { transaction -> (Int, Bool) in
             let signals = transaction.gatewaySignals
@@ -172,7 +173,8 @@ struct GatewayService: Sendable {
                     let (pushRequest, failure) = PushOutbox.ringRequest(
                         PushRing(
                             callID: callID, scopeKind: "gateway", scopeID: roomID, mode: request.type, callerName: request.caller.name,
-                            groupName: nil, jobID: jobID, expiresAt: expires, now: transaction.date),
+                            groupName: nil, jobID: jobID, expiresAt: expires, now: transaction.date, appData: hints.data,
+                            apnsCollapseID: hints.apnsCollapseID),
                         to: target, owner: PayloadKeyVault.owner(app: app, device: device.deviceID), on: channelName, channels: channels,
                         keys: payloadKeys)
                     try PushOutbox.enqueue(
@@ -256,6 +258,39 @@ struct GatewayService: Sendable {
     }
 
     /// An app's id for a user, call or room: 1 to 128 printable ASCII characters, no `/`.
+    /// What a signal's `ext` asks of its pushes: `data`, strings for the app on the phone (the
+    /// ring payload's `ext`, inside the encrypted envelope where the device has a key), and
+    /// `apns.collapseId` (1 to 64 bytes), the VoIP push's collapse id instead of `call_<callId>`.
+    /// Other members are kept with the signal and not sent.
+    static func hints(in ext: [String: Any]) throws(APIError) -> (data: [String: String]?, apnsCollapseID: String?) {
+        var data: [String: String]?
+        if let value = ext["data"] {
+            guard let object = value as? [String: Any], object.count <= 32,
+                let strings = object as? [String: String], strings.keys.allSatisfy(Self.isHintText)
+            else {
+                throw APIError.validation(
+                    "'ext.data' must be an object of at most 32 strings, named with 1 to 64 printable ASCII characters", field: "ext.data")
+            }
+            data = strings
+        }
+        var collapseID: String?
+        if let value = ext["apns"] {
+            guard let apns = value as? [String: Any] else { throw APIError.validation("'ext.apns' must be an object", field: "ext.apns") }
+            if let id = apns["collapseId"] {
+                guard let text = id as? String, Self.isHintText(text) else {
+                    throw APIError.validation("'ext.apns.collapseId' must be 1 to 64 printable ASCII characters", field: "ext.apns.collapseId")
+                }
+                collapseID = text
+            }
+        }
+        return (data, collapseID)
+    }
+
+    /// 1 to 64 printable ASCII characters (space to `~`).
+    private static func isHintText(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (32...126).contains($0) }
+    }
+
     static func userID(_ text: String, field: String) throws(APIError) -> String {
         guard (1...128).contains(text.utf8.count), text.utf8.allSatisfy({ (33...126).contains($0) && $0 != 47 }) else {
             throw APIError.validation("'\(field)' must be 1 to 128 printable ASCII characters without spaces or '/'", field: field)
