@@ -40,10 +40,10 @@ trap 'exit 130' INT TERM
 # Secrets for this run only: the admin key enables GET /admin/push/status, so it is tested too.
 admin_key=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 password=$(python3 -c 'import secrets; print(secrets.token_urlsafe(18))')
-payload_key_secret=$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')
+data_encryption_key=$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')
 mkdir "$work/data"
 SWITCHBOARD_ADMIN_KEY=$admin_key \
-SWITCHBOARD_PAYLOAD_KEY_SECRET=$payload_key_secret \
+SWITCHBOARD_DATA_ENCRYPTION_KEY=$data_encryption_key \
 SWITCHBOARD_PASSWORD_SCRYPT_LOG_N=10 \
 SWITCHBOARD_EVENT_HEARTBEAT_SECONDS=1 \
 SWITCHBOARD_RING_TIMEOUT_SECONDS=5 \

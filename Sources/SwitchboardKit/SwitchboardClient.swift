@@ -288,7 +288,7 @@ public struct SwitchboardClient: Sendable {
 
     /// Registers the VoIP token with the key its pushes are to be encrypted with (SPEC §3);
     /// `payloadKey` nil: plain pushes. The server refuses a key with 409
-    /// `PAYLOAD_KEYS_DISABLED` when it has no `payloadKeySecret`.
+    /// `DATA_ENCRYPTION_DISABLED` when it has no `dataEncryptionKey`.
     public func registerVoIPDevice(
         deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?
     ) async throws -> VoIPDevice {

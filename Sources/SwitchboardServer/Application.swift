@@ -69,7 +69,7 @@ public final class Application: Sendable {
             store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
-        let payloadKeys = PayloadKeyVault(secret: configuration.payloadKeySecretBytes)
+        let payloadKeys = PayloadKeyVault(secret: configuration.dataEncryptionKeyBytes)
         let calls = CallService(
             store: store, media: Self.mediaBackend(for: configuration),
             minter: MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30),

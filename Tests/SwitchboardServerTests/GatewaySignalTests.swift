@@ -22,10 +22,10 @@ struct GatewaySignalTests {
             func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
         }
 
-        init(payloadKeySecret: String = "") async throws {
+        init(dataEncryptionKey: String = "") async throws {
             var configuration = ServerConfiguration()
             configuration.adminKey = GatewayTests.adminKey
-            configuration.payloadKeySecret = payloadKeySecret
+            configuration.dataEncryptionKey = dataEncryptionKey
             world = try CallWorld(configuration: configuration, apnsTransport: apns, fcmTransport: fcm, vendorTransports: ["xiaomi": xiaomi])
             let registered = await world.app.request("POST", "/admin/gateway/apps", headers: GatewayTests.admin, body: """
                 {"id":"acme","name":"Acme","keys":[{"keyId":"k1","publicKey":"\(Base64URL.encode(key.publicKey.rawBytes))"}]}

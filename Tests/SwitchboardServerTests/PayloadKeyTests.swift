@@ -10,7 +10,7 @@ private let voipToken = String(repeating: "ab", count: 32)
 private let secret = Data(SecureRandom.bytes(32)).base64EncodedString()
 
 /// Encrypted VoIP payloads (SPEC §3): a device registers a 256-bit key, its VoIP pushes carry
-/// only the encrypted envelope, and the store keeps the key sealed under `payloadKeySecret`.
+/// only the encrypted envelope, and the store keeps the key sealed under `dataEncryptionKey`.
 @Suite("Encrypted VoIP payloads: device keys and sealed pushes", .serialized, .timeLimit(.minutes(3)))
 struct PayloadKeyTests {
     private struct World {
@@ -21,7 +21,7 @@ struct PayloadKeyTests {
         init(secret: String) throws {
             var configuration = ServerConfiguration()
             configuration.apnsBundleID = "com.example.phone"
-            configuration.payloadKeySecret = secret
+            configuration.dataEncryptionKey = secret
             world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }
 
@@ -154,7 +154,7 @@ struct PayloadKeyTests {
         defer { env.world.close() }
         let bob = try await env.world.person("bob")
         let refused = await env.register(bob, key: PayloadKey(id: "k1", bytes: SecureRandom.bytes(32)))
-        #expect(refused.status == 409 && Self.error(refused).code == "PAYLOAD_KEYS_DISABLED")
+        #expect(refused.status == 409 && Self.error(refused).code == "DATA_ENCRYPTION_DISABLED")
         let count = try await env.app.application.store.read { try $0.query("SELECT count(*) AS n FROM push_devices", []).first?.int("n") }
         #expect(count == 0)
         #expect(await env.register(bob, key: nil).status == 200)
@@ -195,7 +195,7 @@ struct PayloadKeyTests {
     }
 
     @Test func aGatewayDevicesRingIsEncryptedToo() async throws {
-        let env = try await GatewaySignalTests.World(payloadKeySecret: secret)
+        let env = try await GatewaySignalTests.World(dataEncryptionKey: secret)
         defer { env.world.close() }
         let key = PayloadKey(id: "gw-key", bytes: SecureRandom.bytes(32))
         let phone = UUID().uuidString

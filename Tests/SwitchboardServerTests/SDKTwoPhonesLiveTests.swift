@@ -107,7 +107,7 @@ struct SDKTwoPhonesLiveTests {
     @Test(arguments: [true, false])
     func anEncryptedPushRingsThePhoneWithOrWithoutItsKey(phoneHasTheKey: Bool) async throws {
         let secret = Data(SecureRandom.bytes(32)).base64EncodedString()
-        let rig = try PushLiveTests.Rig(serverSettings: ["SWITCHBOARD_PAYLOAD_KEY_SECRET": secret])
+        let rig = try PushLiveTests.Rig(serverSettings: ["SWITCHBOARD_DATA_ENCRYPTION_KEY": secret])
         let alice = try await liveRegister(rig.server.address, "alice"), bob = try await liveRegister(rig.server.address, "bob")
         let conversation = try await liveBefriend(rig.server.address, alice, bob)
         let base = try #require(URL(string: "http://\(rig.server.address)"))

@@ -24,7 +24,7 @@ struct CallService: Sendable {
     let logger: Logger
     /// Called after a commit that wrote push jobs, so the dispatcher starts at once.
     let pushesQueued: @Sendable () -> Void
-    /// Opens the devices' VoIP payload keys for the rings (off without `payloadKeySecret`).
+    /// Opens the devices' VoIP payload keys for the rings (off without `dataEncryptionKey`).
     var payloadKeys = PayloadKeyVault(secret: nil)
 
     // MARK: Create

@@ -142,14 +142,16 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The key for `/admin/*` (`Authorization: Bearer <key>`); empty disables those endpoints.
     public var adminKey = ""
 
-    /// 32 bytes as base64: the key the devices' VoIP payload keys are stored under (AES-256-GCM),
-    /// so a database dump alone does not reveal them. Every instance on one store needs the same.
-    /// Empty: devices cannot register payload keys (their pushes go unencrypted).
-    public var payloadKeySecret = ""
+    /// 32 bytes as base64: the key the secrets the server keeps in its database are stored under
+    /// (AES-256-GCM): the devices' VoIP payload keys and the gateway apps' push credentials, so a
+    /// database dump alone does not reveal them. Every instance on one store needs the same.
+    /// Empty: neither can be registered (devices' pushes go unencrypted; apps use the server's
+    /// push credentials).
+    public var dataEncryptionKey = ""
 
-    /// ``payloadKeySecret``'s 32 bytes; nil when it is empty (checked when it was read).
-    var payloadKeySecretBytes: [UInt8]? {
-        payloadKeySecret.isEmpty ? nil : Data(base64Encoded: payloadKeySecret).map(Array.init)
+    /// ``dataEncryptionKey``'s 32 bytes; nil when it is empty (checked when it was read).
+    var dataEncryptionKeyBytes: [UInt8]? {
+        dataEncryptionKey.isEmpty ? nil : Data(base64Encoded: dataEncryptionKey).map(Array.init)
     }
 
     /// The proxies (addresses) whose `X-Forwarded-For` names the client, for the login
@@ -352,9 +354,9 @@ public struct ConfigurationSetting: Sendable {
         text("adminKey", "SWITCHBOARD_ADMIN_KEY", "key for /admin/* (Authorization: Bearer <key>); empty disables them (default empty); never logged", \.adminKey) { text in
             text.isEmpty || text.utf8.count >= 16 ? nil : "must be at least 16 characters"
         },
-        text("payloadKeySecret", "SWITCHBOARD_PAYLOAD_KEY_SECRET",
-             "32 random bytes as base64 (openssl rand -base64 32): stores devices' VoIP payload keys encrypted; empty refuses payload keys (default empty); never logged",
-             \.payloadKeySecret) { text in
+        text("dataEncryptionKey", "SWITCHBOARD_DATA_ENCRYPTION_KEY",
+             "32 random bytes as base64 (openssl rand -base64 32): encrypts what the database keeps secret (devices' VoIP payload keys, gateway apps' push credentials); empty refuses both (default empty); never logged",
+             \.dataEncryptionKey) { text in
             text.isEmpty || Data(base64Encoded: text)?.count == 32 ? nil : "must be 32 bytes as base64 (openssl rand -base64 32)"
         },
         integer("eventHeartbeatSeconds", "SWITCHBOARD_EVENT_HEARTBEAT_SECONDS", 1...300, "seconds between heartbeats on an idle event stream (default 15)") { $0.eventHeartbeatSeconds = $1 },

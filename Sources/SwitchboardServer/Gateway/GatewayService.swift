@@ -12,7 +12,7 @@ struct GatewayService: Sendable {
     let channels: PushChannels
     let ringTimeout: TimeInterval
     let pushesQueued: @Sendable () -> Void
-    /// Keeps the devices' VoIP payload keys encrypted (off without `payloadKeySecret`).
+    /// Keeps the devices' VoIP payload keys encrypted (off without `dataEncryptionKey`).
     var payloadKeys = PayloadKeyVault(secret: nil)
 
     static let deviceLimit = (rings: 5, windowMS: Int64(60_000), cutOffMS: Int64(10 * 60_000))

@@ -10,7 +10,7 @@ import SwitchboardWire
 struct DeviceRoutes {
     let store: ServerStore
     let authenticator: Authenticator
-    /// Keeps the devices' VoIP payload keys encrypted (off without `payloadKeySecret`).
+    /// Keeps the devices' VoIP payload keys encrypted (off without `dataEncryptionKey`).
     var payloadKeys = PayloadKeyVault(secret: nil)
 
     /// The channel of PushKit VoIP tokens.

@@ -4,7 +4,7 @@ import SwitchboardPush
 import SwitchboardWire
 
 /// A device's payload key as the store keeps it: its id in the clear, its 32 bytes encrypted
-/// under the server's `payloadKeySecret` (nonce ‖ ciphertext ‖ tag, base64).
+/// under the server's `dataEncryptionKey` (nonce ‖ ciphertext ‖ tag, base64).
 public struct StoredPayloadKey: Sendable, Equatable {
     public let id: String
     public let sealed: String
@@ -16,23 +16,24 @@ public struct StoredPayloadKey: Sendable, Equatable {
 }
 
 /// Keeps devices' VoIP payload keys so that a database dump alone does not reveal them: each is
-/// stored encrypted (AES-256-GCM) under a key from configuration (`payloadKeySecret`), bound to
+/// stored encrypted (AES-256-GCM) under a key from configuration (`dataEncryptionKey`), bound to
 /// its owner and id (the additional data), so a sealed key copied to another row does not open.
 struct PayloadKeyVault: Sendable {
     private let secret: [UInt8]?
 
     /// `secret`: 32 bytes, or nil when payload keys are off.
     init(secret: [UInt8]?) {
-        precondition(secret == nil || secret?.count == AESGCM.keyBytes, "payloadKeySecret must be 32 bytes")
+        precondition(secret == nil || secret?.count == AESGCM.keyBytes, "dataEncryptionKey must be 32 bytes")
         self.secret = secret
     }
 
     var isEnabled: Bool { secret != nil }
 
-    /// What a device whose server keeps no payload keys is told.
+    /// What a request that would store a secret is told when the server has no
+    /// `dataEncryptionKey` to store it under.
     static let disabled = APIError(
-        status: 409, code: "PAYLOAD_KEYS_DISABLED",
-        message: "this server keeps no payload keys (its payloadKeySecret is not set): register the device without one")
+        status: 409, code: "DATA_ENCRYPTION_DISABLED",
+        message: "this server stores no secrets (its dataEncryptionKey is not set): register the device without a payload key")
 
     /// Encrypts `key` for storage; throws ``disabled`` when the server has no secret.
     func seal(_ key: PayloadKey, owner: String) throws -> StoredPayloadKey {
