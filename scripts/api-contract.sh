@@ -106,4 +106,4 @@ if ((failed)); then
     exit 1
 fi
 [[ ${CONTRACT_VERBOSE:-0} == 1 ]] || echo "$summary"
-echo "api contract: OK: openapi.json matches the server ($(grep -o '[0-9]* generated' <<<"$summary" | head -1) test cases in ${elapsed}s, seed $seed)"
+echo "api contract: OK: openapi.json matches the server ($(grep -o '[0-9]\+ generated' <<<"$summary" | head -1) test cases in ${elapsed}s, seed $seed)"

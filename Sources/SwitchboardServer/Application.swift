@@ -65,11 +65,12 @@ public final class Application: Sendable {
         let channels = try PushChannelConfiguration.channels(
             from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
             vendorTransports: vendorTransports)
+        let payloadKeys = PayloadKeyVault(secret: configuration.dataEncryptionKeyBytes)
+        let directory = GatewayChannelDirectory(server: channels, base: configuration, store: store, vault: payloadKeys, logger: logger)
         let dispatcher = PushDispatcher(
-            store: ServerPushOutbox(store: store), channels: channels, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
+            store: ServerPushOutbox(store: store), directory: directory, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
-        let payloadKeys = PayloadKeyVault(secret: configuration.dataEncryptionKeyBytes)
         let calls = CallService(
             store: store, media: Self.mediaBackend(for: configuration),
             minter: MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30),
@@ -87,8 +88,9 @@ public final class Application: Sendable {
         GatewayRoutes(
             store: store, adminKey: configuration.adminKey,
             service: GatewayService(
-                store: store, channels: channels, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
-                payloadKeys: payloadKeys)
+                store: store, directory: directory, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
+                payloadKeys: payloadKeys),
+            vault: payloadKeys, configuration: configuration, directory: directory
         ).register(in: &router)
         self.router = router
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {

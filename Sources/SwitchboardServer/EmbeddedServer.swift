@@ -101,7 +101,7 @@ public final class EmbeddedServer: Sendable {
     /// the background work (sweeps, push dispatch, checkpoints), then the push provider.
     public var services: [ServiceGroup.Entry] {
         [
-            ("push channels", PushChannelsService(channels: application.dispatcher.channels)),
+            ("push channels", PushChannelsService(directory: application.dispatcher.directory)),
             ("background work", BackgroundWork(application: application)),
             ("http", HTTPListener(server: server, application: application, grace: .seconds(configuration.shutdownGraceSeconds))),
         ]
@@ -158,11 +158,12 @@ private struct BackgroundWork: Service {
     func run() async throws { await application.run() }
 }
 
-/// The push channels' connections, shut down once the dispatcher has stopped.
+/// The push channels' connections (the server's and the gateway apps'), shut down once the
+/// dispatcher has stopped.
 private struct PushChannelsService: Service {
-    let channels: PushChannels
+    let directory: any PushChannelDirectory
     func run() async throws {
         await waitUntilCancelled()
-        await runToCompletion { [channels] in await channels.shutdown() }
+        await runToCompletion { [directory] in await directory.shutdown() }
     }
 }

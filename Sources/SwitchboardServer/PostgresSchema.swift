@@ -106,11 +106,12 @@ public enum PostgresSchema {
             );
             CREATE INDEX push_jobs_by_device ON push_jobs(device_id, created_at_ms);
             """),
-        Migration(version: 14, name: "payload_keys", sql: """
+        Migration(version: 14, name: "sealed_secrets", sql: """
             ALTER TABLE push_devices ADD COLUMN payload_key_id TEXT COLLATE "C";
             ALTER TABLE push_devices ADD COLUMN payload_key_sealed TEXT COLLATE "C";
             ALTER TABLE gateway_devices ADD COLUMN payload_key_id TEXT COLLATE "C";
             ALTER TABLE gateway_devices ADD COLUMN payload_key_sealed TEXT COLLATE "C";
+            ALTER TABLE gateway_apps ADD COLUMN push_settings TEXT COLLATE "C";
             """),
     ]
 

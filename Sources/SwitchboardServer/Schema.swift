@@ -149,12 +149,14 @@ public enum Schema {
             ) STRICT;
             CREATE INDEX push_jobs_by_device ON push_jobs(device_id, created_at_ms);
             """),
-        // A device's VoIP payload key (SPEC §3): its id, and its bytes sealed under dataEncryptionKey.
-        Migration(version: 14, name: "payload_keys", sql: """
+        // Secrets sealed under dataEncryptionKey: a device's VoIP payload key (SPEC §3: its id, and
+        // its bytes) and a gateway app's own push settings.
+        Migration(version: 14, name: "sealed_secrets", sql: """
             ALTER TABLE push_devices ADD COLUMN payload_key_id TEXT;
             ALTER TABLE push_devices ADD COLUMN payload_key_sealed TEXT;
             ALTER TABLE gateway_devices ADD COLUMN payload_key_id TEXT;
             ALTER TABLE gateway_devices ADD COLUMN payload_key_sealed TEXT;
+            ALTER TABLE gateway_apps ADD COLUMN push_settings TEXT;
             """),
     ]
 

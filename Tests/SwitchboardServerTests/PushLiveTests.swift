@@ -336,6 +336,62 @@ struct PushLiveTests {
         await rig.close()
     }
 
+    /// A gateway app with its own APNs credentials (another team, key and bundle id, behind
+    /// its own push service): its rings go out there, on its topic, signed with its key; the
+    /// server's own push service never sees them.
+    @Test func anAppWithItsOwnAPNsCredentialsRingsThroughThem() async throws {
+        let rig = try Rig(serverSettings: ["SWITCHBOARD_DATA_ENCRYPTION_KEY": Data(SecureRandom.bytes(32)).base64EncodedString()])
+        let appKey = try ES256PrivateKey.generate()
+        let keyFile = rig.directory.path + "/acme-AuthKey.p8", publicFile = rig.directory.path + "/acme-key.pub"
+        let caFile = rig.directory.path + "/acme-ca.pem"
+        try appKey.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try appKey.publicKeyPEM.write(toFile: publicFile, atomically: true, encoding: .utf8)
+        let acmeAPNs = try ServerProcess(.developerTools, command: "push-emulator", arguments: [
+            "--listen", "127.0.0.1:0", "--bundle-id", "com.acme.phone", "--team-id", "ACMETEAM01", "--key-id", "ACMEKEY001",
+            "--public-key", publicFile, "--tls", "--ca-out", caFile,
+        ])
+        defer { _ = acmeAPNs.stop() }
+        let port = acmeAPNs.address.split(separator: ":").last.map(String.init) ?? "0"
+        var settings = HTTP2ClientConfiguration(baseURL: "https://localhost:\(port)")
+        settings.caFile = caFile
+        settings.requestTimeout = .seconds(20)
+        let acmeInbox = try HTTP2Client(configuration: settings)
+        let admin = ["Authorization": "Bearer \(Self.adminKey)", "Content-Type": "application/json"]
+        let signer = try Ed25519PrivateKey.generate()
+        let app = await fetch(rig.server.address, "POST", "/admin/gateway/apps", body: """
+            {"id":"acme","name":"Acme","keys":[{"keyId":"k1","publicKey":"\(Base64URL.encode(signer.publicKey.rawBytes))"}]}
+            """, headers: admin)
+        #expect(app.status == 201, "\(app.body)")
+        let credentials = await fetch(rig.server.address, "PUT", "/admin/gateway/apps/acme/push", body: """
+            {"settings":{"apnsBundleID":"com.acme.phone","apnsTeamID":"ACMETEAM01","apnsKeyID":"ACMEKEY001","apnsKeyFile":"\(keyFile)",
+             "apnsProductionURL":"https://localhost:\(port)","apnsSandboxURL":"https://localhost:\(port)","apnsCAFile":"\(caFile)"}}
+            """, headers: admin)
+        #expect(credentials.status == 200, "\(credentials.body)")
+        var sent = 0
+        func signed(_ method: String, _ path: String, _ body: String) async throws -> (status: Int, headers: String, body: String) {
+            sent += 1
+            let target = path + "?n=\(sent)", stamp = String(Int64(Date().timeIntervalSince1970))
+            let signature = try signer.sign(GatewaySignature.canonical(method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
+            return await fetch(rig.server.address, method, target, body: body, headers: [
+                "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1", "Switchboard-Timestamp": stamp,
+                "Switchboard-Signature": Base64URL.encode(signature),
+            ])
+        }
+        let token = Self.deviceToken(0xa7)
+        let device = try await signed("POST", "/gateway/v1/devices", #"{"userId":"bob","deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-voip":{"token":"\#(token)","environment":"production"}}}"#)
+        #expect(device.status == 200, "\(device.body)")
+        let signal = try await signed("POST", "/gateway/v1/signals", #"{"callId":"own-1","roomId":"r","type":"audio","caller":{"id":"alice","name":"Alice"},"callees":["bob"]}"#)
+        #expect(signal.status == 202, "\(signal.body)")
+        let response = try await acmeInbox.send(HTTP2Request(method: "GET", path: "/inbox/\(token)?after=0&wait=\(Int(generousWait))", headers: [], body: []))
+        let messages = (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])?["messages"] as? [[String: Any]] ?? []
+        #expect(messages.count == 1, "the app's own push service took the ring")
+        let payload = messages.first?["payload"] as? [String: Any]
+        #expect(payload?["callId"] as? String == "own-1")
+        #expect(try await rig.pushes(for: token, wait: 0).isEmpty, "the server's push service never saw it")
+        await acmeInbox.shutdown()
+        await rig.close()
+    }
+
     /// The push gateway through the binaries: an app server signs a call signal; its user's
     /// iPhone, Pixel and Redmi are rung over APNs VoIP, FCM and Xiaomi; a cancel while the
     /// Pixel's retry waits drops it and tells the Redmi.

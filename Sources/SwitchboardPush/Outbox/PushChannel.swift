@@ -141,3 +141,26 @@ public struct PushChannels: Sendable {
         for channel in all { await channel.shutdown() }
     }
 }
+
+/// Where a job's channels come from: the server's own, or, for a push-gateway job, its app's
+/// (an app may bring its own credentials; SPEC §8). The dispatcher asks per job; the
+/// outbox's writers ask before they build a ring's request.
+public protocol PushChannelDirectory: Sendable {
+    /// The server's own channels (and every job's when no app has its own).
+    var server: PushChannels { get }
+    /// The channels for the jobs of `callID` (the outbox's call key: a gateway job's names its app).
+    func channels(forCall callID: String) async -> PushChannels
+    /// Closes every channel's connections.
+    func shutdown() async
+}
+
+/// The server's channels for every job.
+public struct ServerChannelDirectory: PushChannelDirectory {
+    public let server: PushChannels
+
+    public init(_ server: PushChannels) { self.server = server }
+
+    public func channels(forCall callID: String) async -> PushChannels { server }
+
+    public func shutdown() async { await server.shutdown() }
+}

@@ -18,8 +18,11 @@ import SwitchboardObservability
 /// (`wake()`), or `idleCeiling` passes; an idle outbox costs one cheap read per ceiling.
 public final class PushDispatcher: Sendable {
     let store: any PushOutboxStore
-    /// The channels jobs are routed to, by the channel each job was written for.
-    public let channels: PushChannels
+    /// The channels jobs are routed to, by the channel each job was written for: the server's
+    /// own, or a gateway app's.
+    public let directory: any PushChannelDirectory
+    /// The server's own channels.
+    public var channels: PushChannels { directory.server }
     let logger: Logger
     let metrics: Metrics
     /// Transport failures are logged once per cause per 5 minutes: a TLS mistake retried for a
@@ -50,13 +53,22 @@ public final class PushDispatcher: Sendable {
     /// Jobs whose sends have not finished.
     public var inFlightCount: Int { inFlight.withLock { $0.count } }
 
-    public init(
+    public convenience init(
         store: any PushOutboxStore, channels: PushChannels, logger: Logger, metrics: Metrics, maxInFlight: Int = 1000,
+        claimLease: TimeInterval = 15, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.init(
+            store: store, directory: ServerChannelDirectory(channels), logger: logger, metrics: metrics, maxInFlight: maxInFlight,
+            claimLease: claimLease, jitter: jitter)
+    }
+
+    public init(
+        store: any PushOutboxStore, directory: any PushChannelDirectory, logger: Logger, metrics: Metrics, maxInFlight: Int = 1000,
         claimLease: TimeInterval = 15, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.claimLease = claimLease
         self.store = store
-        self.channels = channels
+        self.directory = directory
         self.logger = logger
         self.metrics = metrics
         self.maxInFlight = max(1, maxInFlight)
@@ -184,7 +196,7 @@ public final class PushDispatcher: Sendable {
             case .send: break
             }
             guard store.now() < job.expiresAt else { try await finish(job, .expired, reason: "ring_window_passed"); return false }
-            guard let channel = channels[job.channel] else {
+            guard let channel = await directory.channels(forCall: job.callID)[job.channel] else {
                 try await finish(job, .failed, reason: PushChannels.missingChannelReason, lastError: "no push channel '\(job.channel)' on this server")
                 return false
             }

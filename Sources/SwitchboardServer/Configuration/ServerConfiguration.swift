@@ -512,3 +512,8 @@ func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
     }
     return previous[b.count]
 }
+
+extension ConfigurationSetting {
+    /// Sets this setting in `configuration` from its text; the problem, if the text is refused.
+    func set(_ text: String, in configuration: inout ServerConfiguration) -> String? { apply(&configuration, text) }
+}

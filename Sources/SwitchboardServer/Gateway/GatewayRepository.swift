@@ -29,6 +29,10 @@ protocol GatewayRepository {
     /// Records a signature; false when it was recorded before (a replay). Forgets the ones
     /// seen before `forgetBeforeMS`.
     func recordSignature(_ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64) throws -> Bool
+    /// The app's own push settings, sealed; nil when it uses the server's.
+    func pushSettings(of appID: String) throws -> String?
+    /// Stores (or with nil, drops) the app's sealed push settings; false when there is no such app.
+    func setPushSettings(_ sealed: String?, of appID: String) throws -> Bool
 }
 
 /// ``GatewayRepository`` in SQL that SQLite and PostgreSQL both run.
@@ -67,6 +71,14 @@ struct SQLGatewayRepository: GatewayRepository {
         else { return false }
         try connection.run("DELETE FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)])
         return true
+    }
+
+    func pushSettings(of appID: String) throws -> String? {
+        try connection.query("SELECT push_settings FROM gateway_apps WHERE id = ?", [.text(appID)]).first?.optionalString("push_settings")
+    }
+
+    func setPushSettings(_ sealed: String?, of appID: String) throws -> Bool {
+        try connection.run("UPDATE gateway_apps SET push_settings = ? WHERE id = ?", [sealed.map(SQLiteValue.text) ?? .null, .text(appID)]) > 0
     }
 
     func recordSignature(_ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64) throws -> Bool {

@@ -10,6 +10,51 @@ struct GatewayRoutes {
     let store: ServerStore
     let adminKey: String
     let service: GatewayService
+    /// Apps' own push settings: sealed under this, over the server's configuration, and the
+    /// directory told when they change.
+    let vault: PayloadKeyVault
+    let configuration: ServerConfiguration
+    let directory: GatewayChannelDirectory
+
+    struct PushSettingsRequest: Decodable {
+        /// Validated member by member from the request's JSON (strings and integers).
+        let settings: [String: PushSettingValue]
+    }
+
+    /// A JSON string or integer, as the server's configuration file takes them.
+    enum PushSettingValue: Decodable {
+        case text(String), integer(Int)
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let text = try? container.decode(String.self) { self = .text(text); return }
+            self = .integer(try container.decode(Int.self))
+        }
+        var json: Any {
+            switch self {
+            case .text(let text): text
+            case .integer(let value): value
+            }
+        }
+    }
+
+    /// Which push credentials an app's jobs use, by channel: `app` (its own settings) or `server`.
+    struct PushSettingsView: Encodable {
+        let appId: String
+        /// The settings it brought (names only: values may be secrets).
+        let settings: [String]
+        let channels: [String: String]
+
+        init(app: String, settings: GatewayPushSettings?) {
+            appId = app
+            self.settings = settings.map { $0.values.keys.sorted() } ?? []
+            let families = settings?.families ?? []
+            var channels: [String: String] = [:]
+            for family in GatewayPushSettings.families {
+                for channel in GatewayPushSettings.channelsOfFamily[family] ?? [] { channels[channel] = families.contains(family) ? "app" : "server" }
+            }
+            self.channels = channels
+        }
+    }
 
     struct NewKey: Decodable {
         let keyId: String
@@ -103,6 +148,41 @@ struct GatewayRoutes {
             guard try await store.write({ try $0.gateway.removeKey(keyID, of: id) }) else {
                 throw APIError.notFound("no key '\(keyID)' of app '\(id)'")
             }
+            return .noContent
+        }
+        let vault = self.vault, configuration = self.configuration, directory = self.directory
+        router.add("PUT", "/admin/gateway/apps/{appId}/push") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let id = context.parameter("appId")
+            let request = try context.decode(PushSettingsRequest.self)
+            guard vault.isEnabled else { throw PayloadKeyVault.disabled }
+            let settings = try GatewayPushSettings.validate(request.settings.mapValues(\.json), over: configuration)
+            let sealed = try settings.sealed(for: id, vault: vault)
+            guard try await store.write({ try $0.gateway.setPushSettings(sealed, of: id) }) else { throw APIError.notFound("no app '\(id)'") }
+            directory.invalidate(app: id)
+            context.logger.info("gateway app push settings set", ["app": .string(id), "settings": .string(settings.values.keys.sorted().joined(separator: ","))])
+            return .json(PushSettingsView(app: id, settings: settings))
+        }
+        router.add("GET", "/admin/gateway/apps/{appId}/push") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let id = context.parameter("appId")
+            let found = try await store.snapshot { snapshot -> (exists: Bool, sealed: String?) in
+                (try snapshot.gateway.app(id: id) != nil, try snapshot.gateway.pushSettings(of: id))
+            }
+            guard found.exists else { throw APIError.notFound("no app '\(id)'") }
+            guard let sealed = found.sealed else { return .json(PushSettingsView(app: id, settings: nil)) }
+            guard let settings = GatewayPushSettings.opened(sealed, for: id, vault: vault) else {
+                throw APIError(
+                    status: 409, code: "DATA_ENCRYPTION_DISABLED",
+                    message: "the app's push settings cannot be opened with this server's dataEncryptionKey: set them again")
+            }
+            return .json(PushSettingsView(app: id, settings: settings))
+        }
+        router.add("DELETE", "/admin/gateway/apps/{appId}/push") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let id = context.parameter("appId")
+            guard try await store.write({ try $0.gateway.setPushSettings(nil, of: id) }) else { throw APIError.notFound("no app '\(id)'") }
+            directory.invalidate(app: id)
             return .noContent
         }
         router.add("GET", "/gateway/v1/app", signed { _, app, keyID in

@@ -9,7 +9,8 @@ import SwitchboardWire
 /// callee rung more than 3 times in 10 minutes has further signals dropped silently.
 struct GatewayService: Sendable {
     let store: ServerStore
-    let channels: PushChannels
+    /// The server's channels, or an app's own (its push settings).
+    let directory: any PushChannelDirectory
     let ringTimeout: TimeInterval
     let pushesQueued: @Sendable () -> Void
     /// Keeps the devices' VoIP payload keys encrypted (off without `dataEncryptionKey`).
@@ -127,7 +128,8 @@ struct GatewayService: Sendable {
         else { throw APIError.validation("'ext' must be an object of at most 4 KiB of JSON", field: "ext") }
         let ext = String(decoding: extData, as: UTF8.self)
         let hints = try Self.hints(in: extValue as? [String: Any] ?? [:])
-        let ringTimeout = self.ringTimeout, channels = self.channels, payloadKeys = self.payloadKeys
+        let channels = await directory.channels(forCall: GatewayNamespace.callKey(app: app, call: callID))
+        let ringTimeout = self.ringTimeout, payloadKeys = self.payloadKeys
         let (written, isNew) = try await store.write { transaction -> (Int, Bool) in
             let signals = transaction.gatewaySignals
             if try signals.signal(app: app, call: callID) != nil { return (0, false) }
@@ -195,7 +197,7 @@ struct GatewayService: Sendable {
     /// Android device whose ring went out gets a `call_ended` notice (iPhones: an `ios-alert`
     /// background notice where they have one; a VoIP token never).
     func cancel(app: String, call callID: String) async throws -> SignalStatus {
-        let channels = self.channels
+        let channels = await directory.channels(forCall: GatewayNamespace.callKey(app: app, call: callID))
         let written = try await store.write { transaction -> Int in
             let signals = transaction.gatewaySignals
             guard let signal = try signals.signal(app: app, call: callID) else { throw APIError.notFound("no signal '\(callID)'") }

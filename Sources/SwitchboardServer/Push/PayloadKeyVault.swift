@@ -53,6 +53,19 @@ struct PayloadKeyVault: Sendable {
         return PayloadKey(id: stored.id, bytes: bytes)
     }
 
+    /// Seals any secret for storage (a gateway app's push credentials), bound to `purpose`.
+    func sealSecret(_ bytes: [UInt8], purpose: String) throws -> String {
+        guard let secret else { throw Self.disabled }
+        let box = try AESGCM.seal(bytes, key: secret, authenticating: Array("switchboard-secret-v1\n\(purpose)".utf8))
+        return Data(box.combined).base64EncodedString()
+    }
+
+    /// A secret ``sealSecret(_:purpose:)`` sealed; nil when it cannot be opened here.
+    func openSecret(_ sealed: String, purpose: String) -> [UInt8]? {
+        guard let secret, let combined = Data(base64Encoded: sealed), let box = AESGCM.SealedBox(combined: Array(combined)) else { return nil }
+        return try? AESGCM.open(box, key: secret, authenticating: Array("switchboard-secret-v1\n\(purpose)".utf8))
+    }
+
     /// The reason a ring fails with when its device's stored key cannot be opened.
     static let unreadableReason = "PayloadKeyUnreadable"
 
