@@ -165,6 +165,66 @@ struct EncryptedPushTests {
         #expect(rig.backend.requests.filter { $0 == "active" }.count == 3)
     }
 
+    @Test func anAnswerOnAPlaceholderWhoseCallIsGoneIsFailedNotLeftPending() async throws {
+        let rig = Rig(decrypts: false)
+        let call = rig.backend.ring(from: "gina")
+        rig.backend.hold("active")
+        #expect(rig.push(try rig.sealedPush(for: call)))
+        await rig.run(seconds: 0.3)
+        let placeholder = try #require(rig.system.calls.first)
+        try rig.system.userAnswers(placeholder.uuid)
+        rig.backend.endCall(call.id, reason: .cancelled)
+        rig.backend.release("active")
+        await rig.run(seconds: 20)
+        #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
+        #expect(!rig.system.log.contains { $0.text.hasPrefix("timed out") }, "the answer action was completed, not left to time out")
+        #expect(rig.system.liveCalls.isEmpty && rig.system.calls.first?.endReason == .failed)
+    }
+
+    @Test func anAnswerThatWaitsPastTheDeadlineFailsAndTheCallIsDeclinedOnceNamed() async throws {
+        let rig = Rig(decrypts: false)
+        let call = rig.backend.ring(from: "hank")
+        rig.backend.hold("active")
+        #expect(rig.push(try rig.sealedPush(for: call)))
+        await rig.run(seconds: 0.3)
+        let placeholder = try #require(rig.system.calls.first)
+        try rig.system.userAnswers(placeholder.uuid)
+        await rig.run(seconds: 11)
+        #expect(rig.system.liveCalls.isEmpty, "failed at the answer deadline (rule 5)")
+        #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
+        rig.backend.release("active")
+        await rig.run(seconds: 1)
+        #expect(rig.backend.info(call.id)?.state == .ended, "declined on the server once named")
+    }
+
+    @Test func aDeclineBeforeTheCallIsNamedSurvivesAFailedRead() async throws {
+        let rig = Rig(decrypts: false)
+        let call = rig.backend.ring(from: "ivy")
+        rig.backend.hold("active")
+        #expect(rig.push(try rig.sealedPush(for: call)))
+        await rig.run(seconds: 0.3)
+        try rig.system.userEnds(try #require(rig.system.calls.first).uuid)
+        await rig.run(seconds: 0.3)
+        rig.backend.fail("active", status: 503, code: "UNAVAILABLE", times: 1)
+        rig.backend.release("active")
+        await rig.run(seconds: 3)
+        #expect(rig.backend.info(call.id)?.state == .ended, "declined after the retried read")
+        #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
+    }
+
+    @Test func anUnreadablePushForACallTheFeedAlreadyShowsIsReportedUnderItsUUID() async throws {
+        let rig = Rig(decrypts: false)
+        let call = rig.backend.ring(from: "jay")
+        await rig.coordinator.handle(events: [Event(id: 1, kind: EventKind.callChanged, callId: call.id, createdAt: "2026-11-30T00:00:00.000Z")])
+        await rig.run(seconds: 0.3)
+        #expect(rig.system.liveCalls.map(\.uuid) == [CallIdentity.uuid(forCallID: call.id)])
+        #expect(rig.push(try rig.sealedPush(for: call)))
+        await rig.run(seconds: 0.5)
+        #expect(rig.system.violations.isEmpty && !rig.system.killed, "\(rig.system.violations)")
+        #expect(rig.system.calls.count == 1, "one incoming-call screen")
+        #expect(rig.system.liveCalls.map(\.uuid) == [CallIdentity.uuid(forCallID: call.id)])
+    }
+
     @Test func envelopesThatCannotBeOpenedAreRecognised() {
         let decryptor = KeyringDecryptor(keys: ["k1": SecureRandom.bytes(32)])
         #expect(EncryptedVoIPPush.isEncrypted(["enc": "AES256-GCM"]))

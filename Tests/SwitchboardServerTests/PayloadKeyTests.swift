@@ -149,6 +149,24 @@ struct PayloadKeyTests {
         #expect(env.provider.sent.count == 1, "nothing more was sent")
     }
 
+    @Test func aPlainRingWaitingForItsRetryIsDroppedOnceTheDeviceHasAKey() async throws {
+        let env = try World(secret: secret)
+        defer { env.world.close() }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let conversation = try await env.world.befriend(alice, bob)
+        let device = UUID().uuidString.lowercased()
+        #expect(await env.register(bob, device: device, key: nil).status == 200)
+        env.provider.script(voipToken, [.response(status: 503, reason: "ServiceUnavailable")])
+        _ = try #require(await env.world.call(alice, "conversation", conversation).call)
+        #expect(try await eventuallyTrying { env.provider.sent.count == 1 })
+        // The phone registers a key while the plain ring waits for its retry.
+        #expect(await env.register(bob, device: device, key: PayloadKey(id: "k1", bytes: SecureRandom.bytes(32))).status == 200)
+        env.world.clock.advance(seconds: 3)
+        #expect(try await eventuallyTrying { try await env.jobs().first?.reason == "payload_key_changed" })
+        #expect(try await env.jobs().first?.state == "dropped")
+        #expect(env.provider.sent.count == 1, "the plain payload never went out again")
+    }
+
     @Test func withoutASecretAPayloadKeyIsRefusedAndTheDeviceStaysUnregistered() async throws {
         let env = try World(secret: "")
         defer { env.world.close() }

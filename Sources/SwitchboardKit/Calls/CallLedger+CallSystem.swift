@@ -15,10 +15,11 @@ extension CallLedger {
         case .answer:
             guard entry.direction == .incoming, entry.stage == .ringing else { return [.fail(id)] }
             if entry.unresolved {
-                // Which call it is, the server has still to say: the answer waits for that.
+                // Which call it is, the server has still to say: the answer waits for that,
+                // within the answer deadline (rule 5).
                 entry.answerAwaitingResolution = id
                 entries[callID] = entry
-                return []
+                return [.schedule(callID: callID, .answerDeadline, afterSeconds: configuration.answerDeadline)]
             }
             return startAnswer(callID, action: id)
         case .start:

@@ -113,9 +113,11 @@ extension CallLedger {
             return []
         }
         entry.system = .live
+        let update = entry.updateAfterReport ? [Effect.reportUpdated(entry.uuid, entry.update)] : []
+        entry.updateAfterReport = false
         entries[callID] = entry
         if let queued = entry.queuedEnd { return endInSystem(callID, queued) }
-        return []
+        return update
     }
 
     // MARK: Outgoing

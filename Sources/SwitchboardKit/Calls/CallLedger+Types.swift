@@ -158,5 +158,7 @@ extension CallLedger {
         var answerAwaitingResolution: UUID?
         /// The user ended an unresolved placeholder: its call is declined once it is known.
         var declineOnResolution = false
+        /// What the call system shows changed while its report was pending: sent once it completes.
+        var updateAfterReport = false
     }
 }

@@ -12,6 +12,10 @@ extension CallLedger {
     static let resolveAttemptLimit = 3
 
     mutating func unreadablePushReceived(placeholder: UUID) -> [Effect] {
+        // In the foreground the event stream often shows the call before its push: with one
+        // such call ringing, this is its push (reported again under its UUID, no second screen).
+        let fromTheFeed = entries.values.filter { $0.direction == .incoming && $0.origin == .eventStream && $0.stage == .ringing }
+        if fromTheFeed.count == 1, let known = fromTheFeed.first { return [reportIncoming(known.uuid, known.update)] }
         let key = Self.placeholderPrefix + placeholder.uuidString
         var entry = Entry(
             callID: key, uuid: placeholder, direction: .incoming, origin: .push, update: CallUpdate(handle: "unknown"),
@@ -23,9 +27,10 @@ extension CallLedger {
         return [reportIncoming(placeholder, entry.update), .server(callID: key, .fetch), .watch]
     }
 
-    /// The unresolved placeholder still ringing, if any (the oldest, should there be two).
+    /// The unresolved placeholder a ringing call the server shows may be: one still ringing, or
+    /// one the user declined before it was named (any, should there be two: they cannot be told apart).
     var unresolvedPlaceholder: String? {
-        entries.values.filter { $0.unresolved && $0.stage != .ended }.map(\.callID).min()
+        entries.values.filter { $0.unresolved && ($0.stage != .ended || $0.declineOnResolution) }.map(\.callID).min()
     }
 
     /// A read for an unresolved placeholder came back.
@@ -40,20 +45,26 @@ extension CallLedger {
             // The newest: the push that just came is for the call that just started.
             guard let call = candidates.max(by: { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }) else {
                 // Nothing rings for us (the call is over already, or the push was not ours).
-                entries[key]?.unresolved = false
-                return entry.stage == .ended ? [] : finish(key, .failed, server: nil)
+                return giveUp(key)
             }
             return adopt(key, as: call)
-        case .failure(let status, _) where entry.stage != .ended && (status == 0 || status == 429 || status >= 500)
-            && entry.resolveAttempts < Self.resolveAttemptLimit:
+        case .failure(let status, _) where (entry.stage != .ended || entry.declineOnResolution)
+            && (status == 0 || status == 429 || status >= 500) && entry.resolveAttempts < Self.resolveAttemptLimit:
             entries[key]?.resolveAttempts += 1
             return [.schedule(callID: key, .resolveRetry, afterSeconds: Double(entry.resolveAttempts))]
         case .failure:
-            entries[key]?.unresolved = false
-            return entry.stage == .ended ? [] : finish(key, .failed, server: nil)
+            return giveUp(key)
         case .call, .callAndToken, .mediaToken:
             return []
         }
+    }
+
+    /// No call to name: the placeholder ends as failed (an answer waiting for it fails too).
+    private mutating func giveUp(_ key: String) -> [Effect] {
+        let effects = entries[key]?.stage == .ended ? [] : finish(key, .failed, server: nil)
+        entries[key]?.unresolved = false
+        entries[key]?.declineOnResolution = false
+        return effects
     }
 
     /// The placeholder `key` is `call`: the entry takes its id (keeping the UUID the call
@@ -70,7 +81,13 @@ extension CallLedger {
         guard entry.stage != .ended else {
             return entry.declineOnResolution ? withdraw(call.id, .decline) : []
         }
-        var effects: [Effect] = [.reportUpdated(entry.uuid, entry.update), .notify(.incoming(callID: call.id, origin: .push))]
+        var effects: [Effect] = [.notify(.incoming(callID: call.id, origin: .push))]
+        if entry.system.awaitsReport {
+            // CallKit may drop an update for a call whose report has not completed.
+            entries[call.id]?.updateAfterReport = true
+        } else {
+            effects.insert(.reportUpdated(entry.uuid, entry.update), at: 0)
+        }
         if let action = entry.answerAwaitingResolution {
             entries[call.id]?.answerAwaitingResolution = nil
             effects += startAnswer(call.id, action: action)

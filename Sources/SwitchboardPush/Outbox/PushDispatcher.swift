@@ -193,6 +193,7 @@ public final class PushDispatcher: Sendable {
             switch try await store.relevance(of: job) {
             case .callNotRinging: try await finish(job, .dropped, reason: "call_not_ringing"); return false
             case .deviceUnbound: try await finish(job, .dropped, reason: "device_unbound"); return false
+            case .payloadKeyChanged: try await finish(job, .dropped, reason: "payload_key_changed"); return false
             case .send: break
             }
             guard store.now() < job.expiresAt else { try await finish(job, .expired, reason: "ring_window_passed"); return false }

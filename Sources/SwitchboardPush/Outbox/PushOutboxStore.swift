@@ -38,6 +38,9 @@ public enum PushJobRelevance: Sendable, Equatable {
     case callNotRinging
     /// The token is no longer bound to a live session.
     case deviceUnbound
+    /// The device's payload key is not the one the job's payload was built for (a key
+    /// registered, changed or dropped since): sending it would be in the clear, or unreadable.
+    case payloadKeyChanged
 }
 
 /// What an answer says about the device's token.

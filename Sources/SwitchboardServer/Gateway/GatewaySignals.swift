@@ -49,6 +49,8 @@ protocol GatewaySignalRepository {
     func devices(app: String, user: String) throws -> [GatewayDevice]
     func isLive(app: String, user: String, token: String, channel: String) throws -> Bool
     func forget(app: String, token: String, channel: String) throws
+    /// The id of the payload key the app's user's `token` on `channel` has now; nil without one.
+    func payloadKeyID(app: String, user: String, token: String, channel: String) throws -> String?
     func doubt(app: String, token: String, channel: String) throws
     func insert(_ signal: GatewaySignal) throws
     func signal(app: String, call: String) throws -> GatewaySignal?
@@ -131,6 +133,14 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
             "SELECT 1 FROM gateway_devices WHERE app_id = ? AND user_id = ? AND token = ? AND channel = ?",
             [.text(app), .text(user), .text(token), .text(channel)])
         return !rows.isEmpty
+    }
+
+    func payloadKeyID(app: String, user: String, token: String, channel: String) throws -> String? {
+        guard let row = try connection.query(
+            "SELECT payload_key_id, payload_key_sealed FROM gateway_devices WHERE app_id = ? AND user_id = ? AND token = ? AND channel = ?",
+            [.text(app), .text(user), .text(token), .text(channel)]).first
+        else { return nil }
+        return try StoredPayloadKey(row)?.id
     }
 
     func forget(app: String, token: String, channel: String) throws {

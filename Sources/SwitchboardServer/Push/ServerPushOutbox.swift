@@ -39,13 +39,32 @@ struct ServerPushOutbox: PushOutboxStore {
                     else { return .callNotRinging }
                 }
                 guard try snapshot.gatewaySignals.isLive(app: user.app, user: user.id, token: job.token, channel: job.channel) else { return .deviceUnbound }
+                if Self.carriesPayloadKeys(job) {
+                    let current = try snapshot.gatewaySignals.payloadKeyID(app: user.app, user: user.id, token: job.token, channel: job.channel)
+                    guard current == Self.payloadKeyID(of: job) else { return .payloadKeyChanged }
+                }
                 return .send
             }
             // A notice is about a ring that ended: only its device must still be there.
             if job.kind == .ring, !(try snapshot.calls.rings(job.callID, userID: job.userID)) { return .callNotRinging }
             guard try snapshot.devices.isLive(token: job.token, channel: job.channel, of: job.userID) else { return .deviceUnbound }
+            if Self.carriesPayloadKeys(job) {
+                let current = try snapshot.devices.payloadKeyID(token: job.token, channel: job.channel, of: job.userID)
+                guard current == Self.payloadKeyID(of: job) else { return .payloadKeyChanged }
+            }
             return .send
         }
+    }
+
+    /// VoIP rings are what a payload key encrypts.
+    static func carriesPayloadKeys(_ job: PushJob) -> Bool { job.kind == .ring && job.channel == APNsVoIPChannel.channelName }
+
+    /// The key id an encrypted payload was sealed for; nil for a plain one.
+    static func payloadKeyID(of job: PushJob) -> String? {
+        guard job.payload.count > 2, let object = (try? JSONSerialization.jsonObject(with: Data(job.payload))) as? [String: Any],
+            object["enc"] != nil
+        else { return nil }
+        return object["kid"] as? String ?? ""
     }
 
     func reschedule(_ job: PushJob, nextAttemptAtMS: Int64, reason: String) async throws {

@@ -82,6 +82,8 @@ public protocol DeviceRepository {
     func devices(of userID: String) throws -> [PushDevice]
     /// Whether `token` on `channel` is still one of the user's, bound to a live session.
     func isLive(token: String, channel: String, of userID: String) throws -> Bool
+    /// The id of the payload key the user's `token` on `channel` has now; nil without one.
+    func payloadKeyID(token: String, channel: String, of userID: String) throws -> String?
     /// The push service said the token is gone (APNs 410, FCM UNREGISTERED): removes it.
     func forget(token: String, channel: String) throws
     /// The push service doubted the token (a possible environment or topic mismatch): counts

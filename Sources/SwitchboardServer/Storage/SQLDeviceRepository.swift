@@ -109,6 +109,14 @@ struct SQLDeviceRepository: DeviceRepository {
             [.text(token), .text(channel), .text(userID)]).isEmpty
     }
 
+    func payloadKeyID(token: String, channel: String, of userID: String) throws -> String? {
+        guard let row = try connection.query(
+            "SELECT payload_key_id, payload_key_sealed FROM push_devices WHERE token = ? AND channel = ? AND user_id = ?",
+            [.text(token), .text(channel), .text(userID)]).first
+        else { return nil }
+        return try StoredPayloadKey(row)?.id
+    }
+
     func forget(token: String, channel: String) throws {
         try connection.run("DELETE FROM push_devices WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
     }
@@ -123,8 +131,11 @@ struct SQLDeviceRepository: DeviceRepository {
 
 extension StoredPayloadKey {
     /// The row's `payload_key_id` and `payload_key_sealed`; nil when it has none.
+    /// Half a key (one column set: a damaged row) is a key that cannot be opened, never none:
+    /// its device's rings then fail rather than go out in the clear.
     init?(_ row: SQLiteRow) throws {
-        guard let id = try row.optionalString("payload_key_id"), let sealed = try row.optionalString("payload_key_sealed") else { return nil }
-        self.init(id: id, sealed: sealed)
+        let id = try row.optionalString("payload_key_id"), sealed = try row.optionalString("payload_key_sealed")
+        guard id != nil || sealed != nil else { return nil }
+        self.init(id: id ?? "", sealed: sealed ?? "")
     }
 }
