@@ -66,7 +66,7 @@ public final class Application: Sendable {
             from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
             vendorTransports: vendorTransports)
         let payloadKeys = PayloadKeyVault(secret: configuration.dataEncryptionKeyBytes)
-        let directory = GatewayChannelDirectory(server: channels, base: configuration, store: store, vault: payloadKeys, logger: logger)
+        let directory = GatewayChannelDirectory(server: channels, store: store, vault: payloadKeys, logger: logger)
         let dispatcher = PushDispatcher(
             store: ServerPushOutbox(store: store), directory: directory, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
@@ -90,7 +90,7 @@ public final class Application: Sendable {
             service: GatewayService(
                 store: store, directory: directory, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
                 payloadKeys: payloadKeys),
-            vault: payloadKeys, configuration: configuration, directory: directory
+            vault: payloadKeys, directory: directory
         ).register(in: &router)
         self.router = router
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {

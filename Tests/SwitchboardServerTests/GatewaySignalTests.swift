@@ -127,6 +127,7 @@ struct GatewaySignalTests {
         for (bad, field) in [
             (#""ext":{"data":{"n":1}}"#, "ext.data"), (#""ext":{"data":"x"}"#, "ext.data"), (#""ext":{"apns":[]}"#, "ext.apns"),
             (#""ext":{"apns":{"collapseId":""}}"#, "ext.apns.collapseId"),
+            (#""ext":{"data":{"big":"\#(String(repeating: "x", count: 2100))"}}"#, "ext.data"),
             (#""ext":{"apns":{"collapseId":"\#(String(repeating: "c", count: 65))"}}"#, "ext.apns.collapseId"),
         ] {
             let refused = try await env.send("POST", "/gateway/v1/signals", #"{"callId":"call-bad","roomId":"r","type":"audio","caller":{"id":"c","name":"C"},"callees":["bob"],\#(bad),"timestamp":1}"#)

@@ -57,7 +57,8 @@ struct PushLiveTests {
             try serviceAccount(tokenURI: "https://localhost:\(port)/token").write(to: URL(fileURLWithPath: serverAccount))
             var settings = HTTP2ClientConfiguration(baseURL: "https://localhost:\(port)")
             settings.caFile = caFile
-            settings.requestTimeout = .seconds(20)
+            // Longer than any inbox wait a test asks for (up to 25 s, plus a loaded machine).
+            settings.requestTimeout = .seconds(45)
             inbox = try HTTP2Client(configuration: settings)
             serverEnvironment = [
                 "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10", "SWITCHBOARD_APNS_TEAM_ID": PushLiveTests.teamID,

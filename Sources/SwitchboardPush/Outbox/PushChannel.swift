@@ -148,8 +148,10 @@ public struct PushChannels: Sendable {
 public protocol PushChannelDirectory: Sendable {
     /// The server's own channels (and every job's when no app has its own).
     var server: PushChannels { get }
-    /// The channels for the jobs of `callID` (the outbox's call key: a gateway job's names its app).
-    func channels(forCall callID: String) async -> PushChannels
+    /// The channels for the jobs of `callID` (the outbox's call key: a gateway job's names its
+    /// app). Throws when they cannot be known now (the job is tried again), never answers
+    /// with another's channels instead.
+    func channels(forCall callID: String) async throws -> PushChannels
     /// Closes every channel's connections.
     func shutdown() async
 }

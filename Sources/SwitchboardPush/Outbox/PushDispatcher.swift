@@ -197,7 +197,7 @@ public final class PushDispatcher: Sendable {
             case .send: break
             }
             guard store.now() < job.expiresAt else { try await finish(job, .expired, reason: "ring_window_passed"); return false }
-            guard let channel = await directory.channels(forCall: job.callID)[job.channel] else {
+            guard let channel = try await directory.channels(forCall: job.callID)[job.channel] else {
                 try await finish(job, .failed, reason: PushChannels.missingChannelReason, lastError: "no push channel '\(job.channel)' on this server")
                 return false
             }

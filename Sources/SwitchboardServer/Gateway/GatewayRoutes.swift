@@ -13,7 +13,6 @@ struct GatewayRoutes {
     /// Apps' own push settings: sealed under this, over the server's configuration, and the
     /// directory told when they change.
     let vault: PayloadKeyVault
-    let configuration: ServerConfiguration
     let directory: GatewayChannelDirectory
 
     struct PushSettingsRequest: Decodable {
@@ -150,13 +149,13 @@ struct GatewayRoutes {
             }
             return .noContent
         }
-        let vault = self.vault, configuration = self.configuration, directory = self.directory
+        let vault = self.vault, directory = self.directory
         router.add("PUT", "/admin/gateway/apps/{appId}/push") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
             let id = context.parameter("appId")
             let request = try context.decode(PushSettingsRequest.self)
             guard vault.isEnabled else { throw PayloadKeyVault.disabled }
-            let settings = try GatewayPushSettings.validate(request.settings.mapValues(\.json), over: configuration)
+            let settings = try GatewayPushSettings.validate(request.settings.mapValues(\.json))
             let sealed = try settings.sealed(for: id, vault: vault)
             guard try await store.write({ try $0.gateway.setPushSettings(sealed, of: id) }) else { throw APIError.notFound("no app '\(id)'") }
             directory.invalidate(app: id)

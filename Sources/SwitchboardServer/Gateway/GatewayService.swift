@@ -128,7 +128,7 @@ struct GatewayService: Sendable {
         else { throw APIError.validation("'ext' must be an object of at most 4 KiB of JSON", field: "ext") }
         let ext = String(decoding: extData, as: UTF8.self)
         let hints = try Self.hints(in: extValue as? [String: Any] ?? [:])
-        let channels = await directory.channels(forCall: GatewayNamespace.callKey(app: app, call: callID))
+        let channels = try await directory.channels(forCall: GatewayNamespace.callKey(app: app, call: callID))
         let ringTimeout = self.ringTimeout, payloadKeys = self.payloadKeys
         let (written, isNew) = try await store.write { transaction -> (Int, Bool) in
             let signals = transaction.gatewaySignals
@@ -197,7 +197,7 @@ struct GatewayService: Sendable {
     /// Android device whose ring went out gets a `call_ended` notice (iPhones: an `ios-alert`
     /// background notice where they have one; a VoIP token never).
     func cancel(app: String, call callID: String) async throws -> SignalStatus {
-        let channels = await directory.channels(forCall: GatewayNamespace.callKey(app: app, call: callID))
+        let channels = try await directory.channels(forCall: GatewayNamespace.callKey(app: app, call: callID))
         let written = try await store.write { transaction -> Int in
             let signals = transaction.gatewaySignals
             guard let signal = try signals.signal(app: app, call: callID) else { throw APIError.notFound("no signal '\(callID)'") }
@@ -273,6 +273,12 @@ struct GatewayService: Sendable {
                 throw APIError.validation(
                     "'ext.data' must be an object of at most 32 strings, named with 1 to 64 printable ASCII characters", field: "ext.data")
             }
+            // Carried in every ring: within this, it fits FCM's 4 KiB of data and, encrypted,
+            // APNs's 5 KiB of VoIP payload beside the ring's own fields.
+            let size = (try? JSONSerialization.data(withJSONObject: strings, options: [.sortedKeys, .withoutEscapingSlashes]).count) ?? .max
+            guard size <= Self.maxAppDataBytes else {
+                throw APIError.validation("'ext.data' must be at most \(Self.maxAppDataBytes) bytes of JSON (it has \(size))", field: "ext.data")
+            }
             data = strings
         }
         var collapseID: String?
@@ -287,6 +293,9 @@ struct GatewayService: Sendable {
         }
         return (data, collapseID)
     }
+
+    /// The most `ext.data` a signal may carry, as JSON.
+    static let maxAppDataBytes = 2048
 
     /// 1 to 64 printable ASCII characters (space to `~`).
     private static func isHintText(_ text: String) -> Bool {
