@@ -127,7 +127,7 @@ struct SDKTwoPhonesLiveTests {
         let aliceClient = SwitchboardClient(baseURL: base, token: alice.token)
         let call = try await aliceClient.createCall(scopeKind: .conversation, scopeID: conversation, mode: .audio, clientID: UUID())
         // What went through "Apple": the envelope only.
-        let (payloads, _) = try await EmulatorInboxPushSource(inbox: rig.inbox, token: token).pushes(after: 0, wait: generousWait)
+        let (payloads, _) = try await EmulatorInboxPushSource(inbox: rig.inbox, token: token).pushes(after: 0, wait: 30)
         let envelope = try #require(try payloads.first.map { try JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? nil)
         #expect(envelope["enc"] as? String == "AES256-GCM" && envelope["kid"] as? String == "bob-1" && envelope["callId"] == nil)
         #expect(!String(decoding: try #require(payloads.first), as: UTF8.self).contains(call.id))
