@@ -37,7 +37,7 @@ func socketDescriptors(localPort: Int, peerPort: Int) -> [Int32] {
 final class EchoServer: Sendable {
     let port: Int
     private let listenFD: Int32
-    private let state = Mutex((accepted: 0, open: 0))
+    private let state = Mutex((accepted: 0, open: 0, firstAcceptedAt: ContinuousClock.Instant?.none))
     private let acceptorDone = DispatchSemaphore(value: 0)
 
     init() throws {
@@ -51,9 +51,11 @@ final class EchoServer: Sendable {
                     if errno == EINTR || errno == ECONNABORTED { continue }
                     break
                 }
+                let now = ContinuousClock.now
                 state.withLock {
                     $0.accepted += 1
                     $0.open += 1
+                    if $0.firstAcceptedAt == nil { $0.firstAcceptedAt = now }
                 }
                 Thread.detachNewThread { [self] in
                     echo(client)
@@ -66,6 +68,8 @@ final class EchoServer: Sendable {
 
     /// Connections accepted so far.
     var accepted: Int { state.withLock { $0.accepted } }
+    /// When the first connection was accepted.
+    var firstAcceptedAt: ContinuousClock.Instant? { state.withLock { $0.firstAcceptedAt } }
     /// Connections still being echoed.
     var openConnections: Int { state.withLock { $0.open } }
 
