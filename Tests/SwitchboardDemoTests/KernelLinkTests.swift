@@ -124,11 +124,13 @@ struct KernelLinkLiveTests {
         defer { link.destroy() }
         // 15 %, not 30 %: a segment stalls for a minute once its retransmission or their ACKs
         // are lost about 8 times in a row, which at 30 % each way (half the round trips lost)
-        // happens to one of the ~23 segments in about one run in ten, past any time limit;
-        // at 15 % in far fewer than one in a thousand. Loss and recovery are what is tested.
+        // happens to one of the segments in about one run in ten, past any time limit. At 15 %
+        // 64 KiB (~45 segments) keeps both tails near one run in two thousand: a stall past the
+        // read's 150 s (9 lost round trips in a row) and no segment of ours lost at all
+        // (0.85^45). Loss and recovery are what is tested.
         try await offPool { try link.setLoss(percent: 15) }
         var random = SystemRandomNumberGenerator()
-        let payload = (0..<32_768).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let payload = (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &random) }
         let (echoed, retransmitted) = try await offPool {
             // Linux backs its retransmission timer off while retransmissions and their ACKs keep
             // being lost (200 ms doubling); at 30 % a fresh-clone run once went 60 s without a
@@ -137,7 +139,7 @@ struct KernelLinkLiveTests {
         }
         #expect(echoed.count == payload.count)
         #expect(echoed == payload, "the echo differs from what was sent")
-        // About 23 segments each needing a delivery and an ACK through 15 % loss: some were resent.
+        // About 45 segments each needing a delivery and an ACK through 15 % loss: some were resent.
         #expect(retransmitted > 0, "no retransmission: the loss rules did not apply")
     }
 
