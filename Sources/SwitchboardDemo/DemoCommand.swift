@@ -316,6 +316,14 @@ struct DemoRun {
         try await pause(1)
         try alice.hangUp(callID)
         try await until("alice's call ends") { alice.systemCall(callID)?.state == .ended }
+        // Her leave reaches the server a moment after her call system ended the call; her next
+        // dial waits for it (otherwise: 409 CALL_BUSY, she is still in this call). At most 10 s.
+        var server = try await stack.client(sessions["alice"]!).call(callID)
+        for _ in 0..<100 where server.state != .ended {
+            try await Task.sleep(nanoseconds: 100_000_000)
+            server = try await stack.client(sessions["alice"]!).call(callID)
+        }
+        try expect(server.state == .ended, "the server ended alice's call with erin")
 
         let (missedID, dialedAgain) = try await dial(alice, "alice-frank", handle: "Frank")
         try await until("frank-redmi rings") { frank.shown(missedID) == .ringing }
