@@ -37,18 +37,14 @@ struct PayloadKeyVault: Sendable {
 
     /// Encrypts `key` for storage; throws ``disabled`` when the server has no secret.
     func seal(_ key: PayloadKey, owner: String) throws -> StoredPayloadKey {
-        guard let secret else { throw Self.disabled }
-        let box = try AESGCM.seal(key.bytes, key: secret, authenticating: Self.binding(owner: owner, id: key.id))
-        return StoredPayloadKey(id: key.id, sealed: Data(box.combined).base64EncodedString())
+        StoredPayloadKey(id: key.id, sealed: try sealSecret(key.bytes, purpose: Self.purpose(owner: owner, id: key.id)))
     }
 
     /// The key again; nil when it cannot be read here (another secret, a changed row, no
     /// secret at all): its device's rings then fail with ``unreadableReason``, never go in the
     /// clear.
     func open(_ stored: StoredPayloadKey, owner: String) -> PayloadKey? {
-        guard let secret, let combined = Data(base64Encoded: stored.sealed), let box = AESGCM.SealedBox(combined: Array(combined)),
-            let bytes = try? AESGCM.open(box, key: secret, authenticating: Self.binding(owner: owner, id: stored.id)),
-            bytes.count == AESGCM.keyBytes
+        guard let bytes = openSecret(stored.sealed, purpose: Self.purpose(owner: owner, id: stored.id)), bytes.count == AESGCM.keyBytes
         else { return nil }
         return PayloadKey(id: stored.id, bytes: bytes)
     }
@@ -69,10 +65,9 @@ struct PayloadKeyVault: Sendable {
     /// The reason a ring fails with when its device's stored key cannot be opened.
     static let unreadableReason = "PayloadKeyUnreadable"
 
-    /// `owner`: whose device it is (`user/<user id>/<device id>` or `gw/<app>/<device id>`).
-    private static func binding(owner: String, id: String) -> [UInt8] {
-        Array("switchboard-payload-key-v1\n\(owner)\n\(id)".utf8)
-    }
+    /// What a payload key is bound to: its owner (`device/<device id>` or `gw/<app>/<device
+    /// id>`) and its id, so a sealed key copied to another row does not open.
+    private static func purpose(owner: String, id: String) -> String { "payload-key\n\(owner)\n\(id)" }
 
     /// The owner string of one of the server's own devices.
     static func owner(device deviceID: String) -> String { "device/\(deviceID)" }
