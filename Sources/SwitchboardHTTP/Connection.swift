@@ -8,6 +8,9 @@ final class Connection {
         case handling
         /// A streaming response is being written.
         case streaming
+        /// A handler took the connection over after a `101 Switching Protocols` head: bytes go
+        /// to it as they arrive, and it writes through its channel.
+        case takenOver
         /// Write what is queued, then close.
         case closingAfterFlush
     }
@@ -19,6 +22,8 @@ final class Connection {
     var phase = Phase.reading
     var task: Task<Void, Never>?
     var stream: StreamChannel?
+    /// The handler that took the connection over and its channel; told once when it closes.
+    var takeover: (handler: any HTTPConnectionHandler, channel: StreamChannel)?
 
     var output: [UInt8] = []
     var outputOffset = 0

@@ -66,9 +66,7 @@ extension EventLoop: TaskExecutor {
         let dropped = localOutbound + pendingOutbound
         runQueue = []
         localOutbound = []
-        for item in dropped {
-            if case .startStream(let channel) = item.then { channel.close() }
-        }
+        for item in dropped { item.connectionWentAway() }
         for job in remaining { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 }

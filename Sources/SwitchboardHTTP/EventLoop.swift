@@ -220,7 +220,18 @@ final class EventLoop: @unchecked Sendable {
         for _ in 0..<4 {
             let count = read(connection.fd, scratch.baseAddress, scratch.count)
             if count > 0 {
-                connection.parser.append(UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+                let bytes = UnsafeRawBufferPointer(rebasing: scratch[0..<count])
+                if let takeover = connection.takeover {
+                    // Taken over: the bytes go straight to the handler (once it is closing,
+                    // nowhere); the HTTP parser is done with this connection.
+                    if connection.phase == .takenOver {
+                        takeover.handler.connectionReceived(bytes)
+                        if connections[connection.fd] !== connection { return }
+                    }
+                    if count < scratch.count { return }
+                    continue
+                }
+                connection.parser.append(bytes)
                 received = true
                 if count < scratch.count { break }
             } else if count == 0 {
@@ -318,6 +329,12 @@ final class EventLoop: @unchecked Sendable {
         case .bytes(let bytes):
             let output = ResponseEncoder.fixed(response, bytes: bytes, for: head, keepAlive: keepAlive)
             enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: output, then: keepAlive ? .keepAlive : .close))
+        case .takeOver(let handler):
+            let headBytes = ResponseEncoder.head(
+                status: 101, headers: response.headers, version: head.version,
+                keepAlive: true, contentLength: nil, chunked: false)
+            let channel = StreamChannel(loop: self, fd: fd, connectionID: connectionID, chunked: false)
+            enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: headBytes, then: .takeOver(handler, channel)))
         case .stream(let produce):
             let chunked = head.version == .http1_1
             let streamKeepAlive = keepAlive && chunked
@@ -345,13 +362,16 @@ final class EventLoop: @unchecked Sendable {
     func deliver(_ item: Outbound) {
         guard let connection = connections[item.fd], connection.id == item.connectionID else {
             // The connection closed (or its descriptor was reused) before the reply was ready.
-            if case .startStream(let channel) = item.then { channel.close() }
+            item.connectionWentAway()
             return
         }
         connection.queue(item.bytes)
         switch item.then {
         case .continueStream:
             break
+        case .takeOver(let handler, let channel):
+            takeOver(connection, handler: handler, channel: channel)
+            guard connections[connection.fd] === connection else { return }
         case .startStream(let channel):
             connection.phase = .streaming
             connection.stream = channel
@@ -371,6 +391,29 @@ final class EventLoop: @unchecked Sendable {
         flush(connection)
         guard connections[connection.fd] === connection else { return }
         if connection.phase == .reading { processInput(connection) }
+    }
+
+    /// Hands the connection to `handler` (its `101` head is queued): deadlines off, the bytes
+    /// the client sent behind its request handed on, reading on again.
+    private func takeOver(_ connection: Connection, handler: any HTTPConnectionHandler, channel: StreamChannel) {
+        connection.phase = .takenOver
+        connection.task = nil
+        connection.takeover = (handler, channel)
+        connection.headerDeadline = 0
+        connection.bodyDeadline = 0
+        connection.idleDeadline = 0
+        handler.connectionStarted(HTTPTakenConnection(channel: channel, remoteAddress: connection.remoteAddress))
+        guard connections[connection.fd] === connection else { return }
+        let early = connection.parser.takeBufferedBytes()
+        if !early.isEmpty {
+            early.withUnsafeBytes { handler.connectionReceived($0) }
+            guard connections[connection.fd] === connection else { return }
+        }
+        if connection.interest & switchboard_epollin() == 0 {
+            setInterest(connection, connection.interest | switchboard_epollin())
+            guard connections[connection.fd] === connection else { return }
+        }
+        if draining { handler.connectionShutdownRequested() }
     }
 
     /// Writes queued output until the socket would block; closes on error or when asked to.
@@ -409,10 +452,15 @@ final class EventLoop: @unchecked Sendable {
     /// One sweep a second over every connection: header, body, idle and write-stall deadlines.
     private func sweep(now: UInt64) {
         for connection in Array(connections.values) {
-            if connection.pendingOutput > 0 {
-                if now - connection.lastWriteProgress > server.writeTimeout { closeConnection(connection) }
+            if connection.pendingOutput > 0, now - connection.lastWriteProgress > server.writeTimeout {
+                closeConnection(connection)
                 continue
             }
+            if connection.phase == .takenOver, let takeover = connection.takeover {
+                takeover.handler.connectionTick(monotonicNanoseconds: now)
+                continue
+            }
+            if connection.pendingOutput > 0 { continue }
             if connection.headerDeadline != 0, now >= connection.headerDeadline {
                 let timeout = server.errorResponse(status: 408, code: "REQUEST_TIMEOUT", message: "request head not received in time")
                 connection.queue(ResponseEncoder.fixed(timeout, bytes: timeout.bodyBytes, for: nil, keepAlive: false))
@@ -444,6 +492,8 @@ final class EventLoop: @unchecked Sendable {
                 // Streams never end by themselves; end them so the producer returns.
                 connection.task?.cancel()
                 connection.stream?.close()
+            case .takenOver:
+                connection.takeover?.handler.connectionShutdownRequested()
             case .handling, .closingAfterFlush:
                 break
             }
@@ -457,6 +507,11 @@ final class EventLoop: @unchecked Sendable {
         connection.stream?.close()
         close(connection.fd)
         server.releaseConnection()
+        if let takeover = connection.takeover {
+            connection.takeover = nil
+            takeover.channel.close()
+            takeover.handler.connectionClosed()
+        }
     }
 
     // MARK: epoll registration

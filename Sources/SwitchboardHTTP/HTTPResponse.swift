@@ -20,6 +20,9 @@ public struct HTTPResponse: Sendable {
         /// closes the connection so the client sees an incomplete stream. When the client goes
         /// away, the producer's task is cancelled and writes throw `HTTPStreamClosed`.
         case stream(@Sendable (HTTPStreamWriter) async throws -> Void)
+        /// No body: after the head (`101 Switching Protocols`) the connection belongs to this
+        /// handler, on the loop's thread, with no task between the socket and it.
+        case takeOver(any HTTPConnectionHandler)
     }
 
     /// Creates a response with a fixed body.
@@ -36,6 +39,14 @@ public struct HTTPResponse: Sendable {
         self.body = .stream(stream)
     }
 
+    /// A `101 Switching Protocols` head (`headers` name the protocol: `Upgrade` and its own
+    /// fields; the server adds `Connection: Upgrade`), after which `handler` owns the connection.
+    public init(switchingProtocols headers: HTTPHeaders, to handler: any HTTPConnectionHandler) {
+        self.status = 101
+        self.headers = headers
+        self.body = .takeOver(handler)
+    }
+
     /// The fixed body's bytes, or empty for a stream.
     public var bodyBytes: [UInt8] {
         if case .bytes(let bytes) = body { return bytes }
@@ -46,6 +57,7 @@ public struct HTTPResponse: Sendable {
     public static func reasonPhrase(_ status: Int) -> String {
         switch status {
         case 100: "Continue"
+        case 101: "Switching Protocols"
         case 200: "OK"
         case 201: "Created"
         case 202: "Accepted"
@@ -64,6 +76,7 @@ public struct HTTPResponse: Sendable {
         case 415: "Unsupported Media Type"
         case 417: "Expectation Failed"
         case 422: "Unprocessable Content"
+        case 426: "Upgrade Required"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"

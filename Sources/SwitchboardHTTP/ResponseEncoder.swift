@@ -41,7 +41,9 @@ enum ResponseEncoder {
             append("\r\n")
         }
         if chunked { append("Transfer-Encoding: chunked\r\n") }
-        if !keepAlive {
+        if status == 101 {
+            append("Connection: Upgrade\r\n")
+        } else if !keepAlive {
             append("Connection: close\r\n")
         } else if version == .http1_0 {
             append("Connection: keep-alive\r\n")

@@ -78,6 +78,16 @@ public struct HTTPRequestParser: Sendable {
         scanned = 0
     }
 
+    /// Hands over the bytes buffered after the last complete request and empties the buffer:
+    /// a connection that switched protocols gives them to its new owner.
+    public mutating func takeBufferedBytes() -> [UInt8] {
+        let rest = Array(buffer[start...])
+        buffer = []
+        start = 0
+        scanned = 0
+        return rest
+    }
+
     /// Appends received bytes.
     public mutating func append<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
         if start > 0 && start >= buffer.count / 2 {

@@ -1,0 +1,162 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import SwitchboardHTTP
+import SwitchboardTesting
+
+/// A taken-over connection that echoes what it receives, closes on "bye", and records what the
+/// loop told it.
+final class EchoTakeover: HTTPConnectionHandler, @unchecked Sendable {
+    // Touched on the loop thread only, except `events`, which tests read.
+    private var connection: HTTPTakenConnection?
+    let events = Mutex<[String]>([])
+    let startedOnLoop = Mutex<Bool?>(nil)
+
+    func connectionStarted(_ connection: HTTPTakenConnection) {
+        self.connection = connection
+        events.withLock { $0.append("started") }
+        startedOnLoop.withLock { $0 = Thread.current.name?.hasPrefix("sb-http-loop-") ?? false }
+    }
+
+    func connectionReceived(_ bytes: UnsafeRawBufferPointer) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        events.withLock { $0.append("received \(text)") }
+        connection?.send(Array("echo:".utf8) + Array(bytes))
+        if text.contains("bye") { connection?.close() }
+    }
+
+    func connectionShutdownRequested() {
+        events.withLock { $0.append("shutdown") }
+        connection?.send(Array("going away".utf8))
+        connection?.close()
+    }
+
+    func connectionClosed() {
+        events.withLock { $0.append("closed") }
+        connection = nil
+    }
+
+    var log: [String] { events.withLock { $0 } }
+}
+
+@Suite("Taking a connection over after 101", .serialized, .timeLimit(.minutes(3)))
+struct ConnectionTakeoverTests {
+    static let upgradeRequest = "GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n"
+
+    @Test func theHandlerGetsTheBytesSentBehindTheHeadThenEverythingElseAndWritesBack() async throws {
+        let echo = EchoTakeover()
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: echo) }) { server, port in
+            let client = try RawClient(port: port)
+            // The first bytes of the new protocol ride behind the request head.
+            client.send(Self.upgradeRequest + "early")
+            let first = await client.receive { $0.contains("echo:early") }
+            #expect(first.text.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
+            #expect(first.text.contains("\r\nUpgrade: echo\r\n"))
+            #expect(first.text.contains("\r\nConnection: Upgrade\r\n"))
+            #expect(!first.text.lowercased().contains("content-length"))
+            #expect(!first.text.lowercased().contains("transfer-encoding"))
+            #expect(first.text.hasSuffix("\r\n\r\necho:early"))
+            #expect(echo.startedOnLoop.withLock { $0 } == true)
+
+            // Not HTTP any more: a request line is just bytes to the handler.
+            client.send("GET / HTTP/1.1\r\n\r\n")
+            let second = await client.receive { $0.contains("echo:GET / HTTP/1.1") }
+            #expect(second.text == "echo:GET / HTTP/1.1\r\n\r\n")
+
+            client.send("bye")
+            let last = await client.receive { _ in false }
+            #expect(last.closed)
+            #expect(last.text == "echo:bye")
+            #expect(await eventually { echo.log.last == "closed" })
+            #expect(echo.log == ["started", "received early", "received GET / HTTP/1.1\r\n\r\n", "received bye", "closed"])
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func aPeerThatLeavesIsReportedOnceAndLaterWritesFail() async throws {
+        let echo = EchoTakeover()
+        let taken = Mutex<HTTPTakenConnection?>(nil)
+        final class Keeper: HTTPConnectionHandler, @unchecked Sendable {
+            let inner: EchoTakeover
+            let taken: @Sendable (HTTPTakenConnection) -> Void
+            init(inner: EchoTakeover, taken: @escaping @Sendable (HTTPTakenConnection) -> Void) { self.inner = inner; self.taken = taken }
+            func connectionStarted(_ connection: HTTPTakenConnection) { taken(connection); inner.connectionStarted(connection) }
+            func connectionReceived(_ bytes: UnsafeRawBufferPointer) { inner.connectionReceived(bytes) }
+            func connectionClosed() { inner.connectionClosed() }
+        }
+        let keeper = Keeper(inner: echo) { connection in taken.withLock { $0 = connection } }
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: keeper) }) { server, port in
+            do {
+                let client = try RawClient(port: port)
+                client.send(Self.upgradeRequest)
+                _ = await client.receive { $0.contains("\r\n\r\n") }
+            }
+            // The client is gone (its socket closed with it).
+            #expect(await eventually { echo.log.last == "closed" })
+            #expect(echo.log == ["started", "closed"])
+            let connection = try #require(taken.withLock { $0 })
+            #expect(!connection.isOpen)
+            #expect(!connection.send(Array("late".utf8)))
+            await #expect(throws: HTTPStreamClosed.self) { try await connection.write(Array("late".utf8)) }
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func aClientThatLeavesBeforeTheHeadIsWrittenStillClosesTheHandler() async throws {
+        let echo = EchoTakeover()
+        let gate = Latch()
+        let arrived = Signal()
+        try await withServer(handler: { _ in
+            arrived.fire()
+            await gate.wait()
+            return HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: echo)
+        }) { server, port in
+            do {
+                let client = try RawClient(port: port)
+                client.send(Self.upgradeRequest)
+                #expect(await arrived.wait())
+            }
+            #expect(await eventually { server.openConnectionCount == 0 })
+            gate.open()
+            #expect(await eventually { echo.log == ["closed"] })
+        }
+    }
+
+    @Test func shutdownAsksTheHandlerToEndAndWaitsForIt() async throws {
+        let echo = EchoTakeover()
+        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, loopCount: 1)
+        configuration.idleTimeout = .seconds(60)
+        let server = HTTPServer(configuration: configuration) { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: echo) }
+        let port = try server.start().port
+        let client = try RawClient(port: port)
+        client.send(Self.upgradeRequest + "hello")
+        _ = await client.receive { $0.contains("echo:hello") }
+        await server.shutdown(gracePeriod: .seconds(30))
+        let rest = await client.receive { _ in false }
+        #expect(rest.closed)
+        #expect(rest.text == "going away")
+        #expect(echo.log == ["started", "received hello", "shutdown", "closed"])
+    }
+
+    @Test func aTakenOverConnectionIsNotClosedForIdlenessAndGetsTicks() async throws {
+        final class Ticks: HTTPConnectionHandler, @unchecked Sendable {
+            let count = Atomic<Int>(0)
+            func connectionStarted(_ connection: HTTPTakenConnection) {}
+            func connectionReceived(_ bytes: UnsafeRawBufferPointer) {}
+            func connectionTick(monotonicNanoseconds: UInt64) { count.wrappingAdd(1, ordering: .relaxed) }
+            func connectionClosed() {}
+        }
+        let ticks = Ticks()
+        try await withServer({ $0.idleTimeout = .milliseconds(200); $0.loopCount = 1 }, handler: { _ in
+            HTTPResponse(switchingProtocols: ["Upgrade": "tick"], to: ticks)
+        }) { server, port in
+            let client = try RawClient(port: port)
+            client.send(Self.upgradeRequest)
+            _ = await client.receive { $0.contains("\r\n\r\n") }
+            // Idle far past the HTTP idle timeout: the sweep ticks the handler instead of closing.
+            #expect(await eventually { ticks.count.load(ordering: .relaxed) >= 3 })
+            #expect(server.openConnectionCount == 1)
+            withExtendedLifetime(client) {}
+        }
+    }
+}
