@@ -3,6 +3,7 @@
 set -euo pipefail
 # livekit-api: LiveKit's own verifier checks our media tokens.
 # h2: the HTTP/2 test server the push transport tests talk to.
+# websockets: the independent WebSocket peer of the interoperability tests, both ways.
 # cryptography: the reference AES-256-GCM the crypto tests cross-check against, both ways.
 # schemathesis: scripts/api-contract.sh checks the server against openapi.json. Pinned: its
 #   checks and its reading of the document change between releases, and the contract run must
@@ -12,6 +13,7 @@ missing=()
 python3 -c "import livekit.api" >/dev/null 2>&1 || missing+=(livekit-api)
 python3 -c "import h2" >/dev/null 2>&1 || missing+=(h2)
 python3 -c "import cryptography.hazmat.primitives.ciphers.aead" >/dev/null 2>&1 || missing+=(cryptography)
+python3 -c "import websockets.asyncio.client" >/dev/null 2>&1 || missing+=(websockets)
 python3 -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$schemathesis_version')" >/dev/null 2>&1 ||
     missing+=("schemathesis==$schemathesis_version")
 if ((${#missing[@]})); then

@@ -67,6 +67,22 @@ public enum MD5 {
     }
 }
 
+/// SHA-1, for the one place a protocol fixes it: the WebSocket handshake's
+/// `Sec-WebSocket-Accept` (RFC 6455 §4.2.2). Not a security boundary; never for anything this
+/// product protects.
+public enum SHA1 {
+    /// The 20-byte digest of `bytes`.
+    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        do {
+            let context = try DigestContext.sha1()
+            try bytes.withUnsafeBytes { try context.update($0) }
+            return try context.finish()
+        } catch {
+            preconditionFailure("OpenSSL cannot compute SHA-1: \(error)")
+        }
+    }
+}
+
 /// Owns one OpenSSL `EVP_MD_CTX` and frees it in `deinit`.
 ///
 /// Not `Sendable`: a context is created, fed and finished inside one call.
@@ -84,6 +100,11 @@ final class DigestContext {
     /// A context initialised for SHA-256.
     static func sha256() throws(CryptoError) -> DigestContext {
         try make(try OpenSSL.nonNull(EVP_sha256(), "EVP_sha256"))
+    }
+
+    /// A context initialised for SHA-1 (only for the WebSocket handshake).
+    static func sha1() throws(CryptoError) -> DigestContext {
+        try make(try OpenSSL.nonNull(EVP_sha1(), "EVP_sha1"))
     }
 
     /// A context initialised for MD5 (only where a service's signature demands it).
