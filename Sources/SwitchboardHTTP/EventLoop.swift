@@ -444,6 +444,7 @@ final class EventLoop: @unchecked Sendable {
             setInterest(connection, connection.interest & ~switchboard_epollout())
         }
         connection.stream?.drained()
+        connection.takeover?.channel.drained()
         if connection.phase == .closingAfterFlush { closeConnection(connection) }
     }
 

@@ -13,7 +13,7 @@ final class StreamChannel: Sendable {
     }
 
     private let loop: EventLoop
-    private let fd: Int32
+    let fd: Int32
     private let connectionID: UInt64
     private let chunked: Bool
     private let state = Mutex(State())

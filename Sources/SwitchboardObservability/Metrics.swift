@@ -48,9 +48,14 @@ public final class Metrics: Sendable {
 
     /// Adds one to a labelled counter (created on first use).
     public func increment(_ name: String, help: String, labels: [(String, String)]) {
+        add(1, to: name, help: help, labels: labels)
+    }
+
+    /// Adds `amount` to a labelled counter (created on first use).
+    public func add(_ amount: UInt64, to name: String, help: String, labels: [(String, String)]) {
         let text = labels.map { "\($0.0)=\"\(Self.escape($0.1))\"" }.joined(separator: ",")
         state.withLock { state in
-            state.counters[name, default: (help, [:])].values[text, default: 0] += 1
+            state.counters[name, default: (help, [:])].values[text, default: 0] += amount
         }
     }
 

@@ -25,6 +25,8 @@ public final class Application: Sendable {
     public let router: Router
     let calls: CallService
     let dispatcher: PushDispatcher
+    /// The built-in audio relay, when it is the media backend.
+    let relay: AudioRelay?
 
     /// How long a push claim keeps other passes and instances off a job: twice the longest
     /// request deadline of the channels in use (a send may first fetch an access token), plus 5 s.
@@ -71,9 +73,17 @@ public final class Application: Sendable {
             store: ServerPushOutbox(store: store), directory: directory, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
+        // The relay signs its media tokens with a secret of this process's own: they open its
+        // sockets and nothing else, and live 30 s.
+        let relay = configuration.mediaBackend == "relay" ? AudioRelay(metrics: metrics, logger: logger, now: environment.now) : nil
+        let relaySecret = SecureRandom.token(byteCount: 32)
+        self.relay = relay
+        let minter = relay == nil
+            ? MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30)
+            : MediaTokenMinter(url: "", apiKey: "switchboard-relay", apiSecret: relaySecret, ttl: 30, relay: true)
         let calls = CallService(
-            store: store, media: Self.mediaBackend(for: configuration),
-            minter: MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30),
+            store: store, media: relay ?? Self.mediaBackend(for: configuration),
+            minter: minter,
             ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.emptyRoomGraceSeconds),
             push: channels,
             logger: logger, pushesQueued: { dispatcher.wake() }, payloadKeys: payloadKeys)
@@ -83,6 +93,13 @@ public final class Application: Sendable {
             groups: GroupService(store: store, calls: calls), authenticator: authenticator
         ).register(in: &router)
         CallRoutes(service: calls, authenticator: authenticator).register(in: &router)
+        // Both routes always exist (so other methods get 405); each answers 404 unless its
+        // media backend is the one configured.
+        RelayRoutes(relay: relay, secret: Array(relaySecret.utf8), store: store).register(in: &router)
+        LiveKitWebhookRoutes(
+            calls: calls, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, now: environment.now,
+            enabled: configuration.mediaBackend == "livekit"
+        ).register(in: &router)
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         GatewayRoutes(
@@ -117,6 +134,9 @@ public final class Application: Sendable {
                 group.addTask { await self.every(.seconds(1), "WAL checkpoint") { try await sqlite.checkpoint() } }
             }
             group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
+            if let relay {
+                group.addTask { await relay.runMixer(environment: self.store.environment) }
+            }
             if calls.media.managesRooms {
                 let interval = Duration.seconds(configuration.emptyRoomCheckSeconds)
                 group.addTask { await self.every(interval, "empty-room watchdog") { try await self.calls.checkEmptyRooms() } }
@@ -142,7 +162,7 @@ public final class Application: Sendable {
         }
     }
 
-    /// The configured media backend.
+    /// The configured media backend other than the relay (LiveKit, or none).
     static func mediaBackend(for configuration: ServerConfiguration) -> any MediaBackend {
         guard configuration.mediaBackend == "livekit", var components = URLComponents(string: configuration.livekitURL) else {
             return UnmanagedMedia()

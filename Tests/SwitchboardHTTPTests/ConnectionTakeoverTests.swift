@@ -12,8 +12,11 @@ final class EchoTakeover: HTTPConnectionHandler, @unchecked Sendable {
     let events = Mutex<[String]>([])
     let startedOnLoop = Mutex<Bool?>(nil)
 
+    let taken = Mutex<HTTPTakenConnection?>(nil)
+
     func connectionStarted(_ connection: HTTPTakenConnection) {
         self.connection = connection
+        taken.withLock { $0 = connection }
         events.withLock { $0.append("started") }
         startedOnLoop.withLock { $0 = Thread.current.name?.hasPrefix("sb-http-loop-") ?? false }
     }
@@ -37,6 +40,8 @@ final class EchoTakeover: HTTPConnectionHandler, @unchecked Sendable {
     }
 
     var log: [String] { events.withLock { $0 } }
+    /// The connection's unsent bytes as seen from another thread (nil before it started).
+    var unsent: Int? { taken.withLock { $0?.unsentByteCount } }
 }
 
 @Suite("Taking a connection over after 101", .serialized, .timeLimit(.minutes(3)))
@@ -62,6 +67,9 @@ struct ConnectionTakeoverTests {
             client.send("GET / HTTP/1.1\r\n\r\n")
             let second = await client.receive { $0.contains("echo:GET / HTTP/1.1") }
             #expect(second.text == "echo:GET / HTTP/1.1\r\n\r\n")
+
+            // What was written no longer counts as unsent.
+            #expect(await eventually { echo.unsent == 0 })
 
             client.send("bye")
             let last = await client.receive { _ in false }

@@ -180,7 +180,10 @@ struct CallMediaTests {
     }
 
     @Test func theMediaTokenIsALiveKitTokenForThisRoomOnly() async throws {
-        let world = try CallWorld()
+        // LiveKit tokens (the relay, the default, signs its own; RelayLiveTests).
+        var configuration = ServerConfiguration()
+        configuration.mediaBackend = "none"
+        let world = try CallWorld(configuration: configuration)
         defer { world.close() }
         let (alice, bob, call) = try await activeCall(world)
         let response = await world.act("media-token", call.id, by: bob)
@@ -213,7 +216,10 @@ struct CallMediaTests {
     }
 
     @Test func anAudioCallsTokenPublishesTheMicrophoneOnlyAndRingingCallsGetNone() async throws {
-        let world = try CallWorld()
+        // LiveKit tokens (the relay, the default, signs its own; RelayLiveTests).
+        var configuration = ServerConfiguration()
+        configuration.mediaBackend = "none"
+        let world = try CallWorld(configuration: configuration)
         defer { world.close() }
         let alice = try await world.person("alice"), bob = try await world.person("bob")
         let conversation = try await world.befriend(alice, bob)

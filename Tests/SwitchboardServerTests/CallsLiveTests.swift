@@ -45,7 +45,7 @@ struct CallsLiveTests {
         defer { data.remove() }
         let environment = Self.fastHashes.merging([
             "SWITCHBOARD_LIVEKIT_API_KEY": "APIswitchboardTest", "SWITCHBOARD_LIVEKIT_API_SECRET": "a-long-test-secret-of-32-bytes-or-so",
-            "SWITCHBOARD_LIVEKIT_URL": "wss://media.example.test",
+            "SWITCHBOARD_LIVEKIT_URL": "wss://media.example.test", "SWITCHBOARD_MEDIA_BACKEND": "none",
         ]) { $1 }
         let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
         defer { _ = server.stop() }

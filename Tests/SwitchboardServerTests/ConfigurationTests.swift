@@ -143,7 +143,7 @@ struct ConfigurationTests {
 
     @Test(arguments: [
         ("SWITCHBOARD_LIVEKIT_URL", "http://media.example", "SWITCHBOARD_LIVEKIT_URL must be a ws:// or wss:// URL"),
-        ("SWITCHBOARD_MEDIA_BACKEND", "janus", "SWITCHBOARD_MEDIA_BACKEND must be none or livekit"),
+        ("SWITCHBOARD_MEDIA_BACKEND", "janus", "SWITCHBOARD_MEDIA_BACKEND must be relay, livekit or none"),
         ("SWITCHBOARD_APNS_BUNDLE_ID", "com.example.app.voip", "SWITCHBOARD_APNS_BUNDLE_ID must be the bundle id, without .voip"),
         ("SWITCHBOARD_APNS_PRODUCTION_URL", "ftp://x", "SWITCHBOARD_APNS_PRODUCTION_URL must be an http(s):// URL"),
         ("SWITCHBOARD_ADMIN_KEY", "short", "SWITCHBOARD_ADMIN_KEY must be at least 16 characters"),

@@ -148,6 +148,12 @@ public final class WebSocket: HTTPConnectionHandler, Sendable {
     /// Bytes queued that have not reached the socket yet.
     public var unsentByteCount: Int { state.withLock { $0.connection?.unsentByteCount ?? 0 } }
 
+    /// Shrinks the kernel's send buffer of the connection (see
+    /// `HTTPTakenConnection.limitSendBuffer(to:)`); call it from `onOpen`.
+    public func limitSendBuffer(to bytes: Int) {
+        state.withLock { $0.connection }?.limitSendBuffer(to: bytes)
+    }
+
     /// Sends a message. With `droppingIfUnsentAbove`, a message is not queued while more than
     /// that many bytes wait for a slow peer (for live audio, where late is useless).
     @discardableResult

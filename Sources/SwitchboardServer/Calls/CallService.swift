@@ -262,7 +262,7 @@ struct CallService: Sendable {
     /// present participant.
     private func mint(for userID: String, in call: CallRecord) -> MediaToken? {
         guard call.state == .active, call.presentUserIDs.contains(userID) else { return nil }
-        return minter.mint(identity: userID, room: call.roomName, mode: call.mode, now: store.environment.now())
+        return minter.mint(identity: userID, room: call.roomName, callID: call.id, mode: call.mode, now: store.environment.now())
     }
 
     private static func canSee(_ call: CallRecord, _ userID: String, in repositories: any Repositories) throws -> Bool {
@@ -304,6 +304,42 @@ struct CallService: Sendable {
             } catch {
                 logger.warning("ring timeout not applied; will retry", ["call.id": .string(callID), "error": .string(String(describing: error))])
             }
+        }
+    }
+
+    /// What a media server reported about a room (a LiveKit webhook).
+    enum RoomNews: Sendable, Equatable {
+        /// Someone joined: the room is not empty.
+        case joined
+        /// Someone left or dropped: count the room now instead of at the next watchdog pass.
+        case left
+        /// The room is gone (LiveKit closed it after its own departure timeout): the call
+        /// cannot go on, and ends now.
+        case finished
+    }
+
+    /// Applies what the media server said about `room` to its call's media presence. A room
+    /// that is not an active call's is ignored (it may be someone else's, or already over).
+    func roomNews(_ news: RoomNews, room: String) async throws {
+        guard room.hasPrefix("call_") else { return }
+        let callID = String(room.dropFirst("call_".count))
+        guard let stored = try await store.snapshot({ try $0.calls.load(callID) }), stored.call.roomName == room,
+              stored.call.state == .active else { return }
+        let count: Int?
+        switch news {
+        case .joined: count = 1
+        case .finished: count = 0
+        case .left:
+            do {
+                count = try await media.participantCount(room: room)
+            } catch {
+                logger.warning("could not count media participants", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                count = nil
+            }
+        }
+        let grace = news == .finished ? 0 : emptyRoomGrace
+        try await transition(callID, visibleTo: nil) { call, context in
+            CallStateMachine.mediaCounted(call, participants: count, now: context.now, grace: grace)
         }
     }
 

@@ -34,11 +34,21 @@ struct UnmanagedMedia: MediaBackend {
 /// LiveKit access tokens (HS256 JWT) for one room: identity = user id, a short TTL, grants for
 /// that room only — join, publish the microphone (and the camera for video calls), subscribe,
 /// and no data publishing.
+///
+/// With the built-in relay the same kind of token, signed with the relay's own secret, opens
+/// the call's audio WebSocket, and `url` is that socket's path (`/calls/{id}/audio`, relative
+/// to the server the client already talks to).
 struct MediaTokenMinter: Sendable {
+    /// The LiveKit URL; ignored for the relay.
     let url: String
     let apiKey: String
     let apiSecret: String
     let ttl: TimeInterval
+    /// Whether the tokens are for the built-in relay.
+    var relay = false
+
+    /// The relay's audio socket path of a call.
+    static func relayPath(callID: String) -> String { "/calls/\(callID)/audio" }
 
     struct Claims: Encodable {
         struct Video: Encodable {
@@ -57,7 +67,7 @@ struct MediaTokenMinter: Sendable {
         let video: Video
     }
 
-    func mint(identity: String, room: String, mode: SwitchboardCore.CallMode, now: Date) -> MediaToken {
+    func mint(identity: String, room: String, callID: String, mode: SwitchboardCore.CallMode, now: Date) -> MediaToken {
         let issued = Int64(now.timeIntervalSince1970.rounded(.down))
         let expires = issued + Int64(ttl)
         let claims = Claims(
@@ -67,7 +77,7 @@ struct MediaTokenMinter: Sendable {
                 canPublishSources: mode == .video ? ["camera", "microphone"] : ["microphone"]))
         let json = (try? JSONBody.makeEncoder().encode(claims)).map(Array.init) ?? []
         let token = JWT.signHS256(claimsJSON: json, secret: Array(apiSecret.utf8))
-        return MediaToken(url: url, token: token, expiresAt: Timestamp.iso8601(Date(timeIntervalSince1970: TimeInterval(expires))))
+        return MediaToken(url: relay ? Self.relayPath(callID: callID) : url, token: token, expiresAt: Timestamp.iso8601(Date(timeIntervalSince1970: TimeInterval(expires))))
     }
 }
 

@@ -44,9 +44,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var emptyRoomGraceSeconds = 90
     /// Seconds between empty-room checks (when rooms are managed).
     public var emptyRoomCheckSeconds = 10
-    /// `none` (LiveKit manages its rooms itself; tokens are still minted) or `livekit` (the
-    /// server closes rooms and removes participants over RoomService, and runs the watchdog).
-    public var mediaBackend = "none"
+    /// `relay` (the default: the built-in audio relay carries the calls' audio over
+    /// `GET /calls/{id}/audio`, SPEC §10), `livekit` (the server closes rooms and removes
+    /// participants over RoomService, and runs the watchdog) or `none` (LiveKit manages its rooms
+    /// itself; LiveKit tokens are still minted).
+    public var mediaBackend = "relay"
     /// The LiveKit URL clients connect to; the API URL is derived from it (ws → http, wss → https).
     public var livekitURL = "ws://127.0.0.1:7880"
     /// The LiveKit API key (the dev server's default).
@@ -257,8 +259,8 @@ public struct ConfigurationSetting: Sendable {
         integer("ringTimeoutSeconds", "SWITCHBOARD_RING_TIMEOUT_SECONDS", 5...600, "seconds a call rings before it is missed (default 45)") { $0.ringTimeoutSeconds = $1 },
         integer("emptyRoomGraceSeconds", "SWITCHBOARD_EMPTY_ROOM_GRACE_SECONDS", 1...3600, "seconds an active call's room may stay empty (default 90)") { $0.emptyRoomGraceSeconds = $1 },
         integer("emptyRoomCheckSeconds", "SWITCHBOARD_EMPTY_ROOM_CHECK_SECONDS", 1...600, "seconds between empty-room checks (default 10)") { $0.emptyRoomCheckSeconds = $1 },
-        text("mediaBackend", "SWITCHBOARD_MEDIA_BACKEND", "none or livekit: whether the server manages LiveKit rooms (default none; tokens are minted either way)", \.mediaBackend) { text in
-            ["none", "livekit"].contains(text) ? nil : "must be none or livekit"
+        text("mediaBackend", "SWITCHBOARD_MEDIA_BACKEND", "relay, livekit or none: the built-in audio relay (default), LiveKit rooms the server manages, or LiveKit rooms it does not (tokens are minted either way)", \.mediaBackend) { text in
+            ["relay", "none", "livekit"].contains(text) ? nil : "must be relay, livekit or none"
         },
         text("livekitURL", "SWITCHBOARD_LIVEKIT_URL", "LiveKit URL for clients, ws:// or wss:// (default ws://127.0.0.1:7880)", \.livekitURL) { text in
             (text.hasPrefix("ws://") || text.hasPrefix("wss://")) && URL(string: text)?.host != nil ? nil : "must be a ws:// or wss:// URL"

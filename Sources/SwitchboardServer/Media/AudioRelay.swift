@@ -1,0 +1,270 @@
+import Foundation
+import Synchronization
+import SwitchboardCore
+import SwitchboardHTTP
+import SwitchboardObservability
+
+/// The built-in audio relay (SPEC §10), the media backend of `mediaBackend: relay`: each call's
+/// room is the set of its participants' audio WebSockets (`GET /calls/{id}/audio`).
+///
+/// - Two in a room: each frame is forwarded to the other as it arrives, on the sender's event
+///   loop, with no task and no timer between them.
+/// - Three or more: frames wait in a short queue per participant (at most 3, 60 ms); every
+///   20 ms the mixer sends each participant the saturated sum of everyone else's (N−1).
+/// - A receiver that cannot keep up (more than `slowReceiverBytes` unsent, with the kernel's
+///   send buffer kept small) loses frames, counted, instead of building a queue.
+/// - Leaving, removal and the end of the call close the sockets with a reason (4000, 4001), as
+///   room actions of the call's transitions, so the relay is a `MediaBackend` like LiveKit.
+final class AudioRelay: MediaBackend, Sendable {
+    /// Close codes of the relay's own (RFC 6455 leaves 4000–4999 to applications).
+    enum CloseCode {
+        /// The participant left the call or was removed from it.
+        static let left: UInt16 = 4000
+        /// The call ended.
+        static let callEnded: UInt16 = 4001
+        /// The same user connected again; the older socket goes.
+        static let replaced: UInt16 = 4002
+    }
+
+    struct Settings: Sendable {
+        /// Unsent bytes above which a frame for that receiver is dropped: 16 frames, 320 ms
+        /// (a burst after a stall on the sender's side passes; a receiver that stopped reading
+        /// loses what it cannot play in time anyway).
+        var slowReceiverBytes = 16 * (RelayAudioFormat.bytesPerFrame + 4)
+        /// The kernel send buffer asked for each socket (Linux doubles it: about 0.4 s of audio).
+        var sendBufferBytes = 4096
+        /// Frames a participant may have waiting for the mixer.
+        var mixQueueFrames = 3
+        /// How long a removal or a room's end is remembered, to refuse sockets with older tokens
+        /// (longer than a media token lives).
+        var memorySeconds: TimeInterval = 600
+    }
+
+    /// One participant's socket.
+    final class Participant: Sendable {
+        let userID: String
+        let room: String
+        let socket: WebSocket
+        let queue: Mutex<RelayFrameQueue>
+        /// Frames received, sent (forwarded or mixed) and dropped for this receiver being slow.
+        let received = Atomic<UInt64>(0)
+        let sent = Atomic<UInt64>(0)
+        let droppedSlow = Atomic<UInt64>(0)
+
+        init(userID: String, room: String, socket: WebSocket, queueFrames: Int) {
+            self.userID = userID
+            self.room = room
+            self.socket = socket
+            self.queue = Mutex(RelayFrameQueue(capacity: queueFrames))
+        }
+    }
+
+    private struct State: Sendable {
+        /// Room → its participants (an array replaced on change, so a frame reads it cheaply).
+        var rooms: [String: [Participant]] = [:]
+        /// Room → user → when they were removed from it.
+        var removed: [String: [String: Date]] = [:]
+        /// Rooms whose call ended, and when.
+        var ended: [String: Date] = [:]
+    }
+
+    let settings: Settings
+    private let state = Mutex(State())
+    private let metrics: Metrics
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    /// Frames sent for the mixer, and dropped because a participant's queue was full.
+    private let mixerDroppedLate = Atomic<UInt64>(0)
+
+    init(settings: Settings = Settings(), metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Date) {
+        self.settings = settings
+        self.metrics = metrics
+        self.logger = logger
+        self.now = now
+        metrics.addGauge("switchboard_relay_sockets", help: "Audio relay WebSockets open now.") { [weak self] in
+            Double(self?.socketCount ?? 0)
+        }
+    }
+
+    /// The audio sockets open now, in every room.
+    var socketCount: Int { state.withLock { $0.rooms.values.reduce(0) { $0 + $1.count } } }
+
+    // MARK: MediaBackend
+
+    var managesRooms: Bool { true }
+
+    func perform(_ actions: [MediaAction]) async throws {
+        for action in actions {
+            switch action {
+            case .deleteRoom(let room):
+                let gone = state.withLock { state in
+                    state.ended[room] = now()
+                    state.removed[room] = nil
+                    return state.rooms.removeValue(forKey: room) ?? []
+                }
+                for participant in gone { participant.socket.close(code: CloseCode.callEnded, reason: "the call ended") }
+            case .removeParticipant(let room, let identity):
+                let gone = state.withLock { state in
+                    state.removed[room, default: [:]][identity] = now()
+                    let leaving = state.rooms[room]?.filter { $0.userID == identity } ?? []
+                    state.rooms[room]?.removeAll { $0.userID == identity }
+                    return leaving
+                }
+                for participant in gone { participant.socket.close(code: CloseCode.left, reason: "you left the call") }
+            }
+        }
+        forget(before: now().addingTimeInterval(-settings.memorySeconds))
+    }
+
+    func participantCount(room: String) async throws -> Int {
+        state.withLock { $0.rooms[room]?.count ?? 0 }
+    }
+
+    private func forget(before moment: Date) {
+        state.withLock { state in
+            state.ended = state.ended.filter { $0.value >= moment }
+            for (room, users) in state.removed {
+                let kept = users.filter { $0.value >= moment }
+                state.removed[room] = kept.isEmpty ? nil : kept
+            }
+        }
+    }
+
+    // MARK: Sockets
+
+    /// Whether a socket of `userID` whose token was issued at `issuedAt` (whole seconds) may
+    /// join `room`: not once the call's room ended, nor with a token older than the user's
+    /// last removal from it. The caller has checked the stored call first.
+    func admits(room: String, userID: String, tokenIssuedAt issuedAt: Date) -> Bool {
+        state.withLock { !Self.refuses($0, room: room, userID: userID, tokenIssuedAt: issuedAt) }
+    }
+
+    private static func refuses(_ state: State, room: String, userID: String, tokenIssuedAt issuedAt: Date) -> Bool {
+        if state.ended[room] != nil { return true }
+        if let removed = state.removed[room]?[userID], issuedAt < removed.wholeSecond { return true }
+        return false
+    }
+
+    /// The handlers of a new participant's socket.
+    func handlers(room: String, userID: String, tokenIssuedAt issuedAt: Date) -> WebSocket.Handlers {
+        let holder = Mutex<Participant?>(nil)
+        return WebSocket.Handlers(
+            onOpen: { [self] socket in
+                let participant = Participant(userID: userID, room: room, socket: socket, queueFrames: settings.mixQueueFrames)
+                socket.limitSendBuffer(to: settings.sendBufferBytes)
+                guard join(participant, tokenIssuedAt: issuedAt) else {
+                    socket.close(code: CloseCode.left, reason: "not in the call any more")
+                    return
+                }
+                holder.withLock { $0 = participant }
+            },
+            onMessage: { [self] socket, message in
+                guard let participant = holder.withLock({ $0 }) else { return }
+                switch message {
+                case .binary(let bytes) where bytes.count == RelayAudioFormat.bytesPerFrame:
+                    received(bytes, from: participant)
+                case .binary(let bytes):
+                    socket.close(code: WebSocketCloseCode.invalidPayload, reason: "a frame is 320 bytes (20 ms of 8 kHz s16le), not \(bytes.count)")
+                case .text:
+                    socket.close(code: WebSocketCloseCode.unsupportedData, reason: "audio frames are binary messages")
+                }
+            },
+            onClose: { [self] _, info in
+                guard let participant = holder.withLock({ $0 }) else { return }
+                left(participant, info: info)
+            })
+    }
+
+    private func join(_ participant: Participant, tokenIssuedAt issuedAt: Date) -> Bool {
+        let replaced: [Participant]? = state.withLock { state in
+            // Checked again now that the socket is open: the call may have moved on meanwhile.
+            if Self.refuses(state, room: participant.room, userID: participant.userID, tokenIssuedAt: issuedAt) { return nil }
+            var members = state.rooms[participant.room] ?? []
+            let older = members.filter { $0.userID == participant.userID }
+            members.removeAll { $0.userID == participant.userID }
+            members.append(participant)
+            state.rooms[participant.room] = members
+            return older
+        }
+        guard let replaced else { return false }
+        for older in replaced { older.socket.close(code: CloseCode.replaced, reason: "connected again elsewhere") }
+        return true
+    }
+
+    private func left(_ participant: Participant, info: WebSocketCloseInfo) {
+        // Still in the room when the peer went (a removal or the call's end took it out already).
+        state.withLock { state in
+            guard let members = state.rooms[participant.room], members.contains(where: { $0 === participant }) else { return }
+            let rest = members.filter { $0 !== participant }
+            state.rooms[participant.room] = rest.isEmpty ? nil : rest
+        }
+        let help = "Audio relay frames by outcome."
+        metrics.add(participant.received.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "received")])
+        metrics.add(participant.sent.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "sent")])
+        metrics.add(participant.droppedSlow.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "dropped_slow_receiver")])
+        let late = UInt64(participant.queue.withLock { $0.droppedLate })
+        metrics.add(late, to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "dropped_late")])
+        logger.info("audio socket closed", [
+            "room": .string(participant.room), "user.id": .string(participant.userID), "code": .int(Int(info.code)),
+            "frames.received": .int(Int(participant.received.load(ordering: .relaxed))),
+            "frames.sent": .int(Int(participant.sent.load(ordering: .relaxed))),
+            "frames.dropped": .int(Int(participant.droppedSlow.load(ordering: .relaxed)) + Int(late)),
+        ])
+    }
+
+    /// A frame from `participant`: forwarded at once when one other is in the room, queued for
+    /// the mixer when more are.
+    private func received(_ bytes: [UInt8], from participant: Participant) {
+        participant.received.wrappingAdd(1, ordering: .relaxed)
+        let members = state.withLock { $0.rooms[participant.room] ?? [] }
+        guard members.contains(where: { $0 === participant }) else { return }
+        if members.count <= 2 {
+            for other in members where other !== participant { send(bytes, to: other) }
+        } else {
+            let samples = RelayAudioFormat.samples(bytes)
+            participant.queue.withLock { $0.push(samples) }
+        }
+    }
+
+    private func send(_ bytes: [UInt8], to receiver: Participant) {
+        switch receiver.socket.send(.binary(bytes), droppingIfUnsentAbove: settings.slowReceiverBytes) {
+        case .queued: receiver.sent.wrappingAdd(1, ordering: .relaxed)
+        case .dropped: receiver.droppedSlow.wrappingAdd(1, ordering: .relaxed)
+        case .closed: break
+        }
+    }
+
+    // MARK: The mixer
+
+    /// One mixer tick: every room of three or more gets its N−1 mixes.
+    func mixTick() {
+        let mixing = state.withLock { state in state.rooms.values.filter { $0.count >= 3 } }
+        for members in mixing {
+            let frames = members.map { member in member.queue.withLock { $0.pop() } }
+            // Nobody spoke (nothing arrived this tick): nothing to send.
+            guard frames.contains(where: { $0 != nil }) else { continue }
+            let mixes = AudioMixer.mixMinusOne(frames)
+            for (member, mix) in zip(members, mixes) { send(RelayAudioFormat.bytes(mix), to: member) }
+        }
+    }
+
+    /// Runs the mixer every 20 ms on `environment`'s clock until cancelled. A tick that comes
+    /// late is not made up for (the queues are short), the schedule starts again from now.
+    func runMixer(environment: ServerEnvironment) async {
+        let period = TimeInterval(RelayAudioFormat.frameMilliseconds) / 1000
+        var next = environment.now()
+        while !Task.isCancelled {
+            next = next.addingTimeInterval(period)
+            let current = environment.now()
+            if next < current.addingTimeInterval(-5 * period) { next = current.addingTimeInterval(period) }
+            do { try await environment.sleepUntil(next) } catch { return }
+            mixTick()
+        }
+    }
+}
+
+extension Date {
+    /// The moment rounded down to a whole second, as a token's `iat` is: a token issued after
+    /// a removal never has an `iat` below the removal's whole second.
+    var wholeSecond: Date { Date(timeIntervalSince1970: timeIntervalSince1970.rounded(.down)) }
+}
