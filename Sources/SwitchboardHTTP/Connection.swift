@@ -13,6 +13,11 @@ final class Connection {
         case takenOver
         /// Write what is queued, then close.
         case closingAfterFlush
+        /// A taken-over connection wrote its last bytes and shut down its sending side; what
+        /// still arrives is read and dropped until the peer closes or the deadline passes, so
+        /// that unread input does not make the kernel reset the connection under the last bytes
+        /// (a WebSocket's close frame).
+        case lingering
     }
 
     let fd: Int32
@@ -23,7 +28,7 @@ final class Connection {
     var task: Task<Void, Never>?
     var stream: StreamChannel?
     /// The handler that took the connection over and its channel; told once when it closes.
-    var takeover: (handler: any HTTPConnectionHandler, channel: StreamChannel)?
+    var takeover: (handler: any HTTPConnectionHandler, channel: TakeoverChannel)?
 
     var output: [UInt8] = []
     var outputOffset = 0
@@ -42,6 +47,7 @@ final class Connection {
     var bodyDeadline: UInt64 = 0
     var idleDeadline: UInt64 = 0
     var lastWriteProgress: UInt64 = 0
+    var lingerDeadline: UInt64 = 0
 
     /// The events registered with epoll right now.
     var interest: UInt32 = 0

@@ -44,7 +44,7 @@ extension HTTPConnectionHandler {
 /// `unsentByteCount` and drops what a slow peer cannot take, while a producer task that must
 /// not lose anything awaits `write(_:)`, which waits while too much is unsent.
 public struct HTTPTakenConnection: Sendable {
-    let channel: StreamChannel
+    let channel: TakeoverChannel
     /// The peer address as `host:port`, for logs.
     public let remoteAddress: String
 
@@ -65,9 +65,10 @@ public struct HTTPTakenConnection: Sendable {
     /// Shrinks the kernel's send buffer (Linux doubles the value and keeps a floor of about
     /// 4.6 KB), so that a peer that reads too slowly shows as `unsentByteCount` within a
     /// fraction of a second instead of after megabytes: for live media, where late is useless.
-    /// Call it from `connectionStarted(_:)`.
+    /// Call it from `connectionStarted(_:)` (on any other thread it does nothing).
     public func limitSendBuffer(to bytes: Int) {
-        guard channel.isOpen else { return }
+        // On the loop thread only, where the descriptor cannot be closed (and reused) meanwhile.
+        guard channel.loop.isLoopThread, channel.isOpen else { return }
         var size = Int32(clamping: bytes)
         setsockopt(channel.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
     }

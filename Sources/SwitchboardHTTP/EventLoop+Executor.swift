@@ -44,7 +44,7 @@ extension EventLoop: TaskExecutor {
         deliverLocalOutbound()
     }
 
-    private func deliverLocalOutbound() {
+    func deliverLocalOutbound() {
         while !localOutbound.isEmpty {
             let items = localOutbound
             localOutbound.removeAll(keepingCapacity: true)

@@ -90,7 +90,16 @@ final class EventLoop: @unchecked Sendable {
             localOutbound.append(outbound)
             return
         }
-        inbox.withLock { $0.outbound.append(outbound) }
+        let closed = inbox.withLock { inbox in
+            if inbox.closed { return true }
+            inbox.outbound.append(outbound)
+            return false
+        }
+        // The loop has ended: nobody will deliver it, so whoever waits on it learns now.
+        if closed {
+            outbound.connectionWentAway()
+            return
+        }
         wakeIfSleeping()
     }
 
@@ -168,6 +177,8 @@ final class EventLoop: @unchecked Sendable {
             if now >= nextSweep {
                 sweep(now: now)
                 nextSweep = now + 1_000_000_000
+                // What the sweep's ticks wrote (pings, closes) goes out now, not a wake-up later.
+                deliverLocalOutbound()
             }
         }
         for connection in Array(connections.values) { closeConnection(connection) }
@@ -227,6 +238,12 @@ final class EventLoop: @unchecked Sendable {
                     if connection.phase == .takenOver {
                         takeover.handler.connectionReceived(bytes)
                         if connections[connection.fd] !== connection { return }
+                        // A peer that sends faster than it reads (pings it never reads the
+                        // pongs of) is not read until its output drains.
+                        if connection.pendingOutput > StreamChannel.highWater {
+                            setInterest(connection, connection.interest & ~switchboard_epollin())
+                            return
+                        }
                     }
                     if count < scratch.count { return }
                     continue
@@ -333,7 +350,7 @@ final class EventLoop: @unchecked Sendable {
             let headBytes = ResponseEncoder.head(
                 status: 101, headers: response.headers, version: head.version,
                 keepAlive: true, contentLength: nil, chunked: false)
-            let channel = StreamChannel(loop: self, fd: fd, connectionID: connectionID, chunked: false)
+            let channel = TakeoverChannel(loop: self, fd: fd, connectionID: connectionID)
             enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: headBytes, then: .takeOver(handler, channel)))
         case .stream(let produce):
             let chunked = head.version == .http1_1
@@ -372,6 +389,11 @@ final class EventLoop: @unchecked Sendable {
         case .takeOver(let handler, let channel):
             takeOver(connection, handler: handler, channel: channel)
             guard connections[connection.fd] === connection else { return }
+        case .drainTakeover(let channel):
+            guard connection.takeover?.channel === channel else { return }
+            let (bytes, close) = channel.take()
+            connection.queue(bytes)
+            if close, connection.phase == .takenOver { connection.phase = .closingAfterFlush }
         case .startStream(let channel):
             connection.phase = .streaming
             connection.stream = channel
@@ -395,7 +417,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Hands the connection to `handler` (its `101` head is queued): deadlines off, the bytes
     /// the client sent behind its request handed on, reading on again.
-    private func takeOver(_ connection: Connection, handler: any HTTPConnectionHandler, channel: StreamChannel) {
+    private func takeOver(_ connection: Connection, handler: any HTTPConnectionHandler, channel: TakeoverChannel) {
         connection.phase = .takenOver
         connection.task = nil
         connection.takeover = (handler, channel)
@@ -429,6 +451,7 @@ final class EventLoop: @unchecked Sendable {
             } else if written < 0 && errno == EINTR {
                 continue
             } else if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                connection.takeover?.channel.reportBacklog(connection.pendingOutput)
                 if connection.interest & switchboard_epollout() == 0 {
                     setInterest(connection, connection.interest | switchboard_epollout())
                 }
@@ -444,8 +467,29 @@ final class EventLoop: @unchecked Sendable {
             setInterest(connection, connection.interest & ~switchboard_epollout())
         }
         connection.stream?.drained()
-        connection.takeover?.channel.drained()
+        if let takeover = connection.takeover {
+            takeover.channel.reportBacklog(0)
+            if connection.phase == .closingAfterFlush {
+                startLingering(connection)
+                return
+            }
+            if connection.phase == .takenOver, connection.interest & switchboard_epollin() == 0 {
+                setInterest(connection, connection.interest | switchboard_epollin())
+            }
+            return
+        }
         if connection.phase == .closingAfterFlush { closeConnection(connection) }
+    }
+
+    /// After a taken-over connection's last bytes: no more sending, and whatever still arrives
+    /// is dropped for up to two seconds, until the peer closes too.
+    private func startLingering(_ connection: Connection) {
+        connection.phase = .lingering
+        connection.lingerDeadline = monotonicNanoseconds() + 2_000_000_000
+        shutdown(connection.fd, Int32(SHUT_WR))
+        if connection.interest & switchboard_epollin() == 0 {
+            setInterest(connection, connection.interest | switchboard_epollin())
+        }
     }
 
     // MARK: Timers and shutdown
@@ -459,6 +503,10 @@ final class EventLoop: @unchecked Sendable {
             }
             if connection.phase == .takenOver, let takeover = connection.takeover {
                 takeover.handler.connectionTick(monotonicNanoseconds: now)
+                continue
+            }
+            if connection.phase == .lingering {
+                if now >= connection.lingerDeadline { closeConnection(connection) }
                 continue
             }
             if connection.pendingOutput > 0 { continue }
@@ -495,7 +543,7 @@ final class EventLoop: @unchecked Sendable {
                 connection.stream?.close()
             case .takenOver:
                 connection.takeover?.handler.connectionShutdownRequested()
-            case .handling, .closingAfterFlush:
+            case .handling, .closingAfterFlush, .lingering:
                 break
             }
         }
@@ -506,13 +554,13 @@ final class EventLoop: @unchecked Sendable {
         connections[connection.fd] = nil
         connection.task?.cancel()
         connection.stream?.close()
+        // The channel first: nothing may reach the descriptor once it can be reused.
+        let takeover = connection.takeover
+        connection.takeover = nil
+        takeover?.channel.close()
         close(connection.fd)
         server.releaseConnection()
-        if let takeover = connection.takeover {
-            connection.takeover = nil
-            takeover.channel.close()
-            takeover.handler.connectionClosed()
-        }
+        takeover?.handler.connectionClosed()
     }
 
     // MARK: epoll registration

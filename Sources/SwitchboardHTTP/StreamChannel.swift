@@ -13,7 +13,7 @@ final class StreamChannel: Sendable {
     }
 
     private let loop: EventLoop
-    let fd: Int32
+    private let fd: Int32
     private let connectionID: UInt64
     private let chunked: Bool
     private let state = Mutex(State())
@@ -26,34 +26,6 @@ final class StreamChannel: Sendable {
     }
 
     var isOpen: Bool { state.withLock { !$0.closed } }
-
-    /// Bytes handed over that have not reached the socket yet.
-    var unsentByteCount: Int { state.withLock { $0.unsent } }
-
-    /// Queues bytes without waiting (the caller judges `unsentByteCount` itself); false once
-    /// the connection is gone or closing. Only for unframed (taken-over) connections.
-    func offer(_ bytes: [UInt8]) -> Bool {
-        guard !bytes.isEmpty else { return isOpen }
-        let open = state.withLock { state in
-            if state.closed { return false }
-            state.unsent += bytes.count
-            return true
-        }
-        if open { loop.enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: bytes, then: .continueStream)) }
-        return open
-    }
-
-    /// Ends the connection: what is queued is written first (`abort: false`), or it is dropped
-    /// at once. Later writes fail.
-    func finish(abort: Bool) {
-        let wasOpen = state.withLock { state in
-            defer { state.closed = true }
-            return !state.closed
-        }
-        guard wasOpen else { return }
-        loop.enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: [], then: abort ? .abort : .close))
-        close()
-    }
 
     func write(_ bytes: [UInt8]) async throws {
         guard !bytes.isEmpty else { return }
@@ -116,7 +88,9 @@ struct Outbound: Sendable {
         /// The head of a stream; the connection now belongs to this channel.
         case startStream(StreamChannel)
         /// A `101` head; from now on the connection belongs to this handler and channel.
-        case takeOver(any HTTPConnectionHandler, StreamChannel)
+        case takeOver(any HTTPConnectionHandler, TakeoverChannel)
+        /// A taken-over connection's channel has bytes (or its close) queued: take them.
+        case drainTakeover(TakeoverChannel)
         /// The response is complete; read the next request.
         case keepAlive
         /// The response is complete; close once it is sent.
@@ -140,7 +114,7 @@ extension Outbound {
         case .takeOver(let handler, let channel):
             channel.close()
             handler.connectionClosed()
-        case .continueStream, .keepAlive, .close, .abort:
+        case .drainTakeover, .continueStream, .keepAlive, .close, .abort:
             break
         }
     }

@@ -75,6 +75,23 @@ public final class RawClient: Sendable {
         return (String(decoding: received, as: UTF8.self), false)
     }
 
+    /// Reads bytes until the peer closes or the timeout passes.
+    public func receiveBytes(timeout: Double = generousWait) async -> (bytes: [UInt8], closed: Bool) {
+        await offPool {
+            var received: [UInt8] = []
+            let deadline = Date().addingTimeInterval(timeout)
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while Date() < deadline {
+                var poll = pollfd(fd: self.fd, events: Int16(POLLIN), revents: 0)
+                if Glibc.poll(&poll, 1, 50) <= 0 { continue }
+                let count = read(self.fd, &buffer, buffer.count)
+                if count <= 0 { return (received, true) }
+                received.append(contentsOf: buffer[0..<count])
+            }
+            return (received, false)
+        }
+    }
+
     /// Reads `count` complete fixed-length responses.
     public func receiveResponses(_ count: Int, timeout: Double = generousWait) async -> [String] {
         let result = await receive(timeout: timeout) { Self.splitResponses($0).count >= count }

@@ -32,7 +32,12 @@ struct RelayAudioTests {
     @Test func aSilentParticipantStillHearsTheOthersAndAddsNothing() {
         let mixes = AudioMixer.mixMinusOne([nil, Self.frame(5), Self.frame(7)])
         #expect(mixes == [Self.frame(12), Self.frame(7), Self.frame(5)])
-        #expect(AudioMixer.mixMinusOne([Self.frame(9)]) == [Self.frame(0)])
+    }
+
+    @Test func whoeverNobodyElseSpokeToGetsNothing() {
+        #expect(AudioMixer.mixMinusOne([Self.frame(9)]) == [nil])
+        #expect(AudioMixer.mixMinusOne([Self.frame(4), nil, nil]) == [nil, Self.frame(4), Self.frame(4)])
+        #expect(AudioMixer.mixMinusOne([nil, nil, nil]) == [nil, nil, nil])
     }
 
     @Test func mixingIsSamplewise() {

@@ -167,4 +167,59 @@ struct ConnectionTakeoverTests {
             withExtendedLifetime(client) {}
         }
     }
+
+    @Test func whatIsSentBeforeACloseArrivesWholeWhicheverThreadSentIt() async throws {
+        final class Burst: HTTPConnectionHandler, @unchecked Sendable {
+            func connectionStarted(_ connection: HTTPTakenConnection) {
+                // From a thread of its own: 200 KB in pieces, then the close, with nothing between.
+                Thread.detachNewThread {
+                    for index in 0..<200 { connection.send([UInt8](repeating: UInt8(index % 250), count: 1000)) }
+                    connection.close()
+                }
+                // And a first piece from the loop thread itself, queued before any of those.
+                connection.send(Array("start:".utf8))
+            }
+            func connectionReceived(_ bytes: UnsafeRawBufferPointer) {}
+            func connectionClosed() {}
+        }
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "burst"], to: Burst()) }) { _, port in
+            let client = try RawClient(port: port)
+            client.send(Self.upgradeRequest)
+            let all = await client.receiveBytes()
+            #expect(all.closed)
+            let head = try #require(all.bytes.firstRange(of: Array("\r\n\r\n".utf8)))
+            let body = Array(all.bytes[head.upperBound...])
+            #expect(body.count == 6 + 200_000)
+            #expect(Array(body.prefix(6)) == Array("start:".utf8))
+            let pieces = stride(from: 6, to: body.count, by: 1000).map { body[$0] }
+            #expect(pieces == (0..<200).map { UInt8($0 % 250) })
+        }
+    }
+
+    @Test func theLastBytesSurviveInputTheHandlerNeverRead() async throws {
+        // The handler answers and closes on the first bytes, while the client is still sending
+        // a megabyte: closing with that unread would make the kernel reset the connection and
+        // could destroy the answer in flight. The loop lingers instead.
+        final class Abrupt: HTTPConnectionHandler, @unchecked Sendable {
+            var connection: HTTPTakenConnection?
+            func connectionStarted(_ connection: HTTPTakenConnection) { self.connection = connection }
+            func connectionReceived(_ bytes: UnsafeRawBufferPointer) {
+                connection?.send(Array("goodbye".utf8))
+                connection?.close()
+                connection = nil
+            }
+            func connectionClosed() {}
+        }
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "abrupt"], to: Abrupt()) }) { server, port in
+            let client = try RawClient(port: port)
+            client.send(Self.upgradeRequest)
+            _ = await client.receive { $0.contains("\r\n\r\n") }
+            let blob = [UInt8](repeating: 7, count: 1 << 20)
+            let sender = Task.detached { client.send(blob) }
+            let answer = await client.receive { $0.contains("goodbye") }
+            #expect(answer.text.contains("goodbye"))
+            await sender.value
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
 }

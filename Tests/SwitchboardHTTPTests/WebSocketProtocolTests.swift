@@ -168,6 +168,7 @@ struct WebSocketProtocolTests {
         ("close code 999", close(999), WebSocketCloseCode.protocolError),
         ("close code 2999", close(2999), WebSocketCloseCode.protocolError),
         ("close code 5000", close(5000), WebSocketCloseCode.protocolError),
+        ("close code 1015", close(1015), WebSocketCloseCode.protocolError),
         ("a close reason not UTF-8", masked(.close, [0x03, 0xE8, 0xFF]), WebSocketCloseCode.invalidPayload),
     ] as [(String, [UInt8], UInt16)])
     func protocolViolationsFailTheConnectionWithTheirCode(name: String, bytes: [UInt8], code: UInt16) {
@@ -182,7 +183,7 @@ struct WebSocketProtocolTests {
         #expect(machine.frame(for: .text("late")) == nil)
     }
 
-    @Test(arguments: [1000, 1001, 1003, 1007, 1011, 3000, 4999] as [UInt16])
+    @Test(arguments: [1000, 1001, 1003, 1007, 1011, 1012, 1013, 1014, 3000, 4999] as [UInt16])
     func aPeersCloseIsEchoedAndEndsTheConnection(code: UInt16) {
         var machine = Self.server()
         let actions = machine.receive(Self.close(code, "bye"), now: 1)
@@ -204,8 +205,10 @@ struct WebSocketProtocolTests {
         #expect(Self.closeCode(in: actions) == 4001)
         #expect(!machine.isOpen && !machine.isClosed)
         #expect(machine.frame(for: .binary([1])) == nil)
-        // Data the peer sent before it saw our close is dropped; its close ends the connection.
+        // Data the peer sent before it saw our close is dropped, a ping still answered; its
+        // close ends the connection.
         #expect(machine.receive(Self.masked(.binary, [1]), now: 11) == [])
+        #expect(machine.receive(Self.masked(.ping, [5]), now: 11) == [.write(WebSocketFrameEncoder.encode(WebSocketFrame(opcode: .pong, payload: [5])))])
         #expect(machine.receive(Self.close(4001), now: 12) == [.closeTransport])
         #expect(machine.isClosed)
         #expect(machine.closeInfo == WebSocketCloseInfo(code: 4001, reason: "call ended", initiatedByPeer: false))

@@ -31,15 +31,18 @@ public enum RelayAudioFormat {
 /// 32 bits and saturated to 16, so loud voices clip instead of wrapping around into noise.
 public enum AudioMixer {
     /// For each input frame (nil: that participant sent nothing this tick), the mix of all the
-    /// others; a participant alone hears silence. Frames are `RelayAudioFormat.samplesPerFrame`
-    /// long. Costs one pass over the inputs plus one per output, not N².
-    public static func mixMinusOne(_ frames: [[Int16]?]) -> [[Int16]] {
+    /// others, or nil when none of the others sent anything (nothing to hear: the receiver's
+    /// jitter buffer plays silence). Frames are `RelayAudioFormat.samplesPerFrame` long. Costs
+    /// one pass over the inputs plus one per output, not N².
+    public static func mixMinusOne(_ frames: [[Int16]?]) -> [[Int16]?] {
+        let speakers = frames.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
         let length = RelayAudioFormat.samplesPerFrame
         var total = [Int32](repeating: 0, count: length)
         for case let frame? in frames {
             for index in 0..<min(length, frame.count) { total[index] += Int32(frame[index]) }
         }
-        return frames.map { own in
+        return frames.map { own -> [Int16]? in
+            if speakers - (own == nil ? 0 : 1) == 0 { return nil }
             var mixed = [Int16](repeating: 0, count: length)
             for index in 0..<length {
                 let others = total[index] - (own.map { index < $0.count ? Int32($0[index]) : 0 } ?? 0)

@@ -70,7 +70,9 @@ public final class WebSocketClient: Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
         inet_pton(AF_INET, host, &address.sin_addr)
-        var seconds = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        let (wholeSeconds, attoseconds) = timeout.components
+        // Never 0 (which means no timeout at all): at least a millisecond.
+        var seconds = timeval(tv_sec: Int(max(0, wholeSeconds)), tv_usec: max(wholeSeconds > 0 ? 0 : 1000, Int(attoseconds / 1_000_000_000_000)))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -92,7 +94,8 @@ public final class WebSocketClient: Sendable {
         }
         let leftover: [UInt8]
         do {
-            leftover = try readHandshakeAnswer(fd, key: key, deadline: monotonicNanoseconds() + UInt64(timeout.components.seconds) * 1_000_000_000)
+            let nanoseconds = UInt64(max(0, wholeSeconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+            leftover = try readHandshakeAnswer(fd, key: key, deadline: monotonicNanoseconds() + nanoseconds)
         } catch {
             Glibc.close(fd)
             throw error

@@ -50,11 +50,12 @@ public enum WebSocketCloseCode {
     public static let messageTooBig: UInt16 = 1009
     public static let internalError: UInt16 = 1011
 
-    /// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1011 and the
+    /// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1014 (1012–1014 are
+    /// registered with IANA: service restart, try again later, bad gateway) and the
     /// registered/private ranges 3000–4999; 1004–1006, 1015 and the rest are protocol errors.
     public static func isValidOnTheWire(_ code: UInt16) -> Bool {
         switch code {
-        case 1000...1003, 1007...1011, 3000...4999: true
+        case 1000...1003, 1007...1014, 3000...4999: true
         default: false
         }
     }

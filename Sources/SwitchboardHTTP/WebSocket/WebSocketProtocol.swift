@@ -165,7 +165,7 @@ public struct WebSocketProtocolMachine: Sendable {
     private mutating func handle(_ frame: WebSocketFrame, now: UInt64) -> [Action] {
         switch frame.opcode {
         case .ping:
-            guard isOpen else { return [] }
+            // Answered until the peer's close arrives, also after ours went (RFC 6455 §5.5.2).
             return [.write(encode(WebSocketFrame(opcode: .pong, payload: frame.payload)))]
         case .pong:
             return []

@@ -42,6 +42,13 @@ struct ServeCommand {
                     "database": .string(configuration.database), place.key: .string(place.value),
                     "schemaVersion": .int(embedded.schemaVersion),
                 ])
+                if configuration.mediaBackend == "relay" {
+                    logger.info("media: the built-in audio relay", ["path": .string("/calls/{id}/audio")])
+                    if configuration.database == "postgres" {
+                        // Several instances share PostgreSQL; the relay and its tokens are per process.
+                        logger.warning("the audio relay serves the calls whose tokens this instance minted, on this instance only: with several instances behind one address, use mediaBackend livekit", [:])
+                    }
+                }
                 // One warning per unconfigured service: ios-voip and ios-alert share APNs's.
                 var warned: Set<String> = []
                 for channel in embedded.application.dispatcher.channels.all {

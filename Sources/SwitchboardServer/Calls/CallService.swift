@@ -157,7 +157,8 @@ struct CallService: Sendable {
                 throw error.apiError
             }
             guard let transition else { return stored.call }
-            if !transition.effects.media.isEmpty {
+            let mediaFirst = !media.appliesAfterCommit
+            if mediaFirst, !transition.effects.media.isEmpty {
                 do {
                     try await media.perform(transition.effects.media)
                 } catch {
@@ -174,7 +175,16 @@ struct CallService: Sendable {
                     return (true, notices)
                 }
                 if notices > 0 { pushesQueued() }
-                if committed { return transition.call }
+                if committed {
+                    if !mediaFirst, !transition.effects.media.isEmpty {
+                        do {
+                            try await media.perform(transition.effects.media)
+                        } catch {
+                            logger.warning("media action after commit failed", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                        }
+                    }
+                    return transition.call
+                }
             } catch let error as CallTransitionError {
                 throw error.apiError
             }

@@ -7,11 +7,16 @@ import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardWire
 
-/// Where the media rooms live. The server never relays media; it mints access tokens and,
-/// when it manages rooms, closes them and removes people from them.
+/// Where the media rooms live: the built-in audio relay (`AudioRelay`), LiveKit's rooms the
+/// server manages over RoomService, or LiveKit's rooms left to LiveKit. The server mints the
+/// access tokens and, when it manages rooms, closes them and removes people from them.
 protocol MediaBackend: Sendable {
     /// Whether room actions do anything (and so whether the empty-room watchdog runs).
     var managesRooms: Bool { get }
+    /// Whether a transition's room actions run after its commit (a backend that cannot fail
+    /// and keeps records of them) rather than before it (LiveKit: a failure answers 503 and
+    /// changes nothing).
+    var appliesAfterCommit: Bool { get }
     /// Performs room actions, in order; throws when the backend fails or misses its deadline.
     func perform(_ actions: [MediaAction]) async throws
     /// How many participants the room has now; throws when that cannot be known.
@@ -27,6 +32,7 @@ struct MediaUnavailable: Error, CustomStringConvertible {
 /// timeouts); room actions do nothing and the watchdog is off.
 struct UnmanagedMedia: MediaBackend {
     var managesRooms: Bool { false }
+    var appliesAfterCommit: Bool { false }
     func perform(_ actions: [MediaAction]) async throws {}
     func participantCount(room: String) async throws -> Int { throw MediaUnavailable(description: "rooms are not managed") }
 }
@@ -90,6 +96,7 @@ struct LiveKitRoomService: MediaBackend {
     let deadline: Duration
 
     var managesRooms: Bool { true }
+    var appliesAfterCommit: Bool { false }
 
     init(apiBase: URL, apiKey: String, apiSecret: String, deadline: Duration) {
         self.apiBase = apiBase

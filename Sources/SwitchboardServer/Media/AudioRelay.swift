@@ -62,8 +62,9 @@ final class AudioRelay: MediaBackend, Sendable {
     private struct State: Sendable {
         /// Room → its participants (an array replaced on change, so a frame reads it cheaply).
         var rooms: [String: [Participant]] = [:]
-        /// Room → user → when they were removed from it.
-        var removed: [String: [String: Date]] = [:]
+        /// Room → user → how many times they were removed from it: a socket admitted before a
+        /// removal (its ticket holds the older count) is refused when it opens after it.
+        var removals: [String: [String: UInt64]] = [:]
         /// Rooms whose call ended, and when.
         var ended: [String: Date] = [:]
     }
@@ -81,17 +82,21 @@ final class AudioRelay: MediaBackend, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.now = now
-        metrics.addGauge("switchboard_relay_sockets", help: "Audio relay WebSockets open now.") { [weak self] in
+        metrics.addGauge("switchboard_relay_sockets", help: "Audio relay WebSockets in a call's room now (open, not closing).") { [weak self] in
             Double(self?.socketCount ?? 0)
         }
     }
 
-    /// The audio sockets open now, in every room.
+    /// The audio sockets in the rooms now (a socket leaves its room when it is told to close).
     var socketCount: Int { state.withLock { $0.rooms.values.reduce(0) { $0 + $1.count } } }
 
     // MARK: MediaBackend
 
     var managesRooms: Bool { true }
+
+    /// Room actions never fail here, and the relay's own records of them (an ended room, a
+    /// removal) must not run ahead of a commit that may not happen: they follow the commit.
+    var appliesAfterCommit: Bool { true }
 
     func perform(_ actions: [MediaAction]) async throws {
         for action in actions {
@@ -99,13 +104,13 @@ final class AudioRelay: MediaBackend, Sendable {
             case .deleteRoom(let room):
                 let gone = state.withLock { state in
                     state.ended[room] = now()
-                    state.removed[room] = nil
+                    state.removals[room] = nil
                     return state.rooms.removeValue(forKey: room) ?? []
                 }
                 for participant in gone { participant.socket.close(code: CloseCode.callEnded, reason: "the call ended") }
             case .removeParticipant(let room, let identity):
                 let gone = state.withLock { state in
-                    state.removed[room, default: [:]][identity] = now()
+                    state.removals[room, default: [:]][identity, default: 0] += 1
                     let leaving = state.rooms[room]?.filter { $0.userID == identity } ?? []
                     state.rooms[room]?.removeAll { $0.userID == identity }
                     return leaving
@@ -120,39 +125,43 @@ final class AudioRelay: MediaBackend, Sendable {
         state.withLock { $0.rooms[room]?.count ?? 0 }
     }
 
+    /// Ended rooms are remembered long enough to outlive every token minted for them (and
+    /// every call's `active` state, which the route checks first); removal counts go with the
+    /// room's end.
     private func forget(before moment: Date) {
-        state.withLock { state in
-            state.ended = state.ended.filter { $0.value >= moment }
-            for (room, users) in state.removed {
-                let kept = users.filter { $0.value >= moment }
-                state.removed[room] = kept.isEmpty ? nil : kept
-            }
-        }
+        state.withLock { state in state.ended = state.ended.filter { $0.value >= moment } }
     }
 
     // MARK: Sockets
 
-    /// Whether a socket of `userID` whose token was issued at `issuedAt` (whole seconds) may
-    /// join `room`: not once the call's room ended, nor with a token older than the user's
-    /// last removal from it. The caller has checked the stored call first.
-    func admits(room: String, userID: String, tokenIssuedAt issuedAt: Date) -> Bool {
-        state.withLock { !Self.refuses($0, room: room, userID: userID, tokenIssuedAt: issuedAt) }
+    /// What a socket was admitted with, taken before the route reads the stored call: the
+    /// user's removal count then. A removal runs after its commit, so a socket whose route read
+    /// the call before a removal committed sees the count move (and is refused when it opens),
+    /// or is in the room already when the removal runs (and is closed by it).
+    struct Ticket: Sendable {
+        let room: String
+        let userID: String
+        let removals: UInt64
     }
 
-    private static func refuses(_ state: State, room: String, userID: String, tokenIssuedAt issuedAt: Date) -> Bool {
-        if state.ended[room] != nil { return true }
-        if let removed = state.removed[room]?[userID], issuedAt < removed.wholeSecond { return true }
-        return false
+    /// A ticket for `userID` in `room`, or nil once the room's call ended.
+    func ticket(room: String, userID: String) -> Ticket? {
+        state.withLock { state in
+            if state.ended[room] != nil { return nil }
+            return Ticket(room: room, userID: userID, removals: state.removals[room]?[userID] ?? 0)
+        }
     }
 
     /// The handlers of a new participant's socket.
-    func handlers(room: String, userID: String, tokenIssuedAt issuedAt: Date) -> WebSocket.Handlers {
+    func handlers(_ ticket: Ticket) -> WebSocket.Handlers {
+        // The participant holds its socket, and the socket these handlers: `onClose` lets go of
+        // the participant, so the pair is freed once the connection is over.
         let holder = Mutex<Participant?>(nil)
         return WebSocket.Handlers(
             onOpen: { [self] socket in
-                let participant = Participant(userID: userID, room: room, socket: socket, queueFrames: settings.mixQueueFrames)
+                let participant = Participant(userID: ticket.userID, room: ticket.room, socket: socket, queueFrames: settings.mixQueueFrames)
                 socket.limitSendBuffer(to: settings.sendBufferBytes)
-                guard join(participant, tokenIssuedAt: issuedAt) else {
+                guard join(participant, ticket: ticket) else {
                     socket.close(code: CloseCode.left, reason: "not in the call any more")
                     return
                 }
@@ -170,15 +179,16 @@ final class AudioRelay: MediaBackend, Sendable {
                 }
             },
             onClose: { [self] _, info in
-                guard let participant = holder.withLock({ $0 }) else { return }
+                guard let participant = holder.withLock({ held in defer { held = nil }; return held }) else { return }
                 left(participant, info: info)
             })
     }
 
-    private func join(_ participant: Participant, tokenIssuedAt issuedAt: Date) -> Bool {
+    private func join(_ participant: Participant, ticket: Ticket) -> Bool {
         let replaced: [Participant]? = state.withLock { state in
             // Checked again now that the socket is open: the call may have moved on meanwhile.
-            if Self.refuses(state, room: participant.room, userID: participant.userID, tokenIssuedAt: issuedAt) { return nil }
+            if state.ended[ticket.room] != nil { return nil }
+            if (state.removals[ticket.room]?[ticket.userID] ?? 0) != ticket.removals { return nil }
             var members = state.rooms[participant.room] ?? []
             let older = members.filter { $0.userID == participant.userID }
             members.removeAll { $0.userID == participant.userID }
@@ -244,27 +254,26 @@ final class AudioRelay: MediaBackend, Sendable {
             // Nobody spoke (nothing arrived this tick): nothing to send.
             guard frames.contains(where: { $0 != nil }) else { continue }
             let mixes = AudioMixer.mixMinusOne(frames)
-            for (member, mix) in zip(members, mixes) { send(RelayAudioFormat.bytes(mix), to: member) }
+            for (member, mix) in zip(members, mixes) {
+                if let mix { send(RelayAudioFormat.bytes(mix), to: member) }
+            }
         }
     }
 
-    /// Runs the mixer every 20 ms on `environment`'s clock until cancelled. A tick that comes
-    /// late is not made up for (the queues are short), the schedule starts again from now.
+    /// Runs the mixer every 20 ms on `environment`'s clock (the manual clock in tests) until
+    /// cancelled. Ticks keep a steady schedule; one that comes late is not made up for with a
+    /// burst (the queues are short), and a clock that jumps (either way) restarts the schedule
+    /// from now.
     func runMixer(environment: ServerEnvironment) async {
         let period = TimeInterval(RelayAudioFormat.frameMilliseconds) / 1000
         var next = environment.now()
         while !Task.isCancelled {
             next = next.addingTimeInterval(period)
             let current = environment.now()
-            if next < current.addingTimeInterval(-5 * period) { next = current.addingTimeInterval(period) }
+            if next <= current || next > current.addingTimeInterval(2 * period) { next = current.addingTimeInterval(period) }
             do { try await environment.sleepUntil(next) } catch { return }
             mixTick()
         }
     }
 }
 
-extension Date {
-    /// The moment rounded down to a whole second, as a token's `iat` is: a token issued after
-    /// a removal never has an `iat` below the removal's whole second.
-    var wholeSecond: Date { Date(timeIntervalSince1970: timeIntervalSince1970.rounded(.down)) }
-}
