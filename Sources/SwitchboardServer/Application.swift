@@ -27,6 +27,8 @@ public final class Application: Sendable {
     let dispatcher: PushDispatcher
     /// The built-in audio relay, when it is the media backend.
     let relay: AudioRelay?
+    /// Carries out the media withdrawals social changes wrote.
+    let mediaJobs: MediaJobRunner
 
     /// How long a push claim keeps other passes and instances off a job: twice the longest
     /// request deadline of the channels in use (a send may first fetch an access token), plus 5 s.
@@ -81,12 +83,16 @@ public final class Application: Sendable {
         let minter = relay == nil
             ? MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30)
             : MediaTokenMinter(url: "", apiKey: "switchboard-relay", apiSecret: relaySecret, ttl: 30, relay: true)
-        let calls = CallService(
-            store: store, media: relay ?? Self.mediaBackend(for: configuration),
+        let media = relay ?? Self.mediaBackend(for: configuration)
+        let mediaJobs = MediaJobRunner(store: store, media: media, logger: logger)
+        self.mediaJobs = mediaJobs
+        var calls = CallService(
+            store: store, media: media,
             minter: minter,
             ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.emptyRoomGraceSeconds),
             push: channels,
             logger: logger, pushesQueued: { dispatcher.wake() }, payloadKeys: payloadKeys)
+        calls.mediaJobsQueued = { mediaJobs.wake() }
         self.calls = calls
         SocialRoutes(
             friends: FriendService(store: store, calls: calls), conversations: ConversationService(store: store),
@@ -113,6 +119,11 @@ public final class Application: Sendable {
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {
             Double(dispatcher.pendingCount)
         }
+        if media.managesRooms {
+            metrics.addGauge("switchboard_media_jobs_pending", help: "Media withdrawals (remove a participant, delete a room) not yet confirmed by the media backend, as of the last pass.") {
+                Double(mediaJobs.pendingCount)
+            }
+        }
         metrics.addGauge("switchboard_event_waiters", help: "Held event requests (long polls and streams) waiting for events.") {
             Double(store.hub.waiterCount)
         }
@@ -138,6 +149,7 @@ public final class Application: Sendable {
                 group.addTask { await relay.runMixer(environment: self.store.environment) }
             }
             if calls.media.managesRooms {
+                group.addTask { await self.mediaJobs.run() }
                 let interval = Duration.seconds(configuration.emptyRoomCheckSeconds)
                 group.addTask { await self.every(interval, "empty-room watchdog") { try await self.calls.checkEmptyRooms() } }
             }

@@ -113,6 +113,20 @@ public enum PostgresSchema {
             ALTER TABLE gateway_devices ADD COLUMN payload_key_sealed TEXT COLLATE "C";
             ALTER TABLE gateway_apps ADD COLUMN push_settings TEXT COLLATE "C";
             """),
+        Migration(version: 15, name: "media_jobs", sql: """
+            CREATE TABLE media_jobs (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                call_id TEXT COLLATE "C" NOT NULL,
+                action TEXT COLLATE "C" NOT NULL CHECK (action IN ('delete_room', 'remove_participant')),
+                room TEXT COLLATE "C" NOT NULL,
+                identity TEXT COLLATE "C",
+                attempts INTEGER NOT NULL,
+                next_attempt_ms BIGINT NOT NULL,
+                created_at_ms BIGINT NOT NULL,
+                last_error TEXT
+            );
+            CREATE INDEX media_jobs_due ON media_jobs(next_attempt_ms);
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

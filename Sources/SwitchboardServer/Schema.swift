@@ -158,6 +158,22 @@ public enum Schema {
             ALTER TABLE gateway_devices ADD COLUMN payload_key_sealed TEXT;
             ALTER TABLE gateway_apps ADD COLUMN push_settings TEXT;
             """),
+        // Media withdrawals (remove a participant, delete a room) written with the change that
+        // calls for them and retried until the media backend confirms (issue 20 §7).
+        Migration(version: 15, name: "media_jobs", sql: """
+            CREATE TABLE media_jobs (
+                id TEXT PRIMARY KEY NOT NULL,
+                call_id TEXT NOT NULL,
+                action TEXT NOT NULL CHECK (action IN ('delete_room', 'remove_participant')),
+                room TEXT NOT NULL,
+                identity TEXT,
+                attempts INTEGER NOT NULL,
+                next_attempt_ms INTEGER NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                last_error TEXT
+            ) STRICT;
+            CREATE INDEX media_jobs_due ON media_jobs(next_attempt_ms);
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

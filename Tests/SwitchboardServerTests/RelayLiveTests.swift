@@ -178,6 +178,28 @@ struct RelayLiveTests {
         #expect(ownerSocket.closed == nil)
     }
 
+    @Test func aBlockEndsTheCallAndClosesBothSocketsAndTheTokensOpenNothingMore() async throws {
+        let (server, data) = try await launch()
+        defer { _ = server.stop(); data.remove() }
+        let alice = try await liveRegister(server.address, "alice"), bob = try await liveRegister(server.address, "bob")
+        let conversation = try await liveBefriend(server.address, alice, bob)
+        let callID = try await call(server.address, alice, "conversation", conversation)
+        let bobMedia = try await accept(server.address, callID, bob)
+        let aliceMedia = try await mediaToken(server.address, callID, alice)
+        let aliceSocket = try await AudioPeer.connect(server.address, path: aliceMedia.path, token: aliceMedia.token)
+        let bobSocket = try await AudioPeer.connect(server.address, path: bobMedia.path, token: bobMedia.token)
+        #expect(await eventually { await liveMetric(server.address, "switchboard_relay_sockets") == "2" })
+        #expect(await fetch(server.address, "PUT", "/blocks/\(bob.id)", headers: alice.auth).status == 200)
+        #expect(await eventually { aliceSocket.closed != nil && bobSocket.closed != nil })
+        #expect(bobSocket.closed?.code == 4001 && aliceSocket.closed?.code == 4001)
+        #expect(await liveMetric(server.address, "switchboard_media_jobs_pending") == "0")
+        let again = await fetch(server.address, "GET", bobMedia.path, headers: [
+            "Authorization": "Bearer \(bobMedia.token)", "Upgrade": "websocket", "Connection": "Upgrade",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13",
+        ])
+        #expect(again.status == 403)
+    }
+
     @Test func strangersBadTokensBadFramesAndASecondSocketAreTurnedAway() async throws {
         let (server, data) = try await launch()
         defer { _ = server.stop(); data.remove() }

@@ -3,56 +3,38 @@ import SwitchboardPush
 import SwitchboardStore
 import SwitchboardWire
 
-/// How social changes end or leave calls: the media permission is withdrawn first (best
-/// effort, so that a block or an unfriending never fails because the media server is down),
-/// then the call's transition commits in the same transaction as the social change.
+/// How social changes end or leave calls: the call's transition commits in the same
+/// transaction as the social change, and so do its media withdrawals, as jobs (`media_jobs`)
+/// that `MediaJobRunner` carries out right after the commit and retries until the media backend
+/// confirms them. A block while LiveKit is down still takes the blocked user out of the room,
+/// once LiveKit is back; and nothing is withdrawn for a change that did not commit.
 extension CallService {
-    /// Before a change that ends the scope's live call (or removes `member` from it): close the
-    /// room, or remove that member from it. Failures are logged; the watchdog and LiveKit's own
-    /// timeouts are the fallback.
-    func withdrawMedia(scopeKind: CallScopeKind, scopeID: String, member: String? = nil) async {
-        guard media.managesRooms else { return }
-        do {
-            let call = try await store.snapshot { snapshot -> CallRecord? in
-                guard let id = try snapshot.calls.liveCallID(scopeKind: scopeKind, scopeID: scopeID) else { return nil }
-                return try snapshot.calls.load(id)?.call
-            }
-            guard let call, call.answeredAt != nil else { return }
-            if let member {
-                guard call.presentUserIDs.contains(member) else { return }
-                let lastOne = call.presentUserIDs == [member]
-                try await media.perform(lastOne ? [.deleteRoom(call.roomName)] : [.removeParticipant(room: call.roomName, identity: member)])
-            } else {
-                try await media.perform([.deleteRoom(call.roomName)])
-            }
-        } catch {
-            logger.warning("could not withdraw media before a social change", [
-                "scope.id": .string(scopeID), "error": .string(String(describing: error)),
-            ])
-        }
-    }
-
     /// Inside the social change's transaction: ends the scope's live call with `reason`.
     /// Returns how many notices it wrote (then wake the dispatcher after the commit).
     @discardableResult
     static func endLiveCall(
-        scopeKind: CallScopeKind, scopeID: String, reason: SwitchboardCore.CallEndReason, channels: PushChannels, in transaction: WriteTransaction
+        scopeKind: CallScopeKind, scopeID: String, reason: SwitchboardCore.CallEndReason, channels: PushChannels, withdrawMedia: Bool,
+        in transaction: WriteTransaction
     ) throws -> Int {
-        try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, channels: channels, in: transaction) { call in
+        try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, channels: channels, withdrawMedia: withdrawMedia, in: transaction) { call in
             CallStateMachine.scopeEnded(call, reason: reason, now: transaction.date)
         }
     }
 
     /// Inside the social change's transaction: takes `userID` out of the group's live call.
     @discardableResult
-    static func removeFromLiveCall(groupID: String, userID: String, channels: PushChannels, in transaction: WriteTransaction) throws -> Int {
-        try applyToLiveCall(scopeKind: .group, scopeID: groupID, channels: channels, in: transaction) { call in
+    static func removeFromLiveCall(
+        groupID: String, userID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction
+    ) throws -> Int {
+        try applyToLiveCall(scopeKind: .group, scopeID: groupID, channels: channels, withdrawMedia: withdrawMedia, in: transaction) { call in
             CallStateMachine.memberRemoved(call, userID: userID, now: transaction.date)
         }
     }
 
+    /// `withdrawMedia`: whether the media backend manages rooms (the withdrawals are written as
+    /// jobs only then).
     private static func applyToLiveCall(
-        scopeKind: CallScopeKind, scopeID: String, channels: PushChannels, in transaction: WriteTransaction,
+        scopeKind: CallScopeKind, scopeID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction,
         _ decide: (CallRecord) -> CallStateMachine.Transition?
     ) throws -> Int {
         let calls = transaction.calls
@@ -62,6 +44,11 @@ extension CallService {
         // Same transaction as the read: the version cannot have moved.
         _ = try calls.update(transition.call, from: stored.version)
         try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: id)
+        if withdrawMedia {
+            for action in transition.effects.media {
+                try transaction.mediaJobs.enqueue(id: transaction.newID(), callID: id, action: action, at: CallStore.milliseconds(transaction.date))
+            }
+        }
         return try PushOutbox.enqueueNotices(from: stored.call, to: transition.call, actingSession: nil, channels: channels, in: transaction)
     }
 }

@@ -26,6 +26,8 @@ struct CallService: Sendable {
     let pushesQueued: @Sendable () -> Void
     /// Opens the devices' VoIP payload keys for the rings (off without `dataEncryptionKey`).
     var payloadKeys = PayloadKeyVault(secret: nil)
+    /// Called after a commit that may have written media jobs, so their runner starts at once.
+    var mediaJobsQueued: @Sendable () -> Void = {}
 
     // MARK: Create
 

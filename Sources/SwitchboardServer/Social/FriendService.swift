@@ -96,19 +96,20 @@ struct FriendService: Sendable {
         let userID = principal.user.id
         let friendship = try await store.snapshot { try $0.friends.friendship(between: userID, and: friendID) }
         guard let friendship else { throw APIError.notFound("not a friend") }
-        await calls.withdrawMedia(scopeKind: .conversation, scopeID: friendship.conversationID)
-        let channels = calls.push
+        let channels = calls.push, withdraw = calls.media.managesRooms
         let notices = try await store.write { transaction in
             guard let friendship = try transaction.friends.friendship(between: userID, and: friendID) else {
                 throw APIError.notFound("not a friend")
             }
             try transaction.friends.removeFriendship(between: userID, and: friendID)
             let notices = try CallService.endLiveCall(
-                scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, channels: channels, in: transaction)
+                scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, channels: channels, withdrawMedia: withdraw,
+                in: transaction)
             try transaction.appendEvent(EventKind.friendRemoved, to: [friendID, userID], conversationID: friendship.conversationID)
             return notices
         }
         if notices > 0 { calls.pushesQueued() }
+        calls.mediaJobsQueued()
     }
 
     /// The pair's conversation id, if they have one.
@@ -127,10 +128,14 @@ struct FriendService: Sendable {
         let userID = principal.user.id
         let alreadyBlocked = try await store.snapshot { try $0.friends.blockedAt(blocker: userID, blocked: targetID) != nil }
         let conversationID = targetID == userID ? nil : try await conversation(userID, targetID)
-        if let conversationID, !alreadyBlocked { await calls.withdrawMedia(scopeKind: .conversation, scopeID: conversationID) }
-        let channels = calls.push
-        // Ending a live call writes notices: the dispatcher is woken for them (a block is rare).
-        defer { if conversationID != nil, !alreadyBlocked { calls.pushesQueued() } }
+        let channels = calls.push, withdraw = calls.media.managesRooms
+        // Ending a live call writes notices and media jobs: their workers are woken (a block is rare).
+        defer {
+            if conversationID != nil, !alreadyBlocked {
+                calls.pushesQueued()
+                calls.mediaJobsQueued()
+            }
+        }
         return try await store.write { transaction in
             let friends = transaction.friends
             guard let target = try transaction.accounts.user(id: targetID) else { throw APIError.notFound("no such user") }
@@ -144,7 +149,8 @@ struct FriendService: Sendable {
             let cancelled = try friends.cancelPendingRequests(between: userID, and: targetID, at: transaction.timestamp)
             if cancelled > 0 { try transaction.appendEvent(EventKind.friendRequest, to: [userID, targetID]) }
             if let conversationID {
-                try CallService.endLiveCall(scopeKind: .conversation, scopeID: conversationID, reason: .blocked, channels: channels, in: transaction)
+                try CallService.endLiveCall(
+                    scopeKind: .conversation, scopeID: conversationID, reason: .blocked, channels: channels, withdrawMedia: withdraw, in: transaction)
             }
             try transaction.appendEvent(
                 EventKind.blockChanged, to: [userID, targetID],

@@ -63,7 +63,6 @@ struct GroupService: Sendable {
     /// The owner removes a member (the owner cannot be removed: dissolve the group instead).
     func removeMember(_ memberID: String, from groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
-        // Permission first: media is withdrawn only for a change that is allowed.
         try await store.snapshot { snapshot in
             try Self.requireOwner(groupID, userID, in: snapshot)
             guard memberID != userID else { return }
@@ -71,49 +70,49 @@ struct GroupService: Sendable {
                 throw APIError.notFound("not a member of this group")
             }
         }
-        if memberID != userID { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: memberID) }
-        let channels = calls.push
+        let channels = calls.push, withdraw = calls.media.managesRooms
         let notices = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction)
             guard memberID != userID else {
                 throw APIError(status: 409, code: "CANNOT_REMOVE_OWNER", message: "the owner cannot be removed; dissolve the group instead")
             }
-            return try Self.removeMember(memberID, from: groupID, channels: channels, in: transaction)
+            return try Self.removeMember(memberID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
         if notices > 0 { calls.pushesQueued() }
+        calls.mediaJobsQueued()
     }
 
     /// A member leaves (the owner cannot: dissolve the group instead).
     func leave(_ groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
-        let isOwner = try await store.snapshot { try SocialQueries.group(groupID, visibleTo: userID, in: $0).ownerID == userID }
-        if !isOwner { await calls.withdrawMedia(scopeKind: .group, scopeID: groupID, member: userID) }
-        let channels = calls.push
+        let channels = calls.push, withdraw = calls.media.managesRooms
         let notices = try await store.write { transaction in
             let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             guard group.ownerID != userID else {
                 throw APIError(status: 409, code: "OWNER_CANNOT_LEAVE", message: "the owner cannot leave; dissolve the group instead")
             }
-            return try Self.removeMember(userID, from: groupID, channels: channels, in: transaction)
+            return try Self.removeMember(userID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
         if notices > 0 { calls.pushesQueued() }
+        calls.mediaJobsQueued()
     }
 
     /// The owner dissolves the group: it disappears for everyone, who are told by `group_changed`.
     func dissolve(_ groupID: String, by principal: Principal) async throws {
         let userID = principal.user.id
         try await store.snapshot { try Self.requireOwner(groupID, userID, in: $0) }
-        await calls.withdrawMedia(scopeKind: .group, scopeID: groupID)
-        let channels = calls.push
+        let channels = calls.push, withdraw = calls.media.managesRooms
         let notices = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction)
             let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
-            let notices = try CallService.endLiveCall(scopeKind: .group, scopeID: groupID, reason: .groupDissolved, channels: channels, in: transaction)
+            let notices = try CallService.endLiveCall(
+                scopeKind: .group, scopeID: groupID, reason: .groupDissolved, channels: channels, withdrawMedia: withdraw, in: transaction)
             try transaction.groups.dissolve(groupID, at: transaction.timestamp)
             try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
             return notices
         }
         if notices > 0 { calls.pushesQueued() }
+        calls.mediaJobsQueued()
     }
 
     func send(_ request: SendMessage, to groupID: String, from principal: Principal) async throws -> (Message, isNew: Bool) {
@@ -161,10 +160,13 @@ struct GroupService: Sendable {
     }
 
     /// Returns how many notices the call's change wrote.
-    private static func removeMember(_ memberID: String, from groupID: String, channels: PushChannels, in transaction: WriteTransaction) throws -> Int {
+    private static func removeMember(
+        _ memberID: String, from groupID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction
+    ) throws -> Int {
         let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
         guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }
-        let notices = try CallService.removeFromLiveCall(groupID: groupID, userID: memberID, channels: channels, in: transaction)
+        let notices = try CallService.removeFromLiveCall(
+            groupID: groupID, userID: memberID, channels: channels, withdrawMedia: withdrawMedia, in: transaction)
         try transaction.groups.removeMember(memberID, from: groupID)
         try transaction.appendEvent(EventKind.groupMembersChanged, to: members, groupID: groupID)
         return notices

@@ -136,6 +136,7 @@ protocol Repositories {
     var loginThrottle: any LoginThrottleRepository { get }
     var gateway: any GatewayRepository { get }
     var gatewaySignals: any GatewaySignalRepository { get }
+    var mediaJobs: any MediaJobRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -156,6 +157,7 @@ extension SQLRepositories {
     var loginThrottle: any LoginThrottleRepository { SQLLoginThrottleRepository(connection: connection) }
     var gateway: any GatewayRepository { SQLGatewayRepository(connection: connection) }
     var gatewaySignals: any GatewaySignalRepository { SQLGatewaySignalRepository(connection: connection) }
+    var mediaJobs: any MediaJobRepository { SQLMediaJobRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

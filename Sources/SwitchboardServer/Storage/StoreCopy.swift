@@ -54,6 +54,7 @@ enum StoreCopy {
         Table(name: "gateway_signals", key: "rowid", identity: nil),
         Table(name: "gateway_signal_callees", key: "rowid", identity: nil),
         Table(name: "gateway_breakers", key: "rowid", identity: nil),
+        Table(name: "media_jobs", key: "rowid", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.
