@@ -17,7 +17,7 @@ run: release
 	.build/release/switchboard serve $(ARGS)
 
 test:
-	scripts/ensure-deps.sh nftables iproute2 nginx curl
+	scripts/ensure-deps.sh nftables iproute2 nginx curl espeak-ng sox
 	scripts/ensure-python-tools.sh
 	$(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) TEST_TIMEOUT=$(TEST_TIMEOUT) scripts/with-postgres.sh scripts/run-swift-tests.sh --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)

@@ -11,13 +11,15 @@ if ! timeout 180 "$binary" demo --ring-timeout 5 >"$output" 2>&1; then
     echo "demo smoke: switchboard-dev demo failed" >&2
     exit 1
 fi
-for expected in "All seven scenarios ended as expected." "woken by push" "(answeredElsewhere)" "(unanswered)" \
+for expected in "All eight scenarios ended as expected." "woken by push" "(answeredElsewhere)" "(unanswered)" \
     "woken by FCM" "woken by xiaomi push" 'replaced by "Missed call from Alice"' \
-    "✓ scenario 1 " "✓ scenario 2 " "✓ scenario 3 " "✓ scenario 4 " "✓ scenario 5 " "✓ scenario 6 " "✓ scenario 7 "; do
+    "✓ scenario 1 " "✓ scenario 2 " "✓ scenario 3 " "✓ scenario 4 " "✓ scenario 5 " "✓ scenario 6 " "✓ scenario 7 " \
+    "✓ scenario 8 " "audio good speech: mouth to ear" "audio poor_4g speech: mouth to ear"; do
     if ! grep -qF -- "$expected" "$output"; then
         tail -40 "$output"
         echo "demo smoke: missing '$expected' in the demo's timeline" >&2
         exit 1
     fi
 done
-echo "demo smoke: 7 scenarios passed"
+echo "demo smoke: 8 scenarios passed"
+grep -F "audio " "$output" | grep -F "mouth to ear" || true

@@ -5,6 +5,7 @@ import SwitchboardKitTesting
 import SwitchboardWire
 import SwitchboardTesting
 import SwitchboardCLI
+import SwitchboardNetSim
 
 /// `switchboard-dev demo`: the server, the push emulator and seven simulated phones in one process,
 /// playing the calls users ask about first, with a timeline of who did what, which path woke
@@ -14,7 +15,7 @@ public enum DemoCommand {
         Usage: switchboard-dev demo [--ring-timeout SECONDS] [--help]
 
         Starts the server (temporary SQLite database), the push emulator (TLS; APNs, FCM and
-        Xiaomi) and seven simulated phones in one process, and plays seven scenarios with a
+        Xiaomi) and seven simulated phones in one process, and plays eight scenarios with a
         timeline:
           1. a 1:1 call to a locked phone, answered
           2. the same user's second device stops ringing when the first answers
@@ -24,6 +25,10 @@ public enum DemoCommand {
           6. a group call: one invitee declines, then joins late; the last leaver ends it
           7. Android: a Pixel woken over FCM answers; a Redmi (Xiaomi) phone woken over Xiaomi's own
              push misses the call and is left a "Missed call from …" notification
+          8. sound through the built-in audio relay: a phrase spoken by espeak-ng goes from one
+             phone to the other behind a good link, then a poor 4G one, and the mouth-to-ear
+             delay, the frame loss and the SNR are printed (without espeak-ng and sox: a
+             noise-like test sound)
 
         Phones: alice (app in the foreground), bob-iphone (background), bob-ipad (not running),
         carol (not running), dave (background), erin-pixel and frank-redmi (Android, app not
@@ -138,7 +143,7 @@ struct DemoRun {
             androids = [run.erin, run.frank]
             printer.say("server http://\(stack.server.address), push emulator https://localhost:\(stack.emulator.address?.port ?? 0)")
             try await run.all()
-            printer.say("\nAll seven scenarios ended as expected.")
+            printer.say("\nAll eight scenarios ended as expected.")
         } catch {
             printer.say("\nFAILED: \(error)")
             code = 1
@@ -188,6 +193,31 @@ struct DemoRun {
         try await scenario(5, "A busy callee") { try await busy() }
         try await scenario(6, "A group call: carol declines, then joins late; the last leaver ends it") { try await groupCall() }
         try await scenario(7, "Android: a Pixel over FCM answers; a Xiaomi phone misses the call") { try await androidPhones() }
+        try await scenario(8, "Sound through the built-in audio relay, on a good link and on poor 4G") { try await soundThroughTheRelay() }
+    }
+
+    /// Real audio: a spoken phrase from one phone to another through the relay, each phone
+    /// behind its own impaired link, with what arrived measured against what was said.
+    func soundThroughTheRelay() async throws {
+        let phrase = "The phone rings, even locked, on a bad network, and the call connects."
+        let mouth: [Float], sound: String
+        do {
+            mouth = try AudioProbe.spoken(phrase)
+            sound = "speech"
+        } catch {
+            printer.say("  (espeak-ng or sox is missing: a noise-like test sound instead; apt-get install espeak-ng sox)")
+            mouth = AudioAnalysis.pseudoSpeech(seconds: 3)
+            sound = "test sound"
+        }
+        printer.say("  \"\(phrase)\"")
+        for profile in [NetworkProfile.good, .poor4G] {
+            let report = try await AudioProbe.run(stack: stack, profile: profile, sound: sound, mouth: mouth)
+            printer.say("  audio \(report.line)")
+            // Bounds for a broken path (most of the sound must arrive intact), not for a slow machine.
+            guard report.medianSegmentSNR > 20, report.frameLossPercent < 30, report.delayMilliseconds < 1000 else {
+                throw DemoFailure(description: "the audio did not come through: \(report.line)")
+            }
+        }
     }
 
     // MARK: Scenarios

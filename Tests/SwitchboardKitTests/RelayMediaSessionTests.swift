@@ -107,6 +107,7 @@ struct RelayMediaSessionTests {
         #expect(measured.delayMilliseconds > 35 && measured.delayMilliseconds < 80, "mouth to ear \(measured.delayMilliseconds) ms")
         // Nothing lost in memory: what plays is the band-limited sound itself.
         #expect(measured.snr > 30, "SNR \(measured.snr) dB")
+        #expect(measured.medianSegmentSNR > 30, "median SNR \(measured.medianSegmentSNR) dB")
         #expect(bob.statistics.playout.concealed == 0)
         alice.leave()
         bob.leave()

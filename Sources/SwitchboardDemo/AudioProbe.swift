@@ -1,0 +1,132 @@
+import Foundation
+import SwitchboardKit
+import SwitchboardKitTesting
+import SwitchboardNetSim
+import SwitchboardTesting
+import SwitchboardWire
+
+/// Real sound through a real call: two simulated phones, each a `RelayMediaSession` behind its
+/// own impaired link (the weak-network proxy), talk through the server's built-in relay, and
+/// what one says is compared with what the other hears.
+public enum AudioProbe {
+    /// What one direction of a call did to sound.
+    public struct Report: Sendable, Equatable {
+        public var profile: String
+        public var sound: String
+        /// From the sender's microphone to the receiver's speaker.
+        public var delayMilliseconds: Double
+        /// Frames the sender sent that never played (lost on the way or dropped to stay shallow),
+        /// in percent.
+        public var frameLossPercent: Double
+        /// Gaps the receiver's jitter buffer had to conceal.
+        public var concealed: Int
+        /// What arrived against what the 8 kHz band lets through, once lined up (see
+        /// `AudioAnalysis.Comparison`): over the whole sound, and the median of its 20 ms pieces.
+        public var snr: Double
+        public var medianSegmentSNR: Double
+        public var framesSent: Int
+
+        /// One line for a person.
+        public var line: String {
+            String(format: "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% (%d gaps concealed, %d frames sent), SNR %.1f dB (median of 20 ms pieces %.1f dB)",
+                   profile, sound, delayMilliseconds, frameLossPercent, concealed, framesSent, snr, medianSegmentSNR)
+        }
+    }
+
+    /// A phrase spoken by espeak-ng and converted by sox to 48 kHz mono Float (Debian's
+    /// `espeak-ng` and `sox`).
+    public static func spoken(_ text: String) throws -> [Float] {
+        let directory = NSTemporaryDirectory() + "switchboard-speech-" + UUID().uuidString.lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let wave = directory + "/phrase.wav", raw = directory + "/phrase.f32"
+        try run("/usr/bin/espeak-ng", ["-v", "en", "-s", "150", "-w", wave, text])
+        try run("/usr/bin/sox", [wave, "-r", "48000", "-c", "1", "-b", "32", "-e", "floating-point", "-t", "raw", raw])
+        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try ProcessLauncher.run(process)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ProbeError("\(executable) exited with \(process.terminationStatus) (install Debian's espeak-ng and sox)")
+        }
+    }
+
+    struct ProbeError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Calls from a new Alice to a new Bob on `stack`, each phone on its own link with
+    /// `profile`, and plays `mouth` (48 kHz) into Alice's microphone in real time, 20 ms at a
+    /// time, while Bob's speaker is read at the same pace; then hangs up.
+    public static func run(stack: DemoStack, profile: NetworkProfile, sound: String, mouth: [Float], seed: UInt64 = 7) async throws -> Report {
+        let suffix = String(UUID().uuidString.prefix(6)).lowercased()
+        let alice = try await stack.register("alice\(suffix)"), bob = try await stack.register("bob\(suffix)")
+        let conversation = try await stack.befriend(alice, bob)
+        let server = stack.server.address.split(separator: ":")
+        let upstream = IPv4Endpoint(host: String(server[0]), port: Int(server[1]) ?? 0)
+        let aliceLink = ImpairmentProxy(configuration: ImpairmentProxyConfiguration(upstream: upstream, profile: profile, seed: seed))
+        let bobLink = ImpairmentProxy(configuration: ImpairmentProxyConfiguration(upstream: upstream, profile: profile, seed: seed &+ 1))
+        let alicePort = try aliceLink.start(), bobPort = try bobLink.start()
+        defer {
+            aliceLink.stop()
+            bobLink.stop()
+        }
+        let aliceClient = stack.client(alice), bobClient = stack.client(bob)
+        let call = try await aliceClient.createCall(scopeKind: .conversation, scopeID: conversation, mode: .audio)
+        let answer = try await bobClient.accept(call.id, withMediaToken: true)
+        guard let bobToken = answer.media else { throw ProbeError("the accept carried no media token") }
+        let aliceToken = try await aliceClient.mediaToken(forCall: call.id)
+
+        let aliceIO = SimulatedAudioIO(), bobIO = SimulatedAudioIO()
+        let aliceSession = RelayMediaSession(
+            server: URL(string: "http://127.0.0.1:\(alicePort)")!, transport: WebSocketRelayTransport(), audio: aliceIO)
+        let bobSession = RelayMediaSession(
+            server: URL(string: "http://127.0.0.1:\(bobPort)")!, transport: WebSocketRelayTransport(), audio: bobIO)
+        try await aliceSession.join(url: aliceToken.url, token: aliceToken.token)
+        try await bobSession.join(url: bobToken.url, token: bobToken.token)
+        aliceSession.startAudio()
+        bobSession.startAudio()
+
+        // Real time, on a steady schedule: a phone's audio engine does not wait for anyone.
+        let step = 960
+        let tail = 48_000  // a second more of listening, for what is still on its way
+        let steps = (mouth.count + tail) / step
+        let ear = await offPool { () -> [Float] in
+            var heard: [Float] = []
+            heard.reserveCapacity(steps * step)
+            let start = DispatchTime.now().uptimeNanoseconds
+            for index in 0..<steps {
+                let due = start + UInt64(index) * 20_000_000
+                let now = DispatchTime.now().uptimeNanoseconds
+                if due > now { usleep(UInt32((due - now) / 1000)) }
+                let from = index * step
+                aliceIO.speak(from < mouth.count ? Array(mouth[from..<min(mouth.count, from + step)]) : [Float](repeating: 0, count: step))
+                bobIO.speak([Float](repeating: 0, count: step))
+                heard += bobIO.listen(step)
+            }
+            return heard
+        }
+        let sent = aliceSession.statistics.sent
+        let playout = bobSession.statistics.playout
+        aliceSession.leave()
+        bobSession.leave()
+        _ = try? await aliceClient.perform(.leave, onCall: call.id)
+
+        let measured = AudioAnalysis.compareThroughTheBand(mouth: mouth, ear: ear, maxLag: 24_000)
+        let spoken = mouth.count / step
+        let lost = max(0, spoken - min(spoken, playout.played))
+        return Report(
+            profile: profile.name, sound: sound, delayMilliseconds: measured.delayMilliseconds,
+            frameLossPercent: 100 * Double(lost) / Double(max(1, spoken)), concealed: playout.concealed,
+            snr: measured.snr, medianSegmentSNR: measured.medianSegmentSNR, framesSent: sent)
+    }
+}
