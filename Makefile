@@ -47,6 +47,7 @@ bench: release
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-calls.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-push.sh .build/release/switchboard-dev .build/release/push-bench
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/with-postgres.sh scripts/bench-scaleout.sh .build/release/switchboard
+	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-relay.sh .build/release/switchboard .build/release/switchboard-dev
 	scripts/bench-summary.sh .build/bench-summary
 
 # The full wake-up regression harness: 200 phones, every network profile, gated, under the

@@ -12,7 +12,7 @@ set -euo pipefail
 python3 - "$1" <<'PY'
 import os, sys, time
 directory = sys.argv[1]
-order = [("bench-http", "HTTP"), ("bench-events", "events"), ("bench-calls", "calls"), ("bench-push", "push"), ("bench-scaleout", "scale-out")]
+order = [("bench-http", "HTTP"), ("bench-events", "events"), ("bench-calls", "calls"), ("bench-push", "push"), ("bench-scaleout", "scale-out"), ("bench-relay", "relay")]
 rows, missing = [], []
 for name, title in order:
     path = os.path.join(directory, name + ".tsv")

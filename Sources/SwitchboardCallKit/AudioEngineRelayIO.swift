@@ -3,13 +3,15 @@ import AVFAudio
 import Foundation
 import SwitchboardKit
 
-/// The relay media session's microphone and speaker on an iPhone: one `AVAudioEngine`, its
-/// input tapped and converted to 48 kHz mono, and a source node that asks the session for
-/// speaker samples at 48 kHz mono.
+/// The relay media session's microphone and speaker on an iPhone: one `AVAudioEngine` with
+/// voice processing (echo cancellation, for the speakerphone) on its input, a sink node that
+/// takes the microphone's audio each render cycle (a few milliseconds, where an input tap
+/// would deliver 100–400 ms at a time) and converts it to 48 kHz mono, and a source node that
+/// asks the session for speaker samples at 48 kHz mono.
 ///
 /// `RelayMediaSession` starts it only once CallKit has activated the audio session
-/// (`provider(_:didActivate:)`, SPEC §4 rule 7) and stops it on deactivation; the engine is
-/// made when the session is, so nothing has to be built at the moment audio may start.
+/// (`provider(_:didActivate:)`, SPEC §4 rule 7) and stops it on deactivation. One instance
+/// serves one call at a time.
 ///
 /// ```swift
 /// let media = RelayMediaSession(server: serverURL, transport: URLSessionRelayTransport(), audio: AudioEngineRelayIO())
@@ -20,6 +22,7 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
     private let engine = AVAudioEngine()
     private let lock = NSLock()
     private var source: AVAudioSourceNode?
+    private var sink: AVAudioSinkNode?
     private var running = false
     /// 48 kHz, mono, Float: what the session speaks in.
     private let format = AVAudioFormat(commonFormat: .pcmFormatFloat32, sampleRate: 48_000, channels: 1, interleaved: false)!
@@ -32,13 +35,16 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
         guard !running else { return }
         let format = self.format
         let input = engine.inputNode
+        try input.setVoiceProcessingEnabled(true)
         let inputFormat = input.outputFormat(forBus: 0)
-        guard let converter = AVAudioConverter(from: inputFormat, to: format) else { throw RelayMediaError.notOpened("no converter from \(inputFormat)") }
-        // 20 ms of the microphone's own rate per tap (the engine may deliver other sizes).
-        let tapSize = AVAudioFrameCount(max(256, inputFormat.sampleRate / 50))
-        input.installTap(onBus: 0, bufferSize: tapSize, format: inputFormat) { buffer, _ in
-            let capacity = AVAudioFrameCount(Double(buffer.frameLength) * format.sampleRate / inputFormat.sampleRate) + 64
-            guard let converted = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: capacity) else { return }
+        guard let converter = AVAudioConverter(from: inputFormat, to: format) else {
+            throw RelayMediaError.notOpened("no converter from \(inputFormat)")
+        }
+        let sink = AVAudioSinkNode { _, frameCount, audioBufferList -> OSStatus in
+            guard let buffer = AVAudioPCMBuffer(pcmFormat: inputFormat, bufferListNoCopy: audioBufferList, deallocator: nil) else { return noErr }
+            buffer.frameLength = frameCount
+            let capacity = AVAudioFrameCount(Double(frameCount) * format.sampleRate / inputFormat.sampleRate) + 64
+            guard let converted = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: capacity) else { return noErr }
             var supplied = false
             var error: NSError?
             _ = converter.convert(to: converted, error: &error) { _, status in
@@ -50,10 +56,12 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
                 status.pointee = .haveData
                 return buffer
             }
-            guard error == nil, let channel = converted.floatChannelData?[0] else { return }
-            captured(Array(UnsafeBufferPointer(start: channel, count: Int(converted.frameLength))))
+            if error == nil, let channel = converted.floatChannelData?[0] {
+                captured(Array(UnsafeBufferPointer(start: channel, count: Int(converted.frameLength))))
+            }
+            return noErr
         }
-        let node = AVAudioSourceNode(format: format) { _, _, frameCount, audioBufferList -> OSStatus in
+        let source = AVAudioSourceNode(format: format) { _, _, frameCount, audioBufferList -> OSStatus in
             let samples = render(Int(frameCount))
             for buffer in UnsafeMutableAudioBufferListPointer(audioBufferList) {
                 guard let data = buffer.mData?.assumingMemoryBound(to: Float.self) else { continue }
@@ -62,18 +70,30 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
             }
             return noErr
         }
-        engine.attach(node)
-        engine.connect(node, to: engine.mainMixerNode, format: format)
-        source = node
+        engine.attach(sink)
+        engine.attach(source)
+        engine.connect(input, to: sink, format: inputFormat)
+        engine.connect(source, to: engine.mainMixerNode, format: format)
+        self.sink = sink
+        self.source = source
         do {
             try engine.start()
         } catch {
-            input.removeTap(onBus: 0)
-            engine.detach(node)
-            source = nil
+            detachNodes()
             throw error
         }
         running = true
+    }
+
+    private func detachNodes() {
+        if let sink {
+            engine.detach(sink)
+            self.sink = nil
+        }
+        if let source {
+            engine.detach(source)
+            self.source = nil
+        }
     }
 
     public func stop() {
@@ -81,12 +101,8 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
         defer { lock.unlock() }
         guard running else { return }
         running = false
-        engine.inputNode.removeTap(onBus: 0)
         engine.stop()
-        if let source {
-            engine.detach(source)
-            self.source = nil
-        }
+        detachNodes()
     }
 }
 #endif

@@ -18,20 +18,26 @@ public enum AudioProbe {
         /// Frames the sender sent that never played (lost on the way or dropped to stay shallow),
         /// in percent.
         public var frameLossPercent: Double
-        /// Gaps the receiver's jitter buffer had to conceal.
+        /// Gaps the receiver's jitter buffer concealed (the silence after the sound included).
         public var concealed: Int
         /// What arrived against what the 8 kHz band lets through, once lined up (see
         /// `AudioAnalysis.Comparison`): over the whole sound, and the median of its 20 ms pieces.
         public var snr: Double
         public var medianSegmentSNR: Double
         public var framesSent: Int
+        /// Whether the sound's start was found within the delays searched.
+        public var found: Bool
 
         /// One line for a person.
         public var line: String {
-            String(format: "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% (%d gaps concealed, %d frames sent), SNR %.1f dB (median of 20 ms pieces %.1f dB)",
-                   profile, sound, delayMilliseconds, frameLossPercent, concealed, framesSent, snr, medianSegmentSNR)
+            String(format: "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)",
+                   profile, sound, delayMilliseconds, frameLossPercent, framesSent, snr, medianSegmentSNR)
         }
     }
+
+    /// The longest initial delay the comparison searches (500 ms at 48 kHz); a delay found at
+    /// its edge means the sound was not found at all.
+    public static let maxLag = 24_000
 
     /// A phrase spoken by espeak-ng and converted by sox to 48 kHz mono Float (Debian's
     /// `espeak-ng` and `sox`).
@@ -109,6 +115,9 @@ public enum AudioProbe {
                 let now = DispatchTime.now().uptimeNanoseconds
                 if due > now { usleep(UInt32((due - now) / 1000)) }
                 let from = index * step
+                // The sound, then Alice goes quiet (muted: nothing is sent), so what Bob plays
+                // afterwards is only what was still on its way.
+                if from >= mouth.count, from - step < mouth.count { aliceSession.setMuted(true) }
                 aliceIO.speak(from < mouth.count ? Array(mouth[from..<min(mouth.count, from + step)]) : [Float](repeating: 0, count: step))
                 bobIO.speak([Float](repeating: 0, count: step))
                 heard += bobIO.listen(step)
@@ -121,12 +130,14 @@ public enum AudioProbe {
         bobSession.leave()
         _ = try? await aliceClient.perform(.leave, onCall: call.id)
 
-        let measured = AudioAnalysis.compareThroughTheBand(mouth: mouth, ear: ear, maxLag: 24_000)
-        let spoken = mouth.count / step
+        let measured = AudioAnalysis.compareThroughTheBand(mouth: mouth, ear: ear, maxLag: Self.maxLag)
+        // Every frame of the sound that did not play: lost on the way, or dropped to stay shallow.
+        let spoken = (mouth.count + step - 1) / step
         let lost = max(0, spoken - min(spoken, playout.played))
         return Report(
             profile: profile.name, sound: sound, delayMilliseconds: measured.delayMilliseconds,
             frameLossPercent: 100 * Double(lost) / Double(max(1, spoken)), concealed: playout.concealed,
-            snr: measured.snr, medianSegmentSNR: measured.medianSegmentSNR, framesSent: sent)
+            snr: measured.snr, medianSegmentSNR: measured.medianSegmentSNR, framesSent: sent,
+            found: measured.initialDelayMilliseconds < Double(Self.maxLag - 48) / 48)
     }
 }

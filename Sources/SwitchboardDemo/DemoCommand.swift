@@ -214,7 +214,7 @@ struct DemoRun {
             let report = try await AudioProbe.run(stack: stack, profile: profile, sound: sound, mouth: mouth)
             printer.say("  audio \(report.line)")
             // Bounds for a broken path (most of the sound must arrive intact), not for a slow machine.
-            guard report.medianSegmentSNR > 20, report.frameLossPercent < 30, report.delayMilliseconds < 1000 else {
+            guard report.found, report.medianSegmentSNR > 20, report.frameLossPercent < 30, report.delayMilliseconds < 700 else {
                 throw DemoFailure(description: "the audio did not come through: \(report.line)")
             }
         }

@@ -9,6 +9,8 @@ import SwitchboardTesting
 /// the live tests. Plain `ws://` to an IPv4 address only.
 public final class WebSocketRelayTransport: RelayAudioTransport, Sendable {
     private let client = Mutex<WebSocketClient?>(nil)
+    private let sender = DispatchQueue(label: "switchboard.relay-transport.send")
+    private let waiting = SharedCount()
     private let closedEarly = Mutex(false)
     public let frames: AsyncStream<[UInt8]>
     private let continuation: AsyncStream<[UInt8]>.Continuation
@@ -41,12 +43,32 @@ public final class WebSocketRelayTransport: RelayAudioTransport, Sendable {
         if closedEarly.withLock({ $0 }) { opened.close() }
     }
 
+    /// Frames go out on a queue of their own, at most 5 waiting: the client's send blocks
+    /// while the socket's buffer is full, and the caller (an audio thread) must not; a frame
+    /// that cannot go soon is dropped, as late audio is useless.
     public func send(_ frame: [UInt8]) {
-        client.withLock { $0 }?.send(.binary(frame))
+        guard let client = client.withLock({ $0 }) else { return }
+        let admitted = waiting.withLock { waiting -> Bool in
+            guard waiting < 5 else { return false }
+            waiting += 1
+            return true
+        }
+        guard admitted else { return }
+        let waiting = self.waiting
+        sender.async {
+            client.send(.binary(frame))
+            waiting.withLock { $0 -= 1 }
+        }
     }
 
     public func close() {
         closedEarly.withLock { $0 = true }
         client.withLock { $0 }?.close()
     }
+}
+
+/// A counter shared between a caller and a queue.
+final class SharedCount: Sendable {
+    private let value = Mutex(0)
+    func withLock<T>(_ body: (inout Int) -> T) -> T { value.withLock { body(&$0) } }
 }

@@ -23,8 +23,9 @@ let overview = """
     Usage: switchboard-dev <command> [options]
 
     Commands:
-      demo           Play six call scenarios: server, APNs emulator and simulated phones in one process.
+      demo           Play eight call scenarios: server, push emulator and simulated phones in one process.
       bench wakeup   Wake-up latency and call setup of simulated phones over weak networks.
+      bench relay    The built-in audio relay under load (concurrent calls, loss, latency, CPU).
       proxy          A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).
       push-emulator  Run local stand-ins for APNs, FCM, Huawei, Xiaomi, OPPO and vivo (also: apns-emulator).
       version        Print the version.

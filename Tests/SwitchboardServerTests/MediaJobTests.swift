@@ -43,6 +43,8 @@ struct MediaJobTests {
         #expect(job.lastError?.isEmpty == false)
         // LiveKit is back; a second later the job is tried again, confirmed, and gone.
         livekit.set(.normal)
+        // The runner sleeps on the manual clock again before the clock moves.
+        #expect(await eventually { world.clock.sleeperCount(of: MediaJobRunner.loopName) >= 1 })
         world.clock.advance(seconds: 1)
         #expect(await eventually { (try? await pending(world).isEmpty) == true })
         let deletes = livekit.requests.filter { $0.method == "DeleteRoom" }

@@ -128,9 +128,10 @@ public enum AudioResampler {
 public enum AudioSamples {
     public static func float(_ samples: [Int16]) -> [Float] { samples.map { Float($0) / 32768 } }
 
-    /// Saturated: a sample beyond ±1 clips instead of wrapping around.
+    /// Saturated: a sample beyond ±1 clips instead of wrapping around; one that is not a
+    /// number (NaN, infinity) is silence.
     public static func int16(_ samples: [Float]) -> [Int16] {
-        samples.map { Int16(clamping: Int(($0 * 32768).rounded())) }
+        samples.map { $0.isFinite ? Int16(clamping: Int(($0 * 32768).rounded())) : 0 }
     }
 
     /// Little-endian bytes (the relay's frame format).

@@ -1,10 +1,13 @@
 /// The playout buffer of the relay's audio: frames arrive when the network delivers them (over
 /// TCP: in order, but in bursts after a stall), and the speaker takes one every 20 ms.
 ///
-/// - It fills to its target before playing (about 60 ms), then plays one frame per pull.
-/// - It measures how bursty arrivals are (the mean deviation of the gaps from 20 ms, smoothed as
-///   RTP's jitter is, RFC 3550 §6.4.1) and raises its target for a bursty network, up to
-///   `maxMilliseconds`; it lowers it again slowly once arrivals are steady.
+/// - It fills to its target (3 frames, 60 ms, on a steady network) before playing, then plays one
+///   frame per pull; a frame waits about 40–60 ms.
+/// - It measures how bursty arrivals are: the deviation of each gap between arrivals from the
+///   20 ms frame period, smoothed fast upward (1/4) and slowly downward (1/64), in the spirit of
+///   RTP's interarrival jitter (RFC 3550 §6.4.1) but against the nominal period. It raises its
+///   target for a bursty network, up to `maxMilliseconds`, and lowers it slowly once arrivals
+///   are steady again.
 /// - It stays shallow: more than two frames above the target (a burst after a stall) and the
 ///   oldest go, so the delay it adds never builds up.
 /// - An empty buffer at a pull conceals the gap: the last frame again, at half the level each

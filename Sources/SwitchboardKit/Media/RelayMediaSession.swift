@@ -33,13 +33,16 @@ public protocol RelayAudioIO: AnyObject, Sendable {
 /// Audio runs only between `startAudio()` and `stopAudio()`, which the coordinator calls when
 /// the call system activates and deactivates the audio session (SPEC §4 rule 7); `join` only
 /// opens the socket. Muted, nothing is sent (the others hear silence, and no bandwidth goes).
+/// One session (and one transport) serves one call: give the coordinator a factory.
 ///
 /// ```swift
-/// let media = RelayMediaSession(server: serverURL, transport: URLSessionRelayTransport(), audio: engineIO)
-/// CallCoordinator(..., media: { _ in media })
+/// let audio = AudioEngineRelayIO()
+/// CallCoordinator(..., media: { _ in
+///     RelayMediaSession(server: serverURL, transport: URLSessionRelayTransport(), audio: audio)
+/// })
 /// ```
 public final class RelayMediaSession: MediaSession, @unchecked Sendable {
-    // @unchecked Sendable: every mutable field lives in `state` (a lock); the rest is `let`.
+    // @unchecked Sendable: every mutable field lives in one of the locks; the rest is `let`.
     public struct Statistics: Sendable, Equatable {
         /// Frames sent to the relay.
         public var sent = 0
@@ -47,26 +50,43 @@ public final class RelayMediaSession: MediaSession, @unchecked Sendable {
         public var playout = JitterBuffer.Statistics()
     }
 
-    private struct State {
-        var jitter: JitterBuffer
+    /// The microphone's side, touched by the capture thread.
+    private struct Capture {
         var down = AudioResampler.Downsampler()
-        var up = AudioResampler.Upsampler()
         /// Microphone samples at 8 kHz not yet a whole frame.
         var pendingNarrow: [Float] = []
+        var muted = false
+        var running = false
+        var sent = 0
+    }
+
+    /// The speaker's side, touched by the render thread and the receiver.
+    private struct Playout {
+        var jitter: JitterBuffer
+        var up = AudioResampler.Upsampler()
         /// Speaker samples at 48 kHz made but not yet asked for.
         var pendingWide: [Float] = []
-        var muted = false
-        var audioRunning = false
+    }
+
+    private struct Life {
+        var joining = false
         var joined = false
-        var sent = 0
+        var left = false
+        var audioRunning = false
         var receiver: Task<Void, Never>?
+        /// Why the audio engine did not start, if it did not.
+        var audioError: String?
     }
 
     private let server: URL
     private let transport: any RelayAudioTransport
     private let audio: any RelayAudioIO
     private let now: @Sendable () -> UInt64
-    private let state: LockedState<State>
+    private let capture = LockedState(Capture())
+    private let playout: LockedState<Playout>
+    private let life = LockedState(Life())
+    /// Held across `audio.start` and `audio.stop`, so a stop never overtakes a start.
+    private let audioSwitch = NSLock()
 
     /// `server` is the base URL the client already talks to (the token's `url` is a path on it).
     public init(
@@ -78,7 +98,7 @@ public final class RelayMediaSession: MediaSession, @unchecked Sendable {
         self.transport = transport
         self.audio = audio
         self.now = now
-        state = LockedState(State(jitter: JitterBuffer(settings: jitter)))
+        playout = LockedState(Playout(jitter: JitterBuffer(settings: jitter)))
     }
 
     /// The socket's URL for a token's `url`: a path is resolved against the server, and
@@ -103,65 +123,99 @@ public final class RelayMediaSession: MediaSession, @unchecked Sendable {
     }
 
     public var statistics: Statistics {
-        state.withLock { Statistics(sent: $0.sent, playout: $0.jitter.statistics) }
+        Statistics(sent: capture.withLock { $0.sent }, playout: playout.withLock { $0.jitter.statistics })
     }
+
+    /// Why the audio engine could not start (nil when it did, or was not asked to).
+    public var audioError: String? { life.withLock { $0.audioError } }
 
     // MARK: MediaSession
 
     public func join(url: String, token: String) async throws {
         guard let socket = Self.socketURL(url, server: server) else { throw RelayMediaError.badURL(url) }
+        let first = life.withLock { life -> Bool in
+            guard !life.joining, !life.joined, !life.left else { return false }
+            life.joining = true
+            return true
+        }
+        guard first else { throw RelayMediaError.notOpened("a relay session joins once; make a new one for another call") }
         try await transport.open(url: socket, token: token)
         let frames = transport.frames
         let receiver = Task { [weak self] in
             for await frame in frames {
                 guard let self else { return }
+                // The server sends only whole frames; anything else would change the pace.
+                guard frame.count == AudioFrameFormat.bytesPerFrame else { continue }
                 let samples = AudioSamples.samples(frame)
                 let time = self.now()
-                self.state.withLock { $0.jitter.push(samples, at: time) }
+                self.playout.withLock { $0.jitter.push(samples, at: time) }
             }
         }
-        state.withLock { state in
-            state.joined = true
-            state.receiver = receiver
+        // A leave while the socket was opening: it must not stay open.
+        let stillWanted = life.withLock { life -> Bool in
+            life.joining = false
+            guard !life.left else { return false }
+            life.joined = true
+            life.receiver = receiver
+            return true
+        }
+        if !stillWanted {
+            receiver.cancel()
+            transport.close()
         }
     }
 
     public func startAudio() {
-        let start = state.withLock { state -> Bool in
-            guard state.joined, !state.audioRunning else { return false }
-            state.audioRunning = true
-            state.pendingNarrow = []
-            state.pendingWide = []
+        audioSwitch.lock()
+        defer { audioSwitch.unlock() }
+        let start = life.withLock { life -> Bool in
+            guard life.joined, !life.left, !life.audioRunning else { return false }
+            life.audioRunning = true
             return true
         }
         guard start else { return }
+        capture.withLock { capture in
+            capture.pendingNarrow = []
+            capture.running = true
+        }
+        playout.withLock { $0.pendingWide = [] }
         do {
             try audio.start(
                 captured: { [weak self] samples in self?.captured(samples) },
                 render: { [weak self] count in self?.render(count) ?? [Float](repeating: 0, count: count) })
+            life.withLock { $0.audioError = nil }
         } catch {
-            state.withLock { $0.audioRunning = false }
+            capture.withLock { $0.running = false }
+            life.withLock { life in
+                life.audioRunning = false
+                life.audioError = String(describing: error)
+            }
         }
     }
 
     public func stopAudio() {
-        let stop = state.withLock { state -> Bool in
-            defer { state.audioRunning = false }
-            return state.audioRunning
+        audioSwitch.lock()
+        defer { audioSwitch.unlock() }
+        let stop = life.withLock { life -> Bool in
+            defer { life.audioRunning = false }
+            return life.audioRunning
         }
-        if stop { audio.stop() }
+        guard stop else { return }
+        capture.withLock { $0.running = false }
+        audio.stop()
     }
 
     public func setMuted(_ muted: Bool) {
-        state.withLock { $0.muted = muted }
+        capture.withLock { $0.muted = muted }
     }
 
     public func leave() {
         stopAudio()
-        let receiver = state.withLock { state -> Task<Void, Never>? in
-            state.joined = false
-            defer { state.receiver = nil }
-            return state.receiver
+        let receiver = life.withLock { life -> Task<Void, Never>? in
+            life.left = true
+            life.joined = false
+            defer { life.receiver = nil }
+            return life.receiver
         }
         receiver?.cancel()
         transport.close()
@@ -171,17 +225,17 @@ public final class RelayMediaSession: MediaSession, @unchecked Sendable {
 
     /// Microphone samples: to 8 kHz, then out in whole frames.
     private func captured(_ samples: [Float]) {
-        let frames: [[UInt8]] = state.withLock { state in
-            guard state.audioRunning else { return [] }
-            state.pendingNarrow += state.down.process(samples)
+        let frames: [[UInt8]] = capture.withLock { capture in
+            guard capture.running else { return [] }
+            capture.pendingNarrow += capture.down.process(samples)
             var frames: [[UInt8]] = []
             let size = AudioFrameFormat.samplesPerFrame
-            while state.pendingNarrow.count >= size {
-                let frame = Array(state.pendingNarrow[0..<size])
-                state.pendingNarrow.removeFirst(size)
-                if !state.muted { frames.append(AudioSamples.bytes(AudioSamples.int16(frame))) }
+            while capture.pendingNarrow.count >= size {
+                let frame = Array(capture.pendingNarrow[0..<size])
+                capture.pendingNarrow.removeFirst(size)
+                if !capture.muted { frames.append(AudioSamples.bytes(AudioSamples.int16(frame))) }
             }
-            state.sent += frames.count
+            capture.sent += frames.count
             return frames
         }
         for frame in frames { transport.send(frame) }
@@ -190,13 +244,13 @@ public final class RelayMediaSession: MediaSession, @unchecked Sendable {
     /// The next `count` speaker samples: frames from the jitter buffer, back at 48 kHz.
     private func render(_ count: Int) -> [Float] {
         let time = now()
-        return state.withLock { state in
-            while state.pendingWide.count < count {
-                let frame = state.jitter.pull(samples: AudioFrameFormat.samplesPerFrame, at: time)
-                state.pendingWide += state.up.process(AudioSamples.float(frame))
+        return playout.withLock { playout in
+            while playout.pendingWide.count < count {
+                let frame = playout.jitter.pull(samples: AudioFrameFormat.samplesPerFrame, at: time)
+                playout.pendingWide += playout.up.process(AudioSamples.float(frame))
             }
-            let output = Array(state.pendingWide[0..<count])
-            state.pendingWide.removeFirst(count)
+            let output = Array(playout.pendingWide[0..<count])
+            playout.pendingWide.removeFirst(count)
             return output
         }
     }
@@ -220,11 +274,21 @@ public enum RelayMediaError: Error, Equatable, Sendable {
 /// Linux has the type but no WebSocket support in its libcurl, so there tests use a transport
 /// of their own).
 public final class URLSessionRelayTransport: RelayAudioTransport, @unchecked Sendable {
-    // @unchecked Sendable: `task` and `continuation` are guarded by `state`.
+    // @unchecked Sendable: the task, the flags and the count are guarded by `state`.
+    private struct State {
+        var task: URLSessionWebSocketTask?
+        var opened = false
+        var closed = false
+        /// Sends handed to the task whose completion has not come back.
+        var inFlight = 0
+    }
+
     private let session: URLSession
-    private let state = LockedState<(task: URLSessionWebSocketTask?, closed: Bool)>((nil, false))
+    private let state = LockedState(State())
     public let frames: AsyncStream<[UInt8]>
     private let continuation: AsyncStream<[UInt8]>.Continuation
+    /// Sends in flight above which a frame is dropped: late audio is useless.
+    private let maxInFlight = 5
 
     public init(session: URLSession = .shared) {
         self.session = session
@@ -237,14 +301,30 @@ public final class URLSessionRelayTransport: RelayAudioTransport, @unchecked Sen
         var request = URLRequest(url: url)
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         let task = session.webSocketTask(with: request)
-        state.withLock { $0.task = task }
+        let fresh = state.withLock { state -> Bool in
+            guard !state.opened, !state.closed else { return false }
+            state.opened = true
+            state.task = task
+            return true
+        }
+        guard fresh else { throw RelayMediaError.notOpened("a relay transport opens once") }
         task.resume()
         // Open once a ping is answered (URLSessionWebSocketTask has no "opened" callback
         // without a delegate).
-        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-            task.sendPing { error in
-                if let error { done.resume(throwing: RelayMediaError.notOpened(String(describing: error))) } else { done.resume() }
+        do {
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+                task.sendPing { error in
+                    if let error { done.resume(throwing: RelayMediaError.notOpened(String(describing: error))) } else { done.resume() }
+                }
             }
+        } catch {
+            close()
+            throw error
+        }
+        // Closed while it was opening: nothing may stay open.
+        if state.withLock({ $0.closed }) {
+            task.cancel(with: .normalClosure, reason: nil)
+            return
         }
         receive(on: task)
     }
@@ -265,8 +345,15 @@ public final class URLSessionRelayTransport: RelayAudioTransport, @unchecked Sen
     }
 
     public func send(_ frame: [UInt8]) {
-        guard let task = state.withLock({ $0.closed ? nil : $0.task }) else { return }
-        task.send(.data(Data(frame))) { _ in }
+        let task = state.withLock { state -> URLSessionWebSocketTask? in
+            guard !state.closed, let task = state.task, state.inFlight < maxInFlight else { return nil }
+            state.inFlight += 1
+            return task
+        }
+        guard let task else { return }
+        task.send(.data(Data(frame))) { [weak self] _ in
+            self?.state.withLock { $0.inFlight -= 1 }
+        }
     }
 
     public func close() {

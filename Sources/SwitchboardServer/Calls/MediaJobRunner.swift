@@ -56,16 +56,33 @@ final class MediaJobRunner: Sendable {
         }
     }
 
+    /// A removal that came late: the user is back in the call (joined after the job was
+    /// written), and taking them out now would undo that.
+    private func isStale(_ job: MediaJob) async throws -> Bool {
+        guard case .removeParticipant(_, let identity) = job.action else { return false }
+        let call = try await store.snapshot { try $0.calls.load(job.callID)?.call }
+        guard let call, call.state == .active else { return false }
+        let written = Date(timeIntervalSince1970: TimeInterval(job.createdAtMS) / 1000)
+        return call.participants.contains { $0.userID == identity && $0.isPresent && $0.joinedAt > written }
+    }
+
     /// Tries every due job once; returns how many were confirmed.
     @discardableResult
     func runPass() async throws -> Int {
-        let now = CallStore.milliseconds(store.environment.now())
-        let due = try await store.snapshot { try $0.mediaJobs.due(at: now, limit: 100) }
+        let passStarted = CallStore.milliseconds(store.environment.now())
+        let due = try await store.snapshot { try $0.mediaJobs.due(at: passStarted, limit: 100) }
         var done = 0
         for job in due {
+            // The clock per job: an attempt may take the media deadline, and a lease taken from
+            // the pass's start could be over before the job is tried.
+            let now = CallStore.milliseconds(store.environment.now())
             let leaseUntil = now + Int64(lease * 1000)
             guard try await store.write({ try $0.mediaJobs.claim(job.id, until: leaseUntil, at: now) }) else { continue }
             do {
+                if try await isStale(job) {
+                    try await store.write { try $0.mediaJobs.finish(job.id) }
+                    continue
+                }
                 try await media.perform([job.action])
                 try await store.write { try $0.mediaJobs.finish(job.id) }
                 done += 1
