@@ -308,13 +308,7 @@ final class ServerChild: Sendable {
         try ProcessLauncher.run(process)
         self.process = process
         // The first line is `listening` with the address.
-        var line = Data()
-        while !line.contains(10) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self)
+        let text = firstLine(of: output)
         guard let range = text.range(of: #""address":"([0-9.:]+)""#, options: .regularExpression) else {
             process.terminate()
             throw RelayBench.BenchError("the server did not say where it listens: \(text)")
@@ -360,13 +354,7 @@ final class EchoAnchor: Sendable {
         self.input = input
         try ProcessLauncher.run(process)
         self.process = process
-        var line = Data()
-        while !line.contains(10) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        guard let port = Int(firstLine(of: output).trimmingCharacters(in: .whitespacesAndNewlines)) else {
             process.terminate()
             throw RelayBench.BenchError("the echo anchor did not print its port")
         }
@@ -380,4 +368,15 @@ final class EchoAnchor: Sendable {
             process.waitUntilExit()
         }
     }
+}
+
+/// What a child process printed up to its first newline (or its end).
+func firstLine(of pipe: Pipe) -> String {
+    var line = Data()
+    while !line.contains(10) {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        line.append(chunk)
+    }
+    return String(decoding: line, as: UTF8.self)
 }

@@ -76,6 +76,17 @@ struct RelayLiveTests {
         return (try #require(media["url"] as? String), try #require(media["token"] as? String))
     }
 
+    /// Alice called Bob, he answered; both have their media tokens.
+    private func answeredCall(_ address: String) async throws
+        -> (alice: LiveAccount, bob: LiveAccount, callID: String, aliceMedia: (path: String, token: String), bobMedia: (path: String, token: String))
+    {
+        let alice = try await liveRegister(address, "alice"), bob = try await liveRegister(address, "bob")
+        let conversation = try await liveBefriend(address, alice, bob)
+        let callID = try await call(address, alice, "conversation", conversation)
+        let bobMedia = try await accept(address, callID, bob)
+        return (alice, bob, callID, try await mediaToken(address, callID, alice), bobMedia)
+    }
+
     private func mediaToken(_ address: String, _ callID: String, _ person: LiveAccount) async throws -> (path: String, token: String) {
         let minted = await fetch(address, "POST", "/calls/\(callID)/media-token", headers: person.auth)
         #expect(minted.status == 200, "\(minted.body)")
@@ -181,11 +192,7 @@ struct RelayLiveTests {
     @Test func aBlockEndsTheCallAndClosesBothSocketsAndTheTokensOpenNothingMore() async throws {
         let (server, data) = try await launch()
         defer { _ = server.stop(); data.remove() }
-        let alice = try await liveRegister(server.address, "alice"), bob = try await liveRegister(server.address, "bob")
-        let conversation = try await liveBefriend(server.address, alice, bob)
-        let callID = try await call(server.address, alice, "conversation", conversation)
-        let bobMedia = try await accept(server.address, callID, bob)
-        let aliceMedia = try await mediaToken(server.address, callID, alice)
+        let (alice, bob, callID, aliceMedia, bobMedia) = try await answeredCall(server.address)
         let aliceSocket = try await AudioPeer.connect(server.address, path: aliceMedia.path, token: aliceMedia.token)
         let bobSocket = try await AudioPeer.connect(server.address, path: bobMedia.path, token: bobMedia.token)
         #expect(await eventually { await liveMetric(server.address, "switchboard_relay_sockets") == "2" })
@@ -248,11 +255,7 @@ struct RelayLiveTests {
     @Test func aReceiverThatDoesNotReadLosesFramesAndTheSenderIsUnharmed() async throws {
         let (server, data) = try await launch()
         defer { _ = server.stop(); data.remove() }
-        let alice = try await liveRegister(server.address, "alice"), bob = try await liveRegister(server.address, "bob")
-        let conversation = try await liveBefriend(server.address, alice, bob)
-        let callID = try await call(server.address, alice, "conversation", conversation)
-        let bobMedia = try await accept(server.address, callID, bob)
-        let aliceMedia = try await mediaToken(server.address, callID, alice)
+        let (alice, bob, callID, aliceMedia, bobMedia) = try await answeredCall(server.address)
         let aliceSocket = try await AudioPeer.connect(server.address, path: aliceMedia.path, token: aliceMedia.token)
         // Bob's phone opens the socket and then never reads (its receive buffer kept small).
         let parts = server.address.split(separator: ":")

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Glibc
 import Synchronization
@@ -93,7 +94,7 @@ public final class WebSocketClient: Sendable {
             throw .noAnswer
         }
         let leftover: [UInt8]
-        do {
+        do throws(WebSocketClientError) {
             let nanoseconds = UInt64(max(0, wholeSeconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
             leftover = try readHandshakeAnswer(fd, key: key, deadline: monotonicNanoseconds() + nanoseconds)
         } catch {
