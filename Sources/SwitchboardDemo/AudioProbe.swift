@@ -27,11 +27,29 @@ public enum AudioProbe {
         public var framesSent: Int
         /// Whether the sound's start was found within the delays searched.
         public var found: Bool
+        public var pacing: Pacing
+        /// Real time only: 20 ms steps the driver began more than 10 ms late (a starved machine).
+        public var lateSteps: Int
+        public var steps: Int
+
+        /// Whether the machine kept the 20 ms schedule well enough for the figures of time and
+        /// loss to be the network's and the relay's (at most 5 % of the steps late).
+        public var scheduleKept: Bool { pacing == .lockstep || lateSteps * 20 <= steps }
+
+        /// A broken path, whatever the machine: the sound not found, or most of it not intact.
+        /// Loss and delay are judged only when the schedule was kept.
+        public func passes(maxLossPercent: Double) -> Bool {
+            guard found, medianSegmentSNR > 20 else { return false }
+            guard pacing == .realTime else { return true }
+            return frameLossPercent < maxLossPercent && delayMilliseconds < 700
+        }
 
         /// One line for a person.
         public var line: String {
-            String(format: "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)",
-                   profile, sound, delayMilliseconds, frameLossPercent, framesSent, snr, medianSegmentSNR)
+            String(format: "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)%@",
+                   profile, sound, delayMilliseconds, frameLossPercent, framesSent, snr, medianSegmentSNR,
+                   pacing == .lockstep ? " [lockstep: the machine could not keep a 20 ms schedule; no figure of time]"
+                       : scheduleKept ? "" : " [the machine fell behind the 20 ms schedule in \(lateSteps) of \(steps) steps]")
         }
     }
 
@@ -73,7 +91,20 @@ public enum AudioProbe {
     /// Calls from a new Alice to a new Bob on `stack`, each phone on its own link with
     /// `profile`, and plays `mouth` (48 kHz) into Alice's microphone in real time, 20 ms at a
     /// time, while Bob's speaker is read at the same pace; then hangs up.
-    public static func run(stack: DemoStack, profile: NetworkProfile, sound: String, mouth: [Float], seed: UInt64 = 7) async throws -> Report {
+    /// How the two phones' audio is driven.
+    public enum Pacing: String, Sendable {
+        /// A frame every 20 ms of the wall clock, as an audio engine does: the real figures, as
+        /// long as the machine keeps the schedule (`Report.lateSteps` says when it did not).
+        case realTime = "real time"
+        /// Each 20 ms step waits (boundedly) until at most 3 of Alice's frames are still on their
+        /// way to Bob: what a starved machine can still check (that the sound arrives intact and
+        /// in order), with no figure of time worth reading.
+        case lockstep
+    }
+
+    public static func run(
+        stack: DemoStack, profile: NetworkProfile, sound: String, mouth: [Float], pacing: Pacing = .realTime, seed: UInt64 = 7
+    ) async throws -> Report {
         let suffix = String(UUID().uuidString.prefix(6)).lowercased()
         let alice = try await stack.register("alice\(suffix)"), bob = try await stack.register("bob\(suffix)")
         let conversation = try await stack.befriend(alice, bob)
@@ -106,14 +137,29 @@ public enum AudioProbe {
         let step = 960
         let tail = 48_000  // a second more of listening, for what is still on its way
         let steps = (mouth.count + tail) / step
-        let ear = await offPool { () -> [Float] in
+        let (ear, late) = await offPool { () -> ([Float], Int) in
             var heard: [Float] = []
             heard.reserveCapacity(steps * step)
+            var late = 0
             let start = DispatchTime.now().uptimeNanoseconds
             for index in 0..<steps {
-                let due = start + UInt64(index) * 20_000_000
-                let now = DispatchTime.now().uptimeNanoseconds
-                if due > now { usleep(UInt32((due - now) / 1000)) }
+                switch pacing {
+                case .realTime:
+                    let due = start + UInt64(index) * 20_000_000
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    if due > now {
+                        usleep(UInt32((due - now) / 1000))
+                    } else if now - due > 10_000_000 {
+                        late += 1
+                    }
+                case .lockstep:
+                    usleep(20_000)
+                    let waitUntil = DispatchTime.now().uptimeNanoseconds + 5_000_000_000
+                    while aliceSession.statistics.sent - bobSession.statistics.playout.received > 3,
+                          DispatchTime.now().uptimeNanoseconds < waitUntil {
+                        usleep(1_000)
+                    }
+                }
                 let from = index * step
                 // The sound, then Alice goes quiet (muted: nothing is sent), so what Bob plays
                 // afterwards is only what was still on its way.
@@ -122,7 +168,7 @@ public enum AudioProbe {
                 bobIO.speak([Float](repeating: 0, count: step))
                 heard += bobIO.listen(step)
             }
-            return heard
+            return (heard, late)
         }
         let sent = aliceSession.statistics.sent
         let playout = bobSession.statistics.playout
@@ -138,6 +184,6 @@ public enum AudioProbe {
             profile: profile.name, sound: sound, delayMilliseconds: measured.delayMilliseconds,
             frameLossPercent: 100 * Double(lost) / Double(max(1, spoken)), concealed: playout.concealed,
             snr: measured.snr, medianSegmentSNR: measured.medianSegmentSNR, framesSent: sent,
-            found: measured.initialDelayMilliseconds < Double(Self.maxLag - 48) / 48)
+            found: measured.initialDelayMilliseconds < Double(Self.maxLag - 48) / 48, pacing: pacing, lateSteps: late, steps: steps)
     }
 }

