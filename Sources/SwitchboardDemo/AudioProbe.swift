@@ -48,7 +48,7 @@ public enum AudioProbe {
         public var line: String {
             String(format: "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)%@",
                    profile, sound, delayMilliseconds, frameLossPercent, framesSent, snr, medianSegmentSNR,
-                   pacing == .lockstep ? " [lockstep: the machine could not keep a 20 ms schedule; no figure of time]"
+                   pacing == .lockstep ? " [lockstep, after real time fell short on this machine: no figure of time]"
                        : scheduleKept ? "" : " [the machine fell behind the 20 ms schedule in \(lateSteps) of \(steps) steps]")
         }
     }
