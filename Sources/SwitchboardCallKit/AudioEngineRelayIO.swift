@@ -16,9 +16,11 @@ import SwitchboardKit
 /// ```swift
 /// let media = RelayMediaSession(server: serverURL, transport: URLSessionRelayTransport(), audio: AudioEngineRelayIO())
 /// ```
+// @unchecked Sendable: the mutable fields (`source`, `sink`, `running`) and the engine are read
+// and written only inside `start` and `stop`, both of which hold `lock` for their whole body;
+// `format` is a `let`. The audio threads never touch them: they run only the node blocks, which
+// capture the caller's @Sendable closures and immutable formats, not `self`.
 public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
-    // @unchecked Sendable: the engine and the nodes are touched in start and stop, under `lock`;
-    // the audio threads only call the closures they were given.
     private let engine = AVAudioEngine()
     private let lock = NSLock()
     private var source: AVAudioSourceNode?

@@ -9,6 +9,8 @@ import Glibc
 /// head is written), and nothing comes after it.
 ///
 /// ```swift
+/// // @unchecked Sendable: `connection` is touched only in the callbacks, which all run on the
+/// // connection's loop thread, one at a time (see above).
 /// final class Echo: HTTPConnectionHandler, @unchecked Sendable {
 ///     var connection: HTTPTakenConnection?
 ///     func connectionStarted(_ connection: HTTPTakenConnection) { self.connection = connection }

@@ -11,8 +11,9 @@ import SwitchboardKit
 /// io.speak(tone)                 // into the microphone (48 kHz)
 /// let heard = io.listen(960)     // the next 20 ms from the speaker
 /// ```
+// @unchecked Sendable: its three `var`s (`captured`, `render`, `starts`) are read and written only
+// inside `lock.withLock`; the callbacks are copied out under the lock and called outside it.
 public final class SimulatedAudioIO: RelayAudioIO, @unchecked Sendable {
-    // @unchecked Sendable: the callbacks and the counters are guarded by `lock`.
     private let lock = NSLock()
     private var captured: (@Sendable ([Float]) -> Void)?
     private var render: (@Sendable (Int) -> [Float])?

@@ -6,8 +6,10 @@ import SwitchboardTesting
 
 /// A taken-over connection that echoes what it receives, closes on "bye", and records what the
 /// loop told it.
+// @unchecked Sendable: the only `var`, `connection`, is touched only in the HTTPConnectionHandler
+// callbacks, which run one at a time on the connection's loop thread; what tests read from other
+// threads (`events`, `taken`, `startedOnLoop`) is in Mutexes.
 final class EchoTakeover: HTTPConnectionHandler, @unchecked Sendable {
-    // Touched on the loop thread only, except `events`, which tests read.
     private var connection: HTTPTakenConnection?
     let events = Mutex<[String]>([])
     let startedOnLoop = Mutex<Bool?>(nil)
@@ -84,7 +86,7 @@ struct ConnectionTakeoverTests {
     @Test func aPeerThatLeavesIsReportedOnceAndLaterWritesFail() async throws {
         let echo = EchoTakeover()
         let taken = Mutex<HTTPTakenConnection?>(nil)
-        final class Keeper: HTTPConnectionHandler, @unchecked Sendable {
+        final class Keeper: HTTPConnectionHandler, Sendable {
             let inner: EchoTakeover
             let taken: @Sendable (HTTPTakenConnection) -> Void
             init(inner: EchoTakeover, taken: @escaping @Sendable (HTTPTakenConnection) -> Void) { self.inner = inner; self.taken = taken }
@@ -147,7 +149,7 @@ struct ConnectionTakeoverTests {
     }
 
     @Test func aTakenOverConnectionIsNotClosedForIdlenessAndGetsTicks() async throws {
-        final class Ticks: HTTPConnectionHandler, @unchecked Sendable {
+        final class Ticks: HTTPConnectionHandler, Sendable {
             let count = Atomic<Int>(0)
             func connectionStarted(_ connection: HTTPTakenConnection) {}
             func connectionReceived(_ bytes: UnsafeRawBufferPointer) {}
@@ -169,7 +171,7 @@ struct ConnectionTakeoverTests {
     }
 
     @Test func whatIsSentBeforeACloseArrivesWholeWhicheverThreadSentIt() async throws {
-        final class Burst: HTTPConnectionHandler, @unchecked Sendable {
+        final class Burst: HTTPConnectionHandler, Sendable {
             func connectionStarted(_ connection: HTTPTakenConnection) {
                 // From a thread of its own: 200 KB in pieces, then the close, with nothing between.
                 Thread.detachNewThread {
@@ -200,6 +202,8 @@ struct ConnectionTakeoverTests {
         // The handler answers and closes on the first bytes, while the client is still sending
         // a megabyte: closing with that unread would make the kernel reset the connection and
         // could destroy the answer in flight. The loop lingers instead.
+        // @unchecked Sendable: `connection` is touched only in the callbacks, which run one at a
+        // time on the connection's loop thread.
         final class Abrupt: HTTPConnectionHandler, @unchecked Sendable {
             var connection: HTTPTakenConnection?
             func connectionStarted(_ connection: HTTPTakenConnection) { self.connection = connection }

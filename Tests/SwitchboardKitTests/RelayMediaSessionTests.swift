@@ -4,12 +4,15 @@ import Testing
 import SwitchboardKitTesting
 
 /// A relay socket in memory: what one side sends, the peer receives.
+// @unchecked Sendable: its `var`s (`peer`, `opened`, `sentCount`, `closed`) are read and written
+// only inside `lock.withLock` (`peer` is also set in `pair()` before either side is shared);
+// `frames` and `continuation` are `let`s, and a continuation may be used from any thread.
 final class LoopbackRelayTransport: RelayAudioTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var peer: LoopbackRelayTransport?
-    private(set) var opened: (url: URL, token: String)?
-    private(set) var sentCount = 0
-    private(set) var closed = false
+    private var openedWith: (url: URL, token: String)?
+    private var sentCount = 0
+    private var closed = false
     let frames: AsyncStream<[UInt8]>
     private let continuation: AsyncStream<[UInt8]>.Continuation
 
@@ -26,7 +29,9 @@ final class LoopbackRelayTransport: RelayAudioTransport, @unchecked Sendable {
         return (a, b)
     }
 
-    func open(url: URL, token: String) async throws { lock.withLock { opened = (url, token) } }
+    func open(url: URL, token: String) async throws { lock.withLock { openedWith = (url, token) } }
+
+    var opened: (url: URL, token: String)? { lock.withLock { openedWith } }
 
     func send(_ frame: [UInt8]) {
         let peer = lock.withLock { () -> LoopbackRelayTransport? in

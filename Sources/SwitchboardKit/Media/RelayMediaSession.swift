@@ -41,8 +41,10 @@ public protocol RelayAudioIO: AnyObject, Sendable {
 ///     RelayMediaSession(server: serverURL, transport: URLSessionRelayTransport(), audio: audio)
 /// })
 /// ```
+// @unchecked Sendable: the class has no `var`: its mutable state is in `capture`, `playout` and
+// `life` (LockedState, every access through `withLock`), `audioSwitch` is an NSLock, and the rest
+// (`server`, `transport`, `audio`, `now`) are `let`s of Sendable types.
 public final class RelayMediaSession: MediaSession, @unchecked Sendable {
-    // @unchecked Sendable: every mutable field lives in one of the locks; the rest is `let`.
     public struct Statistics: Sendable, Equatable {
         /// Frames sent to the relay.
         public var sent = 0
@@ -273,8 +275,10 @@ public enum RelayMediaError: Error, Equatable, Sendable {
 /// The relay's WebSocket through `URLSessionWebSocketTask` (Apple platforms; Foundation on
 /// Linux has the type but no WebSocket support in its libcurl, so there tests use a transport
 /// of their own).
+// @unchecked Sendable: the class has no `var`: the task, the flags and the in-flight count live
+// in `state` (a LockedState, read and written only through `withLock`); `session`, `frames`,
+// `continuation` (documented thread-safe) and `maxInFlight` are `let`s.
 public final class URLSessionRelayTransport: RelayAudioTransport, @unchecked Sendable {
-    // @unchecked Sendable: the task, the flags and the count are guarded by `state`.
     private struct State {
         var task: URLSessionWebSocketTask?
         var opened = false
