@@ -94,7 +94,11 @@ final class MediaJobRunner: Sendable {
                 try await store.write { try $0.mediaJobs.retry(job.id, at: next, error: String(describing: error)) }
             }
         }
-        pending.store(try await store.snapshot { try $0.mediaJobs.pendingCount() }, ordering: .relaxed)
+        // The count costs a query: only when something was due or is still waiting, so an idle
+        // server's pass each second is one read, not two.
+        if !due.isEmpty || pending.load(ordering: .relaxed) > 0 {
+            pending.store(try await store.snapshot { try $0.mediaJobs.pendingCount() }, ordering: .relaxed)
+        }
         return done
     }
 }
