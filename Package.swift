@@ -34,6 +34,8 @@ let package = Package(
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CTLS", path: "Sources/CTLS", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CMaxMindDB", path: "Sources/CMaxMindDB", pkgConfig: "libmaxminddb", providers: [.apt(["libmaxminddb-dev"])]),
 
         // A filter in front of nghttp2_submit_rst_stream that keeps libcurl 7.88.1 from resetting
         // streams that are already closed (see its source); linked into every binary that pushes.
@@ -98,12 +100,15 @@ let package = Package(
         // Storage: SQLite owner, migrations, writer/reader connections.
         .target(name: "SwitchboardStore", dependencies: ["CSQLite", "CLibPQ", "SwitchboardObservability"], swiftSettings: strict),
 
+        // City lookup from an address in a MaxMind-format database (libmaxminddb).
+        .target(name: "SwitchboardGeo", dependencies: ["CMaxMindDB"], swiftSettings: strict),
+
         // Routes, configuration, logging, metrics, services.
         .target(
             name: "SwitchboardServer",
             dependencies: [
                 "SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
-                "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI",
+                "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI", "SwitchboardGeo",
             ],
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
@@ -168,6 +173,7 @@ let package = Package(
         .testTarget(name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardGeoTests", dependencies: ["SwitchboardGeo", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardAPNsEmulatorTests",
             dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush", "SwitchboardCore", "SwitchboardCLI", "SwitchboardPOSIX",

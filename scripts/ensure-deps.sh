@@ -3,7 +3,7 @@
 # Usage: scripts/ensure-deps.sh [package ...]
 set -euo pipefail
 missing=()
-for package in libsqlite3-dev libpq-dev libssl-dev libcurl4-openssl-dev libnghttp2-dev pkgconf "$@"; do
+for package in libsqlite3-dev libpq-dev libmaxminddb-dev libssl-dev libcurl4-openssl-dev libnghttp2-dev pkgconf "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

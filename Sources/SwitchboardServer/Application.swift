@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardGeo
 import SwitchboardHTTP
 import SwitchboardStore
 import SwitchboardObservability
@@ -29,6 +30,8 @@ public final class Application: Sendable {
     let relay: AudioRelay?
     /// Carries out the media withdrawals social changes wrote.
     let mediaJobs: MediaJobRunner
+    let liveLocations: LiveLocationService
+    let e2ee: E2EEService
 
     /// How long a push claim keeps other passes and instances off a job: twice the longest
     /// request deadline of the channels in use (a send may first fetch an access token), plus 5 s.
@@ -50,6 +53,13 @@ public final class Application: Sendable {
         huaweiTransport: (any PushTransport)? = nil, vendorTransports: [String: any PushTransport] = [:],
         pushJitter: (@Sendable () -> Double)? = nil
     ) throws {
+        // A city database that cannot be opened stops the start: a typo must not pass for "unknown".
+        let cityDatabase: CityDatabase?
+        do {
+            cityDatabase = configuration.cityDatabaseFile.isEmpty ? nil : try CityDatabase(path: configuration.cityDatabaseFile)
+        } catch {
+            throw ConfigurationError(message: "cityDatabaseFile: \(error)")
+        }
         self.configuration = configuration
         self.database = database
         self.logger = logger
@@ -106,6 +116,15 @@ public final class Application: Sendable {
             calls: calls, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, now: environment.now,
             enabled: configuration.mediaBackend == "livekit"
         ).register(in: &router)
+        let liveLocations = LiveLocationService(store: store)
+        self.liveLocations = liveLocations
+        LocationRoutes(
+            service: liveLocations, cities: CityLookup(database: cityDatabase, trustedProxies: configuration.trustedProxies),
+            authenticator: authenticator
+        ).register(in: &router)
+        let e2ee = E2EEService(store: store)
+        self.e2ee = e2ee
+        E2EERoutes(service: e2ee, authenticator: authenticator).register(in: &router)
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         GatewayRoutes(
@@ -145,6 +164,7 @@ public final class Application: Sendable {
                 group.addTask { await self.every(.seconds(1), "WAL checkpoint") { try await sqlite.checkpoint() } }
             }
             group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
+            group.addTask { await self.every(.seconds(1), "live location expiry") { try await self.liveLocations.sweepExpired() } }
             if let relay {
                 group.addTask { await relay.runMixer(environment: self.store.environment) }
             }
@@ -208,6 +228,9 @@ public final class Application: Sendable {
     /// Deletes events older than the retention window; returns how many.
     func pruneEvents() async throws -> Int {
         let window = TimeInterval(configuration.eventRetentionDays) * 86_400
+        // E2EE items nobody fetched within the same window go too (their cursors then get 410).
+        let items = try await e2ee.prune(olderThan: window)
+        if items > 0 { logger.info("pruned unread E2EE items", ["deleted": .int(items)]) }
         return try await store.write { transaction in
             try transaction.events.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)))
         }

@@ -127,6 +127,64 @@ public enum PostgresSchema {
             );
             CREATE INDEX media_jobs_due ON media_jobs(next_attempt_ms);
             """),
+        Migration(version: 16, name: "live_locations", sql: """
+            CREATE TABLE live_locations (
+                scope_kind TEXT COLLATE "C" NOT NULL CHECK (scope_kind IN ('conversation', 'group')),
+                scope_id TEXT COLLATE "C" NOT NULL,
+                user_id TEXT COLLATE "C" NOT NULL REFERENCES users(id),
+                latitude DOUBLE PRECISION NOT NULL,
+                longitude DOUBLE PRECISION NOT NULL,
+                accuracy DOUBLE PRECISION NOT NULL,
+                started_at TEXT COLLATE "C" NOT NULL,
+                updated_at TEXT COLLATE "C" NOT NULL,
+                expires_at TEXT COLLATE "C" NOT NULL,
+                expires_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (scope_id, user_id)
+            );
+            CREATE INDEX live_locations_by_user ON live_locations(user_id, started_at);
+            CREATE INDEX live_locations_expiry ON live_locations(expires_at_ms);
+            """),
+        Migration(version: 17, name: "e2ee_queue", sql: """
+            CREATE TABLE e2ee_devices (
+                device_id TEXT COLLATE "C" PRIMARY KEY,
+                user_id TEXT COLLATE "C" NOT NULL REFERENCES users(id),
+                created_at TEXT COLLATE "C" NOT NULL,
+                last_sequence BIGINT NOT NULL DEFAULT 0
+            );
+            CREATE INDEX e2ee_devices_by_user ON e2ee_devices(user_id, device_id);
+            CREATE TABLE e2ee_items (
+                device_id TEXT COLLATE "C" NOT NULL,
+                sequence BIGINT NOT NULL,
+                scope_kind TEXT COLLATE "C" NOT NULL CHECK (scope_kind IN ('conversation', 'group')),
+                scope_id TEXT COLLATE "C" NOT NULL,
+                message_id TEXT COLLATE "C" NOT NULL,
+                kind TEXT COLLATE "C" NOT NULL,
+                sender_user_id TEXT COLLATE "C" NOT NULL,
+                sender_device_id TEXT COLLATE "C" NOT NULL,
+                ciphertext BYTEA NOT NULL,
+                created_at TEXT COLLATE "C" NOT NULL,
+                created_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (device_id, sequence)
+            );
+            CREATE INDEX e2ee_items_by_scope ON e2ee_items(device_id, scope_id, sequence);
+            CREATE INDEX e2ee_items_by_time ON e2ee_items(created_at_ms);
+            CREATE TABLE e2ee_acks (
+                device_id TEXT COLLATE "C" NOT NULL,
+                scope_id TEXT COLLATE "C" NOT NULL,
+                acked_through BIGINT NOT NULL,
+                PRIMARY KEY (device_id, scope_id)
+            );
+            CREATE TABLE e2ee_sends (
+                sender_user_id TEXT COLLATE "C" NOT NULL,
+                client_id TEXT COLLATE "C" NOT NULL,
+                scope_id TEXT COLLATE "C" NOT NULL,
+                fingerprint TEXT COLLATE "C" NOT NULL,
+                result TEXT COLLATE "C" NOT NULL,
+                created_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (sender_user_id, client_id)
+            );
+            CREATE INDEX e2ee_sends_by_time ON e2ee_sends(created_at_ms);
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

@@ -174,6 +174,70 @@ public enum Schema {
             ) STRICT;
             CREATE INDEX media_jobs_due ON media_jobs(next_attempt_ms);
             """),
+        // Live-location shares (SPEC §9): one per user and conversation or group, ended by
+        // their owner, by losing the scope, or by their expiry (a sweep from stored time).
+        Migration(version: 16, name: "live_locations", sql: """
+            CREATE TABLE live_locations (
+                scope_kind TEXT NOT NULL CHECK (scope_kind IN ('conversation', 'group')),
+                scope_id TEXT NOT NULL,
+                user_id TEXT NOT NULL REFERENCES users(id),
+                latitude REAL NOT NULL,
+                longitude REAL NOT NULL,
+                accuracy REAL NOT NULL,
+                started_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                expires_at TEXT NOT NULL,
+                expires_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (scope_id, user_id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX live_locations_by_user ON live_locations(user_id, started_at);
+            CREATE INDEX live_locations_expiry ON live_locations(expires_at_ms);
+            """),
+        // The per-device queues of end-to-end-encrypted items (SPEC §9): a device's items carry
+        // its own increasing sequence (`last_sequence`); a device's read of a scope with
+        // `after=N` acknowledges (and deletes) its items up to N there (`e2ee_acks`); a send
+        // with a clientId is kept for its replay (`e2ee_sends`).
+        Migration(version: 17, name: "e2ee_queue", sql: """
+            CREATE TABLE e2ee_devices (
+                device_id TEXT PRIMARY KEY NOT NULL,
+                user_id TEXT NOT NULL REFERENCES users(id),
+                created_at TEXT NOT NULL,
+                last_sequence INTEGER NOT NULL DEFAULT 0
+            ) STRICT;
+            CREATE INDEX e2ee_devices_by_user ON e2ee_devices(user_id, device_id);
+            CREATE TABLE e2ee_items (
+                device_id TEXT NOT NULL,
+                sequence INTEGER NOT NULL,
+                scope_kind TEXT NOT NULL CHECK (scope_kind IN ('conversation', 'group')),
+                scope_id TEXT NOT NULL,
+                message_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                sender_user_id TEXT NOT NULL,
+                sender_device_id TEXT NOT NULL,
+                ciphertext BLOB NOT NULL,
+                created_at TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (device_id, sequence)
+            ) STRICT;
+            CREATE INDEX e2ee_items_by_scope ON e2ee_items(device_id, scope_id, sequence);
+            CREATE INDEX e2ee_items_by_time ON e2ee_items(created_at_ms);
+            CREATE TABLE e2ee_acks (
+                device_id TEXT NOT NULL,
+                scope_id TEXT NOT NULL,
+                acked_through INTEGER NOT NULL,
+                PRIMARY KEY (device_id, scope_id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE e2ee_sends (
+                sender_user_id TEXT NOT NULL,
+                client_id TEXT NOT NULL,
+                scope_id TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                result TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (sender_user_id, client_id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX e2ee_sends_by_time ON e2ee_sends(created_at_ms);
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

@@ -60,6 +60,11 @@ public enum EventKind {
     public static let groupMessage = "group_message"
     public static let groupMessageRead = "group_message_read"
     public static let callChanged = "call_changed"
+    /// A live-location share in the conversation or group started, moved, stopped or expired.
+    public static let liveLocationChanged = "live_location_changed"
+    /// New end-to-end-encrypted items wait in one of the user's device queues of the
+    /// conversation or group (`GET /e2ee/…/events`).
+    public static let e2ee = "e2ee"
 }
 
 /// The answer of `GET /events`: at most 100 events in ascending id order, and the cursor to

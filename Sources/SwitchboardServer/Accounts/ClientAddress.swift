@@ -9,14 +9,20 @@ import SwitchboardPOSIX
 enum ClientAddress {
     /// The address as the throttles count it (``counted(_:)``).
     static func of(_ request: HTTPRequest, trusting proxies: Set<String>) -> String {
+        counted(address(of: request, trusting: proxies))
+    }
+
+    /// The client's own address, canonical: the peer's, or behind trusted proxies the nearest
+    /// untrusted hop of `X-Forwarded-For`.
+    static func address(of request: HTTPRequest, trusting proxies: Set<String>) -> String {
         let trusted = Set(proxies.map(canonical))
         let peer = canonical(host(of: request.remoteAddress))
-        guard trusted.contains(peer) else { return counted(peer) }
+        guard trusted.contains(peer) else { return peer }
         let hops = request.headers.values("X-Forwarded-For")
             .flatMap { $0.split(separator: ",") }
             .map { canonical($0.trimmingCharacters(in: .whitespaces)) }
             .filter { !$0.isEmpty }
-        return counted(hops.reversed().first { !trusted.contains($0) } ?? peer)
+        return hops.reversed().first { !trusted.contains($0) } ?? peer
     }
 
     /// One spelling per address: an IPv4-mapped IPv6 address as its IPv4 address, IPv6 as

@@ -156,8 +156,12 @@ public struct ServerConfiguration: Sendable, Equatable {
         dataEncryptionKey.isEmpty ? nil : Data(base64Encoded: dataEncryptionKey).map(Array.init)
     }
 
+    /// A MaxMind-format city database (GeoLite2-City, GeoIP2-City or a DB-IP city lite file)
+    /// for `GET /location/city`; empty: every lookup answers `null`. Read once at start-up.
+    public var cityDatabaseFile = ""
+
     /// The proxies (addresses) whose `X-Forwarded-For` names the client, for the login
-    /// throttle's per-address counters; the rest are taken at their word as the peer.
+    /// throttle's per-address counters and the city lookup; the rest are taken at their word as the peer.
     public var trustedProxies: Set<String> = ["127.0.0.1", "::1"]
 
     /// log2 of scrypt's N for new password hashes (r = 8, p = 1); 15 costs ~32 MiB and tens
@@ -342,9 +346,10 @@ public struct ConfigurationSetting: Sendable {
         text("vivoCAFile", "SWITCHBOARD_VIVO_CA_FILE", "CA file to trust for vivo (an emulator's certificate)", \.vivoCAFile),
         integer("vivoRequestTimeoutSeconds", "SWITCHBOARD_VIVO_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one vivo request may take before it is retried (default 10)") { $0.vivoRequestTimeoutSeconds = $1 },
         integer("vivoConnections", "SWITCHBOARD_VIVO_CONNECTIONS", 1...32, "connections to vivo (default 4; it may answer over HTTP/1.1, one request per connection)") { $0.vivoConnections = $1 },
+        text("cityDatabaseFile", "SWITCHBOARD_CITY_DATABASE_FILE", "a MaxMind-format city database (.mmdb) for GET /location/city; empty answers null (default empty)", \.cityDatabaseFile),
         ConfigurationSetting(
             key: "trustedProxies", environment: "SWITCHBOARD_TRUSTED_PROXIES", flag: nil,
-            help: "comma-separated proxy addresses whose X-Forwarded-For names the client (default 127.0.0.1,::1; empty: none)"
+            help: "comma-separated proxy addresses whose X-Forwarded-For names the client, for login throttling and the city lookup (default 127.0.0.1,::1; empty: none)"
         ) { config, text in
             let addresses = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             guard addresses.allSatisfy({ SocketAddress.parse("[\($0)]:1") != nil || SocketAddress.parse("\($0):1") != nil }) else {

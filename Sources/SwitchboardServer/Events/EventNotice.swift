@@ -39,7 +39,7 @@ enum EventNotice {
     /// Sends the notices inside the transaction on `connection` (a shared store's: PostgreSQL).
     static func send(for userIDs: some Sequence<String>, instance: String, on connection: any SQLExecutor) throws {
         for payload in payloads(instance: instance, userIDs: userIDs) {
-            try connection.query("SELECT pg_notify(?, ?)", [.text(channel), .text(payload)])
+            _ = try connection.query("SELECT pg_notify(?, ?)", [.text(channel), .text(payload)])
         }
     }
 }

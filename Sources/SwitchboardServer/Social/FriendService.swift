@@ -102,6 +102,7 @@ struct FriendService: Sendable {
                 throw APIError.notFound("not a friend")
             }
             try transaction.friends.removeFriendship(between: userID, and: friendID)
+            try LiveLocationService.endAll(in: .conversation(friendship.conversationID), telling: [friendID, userID], in: transaction)
             let notices = try CallService.endLiveCall(
                 scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, channels: channels, withdrawMedia: withdraw,
                 in: transaction)
@@ -149,6 +150,7 @@ struct FriendService: Sendable {
             let cancelled = try friends.cancelPendingRequests(between: userID, and: targetID, at: transaction.timestamp)
             if cancelled > 0 { try transaction.appendEvent(EventKind.friendRequest, to: [userID, targetID]) }
             if let conversationID {
+                try LiveLocationService.endAll(in: .conversation(conversationID), telling: [userID, targetID], in: transaction)
                 try CallService.endLiveCall(
                     scopeKind: .conversation, scopeID: conversationID, reason: .blocked, channels: channels, withdrawMedia: withdraw, in: transaction)
             }

@@ -107,6 +107,7 @@ struct GroupService: Sendable {
             let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
             let notices = try CallService.endLiveCall(
                 scopeKind: .group, scopeID: groupID, reason: .groupDissolved, channels: channels, withdrawMedia: withdraw, in: transaction)
+            try LiveLocationService.endAll(in: .group(groupID), telling: members, in: transaction)
             try transaction.groups.dissolve(groupID, at: transaction.timestamp)
             try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
             return notices
@@ -167,6 +168,9 @@ struct GroupService: Sendable {
         guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }
         let notices = try CallService.removeFromLiveCall(
             groupID: groupID, userID: memberID, channels: channels, withdrawMedia: withdrawMedia, in: transaction)
+        try LiveLocationService.end(for: memberID, inGroup: groupID, telling: members, in: transaction)
+        // Ciphertext still queued for the leaver's devices is of no use to them now.
+        try transaction.e2ee.dropItems(ofUser: memberID, in: .group(groupID))
         try transaction.groups.removeMember(memberID, from: groupID)
         try transaction.appendEvent(EventKind.groupMembersChanged, to: members, groupID: groupID)
         return notices

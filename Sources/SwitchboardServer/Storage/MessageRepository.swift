@@ -1,7 +1,7 @@
 import SwitchboardWire
 
 /// Where messages are: a 1:1 conversation or a group.
-public enum MessageScope: Sendable, Equatable {
+public enum MessageScope: Sendable, Hashable {
     case conversation(String)
     case group(String)
 

@@ -137,6 +137,8 @@ protocol Repositories {
     var gateway: any GatewayRepository { get }
     var gatewaySignals: any GatewaySignalRepository { get }
     var mediaJobs: any MediaJobRepository { get }
+    var liveLocations: any LiveLocationRepository { get }
+    var e2ee: any E2EERepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -158,6 +160,8 @@ extension SQLRepositories {
     var gateway: any GatewayRepository { SQLGatewayRepository(connection: connection) }
     var gatewaySignals: any GatewaySignalRepository { SQLGatewaySignalRepository(connection: connection) }
     var mediaJobs: any MediaJobRepository { SQLMediaJobRepository(connection: connection) }
+    var liveLocations: any LiveLocationRepository { SQLLiveLocationRepository(connection: connection) }
+    var e2ee: any E2EERepository { SQLE2EERepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

@@ -55,6 +55,11 @@ enum StoreCopy {
         Table(name: "gateway_signal_callees", key: "rowid", identity: nil),
         Table(name: "gateway_breakers", key: "rowid", identity: nil),
         Table(name: "media_jobs", key: "rowid", identity: nil),
+        Table(name: "live_locations", key: "scope_id, user_id", identity: nil),
+        Table(name: "e2ee_devices", key: "rowid", identity: nil),
+        Table(name: "e2ee_items", key: "device_id, sequence", identity: nil),
+        Table(name: "e2ee_acks", key: "device_id, scope_id", identity: nil),
+        Table(name: "e2ee_sends", key: "sender_user_id, client_id", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.

@@ -1,0 +1,146 @@
+import SwitchboardStore
+import SwitchboardWire
+
+/// One live-location share as stored: a user's position in a conversation or group, until
+/// `expiresAtMS` (milliseconds since 1970; `expiresAt` is the same moment as text).
+struct StoredLiveLocation: Sendable, Equatable {
+    var scope: MessageScope
+    var userID: String
+    var latitude: Double
+    var longitude: Double
+    var accuracy: Double
+    var startedAt: String
+    var updatedAt: String
+    var expiresAt: String
+    var expiresAtMS: Int64
+
+    /// The answer's form.
+    var wire: LiveLocation {
+        let (conversationID, groupID): (String?, String?) = switch scope {
+        case .conversation(let id): (id, nil)
+        case .group(let id): (nil, id)
+        }
+        return LiveLocation(
+            userId: userID, conversationId: conversationID, groupId: groupID, latitude: latitude, longitude: longitude,
+            accuracy: accuracy, startedAt: startedAt, updatedAt: updatedAt, expiresAt: expiresAt)
+    }
+}
+
+extension MessageScope {
+    /// The stored name of the scope's kind.
+    var kindName: String {
+        switch self {
+        case .conversation: "conversation"
+        case .group: "group"
+        }
+    }
+
+    /// The scope of a stored kind name and id; nil for a kind this build does not know.
+    init?(kindName: String, id: String) {
+        switch kindName {
+        case "conversation": self = .conversation(id)
+        case "group": self = .group(id)
+        default: return nil
+        }
+    }
+}
+
+/// Live-location shares (table `live_locations`): at most one per user and scope. Reads take
+/// the current time and leave out shares that have expired but are not swept yet, so nobody
+/// sees a share past its end.
+protocol LiveLocationRepository {
+    /// The user's share in the scope, running or expired and not swept yet.
+    func share(in scope: MessageScope, of userID: String) throws -> StoredLiveLocation?
+    /// Writes the share, replacing the user's earlier one in its scope.
+    func save(_ share: StoredLiveLocation) throws
+    /// The scope's running shares at `nowMS`, by user id.
+    func shares(in scope: MessageScope, runningAt nowMS: Int64) throws -> [StoredLiveLocation]
+    /// The user's running shares at `nowMS`, oldest start first.
+    func shares(of userID: String, runningAt nowMS: Int64) throws -> [StoredLiveLocation]
+    /// Ends the user's share in the scope: false when there was none.
+    func remove(in scope: MessageScope, of userID: String) throws -> Bool
+    /// Ends every share in the scope; returns how many ended.
+    func removeAll(in scope: MessageScope) throws -> Int
+    /// Whether some share has expired at `nowMS` (a cheap look before a sweep writes).
+    func anyExpired(at nowMS: Int64) throws -> Bool
+    /// Ends up to `limit` shares that expired at `nowMS` and returns them.
+    func removeExpired(at nowMS: Int64, limit: Int) throws -> [StoredLiveLocation]
+}
+
+/// ``LiveLocationRepository`` in SQL that SQLite and PostgreSQL both run.
+struct SQLLiveLocationRepository: LiveLocationRepository {
+    let connection: any SQLExecutor
+
+    private static let columns = "scope_kind, scope_id, user_id, latitude, longitude, accuracy, started_at, updated_at, expires_at, expires_at_ms"
+
+    func share(in scope: MessageScope, of userID: String) throws -> StoredLiveLocation? {
+        try connection.query(
+            "SELECT \(Self.columns) FROM live_locations WHERE scope_id = ?1 AND user_id = ?2 AND scope_kind = ?3",
+            [.text(scope.id), .text(userID), .text(scope.kindName)]
+        ).first.flatMap(Self.share(from:))
+    }
+
+    func save(_ share: StoredLiveLocation) throws {
+        try connection.run(
+            """
+            INSERT INTO live_locations (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            ON CONFLICT (scope_id, user_id) DO UPDATE SET scope_kind = excluded.scope_kind, latitude = excluded.latitude,
+                longitude = excluded.longitude, accuracy = excluded.accuracy, started_at = excluded.started_at,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at, expires_at_ms = excluded.expires_at_ms
+            """,
+            [.text(share.scope.kindName), .text(share.scope.id), .text(share.userID), .real(share.latitude), .real(share.longitude),
+             .real(share.accuracy), .text(share.startedAt), .text(share.updatedAt), .text(share.expiresAt), .integer(share.expiresAtMS)])
+    }
+
+    func shares(in scope: MessageScope, runningAt nowMS: Int64) throws -> [StoredLiveLocation] {
+        try connection.query(
+            """
+            SELECT \(Self.columns) FROM live_locations WHERE scope_id = ?1 AND scope_kind = ?2 AND expires_at_ms > ?3 ORDER BY user_id
+            """,
+            [.text(scope.id), .text(scope.kindName), .integer(nowMS)]
+        ).compactMap(Self.share(from:))
+    }
+
+    func shares(of userID: String, runningAt nowMS: Int64) throws -> [StoredLiveLocation] {
+        try connection.query(
+            """
+            SELECT \(Self.columns) FROM live_locations WHERE user_id = ?1 AND expires_at_ms > ?2 ORDER BY started_at, scope_id
+            """,
+            [.text(userID), .integer(nowMS)]
+        ).compactMap(Self.share(from:))
+    }
+
+    func remove(in scope: MessageScope, of userID: String) throws -> Bool {
+        try connection.run(
+            "DELETE FROM live_locations WHERE scope_id = ?1 AND user_id = ?2 AND scope_kind = ?3",
+            [.text(scope.id), .text(userID), .text(scope.kindName)]) > 0
+    }
+
+    func removeAll(in scope: MessageScope) throws -> Int {
+        try connection.run("DELETE FROM live_locations WHERE scope_id = ?1 AND scope_kind = ?2", [.text(scope.id), .text(scope.kindName)])
+    }
+
+    func anyExpired(at nowMS: Int64) throws -> Bool {
+        try !connection.query("SELECT 1 AS one FROM live_locations WHERE expires_at_ms <= ?1 LIMIT 1", [.integer(nowMS)]).isEmpty
+    }
+
+    func removeExpired(at nowMS: Int64, limit: Int) throws -> [StoredLiveLocation] {
+        // DELETE … RETURNING: of two instances sweeping at once, each share is returned to one.
+        try connection.query(
+            """
+            DELETE FROM live_locations WHERE (scope_id, user_id) IN (
+                SELECT scope_id, user_id FROM live_locations WHERE expires_at_ms <= ?1 ORDER BY expires_at_ms LIMIT ?2)
+            RETURNING \(Self.columns)
+            """,
+            [.integer(nowMS), .integer(Int64(limit))]
+        ).compactMap(Self.share(from:))
+    }
+
+    private static func share(from row: SQLiteRow) throws -> StoredLiveLocation? {
+        guard let scope = MessageScope(kindName: try row.string("scope_kind"), id: try row.string("scope_id")) else { return nil }
+        return StoredLiveLocation(
+            scope: scope, userID: try row.string("user_id"), latitude: try row.double("latitude"), longitude: try row.double("longitude"),
+            accuracy: try row.double("accuracy"), startedAt: try row.string("started_at"), updatedAt: try row.string("updated_at"),
+            expiresAt: try row.string("expires_at"), expiresAtMS: try row.int64("expires_at_ms"))
+    }
+}
