@@ -337,7 +337,7 @@ public struct SwitchboardClient: Sendable {
 
     private struct Empty: Encodable {}
 
-    private func call<Response: Decodable>(
+    func call<Response: Decodable>(
         _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30, via: (any HTTPTransport)? = nil,
         repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Response {
@@ -345,7 +345,7 @@ public struct SwitchboardClient: Sendable {
             method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via, repeatable: repeatable, heldCopies: heldCopies)
     }
 
-    private func call<Body: Encodable, Response: Decodable>(
+    func call<Body: Encodable, Response: Decodable>(
         _ method: String, _ path: String, query: [(String, String)] = [], body: Body?, timeout: TimeInterval = 30,
         via: (any HTTPTransport)? = nil, repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Response {
@@ -359,7 +359,7 @@ public struct SwitchboardClient: Sendable {
     }
 
     @discardableResult
-    private func send(_ method: String, _ path: String) async throws -> Data {
+    func send(_ method: String, _ path: String) async throws -> Data {
         try await send(method, path, query: [], body: Optional<Empty>.none, timeout: 30)
     }
 
@@ -367,7 +367,7 @@ public struct SwitchboardClient: Sendable {
     /// `repeatable`: whether the server treats the request the same however often it arrives,
     /// so a hedging transport may send copies; by default reads (`GET`) and `DELETE`s are.
     /// `heldCopies` > 0: a held request, sent as that many copies at once (`sendHeld`).
-    private func send<Body: Encodable>(
+    func send<Body: Encodable>(
         _ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval, via: (any HTTPTransport)? = nil,
         repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Data {
