@@ -229,8 +229,14 @@ public final class Application: Sendable {
     func pruneEvents() async throws -> Int {
         let window = TimeInterval(configuration.eventRetentionDays) * 86_400
         // E2EE items nobody fetched within the same window go too (their cursors then get 410).
-        let items = try await e2ee.prune(olderThan: window)
-        if items > 0 { logger.info("pruned unread E2EE items", ["deleted": .int(items)]) }
+        do {
+            let items = try await e2ee.prune(olderThan: window)
+            if items > 0 { logger.info("pruned unread E2EE items", ["deleted": .int(items)]) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("E2EE item pruning failed", ["error": .string(String(describing: error))])
+        }
         return try await store.write { transaction in
             try transaction.events.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)))
         }

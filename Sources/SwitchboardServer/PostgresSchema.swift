@@ -149,7 +149,8 @@ public enum PostgresSchema {
                 device_id TEXT COLLATE "C" PRIMARY KEY,
                 user_id TEXT COLLATE "C" NOT NULL REFERENCES users(id),
                 created_at TEXT COLLATE "C" NOT NULL,
-                last_sequence BIGINT NOT NULL DEFAULT 0
+                last_sequence BIGINT NOT NULL DEFAULT 0,
+                removed_at TEXT COLLATE "C"
             );
             CREATE INDEX e2ee_devices_by_user ON e2ee_devices(user_id, device_id);
             CREATE TABLE e2ee_items (

@@ -202,7 +202,10 @@ public enum Schema {
                 device_id TEXT PRIMARY KEY NOT NULL,
                 user_id TEXT NOT NULL REFERENCES users(id),
                 created_at TEXT NOT NULL,
-                last_sequence INTEGER NOT NULL DEFAULT 0
+                last_sequence INTEGER NOT NULL DEFAULT 0,
+                -- A removed device keeps its row (and its sequence, so a cursor saved before
+                -- never points past it) and its id stays its user's.
+                removed_at TEXT
             ) STRICT;
             CREATE INDEX e2ee_devices_by_user ON e2ee_devices(user_id, device_id);
             CREATE TABLE e2ee_items (

@@ -307,3 +307,35 @@ struct E2EEQueueTests {
         #expect(page.items.map(\.sequence) == [3])
     }
 }
+
+extension E2EEQueueTests {
+    @Test func aRemovedDeviceRegisteredAgainGoesOnWithItsSequenceAndStaysItsOwners() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.close() }
+        try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, [1])])
+        try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, [2])])
+        _ = try await fixture.read(fixture.max, device: fixture.m1, after: 1)
+        #expect(await fixture.request(fixture.max, "DELETE", "/e2ee/devices/\(fixture.m1)").status == 204)
+        #expect(await fixture.page(fixture.max, device: fixture.m1).status == 404, "a removed device has no queue")
+        let toRemoved = await fixture.request(fixture.olivia, "POST", "\(fixture.conversationScope)/messages", Fixture.body(from: fixture.o1, to: [(fixture.m1, [3])]))
+        #expect(toRemoved.status == 404)
+        let taken = await fixture.request(fixture.sam, "POST", "/e2ee/devices", #"{"deviceId":"\#(fixture.m1)"}"#)
+        #expect(taken.status == 409 && taken.errorCode == "DEVICE_ID_TAKEN", "a removed id stays its owner's")
+        let back = await fixture.request(fixture.max, "POST", "/e2ee/devices", #"{"deviceId":"\#(fixture.m1)"}"#)
+        #expect(back.status == 201)
+        // The cursor saved before (2) is still valid, and new items come after it.
+        try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, [4])])
+        let page = try await fixture.read(fixture.max, device: fixture.m1, after: 2)
+        #expect(page.items.map(\.sequence) == [3])
+    }
+
+    @Test func dissolvingAGroupDropsItsQueuedItems() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.close() }
+        try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.a1, [1]), (fixture.m1, [1])], scope: fixture.groupScope)
+        try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, [2])])
+        #expect(await fixture.request(fixture.olivia, "DELETE", "/groups/\(fixture.group)").status == 204)
+        #expect(try await fixture.itemCount(device: fixture.a1) == 0)
+        #expect(try await fixture.itemCount(device: fixture.m1) == 1, "the conversation's item stays")
+    }
+}

@@ -363,3 +363,15 @@ struct LiveLocationTests {
         #expect(count == 0)
     }
 }
+
+extension LiveLocationTests {
+    @Test func startingAgainNeverKeepsAShareBeyondEightHoursFromItsStart() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.close() }
+        let first = try await fixture.share(fixture.olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":28800}"#)
+        fixture.world.clock.advance(seconds: 7 * 3600)
+        let again = try await fixture.share(fixture.olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":28800}"#)
+        #expect(again.startedAt == first.startedAt)
+        #expect(again.expiresAt == first.expiresAt, "capped at 8 h after the first start")
+    }
+}

@@ -25,10 +25,11 @@ struct E2EEService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             if let existing = try transaction.e2ee.device(deviceID) {
+                // A device id stays its first account's, removed or not.
                 guard existing.userID == userID else {
                     throw APIError(status: 409, code: "DEVICE_ID_TAKEN", message: "another account registered this device id", field: "deviceId")
                 }
-                return (existing.wire, false)
+                if !existing.removed { return (existing.wire, false) }
             }
             try transaction.e2ee.register(deviceID, of: userID, at: transaction.timestamp)
             return (E2EEDevice(deviceId: deviceID, userId: userID, createdAt: transaction.timestamp), true)
@@ -44,7 +45,7 @@ struct E2EEService: Sendable {
     func remove(_ deviceID: String, by principal: Principal) async throws {
         let userID = principal.user.id
         try await store.write { transaction in
-            guard let device = try transaction.e2ee.device(deviceID.lowercased()), device.userID == userID else {
+            guard let device = try transaction.e2ee.device(deviceID.lowercased()), device.userID == userID, !device.removed else {
                 throw APIError.notFound("no such device")
             }
             _ = try transaction.e2ee.remove(device.deviceID)
@@ -78,7 +79,7 @@ struct E2EEService: Sendable {
                 return (result, false)
             }
             let participants = try LiveLocationService.participants(of: scope, for: userID, changing: true, in: transaction)
-            guard let sender = try e2ee.device(message.senderDeviceID) else {
+            guard let sender = try e2ee.device(message.senderDeviceID), !sender.removed else {
                 throw APIError(status: 404, code: "NOT_FOUND", message: "no such device", field: "senderDeviceId")
             }
             guard sender.userID == userID else {
@@ -89,7 +90,7 @@ struct E2EEService: Sendable {
             var deliveries: [E2EEDelivery] = []
             let messageID = transaction.newID(), nowMS = CallStore.milliseconds(transaction.date)
             for (index, recipient) in message.recipients.enumerated() {
-                guard let device = try e2ee.device(recipient.deviceID), members.contains(device.userID) else {
+                guard let device = try e2ee.device(recipient.deviceID), !device.removed, members.contains(device.userID) else {
                     throw APIError(
                         status: 404, code: "NOT_FOUND", message: "not a device of this \(Self.place(scope))'s participants: \(recipient.deviceID)",
                         field: "recipients[\(index)].deviceId")
@@ -128,7 +129,7 @@ struct E2EEService: Sendable {
         let userID = principal.user.id
         let check: @Sendable (any Repositories) throws -> Bool = { repositories in
             _ = try LiveLocationService.participants(of: scope, for: userID, changing: false, in: repositories)
-            guard let device = try repositories.e2ee.device(deviceID) else {
+            guard let device = try repositories.e2ee.device(deviceID), !device.removed else {
                 throw APIError(status: 404, code: "NOT_FOUND", message: "no such device", field: "deviceId")
             }
             guard device.userID == userID else {

@@ -30,7 +30,11 @@ struct LiveLocationService: Sendable {
             let participants = try Self.participants(of: scope, for: userID, changing: true, in: transaction)
             let nowMS = CallStore.milliseconds(transaction.date)
             let running = try transaction.liveLocations.share(in: scope, of: userID).flatMap { $0.expiresAtMS > nowMS ? $0 : nil }
-            let expires = transaction.date.addingTimeInterval(TimeInterval(duration))
+            // Started again, a share still ends at most 8 h after it first began.
+            let startedAt = running.flatMap { Self.date($0.startedAt) } ?? transaction.date
+            let expires = min(
+                transaction.date.addingTimeInterval(TimeInterval(duration)),
+                startedAt.addingTimeInterval(TimeInterval(Self.durationRange.upperBound)))
             let share = StoredLiveLocation(
                 scope: scope, userID: userID, latitude: position.latitude, longitude: position.longitude, accuracy: position.accuracy,
                 startedAt: running?.startedAt ?? transaction.timestamp, updatedAt: transaction.timestamp,
@@ -63,8 +67,9 @@ struct LiveLocationService: Sendable {
 
     /// The scope's running shares, by user id.
     func list(in scope: MessageScope, for principal: Principal) async throws -> LiveLocationList {
-        let userID = principal.user.id, now = CallStore.milliseconds(store.environment.now())
+        let userID = principal.user.id, environment = store.environment
         return try await store.snapshot { snapshot in
+            let now = CallStore.milliseconds(environment.now())
             _ = try Self.participants(of: scope, for: userID, changing: false, in: snapshot)
             return LiveLocationList(liveLocations: try snapshot.liveLocations.shares(in: scope, runningAt: now).map(\.wire))
         }
@@ -83,8 +88,10 @@ struct LiveLocationService: Sendable {
 
     /// The caller's running shares anywhere, oldest first (what an app restores after a restart).
     func mine(for principal: Principal) async throws -> LiveLocationList {
-        let userID = principal.user.id, now = CallStore.milliseconds(store.environment.now())
-        return try await store.snapshot { LiveLocationList(liveLocations: try $0.liveLocations.shares(of: userID, runningAt: now).map(\.wire)) }
+        let userID = principal.user.id, environment = store.environment
+        return try await store.snapshot {
+            LiveLocationList(liveLocations: try $0.liveLocations.shares(of: userID, runningAt: CallStore.milliseconds(environment.now())).map(\.wire))
+        }
     }
 
     /// Ends the shares that reached their end; returns how many. A look first, so a server
@@ -115,6 +122,13 @@ struct LiveLocationService: Sendable {
     }
 
     // MARK: Helpers
+
+    /// A stored timestamp (ISO-8601 UTC with milliseconds) as a date.
+    static func date(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
+    }
 
     /// Who hears of the scope's changes; 404 when `userID` cannot see the scope, and with
     /// `changing`, 403 for a conversation whose two are not friends or have a block.

@@ -108,6 +108,7 @@ struct GroupService: Sendable {
             let notices = try CallService.endLiveCall(
                 scopeKind: .group, scopeID: groupID, reason: .groupDissolved, channels: channels, withdrawMedia: withdraw, in: transaction)
             try LiveLocationService.endAll(in: .group(groupID), telling: members, in: transaction)
+            try transaction.e2ee.dropScope(.group(groupID))
             try transaction.groups.dissolve(groupID, at: transaction.timestamp)
             try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
             return notices

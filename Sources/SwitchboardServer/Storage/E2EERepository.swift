@@ -20,6 +20,8 @@ struct StoredE2EEDevice: Sendable, Equatable {
     var userID: String
     var createdAt: String
     var lastSequence: Int64
+    /// Removed by its owner: it has no queue and cannot send or receive until registered again.
+    var removed: Bool
 
     var wire: E2EEDevice { E2EEDevice(deviceId: deviceID, userId: userID, createdAt: createdAt) }
 }
@@ -38,11 +40,14 @@ struct StoredE2EESend: Sendable, Equatable {
 /// sees a number before a smaller one of the same device.
 protocol E2EERepository {
     func device(_ deviceID: String) throws -> StoredE2EEDevice?
+    /// Registers a new device, or takes a removed one of the same user back (its sequence goes on).
     func register(_ deviceID: String, of userID: String, at timestamp: String) throws
-    /// The devices of these users, by user id, then device id.
+    /// The registered (not removed) devices of these users, by user id, then device id.
     func devices(of userIDs: [String]) throws -> [StoredE2EEDevice]
-    /// Forgets a device with its queue; false when it was not there.
+    /// Removes a device: its queue goes, its row and sequence stay; false when it was not registered.
     func remove(_ deviceID: String) throws -> Bool
+    /// Deletes every queued item and acknowledgement of the scope (a dissolved group).
+    func dropScope(_ scope: MessageScope) throws
     /// Appends one item to the device's queue and returns its sequence.
     func append(_ item: StoredE2EEItem, atMS nowMS: Int64) throws -> Int64
     /// Up to `limit` items of the device in the scope after `sequence`, ascending.
@@ -66,13 +71,18 @@ struct SQLE2EERepository: E2EERepository {
     let connection: any SQLExecutor
 
     func device(_ deviceID: String) throws -> StoredE2EEDevice? {
-        try connection.query("SELECT device_id, user_id, created_at, last_sequence FROM e2ee_devices WHERE device_id = ?1", [.text(deviceID)])
-            .first.map(Self.device(from:))
+        try connection.query(
+            "SELECT device_id, user_id, created_at, last_sequence, removed_at FROM e2ee_devices WHERE device_id = ?1", [.text(deviceID)]
+        ).first.map(Self.device(from:))
     }
 
     func register(_ deviceID: String, of userID: String, at timestamp: String) throws {
         try connection.run(
-            "INSERT INTO e2ee_devices (device_id, user_id, created_at, last_sequence) VALUES (?1, ?2, ?3, 0)",
+            """
+            INSERT INTO e2ee_devices (device_id, user_id, created_at, last_sequence) VALUES (?1, ?2, ?3, 0)
+            ON CONFLICT (device_id) DO UPDATE SET removed_at = NULL, created_at = excluded.created_at
+            WHERE e2ee_devices.user_id = excluded.user_id AND e2ee_devices.removed_at IS NOT NULL
+            """,
             [.text(deviceID), .text(userID), .text(timestamp)])
     }
 
@@ -80,7 +90,10 @@ struct SQLE2EERepository: E2EERepository {
         guard !userIDs.isEmpty else { return [] }
         let placeholders = (1...userIDs.count).map { "?\($0)" }.joined(separator: ", ")
         return try connection.query(
-            "SELECT device_id, user_id, created_at, last_sequence FROM e2ee_devices WHERE user_id IN (\(placeholders)) ORDER BY user_id, device_id",
+            """
+            SELECT device_id, user_id, created_at, last_sequence, removed_at FROM e2ee_devices
+            WHERE user_id IN (\(placeholders)) AND removed_at IS NULL ORDER BY user_id, device_id
+            """,
             userIDs.map { .text($0) }
         ).map(Self.device(from:))
     }
@@ -88,12 +101,19 @@ struct SQLE2EERepository: E2EERepository {
     func remove(_ deviceID: String) throws -> Bool {
         try connection.run("DELETE FROM e2ee_items WHERE device_id = ?1", [.text(deviceID)])
         try connection.run("DELETE FROM e2ee_acks WHERE device_id = ?1", [.text(deviceID)])
-        return try connection.run("DELETE FROM e2ee_devices WHERE device_id = ?1", [.text(deviceID)]) > 0
+        return try connection.run(
+            "UPDATE e2ee_devices SET removed_at = 'removed' WHERE device_id = ?1 AND removed_at IS NULL", [.text(deviceID)]) > 0
+    }
+
+    func dropScope(_ scope: MessageScope) throws {
+        try connection.run("DELETE FROM e2ee_items WHERE scope_id = ?1 AND scope_kind = ?2", [.text(scope.id), .text(scope.kindName)])
+        try connection.run("DELETE FROM e2ee_acks WHERE scope_id = ?1", [.text(scope.id)])
     }
 
     func append(_ item: StoredE2EEItem, atMS nowMS: Int64) throws -> Int64 {
         guard let sequence = try connection.query(
-            "UPDATE e2ee_devices SET last_sequence = last_sequence + 1 WHERE device_id = ?1 RETURNING last_sequence", [.text(item.deviceID)]
+            "UPDATE e2ee_devices SET last_sequence = last_sequence + 1 WHERE device_id = ?1 AND removed_at IS NULL RETURNING last_sequence",
+            [.text(item.deviceID)]
         ).first?.int64("last_sequence") else {
             throw APIError(status: 404, code: "NOT_FOUND", message: "no such device: \(item.deviceID)")
         }
@@ -179,6 +199,6 @@ struct SQLE2EERepository: E2EERepository {
     private static func device(from row: SQLiteRow) throws -> StoredE2EEDevice {
         StoredE2EEDevice(
             deviceID: try row.string("device_id"), userID: try row.string("user_id"), createdAt: try row.string("created_at"),
-            lastSequence: try row.int64("last_sequence"))
+            lastSequence: try row.int64("last_sequence"), removed: try row.optionalString("removed_at") != nil)
     }
 }
