@@ -57,4 +57,19 @@ struct JSONBodyTests {
         let body = String(decoding: response.bodyBytes, as: UTF8.self)
         #expect(body == #"{"error":{"code":"VALIDATION_FAILED","message":"field 'a' is \"bad\"","field":"a"}}"#)
     }
+
+    /// NaN and infinities are not JSON; a body that writes them still gets a 400 naming the
+    /// field, at any depth; a body that is otherwise broken names none.
+    @Test(arguments: [
+        (#"{"name":"a","inner":{"count": NaN}}"#, "count"),
+        (#"{"name":"a","flag": Infinity}"#, "flag"),
+        (#"{"name":"a","tags":[], "x": -Infinity}"#, "x"),
+        (#"{"name":"a","inner":{"count": 1e999}}"#, "count"),
+        (#"{"name":"a",}}"#, nil),
+    ] as [(String, String?)])
+    func nonFiniteNumbersNameTheirField(json: String, field: String?) {
+        let failure = error(json)
+        #expect(failure?.status == 400)
+        #expect(failure?.field == field, "\(json): \(failure?.message ?? "")")
+    }
 }

@@ -85,12 +85,13 @@ struct E2EEService: Sendable {
             guard sender.userID == userID else {
                 throw APIError(status: 403, code: "NOT_YOUR_DEVICE", message: "'senderDeviceId' is another account's device", field: "senderDeviceId")
             }
-            let members = Set(participants)
+            // The participants' registered devices, in one read: whom a copy may go to.
+            let addressable = Dictionary(uniqueKeysWithValues: try e2ee.devices(of: participants).map { ($0.deviceID, $0) })
             var recipientUsers: [String] = []
             var deliveries: [E2EEDelivery] = []
             let messageID = transaction.newID(), nowMS = CallStore.milliseconds(transaction.date)
             for (index, recipient) in message.recipients.enumerated() {
-                guard let device = try e2ee.device(recipient.deviceID), !device.removed, members.contains(device.userID) else {
+                guard let device = addressable[recipient.deviceID] else {
                     throw APIError(
                         status: 404, code: "NOT_FOUND", message: "not a device of this \(Self.place(scope))'s participants: \(recipient.deviceID)",
                         field: "recipients[\(index)].deviceId")
@@ -103,10 +104,7 @@ struct E2EEService: Sendable {
                 deliveries.append(E2EEDelivery(deviceId: device.deviceID, sequence: sequence))
                 recipientUsers.append(device.userID)
             }
-            switch scope {
-            case .conversation(let id): try transaction.appendEvent(EventKind.e2ee, to: recipientUsers, conversationID: id)
-            case .group(let id): try transaction.appendEvent(EventKind.e2ee, to: recipientUsers, groupID: id)
-            }
+            try transaction.appendEvent(EventKind.e2ee, to: recipientUsers, conversationID: scope.conversationID, groupID: scope.groupID)
             let result = E2EESendResult(messageId: messageID, deliveries: deliveries, createdAt: transaction.timestamp)
             if let clientID = message.clientID {
                 let text = String(decoding: try JSONEncoder().encode(result), as: UTF8.self)
@@ -224,14 +222,10 @@ struct E2EEService: Sendable {
     }
 
     private static func wire(_ item: StoredE2EEItem) -> E2EEItem {
-        let (conversationID, groupID): (String?, String?) = switch item.scope {
-        case .conversation(let id): (id, nil)
-        case .group(let id): (nil, id)
-        }
-        return E2EEItem(
+        E2EEItem(
             sequence: item.sequence, messageId: item.messageID, kind: item.kind, senderUserId: item.senderUserID,
-            senderDeviceId: item.senderDeviceID, ciphertext: Data(item.ciphertext).base64EncodedString(), conversationId: conversationID,
-            groupId: groupID, createdAt: item.createdAt)
+            senderDeviceId: item.senderDeviceID, ciphertext: Data(item.ciphertext).base64EncodedString(),
+            conversationId: item.scope.conversationID, groupId: item.scope.groupID, createdAt: item.createdAt)
     }
 
     private static func place(_ scope: MessageScope) -> String {

@@ -23,10 +23,38 @@ public enum JSONBody {
         do {
             return try JSONDecoder().decode(type, from: Data(bytes))
         } catch let error as DecodingError {
-            throw describe(error)
+            let described = describe(error)
+            // JSON has no NaN or infinity, so a body that writes them (as some encoders do:
+            // `NaN`, `Infinity`, or a number beyond a double's range) is not JSON at all; the
+            // 400 still names the field that holds one.
+            if described.field == nil, let field = nonFiniteField(in: bytes) {
+                throw APIError.validation("'\(field)' must be a finite number", field: field)
+            }
+            throw described
         } catch {
             throw APIError.validation("request body is not valid JSON")
         }
+    }
+
+    /// The first key (of any object in `body`) whose value is a number token that is not
+    /// finite: `NaN`, `Infinity`, `-Infinity` or a literal beyond a double's range; with
+    /// `integer`, also any number that is not an integer. Among `fields` only, when given.
+    static func nonFiniteField(in body: [UInt8], among fields: [String]? = nil, integer: Bool = false) -> String? {
+        let text = String(decoding: body, as: UTF8.self)
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "\"") {
+            let afterOpen = rest[rest.index(after: open)...]
+            guard let close = afterOpen.firstIndex(of: "\"") else { return nil }
+            let key = String(afterOpen[..<close])
+            rest = afterOpen[afterOpen.index(after: close)...]
+            let colon = rest.drop(while: blank)
+            guard colon.first == ":", fields?.contains(key) ?? true else { continue }
+            let token = colon.dropFirst().drop(while: blank).prefix { $0.isLetter || $0.isNumber || "+-.".contains($0) }
+            if ["NaN", "-NaN", "Infinity", "-Infinity", "+Infinity"].contains(token) { return key }
+            if let number = Double(token), !number.isFinite || (integer && Int(exactly: number) == nil) { return key }
+        }
+        return nil
     }
 
     static func describe(_ error: DecodingError) -> APIError {

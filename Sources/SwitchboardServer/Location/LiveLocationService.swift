@@ -157,10 +157,7 @@ struct LiveLocationService: Sendable {
 
     private static func announce(in scope: MessageScope, to userIDs: [String], in transaction: WriteTransaction) throws {
         guard !userIDs.isEmpty else { return }
-        switch scope {
-        case .conversation(let id): try transaction.appendEvent(EventKind.liveLocationChanged, to: userIDs, conversationID: id)
-        case .group(let id): try transaction.appendEvent(EventKind.liveLocationChanged, to: userIDs, groupID: id)
-        }
+        try transaction.appendEvent(EventKind.liveLocationChanged, to: userIDs, conversationID: scope.conversationID, groupID: scope.groupID)
     }
 
     /// A position: finite numbers in range, each field named when it is not.

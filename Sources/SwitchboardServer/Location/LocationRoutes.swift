@@ -38,43 +38,18 @@ struct LocationRoutes {
         })
     }
 
-    static let positionFields = ["latitude", "longitude", "accuracy"]
-
-    /// Decodes a position body. JSON has no NaN or infinity, so a body that writes them (as
-    /// some encoders do: `NaN`, `Infinity`, or a number too large for a double) is not JSON;
-    /// the 400 still names the field that holds one.
+    /// Decodes a position body (``JSONBody`` names a field holding NaN or an infinity). A
+    /// fraction or an out-of-range number where the integer `durationSeconds` belongs fails in
+    /// the decoder without a path; the 400 names it all the same.
     static func decodePosition<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws(APIError) -> T {
         do {
             return try JSONBody.decode(type, from: body)
         } catch where error.field == nil {
-            if let field = nonFiniteField(in: body, among: positionFields) {
-                throw APIError.validation("'\(field)' must be a finite number", field: field)
-            }
-            // A fraction or an out-of-range number where an integer belongs fails without a path.
-            if nonFiniteField(in: body, among: ["durationSeconds"], integer: true) != nil {
+            if JSONBody.nonFiniteField(in: body, among: ["durationSeconds"], integer: true) != nil {
                 throw APIError.validation("'durationSeconds' must be an integer from 60 to 28800", field: "durationSeconds")
             }
             throw error
         }
-    }
-
-    /// The first of `fields` whose value in the (top-level) body is a number token that is not
-    /// finite: `NaN`, `Infinity`, `-Infinity` or a literal beyond a double's range.
-    /// With `integer`, any number that is not an integer counts too.
-    static func nonFiniteField(in body: [UInt8], among fields: [String], integer: Bool = false) -> String? {
-        let text = String(decoding: body, as: UTF8.self)
-        for field in fields {
-            var rest = Substring(text)
-            while let range = rest.range(of: "\"\(field)\"") {
-                rest = rest[range.upperBound...].drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-                guard rest.first == ":" else { continue }
-                let value = rest.dropFirst().drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-                let token = value.prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "+" || $0 == "." }
-                if ["NaN", "Infinity", "-Infinity", "+Infinity", "-NaN"].contains(token) { return field }
-                if let number = Double(token), !number.isFinite || (integer && Int(exactly: number) == nil) { return field }
-            }
-        }
-        return nil
     }
 }
 

@@ -16,12 +16,8 @@ struct StoredLiveLocation: Sendable, Equatable {
 
     /// The answer's form.
     var wire: LiveLocation {
-        let (conversationID, groupID): (String?, String?) = switch scope {
-        case .conversation(let id): (id, nil)
-        case .group(let id): (nil, id)
-        }
-        return LiveLocation(
-            userId: userID, conversationId: conversationID, groupId: groupID, latitude: latitude, longitude: longitude,
+        LiveLocation(
+            userId: userID, conversationId: scope.conversationID, groupId: scope.groupID, latitude: latitude, longitude: longitude,
             accuracy: accuracy, startedAt: startedAt, updatedAt: updatedAt, expiresAt: expiresAt)
     }
 }
@@ -34,6 +30,11 @@ extension MessageScope {
         case .group: "group"
         }
     }
+
+    /// The id when this is a conversation (the answers' and events' `conversationId`).
+    var conversationID: String? { if case .conversation(let id) = self { id } else { nil } }
+    /// The id when this is a group.
+    var groupID: String? { if case .group(let id) = self { id } else { nil } }
 
     /// The scope of a stored kind name and id; nil for a kind this build does not know.
     init?(kindName: String, id: String) {
