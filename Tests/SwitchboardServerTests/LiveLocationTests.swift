@@ -56,6 +56,14 @@ struct LiveLocationTests {
             try await world.events(of: person).last?.id ?? 0
         }
 
+        /// Advances the clock once the expiry sweep sleeps on it: a sweep still running when the
+        /// clock moves would sleep a whole interval from the new time, past the moment the test
+        /// means it to wake at.
+        func advanceWithTheSweepAsleep(seconds: Double) async throws {
+            try #require(await eventually { world.clock.sleeperCount(of: "live location expiry") == 1 }, "the expiry sweep sleeps on the clock")
+            world.clock.advance(seconds: seconds)
+        }
+
         var conversationPath: String { "/conversations/\(conversation)/live-locations" }
         var groupPath: String { "/groups/\(group)/live-locations" }
         func close() { world.close() }
@@ -290,9 +298,9 @@ struct LiveLocationTests {
         _ = try await fixture.share(olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":60}"#)
         _ = try await fixture.share(max, fixture.conversationPath)  // the default hour
         let cursor = try await fixture.cursor(max)
-        fixture.world.clock.advance(seconds: 59)
+        try await fixture.advanceWithTheSweepAsleep(seconds: 59)
         #expect(try await fixture.list(max, fixture.conversationPath).count == 2)
-        fixture.world.clock.advance(seconds: 1)
+        try await fixture.advanceWithTheSweepAsleep(seconds: 1)
         // At its end exactly it is not listed, whether or not the sweep ran.
         #expect(try await fixture.list(max, fixture.conversationPath).map(\.userId) == [max.id])
         let late = await fixture.request(olivia, "PUT", fixture.conversationPath, LiveLocationTests.position)
