@@ -188,6 +188,7 @@ let package = Package(
                 "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
                 "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
                 "SwitchboardObservability", "SwitchboardLifecycle", "SwitchboardCLI",
+                "SwitchboardNetSim",  // SplitMix64, for seeded histories
             ],
             swiftSettings: strict),
     ]

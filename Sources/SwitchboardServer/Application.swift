@@ -32,6 +32,7 @@ public final class Application: Sendable {
     let mediaJobs: MediaJobRunner
     let liveLocations: LiveLocationService
     let e2ee: E2EEService
+    let callDirectory: CallDirectoryService
 
     /// How long a push claim keeps other passes and instances off a job: twice the longest
     /// request deadline of the channels in use (a send may first fetch an access token), plus 5 s.
@@ -125,6 +126,9 @@ public final class Application: Sendable {
         let e2ee = E2EEService(store: store)
         self.e2ee = e2ee
         E2EERoutes(service: e2ee, authenticator: authenticator).register(in: &router)
+        let callDirectory = CallDirectoryService(store: store)
+        self.callDirectory = callDirectory
+        CallDirectoryRoutes(service: callDirectory, authenticator: authenticator, adminKey: configuration.adminKey).register(in: &router)
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         GatewayRoutes(
@@ -236,6 +240,15 @@ public final class Application: Sendable {
             throw CancellationError()
         } catch {
             logger.error("E2EE item pruning failed", ["error": .string(String(describing: error))])
+        }
+        // Call Directory changes older than 30 days: a phone further behind reads the whole list.
+        do {
+            let changes = try await callDirectory.prune()
+            if changes > 0 { logger.info("pruned Call Directory changes", ["deleted": .int(changes)]) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("Call Directory change pruning failed", ["error": .string(String(describing: error))])
         }
         return try await store.write { transaction in
             try transaction.events.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)))

@@ -186,6 +186,53 @@ public enum PostgresSchema {
             );
             CREATE INDEX e2ee_sends_by_time ON e2ee_sends(created_at_ms);
             """),
+        Migration(version: 18, name: "call_directory", sql: """
+            CREATE TABLE organizations (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                name TEXT NOT NULL,
+                created_at TEXT COLLATE "C" NOT NULL
+            );
+            CREATE TABLE organization_members (
+                organization_id TEXT COLLATE "C" NOT NULL REFERENCES organizations(id),
+                user_id TEXT COLLATE "C" NOT NULL REFERENCES users(id),
+                joined_at TEXT COLLATE "C" NOT NULL,
+                PRIMARY KEY (organization_id, user_id)
+            );
+            CREATE INDEX organization_members_by_user ON organization_members(user_id, organization_id);
+            CREATE TABLE call_directory_sources (
+                owner_kind TEXT COLLATE "C" NOT NULL CHECK (owner_kind IN ('user', 'organization')),
+                owner_id TEXT COLLATE "C" NOT NULL,
+                kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('blocking', 'identification')),
+                number BIGINT NOT NULL,
+                label TEXT,
+                PRIMARY KEY (owner_id, kind, number, owner_kind)
+            );
+            CREATE INDEX call_directory_sources_by_number ON call_directory_sources(kind, number);
+            CREATE TABLE call_directory_entries (
+                user_id TEXT COLLATE "C" NOT NULL,
+                kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('blocking', 'identification')),
+                number BIGINT NOT NULL,
+                label TEXT,
+                PRIMARY KEY (user_id, kind, number)
+            );
+            CREATE TABLE call_directory_versions (
+                user_id TEXT COLLATE "C" PRIMARY KEY,
+                version BIGINT NOT NULL,
+                floor BIGINT NOT NULL DEFAULT 0
+            );
+            CREATE TABLE call_directory_changes (
+                user_id TEXT COLLATE "C" NOT NULL,
+                version BIGINT NOT NULL,
+                seq BIGINT NOT NULL,
+                kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('blocking', 'identification')),
+                number BIGINT NOT NULL,
+                label TEXT,
+                op TEXT COLLATE "C" NOT NULL CHECK (op IN ('add', 'remove')),
+                created_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (user_id, version, seq)
+            );
+            CREATE INDEX call_directory_changes_by_time ON call_directory_changes(created_at_ms);
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

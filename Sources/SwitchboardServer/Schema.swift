@@ -241,6 +241,56 @@ public enum Schema {
             ) STRICT, WITHOUT ROWID;
             CREATE INDEX e2ee_sends_by_time ON e2ee_sends(created_at_ms);
             """),
+        // Call Directory lists (SPEC §11): what each user and organisation lists
+        // (`call_directory_sources`), each user's merged list (`call_directory_entries`) at
+        // their `version`, and its changes by version, kept 30 days for incremental answers.
+        Migration(version: 18, name: "call_directory", sql: """
+            CREATE TABLE organizations (
+                id TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            ) STRICT;
+            CREATE TABLE organization_members (
+                organization_id TEXT NOT NULL REFERENCES organizations(id),
+                user_id TEXT NOT NULL REFERENCES users(id),
+                joined_at TEXT NOT NULL,
+                PRIMARY KEY (organization_id, user_id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX organization_members_by_user ON organization_members(user_id, organization_id);
+            CREATE TABLE call_directory_sources (
+                owner_kind TEXT NOT NULL CHECK (owner_kind IN ('user', 'organization')),
+                owner_id TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('blocking', 'identification')),
+                number INTEGER NOT NULL,
+                label TEXT,
+                PRIMARY KEY (owner_id, kind, number, owner_kind)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX call_directory_sources_by_number ON call_directory_sources(kind, number);
+            CREATE TABLE call_directory_entries (
+                user_id TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('blocking', 'identification')),
+                number INTEGER NOT NULL,
+                label TEXT,
+                PRIMARY KEY (user_id, kind, number)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE call_directory_versions (
+                user_id TEXT PRIMARY KEY NOT NULL,
+                version INTEGER NOT NULL,
+                floor INTEGER NOT NULL DEFAULT 0
+            ) STRICT;
+            CREATE TABLE call_directory_changes (
+                user_id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                seq INTEGER NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('blocking', 'identification')),
+                number INTEGER NOT NULL,
+                label TEXT,
+                op TEXT NOT NULL CHECK (op IN ('add', 'remove')),
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (user_id, version, seq)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX call_directory_changes_by_time ON call_directory_changes(created_at_ms);
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

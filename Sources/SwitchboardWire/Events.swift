@@ -65,6 +65,9 @@ public enum EventKind {
     /// New end-to-end-encrypted items wait in one of the user's device queues of the
     /// conversation or group (`GET /e2ee/…/events`).
     public static let e2ee = "e2ee"
+    /// The user's Call Directory list changed (their own entries or an organisation's): read
+    /// `GET /call-directory?since=…` and reload the Call Directory extension.
+    public static let callDirectoryChanged = "call_directory_changed"
 }
 
 /// The answer of `GET /events`: at most 100 events in ascending id order, and the cursor to

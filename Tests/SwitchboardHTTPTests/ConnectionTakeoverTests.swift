@@ -173,13 +173,14 @@ struct ConnectionTakeoverTests {
     @Test func whatIsSentBeforeACloseArrivesWholeWhicheverThreadSentIt() async throws {
         final class Burst: HTTPConnectionHandler, Sendable {
             func connectionStarted(_ connection: HTTPTakenConnection) {
+                // A first piece from the loop thread itself, queued before the thread below starts
+                // (started first, on a busy machine it could send everything and close before it).
+                connection.send(Array("start:".utf8))
                 // From a thread of its own: 200 KB in pieces, then the close, with nothing between.
                 Thread.detachNewThread {
                     for index in 0..<200 { connection.send([UInt8](repeating: UInt8(index % 250), count: 1000)) }
                     connection.close()
                 }
-                // And a first piece from the loop thread itself, queued before any of those.
-                connection.send(Array("start:".utf8))
             }
             func connectionReceived(_ bytes: UnsafeRawBufferPointer) {}
             func connectionClosed() {}

@@ -38,7 +38,7 @@ enum ClientAddress {
         }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         guard inet_ntop(AF_INET6, &v6, &buffer, socklen_t(buffer.count)) != nil else { return text }
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// What a throttle counts: an IPv4 address itself, an IPv6 address by its /64 (one

@@ -139,6 +139,7 @@ protocol Repositories {
     var mediaJobs: any MediaJobRepository { get }
     var liveLocations: any LiveLocationRepository { get }
     var e2ee: any E2EERepository { get }
+    var callDirectory: any CallDirectoryRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -162,6 +163,7 @@ extension SQLRepositories {
     var mediaJobs: any MediaJobRepository { SQLMediaJobRepository(connection: connection) }
     var liveLocations: any LiveLocationRepository { SQLLiveLocationRepository(connection: connection) }
     var e2ee: any E2EERepository { SQLE2EERepository(connection: connection) }
+    var callDirectory: any CallDirectoryRepository { SQLCallDirectoryRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

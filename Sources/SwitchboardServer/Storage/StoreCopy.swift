@@ -60,6 +60,12 @@ enum StoreCopy {
         Table(name: "e2ee_items", key: "device_id, sequence", identity: nil),
         Table(name: "e2ee_acks", key: "device_id, scope_id", identity: nil),
         Table(name: "e2ee_sends", key: "sender_user_id, client_id", identity: nil),
+        Table(name: "organizations", key: "rowid", identity: nil),
+        Table(name: "organization_members", key: "organization_id, user_id", identity: nil),
+        Table(name: "call_directory_sources", key: "owner_id, kind, number, owner_kind", identity: nil),
+        Table(name: "call_directory_entries", key: "user_id, kind, number", identity: nil),
+        Table(name: "call_directory_versions", key: "rowid", identity: nil),
+        Table(name: "call_directory_changes", key: "user_id, version, seq", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.
