@@ -25,6 +25,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let onNotice: @Sendable (Notice) -> Void
     /// Opens encrypted VoIP payloads (a device that registered a payload key); nil: none.
     let payloadDecryptor: (any VoIPPayloadDecrypting)?
+    /// Reachability and reconnect plans (SPEC §4 rule 12); nil: the watcher just retries.
+    let reconnect: ReconnectMonitor?
 
     private struct State {
         var ledger: CallLedger
@@ -53,6 +55,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     ///   - payloadDecryptor: opens encrypted VoIP payloads, when the device registered a
     ///     payload key. A push it cannot open still rings, as an unknown caller, and is
     ///     resolved from the server (`/calls/active`, the event stream).
+    ///   - reconnect: where reachability is reported; after an outage of 30 s or more the
+    ///     coordinator re-reads the active calls, and its watcher polls again the moment the
+    ///     network is back (rule 12).
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
     public init(
         userID: String, backend: any CallBackend, callSystem: any CallSystem,
@@ -60,15 +65,18 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         clock: any CallClock = SystemCallClock(),
         configuration: CallLedger.Configuration = CallLedger.Configuration(),
         payloadDecryptor: (any VoIPPayloadDecrypting)? = nil,
+        reconnect: ReconnectMonitor? = nil,
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
         self.payloadDecryptor = payloadDecryptor
+        self.reconnect = reconnect
         self.callSystem = callSystem
         self.makeMedia = media
         self.clock = clock
         self.onNotice = onNotice
         state = LockedState(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
         callSystem.setDelegate(self)
+        reconnect?.onReconnect { [weak self] plan in self?.reconnected(plan) }
     }
 
     // MARK: Inputs from the app
@@ -152,6 +160,23 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             state.generation += 1
         }
         input { $0.sessionRenewed() }
+    }
+
+    /// The network is back after an outage (``ReconnectMonitor`` calls this): unless the plan
+    /// only resumes the feed, the active calls are re-read (`GET /calls/active`) — a call that
+    /// rang meanwhile is reported, one that ended meanwhile ends — and each live call too.
+    public func reconnected(_ plan: ReconnectPlanner.Plan) {
+        guard plan.rereadsCalls else { return }
+        spawn { [self] in
+            do {
+                let calls = try await backend.activeCalls()
+                input { $0.activeCallsRead(calls) }
+            } catch {
+                // No list: re-read the calls we know of, one by one.
+                let live = liveCallIDs.filter { !$0.hasPrefix(CallLedger.placeholderPrefix) }
+                for callID in live { await request(callID, .fetch) }
+            }
+        }
     }
 
     /// The coordinator's view of a call.
@@ -378,6 +403,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
                 return (live, state.backend, state.generation)
             }
             if live.isEmpty { return }
+            let reconnects = reconnect?.reconnectCount ?? 0, sent = reconnect?.moment ?? 0
             do {
                 if let after = cursor {
                     let page = try await backend.callEvents(after: after, wait: EventConsumerPolicy.wait)
@@ -389,6 +415,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
                     for callID in live { await request(callID, .fetch) }
                 }
                 failures = 0
+                reconnect?.requestSucceeded(sentAt: sent)
             } catch let error as SwitchboardAPIError where error.status == 401 {
                 // Sent with a token replaced meanwhile: go on at once with the new one.
                 if tokenRefused(generation, stopWatching: true) { return }
@@ -399,7 +426,18 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             } catch {
                 if Task.isCancelled { return }
                 failures += 1
-                try? await clock.sleep(for: .seconds(min(failures, 3)))
+                let pause = Double(min(failures, 3))
+                if let reconnect {
+                    if let status = (error as? SwitchboardAPIError)?.status, status != 0 {
+                        reconnect.requestSucceeded(sentAt: sent)
+                    } else {
+                        reconnect.requestFailed()
+                    }
+                    // Cut short the moment the network is back (rule 12).
+                    try? await reconnect.pause(pause, since: reconnects) { [clock] in try await clock.sleep(for: .milliseconds(Int($0 * 1000))) }
+                } else {
+                    try? await clock.sleep(for: .seconds(pause))
+                }
             }
         }
     }
