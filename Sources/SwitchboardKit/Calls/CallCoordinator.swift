@@ -27,6 +27,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let payloadDecryptor: (any VoIPPayloadDecrypting)?
     /// Reachability and reconnect plans (SPEC §4 rule 12); nil: the watcher just retries.
     let reconnect: ReconnectMonitor?
+    /// Where the adaptive answer deadline comes from, when the configuration opts in.
+    let adaptiveDeadline: NetworkQualityMonitor?
+    /// While an answer waits under an adaptive deadline, it is re-evaluated this often (seconds).
+    static let deadlineRecheck = 0.25
 
     private struct State {
         var ledger: CallLedger
@@ -45,6 +49,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         var nextTask = 0
         var watcher: Task<Void, Never>?
         var closed = false
+        /// The adaptive answer deadline watched per call (a newer one supersedes it).
+        var deadlines: [String: Int] = [:]
+        var nextDeadline = 0
     }
 
     private let state: LockedState<State>
@@ -58,6 +65,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     ///   - reconnect: where reachability is reported; after an outage of 30 s or more the
     ///     coordinator re-reads the active calls, and its watcher polls again the moment the
     ///     network is back (rule 12).
+    ///   - networkQuality: where an adaptive answer deadline (`configuration.adaptiveAnswerDeadline`)
+    ///     comes from; by default the backend's (`SwitchboardClient.networkQuality`).
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
     public init(
         userID: String, backend: any CallBackend, callSystem: any CallSystem,
@@ -66,8 +75,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         configuration: CallLedger.Configuration = CallLedger.Configuration(),
         payloadDecryptor: (any VoIPPayloadDecrypting)? = nil,
         reconnect: ReconnectMonitor? = nil,
+        networkQuality: NetworkQualityMonitor? = nil,
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
+        adaptiveDeadline = configuration.adaptiveAnswerDeadline ? networkQuality ?? backend.networkQualityMonitor : nil
         self.payloadDecryptor = payloadDecryptor
         self.reconnect = reconnect
         self.callSystem = callSystem
@@ -300,6 +311,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             media(callID)?.stopAudio()
         case .setMuted(let callID, let muted):
             media(callID)?.setMuted(muted)
+        case .schedule(let callID, .answerDeadline, _) where adaptiveDeadline != nil:
+            watchAnswerDeadline(callID)
         case .schedule(let callID, let timer, let seconds):
             clock.schedule(after: .seconds(seconds)) { [self] in input { $0.timerFired(callID, timer) } }
         case .watch:
@@ -310,6 +323,40 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     }
 
     private func media(_ callID: String) -> (any MediaSession)? { state.withLock { $0.media[callID] } }
+
+    /// The adaptive answer deadline (rule 12): computed now, as the answer action is processed,
+    /// and again every ``deadlineRecheck`` while the answer waits, so a network that gets worse
+    /// (or better) while the phone rings moves it. When the time waited reaches it, the ledger
+    /// hears `answerDeadline`: the action fails and the call ends as failed, once.
+    private func watchAnswerDeadline(_ callID: String) {
+        let started = clock.now
+        let id = state.withLock { state -> Int in
+            state.nextDeadline += 1
+            state.deadlines[callID] = state.nextDeadline
+            return state.nextDeadline
+        }
+        checkAnswerDeadline(callID, id, started: started)
+    }
+
+    private func checkAnswerDeadline(_ callID: String, _ id: Int, started: Date) {
+        guard let quality = adaptiveDeadline else { return }
+        let waited = clock.now.timeIntervalSince(started), deadline = quality.answerDeadline
+        let (current, waiting) = state.withLock { state -> (Bool, Bool) in
+            let stage = state.ledger.entries[callID]?.stage
+            let current = state.deadlines[callID] == id
+            let waiting = current && (stage == .answering || stage == .ringing)
+            if current, !waiting || waited >= deadline - 1e-6 { state.deadlines[callID] = nil }
+            return (current, waiting)
+        }
+        guard current, waiting else { return }
+        if waited >= deadline - 1e-6 {
+            input { $0.timerFired(callID, .answerDeadline) }
+            return
+        }
+        clock.schedule(after: .milliseconds(Int((min(deadline - waited, Self.deadlineRecheck) * 1000).rounded(.up)))) { [self] in
+            checkAnswerDeadline(callID, id, started: started)
+        }
+    }
 
     /// One server request, its answer fed back to the ledger. A 401 for a token that was
     /// replaced while the request was on its way is sent again with the new one.
