@@ -27,6 +27,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let payloadDecryptor: (any VoIPPayloadDecrypting)?
     /// Reachability and reconnect plans (SPEC §4 rule 12); nil: the watcher just retries.
     let reconnect: ReconnectMonitor?
+    /// Memory-pressure levels: media sheds what the plan says; `fatal` ends live calls.
+    let memoryPressure: MemoryPressureMonitor?
     /// Where the adaptive answer deadline comes from, when the configuration opts in.
     let adaptiveDeadline: NetworkQualityMonitor?
     /// While an answer waits under an adaptive deadline, it is re-evaluated this often (seconds).
@@ -67,6 +69,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     ///     network is back (rule 12).
     ///   - networkQuality: where an adaptive answer deadline (`configuration.adaptiveAnswerDeadline`)
     ///     comes from; by default the backend's (`SwitchboardClient.networkQuality`).
+    ///   - memoryPressure: each level change is passed to every call's media session
+    ///     (``MediaSession/shed(_:)``); at `fatal` the live calls end cleanly, as failed.
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
     public init(
         userID: String, backend: any CallBackend, callSystem: any CallSystem,
@@ -76,8 +80,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         payloadDecryptor: (any VoIPPayloadDecrypting)? = nil,
         reconnect: ReconnectMonitor? = nil,
         networkQuality: NetworkQualityMonitor? = nil,
+        memoryPressure: MemoryPressureMonitor? = nil,
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
+        self.memoryPressure = memoryPressure
         adaptiveDeadline = configuration.adaptiveAnswerDeadline ? networkQuality ?? backend.networkQualityMonitor : nil
         self.payloadDecryptor = payloadDecryptor
         self.reconnect = reconnect
@@ -88,6 +94,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         state = LockedState(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
         callSystem.setDelegate(self)
         reconnect?.onReconnect { [weak self] plan in self?.reconnected(plan) }
+        memoryPressure?.onChange { [weak self] plan in self?.memoryPressureChanged(plan) }
     }
 
     // MARK: Inputs from the app
@@ -190,6 +197,16 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         }
     }
 
+    /// The memory-pressure level changed (``MemoryPressureMonitor`` calls this): every call's
+    /// media session sheds what `plan` says, and at `fatal` every live call ends now — its
+    /// pending action failed, reported to the call system as failed once, the server told —
+    /// instead of the process being killed mid-call and the call left behind.
+    public func memoryPressureChanged(_ plan: MemoryShedPlan) {
+        let sessions = state.withLock { Array($0.media.values) }
+        sessions.forEach { $0.shed(plan) }
+        if plan.endsCalls { input { $0.memoryExhausted() } }
+    }
+
     /// The coordinator's view of a call.
     public func call(_ callID: String) -> CallLedger.Entry? { state.withLock { $0.ledger.entries[callID] } }
 
@@ -288,6 +305,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             spawn { [self] in await self.request(callID, request) }
         case .joinMedia(let callID, let token):
             let session = makeMedia(callID)
+            // A session that starts under pressure keeps to the current plan from the start.
+            if let plan = memoryPressure?.plan, plan.level > .safe { session.shed(plan) }
             let previous = state.withLock { state -> (any MediaSession)? in
                 defer { state.media[callID] = session }
                 return state.media[callID]

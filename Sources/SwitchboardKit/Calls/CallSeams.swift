@@ -76,6 +76,13 @@ public protocol MediaSession: AnyObject, Sendable {
     func setMuted(_ muted: Bool)
     /// Leaves the room; idempotent.
     func leave()
+    /// Keeps to a memory-pressure plan (lower video resolution and bitrate, or none; drop
+    /// buffers it can rebuild). The default does nothing (an audio-only session).
+    func shed(_ plan: MemoryShedPlan)
+}
+
+extension MediaSession {
+    public func shed(_ plan: MemoryShedPlan) {}
 }
 
 /// Time for the coordinator's deadlines, injected so tests run on a manual clock.
