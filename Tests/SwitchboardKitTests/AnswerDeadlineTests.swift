@@ -86,20 +86,23 @@ struct NetworkQualityEstimatorTests {
 struct AdaptiveAnswerDeadlineTests {
     private final class Rig: Sendable {
         let clock = ManualClock()
-        let backend = InMemoryCallBackend()
+        let backend: InMemoryCallBackend
         let system: SimulatedCallSystem
         let quality: NetworkQualityMonitor
         let coordinator: CallCoordinator
 
-        init(adaptive: Bool) {
+        /// `viaBackend`: the coordinator finds the monitor on its backend (as on a
+        /// `SwitchboardClient`) rather than being given it.
+        init(adaptive: Bool, viaBackend: Bool = false) {
             let clock = clock
             system = SimulatedCallSystem(clock: clock)
             quality = NetworkQualityMonitor(now: { clock.elapsed })
+            backend = InMemoryCallBackend(networkQuality: viaBackend ? quality : nil)
             let media = SimulatedMedia(clock: clock)
             media.attach(system)
             coordinator = CallCoordinator(
                 userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) }, clock: clock,
-                configuration: CallLedger.Configuration(adaptiveAnswerDeadline: adaptive), networkQuality: quality)
+                configuration: CallLedger.Configuration(adaptiveAnswerDeadline: adaptive), networkQuality: viaBackend ? nil : quality)
         }
 
         deinit { coordinator.shutdown() }
@@ -134,8 +137,9 @@ struct AdaptiveAnswerDeadlineTests {
         }
     }
 
-    @Test func onAGoodNetworkAStuckAnswerFailsAtTheShortDeadlineAndEndsOnce() async throws {
-        let rig = Rig(adaptive: true)
+    @Test(arguments: [false, true])
+    func onAGoodNetworkAStuckAnswerFailsAtTheShortDeadlineAndEndsOnce(viaBackend: Bool) async throws {
+        let rig = Rig(adaptive: true, viaBackend: viaBackend)
         rig.measure(roundTrip: 0.05)  // 1.5 + 0.1 = 1.6 s
         let call = try await rig.ringAndAnswerStuck()
         await rig.run(1.4)

@@ -15,6 +15,8 @@ import SwitchboardWire
 private final class FlakyServer: HTTPTransport {
     private struct State {
         var offline = false
+        /// A cursor below this is older than the retention window: 410 `CURSOR_EXPIRED`.
+        var keptFrom: Int64 = 0
         var events: [Event] = []
         var waiters: [UUID: CheckedContinuation<String??, Never>] = [:]
         var lines: [String] = []
@@ -28,6 +30,8 @@ private final class FlakyServer: HTTPTransport {
     func setOffline(_ offline: Bool) {
         wake { $0.offline = offline }
     }
+
+    func prune(below id: Int64) { wake { $0.keptFrom = id } }
 
     func write(_ id: Int64) {
         wake { $0.events.append(Event(id: id, kind: "message_created", createdAt: "2026-12-03T00:00:00.000Z")) }
@@ -58,6 +62,7 @@ private final class FlakyServer: HTTPTransport {
                             return #"{"user":{"id":"u1","username":"me","displayName":"Me"},"eventCursor":\#(cursor)}"#
                         }
                         let after = Int64(parts.queryItems?.first { $0.name == "after" }?.value ?? "0") ?? 0
+                        if after < state.keptFrom { return .some("410") }
                         let fresh = state.events.filter { $0.id > after }
                         if !fresh.isEmpty {
                             let body = String(decoding: try! JSONEncoder().encode(EventsPage(events: fresh, cursor: fresh.last!.id)), as: UTF8.self)
@@ -74,6 +79,10 @@ private final class FlakyServer: HTTPTransport {
             }
             guard let answer else { continue }  // woken: look again
             guard let body = answer else { throw URLError(.notConnectedToInternet) }
+            if body == "410" {
+                let response = try #require(HTTPURLResponse(url: url, statusCode: 410, httpVersion: "HTTP/1.1", headerFields: nil))
+                return (Data(#"{"error":{"code":"CURSOR_EXPIRED","message":"gone"}}"#.utf8), response)
+            }
             let response = try #require(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil))
             return (Data(body.utf8), response)
         }
@@ -187,6 +196,22 @@ struct ReconnectFeedTests {
         rig.monitor.networkChanged(isOnline: true)
         #expect(await eventually { rig.updates.withLock { $0 } == [.snapshotRequired] })
         #expect(rig.server.count("/me") == 0)
+    }
+
+    @Test func withARefreshAnExpiredCursorIsAFullSnapshotAndTheFeedGoesOn() async {
+        let rig = FeedRig(refresh: true)
+        #expect(await eventually { rig.polls == 1 })
+        for id in Int64(6)...8 { rig.server.write(id) }
+        #expect(await eventually { rig.eventIDs == [6, 7, 8] })
+        #expect(await eventually { rig.server.lines.last == "/events?after=8&wait=20" })
+        // The device was away long enough for the server to prune past its cursor.
+        rig.server.prune(below: 9)
+        for id in Int64(9)...12 { rig.server.write(id) }
+        #expect(await eventually { rig.server.count("/me") == 1 && rig.server.lines.last == "/events?after=12&wait=20" }, "\(rig.server.lines)")
+        #expect(rig.refreshes.withLock { $0 } == 1)
+        #expect(rig.updates.withLock { $0 }.contains(.snapshotRequired) == false, "the feed did not end")
+        rig.server.write(13)
+        #expect(await eventually { rig.eventIDs.last == 13 })
     }
 
     @Test func failuresWhileOnlineRetryAsBeforeAndEndInOnePlan() async {

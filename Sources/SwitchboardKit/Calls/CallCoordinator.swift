@@ -29,8 +29,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let reconnect: ReconnectMonitor?
     /// Memory-pressure levels: media sheds what the plan says; `fatal` ends live calls.
     let memoryPressure: MemoryPressureMonitor?
-    /// Where the adaptive answer deadline comes from, when the configuration opts in.
-    let adaptiveDeadline: NetworkQualityMonitor?
+    /// Whether the answer deadline is the adaptive one (the configuration opted in).
+    let adaptiveDeadline: Bool
+    /// Where it comes from when the app named a monitor; else the current backend's.
+    let networkQuality: NetworkQualityMonitor?
     /// While an answer waits under an adaptive deadline, it is re-evaluated this often (seconds).
     static let deadlineRecheck = 0.25
 
@@ -68,7 +70,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     ///     coordinator re-reads the active calls, and its watcher polls again the moment the
     ///     network is back (rule 12).
     ///   - networkQuality: where an adaptive answer deadline (`configuration.adaptiveAnswerDeadline`)
-    ///     comes from; by default the backend's (`SwitchboardClient.networkQuality`).
+    ///     comes from; by default the current backend's (`SwitchboardClient.networkQuality`).
+    ///     With neither, the fixed `answerDeadline` applies.
     ///   - memoryPressure: each level change is passed to every call's media session
     ///     (``MediaSession/shed(_:)``); at `fatal` the live calls end cleanly, as failed.
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
@@ -84,7 +87,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
         self.memoryPressure = memoryPressure
-        adaptiveDeadline = configuration.adaptiveAnswerDeadline ? networkQuality ?? backend.networkQualityMonitor : nil
+        adaptiveDeadline = configuration.adaptiveAnswerDeadline
+        self.networkQuality = networkQuality
         self.payloadDecryptor = payloadDecryptor
         self.reconnect = reconnect
         self.callSystem = callSystem
@@ -330,7 +334,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             media(callID)?.stopAudio()
         case .setMuted(let callID, let muted):
             media(callID)?.setMuted(muted)
-        case .schedule(let callID, .answerDeadline, _) where adaptiveDeadline != nil:
+        case .schedule(let callID, .answerDeadline, _) where adaptiveDeadline && quality != nil:
             watchAnswerDeadline(callID)
         case .schedule(let callID, let timer, let seconds):
             clock.schedule(after: .seconds(seconds)) { [self] in input { $0.timerFired(callID, timer) } }
@@ -347,6 +351,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// and again every ``deadlineRecheck`` while the answer waits, so a network that gets worse
     /// (or better) while the phone rings moves it. When the time waited reaches it, the ledger
     /// hears `answerDeadline`: the action fails and the call ends as failed, once.
+    /// The network quality the adaptive deadline is read from: the app's monitor, or the one of
+    /// the backend in use (a `SwitchboardClient` made for a new token may bring a new one).
+    private var quality: NetworkQualityMonitor? { networkQuality ?? backend.networkQualityMonitor }
+
     private func watchAnswerDeadline(_ callID: String) {
         let started = clock.now
         let id = state.withLock { state -> Int in
@@ -358,7 +366,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     }
 
     private func checkAnswerDeadline(_ callID: String, _ id: Int, started: Date) {
-        guard let quality = adaptiveDeadline else { return }
+        guard let quality else { return }
         let waited = clock.now.timeIntervalSince(started), deadline = quality.answerDeadline
         let (current, waiting) = state.withLock { state -> (Bool, Bool) in
             let stage = state.ledger.entries[callID]?.stage
