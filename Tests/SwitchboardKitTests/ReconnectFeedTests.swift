@@ -270,6 +270,26 @@ struct ReconnectFeedTests {
         #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
     }
 
+    @Test func aFlappingNetworkIsOneOutageForTheCoordinatorToo() async {
+        let rig = CallRig()
+        rig.monitor.feedCursor(live: true)
+        rig.monitor.networkChanged(isOnline: false)
+        let call = rig.backend.ring()
+        await rig.clock.run(seconds: 20, step: 5, settling: rig.system)
+        rig.monitor.networkChanged(isOnline: true)  // a blip: no request gets through…
+        rig.monitor.requestFailed()
+        await rig.clock.run(seconds: 1, step: 0.5, settling: rig.system)
+        rig.monitor.networkChanged(isOnline: false)  // …and it is gone again
+        await rig.clock.run(seconds: 15, step: 5, settling: rig.system)
+        #expect(!rig.backend.requests.contains("active"), "20 s and 1 s blips alone would only resume the feed")
+        rig.monitor.networkChanged(isOnline: true)
+        await rig.system.settle()
+        #expect(rig.monitor.plans == [.resumeFeed, .resumeAndRereadCalls], "36 s since the first moment offline")
+        #expect(rig.backend.requests.filter { $0 == "active" }.count == 1)
+        #expect(rig.system.call(CallIdentity.uuid(forCallID: call.id))?.state == .ringing)
+        #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
+    }
+
     // MARK: The ledger's part
 
     @Test func aRereadListNamingNoLiveCallReReadsEachLiveCall() {
