@@ -22,12 +22,25 @@ public struct WakeupSample: Codable, Sendable, Equatable {
     /// Where the time went, step by step, in milliseconds (``WakeupStep``'s names); a step
     /// that did not happen is missing.
     public var steps: [String: Double]?
+    /// The adaptive answer deadline (seconds) the callee's own requests called for when it
+    /// answered (``NetworkQualityMonitor``); nil when it did not answer.
+    public var adaptiveAnswerDeadlineSeconds: Double?
+    /// The same deadline as last re-evaluated: when the callee joined media, or when the time
+    /// waited reached it.
+    public var adaptiveAnswerDeadlineAtEndSeconds: Double?
+    /// Whether the time waited reached the re-evaluated adaptive deadline before the callee
+    /// joined media: the coordinator would have failed the answer.
+    public var adaptiveAnswerDeadlineMissed: Bool?
 
     public init(
         wakeupMilliseconds: Double?, setupSucceeded: Bool, setupMilliseconds: Double?, wokenBy: String?, failure: String?,
         calleeConnectedMilliseconds: Double? = nil, callerConnectedMilliseconds: Double? = nil,
-        pushToReportedMilliseconds: Double? = nil, steps: [String: Double]? = nil
+        pushToReportedMilliseconds: Double? = nil, steps: [String: Double]? = nil, adaptiveAnswerDeadlineSeconds: Double? = nil,
+        adaptiveAnswerDeadlineAtEndSeconds: Double? = nil, adaptiveAnswerDeadlineMissed: Bool? = nil
     ) {
+        self.adaptiveAnswerDeadlineSeconds = adaptiveAnswerDeadlineSeconds
+        self.adaptiveAnswerDeadlineAtEndSeconds = adaptiveAnswerDeadlineAtEndSeconds
+        self.adaptiveAnswerDeadlineMissed = adaptiveAnswerDeadlineMissed
         self.pushToReportedMilliseconds = pushToReportedMilliseconds
         self.steps = steps
         self.wakeupMilliseconds = wakeupMilliseconds
@@ -155,6 +168,9 @@ public struct WakeupProfileResult: Codable, Sendable, Equatable {
     public var steps: [WakeupStepSummary]
     /// Broken CallKit rules seen on any phone (should be none).
     public var contractViolations: [String]
+    /// The adaptive answer deadline measured at each answer and its effect (reported, not gated);
+    /// nil when no ring was answered.
+    public var answerDeadline: AnswerDeadlineEffect?
     public var samples: [WakeupSample]
 
     /// Summarises `samples` and applies `threshold`. A ring that never woke counts as a miss for
@@ -172,6 +188,7 @@ public struct WakeupProfileResult: Codable, Sendable, Equatable {
         self.contractViolations = contractViolations
         pushLegFloorMilliseconds = pushLegFloor
         rings = samples.count
+        answerDeadline = AnswerDeadlineEffect(samples: samples)
         let latencies = samples.map { $0.wakeupMilliseconds ?? .infinity }.sorted()
         let pushLatencies = samples.map { $0.pushToReportedMilliseconds ?? .infinity }.sorted()
         woken = latencies.filter(\.isFinite).count

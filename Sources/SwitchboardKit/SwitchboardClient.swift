@@ -150,6 +150,9 @@ public struct SwitchboardClient: Sendable {
     /// While a call is live its watcher's polls are held on two connections at once
     /// (``callEvents(after:wait:)``), so a lost segment on one does not delay the answer.
     let callEventTransport: any HTTPTransport
+    /// The round trips and losses of this client's requests (copies of the client share it),
+    /// what an adaptive answer deadline is computed from.
+    public let networkQuality: NetworkQualityMonitor
 
     /// - Parameters:
     ///   - transport: sends every request but long polls; by default a ``HedgingTransport``
@@ -160,10 +163,13 @@ public struct SwitchboardClient: Sendable {
     ///     Pass the same transport to share one.
     ///   - callEventTransport: sends the polls of ``callEvents(after:wait:)``; by default
     ///     `eventTransport` when one is given, else a ``HedgingTransport`` over two connections.
+    ///   - networkQuality: where round trips and losses are recorded (pass one to share it).
     public init(
         baseURL: URL, token: String? = nil, transport: any HTTPTransport = HedgingTransport(),
-        eventTransport: (any HTTPTransport)? = nil, callEventTransport: (any HTTPTransport)? = nil
+        eventTransport: (any HTTPTransport)? = nil, callEventTransport: (any HTTPTransport)? = nil,
+        networkQuality: NetworkQualityMonitor = NetworkQualityMonitor()
     ) {
+        self.networkQuality = networkQuality
         self.baseURL = baseURL
         self.token = token
         self.transport = transport
@@ -386,6 +392,9 @@ public struct SwitchboardClient: Sendable {
             request.httpBody = try JSONEncoder().encode(body)
         }
         let data: Data, response: HTTPURLResponse
+        // A held request's time is the server's hold, not a round trip: it is not measured.
+        let held = heldCopies > 0 || query.contains { $0.0 == "wait" }
+        let sent = networkQuality.moment
         do {
             let transport = via ?? transport
             if heldCopies > 0 {
@@ -393,9 +402,11 @@ public struct SwitchboardClient: Sendable {
             } else {
                 (data, response) = try await transport.send(request, repeatable: repeatable ?? (method == "GET" || method == "DELETE"))
             }
+            if !held { networkQuality.recordAnswer(sentAt: sent) }
         } catch is CancellationError {
             throw CancellationError()
         } catch {
+            if !held { networkQuality.recordLoss() }
             throw SwitchboardAPIError(status: 0, code: "TRANSPORT", message: String(describing: error), field: nil)
         }
         guard (200..<300).contains(response.statusCode) else {

@@ -53,6 +53,8 @@ public final class SimulatedMediaSession: MediaSession {
         /// Times audio was started without an active session (silence on a real phone).
         public var audioStartsWithoutSession = 0
         public var muted = false
+        /// The memory-pressure levels it was told to shed for, in order.
+        public var shedLevels: [MemoryPressureLevel] = []
     }
 
     public struct JoinFailed: Error {}
@@ -91,6 +93,7 @@ public final class SimulatedMediaSession: MediaSession {
 
     public func stopAudio() { state.withLock { $0.audioFlowing = false } }
     public func setMuted(_ muted: Bool) { state.withLock { $0.muted = muted } }
+    public func shed(_ plan: MemoryShedPlan) { state.withLock { $0.shedLevels.append(plan.level) } }
 
     public func leave() {
         state.withLock {

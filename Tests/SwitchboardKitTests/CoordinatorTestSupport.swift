@@ -28,7 +28,13 @@ final class InMemoryCallBackend: CallBackend {
     private let state = Mutex(State())
     private let stamp = "2026-11-30T00:00:00.000Z"
 
-    init(me: String = "me") { self.me = me }
+    /// Round trips, when a test gives the backend some (as `SwitchboardClient` has).
+    let networkQualityMonitor: NetworkQualityMonitor?
+
+    init(me: String = "me", networkQuality: NetworkQualityMonitor? = nil) {
+        self.me = me
+        networkQualityMonitor = networkQuality
+    }
 
     var requests: [String] { state.withLock { $0.requests } }
     func info(_ callID: String) -> CallInfo? { state.withLock { $0.calls[callID] } }

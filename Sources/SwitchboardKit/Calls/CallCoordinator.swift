@@ -25,6 +25,16 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let onNotice: @Sendable (Notice) -> Void
     /// Opens encrypted VoIP payloads (a device that registered a payload key); nil: none.
     let payloadDecryptor: (any VoIPPayloadDecrypting)?
+    /// Reachability and reconnect plans (SPEC §4 rule 12); nil: the watcher just retries.
+    let reconnect: ReconnectMonitor?
+    /// Memory-pressure levels: media sheds what the plan says; `fatal` ends live calls.
+    let memoryPressure: MemoryPressureMonitor?
+    /// Whether the answer deadline is the adaptive one (the configuration opted in).
+    let adaptiveDeadline: Bool
+    /// Where it comes from when the app named a monitor; else the current backend's.
+    let networkQuality: NetworkQualityMonitor?
+    /// While an answer waits under an adaptive deadline, it is re-evaluated this often (seconds).
+    static let deadlineRecheck = 0.25
 
     private struct State {
         var ledger: CallLedger
@@ -43,6 +53,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         var nextTask = 0
         var watcher: Task<Void, Never>?
         var closed = false
+        /// The adaptive answer deadline watched per call (a newer one supersedes it).
+        var deadlines: [String: Int] = [:]
+        var nextDeadline = 0
     }
 
     private let state: LockedState<State>
@@ -53,6 +66,14 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     ///   - payloadDecryptor: opens encrypted VoIP payloads, when the device registered a
     ///     payload key. A push it cannot open still rings, as an unknown caller, and is
     ///     resolved from the server (`/calls/active`, the event stream).
+    ///   - reconnect: where reachability is reported; after an outage of 30 s or more the
+    ///     coordinator re-reads the active calls, and its watcher polls again the moment the
+    ///     network is back (rule 12).
+    ///   - networkQuality: where an adaptive answer deadline (`configuration.adaptiveAnswerDeadline`)
+    ///     comes from; by default the current backend's (`SwitchboardClient.networkQuality`).
+    ///     With neither, the fixed `answerDeadline` applies.
+    ///   - memoryPressure: each level change is passed to every call's media session
+    ///     (``MediaSession/shed(_:)``); at `fatal` the live calls end cleanly, as failed.
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
     public init(
         userID: String, backend: any CallBackend, callSystem: any CallSystem,
@@ -60,15 +81,24 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         clock: any CallClock = SystemCallClock(),
         configuration: CallLedger.Configuration = CallLedger.Configuration(),
         payloadDecryptor: (any VoIPPayloadDecrypting)? = nil,
+        reconnect: ReconnectMonitor? = nil,
+        networkQuality: NetworkQualityMonitor? = nil,
+        memoryPressure: MemoryPressureMonitor? = nil,
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
+        self.memoryPressure = memoryPressure
+        adaptiveDeadline = configuration.adaptiveAnswerDeadline
+        self.networkQuality = networkQuality
         self.payloadDecryptor = payloadDecryptor
+        self.reconnect = reconnect
         self.callSystem = callSystem
         self.makeMedia = media
         self.clock = clock
         self.onNotice = onNotice
         state = LockedState(State(ledger: CallLedger(userID: userID, configuration: configuration), backend: backend))
         callSystem.setDelegate(self)
+        reconnect?.onReconnect { [weak self] plan in self?.reconnected(plan) }
+        memoryPressure?.onChange { [weak self] plan in self?.memoryPressureChanged(plan) }
     }
 
     // MARK: Inputs from the app
@@ -152,6 +182,33 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             state.generation += 1
         }
         input { $0.sessionRenewed() }
+    }
+
+    /// The network is back after an outage (``ReconnectMonitor`` calls this): unless the plan
+    /// only resumes the feed, the active calls are re-read (`GET /calls/active`) — a call that
+    /// rang meanwhile is reported, one that ended meanwhile ends — and each live call too.
+    public func reconnected(_ plan: ReconnectPlanner.Plan) {
+        guard plan.rereadsCalls else { return }
+        spawn { [self] in
+            do {
+                let calls = try await backend.activeCalls()
+                input { $0.activeCallsRead(calls) }
+            } catch {
+                // No list: re-read the calls we know of, one by one.
+                let live = liveCallIDs.filter { !$0.hasPrefix(CallLedger.placeholderPrefix) }
+                for callID in live { await request(callID, .fetch) }
+            }
+        }
+    }
+
+    /// The memory-pressure level changed (``MemoryPressureMonitor`` calls this): every call's
+    /// media session sheds what `plan` says, and at `fatal` every live call ends now — its
+    /// pending action failed, reported to the call system as failed once, the server told —
+    /// instead of the process being killed mid-call and the call left behind.
+    public func memoryPressureChanged(_ plan: MemoryShedPlan) {
+        let sessions = state.withLock { Array($0.media.values) }
+        sessions.forEach { $0.shed(plan) }
+        if plan.endsCalls { input { $0.memoryExhausted() } }
     }
 
     /// The coordinator's view of a call.
@@ -252,6 +309,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             spawn { [self] in await self.request(callID, request) }
         case .joinMedia(let callID, let token):
             let session = makeMedia(callID)
+            // A session that starts under pressure keeps to the current plan from the start.
+            if let plan = memoryPressure?.plan, plan.level > .safe { session.shed(plan) }
             let previous = state.withLock { state -> (any MediaSession)? in
                 defer { state.media[callID] = session }
                 return state.media[callID]
@@ -275,6 +334,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             media(callID)?.stopAudio()
         case .setMuted(let callID, let muted):
             media(callID)?.setMuted(muted)
+        case .schedule(let callID, .answerDeadline, _) where adaptiveDeadline && quality != nil:
+            watchAnswerDeadline(callID)
         case .schedule(let callID, let timer, let seconds):
             clock.schedule(after: .seconds(seconds)) { [self] in input { $0.timerFired(callID, timer) } }
         case .watch:
@@ -285,6 +346,44 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     }
 
     private func media(_ callID: String) -> (any MediaSession)? { state.withLock { $0.media[callID] } }
+
+    /// The adaptive answer deadline (rule 12): computed now, as the answer action is processed,
+    /// and again every ``deadlineRecheck`` while the answer waits, so a network that gets worse
+    /// (or better) while the phone rings moves it. When the time waited reaches it, the ledger
+    /// hears `answerDeadline`: the action fails and the call ends as failed, once.
+    /// The network quality the adaptive deadline is read from: the app's monitor, or the one of
+    /// the backend in use (a `SwitchboardClient` made for a new token may bring a new one).
+    private var quality: NetworkQualityMonitor? { networkQuality ?? backend.networkQualityMonitor }
+
+    private func watchAnswerDeadline(_ callID: String) {
+        let started = clock.now
+        let id = state.withLock { state -> Int in
+            state.nextDeadline += 1
+            state.deadlines[callID] = state.nextDeadline
+            return state.nextDeadline
+        }
+        checkAnswerDeadline(callID, id, started: started)
+    }
+
+    private func checkAnswerDeadline(_ callID: String, _ id: Int, started: Date) {
+        guard let quality else { return }
+        let waited = clock.now.timeIntervalSince(started), deadline = quality.answerDeadline
+        let (current, waiting) = state.withLock { state -> (Bool, Bool) in
+            let stage = state.ledger.entries[callID]?.stage
+            let current = state.deadlines[callID] == id
+            let waiting = current && (stage == .answering || stage == .ringing)
+            if current, !waiting || waited >= deadline - 1e-6 { state.deadlines[callID] = nil }
+            return (current, waiting)
+        }
+        guard current, waiting else { return }
+        if waited >= deadline - 1e-6 {
+            input { $0.timerFired(callID, .answerDeadline) }
+            return
+        }
+        clock.schedule(after: .milliseconds(Int((min(deadline - waited, Self.deadlineRecheck) * 1000).rounded(.up)))) { [self] in
+            checkAnswerDeadline(callID, id, started: started)
+        }
+    }
 
     /// One server request, its answer fed back to the ledger. A 401 for a token that was
     /// replaced while the request was on its way is sent again with the new one.
@@ -378,6 +477,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
                 return (live, state.backend, state.generation)
             }
             if live.isEmpty { return }
+            let reconnects = reconnect?.reconnectCount ?? 0, sent = reconnect?.moment ?? 0
             do {
                 if let after = cursor {
                     let page = try await backend.callEvents(after: after, wait: EventConsumerPolicy.wait)
@@ -389,6 +489,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
                     for callID in live { await request(callID, .fetch) }
                 }
                 failures = 0
+                reconnect?.requestSucceeded(sentAt: sent)
             } catch let error as SwitchboardAPIError where error.status == 401 {
                 // Sent with a token replaced meanwhile: go on at once with the new one.
                 if tokenRefused(generation, stopWatching: true) { return }
@@ -399,7 +500,18 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             } catch {
                 if Task.isCancelled { return }
                 failures += 1
-                try? await clock.sleep(for: .seconds(min(failures, 3)))
+                let pause = Double(min(failures, 3))
+                if let reconnect {
+                    if let status = (error as? SwitchboardAPIError)?.status, status != 0 {
+                        reconnect.requestSucceeded(sentAt: sent)
+                    } else {
+                        reconnect.requestFailed()
+                    }
+                    // Cut short the moment the network is back (rule 12).
+                    try? await reconnect.pause(pause, since: reconnects) { [clock] in try await clock.sleep(for: .milliseconds(Int($0 * 1000))) }
+                } else {
+                    try? await clock.sleep(for: .seconds(pause))
+                }
             }
         }
     }

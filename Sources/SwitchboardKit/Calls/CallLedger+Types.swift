@@ -5,14 +5,21 @@ import SwitchboardWire
 extension CallLedger {
     /// Deadlines, in seconds.
     public struct Configuration: Sendable, Equatable {
-        /// From the answer action to joined media (rule 5).
+        /// From the answer action to joined media (rule 5), unless `adaptiveAnswerDeadline`.
         public var answerDeadline: Double
         /// An outgoing call neither answered nor rejected ends after this (rule 6).
         public var dialTimeout: Double
+        /// Opt in to the answer deadline of rule 12: `clamp(1.5 + 2·rtt + 5·loss, 1.5, 3.5)` s
+        /// from the network quality the SDK's requests measured over the last 5 s, re-evaluated
+        /// while the answer waits (CallKit's own action timeout cannot change, so the
+        /// coordinator enforces it). Needs a `NetworkQualityMonitor` (a `SwitchboardClient`
+        /// backend has one); without one `answerDeadline` applies.
+        public var adaptiveAnswerDeadline: Bool
 
-        public init(answerDeadline: Double = 10, dialTimeout: Double = 45) {
+        public init(answerDeadline: Double = 10, dialTimeout: Double = 45, adaptiveAnswerDeadline: Bool = false) {
             self.answerDeadline = answerDeadline
             self.dialTimeout = dialTimeout
+            self.adaptiveAnswerDeadline = adaptiveAnswerDeadline
         }
     }
 

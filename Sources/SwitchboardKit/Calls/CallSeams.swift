@@ -29,10 +29,15 @@ public protocol CallBackend: Sendable {
     /// Opens connections ahead of need (a push woke the app and requests will follow). The
     /// default does nothing.
     func warmUp()
+    /// Where this backend's round trips and losses are recorded (an adaptive answer deadline
+    /// is computed from them); the default has none.
+    var networkQualityMonitor: NetworkQualityMonitor? { get }
 }
 
 extension CallBackend {
     public func warmUp() {}
+
+    public var networkQualityMonitor: NetworkQualityMonitor? { nil }
 
     /// A backend written before this existed cannot say: a push it could not decrypt then
     /// rings as an unknown caller until the event stream names the call, or ends as failed.
@@ -55,6 +60,8 @@ extension CallBackend {
 
 extension SwitchboardClient: CallBackend {
     public func eventCursor() async throws -> Int64 { try await me().eventCursor }
+
+    public var networkQualityMonitor: NetworkQualityMonitor? { networkQuality }
 }
 
 /// The media connection of one call (a LiveKit room, in production): the seam between the
@@ -69,6 +76,13 @@ public protocol MediaSession: AnyObject, Sendable {
     func setMuted(_ muted: Bool)
     /// Leaves the room; idempotent.
     func leave()
+    /// Keeps to a memory-pressure plan (lower video resolution and bitrate, or none; drop
+    /// buffers it can rebuild). The default does nothing (an audio-only session).
+    func shed(_ plan: MemoryShedPlan)
+}
+
+extension MediaSession {
+    public func shed(_ plan: MemoryShedPlan) {}
 }
 
 /// Time for the coordinator's deadlines, injected so tests run on a manual clock.
