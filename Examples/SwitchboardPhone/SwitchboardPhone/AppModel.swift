@@ -65,8 +65,8 @@ final class AppModel: ObservableObject {
     }
 
     enum FeedStatus: String {
-        case offline = "Offline"
-        case following = "Live"
+        case offline = "Stopped"
+        case following = "Following"
     }
 
     /// The server of the session, or the last one signed in to.
