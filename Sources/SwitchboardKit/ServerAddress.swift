@@ -30,7 +30,9 @@ import Foundation
 public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
     /// The two schemes the server speaks.
     public enum Scheme: String, Sendable, Hashable, CaseIterable {
+        /// Plain HTTP: the server's own listener on a local network.
         case http
+        /// HTTP over TLS: the server behind a TLS-terminating proxy.
         case https
 
         /// The port a URL of this scheme means when it names none.
@@ -66,7 +68,9 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Written, or completed by the rules above.
     public let scheme: Scheme
+    /// The host, normalised (lowercased; IPv6 without its brackets).
     public let host: Host
     /// The port, or nil for the scheme's default.
     public let port: Int?
@@ -254,23 +258,33 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// Why a typed server address cannot be used; ``description`` is a sentence to show the user.
 public enum ServerAddressError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Nothing but whitespace.
     case empty
+    /// Whitespace inside the address.
     case containsWhitespace
     /// A scheme other than http and https (as written; empty for text that starts with "://").
     case unsupportedScheme(String)
     /// `http:` or `https:` without the two slashes (as written).
     case schemeWithoutSlashes(String)
+    /// No host before the port or path (`:8080`, `http://`).
     case missingHost
+    /// A user name (`user@host`).
     case userInfo
+    /// A `?` query or a `#` fragment.
     case queryOrFragment
     /// Not a port number 1–65535 (as written).
     case invalidPort(String)
+    /// Digits and dots that are no IPv4 address (as written).
     case invalidIPv4(String)
+    /// Brackets around something that is no IPv6 address (as written, without brackets).
     case invalidIPv6(String)
     /// Several colons without brackets that are no IPv6 address, e.g. `fe80::1:8080:x`.
     case ipv6NeedsBrackets(String)
+    /// A host name with letters outside ASCII (as written); its punycode form is accepted.
     case nonASCIIHost(String)
+    /// Not a DNS name (as written).
     case invalidHost(String)
+    /// A path with `..`, a bad percent escape or a character a path cannot hold (as written).
     case invalidPath(String)
 
     /// A stable code for logs and tests.
@@ -293,6 +307,7 @@ public enum ServerAddressError: Error, Sendable, Equatable, CustomStringConverti
         }
     }
 
+    /// What is wrong, as a sentence to show the user.
     public var description: String {
         switch self {
         case .empty:

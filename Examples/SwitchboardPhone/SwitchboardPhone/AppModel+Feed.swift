@@ -60,9 +60,10 @@ extension AppModel {
             do {
                 let me = try await session.client.me()
                 await session.cursorStore.save(me.eventCursor)
-                follow(session, startCursor: me.eventCursor)
                 await refreshContacts()
                 await catchUpCalls()
+                // Last: this runs in the ended feed's task, which `follow` cancels.
+                follow(session, startCursor: me.eventCursor)
                 return
             } catch let error as SwitchboardAPIError where error.status == 401 {
                 await sessionExpired()

@@ -354,6 +354,7 @@ final class AppModel: ObservableObject {
 
     /// Shows an error, or ends the session when the server refused its token.
     func report(_ error: any Error) {
+        if error is CancellationError { return }  // the session ended or its feed was replaced
         if let error = error as? SwitchboardAPIError, error.status == 401, session != nil {
             Task { await sessionExpired() }
             return

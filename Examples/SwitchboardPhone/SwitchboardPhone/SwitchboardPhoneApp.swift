@@ -18,13 +18,13 @@ struct SwitchboardPhoneApp: App {
 /// completion, never behind a login screen, a network call or a task (SPEC §4 rule 1).
 @MainActor
 final class AppDelegate: NSObject, UIApplicationDelegate {
-    private(set) var model: AppModel!
+    /// Made on first use, on the main thread: in `didFinishLaunching` below, or by the scene
+    /// if SwiftUI asks for it first.
+    private(set) lazy var model = AppModel()
 
     func application(
         _ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]? = nil
     ) -> Bool {
-        let model = AppModel()
-        self.model = model
         model.start()
         return true
     }
