@@ -68,6 +68,9 @@ public enum EventKind {
     /// The user's Call Directory list changed (their own entries or an organisation's): read
     /// `GET /call-directory?since=…` and reload the Call Directory extension.
     public static let callDirectoryChanged = "call_directory_changed"
+    /// A call of the group was scheduled, moved, started or cancelled (`groupId`): read
+    /// `GET /scheduled-calls` (or the group's).
+    public static let scheduledCallChanged = "scheduled_call_changed"
 }
 
 /// The answer of `GET /events`: at most 100 events in ascending id order, and the cursor to
