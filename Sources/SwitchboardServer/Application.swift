@@ -33,6 +33,7 @@ public final class Application: Sendable {
     let liveLocations: LiveLocationService
     let e2ee: E2EEService
     let callDirectory: CallDirectoryService
+    let scheduledCalls: ScheduledCallService
 
     /// How long a push claim keeps other passes and instances off a job: twice the longest
     /// request deadline of the channels in use (a send may first fetch an access token), plus 5 s.
@@ -129,6 +130,9 @@ public final class Application: Sendable {
         let callDirectory = CallDirectoryService(store: store)
         self.callDirectory = callDirectory
         CallDirectoryRoutes(service: callDirectory, authenticator: authenticator, adminKey: configuration.adminKey).register(in: &router)
+        let scheduledCalls = ScheduledCallService(store: store)
+        self.scheduledCalls = scheduledCalls
+        ScheduledCallRoutes(service: scheduledCalls, authenticator: authenticator).register(in: &router)
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         GatewayRoutes(
@@ -249,6 +253,15 @@ public final class Application: Sendable {
             throw CancellationError()
         } catch {
             logger.error("Call Directory change pruning failed", ["error": .string(String(describing: error))])
+        }
+        // Expired call pre-authorisations (unused or used): they can no longer be redeemed.
+        do {
+            let expired = try await scheduledCalls.prune()
+            if expired > 0 { logger.info("pruned expired call pre-authorisations", ["deleted": .int(expired)]) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("call pre-authorisation pruning failed", ["error": .string(String(describing: error))])
         }
         return try await store.write { transaction in
             try transaction.events.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)))

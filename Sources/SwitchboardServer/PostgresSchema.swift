@@ -233,6 +233,28 @@ public enum PostgresSchema {
             );
             CREATE INDEX call_directory_changes_by_time ON call_directory_changes(created_at_ms);
             """),
+        Migration(version: 19, name: "scheduled_calls", sql: """
+            CREATE TABLE scheduled_calls (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                group_id TEXT COLLATE "C" NOT NULL REFERENCES groups(id),
+                title TEXT,
+                mode TEXT COLLATE "C" NOT NULL,
+                starts_at_ms BIGINT NOT NULL,
+                created_by TEXT COLLATE "C" NOT NULL REFERENCES users(id),
+                created_at TEXT COLLATE "C" NOT NULL,
+                call_id TEXT COLLATE "C",
+                cancelled_at TEXT COLLATE "C"
+            );
+            CREATE INDEX scheduled_calls_by_group ON scheduled_calls(group_id, starts_at_ms);
+            CREATE TABLE call_preauthorizations (
+                token_hash BYTEA PRIMARY KEY,
+                scheduled_call_id TEXT COLLATE "C" NOT NULL REFERENCES scheduled_calls(id),
+                user_id TEXT COLLATE "C" NOT NULL REFERENCES users(id),
+                expires_at_ms BIGINT NOT NULL,
+                used_at TEXT COLLATE "C"
+            );
+            CREATE INDEX call_preauthorizations_by_time ON call_preauthorizations(expires_at_ms);
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

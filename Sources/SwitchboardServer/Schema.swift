@@ -291,6 +291,30 @@ public enum Schema {
             ) STRICT, WITHOUT ROWID;
             CREATE INDEX call_directory_changes_by_time ON call_directory_changes(created_at_ms);
             """),
+        // Scheduled group calls (meetings) and the single-use pre-authorisations that let a
+        // member's join carry the media token (issue 22, meeting preload).
+        Migration(version: 19, name: "scheduled_calls", sql: """
+            CREATE TABLE scheduled_calls (
+                id TEXT PRIMARY KEY NOT NULL,
+                group_id TEXT NOT NULL REFERENCES groups(id),
+                title TEXT,
+                mode TEXT NOT NULL,
+                starts_at_ms INTEGER NOT NULL,
+                created_by TEXT NOT NULL REFERENCES users(id),
+                created_at TEXT NOT NULL,
+                call_id TEXT,
+                cancelled_at TEXT
+            ) STRICT;
+            CREATE INDEX scheduled_calls_by_group ON scheduled_calls(group_id, starts_at_ms);
+            CREATE TABLE call_preauthorizations (
+                token_hash BLOB PRIMARY KEY NOT NULL,
+                scheduled_call_id TEXT NOT NULL REFERENCES scheduled_calls(id),
+                user_id TEXT NOT NULL REFERENCES users(id),
+                expires_at_ms INTEGER NOT NULL,
+                used_at TEXT
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX call_preauthorizations_by_time ON call_preauthorizations(expires_at_ms);
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

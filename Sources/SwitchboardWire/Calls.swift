@@ -127,8 +127,15 @@ public struct MediaToken: Codable, Sendable, Equatable {
 /// the media token in the same answer (one round trip less on the way to audio).
 public struct AnswerOptions: Codable, Sendable, Equatable {
     public var mediaToken: Bool?
+    /// Join only: a pre-authorisation (``CallPreauthorization``) of the scheduled call this call
+    /// started. Still valid for this user and call, it is used up and the answer carries the
+    /// media token as `mediaToken: true` would; otherwise the join goes on without it.
+    public var preauthorization: String?
 
-    public init(mediaToken: Bool? = nil) { self.mediaToken = mediaToken }
+    public init(mediaToken: Bool? = nil, preauthorization: String? = nil) {
+        self.mediaToken = mediaToken
+        self.preauthorization = preauthorization
+    }
 }
 
 /// An answer to accept or join: the call, and the media token when it was asked for

@@ -26,6 +26,21 @@ public struct ScheduledCall: Codable, Sendable, Equatable {
         self.createdAt = createdAt
         self.callId = callId
     }
+
+    private enum CodingKeys: String, CodingKey { case id, groupId, title, mode, startsAt, createdBy, createdAt, callId }
+
+    /// Every key is written, `title` and `callId` as null when there is none.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(groupId, forKey: .groupId)
+        try container.encode(title, forKey: .title)
+        try container.encode(mode, forKey: .mode)
+        try container.encode(startsAt, forKey: .startsAt)
+        try container.encode(createdBy, forKey: .createdBy)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(callId, forKey: .callId)
+    }
 }
 
 /// `POST /groups/{id}/scheduled-calls`.
@@ -65,12 +80,8 @@ public struct CallPreauthorization: Codable, Sendable, Equatable {
     }
 }
 
-/// `POST /calls/{id}/join` body (optional). With a pre-authorisation that is still valid for
-/// this user and this call, the answer carries `media` (as `accept?mediaToken=true` does);
-/// with one that expired, was used, or is for another user or call, the join goes on without
-/// it and the answer has no `media`.
-public struct JoinCall: Codable, Sendable, Equatable {
-    public var preauthorization: String?
-
-    public init(preauthorization: String? = nil) { self.preauthorization = preauthorization }
-}
+/// `POST /calls/{id}/join` body (optional): ``AnswerOptions`` with its `preauthorization`.
+/// With a pre-authorisation still valid for this user and this call, the answer carries
+/// `media` (as `accept?mediaToken=true` does); with one that expired, was used, or is for
+/// another user or call, the join goes on without it and the answer has no `media`.
+public typealias JoinCall = AnswerOptions

@@ -35,7 +35,8 @@ struct CallRoutes {
                 let options = takesOptions && !context.request.body.isEmpty ? try context.decode(AnswerOptions.self) : AnswerOptions()
                 let query = takesOptions ? try Self.flag(context.request.queryParameters["mediaToken"], "mediaToken") : nil
                 let (call, media) = try await service.perform(
-                    action, on: context.parameter("id"), by: principal, mediaToken: options.mediaToken == true || query == true)
+                    action, on: context.parameter("id"), by: principal, mediaToken: options.mediaToken == true || query == true,
+                    preauthorization: action == .join ? options.preauthorization : nil)
                 return .json(call, media: media)
             })
         }

@@ -69,6 +69,7 @@ struct CallService: Sendable {
                     busy: try calls.busyUsers(invitees, excluding: nil), roomName: "call_\(callID)", now: transaction.date,
                     ringTimeout: ringTimeout)
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
+                if scopeKind == .group { try ScheduledCallService.link(callID: callID, inGroup: request.scopeId, in: transaction) }
                 try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
                 let pushes = try PushOutbox.enqueueRings(for: transition, channels: push, keys: payloadKeys, in: transaction)
@@ -104,7 +105,11 @@ struct CallService: Sendable {
 
     /// Performs `action`; with `mediaToken` (the routes pass it for accept and join) the answer
     /// carries a media token for the call's room as well, minted from the committed call.
-    func perform(_ action: Action, on callID: String, by principal: Principal, mediaToken: Bool = false) async throws -> (CallInfo, MediaToken?) {
+    /// A join with a `preauthorization` still valid for the user and this call carries the
+    /// media token too, and uses the pre-authorisation up.
+    func perform(
+        _ action: Action, on callID: String, by principal: Principal, mediaToken: Bool = false, preauthorization: String? = nil
+    ) async throws -> (CallInfo, MediaToken?) {
         let userID = principal.user.id
         let call = try await transition(callID, visibleTo: userID, actingSession: principal.sessionID) { call, context throws(CallTransitionError) in
             switch action {
@@ -116,7 +121,11 @@ struct CallService: Sendable {
             case .cancel: try CallStateMachine.cancel(call, by: userID, now: context.now)
             }
         }
-        return (CallStore.info(call), mediaToken ? mint(for: userID, in: call) : nil)
+        var withMedia = mediaToken
+        if action == .join, !withMedia, let preauthorization {
+            withMedia = try await ScheduledCallService.redeem(preauthorization, by: userID, joining: callID, in: store)
+        }
+        return (CallStore.info(call), withMedia ? mint(for: userID, in: call) : nil)
     }
 
     struct Context: Sendable {

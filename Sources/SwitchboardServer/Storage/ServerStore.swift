@@ -140,6 +140,7 @@ protocol Repositories {
     var liveLocations: any LiveLocationRepository { get }
     var e2ee: any E2EERepository { get }
     var callDirectory: any CallDirectoryRepository { get }
+    var scheduledCalls: any ScheduledCallRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -164,6 +165,7 @@ extension SQLRepositories {
     var liveLocations: any LiveLocationRepository { SQLLiveLocationRepository(connection: connection) }
     var e2ee: any E2EERepository { SQLE2EERepository(connection: connection) }
     var callDirectory: any CallDirectoryRepository { SQLCallDirectoryRepository(connection: connection) }
+    var scheduledCalls: any ScheduledCallRepository { SQLScheduledCallRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

@@ -66,6 +66,8 @@ enum StoreCopy {
         Table(name: "call_directory_entries", key: "user_id, kind, number", identity: nil),
         Table(name: "call_directory_versions", key: "rowid", identity: nil),
         Table(name: "call_directory_changes", key: "user_id, version, seq", identity: nil),
+        Table(name: "scheduled_calls", key: "rowid", identity: nil),
+        Table(name: "call_preauthorizations", key: "token_hash", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.
