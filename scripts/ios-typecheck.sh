@@ -126,6 +126,7 @@ PY
 [ $? = 0 ] || { echo "ios-typecheck: could not prepare the SwiftUI interface copy" >&2; exit 2; }
 BASE=(-sdk "$SDK" -resource-dir "$RES" -module-cache-path "$ROOT/mc-example" -I "$OVERRIDES")
 mapfile -t EXAMPLE_FILES < <(find "$EXAMPLE" -name '*.swift' | sort)
+mapfile -t EXTENSION_FILES < <(find "$EXAMPLE/../SwitchboardPhoneDirectory" -name '*.swift' | sort)
 for ver in $TARGETS; do
   L=$ROOT/logs/ios$ver
   echo "== arm64-apple-ios$ver"
@@ -144,6 +145,10 @@ for ver in $TARGETS; do
     warnings=$(grep -cE '^[^ ]+:[0-9]+:[0-9]+: warning: ' "$L-example.txt")
     [ "$warnings" -gt 0 ] && grep -E '^[^ ]+:[0-9]+:[0-9]+: warning: ' "$L-example.txt" | head -10 | sed 's/^/      /'
     echo "      ($warnings warnings)"
+    swiftc -typecheck -parse-as-library -swift-version 6 -target "arm64-apple-ios$ver" "${BASE[@]}" -I "$out" \
+      -Xfrontend -import-module -Xfrontend StdlibBackports \
+      -module-name SwitchboardPhoneDirectory "${EXTENSION_FILES[@]}" > "$L-example-directory.txt" 2>&1
+    report "SwitchboardPhoneDirectory extension (${#EXTENSION_FILES[@]} files)" "$L-example-directory.txt" 0
   else
     echo "   SwitchboardPhone example: not checked, the SDK modules did not build (see $ROOT/tool.txt)"
     unexpected=$((unexpected + 1))

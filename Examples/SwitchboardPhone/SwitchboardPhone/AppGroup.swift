@@ -9,6 +9,12 @@ enum AppGroup {
         Bundle.main.object(forInfoDictionaryKey: "SwitchboardAppGroup") as? String ?? "group.com.example.switchboard.phone"
     }
 
+    /// The Call Directory extension's bundle identifier: the app's, then `.directory`
+    /// (project.yml names the extension so).
+    static var callDirectoryExtension: String {
+        (Bundle.main.bundleIdentifier ?? "com.example.switchboard.phone") + ".directory"
+    }
+
     /// The group's defaults; the app's own when the group is not provisioned (a build run
     /// without the capability).
     static var defaults: UserDefaults {

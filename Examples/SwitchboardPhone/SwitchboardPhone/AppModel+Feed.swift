@@ -18,7 +18,7 @@ extension AppModel {
         let feed = EventFeed(client: session.client, cursorStore: session.cursorStore, startCursor: startCursor)
         feedStatus = .following
         session.feedTask = Task {
-            let end = await Self.consume(feed, coordinator: session.coordinator, model: self)
+            let end = await Self.consume(feed, coordinator: session.coordinator, directory: session.callDirectory, model: self)
             guard !Task.isCancelled, self.session === session else { return }
             switch end {
             case .sessionEnded?:
@@ -33,7 +33,9 @@ extension AppModel {
 
     /// Runs the feed until it ends (401, an expired cursor) or is cancelled; the cursor
     /// advances only after each batch was handled, which is when the loop asks for the next.
-    nonisolated private static func consume(_ feed: EventFeed, coordinator: CallCoordinator, model: AppModel) async -> EventFeedUpdate? {
+    nonisolated private static func consume(
+        _ feed: EventFeed, coordinator: CallCoordinator, directory: CallDirectorySync?, model: AppModel
+    ) async -> EventFeedUpdate? {
         do {
             for try await update in feed {
                 switch update {
@@ -42,6 +44,8 @@ extension AppModel {
                     await coordinator.handle(events: events)
                     await model.refreshCallRows()
                     if events.contains(where: { SocialEvents.kinds.contains($0.kind) }) { await model.refreshContacts() }
+                    // Beside the feed: a slow list read never holds up the next batch (refreshes queue).
+                    if CallDirectorySync.needsRefresh(events) { Task { await refresh(directory) } }
                 case .sessionEnded, .snapshotRequired:
                     return update
                 }

@@ -20,6 +20,9 @@ final class SignedInSession {
     /// The client's connections, closed when the session ends.
     let transports: [any HTTPTransport]
     var feedTask: Task<Void, Never>?
+    /// The user's Call Directory list, kept in the app group for the extension (nil when the
+    /// app group is not provisioned).
+    let callDirectory: CallDirectorySync?
 
     init(
         address: ServerAddress, user: User, client: SwitchboardClient, coordinator: CallCoordinator, transports: [any HTTPTransport]
@@ -30,6 +33,11 @@ final class SignedInSession {
         self.coordinator = coordinator
         self.transports = transports
         cursorStore = DefaultsCursorStore(server: address, userID: user.id)
+        callDirectory = FileCallDirectoryStorage(appGroup: AppGroup.identifier).map { storage in
+            CallDirectorySync(
+                client: CallDirectoryClient(client: client), userID: user.id, storage: storage,
+                reload: CallDirectoryReloader(extensionIdentifier: AppGroup.callDirectoryExtension).reload)
+        }
     }
 }
 
@@ -214,6 +222,10 @@ final class AppModel: ObservableObject {
     /// Forgets what came from a session's server.
     private func dropCaches(of session: SignedInSession?) {
         session?.cursorStore.remove()
+        // The phone stops labelling and blocking with the old user's list.
+        if let directory = session?.callDirectory {
+            Task { do { try await directory.clear() } catch { Log.app("call directory: \(error)") } }
+        }
         friends = []
         requests = FriendRequestList(incoming: [], outgoing: [])
         groups = []
@@ -243,7 +255,16 @@ final class AppModel: ObservableObject {
         Task {
             await refreshContacts()
             await catchUpCalls()
+            await Self.refresh(session.callDirectory)
         }
+    }
+
+    /// Brings the Call Directory extension's list up to the server's (at sign-in, at launch,
+    /// on `call_directory_changed`). A failure waits for the next change or launch: the list
+    /// the system holds stays as it was.
+    nonisolated static func refresh(_ directory: CallDirectorySync?) async {
+        guard let directory else { return }
+        do { try await directory.refresh() } catch { Log.app("call directory: \(error)") }
     }
 
     private static func makeSession(
