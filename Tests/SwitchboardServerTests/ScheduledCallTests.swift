@@ -128,6 +128,15 @@ struct ScheduledCallTests {
         }
         #expect(await fixture.request(fixture.dave, "POST", path, #"{"startsAt":"2027-01-15T10:00:00Z","mode":"audio"}"#).status == 404)
         #expect(await fixture.request(fixture.dave, "POST", "/scheduled-calls/nope/preauthorization").status == 404)
+        let meeting = try await fixture.schedule(fixture.bob, in: 600)
+        #expect(await fixture.request(fixture.dave, "DELETE", "\(path)/\(meeting.id)").status == 404, "a stranger does not see the group")
+        #expect(await fixture.request(fixture.dave, "POST", "/scheduled-calls/\(meeting.id)/preauthorization").status == 404)
+        for (method, target) in [
+            ("POST", path), ("GET", path), ("DELETE", "\(path)/\(meeting.id)"), ("GET", "/scheduled-calls"),
+            ("POST", "/scheduled-calls/\(meeting.id)/preauthorization"),
+        ] {
+            #expect(await fixture.world.app.request(method, target, body: "{}").status == 401, "\(method) \(target) without a token")
+        }
     }
 
     @Test func theGroupCallNearItsStartStartsItAndAPreauthorisedJoinCarriesTheMediaTokenOnce() async throws {
