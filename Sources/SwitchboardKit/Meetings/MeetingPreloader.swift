@@ -164,10 +164,11 @@ public actor MeetingPreloader: CallPreauthorizationSource {
 
     // MARK: Looking in
 
-    /// The pre-authorisations held now, soonest meeting first.
+    /// The valid pre-authorisations held now, soonest meeting first.
     public var preauthorizations: [CallPreauthorization] {
+        let now = clock.now
         let order = Dictionary(meetings.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
-        return held.values.map(\.preauthorization).sorted { (order[$0.scheduledCallId] ?? .max, $0.scheduledCallId) < (order[$1.scheduledCallId] ?? .max, $1.scheduledCallId) }
+        return held.values.filter { $0.expiresAt > now }.map(\.preauthorization).sorted { (order[$0.scheduledCallId] ?? .max, $0.scheduledCallId) < (order[$1.scheduledCallId] ?? .max, $1.scheduledCallId) }
     }
 
     /// When it wakes next; nil: nothing is due.
