@@ -108,3 +108,33 @@ struct PreauthorizedJoinTests {
         #expect(await preloader.preauthorizations.isEmpty, "handed out once (or expired)")
     }
 }
+
+extension PreauthorizedJoinTests {
+    /// A join that threw hands the meeting back: the preloader asks for a fresh one, which the
+    /// next attempt sends.
+    @Test func aFailedJoinLetsThePreloaderGetAFreshOne() async throws {
+        let rig = ScenarioRig(.ours)
+        let call = try await GroupJoinTests.declinedGroupCall(rig)
+        let meetings = SimulatedMeetingServer(clock: rig.clock)
+        meetings.schedule("m", startsIn: 60, group: call.scopeId)
+        meetings.start("m", callID: call.id)
+        let preloader = MeetingPreloader(backend: meetings, clock: rig.clock)
+        await preloader.refresh()
+        let coordinator = CallCoordinator(
+            userID: rig.backend.me, backend: rig.backend, callSystem: rig.system, media: { [media = rig.media] in media.makeSession($0) },
+            clock: rig.clock, preauthorizations: preloader)
+        rig.backend.fail("join", status: 0, code: "TRANSPORT")
+        await #expect(throws: SwitchboardAPIError.self) { try await coordinator.joinCall(call.id, handle: "Team") }
+        #expect(coordinator.liveCallIDs.isEmpty, "nothing joined")
+
+        await preloader.update()
+        #expect(meetings.preauthorizationRequests == ["m", "m"])
+        let fresh = try #require(meetings.issued.last)
+        rig.backend.allowPreauthorization(fresh.token, forCall: call.id)
+        try await coordinator.joinCall(call.id, handle: "Team")
+        await rig.run(seconds: 1)
+        #expect(Self.requests(afterJoinOf: rig).first == "preauthorized")
+        #expect(!Self.requests(afterJoinOf: rig).contains("mediaToken"))
+        #expect(coordinator.call(call.id)?.stage == .active)
+    }
+}

@@ -171,11 +171,16 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// without asking for one. When it does not (expired, used, another call's) the join goes
     /// on as without it and the token is asked for as usual: the user notices nothing.
     public func joinCall(_ callID: String, handle: String, groupID: String? = nil, preauthorization: String? = nil) async throws {
-        var token = preauthorization
-        if token == nil, let preauthorizations { token = await preauthorizations.take(forCall: callID, groupID: groupID)?.token }
+        let taken = preauthorization == nil ? await preauthorizations?.take(forCall: callID, groupID: groupID) : nil
         let answer: CallWithMedia
-        if let token {
-            answer = try await backend.join(callID, preauthorization: token)
+        if let token = preauthorization ?? taken?.token {
+            do {
+                answer = try await backend.join(callID, preauthorization: token)
+            } catch {
+                // Used or not, the source may get a fresh one for the user's next attempt.
+                if let taken { await preauthorizations?.joinFailed(with: taken) }
+                throw error
+            }
         } else {
             answer = CallWithMedia(call: try await backend.perform(.join, onCall: callID), media: nil)
         }

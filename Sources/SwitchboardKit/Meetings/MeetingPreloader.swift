@@ -18,6 +18,14 @@ public protocol CallPreauthorizationSource: Sendable {
     /// A valid pre-authorisation for the group call `callID` (of group `groupID`, when known),
     /// forgotten as it is handed out (single use); nil when none is held.
     func take(forCall callID: String, groupID: String?) async -> CallPreauthorization?
+    /// The join `preauthorization` was taken for threw (no answer, or refused): whether the
+    /// server used it is unknown, so the source may get a fresh one for the next attempt. The
+    /// default does nothing.
+    func joinFailed(with preauthorization: CallPreauthorization) async
+}
+
+extension CallPreauthorizationSource {
+    public func joinFailed(with preauthorization: CallPreauthorization) async {}
 }
 
 /// Keeps a valid pre-authorisation ready for each of the next meetings (scheduled group calls),
@@ -75,7 +83,8 @@ public actor MeetingPreloader: CallPreauthorizationSource {
 
     // MARK: Running
 
-    /// Reads the list, then keeps pre-authorisations ready until the task is cancelled.
+    /// Reads the list, then keeps pre-authorisations ready until the task is cancelled. Run it
+    /// once (from one task, or a service group).
     public func run() async {
         await refresh()
         for await poke in pokes {
@@ -160,6 +169,13 @@ public actor MeetingPreloader: CallPreauthorizationSource {
     /// a call whose start is nearest to now.
     public func take(forGroup groupID: String) -> CallPreauthorization? {
         take(forCall: "", groupID: groupID)
+    }
+
+    /// A join with a pre-authorisation it handed out threw: the meeting is looked after again,
+    /// and a fresh one asked for at once when it is due (the old one may have been used).
+    public func joinFailed(with preauthorization: CallPreauthorization) {
+        guard used.remove(preauthorization.scheduledCallId) != nil else { return }
+        poke.yield(.wake)
     }
 
     // MARK: Looking in
