@@ -18,8 +18,14 @@ final class SimulatedMeetingServer: MeetingPreloadBackend {
 
     private let state = Mutex(State())
     let clock: ManualClock
+    /// The validity its pre-authorisations state, by this device's clock (600 s; more: the
+    /// device's clock is behind the server's).
+    let statedValidity: Double
 
-    init(clock: ManualClock) { self.clock = clock }
+    init(clock: ManualClock, statedValidity: Double = 600) {
+        self.clock = clock
+        self.statedValidity = statedValidity
+    }
 
     static func stamp(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
@@ -74,7 +80,7 @@ final class SimulatedMeetingServer: MeetingPreloadBackend {
             guard state.calls.contains(where: { $0.id == scheduledCallID }) else { throw SwitchboardAPIError(status: 404, code: "NOT_FOUND", message: "") }
             if state.ended.contains(scheduledCallID) { throw SwitchboardAPIError(status: 409, code: "SCHEDULED_CALL_ENDED", message: "") }
             let preauthorization = CallPreauthorization(
-                token: "pa-\(scheduledCallID)-\(state.issued.count)", scheduledCallId: scheduledCallID, expiresAt: Self.stamp(now.addingTimeInterval(600)))
+                token: "pa-\(scheduledCallID)-\(state.issued.count)", scheduledCallId: scheduledCallID, expiresAt: Self.stamp(now.addingTimeInterval(statedValidity)))
             state.issued.append(preauthorization)
             return preauthorization
         }
@@ -149,6 +155,18 @@ struct MeetingPreloaderTests {
         await preloader.refresh()
         clock.advance(by: 600)
         #expect(await preloader.take(forCall: "c1", groupID: "g1") == nil, "issued ten minutes ago")
+    }
+
+    /// A device clock five minutes behind the server's reads the expiry five minutes late: the
+    /// preloader trusts one no longer than ten minutes after it arrived.
+    @Test func anExpiryLaterThanTenMinutesFromArrivalIsNotTrusted() async {
+        let server = SimulatedMeetingServer(clock: clock, statedValidity: 900)
+        let preloader = MeetingPreloader(backend: server, clock: clock)
+        server.schedule("m", startsIn: 60)
+        await preloader.refresh()
+        #expect(await preloader.nextWake == clock.now.addingTimeInterval(540), "replaced a minute before ten minutes are up")
+        clock.advance(by: 600)
+        #expect(await preloader.take(forGroup: "g1") == nil)
     }
 
     @Test func whileTheMeetingRunsTheHeldOneIsReplacedBeforeItExpires() async {

@@ -13,7 +13,7 @@ extension ScheduledCallClient: MeetingPreloadBackend {
 }
 
 /// Where a join finds a pre-authorisation held for its call: ``MeetingPreloader`` is the one
-/// the SDK has; `CallCoordinator.joinCall(_:handle:groupID:)` asks it.
+/// the SDK has; `CallCoordinator.joinCall(_:handle:groupID:preauthorization:)` asks it.
 public protocol CallPreauthorizationSource: Sendable {
     /// A valid pre-authorisation for the group call `callID` (of group `groupID`, when known),
     /// forgotten as it is handed out (single use); nil when none is held.
