@@ -55,6 +55,8 @@ public final class SimulatedMediaSession: MediaSession {
         public var muted = false
         /// The memory-pressure levels it was told to shed for, in order.
         public var shedLevels: [MemoryPressureLevel] = []
+        /// The media token it joined with.
+        public var token: String?
     }
 
     public struct JoinFailed: Error {}
@@ -77,7 +79,10 @@ public final class SimulatedMediaSession: MediaSession {
     public func join(url: String, token: String) async throws {
         if behaviour.joinDelay > 0 { try await clock.sleep(for: .seconds(behaviour.joinDelay)) }
         if behaviour.joinFails || token.isEmpty { throw JoinFailed() }
-        state.withLock { $0.joined = true }
+        state.withLock { status in
+            status.joined = true
+            status.token = token
+        }
     }
 
     public func startAudio() {

@@ -20,6 +20,8 @@ final class InMemoryCallBackend: CallBackend {
         var failures: [String: Failure] = [:]
         var requests: [String] = []
         var hold: Set<String> = []
+        /// Meeting pre-authorisations the server would accept, by token: the call each is for.
+        var preauthorizations: [String: String] = [:]
         /// Event reads waiting for the next event (resumed with `nil`: look again).
         var eventWaiters: [UUID: CheckedContinuation<EventsPage?, Never>] = [:]
     }
@@ -43,6 +45,9 @@ final class InMemoryCallBackend: CallBackend {
     func fail(_ operation: String, status: Int = 503, code: String = "CALL_MEDIA_UNAVAILABLE", times: Int = 1) {
         state.withLock { $0.failures[operation] = Failure(status: status, code: code, times: times) }
     }
+
+    /// A pre-authorisation the server accepts once, for a join of `callID`.
+    func allowPreauthorization(_ token: String, forCall callID: String) { state.withLock { $0.preauthorizations[token] = callID } }
 
     /// Requests of this kind wait until `release` (a slow network).
     func hold(_ operation: String) { state.withLock { _ = $0.hold.insert(operation) } }
@@ -163,6 +168,21 @@ final class InMemoryCallBackend: CallBackend {
         }
     }
 
+    /// A join with a pre-authorisation: logged as `join` after `preauthorized` or `preauthorizationRefused`;
+    /// the media token comes with the answer when the server accepts the pre-authorisation
+    /// (for this call, not used before), which uses it up.
+    func join(_ callID: String, preauthorization: String) async throws -> CallWithMedia {
+        let accepted = state.withLock { state -> Bool in
+            let accepted = state.preauthorizations[preauthorization] == callID
+            state.requests.append(accepted ? "preauthorized" : "preauthorizationRefused")
+            return accepted
+        }
+        let call = try await perform(.join, onCall: callID)
+        guard accepted else { return CallWithMedia(call: call, media: nil) }
+        state.withLock { _ = $0.preauthorizations.removeValue(forKey: preauthorization) }
+        return CallWithMedia(call: call, media: MediaToken(url: "wss://media.test", token: "joined-\(callID)", expiresAt: stamp))
+    }
+
     func mediaToken(forCall callID: String) async throws -> MediaToken {
         try await gate("mediaToken")
         guard let call = info(callID), call.state == .active else {
@@ -269,6 +289,7 @@ final class ScenarioRig: Sendable {
     init(
         _ implementation: Implementation, backend: InMemoryCallBackend = InMemoryCallBackend(),
         naiveAudio: NaiveCoordinator.AudioStrategy = .startOnJoin,
+        preauthorizations: (any CallPreauthorizationSource)? = nil,
         configure: (inout SimulatedCallSystem.Configuration) -> Void = { _ in }
     ) {
         self.backend = backend
@@ -283,7 +304,7 @@ final class ScenarioRig: Sendable {
         case .ours:
             coordinator = CallCoordinator(
                 userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) }, clock: clock,
-                onNotice: { notice in notices.append(notice) })
+                preauthorizations: preauthorizations, onNotice: { notice in notices.append(notice) })
         case .naive:
             coordinator = NaiveCoordinator(backend: backend, callSystem: system, media: { media.makeSession($0) }, audio: naiveAudio)
         }

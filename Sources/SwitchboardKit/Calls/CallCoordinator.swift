@@ -29,6 +29,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let reconnect: ReconnectMonitor?
     /// Memory-pressure levels: media sheds what the plan says; `fatal` ends live calls.
     let memoryPressure: MemoryPressureMonitor?
+    /// Where joins find meetings' pre-authorisations (a ``MeetingPreloader``); nil: none.
+    let preauthorizations: (any CallPreauthorizationSource)?
     /// Whether the answer deadline is the adaptive one (the configuration opted in).
     let adaptiveDeadline: Bool
     /// Where it comes from when the app named a monitor; else the current backend's.
@@ -74,6 +76,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     ///     With neither, the fixed `answerDeadline` applies.
     ///   - memoryPressure: each level change is passed to every call's media session
     ///     (``MediaSession/shed(_:)``); at `fatal` the live calls end cleanly, as failed.
+    ///   - preauthorizations: where ``joinCall(_:handle:groupID:preauthorization:)`` looks for
+    ///     a meeting's pre-authorisation (a ``MeetingPreloader``), so the join's answer brings
+    ///     the media token.
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
     public init(
         userID: String, backend: any CallBackend, callSystem: any CallSystem,
@@ -84,9 +89,11 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         reconnect: ReconnectMonitor? = nil,
         networkQuality: NetworkQualityMonitor? = nil,
         memoryPressure: MemoryPressureMonitor? = nil,
+        preauthorizations: (any CallPreauthorizationSource)? = nil,
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
         self.memoryPressure = memoryPressure
+        self.preauthorizations = preauthorizations
         adaptiveDeadline = configuration.adaptiveAnswerDeadline
         self.networkQuality = networkQuality
         self.payloadDecryptor = payloadDecryptor
@@ -157,9 +164,27 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     /// Joins an active group call the user is not in (missed or declined earlier): the server
     /// first, then the call system's start transaction and media.
-    public func joinCall(_ callID: String, handle: String) async throws {
-        let call = try await backend.perform(.join, onCall: callID)
-        input { $0.callJoined(call, handle: handle) }
+    ///
+    /// A meeting's pre-authorisation — `preauthorization`, else one the `preauthorizations`
+    /// source holds for this call (or, with `groupID`, for that group's meeting) — goes with
+    /// the join; when the server accepts it the answer carries the media token and media joins
+    /// without asking for one. When it does not (expired, used, another call's) the join goes
+    /// on as without it and the token is asked for as usual: the user notices nothing.
+    public func joinCall(_ callID: String, handle: String, groupID: String? = nil, preauthorization: String? = nil) async throws {
+        let taken = preauthorization == nil ? await preauthorizations?.take(forCall: callID, groupID: groupID) : nil
+        let answer: CallWithMedia
+        if let token = preauthorization ?? taken?.token {
+            do {
+                answer = try await backend.join(callID, preauthorization: token)
+            } catch {
+                // Used or not, the source may get a fresh one for the user's next attempt.
+                if let taken { await preauthorizations?.joinFailed(with: taken) }
+                throw error
+            }
+        } else {
+            answer = CallWithMedia(call: try await backend.perform(.join, onCall: callID), media: nil)
+        }
+        input { $0.callJoined(answer.call, handle: handle, media: answer.media) }
     }
 
     /// The app's own answer button: goes through the call system like a lock-screen answer.

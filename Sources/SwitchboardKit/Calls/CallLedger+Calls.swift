@@ -152,19 +152,22 @@ extension CallLedger {
     }
 
     /// The server let us join an active group call we were not in (`POST /calls/{id}/join`,
-    /// after missing or declining it): it shows as an outgoing call that is already connecting.
-    public mutating func callJoined(_ call: CallInfo, handle: String) -> [Effect] {
+    /// after missing or declining it, or a meeting): it shows as an outgoing call that is already
+    /// connecting. With `media` (the join redeemed a meeting's pre-authorisation) media joins
+    /// with it at once; without, the media token is asked for as after any join.
+    public mutating func callJoined(_ call: CallInfo, handle: String, media: MediaToken? = nil) -> [Effect] {
         if let existing = entries[call.id], existing.stage != .ended { return [] }
         let uuid = CallIdentity.uuid(forCallID: call.id)
         let update = CallUpdate(handle: handle, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
         var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .connecting)
         entry.serverActive = true
         entry.media.request()
+        entry.mediaJoinStarted = media != nil
         insert(entry)
         return [
             .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
             .notify(.joining(callID: call.id)),
-            .server(callID: call.id, .mediaToken),
+            media.map { .joinMedia(callID: call.id, $0) } ?? .server(callID: call.id, .mediaToken),
             .watch,
         ]
     }

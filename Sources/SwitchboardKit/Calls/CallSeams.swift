@@ -20,6 +20,11 @@ public protocol CallBackend: Sendable {
     /// backend written before this existed keeps working: the coordinator then asks for the
     /// token separately.
     func accept(_ callID: String, withMediaToken: Bool) async throws -> CallWithMedia
+    /// Joins an active group call with a meeting's pre-authorisation (`{"preauthorization": …}`):
+    /// the answer carries the media token when the server accepted it. The default joins
+    /// without it (`perform(.join, …)`, no token), so a backend written before this existed
+    /// keeps working: the coordinator then asks for the token separately.
+    func join(_ callID: String, preauthorization: String) async throws -> CallWithMedia
     /// The newest event id (where following the event stream starts).
     func eventCursor() async throws -> Int64
     func events(after: Int64, wait: Int) async throws -> EventsPage
@@ -55,6 +60,10 @@ extension CallBackend {
 
     public func accept(_ callID: String, withMediaToken: Bool) async throws -> CallWithMedia {
         CallWithMedia(call: try await perform(.accept, onCall: callID), media: nil)
+    }
+
+    public func join(_ callID: String, preauthorization: String) async throws -> CallWithMedia {
+        CallWithMedia(call: try await perform(.join, onCall: callID), media: nil)
     }
 }
 
