@@ -56,6 +56,16 @@ public enum Timestamp {
             return 24
         }
     }
+
+    /// Parses ISO-8601 with a time zone (`Z` or an offset), with or without fractional
+    /// seconds: what `iso8601(_:)` writes, and what a client may send.
+    public static func date(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
 }
 
 extension Duration {

@@ -11,8 +11,9 @@ import SwitchboardKit
 /// loaded only once the system accepted it; the reloader's retry while CallKit is loading.
 @Suite("Call Directory extension", .serialized, .timeLimit(.minutes(1)))
 struct CallDirectoryProviderTests {
+    // @unchecked Sendable: `storage` is a `let` of a Sendable type and `failures` a `let` Mutex;
+    // the base class stores nothing.
     final class Provider: SwitchboardCallDirectoryProvider, @unchecked Sendable {
-        // @unchecked Sendable: `storage` is a let of a Sendable type; `failures` is behind a Mutex.
         let storage: (any CallDirectoryStorage)?
         let failures = Mutex<[String]>([])
 

@@ -92,9 +92,10 @@ open class CXCallDirectoryProvider: NSObject {
 }
 
 /// The app's handle on its Call Directory extensions. The stub answers `reloadExtension` with
-/// the errors a test queued (`_stubReloadErrors`), then with success.
+/// the errors a test queued (`_stubReset(reloadErrors:)`), then with success.
+// @unchecked Sendable: its only stored state, `state`, is a `let` StubRecords that takes its
+// lock for every read and write.
 open class CXCallDirectoryManager: NSObject, @unchecked Sendable {
-    // @unchecked Sendable: the only state is behind StubRecords' lock.
     public enum EnabledStatus: Int, Sendable {
         case unknown = 0
         case disabled = 1

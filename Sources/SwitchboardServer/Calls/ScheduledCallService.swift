@@ -34,7 +34,7 @@ struct ScheduledCallService: Sendable {
         guard request.mode == .audio || request.mode == .video else {
             throw APIError.validation("'mode' must be 'audio' or 'video'", field: "mode")
         }
-        guard let startsAt = Self.date(request.startsAt) else {
+        guard let startsAt = Timestamp.date(request.startsAt) else {
             throw APIError.validation("'startsAt' must be an ISO-8601 date and time with a time zone", field: "startsAt")
         }
         let title = try request.title.map { text throws(APIError) in try AccountValidation.text(text, field: "title", maxLength: 100) }
@@ -106,11 +106,10 @@ struct ScheduledCallService: Sendable {
         let userID = principal.user.id
         let token = Token.generate()
         return try await store.write { transaction in
-            guard let stored = try transaction.scheduledCalls.scheduledCall(id),
-                (try? SocialQueries.group(stored.groupID, visibleTo: userID, in: transaction)) != nil
-            else {
+            guard let stored = try transaction.scheduledCalls.scheduledCall(id) else {
                 throw APIError(status: 404, code: "NOT_FOUND", message: "no such scheduled call in your groups")
             }
+            _ = try SocialQueries.group(stored.groupID, visibleTo: userID, in: transaction)  // 404 for a non-member
             let now = transaction.date
             var ended = stored.cancelledAt != nil
                 || Double(CallStore.milliseconds(now) - stored.startsAtMS) / 1000 > Self.listedAfterStartSeconds
@@ -157,15 +156,6 @@ struct ScheduledCallService: Sendable {
         ScheduledCall(
             id: stored.id, groupId: stored.groupID, title: stored.title, mode: CallMode(rawValue: stored.mode), startsAt: Timestamp.iso8601(milliseconds: stored.startsAtMS),
             createdBy: stored.createdBy, createdAt: stored.createdAt, callId: stored.callID)
-    }
-
-    /// ISO-8601 with a time zone, with or without fractional seconds.
-    static func date(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
     }
 }
 

@@ -31,7 +31,7 @@ struct LiveLocationService: Sendable {
             let nowMS = CallStore.milliseconds(transaction.date)
             let running = try transaction.liveLocations.share(in: scope, of: userID).flatMap { $0.expiresAtMS > nowMS ? $0 : nil }
             // Started again, a share still ends at most 8 h after it first began.
-            let startedAt = running.flatMap { Self.date($0.startedAt) } ?? transaction.date
+            let startedAt = running.flatMap { Timestamp.date($0.startedAt) } ?? transaction.date
             let expires = min(
                 transaction.date.addingTimeInterval(TimeInterval(duration)),
                 startedAt.addingTimeInterval(TimeInterval(Self.durationRange.upperBound)))
@@ -122,13 +122,6 @@ struct LiveLocationService: Sendable {
     }
 
     // MARK: Helpers
-
-    /// A stored timestamp (ISO-8601 UTC with milliseconds) as a date.
-    static func date(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
-    }
 
     /// Who hears of the scope's changes; 404 when `userID` cannot see the scope, and with
     /// `changing`, 403 for a conversation whose two are not friends or have a block.
