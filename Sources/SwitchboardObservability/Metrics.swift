@@ -60,12 +60,27 @@ public final class Metrics: Sendable {
     }
 
     /// Records one finished request.
+    /// Labels come only from fixed sets, so a stranger cannot grow the exposition: a method
+    /// outside ``knownMethods`` is `other`, and past ``maximumRequestSeries`` series a new
+    /// route and method pair is counted as route `other`, method `other`.
     public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
+        let method = Self.knownMethods.contains(method) ? method : "other"
+        let status = (100...599).contains(status) ? status : 0
         state.withLock { state in
-            state.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-            state.latency[route, default: Histogram()].record(seconds)
+            var key = RequestKey(route: route, method: method, status: status)
+            if state.requests[key] == nil, state.requests.count >= Self.maximumRequestSeries {
+                key = RequestKey(route: "other", method: "other", status: status)
+            }
+            state.requests[key, default: 0] += 1
+            let latencyRoute = state.latency[route] != nil || state.latency.count < Self.maximumRequestSeries ? route : "other"
+            state.latency[latencyRoute, default: Histogram()].record(seconds)
         }
     }
+
+    /// The methods counted by name; any other is `other`.
+    public static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    /// The most request series kept by their own labels.
+    public static let maximumRequestSeries = 4096
 
     /// The Prometheus text exposition (format 0.0.4).
     public func render() -> String {

@@ -66,9 +66,10 @@ public final class Application: Sendable {
         self.database = database
         self.logger = logger
         self.metrics = metrics
-        let store = ServerStore(backend: database, environment: environment)
+        let store = ServerStore(backend: database, environment: environment, limits: configuration.limits)
         self.store = store
-        let authenticator = Authenticator(store: store)
+        let authenticator = Authenticator(
+            store: store, idleMS: Int64(configuration.sessionIdleDays) * 86_400_000, maxAgeMS: Int64(configuration.sessionMaxDays) * 86_400_000)
         var router = Router()
         SystemRoutes(database: database, metrics: metrics).register(in: &router)
         let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.passwordScryptLogN), r: 8, p: 1)

@@ -255,6 +255,24 @@ public enum PostgresSchema {
             );
             CREATE INDEX call_preauthorizations_by_time ON call_preauthorizations(expires_at_ms);
             """),
+        Migration(version: 20, name: "rate_counters_session_expiry", sql: """
+            CREATE TABLE rate_counters (
+                key TEXT COLLATE "C" PRIMARY KEY,
+                failures INTEGER NOT NULL,
+                blocked_until_ms BIGINT NOT NULL,
+                slots TEXT COLLATE "C" NOT NULL,
+                updated_at_ms BIGINT NOT NULL
+            );
+            INSERT INTO rate_counters (key, failures, blocked_until_ms, slots, updated_at_ms)
+                SELECT key, failures, blocked_until_ms, '', updated_at_ms FROM login_throttle;
+            DROP TABLE login_throttle;
+            DROP TABLE gateway_breakers;
+            CREATE INDEX rate_counters_updated ON rate_counters(updated_at_ms);
+            ALTER TABLE sessions ADD COLUMN created_at_ms BIGINT;
+            ALTER TABLE sessions ADD COLUMN seen_at_ms BIGINT;
+            UPDATE sessions SET created_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
+                seen_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

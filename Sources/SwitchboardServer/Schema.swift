@@ -315,6 +315,27 @@ public enum Schema {
             ) STRICT, WITHOUT ROWID;
             CREATE INDEX call_preauthorizations_by_time ON call_preauthorizations(expires_at_ms);
             """),
+        // The one limiter's counters (logins, registrations, rings, writes) replace the login
+        // throttle's table, whose rows they keep; sessions learn when they started and were
+        // last used, for idle and absolute expiry (sessions before this count from now).
+        Migration(version: 20, name: "rate_counters_session_expiry", sql: """
+            CREATE TABLE rate_counters (
+                key TEXT PRIMARY KEY NOT NULL,
+                failures INTEGER NOT NULL,
+                blocked_until_ms INTEGER NOT NULL,
+                slots TEXT NOT NULL,
+                updated_at_ms INTEGER NOT NULL
+            ) STRICT;
+            INSERT INTO rate_counters (key, failures, blocked_until_ms, slots, updated_at_ms)
+                SELECT key, failures, blocked_until_ms, '', updated_at_ms FROM login_throttle;
+            DROP TABLE login_throttle;
+            DROP TABLE gateway_breakers;
+            CREATE INDEX rate_counters_updated ON rate_counters(updated_at_ms);
+            ALTER TABLE sessions ADD COLUMN created_at_ms INTEGER;
+            ALTER TABLE sessions ADD COLUMN seen_at_ms INTEGER;
+            UPDATE sessions SET created_at_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000,
+                seen_at_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000;
+            """),
     ]
 
     /// A device holds one token per channel (a phone's VoIP and alert tokens; an Android phone's

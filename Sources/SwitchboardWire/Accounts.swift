@@ -46,6 +46,20 @@ public struct LoginRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// `POST /auth/password`: a new password, after the current one; every other session ends.
+public struct ChangePasswordRequest: Codable, Sendable, Equatable {
+    /// The password now.
+    public var currentPassword: String
+    /// The password from now on (8 to 128 characters, as at registration).
+    public var newPassword: String
+
+    /// Creates the request.
+    public init(currentPassword: String, newPassword: String) {
+        self.currentPassword = currentPassword
+        self.newPassword = newPassword
+    }
+}
+
 /// The answer to register and login: the user, a bearer token, and the event cursor to start
 /// consuming events after (having taken a snapshot first).
 public struct AuthSession: Codable, Sendable, Equatable {

@@ -48,4 +48,34 @@ struct AccountRepositoryContractTests {
         #expect(try await store.snapshot { try $0.accounts.isSessionLive("s-2") }, "the other session lives on")
         #expect(try await !store.snapshot { try $0.accounts.isSessionLive("s-unknown") })
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func sessionsExpireIdleOrOldAndEndTogetherButOne(kind: StoreKind) async throws {
+        let fixture = try kind.fixture()
+        defer { fixture.close() }
+        let store = fixture.store
+        let gina = User(id: "u-gina", username: "gina", displayName: "Gina")
+        try await store.write { transaction in
+            _ = try transaction.accounts.createUser(gina, passwordHash: "old", at: transaction.timestamp)
+            try transaction.accounts.startSession(id: "s-1", userID: gina.id, tokenHash: Self.hashA, at: transaction.timestamp, atMS: 1_000)
+            try transaction.accounts.startSession(id: "s-2", userID: gina.id, tokenHash: Self.hashB, at: transaction.timestamp, atMS: 2_000)
+        }
+        func found(_ hash: [UInt8], startedAfter: Int64, seenAfter: Int64) async throws -> Int64? {
+            try await store.snapshot { try $0.accounts.principal(forTokenHash: hash, startedAfterMS: startedAfter, seenAfterMS: seenAfter)?.seenAtMS }
+        }
+        #expect(try await found(Self.hashA, startedAfter: 999, seenAfter: 999) == 1_000)
+        #expect(try await found(Self.hashA, startedAfter: 999, seenAfter: 1_000) == nil, "unused since 1 000: idle")
+        #expect(try await found(Self.hashA, startedAfter: 1_000, seenAfter: 0) == nil, "started at 1 000: too old")
+        try await store.write { try $0.accounts.touchSession("s-1", at: 5_000) }
+        try await store.write { try $0.accounts.touchSession("s-1", at: 4_000) }
+        #expect(try await found(Self.hashA, startedAfter: 999, seenAfter: 4_500) == 5_000, "used at 5 000; an older touch changes nothing")
+        #expect(try await found(Self.hashA, startedAfter: 1_000, seenAfter: 0) == nil, "use does not make a session younger")
+        let ended = try await store.write { try $0.accounts.endSessions(of: gina.id, keeping: "s-2", at: $0.timestamp) }
+        #expect(ended == ["s-1"])
+        #expect(try await !store.snapshot { try $0.accounts.isSessionLive("s-1") })
+        #expect(try await store.snapshot { try $0.accounts.isSessionLive("s-2") })
+        #expect(try await store.write { try $0.accounts.endSessions(of: gina.id, keeping: nil, at: $0.timestamp) } == ["s-2"])
+        try await store.write { try $0.accounts.setPasswordHash("new", of: gina.id) }
+        #expect(try await store.snapshot { try $0.accounts.credentials(forUsername: "gina") }?.passwordHash == "new")
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SwitchboardCore
 import SwitchboardTesting
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
@@ -7,10 +8,10 @@ import SwitchboardTesting
 @Suite("Login throttling: per account and address, per address, per account", .serialized, .timeLimit(.minutes(3)))
 struct LoginThrottleTests {
     @Test func theRulesDoubleAfterTheFreeFailuresUpToTheirCap() {
-        let rule = LoginThrottle.Rule(free: 5, base: 1, cap: 15 * 60)
-        #expect((0...5).allSatisfy { rule.delay(afterFailures: $0) == 0 })
-        #expect([6, 7, 8, 9].map(rule.delay(afterFailures:)) == [1, 2, 4, 8])
-        #expect(rule.delay(afterFailures: 20) == 900 && rule.delay(afterFailures: 10_000) == 900)
+        let rule = Backoff(free: 5, baseMS: 1000, capMS: 15 * 60_000)
+        #expect((0...5).allSatisfy { rule.delayMS(afterFailures: $0) == 0 })
+        #expect([6, 7, 8, 9].map(rule.delayMS(afterFailures:)) == [1000, 2000, 4000, 8000])
+        #expect(rule.delayMS(afterFailures: 20) == 900_000 && rule.delayMS(afterFailures: 10_000) == 900_000)
         let throttle = LoginThrottle()
         let keys = throttle.keys(username: "ada", address: "192.0.2.7").map(\.text)
         #expect(keys.count == 3 && Set(keys).count == 3)

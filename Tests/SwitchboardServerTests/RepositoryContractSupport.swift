@@ -66,10 +66,22 @@ struct RepositoryFixture {
     /// The session a token opened.
     private func session(of person: CallWorld.Person) async throws -> String {
         guard let hash = Token(person.token)?.hash else { throw TestFailure("not a token: \(person.token)") }
-        return try await store.snapshot { try $0.accounts.principal(forTokenHash: hash)?.sessionID } ?? {
+        return try await store.snapshot { try $0.accounts.principal(forTokenHash: hash, startedAfterMS: .min, seenAfterMS: .min)?.0.sessionID } ?? {
             throw TestFailure("no live session for \(person.id)")
         }()
     }
 
     func close() { world.close() }
+}
+
+extension AccountRepository {
+    /// The live session of `tokenHash` whatever its age (the contract tests' clock is not the server's).
+    func principal(forTokenHash tokenHash: [UInt8]) throws -> Principal? {
+        try principal(forTokenHash: tokenHash, startedAfterMS: .min, seenAfterMS: .min)?.0
+    }
+
+    /// A session started at `timestamp`, its milliseconds 0.
+    func startSession(id: String, userID: String, tokenHash: [UInt8], at timestamp: String) throws {
+        try startSession(id: id, userID: userID, tokenHash: tokenHash, at: timestamp, atMS: 0)
+    }
 }

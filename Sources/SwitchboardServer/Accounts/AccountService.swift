@@ -1,3 +1,4 @@
+import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardStore
 import SwitchboardWire
@@ -19,10 +20,16 @@ struct AccountService: Sendable {
         decoyHash = try hasher.hash(SecureRandom.token())
     }
 
-    func register(_ request: RegisterRequest) async throws -> AuthSession {
+    /// Registers an account, unless `address` registered too many lately (429 `RATE_LIMITED`,
+    /// counted before the password is hashed, so a flood costs no hashing).
+    func register(_ request: RegisterRequest, from address: String) async throws -> AuthSession {
         let username = try AccountValidation.username(request.username)
         try AccountValidation.password(request.password)
         let displayName = try AccountValidation.displayName(request.displayName)
+        try await store.write { transaction in
+            try transaction.requireQuota(
+                ServerLimits.registrationKey(address: address), transaction.limits.registrationsPerAddress, what: "registrations from this address")
+        }
         let passwordHash = try await hasher.hash(request.password)
         let token = Token.generate()
         let session = try await store.write { transaction -> AuthSession? in
@@ -44,24 +51,24 @@ struct AccountService: Sendable {
     /// counters (guesses sent at once cannot all pass the check), and taken back when it
     /// succeeds. An address that logged in to the account before is not held back by the
     /// account-wide counter: failing on purpose from elsewhere cannot lock its owner out.
-    func login(_ request: LoginRequest, from address: String) async throws -> AuthSession {
+    func login(_ request: LoginRequest, from address: String, startingSession: Bool = true) async throws -> AuthSession? {
         let username = request.username.lowercased()
         let throttle = self.throttle
         let keys = throttle.keys(username: username, address: address)
         let known = throttle.knownKey(username: username, address: address)
         let held = try await store.write { transaction -> Int? in
             let now = CallStore.milliseconds(transaction.date)
-            let counters = try transaction.loginThrottle.entries(keys.map(\.text) + [known])
-            let binding = keys.filter { !($0.text.hasPrefix("account:") && counters[known] != nil) }
-            if let blocked = binding.compactMap({ counters[$0.text]?.blockedUntilMS }).max(), blocked > now {
+            let counters = transaction.rateCounters
+            let known = try counters.counters([known])[known] != nil
+            let found = try counters.lock(keys.map(\.text), at: now)
+            let binding = keys.filter { !($0.text.hasPrefix("account:") && known) }
+            if let blocked = binding.compactMap({ found[$0.text]?.blockedUntilMS }).max(), blocked > now {
                 return Int((Double(blocked - now) / 1000).rounded(.up))
             }
             for key in keys {
-                let failures = (counters[key.text]?.failures ?? 0) + 1
-                let wait = Int64(key.rule.delay(afterFailures: failures) * 1000)
-                try transaction.loginThrottle.store(LoginThrottleEntry(failures: failures, blockedUntilMS: now + wait), for: key.text, at: now)
+                try counters.store(RateLimiter.fail(found[key.text] ?? RateCounter(), key.rule, nowMS: now), for: key.text, at: now)
             }
-            try transaction.loginThrottle.prune(before: now - LoginThrottle.quietForgives, knownBefore: now - LoginThrottle.knownForgotten)
+            try counters.prune(before: now - LoginThrottle.quietForgives, keptBefore: now - LoginThrottle.knownForgotten)
             return nil
         }
         if let seconds = held {
@@ -72,19 +79,22 @@ struct AccountService: Sendable {
         guard let user = found?.user, matches else {
             throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
         }
+        // A hash made with a weaker cost than today's is replaced while the password is at hand.
+        let upgraded = hasher.needsRehash(found?.passwordHash ?? "") ? try? await hasher.hash(request.password) : nil
         let token = Token.generate()
         let reset = throttle.keysReset(username: username, address: address).map(\.text)
         let addressKey = keys.first { $0.text.hasPrefix("address:") }
-        return try await store.write { transaction in
+        return try await store.write { transaction -> AuthSession? in
             let now = CallStore.milliseconds(transaction.date)
-            try transaction.loginThrottle.clear(reset)
+            let counters = transaction.rateCounters
+            try counters.clear(reset)
             // The address's counter keeps its other failures: only this attempt is taken back.
-            if let addressKey, let entry = try transaction.loginThrottle.entries([addressKey.text])[addressKey.text] {
-                let failures = max(0, entry.failures - 1)
-                let blocked = addressKey.rule.delay(afterFailures: failures) > 0 ? entry.blockedUntilMS : 0
-                try transaction.loginThrottle.store(LoginThrottleEntry(failures: failures, blockedUntilMS: blocked), for: addressKey.text, at: now)
+            if let addressKey, let entry = try counters.lock([addressKey.text], at: now)[addressKey.text] {
+                try counters.store(RateLimiter.forgive(entry, addressKey.rule), for: addressKey.text, at: now)
             }
-            try transaction.loginThrottle.store(LoginThrottleEntry(failures: 0, blockedUntilMS: 0), for: known, at: now)
+            try counters.store(RateCounter(), for: known, at: now)
+            if let upgraded { try transaction.accounts.setPasswordHash(upgraded, of: user.id) }
+            guard startingSession else { return nil }
             try Self.startSession(for: user.id, token: token, in: transaction)
             let cursor = try transaction.events.cursor(for: user.id)
             return AuthSession(user: user, token: token.text, eventCursor: cursor)
@@ -96,6 +106,37 @@ struct AccountService: Sendable {
         _ = try await store.write { transaction in
             try transaction.accounts.endSession(principal.sessionID, at: transaction.timestamp)
             try transaction.devices.removeAll(boundTo: principal.sessionID)
+            transaction.wake([principal.user.id])  // its streams end now, on every instance
+        }
+    }
+
+    /// Ends every session of the user, this one included, and unbinds their push devices.
+    func logoutEverywhere(_ principal: Principal) async throws {
+        try await Self.endSessions(of: principal.user.id, keeping: nil, in: store)
+    }
+
+    /// Changes the password after checking the current one (a wrong one is 401
+    /// `INVALID_CREDENTIALS`, counted like a failed login), and ends every other session.
+    func changePassword(_ request: ChangePasswordRequest, by principal: Principal, from address: String) async throws {
+        try AccountValidation.password(request.newPassword, field: "newPassword")
+        do {
+            _ = try await login(LoginRequest(username: principal.user.username, password: request.currentPassword), from: address, startingSession: false)
+        } catch let error as APIError where error.code == "INVALID_CREDENTIALS" {
+            throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "the current password is wrong", field: "currentPassword")
+        }
+        let hash = try await hasher.hash(request.newPassword)
+        try await store.write { transaction in
+            try transaction.accounts.setPasswordHash(hash, of: principal.user.id)
+        }
+        try await Self.endSessions(of: principal.user.id, keeping: principal.sessionID, in: store)
+    }
+
+    private static func endSessions(of userID: String, keeping: String?, in store: ServerStore) async throws {
+        try await store.write { transaction in
+            for session in try transaction.accounts.endSessions(of: userID, keeping: keeping, at: transaction.timestamp) {
+                try transaction.devices.removeAll(boundTo: session)
+            }
+            transaction.wake([userID])
         }
     }
 
@@ -105,7 +146,8 @@ struct AccountService: Sendable {
     }
 
     private static func startSession(for userID: String, token: Token, in transaction: WriteTransaction) throws {
-        try transaction.accounts.startSession(id: transaction.newID(), userID: userID, tokenHash: token.hash, at: transaction.timestamp)
+        try transaction.accounts.startSession(
+            id: transaction.newID(), userID: userID, tokenHash: token.hash, at: transaction.timestamp, atMS: CallStore.milliseconds(transaction.date))
     }
 }
 
@@ -117,15 +159,27 @@ struct AccountRoutes {
     var trustedProxies: Set<String> = []
 
     func register(in router: inout Router) {
-        router.add("POST", "/auth/register") { [service] context in
-            .json(try await service.register(try context.decode(RegisterRequest.self)), status: 201)
+        router.add("POST", "/auth/register") { [service, trustedProxies] context in
+            .json(try await service.register(
+                try context.decode(RegisterRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)), status: 201)
         }
         router.add("POST", "/auth/login") { [service, trustedProxies] context in
-            .json(try await service.login(
-                try context.decode(LoginRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)))
+            guard let session = try await service.login(
+                try context.decode(LoginRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies))
+            else { throw APIError.internal }
+            return .json(session)
         }
         router.add("POST", "/auth/logout", authenticator.require { [service] _, principal in
             try await service.logout(principal)
+            return .noContent
+        })
+        router.add("POST", "/auth/logout-all", authenticator.require { [service] _, principal in
+            try await service.logoutEverywhere(principal)
+            return .noContent
+        })
+        router.add("POST", "/auth/password", authenticator.require { [service, trustedProxies] context, principal in
+            try await service.changePassword(
+                try context.decode(ChangePasswordRequest.self), by: principal, from: ClientAddress.of(context.request, trusting: trustedProxies))
             return .noContent
         })
         router.add("GET", "/me", authenticator.require { [service] _, principal in

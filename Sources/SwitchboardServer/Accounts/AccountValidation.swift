@@ -15,9 +15,9 @@ enum AccountValidation {
     /// Counted in Unicode code points, as NIST SP 800-63B counts password length (and as JSON
     /// Schema's `minLength`/`maxLength` count), not in user-perceived characters: "e" plus a
     /// combining accent is two.
-    static func password(_ password: String) throws(APIError) {
+    static func password(_ password: String, field: String = "password") throws(APIError) {
         guard (8...128).contains(password.unicodeScalars.count) else {
-            throw APIError.validation("'password' must be 8 to 128 characters (Unicode code points)", field: "password")
+            throw APIError.validation("'\(field)' must be 8 to 128 characters (Unicode code points)", field: field)
         }
     }
 

@@ -18,6 +18,12 @@ public typealias AuthenticatedHandler = @Sendable (RequestContext, Principal) as
 /// SHA-256, so the lookup hashes what the client sent.
 public struct Authenticator: Sendable {
     let store: ServerStore
+    /// A session unused this long ends (ms).
+    var idleMS: Int64 = 30 * 86_400_000
+    /// A session this old ends, however used (ms).
+    var maxAgeMS: Int64 = 365 * 86_400_000
+    /// How often a session's last use is written (ms): at most one write per session per minute.
+    static let touchIntervalMS: Int64 = 60_000
 
     /// Wraps a handler so it runs only with a valid session; anything else is 401.
     func require(_ handler: @escaping AuthenticatedHandler) -> RouteHandler {
@@ -34,8 +40,16 @@ public struct Authenticator: Sendable {
         }
         let token = try Self.token(fromAuthorization: header)
         let hash = token.hash
-        let principal = try await store.snapshot { try $0.accounts.principal(forTokenHash: hash) }
-        guard let principal else { throw Self.unauthorized("unknown or ended session") }
+        let now = CallStore.milliseconds(store.environment.now())
+        let startedAfter = now - maxAgeMS, seenAfter = now - idleMS
+        let found = try await store.snapshot {
+            try $0.accounts.principal(forTokenHash: hash, startedAfterMS: startedAfter, seenAfterMS: seenAfter)
+        }
+        guard let (principal, seenAt) = found else { throw Self.unauthorized("unknown, ended or expired session") }
+        if now - seenAt >= Self.touchIntervalMS {
+            let sessionID = principal.sessionID
+            try await store.write { try $0.accounts.touchSession(sessionID, at: CallStore.milliseconds($0.date)) }
+        }
         return principal
     }
 

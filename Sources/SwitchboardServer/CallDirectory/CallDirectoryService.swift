@@ -53,6 +53,9 @@ struct CallDirectoryService: Sendable {
         let normalized = try Self.validated(changes)
         let userID = principal.user.id
         return try await store.write { transaction in
+            try transaction.requireQuota(
+                ServerLimits.callDirectoryKey(userID), transaction.limits.callDirectoryChangesPerUser, cost: max(1, changes.count),
+                what: "Call Directory changes")
             let touched = try Self.apply(normalized, to: .user(userID), limit: Self.maximumOwnEntries, in: transaction)
             try Self.refresh([userID], touched, in: transaction)
             return CallDirectoryVersion(version: try transaction.callDirectory.version(of: userID).version)

@@ -63,6 +63,13 @@ struct CallService: Sendable {
                 if try calls.liveCallID(scopeKind: scopeKind, scopeID: request.scopeId) != nil {
                     throw APIError(status: 409, code: "CALL_BUSY", message: "a call is already ringing or active here")
                 }
+                // The ring limits: calls per caller, and per caller and callee (or group).
+                let limits = transaction.limits
+                try transaction.rateCounters.require(
+                    1,
+                    [(ServerLimits.callerKey(caller), limits.callsPerCaller),
+                     (ServerLimits.calleeKey(caller: caller, scope: "\(scopeKind.rawValue):\(request.scopeId)"), limits.callsPerCallee)],
+                    at: CallStore.milliseconds(transaction.date), what: "calls")
                 let callID = transaction.newID()
                 let transition = CallStateMachine.create(
                     id: callID, scopeKind: scopeKind, scopeID: request.scopeId, mode: mode, caller: caller, invitees: invitees,

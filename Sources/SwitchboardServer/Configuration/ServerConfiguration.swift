@@ -160,13 +160,25 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// for `GET /location/city`; empty: every lookup answers `null`. Read once at start-up.
     public var cityDatabaseFile = ""
 
-    /// The proxies (addresses) whose `X-Forwarded-For` names the client, for the login
-    /// throttle's per-address counters and the city lookup; the rest are taken at their word as the peer.
-    public var trustedProxies: Set<String> = ["127.0.0.1", "::1"]
+    /// The proxies (addresses) whose `X-Forwarded-For` names the client, for the per-address
+    /// limits (logins, registrations) and the city lookup; the rest are taken at their word as
+    /// the peer. None by default: behind a proxy, name it (`127.0.0.1` for nginx on this machine).
+    public var trustedProxies: Set<String> = []
 
-    /// log2 of scrypt's N for new password hashes (r = 8, p = 1); 15 costs ~32 MiB and tens
-    /// of milliseconds a hash. Existing hashes keep verifying with the cost they were made with.
-    public var passwordScryptLogN = 15
+    /// log2 of scrypt's N for new password hashes (r = 8, p = 1); 17 (OWASP's advice) costs
+    /// ~128 MiB and a few hundred milliseconds a hash; at least 15. Hashes made with another
+    /// cost keep verifying and are replaced at the user's next login.
+    public var passwordScryptLogN = 17
+
+    /// The limits of the one limiter (``ServerLimits``).
+    public var limits = ServerLimits()
+    /// Days a session may go unused before it ends.
+    public var sessionIdleDays = 30
+    /// Days a session lives at most, however used.
+    public var sessionMaxDays = 365
+    /// Audio frames a relay socket may send per second, about twice real time (50 frames of
+    /// 20 ms); more are dropped and counted, and a socket that keeps flooding is closed (4008).
+    public var relayMaxFramesPerSecond = 100
 
     /// The embedded defaults.
     public init() {}
@@ -259,7 +271,19 @@ public struct ConfigurationSetting: Sendable {
         integer("loopThreads", "SWITCHBOARD_LOOP_THREADS", 0...256, "event-loop threads, 0 for one per core (default 0)") { $0.loopThreads = $1 },
         integer("shutdownGraceSeconds", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS", 0...600, "seconds in-flight requests get after SIGTERM (default 10)") { $0.shutdownGraceSeconds = $1 },
         integer("eventRetentionDays", "SWITCHBOARD_EVENT_RETENTION_DAYS", 1...3650, "days events are kept before pruning (default 30)") { $0.eventRetentionDays = $1 },
-        integer("passwordScryptLogN", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N", 10...20, "log2 of scrypt N for new password hashes (default 15)") { $0.passwordScryptLogN = $1 },
+        integer("passwordScryptLogN", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N", 15...20, "log2 of scrypt N for new password hashes, at least 15; weaker stored hashes are upgraded at the next login (default 17)") { $0.passwordScryptLogN = $1 },
+        integer("sessionIdleDays", "SWITCHBOARD_SESSION_IDLE_DAYS", 1...3650, "days a session may go unused before it ends (default 30)") { $0.sessionIdleDays = $1 },
+        integer("sessionMaxDays", "SWITCHBOARD_SESSION_MAX_DAYS", 1...3650, "days a session lives at most, however used (default 365)") { $0.sessionMaxDays = $1 },
+        limit("limitRegistrationsPerAddress", "SWITCHBOARD_LIMIT_REGISTRATIONS_PER_ADDRESS", "accounts registered from one client address", \.registrationsPerAddress),
+        limit("limitCallsPerCaller", "SWITCHBOARD_LIMIT_CALLS_PER_CALLER", "calls one user starts", \.callsPerCaller),
+        limit("limitCallsPerCallee", "SWITCHBOARD_LIMIT_CALLS_PER_CALLEE", "calls one user starts to one callee or in one group", \.callsPerCallee),
+        limit("limitRingsPerDevice", "SWITCHBOARD_LIMIT_RINGS_PER_DEVICE", "rings to one device, calls and gateway signals alike; the refusal cuts the device off for limitDeviceCutOffSeconds", \.ringsPerDevice),
+        integer("limitDeviceCutOffSeconds", "SWITCHBOARD_LIMIT_DEVICE_CUT_OFF_SECONDS", 1...86_400, "seconds a device that reached limitRingsPerDevice gets no rings (default 600)") { $0.limits.ringsPerDevice.breakerMS = Int64($1) * 1000 },
+        limit("limitGatewaySignalsPerCallee", "SWITCHBOARD_LIMIT_GATEWAY_SIGNALS_PER_CALLEE", "gateway signals that ring one callee of an app; more are dropped silently", \.gatewaySignalsPerCallee),
+        limit("limitMessagesPerUser", "SWITCHBOARD_LIMIT_MESSAGES_PER_USER", "messages one user sends (plain and end-to-end encrypted)", \.messagesPerUser),
+        limit("limitCallDirectoryChangesPerUser", "SWITCHBOARD_LIMIT_CALL_DIRECTORY_CHANGES_PER_USER", "Call Directory entries one user adds or removes", \.callDirectoryChangesPerUser),
+        limit("limitLiveLocationUpdatesPerUser", "SWITCHBOARD_LIMIT_LIVE_LOCATION_UPDATES_PER_USER", "live-location starts and updates one user sends", \.liveLocationUpdatesPerUser),
+        integer("relayMaxFramesPerSecond", "SWITCHBOARD_RELAY_MAX_FRAMES_PER_SECOND", 50...10_000, "audio frames one relay socket may send per second; more are dropped, and a socket that keeps flooding is closed with 4008 (default 100)") { $0.relayMaxFramesPerSecond = $1 },
         integer("ringTimeoutSeconds", "SWITCHBOARD_RING_TIMEOUT_SECONDS", 5...600, "seconds a call rings before it is missed (default 45)") { $0.ringTimeoutSeconds = $1 },
         integer("emptyRoomGraceSeconds", "SWITCHBOARD_EMPTY_ROOM_GRACE_SECONDS", 1...3600, "seconds an active call's room may stay empty (default 90)") { $0.emptyRoomGraceSeconds = $1 },
         integer("emptyRoomCheckSeconds", "SWITCHBOARD_EMPTY_ROOM_CHECK_SECONDS", 1...600, "seconds between empty-room checks (default 10)") { $0.emptyRoomCheckSeconds = $1 },
@@ -284,18 +308,18 @@ public struct ConfigurationSetting: Sendable {
         text("apnsKeyFile", "SWITCHBOARD_APNS_KEY_FILE", "the APNs .p8 key file; with team and key id enables APNs", \.apnsKeyFile),
         text("apnsCertificateFile", "SWITCHBOARD_APNS_CERTIFICATE_FILE", "APNs client certificate (PEM), instead of a .p8 key", \.apnsCertificateFile),
         text("apnsCertificateKeyFile", "SWITCHBOARD_APNS_CERTIFICATE_KEY_FILE", "the key of apnsCertificateFile (PEM)", \.apnsCertificateKeyFile),
-        text("apnsProductionURL", "SWITCHBOARD_APNS_PRODUCTION_URL", "APNs production base URL (default https://api.push.apple.com; http:// = h2c, for emulators)", \.apnsProductionURL) { text in
-            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        text("apnsProductionURL", "SWITCHBOARD_APNS_PRODUCTION_URL", "APNs production base URL (default https://api.push.apple.com; http:// = h2c, only to this machine, for emulators)", \.apnsProductionURL) { text in
+            credentialURLProblem(text)
         },
-        text("apnsSandboxURL", "SWITCHBOARD_APNS_SANDBOX_URL", "APNs sandbox base URL (default https://api.sandbox.push.apple.com)", \.apnsSandboxURL) { text in
-            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        text("apnsSandboxURL", "SWITCHBOARD_APNS_SANDBOX_URL", "APNs sandbox base URL (default https://api.sandbox.push.apple.com; http:// only to this machine)", \.apnsSandboxURL) { text in
+            credentialURLProblem(text)
         },
         text("apnsCAFile", "SWITCHBOARD_APNS_CA_FILE", "CA file to trust for APNs (an emulator's certificate)", \.apnsCAFile),
         integer("apnsConnections", "SWITCHBOARD_APNS_CONNECTIONS", 1...16, "HTTP/2 connections per APNs environment (default 1)") { $0.apnsConnections = $1 },
         integer("apnsRequestTimeoutSeconds", "SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS", 1...60, "seconds one APNs request may take before it is retried (default 10)") { $0.apnsRequestTimeoutSeconds = $1 },
         text("fcmServiceAccountFile", "SWITCHBOARD_FCM_SERVICE_ACCOUNT_FILE", "the Firebase service-account JSON; enables FCM (Android rings)", \.fcmServiceAccountFile),
-        text("fcmURL", "SWITCHBOARD_FCM_URL", "FCM base URL (default https://fcm.googleapis.com; http:// = h2c, for emulators)", \.fcmURL) { text in
-            text.hasPrefix("https://") || text.hasPrefix("http://") ? nil : "must be an http(s):// URL"
+        text("fcmURL", "SWITCHBOARD_FCM_URL", "FCM base URL (default https://fcm.googleapis.com; http:// = h2c, only to this machine, for emulators)", \.fcmURL) { text in
+            credentialURLProblem(text)
         },
         text("fcmCAFile", "SWITCHBOARD_FCM_CA_FILE", "CA file to trust for FCM and its token endpoint (an emulator's certificate)", \.fcmCAFile),
         integer("fcmConnections", "SWITCHBOARD_FCM_CONNECTIONS", 1...16, "HTTP/2 connections to FCM (default 1)") { $0.fcmConnections = $1 },
@@ -349,7 +373,7 @@ public struct ConfigurationSetting: Sendable {
         text("cityDatabaseFile", "SWITCHBOARD_CITY_DATABASE_FILE", "a MaxMind-format city database (.mmdb) for GET /location/city; empty answers null (default empty)", \.cityDatabaseFile),
         ConfigurationSetting(
             key: "trustedProxies", environment: "SWITCHBOARD_TRUSTED_PROXIES", flag: nil,
-            help: "comma-separated proxy addresses whose X-Forwarded-For names the client, for login throttling and the city lookup (default 127.0.0.1,::1; empty: none)"
+            help: "comma-separated proxy addresses whose X-Forwarded-For names the client, for the per-address limits and the city lookup (default none; 127.0.0.1 behind nginx on this machine)"
         ) { config, text in
             let addresses = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             guard addresses.allSatisfy({ SocketAddress.parse("[\($0)]:1") != nil || SocketAddress.parse("\($0):1") != nil }) else {
@@ -394,6 +418,23 @@ public struct ConfigurationSetting: Sendable {
         ConfigurationSetting(key: key, environment: environment, flag: nil, help: help) { config, text in
             if let problem = check(text) { return problem }
             config[keyPath: field] = text
+            return nil
+        }
+    }
+
+    /// A limit of the one limiter as `COUNT/SECONDS`.
+    private static func limit(
+        _ key: String, _ environment: String, _ what: String, _ field: WritableKeyPath<ServerLimits, RateLimit> & Sendable
+    ) -> ConfigurationSetting {
+        let fallback = ServerLimits()[keyPath: field]
+        return ConfigurationSetting(
+            key: key, environment: environment, flag: nil, help: "\(what), as COUNT/SECONDS (default \(ServerLimits.text(fallback)))"
+        ) { config, text in
+            guard let parsed = ServerLimits.parse(text) else {
+                return "must be COUNT/SECONDS, like \(ServerLimits.text(fallback)): 1 to 1000000 per 1 to 86400 seconds"
+            }
+            config.limits[keyPath: field].count = parsed.count
+            config.limits[keyPath: field].windowMS = parsed.windowMS
             return nil
         }
     }
@@ -469,7 +510,17 @@ extension ServerConfiguration {
                 throw ConfigurationError(message: "\(flag) \(problem)")
             }
         }
+        if let problem = configuration.livekitSecretProblem { throw ConfigurationError(message: problem) }
         return configuration
+    }
+
+    /// LiveKit's public development secret with a LiveKit that is not on this machine: anyone
+    /// could mint tokens for its rooms and forge its webhooks (ending calls).
+    var livekitSecretProblem: String? {
+        guard mediaBackend != "relay", livekitAPISecret == "secret" else { return nil }
+        let host = URLComponents(string: livekitURL)?.host ?? ""
+        guard !["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else { return nil }
+        return "livekitAPISecret (SWITCHBOARD_LIVEKIT_API_SECRET) is LiveKit's public development secret 'secret' while livekitURL \(livekitURL) is not on this machine: set the secret of your LiveKit server's keys"
     }
 }
 

@@ -85,6 +85,7 @@ struct E2EEService: Sendable {
             guard sender.userID == userID else {
                 throw APIError(status: 403, code: "NOT_YOUR_DEVICE", message: "'senderDeviceId' is another account's device", field: "senderDeviceId")
             }
+            try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             // The participants' registered devices, in one read: whom a copy may go to.
             let addressable = Dictionary(uniqueKeysWithValues: try e2ee.devices(of: participants).map { ($0.deviceID, $0) })
             var recipientUsers: [String] = []

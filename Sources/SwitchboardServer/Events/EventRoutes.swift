@@ -82,11 +82,20 @@ struct EventRoutes {
     }
 
     /// Writes events as they come, `id:` being the event id, with a comment heartbeat when
-    /// nothing happened for `heartbeat`. Ends when the client goes away, or at the first
-    /// heartbeat after its session ended (logout).
+    /// nothing happened for `heartbeat`. Ends when the client goes away, or within seconds of
+    /// its session ending (logout, logout everywhere, a password change, expiry): an ended
+    /// session wakes its user's streams on every instance, and the session is checked again
+    /// before events are written (at most once a second) and at every heartbeat.
     func stream(userID: String, sessionID: String, after: Int64, first: [Event], to writer: HTTPStreamWriter) async throws {
         var cursor = after
         var pending = first
+        var checked = ContinuousClock.now
+        let store = self.store
+        func sessionEnded(force: Bool) async throws -> Bool {
+            guard force || ContinuousClock.now - checked >= .seconds(1) else { return false }
+            checked = ContinuousClock.now
+            return try await !store.snapshot { try $0.accounts.isSessionLive(sessionID) }
+        }
         try await writer.write("retry: 3000\n\n")
         while !Task.isCancelled {
             if pending.isEmpty {
@@ -101,12 +110,14 @@ struct EventRoutes {
                         pending = events.filter { $0.id > cursor }
                         if pending.isEmpty { continue }
                     case .notified, .changed:
-                        continue  // committed by another instance: the next turn reads it
+                        // Committed by another instance (the next turn reads it), or a session
+                        // of this user ended somewhere.
+                        if try await sessionEnded(force: true) { return }
+                        continue
                     case .cancelled: return
                     case .timedOut:
                         if store.hub.isClosed { return }  // shutting down: end the stream cleanly
-                        let live = try await store.snapshot { try $0.accounts.isSessionLive(sessionID) }
-                        if !live { return }
+                        if try await sessionEnded(force: true) { return }
                         try await writer.write(": heartbeat\n\n")
                         continue
                     }
@@ -114,6 +125,7 @@ struct EventRoutes {
                     store.hub.release(token)
                 }
             }
+            if try await sessionEnded(force: false) { return }
             var frame = ""
             for event in pending {
                 frame += "id: \(event.id)\ndata: \(EventJSON.event(event))\n\n"

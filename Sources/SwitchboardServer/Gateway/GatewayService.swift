@@ -5,8 +5,9 @@ import SwitchboardWire
 
 /// What an app server does through the gateway (SPEC §8): its users' devices, and call signals
 /// that ring every callee device through the outbox (VoIP push, FCM or a maker's channel), with
-/// the abuse limits: a device rung more than 5 times in 60 s is cut off for 10 minutes; a
-/// callee rung more than 3 times in 10 minutes has further signals dropped silently.
+/// the abuse limits of the one limiter (``ServerLimits``): the 6th ring to a device within 60 s
+/// (calls and signals alike) is refused and cuts it off for 10 minutes; the 4th signal to a
+/// callee within 10 minutes is dropped silently.
 struct GatewayService: Sendable {
     let store: ServerStore
     /// The server's channels, or an app's own (its push settings).
@@ -16,10 +17,8 @@ struct GatewayService: Sendable {
     /// Keeps the devices' VoIP payload keys encrypted (off without `dataEncryptionKey`).
     var payloadKeys = PayloadKeyVault(secret: nil)
 
-    static let deviceLimit = (rings: 5, windowMS: Int64(60_000), cutOffMS: Int64(10 * 60_000))
-    static let calleeLimit = (rings: 3, windowMS: Int64(10 * 60_000))
     /// The reason a ring to a device the limit cut off is recorded with.
-    static let cutOffReason = "device_cut_off"
+    static let cutOffReason = PushOutbox.cutOffReason
 
     struct Caller: Codable, Sendable {
         let id: String
@@ -141,13 +140,15 @@ struct GatewayService: Sendable {
             let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
             var written = 0
             for callee in callees {
-                // The callee limit: once rung more than 3 times in ten minutes, further signals
+                let devices = try signals.devices(app: app, user: callee)
+                // The callee limit: past 3 signals that rang them in ten minutes, further ones
                 // are dropped, silently.
-                if try signals.rings(app: app, user: callee, since: now - Self.calleeLimit.windowMS) > Self.calleeLimit.rings {
+                if !devices.isEmpty, try !transaction.rateCounters.take(
+                    1, [(ServerLimits.gatewayCalleeKey(app: app, user: callee), transaction.limits.gatewaySignalsPerCallee)], at: now
+                ).isAllowed {
                     try signals.recordCallee(app: app, call: callID, user: callee, outcome: "rate_limited", at: now)
                     continue
                 }
-                let devices = try signals.devices(app: app, user: callee)
                 try signals.recordCallee(app: app, call: callID, user: callee, outcome: devices.isEmpty ? "no_devices" : "rung", at: now)
                 for device in devices {
                     guard let channelName = PushRouting.ringChannel(
@@ -155,15 +156,10 @@ struct GatewayService: Sendable {
                         let target = device.tokens[channelName]
                     else { continue }
                     let jobID = transaction.newID()
-                    // The device limit: past 5 rings in 60 s it is cut off for 10 minutes; its
-                    // rings meanwhile are counted (a job dropped at once), not sent.
-                    var cutOff = false
-                    if let until = try signals.breaker(app: app, deviceID: device.deviceID), until > now {
-                        cutOff = true
-                    } else if try signals.deviceRings(app: app, deviceID: device.deviceID, since: now - Self.deviceLimit.windowMS) > Self.deviceLimit.rings {
-                        try signals.trip(app: app, deviceID: device.deviceID, until: now + Self.deviceLimit.cutOffMS)
-                        cutOff = true
-                    }
+                    // The device limit: the 6th ring in 60 s is refused and cuts the device
+                    // off for 10 minutes; its rings meanwhile are counted (a job dropped at
+                    // once), not sent.
+                    let cutOff = try !PushOutbox.admitRing(toDevice: device.deviceID, in: transaction)
                     if cutOff {
                         try PushOutbox.enqueue(
                             PushRequest(payload: [], headers: []), id: jobID, kind: .ring, call: GatewayNamespace.callKey(app: app, call: callID),

@@ -42,7 +42,7 @@ enum GatewayNamespace {
     }
 }
 
-/// The gateway's devices, signals, per-callee outcomes and device breakers.
+/// The gateway's devices, signals and per-callee outcomes.
 protocol GatewaySignalRepository {
     func register(app: String, user: String, device: GatewayDevice, at nowMS: Int64) throws
     func removeDevice(app: String, user: String, deviceID: String) throws -> Bool
@@ -57,12 +57,6 @@ protocol GatewaySignalRepository {
     func cancel(app: String, call: String) throws
     func recordCallee(app: String, call: String, user: String, outcome: String, at nowMS: Int64) throws
     func callees(app: String, call: String) throws -> [(user: String, outcome: String)]
-    /// Signals that rang `user` since `sinceMS`.
-    func rings(app: String, user: String, since sinceMS: Int64) throws -> Int
-    /// The app's ring jobs written for `deviceID` since `sinceMS` (cut-off ones not counted).
-    func deviceRings(app: String, deviceID: String, since sinceMS: Int64) throws -> Int
-    func breaker(app: String, deviceID: String) throws -> Int64?
-    func trip(app: String, deviceID: String, until untilMS: Int64) throws
     func dropPending(callKey: String, at nowMS: Int64) throws
 }
 
@@ -193,24 +187,6 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
         ).map { (try $0.string("user_id"), try $0.string("outcome")) }
     }
 
-    func rings(app: String, user: String, since sinceMS: Int64) throws -> Int {
-        try connection.query(
-            "SELECT count(*) AS n FROM gateway_signal_callees WHERE app_id = ? AND user_id = ? AND outcome = 'rung' AND created_at_ms >= ?",
-            [.text(app), .text(user), .integer(sinceMS)]).first.map { try $0.int("n") } ?? 0
-    }
-
-    func deviceRings(app: String, deviceID: String, since sinceMS: Int64) throws -> Int {
-        // The app's own jobs: their user ids start with its namespace (compared as a prefix,
-        // not with LIKE, whose `_` an app id may hold).
-        let prefix = GatewayNamespace.userKey(app: app, user: "")
-        return try connection.query(
-            """
-            SELECT count(*) AS n FROM push_jobs WHERE device_id = ? AND created_at_ms >= ? AND kind = 'ring'
-                AND substr(user_id, 1, ?) = ? AND (reason IS NULL OR reason != 'device_cut_off')
-            """,
-            [.text(deviceID), .integer(sinceMS), .integer(Int64(prefix.utf8.count)), .text(prefix)]).first.map { try $0.int("n") } ?? 0
-    }
-
     /// Drops the signal's rings still waiting (unclaimed): a cancel takes them out at once.
     func dropPending(callKey: String, at nowMS: Int64) throws {
         try connection.run(
@@ -219,19 +195,5 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
             WHERE call_id = ? AND kind = 'ring' AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
             """,
             [.integer(nowMS), .text(callKey), .integer(nowMS)])
-    }
-
-    func breaker(app: String, deviceID: String) throws -> Int64? {
-        try connection.query("SELECT until_ms FROM gateway_breakers WHERE app_id = ? AND device_id = ?", [.text(app), .text(deviceID)])
-            .first.map { try $0.int64("until_ms") }
-    }
-
-    func trip(app: String, deviceID: String, until untilMS: Int64) throws {
-        try connection.run(
-            """
-            INSERT INTO gateway_breakers (app_id, device_id, until_ms) VALUES (?1, ?2, ?3)
-            ON CONFLICT (app_id, device_id) DO UPDATE SET until_ms = excluded.until_ms
-            """,
-            [.text(app), .text(deviceID), .integer(untilMS)])
     }
 }

@@ -39,6 +39,11 @@ public struct APIError: Error, Sendable, Equatable {
         APIError(status: 405, code: "METHOD_NOT_ALLOWED", message: "allowed: \(allowed.joined(separator: ", "))")
     }
 
+    /// 429 `RATE_LIMITED` with `Retry-After`: `what` was done too often (``RateLimiter``).
+    public static func rateLimited(_ what: String, retryAfter seconds: Int) -> APIError {
+        APIError(status: 429, code: "RATE_LIMITED", message: "too many \(what): try again in \(seconds) s", retryAfter: seconds)
+    }
+
     /// 500 for a failure that is the server's fault; the detail goes to the log, not the client.
     public static let `internal` = APIError(status: 500, code: "INTERNAL", message: "internal server error")
 

@@ -28,6 +28,7 @@ struct LiveLocationService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             let participants = try Self.participants(of: scope, for: userID, changing: true, in: transaction)
+            try transaction.requireQuota(ServerLimits.liveLocationKey(userID), transaction.limits.liveLocationUpdatesPerUser, what: "live-location updates")
             let nowMS = CallStore.milliseconds(transaction.date)
             let running = try transaction.liveLocations.share(in: scope, of: userID).flatMap { $0.expiresAtMS > nowMS ? $0 : nil }
             // Started again, a share still ends at most 8 h after it first began.
@@ -51,6 +52,7 @@ struct LiveLocationService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             let participants = try Self.participants(of: scope, for: userID, changing: true, in: transaction)
+            try transaction.requireQuota(ServerLimits.liveLocationKey(userID), transaction.limits.liveLocationUpdatesPerUser, what: "live-location updates")
             let nowMS = CallStore.milliseconds(transaction.date)
             guard var share = try transaction.liveLocations.share(in: scope, of: userID), share.expiresAtMS > nowMS else {
                 throw APIError(status: 409, code: "NOT_SHARING", message: "you are not sharing your location here: start sharing first")

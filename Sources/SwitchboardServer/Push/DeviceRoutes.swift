@@ -84,7 +84,21 @@ struct DeviceRoutes {
             if let key = token.payloadKey { sealing[token.channel] = try keys.seal(key, owner: PayloadKeyVault.owner(device: device.deviceID)) }
         }
         let sealed = sealing
-        return try await store.write { transaction -> PushDeviceInfo in
+        do {
+            return try await write(device, sealed: sealed, keepingOthers: keepingOthers, userID: userID, sessionID: sessionID, in: store)
+        } catch DeviceRegistrationConflict.deviceIDTaken {
+            throw APIError(status: 409, code: "DEVICE_ID_TAKEN", message: "another account's signed-in session registered this device id", field: "deviceId")
+        } catch DeviceRegistrationConflict.tokenTaken(let channel) {
+            throw APIError(
+                status: 409, code: "PUSH_TOKEN_TAKEN", message: "another account's signed-in session registered this \(channel) token",
+                field: keepingOthers ? "pushToken" : "tokens")
+        }
+    }
+
+    private static func write(
+        _ device: ValidDevice, sealed: [String: StoredPayloadKey], keepingOthers: Bool, userID: String, sessionID: String, in store: ServerStore
+    ) async throws -> PushDeviceInfo {
+        try await store.write { transaction -> PushDeviceInfo in
             for token in device.tokens {
                 try transaction.devices.register(
                     DeviceRegistration(

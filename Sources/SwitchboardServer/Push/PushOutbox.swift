@@ -30,6 +30,13 @@ enum PushOutbox {
                     let target = device.tokens[channelName]
                 else { continue }
                 let jobID = transaction.newID()
+                guard try admitRing(toDevice: device.deviceID, in: transaction) else {
+                    try enqueue(
+                        PushRequest(payload: [], headers: []), id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID,
+                        target: target, channel: channelName, provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
+                        failure: cutOffReason, dropped: true, at: now, expires: call.ringDeadline, in: transaction)
+                    continue
+                }
                 let (request, reason) = ringRequest(
                     PushRing(
                         callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
@@ -43,6 +50,18 @@ enum PushOutbox {
             }
         }
         return written
+    }
+
+    /// The reason a ring to a device the ring limit cut off is recorded with (dropped, never sent).
+    static let cutOffReason = "device_cut_off"
+
+    /// Whether one more ring may go to `deviceID` now: the device ring limit
+    /// (``ServerLimits/ringsPerDevice``, shared by calls and the gateway) takes one ring, and a
+    /// refusal cuts the device off for the breaker's time (its rings meanwhile are refused too).
+    static func admitRing(toDevice deviceID: String, in transaction: WriteTransaction) throws -> Bool {
+        try transaction.rateCounters.take(
+            1, [(ServerLimits.deviceRingKey(deviceID), transaction.limits.ringsPerDevice)], at: CallStore.milliseconds(transaction.date)
+        ).isAllowed
     }
 
     /// The request `channelName`'s channel builds for `ring` to `target`, or why it has none: no

@@ -26,6 +26,7 @@ struct ConversationService: Sendable {
                 return (stored, false)
             }
             try Self.requireInteraction(userID, peer, in: transaction)
+            try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             let message = try MessageStore.insert(request, in: .conversation(conversationID), from: userID, transaction: transaction)
             try transaction.appendEvent(EventKind.message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
             return (message, true)

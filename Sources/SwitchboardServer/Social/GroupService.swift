@@ -126,6 +126,7 @@ struct GroupService: Sendable {
                 return (stored, false)
             }
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
+            try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             let message = try MessageStore.insert(request, in: .group(groupID), from: userID, transaction: transaction)
             try transaction.appendEvent(EventKind.groupMessage, toMembersOf: groupID, messageID: message.id)
             return (message, true)

@@ -16,10 +16,18 @@ public protocol AccountRepository {
     func user(id: String) throws -> User?
     /// The user with this (lowercase) username.
     func user(username: String) throws -> User?
-    func startSession(id: String, userID: String, tokenHash: [UInt8], at timestamp: String) throws
+    func startSession(id: String, userID: String, tokenHash: [UInt8], at timestamp: String, atMS nowMS: Int64) throws
     /// Ends the session (an ended one stays as it ended).
     func endSession(_ id: String, at timestamp: String) throws
-    /// The live session whose token hashes to `tokenHash`, and its user.
-    func principal(forTokenHash tokenHash: [UInt8]) throws -> Principal?
+    /// Ends every live session of `userID` but `keeping` (all of them without one); their ids.
+    func endSessions(of userID: String, keeping: String?, at timestamp: String) throws -> [String]
+    /// The live session whose token hashes to `tokenHash`, and its user, unless it expired:
+    /// started before `startedAfterMS` or last used before `seenAfterMS`; with when it was
+    /// last used (ms).
+    func principal(forTokenHash tokenHash: [UInt8], startedAfterMS: Int64, seenAfterMS: Int64) throws -> (Principal, seenAtMS: Int64)?
+    /// Records that the session was used at `nowMS`.
+    func touchSession(_ id: String, at nowMS: Int64) throws
     func isSessionLive(_ id: String) throws -> Bool
+    /// Replaces the user's password hash (a password change, or a hash upgraded to today's cost).
+    func setPasswordHash(_ hash: String, of userID: String) throws
 }

@@ -23,6 +23,14 @@ public struct PushDevice: Sendable, Equatable {
     public let tokens: [String: PushTarget]
 }
 
+/// Why a registration was refused: the installation or the token belongs to another user's
+/// live session. A device or token moves to another user only through the installation's own
+/// registration after its owner's session ended.
+public enum DeviceRegistrationConflict: Error, Sendable, Equatable {
+    case deviceIDTaken
+    case tokenTaken(channel: String)
+}
+
 /// One token an installation registers: bound to the session that sent it.
 public struct DeviceRegistration: Sendable, Equatable {
     public let deviceID: String

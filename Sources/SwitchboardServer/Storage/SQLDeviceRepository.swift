@@ -7,18 +7,42 @@ struct SQLDeviceRepository: DeviceRepository {
     let connection: any SQLExecutor
 
     func register(_ token: DeviceRegistration, at timestamp: String) throws {
+        // The installation is another user's while their session that registered it lives.
+        let owners = try connection.query(
+            """
+            SELECT d.user_id, s.ended_at FROM push_devices d LEFT JOIN sessions s ON s.id = d.session_id
+            WHERE d.device_id = ? AND d.user_id != ?
+            """,
+            [.text(token.deviceID), .text(token.userID)])
+        for row in owners where try row.optionalString("ended_at") == nil {
+            _ = row
+            throw DeviceRegistrationConflict.deviceIDTaken
+        }
+        // The same token under another installation id: a reinstall of this user's, or a row
+        // left by a session that ended, goes; another user's live one is theirs.
         let stale = try connection.query(
-            "SELECT device_id FROM push_devices WHERE channel = ? AND token = ? AND device_id != ?",
+            """
+            SELECT d.device_id, d.user_id, s.ended_at FROM push_devices d LEFT JOIN sessions s ON s.id = d.session_id
+            WHERE d.channel = ? AND d.token = ? AND d.device_id != ?
+            """,
             [.text(token.channel), .text(token.token), .text(token.deviceID)])
         for row in stale {
-            try connection.run("DELETE FROM push_devices WHERE device_id = ?", [.text(try row.string("device_id"))])
+            if try row.string("user_id") != token.userID, try row.optionalString("ended_at") == nil {
+                throw DeviceRegistrationConflict.tokenTaken(channel: token.channel)
+            }
         }
+        for row in stale {
+            try connection.run("DELETE FROM push_devices WHERE device_id = ? AND channel = ?", [.text(try row.string("device_id")), .text(token.channel)])
+        }
+        // Rows of this installation left by another user's ended session go: nothing of theirs
+        // is ever moved to this user.
+        try connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id != ?", [.text(token.deviceID), .text(token.userID)])
         try connection.run(
             """
             INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at,
                 payload_key_id, payload_key_sealed)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)
-            ON CONFLICT (device_id, channel) DO UPDATE SET user_id = excluded.user_id, session_id = excluded.session_id,
+            ON CONFLICT (device_id, channel) DO UPDATE SET session_id = excluded.session_id,
                 platform = excluded.platform, brand = excluded.brand, token = excluded.token, environment = excluded.environment,
                 updated_at = excluded.updated_at, suspect_reports = 0, payload_key_id = excluded.payload_key_id,
                 payload_key_sealed = excluded.payload_key_sealed
@@ -26,11 +50,11 @@ struct SQLDeviceRepository: DeviceRepository {
             [.text(token.deviceID), .text(token.channel), .text(token.userID), .text(token.sessionID), .text(token.platform),
              token.brand.map(SQLiteValue.text) ?? .null, .text(token.token), .text(token.environment), .text(timestamp),
              token.payloadKey.map { SQLiteValue.text($0.id) } ?? .null, token.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null])
-        // One installation, one owner: its other tokens follow it to this user and session.
+        // One installation, one session: its other tokens (this user's) follow it to this session.
         try connection.run(
-            "UPDATE push_devices SET user_id = ?, session_id = ?, platform = ?, brand = ? WHERE device_id = ? AND channel != ?",
-            [.text(token.userID), .text(token.sessionID), .text(token.platform), token.brand.map(SQLiteValue.text) ?? .null,
-             .text(token.deviceID), .text(token.channel)])
+            "UPDATE push_devices SET session_id = ?, platform = ?, brand = ? WHERE device_id = ? AND channel != ? AND user_id = ?",
+            [.text(token.sessionID), .text(token.platform), token.brand.map(SQLiteValue.text) ?? .null,
+             .text(token.deviceID), .text(token.channel), .text(token.userID)])
     }
 
     func keepOnly(channels: Set<String>, ofDevice deviceID: String, of userID: String) throws {

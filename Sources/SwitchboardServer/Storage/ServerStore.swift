@@ -68,9 +68,13 @@ public final class WriteTransaction {
     /// transaction's, so a waiter can tell whether these events are its next ones.
     fileprivate(set) var previous: [String: Int64] = [:]
 
-    init(connection: any SQLExecutor, environment: ServerEnvironment, shared: Bool = false) {
+    /// The limits the one limiter holds writes to.
+    let limits: ServerLimits
+
+    init(connection: any SQLExecutor, environment: ServerEnvironment, shared: Bool = false, limits: ServerLimits = ServerLimits()) {
         self.connection = connection
         self.environment = environment
+        self.limits = limits
         self.shared = shared
         date = environment.now()
         timestamp = Timestamp.iso8601(date)
@@ -105,6 +109,13 @@ public final class WriteTransaction {
         remember(try events.append(kind, toMembersOf: groupID, references: references, at: timestamp), kind: kind, references: references)
     }
 
+    /// Users whose held requests should look again once this commits, though no event of
+    /// theirs was written (a session of theirs ended): on every instance.
+    fileprivate(set) var woken: Set<String> = []
+
+    /// Wakes `userIDs`' held requests (long polls, streams) on every instance after the commit.
+    func wake(_ userIDs: [String]) { woken.formUnion(userIDs) }
+
     /// Keeps each user's newest id from before this transaction's first event for them.
     private func notePrevious(_ newest: [String: Int64], of userIDs: [String]?) {
         for (userID, id) in newest where written[userID] == nil && previous[userID] == nil { previous[userID] = id }
@@ -133,7 +144,7 @@ protocol Repositories {
     var groups: any GroupRepository { get }
     var messages: any MessageRepository { get }
     var pushJobs: any PushJobRepository { get }
-    var loginThrottle: any LoginThrottleRepository { get }
+    var rateCounters: any RateCounterRepository { get }
     var gateway: any GatewayRepository { get }
     var gatewaySignals: any GatewaySignalRepository { get }
     var mediaJobs: any MediaJobRepository { get }
@@ -158,7 +169,7 @@ extension SQLRepositories {
     var groups: any GroupRepository { SQLGroupRepository(connection: connection) }
     var messages: any MessageRepository { SQLMessageRepository(connection: connection) }
     var pushJobs: any PushJobRepository { SQLPushJobRepository(connection: connection) }
-    var loginThrottle: any LoginThrottleRepository { SQLLoginThrottleRepository(connection: connection) }
+    var rateCounters: any RateCounterRepository { SQLRateCounterRepository(connection: connection) }
     var gateway: any GatewayRepository { SQLGatewayRepository(connection: connection) }
     var gatewaySignals: any GatewaySignalRepository { SQLGatewaySignalRepository(connection: connection) }
     var mediaJobs: any MediaJobRepository { SQLMediaJobRepository(connection: connection) }
@@ -190,10 +201,13 @@ public final class ServerStore: Sendable {
     /// This process among the instances on one database (a fresh id at each start): the
     /// event notices it sends carry it, and it ignores its own.
     public let instanceID: String
+    /// The limits of the one limiter (``RateLimiter``), which write transactions carry.
+    public let limits: ServerLimits
 
     /// Creates the store; without `hub`, one on `environment`'s clock.
-    public init(backend: any SQLStore, hub: EventHub? = nil, environment: ServerEnvironment = .live) {
+    public init(backend: any SQLStore, hub: EventHub? = nil, environment: ServerEnvironment = .live, limits: ServerLimits = ServerLimits()) {
         self.backend = backend
+        self.limits = limits
         self.hub = hub ?? EventHub(environment: environment)
         self.environment = environment
         instanceID = environment.newID()
@@ -210,17 +224,20 @@ public final class ServerStore: Sendable {
     /// (PostgreSQL), so it must not act outside the transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
-        let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared
-        let (result, _, _) = try await backend.transaction({ connection in
-            let transaction = WriteTransaction(connection: connection, environment: environment, shared: shared)
+        let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared, limits = self.limits
+        let (result, _, _, _) = try await backend.transaction({ connection in
+            let transaction = WriteTransaction(connection: connection, environment: environment, shared: shared, limits: limits)
             let result = try body(transaction)
-            // Other instances hear of the events when this commits.
-            if shared { try EventNotice.send(for: transaction.written.keys, instance: instanceID, on: connection) }
-            return (result, transaction.written, transaction.previous)
+            // Other instances hear of the events (and the users to wake) when this commits.
+            if shared {
+                try EventNotice.send(for: Set(transaction.written.keys).union(transaction.woken), instance: instanceID, on: connection)
+            }
+            return (result, transaction.written, transaction.previous, transaction.woken)
         }, afterCommit: { output in
             // On PostgreSQL another instance may have committed events of the same users just
             // before, whose notice is still on its way: `previous` lets each waiter tell.
             if !output.1.isEmpty { hub.deliver(output.1, previous: output.2) }
+            if !output.3.isEmpty { hub.changed(output.3) }
         })
         return result
     }
