@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import Synchronization
 @testable import SwitchboardHTTP
 @testable import SwitchboardPush
@@ -73,6 +74,9 @@ final class TestApplication: Sendable {
         sink = RecordingLogSink()
         var configuration = configuration
         configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
+        // Worlds that create many calls and users get limits they never meet; a test of the
+        // limits sets its own (any value but the defaults), and the defaults are tested live.
+        if configuration.limits == ServerLimits() { configuration.limits = .generousForTests }
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
             environment: environment, eventHooks: eventHooks, apnsTransport: apnsTransport, fcmTransport: fcmTransport,
@@ -135,5 +139,29 @@ enum TestPostgres {
             try? admin.executeScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
             admin.close()
         })
+    }
+}
+
+extension ServerLimits {
+    /// Limits no test world meets unless it means to.
+    static var generousForTests: ServerLimits {
+        var limits = ServerLimits()
+        for path: WritableKeyPath<ServerLimits, RateLimit> in [
+            \.registrationsPerAddress, \.callsPerCaller, \.callsPerCallee, \.ringsPerDevice, \.gatewaySignalsPerCallee,
+            \.messagesPerUser, \.callDirectoryChangesPerUser, \.liveLocationUpdatesPerUser,
+        ] {
+            limits[keyPath: path].count = 1_000_000
+        }
+        return limits
+    }
+}
+
+extension ServerLimits {
+    /// The server's own defaults, kept in a test world (which otherwise gets
+    /// ``generousForTests``): the same limits, with one no test meets raised by one.
+    static var serverDefaultsInTests: ServerLimits {
+        var limits = ServerLimits()
+        limits.callDirectoryChangesPerUser.count += 1
+        return limits
     }
 }
