@@ -90,7 +90,10 @@ public final class Application: Sendable {
         self.dispatcher = dispatcher
         // The relay signs its media tokens with a secret of this process's own: they open its
         // sockets and nothing else, and live 30 s.
-        let relay = configuration.mediaBackend == "relay" ? AudioRelay(metrics: metrics, logger: logger, now: environment.now) : nil
+        var relaySettings = AudioRelay.Settings()
+        relaySettings.maxFramesPerSecond = configuration.relayMaxFramesPerSecond
+        let relay = configuration.mediaBackend == "relay"
+            ? AudioRelay(settings: relaySettings, metrics: metrics, logger: logger, now: environment.now) : nil
         let relaySecret = SecureRandom.token(byteCount: 32)
         self.relay = relay
         let minter = relay == nil
@@ -141,7 +144,7 @@ public final class Application: Sendable {
             service: GatewayService(
                 store: store, directory: directory, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
                 payloadKeys: payloadKeys),
-            vault: payloadKeys, directory: directory
+            vault: payloadKeys, directory: directory, acceptSignatureV1: configuration.gatewaySignatureV1 == "accept"
         ).register(in: &router)
         self.router = router
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {

@@ -38,7 +38,7 @@ struct CallsLiveTests {
         return (value as? String).flatMap { format.date(from: $0) }
     }
 
-    private static let fastHashes = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"]
+    private static let fastHashes = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"]
 
     @Test func livekitsOwnVerifierAcceptsTheMediaToken() async throws {
         let data = ScratchDirectory()

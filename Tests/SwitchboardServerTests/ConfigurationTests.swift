@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
@@ -159,10 +160,41 @@ struct ConfigurationTests {
         }
     }
 
+    /// The unsafe defaults of wave 2 are gone or refused: LiveKit's public dev secret with a
+    /// LiveKit elsewhere stops the start naming the setting; push URLs take http:// only to this
+    /// machine; nobody's X-Forwarded-For is trusted; scrypt is 2^17 and at least 2^15; limits
+    /// are COUNT/SECONDS.
+    @Test func safeDefaultsAndTheirRefusals() throws {
+        let defaults = ServerConfiguration()
+        #expect(defaults.trustedProxies.isEmpty && defaults.passwordScryptLogN == 17 && defaults.gatewaySignatureV1 == "refuse")
+        #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_MEDIA_BACKEND": "livekit", "SWITCHBOARD_LIVEKIT_URL": "wss://media.example"], file: nil)
+        }
+        do {
+            _ = try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_MEDIA_BACKEND": "livekit", "SWITCHBOARD_LIVEKIT_URL": "wss://media.example"], file: nil)
+        } catch { #expect(error.message.contains("livekitAPISecret (SWITCHBOARD_LIVEKIT_API_SECRET)")) }
+        // On this machine the dev server's secret is fine.
+        _ = try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_MEDIA_BACKEND": "livekit"], file: nil)
+        for (variable, value) in [
+            ("SWITCHBOARD_APNS_PRODUCTION_URL", "http://push.example"), ("SWITCHBOARD_FCM_URL", "http://fcm.example"),
+            ("SWITCHBOARD_PASSWORD_SCRYPT_LOG_N", "14"), ("SWITCHBOARD_LIMIT_CALLS_PER_CALLER", "30"),
+            ("SWITCHBOARD_LIMIT_RINGS_PER_DEVICE", "0/60"), ("SWITCHBOARD_GATEWAY_SIGNATURE_V1", "maybe"),
+        ] {
+            #expect(throws: ConfigurationError.self, "\(variable)=\(value)") {
+                try ServerConfiguration.resolve(flags: [:], environment: [variable: value], file: nil)
+            }
+        }
+        let set = try ServerConfiguration.resolve(flags: [:], environment: [
+            "SWITCHBOARD_APNS_PRODUCTION_URL": "http://127.0.0.1:9443", "SWITCHBOARD_LIMIT_RINGS_PER_DEVICE": "3/30",
+            "SWITCHBOARD_LIMIT_DEVICE_CUT_OFF_SECONDS": "120",
+        ], file: nil)
+        #expect(set.limits.ringsPerDevice == RateLimit(count: 3, windowMS: 30_000, breakerMS: 120_000))
+    }
+
     @Test func goodTextSettingsAreApplied() throws {
         let configuration = try ServerConfiguration.resolve(flags: [:], environment: [
             "SWITCHBOARD_LIVEKIT_URL": "wss://media.example", "SWITCHBOARD_APNS_TEAM_ID": "TEAM123456",
-            "SWITCHBOARD_ADMIN_KEY": "0123456789abcdef", "SWITCHBOARD_MEDIA_BACKEND": "livekit",
+            "SWITCHBOARD_ADMIN_KEY": "0123456789abcdef", "SWITCHBOARD_MEDIA_BACKEND": "livekit", "SWITCHBOARD_LIVEKIT_API_SECRET": "a-real-secret",
         ], file: nil)
         #expect(configuration.livekitURL == "wss://media.example" && configuration.apnsTeamID == "TEAM123456")
         #expect(configuration.adminKey == "0123456789abcdef" && configuration.mediaBackend == "livekit")

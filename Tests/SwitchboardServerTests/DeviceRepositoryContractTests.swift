@@ -56,14 +56,23 @@ struct DeviceRepositoryContractTests {
         let store = fixture.store
         try await Self.register(Self.registration("d-1", alice, token: "bb01"), in: store)
         try await Self.register(Self.registration("d-2", alice, token: "bb02"), in: store)
-        // Another installation (here another user's) registers the same token: the first row goes.
+        // Another user cannot take a token or an installation of a live session's.
+        await #expect(throws: DeviceRegistrationConflict.tokenTaken(channel: Self.channel)) {
+            try await Self.register(Self.registration("d-3", bob, token: "bb01"), in: store)
+        }
+        await #expect(throws: DeviceRegistrationConflict.deviceIDTaken) {
+            try await Self.register(Self.registration("d-2", bob, token: "bb09"), in: store)
+        }
+        #expect(try await Self.targets(alice, in: store).map(\.deviceID) == ["d-1", "d-2"], "nothing moved")
+        #expect(try await Self.targets(bob, in: store).isEmpty)
+        // Once her session ended, the installation's own registration may bind them to bob;
+        // her rows go, none is moved.
+        try await store.write { try $0.accounts.endSession(alice.sessionID, at: $0.timestamp) }
         try await Self.register(Self.registration("d-3", bob, token: "bb01"), in: store)
-        #expect(try await Self.targets(alice, in: store).map(\.deviceID) == ["d-2"])
-        #expect(try await Self.targets(bob, in: store).map(\.deviceID) == ["d-3"])
-        // The same device moving to another user takes its row along.
         try await Self.register(Self.registration("d-2", bob, token: "bb02"), in: store)
-        #expect(try await Self.targets(alice, in: store).isEmpty)
         #expect(try await Set(Self.targets(bob, in: store).map(\.deviceID)) == ["d-2", "d-3"])
+        let rows = try await store.read { try $0.query("SELECT count(*) AS n FROM push_devices WHERE user_id = ?", [.text(alice.userID)]).first?.int("n") }
+        #expect(rows == 0, "her rows of d-1 (the token's old installation) and d-2 are gone")
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -144,15 +153,23 @@ struct DeviceRepositoryContractTests {
         // A forgotten token goes on its channel only.
         try await store.write { try $0.devices.forget(token: "HW.001", channel: "huawei") }
         #expect(try await Self.targets(erin, in: store, channel: "ios-alert").map(\.token) == ["HW.001"])
-        // The installation moving to another user takes every token along.
-        try await Self.register(Self.registration("phone", frank, token: "ee01"), in: store)
-        #expect(try await Self.targets(erin, in: store, channel: "ios-alert").isEmpty)
-        #expect(try await Self.targets(frank, in: store, channel: "ios-alert").map(\.token) == ["HW.001"])
+        // Another user's live installation is not theirs to take: its id and its tokens are refused.
+        await #expect(throws: DeviceRegistrationConflict.deviceIDTaken) {
+            try await Self.register(Self.registration("phone", frank, token: "ff01"), in: store)
+        }
+        await #expect(throws: DeviceRegistrationConflict.tokenTaken(channel: Self.channel)) {
+            try await Self.register(Self.registration("frank-phone", frank, token: "ee01"), in: store)
+        }
+        #expect(try await Self.targets(erin, in: store).map(\.token) == ["ee01"], "nothing moved")
         // A reinstalled app: its VoIP token shows up under a new device id, so the old
         // installation goes with all its tokens (its alert token must not reach anyone).
         try await Self.register(Self.registration("phone-2", erin, token: "ee01"), in: store)
-        #expect(try await Self.targets(frank, in: store, channel: "ios-alert").isEmpty)
+        #expect(try await Self.targets(erin, in: store, channel: "ios-alert").isEmpty)
         #expect(try await Self.targets(erin, in: store).map(\.deviceID) == ["phone-2"])
+        // Once her session ended, an installation of hers may be registered by frank; nothing of hers follows.
+        try await store.write { try $0.accounts.endSession(erin.sessionID, at: $0.timestamp) }
+        try await Self.register(Self.registration("droid", frank, token: "fcm:FRANK", channel: "fcm", brand: "huawei"), in: store)
+        #expect(try await store.snapshot { try $0.devices.devices(of: frank.userID) }.first?.tokens.keys.sorted() == ["fcm"])
         try await Self.register(Self.registration("phone", frank, token: "ee09"), in: store)
         // Removing the device removes all its tokens.
         #expect(try await store.write { try $0.devices.remove(deviceID: "phone", of: frank.userID) })

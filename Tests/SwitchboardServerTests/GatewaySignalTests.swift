@@ -38,10 +38,11 @@ struct GatewaySignalTests {
         func send(_ method: String, _ path: String, _ body: String = "") async throws -> HTTPResponse {
             let target = path + (path.contains("?") ? "&" : "?") + "n=\(counter.next())"
             let stamp = String(Int64(world.clock.now.timeIntervalSince1970))
-            let signature = try key.sign(GatewaySignature.canonical(method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
+            let signature = try key.sign(
+                GatewaySignature.canonical(app: "acme", key: "k1", method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
             return await world.app.request(method, target, headers: [
                 "Host": "test", "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1",
-                "Switchboard-Timestamp": stamp, "Switchboard-Signature": Base64URL.encode(signature),
+                "Switchboard-Timestamp": stamp, "Switchboard-Signature": Base64URL.encode(signature), "Switchboard-Signature-Version": "2",
             ], body: body)
         }
 

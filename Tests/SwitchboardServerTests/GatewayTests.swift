@@ -11,8 +11,11 @@ struct GatewayTests {
     static var admin: HTTPHeaders { ["Host": "test", "Authorization": "Bearer \(adminKey)", "Content-Type": "application/json"] }
 
     @Test func theCanonicalFormAndTheClockWindow() {
-        let bytes = GatewaySignature.canonical(method: "post", target: "/gateway/v1/signals?x=1", timestamp: "1800000000", body: Array("{}".utf8))
-        #expect(String(decoding: bytes, as: UTF8.self) == "switchboard-gateway-v1\nPOST\n/gateway/v1/signals?x=1\n1800000000\n{}")
+        let bytes = GatewaySignature.canonical(
+            app: "acme", key: "k1", method: "post", target: "/gateway/v1/signals?x=1", timestamp: "1800000000", body: Array("{}".utf8))
+        #expect(String(decoding: bytes, as: UTF8.self) == "switchboard-gateway-v2\nacme\nk1\nPOST\n/gateway/v1/signals?x=1\n1800000000\n{}")
+        let v1 = GatewaySignature.canonicalV1(method: "post", target: "/gateway/v1/signals?x=1", timestamp: "1800000000", body: Array("{}".utf8))
+        #expect(String(decoding: v1, as: UTF8.self) == "switchboard-gateway-v1\nPOST\n/gateway/v1/signals?x=1\n1800000000\n{}")
         #expect(GatewaySignature.seconds("1800000000") == 1_800_000_000)
         for bad in ["", "-5", "1.5", "18e8", " 1", "1234567890123"] { #expect(GatewaySignature.seconds(bad) == nil, "\(bad)") }
         let now = Date(timeIntervalSince1970: 1_800_000_000.4)
@@ -27,10 +30,10 @@ struct GatewayTests {
             UInt8(hex.dropFirst(offset).prefix(2), radix: 16)!
         }
         let key = try Ed25519PrivateKey(seed: seed)
-        let message = GatewaySignature.canonical(method: "GET", target: "/gateway/v1/app", timestamp: "1800000000", body: [])
-        #expect(message.count == 54)
+        let message = GatewaySignature.canonical(app: "acme", key: "k1", method: "GET", target: "/gateway/v1/app", timestamp: "1800000000", body: [])
+        #expect(message.count == 62)
         #expect(Base64URL.encode(key.publicKey.rawBytes) == "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo")
-        #expect(Base64URL.encode(try key.sign(message)) == "pl3WKajqGPof8niiaD-mw_VZeoecsRsea2qJMBVpNSN3wZvOrOJIjXQ2sxTWqiVYlCumM1VW45F1jtj36whrCA")
+        #expect(Base64URL.encode(try key.sign(message)) == "XlKuKqGpyFJ15yuR7ZDsmnRRgSU-zvpe-7WcBEbsovffOAfFfc4omdMcnTXtmGyvE5dsakDplpB65UVKGJAzAw")
     }
 
     struct World {
@@ -57,10 +60,11 @@ struct GatewayTests {
             timestamp: Int64? = nil
         ) throws -> HTTPHeaders {
             let stamp = String(timestamp ?? now)
-            let signature = try (signer ?? key).sign(GatewaySignature.canonical(method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
+            let signature = try (signer ?? key).sign(
+                GatewaySignature.canonical(app: app, key: keyID, method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
             return [
                 "Host": "test", "Switchboard-App": app, "Switchboard-Key": keyID, "Switchboard-Timestamp": stamp,
-                "Switchboard-Signature": Base64URL.encode(signature),
+                "Switchboard-Signature": Base64URL.encode(signature), "Switchboard-Signature-Version": "2",
             ]
         }
 

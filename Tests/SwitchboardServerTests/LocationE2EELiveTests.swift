@@ -16,7 +16,7 @@ struct LocationE2EELiveTests {
         try writer.write(to: data.path + "/cities.mmdb")
         let server = try await ServerProcess.launch(
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/db"],
-            environment: ["SWITCHBOARD_CITY_DATABASE_FILE": data.path + "/cities.mmdb", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"])
+            environment: ["SWITCHBOARD_CITY_DATABASE_FILE": data.path + "/cities.mmdb", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
         defer { _ = server.stop() }
         let address = server.address
         let alice = try await liveRegister(address, "alice\(UInt32.random(in: 0...UInt32.max))")
@@ -80,7 +80,7 @@ struct LocationE2EELiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
         defer { _ = server.stop() }
         let address = server.address
         let alice = try await liveRegister(address, "alice\(UInt32.random(in: 0...UInt32.max))")

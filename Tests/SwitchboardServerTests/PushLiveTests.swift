@@ -61,7 +61,7 @@ struct PushLiveTests {
             settings.requestTimeout = .seconds(45)
             inbox = try HTTP2Client(configuration: settings)
             serverEnvironment = [
-                "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10", "SWITCHBOARD_APNS_TEAM_ID": PushLiveTests.teamID,
+                "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15", "SWITCHBOARD_APNS_TEAM_ID": PushLiveTests.teamID,
                 "SWITCHBOARD_APNS_KEY_ID": PushLiveTests.keyID, "SWITCHBOARD_APNS_KEY_FILE": keyFile,
                 "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)", "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
                 "SWITCHBOARD_APNS_CA_FILE": caFile, "SWITCHBOARD_APNS_BUNDLE_ID": PushLiveTests.bundleID,
@@ -380,9 +380,11 @@ struct PushLiveTests {
         func signed(_ method: String, _ path: String, _ body: String) async throws -> (status: Int, headers: String, body: String) {
             sent += 1
             let target = path + "?n=\(sent)", stamp = String(Int64(Date().timeIntervalSince1970))
-            let signature = try signer.sign(GatewaySignature.canonical(method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
+            let signature = try signer.sign(
+                GatewaySignature.canonical(app: "acme", key: "k1", method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
             return await fetch(rig.server.address, method, target, body: body, headers: [
                 "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1", "Switchboard-Timestamp": stamp,
+                "Switchboard-Signature-Version": "2",
                 "Switchboard-Signature": Base64URL.encode(signature),
             ])
         }
@@ -416,9 +418,11 @@ struct PushLiveTests {
         func signed(_ method: String, _ path: String, _ body: String = "") async throws -> (status: Int, headers: String, body: String) {
             sent += 1
             let target = path + "?n=\(sent)", stamp = String(Int64(Date().timeIntervalSince1970))
-            let signature = try key.sign(GatewaySignature.canonical(method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
+            let signature = try key.sign(
+                GatewaySignature.canonical(app: "acme", key: "k1", method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
             return await fetch(rig.server.address, method, target, body: body.isEmpty ? nil : body, headers: [
                 "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1", "Switchboard-Timestamp": stamp,
+                "Switchboard-Signature-Version": "2",
                 "Switchboard-Signature": Base64URL.encode(signature),
             ])
         }

@@ -51,7 +51,7 @@ final class AudioPeer: Sendable {
 /// The built-in audio relay through the real binary (its default media backend).
 @Suite("The audio relay through the binary", .serialized, .timeLimit(.minutes(5)))
 struct RelayLiveTests {
-    private static let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"]
+    private static let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"]
 
     private func launch() async throws -> (ServerProcess, ScratchDirectory) {
         let data = ScratchDirectory()

@@ -20,7 +20,7 @@ struct SDKCallDirectoryLiveTests {
         let adminKey = "admin-\(UUID().uuidString)"
         let server = try await ServerProcess.launch(
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
-            environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10", "SWITCHBOARD_ADMIN_KEY": adminKey])
+            environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15", "SWITCHBOARD_ADMIN_KEY": adminKey])
         defer { _ = server.stop() }
         let admin = ["Authorization": "Bearer \(adminKey)"]
         let alice = try await liveRegister(server.address, "alice\(UInt32.random(in: 0...UInt32.max))")

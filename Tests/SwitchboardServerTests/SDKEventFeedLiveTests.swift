@@ -12,7 +12,7 @@ import SwitchboardWire
 /// The SDK's API client and event feed against the real server binary.
 @Suite("SDK event feed against the binary", .serialized, .timeLimit(.minutes(5)))
 struct SDKEventFeedLiveTests {
-    private static let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"]
+    private static let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"]
 
     private func client(_ server: ServerProcess, token: String? = nil) -> SwitchboardClient {
         SwitchboardClient(baseURL: URL(string: "http://\(server.address)")!, token: token)

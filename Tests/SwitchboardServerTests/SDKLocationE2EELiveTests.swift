@@ -19,7 +19,7 @@ struct SDKLocationE2EELiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
         defer { _ = server.stop() }
         let alice = try await liveRegister(server.address, "alice\(UInt32.random(in: 0...UInt32.max))")
         let bob = try await liveRegister(server.address, "bob\(UInt32.random(in: 0...UInt32.max))")

@@ -16,7 +16,7 @@ struct SDKMeetingPreloadLiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "10"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
         defer { _ = server.stop() }
         let suffix = UInt32.random(in: 0...UInt32.max)
         let alice = try await liveRegister(server.address, "alice\(suffix)")

@@ -77,6 +77,11 @@ final class TestApplication: Sendable {
         // Worlds that create many calls and users get limits they never meet; a test of the
         // limits sets its own (any value but the defaults), and the defaults are tested live.
         if configuration.limits == ServerLimits() { configuration.limits = .generousForTests }
+        // Worlds whose clock jumps months keep their sessions, unless a test sets them.
+        if configuration.sessionIdleDays == 30 && configuration.sessionMaxDays == 365 {
+            configuration.sessionIdleDays = 3650
+            configuration.sessionMaxDays = 3650
+        }
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),
             environment: environment, eventHooks: eventHooks, apnsTransport: apnsTransport, fcmTransport: fcmTransport,

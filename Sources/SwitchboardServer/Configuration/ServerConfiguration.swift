@@ -170,6 +170,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// cost keep verifying and are replaced at the user's next login.
     public var passwordScryptLogN = 17
 
+    /// `refuse` (the default) or `accept`: gateway requests signed the version 1 way, which
+    /// does not cover the app and key ids, while app servers move to version 2.
+    public var gatewaySignatureV1 = "refuse"
+
     /// The limits of the one limiter (``ServerLimits``).
     public var limits = ServerLimits()
     /// Days a session may go unused before it ends.
@@ -272,6 +276,9 @@ public struct ConfigurationSetting: Sendable {
         integer("shutdownGraceSeconds", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS", 0...600, "seconds in-flight requests get after SIGTERM (default 10)") { $0.shutdownGraceSeconds = $1 },
         integer("eventRetentionDays", "SWITCHBOARD_EVENT_RETENTION_DAYS", 1...3650, "days events are kept before pruning (default 30)") { $0.eventRetentionDays = $1 },
         integer("passwordScryptLogN", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N", 15...20, "log2 of scrypt N for new password hashes, at least 15; weaker stored hashes are upgraded at the next login (default 17)") { $0.passwordScryptLogN = $1 },
+        text("gatewaySignatureV1", "SWITCHBOARD_GATEWAY_SIGNATURE_V1", "refuse (default) or accept: gateway requests signed version 1 (without the app and key ids), while app servers move to version 2", \.gatewaySignatureV1) { text in
+            ["refuse", "accept"].contains(text) ? nil : "must be refuse or accept"
+        },
         integer("sessionIdleDays", "SWITCHBOARD_SESSION_IDLE_DAYS", 1...3650, "days a session may go unused before it ends (default 30)") { $0.sessionIdleDays = $1 },
         integer("sessionMaxDays", "SWITCHBOARD_SESSION_MAX_DAYS", 1...3650, "days a session lives at most, however used (default 365)") { $0.sessionMaxDays = $1 },
         limit("limitRegistrationsPerAddress", "SWITCHBOARD_LIMIT_REGISTRATIONS_PER_ADDRESS", "accounts registered from one client address", \.registrationsPerAddress),

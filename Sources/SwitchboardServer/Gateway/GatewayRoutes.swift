@@ -14,6 +14,8 @@ struct GatewayRoutes {
     /// directory told when they change.
     let vault: PayloadKeyVault
     let directory: GatewayChannelDirectory
+    /// Whether version 1 signatures (without the app and key ids) are still taken.
+    var acceptSignatureV1 = false
 
     struct PushSettingsRequest: Decodable {
         /// Validated member by member from the request's JSON (strings and integers).
@@ -212,7 +214,7 @@ struct GatewayRoutes {
     func signed(
         _ handler: @escaping @Sendable (RequestContext, GatewayApp, _ keyID: String) async throws -> HTTPResponse
     ) -> @Sendable (RequestContext) async throws -> HTTPResponse {
-        let store = self.store
+        let store = self.store, acceptSignatureV1 = self.acceptSignatureV1
         return { context in
             let request = context.request
             guard request.body.count <= GatewaySignature.maxBodyBytes else {
@@ -241,7 +243,22 @@ struct GatewayRoutes {
                 let key = app.keys.first(where: { $0.keyID == keyID }),
                 let publicKey = Base64URL.decode(key.publicKey).flatMap({ try? Ed25519PublicKey(rawBytes: $0) })
             else { throw APIError(status: 401, code: "GATEWAY_UNKNOWN_KEY", message: "no app '\(appID)' with a key '\(keyID)'") }
-            let message = GatewaySignature.canonical(method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
+            let message: [UInt8]
+            switch request.headers[GatewaySignature.versionHeader] {
+            case "2":
+                message = GatewaySignature.canonical(
+                    app: appID, key: keyID, method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
+            case nil where acceptSignatureV1:
+                message = GatewaySignature.canonicalV1(method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
+            case nil:
+                throw APIError(
+                    status: 401, code: "GATEWAY_SIGNATURE_V1",
+                    message: "version 1 signatures are refused: sign version 2 (app and key id included) and send \(GatewaySignature.versionHeader): 2")
+            case let other?:
+                throw APIError(
+                    status: 401, code: "GATEWAY_BAD_SIGNATURE", message: "\(GatewaySignature.versionHeader) must be 2, not '\(other.prefix(8))'",
+                    field: GatewaySignature.versionHeader)
+            }
             guard publicKey.verify(signature: signature, message: message) else {
                 throw APIError(status: 401, code: "GATEWAY_BAD_SIGNATURE", message: "the signature does not match the request and the key")
             }

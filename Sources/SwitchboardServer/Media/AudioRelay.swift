@@ -24,6 +24,8 @@ final class AudioRelay: MediaBackend, Sendable {
         static let callEnded: UInt16 = 4001
         /// The same user connected again; the older socket goes.
         static let replaced: UInt16 = 4002
+        /// The socket kept sending frames far faster than real time (``Settings/maxFramesPerSecond``).
+        static let flooding: UInt16 = 4008
     }
 
     struct Settings: Sendable {
@@ -38,6 +40,15 @@ final class AudioRelay: MediaBackend, Sendable {
         /// How long a removal or a room's end is remembered, to refuse sockets with older tokens
         /// (longer than a media token lives).
         var memorySeconds: TimeInterval = 600
+        /// Frames one socket may send per second, about twice real time; more are dropped and
+        /// counted. Dropped frames past five seconds' worth of the limit within five seconds
+        /// close the socket (``CloseCode/flooding``).
+        var maxFramesPerSecond = 100
+
+        /// The per-socket frame limit, in the one limiter's terms.
+        var frameLimit: RateLimit { RateLimit(count: maxFramesPerSecond, windowMS: 1000) }
+        /// How many refused frames a socket may send before it is closed.
+        var floodLimit: RateLimit { RateLimit(count: 5 * maxFramesPerSecond, windowMS: 5000) }
     }
 
     /// One participant's socket.
@@ -50,6 +61,11 @@ final class AudioRelay: MediaBackend, Sendable {
         let received = Atomic<UInt64>(0)
         let sent = Atomic<UInt64>(0)
         let droppedSlow = Atomic<UInt64>(0)
+        /// Frames dropped for coming faster than the socket's limit.
+        let droppedFlood = Atomic<UInt64>(0)
+        /// The socket's frames and its refused frames, counted by the one limiter (in memory:
+        /// a socket lives on one instance).
+        let rate = Mutex((frames: RateCounter(), refused: RateCounter()))
 
         init(userID: String, room: String, socket: WebSocket, queueFrames: Int) {
             self.userID = userID
@@ -171,7 +187,12 @@ final class AudioRelay: MediaBackend, Sendable {
                 guard let participant = holder.withLock({ $0 }) else { return }
                 switch message {
                 case .binary(let bytes) where bytes.count == RelayAudioFormat.bytesPerFrame:
-                    received(bytes, from: participant)
+                    switch admit(participant) {
+                    case .allowed: received(bytes, from: participant)
+                    case .refused: participant.droppedFlood.wrappingAdd(1, ordering: .relaxed)
+                    case .flooding:
+                        socket.close(code: CloseCode.flooding, reason: "audio frames far faster than real time")
+                    }
                 case .binary(let bytes):
                     socket.close(code: WebSocketCloseCode.invalidPayload, reason: "a frame is 320 bytes (20 ms of 8 kHz s16le), not \(bytes.count)")
                 case .text:
@@ -214,12 +235,32 @@ final class AudioRelay: MediaBackend, Sendable {
         metrics.add(participant.droppedSlow.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "dropped_slow_receiver")])
         let late = UInt64(participant.queue.withLock { $0.droppedLate })
         metrics.add(late, to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "dropped_late")])
+        metrics.add(
+            participant.droppedFlood.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help,
+            labels: [("outcome", "dropped_rate_limit")])
         logger.info("audio socket closed", [
             "room": .string(participant.room), "user.id": .string(participant.userID), "code": .int(Int(info.code)),
             "frames.received": .int(Int(participant.received.load(ordering: .relaxed))),
             "frames.sent": .int(Int(participant.sent.load(ordering: .relaxed))),
             "frames.dropped": .int(Int(participant.droppedSlow.load(ordering: .relaxed)) + Int(late)),
+            "frames.dropped_rate_limit": .int(Int(participant.droppedFlood.load(ordering: .relaxed))),
         ])
+    }
+
+    enum Admission { case allowed, refused, flooding }
+
+    /// Whether a frame `participant` sent may pass its socket's limit now.
+    private func admit(_ participant: Participant) -> Admission {
+        let nowMS = Int64((now().timeIntervalSince1970 * 1000).rounded(.down))
+        let frameLimit = settings.frameLimit, floodLimit = settings.floodLimit
+        return participant.rate.withLock { rate in
+            let (decision, frames) = RateLimiter.take(1, of: frameLimit, from: rate.frames, nowMS: nowMS)
+            rate.frames = frames
+            guard !decision.isAllowed else { return .allowed }
+            let (kept, refused) = RateLimiter.take(1, of: floodLimit, from: rate.refused, nowMS: nowMS)
+            rate.refused = refused
+            return kept.isAllowed ? .refused : .flooding
+        }
     }
 
     /// A frame from `participant`: forwarded at once when one other is in the room, queued for

@@ -63,9 +63,16 @@ struct AdminRoutes {
         }
     }
 
-    /// `Authorization: Bearer <admin key>`, compared in constant time.
+    /// `Authorization: Bearer <admin key>`, compared in constant time. With the admin API off
+    /// (no `adminKey`), a request without credentials is 401 like any other, and one with
+    /// credentials 403 `ADMIN_DISABLED`: no key can open it.
     static func requireAdmin(_ headers: HTTPHeaders, key: String) throws(APIError) {
         guard !key.isEmpty else {
+            guard headers["Authorization"] != nil else {
+                throw APIError(
+                    status: 401, code: "UNAUTHORIZED",
+                    message: "admin key required: Authorization: Bearer <admin key> (the admin endpoints are off: set adminKey, SWITCHBOARD_ADMIN_KEY)")
+            }
             throw APIError(status: 403, code: "ADMIN_DISABLED", message: "set adminKey (SWITCHBOARD_ADMIN_KEY) to enable the admin endpoints")
         }
         guard let header = headers["Authorization"], header.hasPrefix("Bearer "),

@@ -31,8 +31,10 @@ struct SQLDeviceRepository: DeviceRepository {
                 throw DeviceRegistrationConflict.tokenTaken(channel: token.channel)
             }
         }
+        // A reinstall: the old installation goes with all its tokens (its alert token must not
+        // reach anyone).
         for row in stale {
-            try connection.run("DELETE FROM push_devices WHERE device_id = ? AND channel = ?", [.text(try row.string("device_id")), .text(token.channel)])
+            try connection.run("DELETE FROM push_devices WHERE device_id = ?", [.text(try row.string("device_id"))])
         }
         // Rows of this installation left by another user's ended session go: nothing of theirs
         // is ever moved to this user.
