@@ -16,7 +16,10 @@ struct LocationE2EELiveTests {
         try writer.write(to: data.path + "/cities.mmdb")
         let server = try await ServerProcess.launch(
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/db"],
-            environment: ["SWITCHBOARD_CITY_DATABASE_FILE": data.path + "/cities.mmdb", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
+            environment: [
+                "SWITCHBOARD_CITY_DATABASE_FILE": data.path + "/cities.mmdb", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15",
+                "SWITCHBOARD_TRUSTED_PROXIES": "127.0.0.1",
+            ])
         defer { _ = server.stop() }
         let address = server.address
         let alice = try await liveRegister(address, "alice\(UInt32.random(in: 0...UInt32.max))")
@@ -40,7 +43,7 @@ struct LocationE2EELiveTests {
         let nan = await fetch(address, "PUT", "/conversations/\(conversation)/live-locations", body: #"{"latitude":NaN,"longitude":0,"accuracy":1}"#, headers: alice.auth)
         #expect(nan.status == 400 && nan.body.contains(#""field":"latitude""#), "\(nan.body)")
 
-        // The city: the peer is loopback (127.0.0.1 is a trusted proxy by default), so the
+        // The city: the peer is loopback (127.0.0.1, named a trusted proxy here), so the
         // nearest untrusted X-Forwarded-For hop counts.
         func city(_ forwarded: String?) async -> String {
             var headers = alice.auth
