@@ -161,7 +161,7 @@ struct EventsLiveTests {
         #expect(await fetch(server.address, "POST", "/auth/logout", headers: alice.auth).status == 204)
         let after = await fetch(server.address, "GET", "/me", headers: alice.auth)
         #expect(after.status == 401)
-        #expect(after.body.contains("unknown or ended session"))
+        #expect(after.body.contains("unknown, ended or expired session"))
         // Logging in again gives a new, working token.
         let login = await fetch(server.address, "POST", "/auth/login", body: #"{"username":"ALICE","password":"long enough"}"#)
         #expect(login.status == 200)

@@ -104,14 +104,19 @@ struct PushOutboxTests {
         // Re-registering the device replaces its token.
         _ = await env.register(alice, device: device, token: tokenB)
         #expect(try await env.devices() == [tokenB])
-        // The same token on another installation moves there.
-        _ = await env.register(bob, token: tokenB)
+        // Another account cannot take the token, nor the installation, while her session lives.
+        let taken = await env.register(bob, token: tokenB)
+        #expect(taken.status == 409 && taken.text.contains("PUSH_TOKEN_TAKEN"), "\(taken.text)")
+        let takenID = await env.register(bob, device: device, token: tokenA)
+        #expect(takenID.status == 409 && takenID.text.contains("DEVICE_ID_TAKEN"), "\(takenID.text)")
         #expect(try await env.devices() == [tokenB])
-        #expect(await env.app.request("DELETE", "/voip/devices/\(device)", headers: alice.headers).status == 404)
-        // Logout unbinds the session's devices.
-        _ = await env.register(alice, token: tokenA)
+        // Logout unbinds the session's devices; then the installation's own registration may bind
+        // the token to bob.
         #expect(await env.app.request("POST", "/auth/logout", headers: alice.headers).status == 204)
+        #expect(try await env.devices().isEmpty)
+        #expect(await env.register(bob, device: device, token: tokenB).status == 200)
         #expect(try await env.devices() == [tokenB])
+        #expect(await env.app.request("DELETE", "/voip/devices/\(device)", headers: alice.headers).status == 401)
     }
 
     @Test func aCallRingsTheInviteesDeviceWithTheExactPush() async throws {
