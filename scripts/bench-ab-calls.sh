@@ -21,7 +21,7 @@ BENCH_STOP_ON_EXIT=(SERVER_A SERVER_B)
 bench_init_tmp switchboard-ab.XXXXXX
 start_one() {   # start_one BINARY NAME: sets STARTED_PID and STARTED_PORT
     mkdir -p "$TMP/$2"
-    SWITCHBOARD_PASSWORD_SCRYPT_LOG_N=10 "$1" serve --listen 127.0.0.1:0 --data-dir "$TMP/$2/data" --log-level warning \
+    SWITCHBOARD_PASSWORD_SCRYPT_LOG_N=15 SWITCHBOARD_LIMIT_REGISTRATIONS_PER_ADDRESS=1000000/3600 SWITCHBOARD_LIMIT_CALLS_PER_CALLER=1000000/60 SWITCHBOARD_LIMIT_CALLS_PER_CALLEE=1000000/60 SWITCHBOARD_LIMIT_RINGS_PER_DEVICE=1000000/60 SWITCHBOARD_LIMIT_MESSAGES_PER_USER=1000000/60 "$1" serve --listen 127.0.0.1:0 --data-dir "$TMP/$2/data" --log-level warning \
         </dev/null >"$TMP/$2/server.out" 2>"$TMP/$2/server.err" &
     STARTED_PID=$!
     wait_listening "$STARTED_PID" "$TMP/$2/server.out" "server $2" "server $2's"

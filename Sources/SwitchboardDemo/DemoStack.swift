@@ -65,6 +65,7 @@ public final class DemoStack: Sendable {
         configuration.logLevel = options.logLevel
         configuration.ringTimeoutSeconds = options.ringTimeoutSeconds
         configuration.passwordScryptLogN = 10
+        configuration.limits = .lifted  // the harness rings its phones far more often than any person would
         configuration.shutdownGraceSeconds = 1
         configuration.apnsBundleID = Self.bundleID
         configuration.apnsTeamID = "DEMOTEAM01"

@@ -149,16 +149,7 @@ enum TestPostgres {
 
 extension ServerLimits {
     /// Limits no test world meets unless it means to.
-    static var generousForTests: ServerLimits {
-        var limits = ServerLimits()
-        for path: WritableKeyPath<ServerLimits, RateLimit> in [
-            \.registrationsPerAddress, \.callsPerCaller, \.callsPerCallee, \.ringsPerDevice, \.gatewaySignalsPerCallee,
-            \.messagesPerUser, \.callDirectoryChangesPerUser, \.liveLocationUpdatesPerUser,
-        ] {
-            limits[keyPath: path].count = 1_000_000
-        }
-        return limits
-    }
+    static var generousForTests: ServerLimits { .lifted }
 }
 
 extension ServerLimits {

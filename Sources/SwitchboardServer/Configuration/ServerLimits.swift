@@ -23,6 +23,19 @@ public struct ServerLimits: Sendable, Equatable {
 
     public init() {}
 
+    /// Every count raised to a million: for developer tools and benchmarks that drive the
+    /// server far harder than people do (the demo, the wake-up harness), never for production.
+    public static var lifted: ServerLimits {
+        var limits = ServerLimits()
+        for path: WritableKeyPath<ServerLimits, RateLimit> in [
+            \.registrationsPerAddress, \.callsPerCaller, \.callsPerCallee, \.ringsPerDevice, \.gatewaySignalsPerCallee,
+            \.messagesPerUser, \.callDirectoryChangesPerUser, \.liveLocationUpdatesPerUser,
+        ] {
+            limits[keyPath: path].count = 1_000_000
+        }
+        return limits
+    }
+
     /// A limit as a setting's text: `COUNT/SECONDS` (`5/60`).
     static func parse(_ text: String) -> RateLimit? {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
