@@ -97,8 +97,9 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // Storage: SQLite owner, migrations, writer/reader connections.
-        .target(name: "SwitchboardStore", dependencies: ["CSQLite", "CLibPQ", "SwitchboardObservability"], swiftSettings: strict),
+        // Storage: SQLite owner, migrations, writer/reader connections, and the repositories that
+        // live with the store (the one limiter's counters so far).
+        .target(name: "SwitchboardStore", dependencies: ["CSQLite", "CLibPQ", "SwitchboardCore", "SwitchboardObservability"], swiftSettings: strict),
 
         // City lookup from an address in a MaxMind-format database (libmaxminddb).
         .target(name: "SwitchboardGeo", dependencies: ["CMaxMindDB"], swiftSettings: strict),

@@ -75,14 +75,14 @@ struct CallWorld {
     init(
         configuration: ServerConfiguration = ServerConfiguration(), apnsTransport: (any PushTransport)? = nil,
         fcmTransport: (any PushTransport)? = nil, huaweiTransport: (any PushTransport)? = nil,
-        vendorTransports: [String: any PushTransport] = [:], store: StoreKind = .default
+        vendorTransports: [String: any PushTransport] = [:], store: StoreKind = .default, asShipped: Bool = false
     ) throws {
         let clock = CallTestClock()
         self.clock = clock
         app = try TestApplication(
             configuration: configuration, environment: clock.environment,
             apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
-            vendorTransports: vendorTransports, pushJitter: { 0.5 }, store: store)
+            vendorTransports: vendorTransports, pushJitter: { 0.5 }, store: store, asShipped: asShipped)
     }
 
     func person(_ name: String) async throws -> Person {

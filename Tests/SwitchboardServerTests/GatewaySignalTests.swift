@@ -26,8 +26,9 @@ struct GatewaySignalTests {
             var configuration = ServerConfiguration()
             configuration.adminKey = GatewayTests.adminKey
             configuration.dataEncryptionKey = dataEncryptionKey
-            configuration.limits = .serverDefaultsInTests  // the gateway's limits as they ship
-            world = try CallWorld(configuration: configuration, apnsTransport: apns, fcmTransport: fcm, vendorTransports: ["xiaomi": xiaomi])
+            // The gateway's limits as they ship.
+            world = try CallWorld(
+                configuration: configuration, apnsTransport: apns, fcmTransport: fcm, vendorTransports: ["xiaomi": xiaomi], asShipped: true)
             let registered = await world.app.request("POST", "/admin/gateway/apps", headers: GatewayTests.admin, body: """
                 {"id":"acme","name":"Acme","keys":[{"keyId":"k1","publicKey":"\(Base64URL.encode(key.publicKey.rawBytes))"}]}
                 """)

@@ -50,7 +50,8 @@ final class TestApplication: Sendable {
         vendorTransports: [String: any PushTransport] = [:],
         pushJitter: (@Sendable () -> Double)? = nil,
         store: StoreKind = .default,
-        sharing: String? = nil
+        sharing: String? = nil,
+        asShipped: Bool = false
     ) throws {
         directory = ScratchDirectory()
         let database: any SQLStore
@@ -74,11 +75,11 @@ final class TestApplication: Sendable {
         sink = RecordingLogSink()
         var configuration = configuration
         configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
-        // Worlds that create many calls and users get limits they never meet; a test of the
-        // limits sets its own (any value but the defaults), and the defaults are tested live.
-        if configuration.limits == ServerLimits() { configuration.limits = .generousForTests }
-        // Worlds whose clock jumps months keep their sessions, unless a test sets them.
-        if configuration.sessionIdleDays == 30 && configuration.sessionMaxDays == 365 {
+        // Test worlds create many calls and users and jump their clocks by months: unless a test
+        // asks for the server as shipped, its limits are lifted and its sessions live ten years
+        // (the shipped values are tested here with `asShipped` and live through the binary).
+        if !asShipped {
+            configuration.limits = .lifted
             configuration.sessionIdleDays = 3650
             configuration.sessionMaxDays = 3650
         }
@@ -144,20 +145,5 @@ enum TestPostgres {
             try? admin.executeScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
             admin.close()
         })
-    }
-}
-
-extension ServerLimits {
-    /// Limits no test world meets unless it means to.
-    static var generousForTests: ServerLimits { .lifted }
-}
-
-extension ServerLimits {
-    /// The server's own defaults, kept in a test world (which otherwise gets
-    /// ``generousForTests``): the same limits, with one no test meets raised by one.
-    static var serverDefaultsInTests: ServerLimits {
-        var limits = ServerLimits()
-        limits.callDirectoryChangesPerUser.count += 1
-        return limits
     }
 }

@@ -167,26 +167,21 @@ public enum RateLimiter {
         }
     }
 
-    /// Takes `cost` units from every counter, or from none: the first refusal (a breaker among
-    /// them closes) is the answer. `counters` and the result are in the order of `limits`.
+    /// Takes `cost` units from every counter, or from none: when any refuses, the answer is
+    /// the refusal that waits longest, and only the refusing counters change (a breaker among
+    /// them closes). `counters` and the result are in the order of `limits`.
     public static func takeAll(
         _ cost: Int, of limits: [RateLimit], from counters: [RateCounter], nowMS: Int64
     ) -> (RateDecision, [RateCounter]) {
         precondition(limits.count == counters.count, "one counter per limit")
-        var refusal: RateDecision?
-        var updated = counters
-        for index in limits.indices {
-            let decision = check(cost, of: limits[index], in: pruned(counters[index], limits[index], nowMS: nowMS), nowMS: nowMS)
-            guard case .refused = decision else { continue }
-            let (closed, counter) = take(cost, of: limits[index], from: counters[index], nowMS: nowMS)
-            updated[index] = counter
-            if refusal == nil || (closed.retryAfterSeconds ?? 0) > (refusal?.retryAfterSeconds ?? 0) { refusal = closed }
+        let taken = zip(limits, counters).map { take(cost, of: $0, from: $1, nowMS: nowMS) }
+        let waits = taken.compactMap { decision, _ -> Int64? in
+            if case .refused(let wait) = decision { return wait }
+            return nil
         }
-        if let refusal { return (refusal, updated) }
-        for index in limits.indices {
-            updated[index] = take(cost, of: limits[index], from: counters[index], nowMS: nowMS).1
-        }
-        return (.allowed, updated)
+        guard let longest = waits.max() else { return (.allowed, taken.map(\.1)) }
+        let updated = zip(taken, counters).map { result, original in result.0.isAllowed ? original : result.1 }
+        return (.refused(retryAfterMS: longest), updated)
     }
 
     /// Counts a failure under `backoff`: the key is closed for the back-off's wait.

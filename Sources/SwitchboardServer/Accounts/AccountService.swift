@@ -51,9 +51,28 @@ struct AccountService: Sendable {
     /// counters (guesses sent at once cannot all pass the check), and taken back when it
     /// succeeds. An address that logged in to the account before is not held back by the
     /// account-wide counter: failing on purpose from elsewhere cannot lock its owner out.
-    func login(_ request: LoginRequest, from address: String, startingSession: Bool = true) async throws -> AuthSession? {
-        let username = request.username.lowercased()
-        let throttle = self.throttle
+    func login(_ request: LoginRequest, from address: String) async throws -> AuthSession {
+        let checked = try await checkPassword(request.password, of: request.username, from: address, upgrading: true)
+        let token = Token.generate()
+        return try await succeed(checked) { transaction in
+            try Self.startSession(for: checked.user.id, token: token, in: transaction)
+            return AuthSession(user: checked.user, token: token.text, eventCursor: try transaction.events.cursor(for: checked.user.id))
+        }
+    }
+
+    /// A password that passed the login throttle and matched.
+    private struct CheckedPassword: Sendable {
+        let user: User
+        let username: String
+        let address: String
+        /// Today's hash of the password, when the stored one was made with another cost.
+        let upgradedHash: String?
+    }
+
+    /// The throttle's check and the password's (``login(_:from:)``): 429 while held back, 401
+    /// `INVALID_CREDENTIALS` for an unknown user or a wrong password (as long as a right one).
+    private func checkPassword(_ password: String, of name: String, from address: String, upgrading: Bool) async throws -> CheckedPassword {
+        let username = name.lowercased()
         let keys = throttle.keys(username: username, address: address)
         let known = throttle.knownKey(username: username, address: address)
         let held = try await store.write { transaction -> Int? in
@@ -75,16 +94,23 @@ struct AccountService: Sendable {
             throw APIError(status: 429, code: "RATE_LIMITED", message: "too many failed logins: try again in \(seconds) s", retryAfter: seconds)
         }
         let found = try await store.snapshot { try $0.accounts.credentials(forUsername: username) }
-        let matches = try await hasher.verify(request.password, against: found?.passwordHash ?? decoyHash)
-        guard let user = found?.user, matches else {
+        let matches = try await hasher.verify(password, against: found?.passwordHash ?? decoyHash)
+        guard let found, matches else {
             throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
         }
-        // A hash made with a weaker cost than today's is replaced while the password is at hand.
-        let upgraded = hasher.needsRehash(found?.passwordHash ?? "") ? try? await hasher.hash(request.password) : nil
-        let token = Token.generate()
-        let reset = throttle.keysReset(username: username, address: address).map(\.text)
-        let addressKey = keys.first { $0.text.hasPrefix("address:") }
-        return try await store.write { transaction -> AuthSession? in
+        // A hash made with another cost than today's is replaced while the password is at hand.
+        let upgraded = upgrading && hasher.needsRehash(found.passwordHash) ? try? await hasher.hash(password) : nil
+        return CheckedPassword(user: found.user, username: username, address: address, upgradedHash: upgraded)
+    }
+
+    /// The write after a matching password: the attempt is taken back (the account's counters
+    /// reset, the address's by one), the address is remembered as known, an upgraded hash
+    /// stored, and `then` runs in the same transaction.
+    private func succeed<T: Sendable>(_ checked: CheckedPassword, then: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
+        let reset = throttle.keysReset(username: checked.username, address: checked.address).map(\.text)
+        let addressKey = throttle.keys(username: checked.username, address: checked.address).first { $0.text.hasPrefix("address:") }
+        let known = throttle.knownKey(username: checked.username, address: checked.address)
+        return try await store.write { transaction in
             let now = CallStore.milliseconds(transaction.date)
             let counters = transaction.rateCounters
             try counters.clear(reset)
@@ -93,11 +119,8 @@ struct AccountService: Sendable {
                 try counters.store(RateLimiter.forgive(entry, addressKey.rule), for: addressKey.text, at: now)
             }
             try counters.store(RateCounter(), for: known, at: now)
-            if let upgraded { try transaction.accounts.setPasswordHash(upgraded, of: user.id) }
-            guard startingSession else { return nil }
-            try Self.startSession(for: user.id, token: token, in: transaction)
-            let cursor = try transaction.events.cursor(for: user.id)
-            return AuthSession(user: user, token: token.text, eventCursor: cursor)
+            if let upgraded = checked.upgradedHash { try transaction.accounts.setPasswordHash(upgraded, of: checked.user.id) }
+            return try then(transaction)
         }
     }
 
@@ -112,32 +135,35 @@ struct AccountService: Sendable {
 
     /// Ends every session of the user, this one included, and unbinds their push devices.
     func logoutEverywhere(_ principal: Principal) async throws {
-        try await Self.endSessions(of: principal.user.id, keeping: nil, in: store)
+        try await store.write { try Self.endSessions(of: principal.user.id, keeping: nil, in: $0) }
     }
 
-    /// Changes the password after checking the current one (a wrong one is 401
-    /// `INVALID_CREDENTIALS`, counted like a failed login), and ends every other session.
+    /// Changes the password after checking the current one under the login throttle (a wrong
+    /// one is 401 `INVALID_CREDENTIALS` and counts as a failed login), and ends every other
+    /// session in the same write.
     func changePassword(_ request: ChangePasswordRequest, by principal: Principal, from address: String) async throws {
         try AccountValidation.password(request.newPassword, field: "newPassword")
+        let checked: CheckedPassword
         do {
-            _ = try await login(LoginRequest(username: principal.user.username, password: request.currentPassword), from: address, startingSession: false)
+            checked = try await checkPassword(request.currentPassword, of: principal.user.username, from: address, upgrading: false)
         } catch let error as APIError where error.code == "INVALID_CREDENTIALS" {
             throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "the current password is wrong", field: "currentPassword")
         }
         let hash = try await hasher.hash(request.newPassword)
-        try await store.write { transaction in
-            try transaction.accounts.setPasswordHash(hash, of: principal.user.id)
+        let userID = principal.user.id, sessionID = principal.sessionID
+        try await succeed(checked) { transaction in
+            try transaction.accounts.setPasswordHash(hash, of: userID)
+            try Self.endSessions(of: userID, keeping: sessionID, in: transaction)
         }
-        try await Self.endSessions(of: principal.user.id, keeping: principal.sessionID, in: store)
     }
 
-    private static func endSessions(of userID: String, keeping: String?, in store: ServerStore) async throws {
-        try await store.write { transaction in
-            for session in try transaction.accounts.endSessions(of: userID, keeping: keeping, at: transaction.timestamp) {
-                try transaction.devices.removeAll(boundTo: session)
-            }
-            transaction.wake([userID])
+    /// Ends the user's sessions but `keeping`, unbinds their push devices, and wakes the user's
+    /// held requests on every instance (their streams end).
+    private static func endSessions(of userID: String, keeping: String?, in transaction: WriteTransaction) throws {
+        for session in try transaction.accounts.endSessions(of: userID, keeping: keeping, at: transaction.timestamp) {
+            try transaction.devices.removeAll(boundTo: session)
         }
+        transaction.wake([userID])
     }
 
     func me(_ principal: Principal) async throws -> Me {
@@ -164,10 +190,8 @@ struct AccountRoutes {
                 try context.decode(RegisterRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)), status: 201)
         }
         router.add("POST", "/auth/login") { [service, trustedProxies] context in
-            guard let session = try await service.login(
-                try context.decode(LoginRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies))
-            else { throw APIError.internal }
-            return .json(session)
+            .json(try await service.login(
+                try context.decode(LoginRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)))
         }
         router.add("POST", "/auth/logout", authenticator.require { [service] _, principal in
             try await service.logout(principal)

@@ -10,32 +10,28 @@ struct SQLDeviceRepository: DeviceRepository {
         // The installation is another user's while their session that registered it lives.
         let owners = try connection.query(
             """
-            SELECT d.user_id, s.ended_at FROM push_devices d LEFT JOIN sessions s ON s.id = d.session_id
-            WHERE d.device_id = ? AND d.user_id != ?
+            SELECT 1 FROM push_devices d JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
+            WHERE d.device_id = ? AND d.user_id != ? LIMIT 1
             """,
             [.text(token.deviceID), .text(token.userID)])
-        for row in owners where try row.optionalString("ended_at") == nil {
-            _ = row
-            throw DeviceRegistrationConflict.deviceIDTaken
-        }
+        guard owners.isEmpty else { throw DeviceRegistrationConflict.deviceIDTaken }
         // The same token under another installation id: a reinstall of this user's, or a row
-        // left by a session that ended, goes; another user's live one is theirs.
-        let stale = try connection.query(
+        // left by a session that ended, goes (with all its tokens: the old installation's alert
+        // token must not reach anyone); another user's live one is theirs.
+        var stale: [String] = []
+        for row in try connection.query(
             """
             SELECT d.device_id, d.user_id, s.ended_at FROM push_devices d LEFT JOIN sessions s ON s.id = d.session_id
             WHERE d.channel = ? AND d.token = ? AND d.device_id != ?
             """,
             [.text(token.channel), .text(token.token), .text(token.deviceID)])
-        for row in stale {
+        {
             if try row.string("user_id") != token.userID, try row.optionalString("ended_at") == nil {
                 throw DeviceRegistrationConflict.tokenTaken(channel: token.channel)
             }
+            stale.append(try row.string("device_id"))
         }
-        // A reinstall: the old installation goes with all its tokens (its alert token must not
-        // reach anyone).
-        for row in stale {
-            try connection.run("DELETE FROM push_devices WHERE device_id = ?", [.text(try row.string("device_id"))])
-        }
+        for deviceID in stale { try connection.run("DELETE FROM push_devices WHERE device_id = ?", [.text(deviceID)]) }
         // Rows of this installation left by another user's ended session go: nothing of theirs
         // is ever moved to this user.
         try connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id != ?", [.text(token.deviceID), .text(token.userID)])

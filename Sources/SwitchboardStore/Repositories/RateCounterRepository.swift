@@ -1,10 +1,8 @@
-import Foundation
 import SwitchboardCore
-import SwitchboardStore
 
 /// The counters of the server's one limiter (``RateLimiter``), in the store (table
 /// `rate_counters`): they hold across restarts and, on PostgreSQL, across instances.
-protocol RateCounterRepository {
+public protocol RateCounterRepository {
     /// The counters there are of `keys` (a plain read: absent keys are absent).
     func counters(_ keys: [String]) throws -> [String: RateCounter]
     /// Reads `keys` for an update in this transaction: on PostgreSQL each row is locked (in key
@@ -21,9 +19,9 @@ protocol RateCounterRepository {
 }
 
 extension RateCounterRepository {
-    /// Takes `cost` from each key's counter under its limit, or from none (``RateLimiter/takeAll``),
+    /// Takes `cost` from each key's counter under its limit, or from none (``RateLimiter/takeAll(_:of:from:nowMS:)``),
     /// storing what changed. The decision is the caller's to act on.
-    func take(_ cost: Int, _ limits: [(key: String, limit: RateLimit)], at nowMS: Int64) throws -> RateDecision {
+    public func take(_ cost: Int, _ limits: [(key: String, limit: RateLimit)], at nowMS: Int64) throws -> RateDecision {
         guard !limits.isEmpty else { return .allowed }
         let found = try lock(limits.map(\.key), at: nowMS)
         let before = limits.map { found[$0.key] ?? RateCounter() }
@@ -33,20 +31,16 @@ extension RateCounterRepository {
         }
         return decision
     }
-
-    /// ``take(_:_:at:)``, refusing with 429 `RATE_LIMITED` and `Retry-After`: for limits without
-    /// a breaker, whose refusal writes nothing worth keeping (the transaction may roll back).
-    func require(_ cost: Int, _ limits: [(key: String, limit: RateLimit)], at nowMS: Int64, what: String) throws {
-        let decision = try take(cost, limits, at: nowMS)
-        if let seconds = decision.retryAfterSeconds { throw APIError.rateLimited(what, retryAfter: seconds) }
-    }
 }
 
-/// ``RateCounterRepository`` in SQL that SQLite and PostgreSQL both run.
-struct SQLRateCounterRepository: RateCounterRepository {
+/// ``RateCounterRepository`` in SQL that SQLite and PostgreSQL both run, on the connection of
+/// one transaction or snapshot.
+public struct SQLRateCounterRepository: RateCounterRepository {
     let connection: any SQLExecutor
 
-    func counters(_ keys: [String]) throws -> [String: RateCounter] {
+    public init(connection: any SQLExecutor) { self.connection = connection }
+
+    public func counters(_ keys: [String]) throws -> [String: RateCounter] {
         var found: [String: RateCounter] = [:]
         for key in keys {
             for row in try connection.query("SELECT failures, blocked_until_ms, slots FROM rate_counters WHERE key = ?", [.text(key)]) {
@@ -56,25 +50,27 @@ struct SQLRateCounterRepository: RateCounterRepository {
         return found
     }
 
-    func lock(_ keys: [String], at nowMS: Int64) throws -> [String: RateCounter] {
+    public func lock(_ keys: [String], at nowMS: Int64) throws -> [String: RateCounter] {
         var found: [String: RateCounter] = [:]
         for key in Set(keys).sorted() {
-            // An upsert that changes nothing but takes the row's lock on PostgreSQL (SQLite's
-            // writer already holds the database); the read after it sees the latest commit.
-            try connection.run(
+            // One statement per key: an upsert that changes nothing but takes the row's lock on
+            // PostgreSQL (SQLite's writer holds the whole database already) and returns the row
+            // as the latest commit left it.
+            for row in try connection.query(
                 """
                 INSERT INTO rate_counters (key, failures, blocked_until_ms, slots, updated_at_ms) VALUES (?1, 0, 0, '', ?2)
                 ON CONFLICT (key) DO UPDATE SET failures = rate_counters.failures
+                RETURNING failures, blocked_until_ms, slots
                 """,
                 [.text(key), .integer(nowMS)])
-            for row in try connection.query("SELECT failures, blocked_until_ms, slots FROM rate_counters WHERE key = ?", [.text(key)]) {
+            {
                 found[key] = try Self.counter(row)
             }
         }
         return found
     }
 
-    func store(_ counter: RateCounter, for key: String, at nowMS: Int64) throws {
+    public func store(_ counter: RateCounter, for key: String, at nowMS: Int64) throws {
         try connection.run(
             """
             INSERT INTO rate_counters (key, failures, blocked_until_ms, slots, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -84,11 +80,11 @@ struct SQLRateCounterRepository: RateCounterRepository {
             [.text(key), .integer(Int64(counter.failures)), .integer(counter.blockedUntilMS), .text(counter.slotText), .integer(nowMS)])
     }
 
-    func clear(_ keys: [String]) throws {
+    public func clear(_ keys: [String]) throws {
         for key in keys { try connection.run("DELETE FROM rate_counters WHERE key = ?", [.text(key)]) }
     }
 
-    func prune(before beforeMS: Int64, keptBefore keptBeforeMS: Int64) throws {
+    public func prune(before beforeMS: Int64, keptBefore keptBeforeMS: Int64) throws {
         try connection.run(
             "DELETE FROM rate_counters WHERE updated_at_ms < ? AND (substr(key, 1, 6) != 'known:' OR updated_at_ms < ?)",
             [.integer(beforeMS), .integer(keptBeforeMS)])
@@ -96,13 +92,5 @@ struct SQLRateCounterRepository: RateCounterRepository {
 
     private static func counter(_ row: SQLiteRow) throws -> RateCounter {
         try RateCounter(slotText: try row.string("slots"), failures: try row.int("failures"), blockedUntilMS: try row.int64("blocked_until_ms"))
-    }
-}
-
-extension WriteTransaction {
-    /// Takes `cost` of `limit` under `key` for this write, or refuses it with 429
-    /// `RATE_LIMITED` (`what` names what was done too often): the per-user write quotas.
-    func requireQuota(_ key: String, _ limit: RateLimit, cost: Int = 1, what: String) throws {
-        try rateCounters.require(cost, [(key, limit)], at: CallStore.milliseconds(date), what: what)
     }
 }
