@@ -47,7 +47,10 @@ struct NginxExampleLiveTests {
         let directory = ScratchDirectory()
         defer { directory.remove() }
         chmod(directory.path, 0o755)  // nginx's workers (user nobody) use its temporary directories
-        let environment = ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": fresh.url, "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"]
+        let environment = [
+            "SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": fresh.url, "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15",
+            "SWITCHBOARD_TRUSTED_PROXIES": "127.0.0.1",
+        ]
         let first = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/a"], environment: environment)
         let second = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/b"], environment: environment)
         defer {
