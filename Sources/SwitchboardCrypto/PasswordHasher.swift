@@ -44,12 +44,16 @@ public struct PasswordHasher: Sendable {
 
     /// The cost new hashes are made with.
     public let cost: Cost
+    /// The threads the `async` methods run on (and wait for, within a bound).
+    public let workers: ScryptWorkers
 
-    /// Creates a hasher that makes new hashes with `cost`.
+    /// Creates a hasher that makes new hashes with `cost`, running its `async` work on
+    /// `workers`.
     ///
     /// An out-of-limits cost is reported by `hash(_:)` as a ``CryptoError``.
-    public init(cost: Cost = .standard) {
+    public init(cost: Cost = .standard, workers: ScryptWorkers = .shared) {
         self.cost = cost
+        self.workers = workers
     }
 
     /// Salt bytes generated per hash.

@@ -23,6 +23,12 @@ final class Connection {
     let fd: Int32
     let id: UInt64
     let remoteAddress: String
+    /// The peer's numeric host, for the per-peer connection cap.
+    let peerHost: String
+    /// Bytes of the server's body budget this connection's request holds while its body arrives.
+    var reservedBodyBytes = 0
+    /// Answered before the request's body was read: after the answer, linger instead of closing.
+    var lingerAfterFlush = false
     var parser: HTTPRequestParser
     var phase = Phase.reading
     var task: Task<Void, Never>?
@@ -52,10 +58,11 @@ final class Connection {
     /// The events registered with epoll right now.
     var interest: UInt32 = 0
 
-    init(fd: Int32, id: UInt64, remoteAddress: String, limits: HTTPParserLimits) {
+    init(fd: Int32, id: UInt64, remoteAddress: String, peerHost: String, limits: HTTPParserLimits) {
         self.fd = fd
         self.id = id
         self.remoteAddress = remoteAddress
+        self.peerHost = peerHost
         self.parser = HTTPRequestParser(limits: limits)
     }
 }

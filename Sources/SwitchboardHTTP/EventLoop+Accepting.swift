@@ -45,13 +45,20 @@ extension EventLoop {
                 refuse(fd, message: "too many open connections")
                 continue
             }
+            let peer = SocketAddress(address)
+            let peerHost = peer?.host ?? "unknown"
+            guard server.admitPeer(peerHost) else {
+                server.releaseConnection()
+                refuse(fd, message: "too many open connections from this address")
+                continue
+            }
             // Progress: the next pause, if any, is short again.
             acceptBackoff.recovered()
             TCPSocket.setNoDelay(fd)
             nextConnectionID += 1
             let id = UInt64(index) << 48 | nextConnectionID
             let connection = Connection(
-                fd: fd, id: id, remoteAddress: SocketAddress.describe(address), limits: server.configuration.limits)
+                fd: fd, id: id, remoteAddress: peer?.description ?? "unknown", peerHost: peerHost, limits: server.configuration.limits)
             connection.headerDeadline = monotonicNanoseconds() + server.headerTimeout
             connections[fd] = connection
             do {

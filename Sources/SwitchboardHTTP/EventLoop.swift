@@ -231,6 +231,11 @@ final class EventLoop: @unchecked Sendable {
         for _ in 0..<4 {
             let count = read(connection.fd, scratch.baseAddress, scratch.count)
             if count > 0 {
+                if connection.phase == .lingering {
+                    // Answered and closing: what still arrives is dropped.
+                    if count < scratch.count { return }
+                    continue
+                }
                 let bytes = UnsafeRawBufferPointer(rebasing: scratch[0..<count])
                 if let takeover = connection.takeover {
                     // Taken over: the bytes go straight to the handler (once it is closing,
@@ -296,12 +301,35 @@ final class EventLoop: @unchecked Sendable {
                 connection.headerDeadline = 0
                 connection.idleDeadline = 0
                 connection.bodyDeadline = monotonicNanoseconds() + server.bodyTimeout
+                let limit: Int
+                switch server.configuration.admitBody(head) {
+                case .refuse(let response):
+                    // No route takes it: answered before a byte of its body is kept.
+                    finishEarly(connection, response, for: head)
+                    return
+                case .accept(let maxBodyBytes):
+                    limit = min(maxBodyBytes, server.configuration.limits.maxBodyBytes)
+                }
+                connection.parser.bodyLimit = limit
+                var announced = limit
+                if case .length(let length) = head.framing { announced = length }
+                if announced <= limit {
+                    guard server.reserveBody(announced) else {
+                        let busy = server.errorResponse(
+                            status: 503, code: "SERVER_BUSY", message: "too many request bodies are arriving at once; try again")
+                        finishEarly(connection, busy, for: head)
+                        return
+                    }
+                    connection.reservedBodyBytes = announced
+                }
                 if head.expectsContinue, connection.parser.bufferedByteCount == 0 {
                     connection.queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                     flush(connection)
                     if connections[connection.fd] !== connection { return }
                 }
             case .request(let head, let body):
+                server.releaseBody(connection.reservedBodyBytes)
+                connection.reservedBodyBytes = 0
                 connection.headerDeadline = 0
                 connection.bodyDeadline = 0
                 connection.idleDeadline = 0
@@ -318,6 +346,9 @@ final class EventLoop: @unchecked Sendable {
                 connection.parser.releaseMemoryIfIdle()
                 startHandler(HTTPRequest(head: head, body: body, remoteAddress: connection.remoteAddress), on: connection)
             case .failed(let error):
+                if error == .bodyTooLarge { connection.lingerAfterFlush = true }
+                server.releaseBody(connection.reservedBodyBytes)
+                connection.reservedBodyBytes = 0
                 let response = server.errorResponse(status: error.status, code: error.code, message: error.message)
                 connection.queue(ResponseEncoder.fixed(response, bytes: response.bodyBytes, for: nil, keepAlive: false))
                 connection.phase = .closingAfterFlush
@@ -327,13 +358,25 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Answers `response` before the request's body was read, and closes after it is written.
+    private func finishEarly(_ connection: Connection, _ response: HTTPResponse, for head: HTTPRequestHead) {
+        connection.bodyDeadline = 0
+        connection.lingerAfterFlush = true
+        connection.queue(ResponseEncoder.fixed(response, bytes: response.bodyBytes, for: head, keepAlive: false))
+        connection.phase = .closingAfterFlush
+        flush(connection)
+    }
+
     private func startHandler(_ request: HTTPRequest, on connection: Connection) {
         let fd = connection.fd, id = connection.id
         let server = self.server
         // On this loop's own executor: the handler runs on the loop thread until it waits for
         // something (the database, a lock-free hand-off), and its answer is written without a
         // thread hop. Work that takes long (scrypt) runs on queues of its own.
-        connection.task = Task(executorPreference: self) { [self] in
+        // A large body (decoding it may take milliseconds) starts on the shared pool, so the
+        // loop's other connections never wait for it.
+        let executor: any TaskExecutor = request.body.count > server.configuration.offloadBodyBytes ? globalConcurrentExecutor : self
+        connection.task = Task(executorPreference: executor) { [self] in
             let response = await server.handler(request)
             await self.respond(response, to: request.head, fd: fd, connectionID: id)
         }
@@ -478,7 +521,10 @@ final class EventLoop: @unchecked Sendable {
             }
             return
         }
-        if connection.phase == .closingAfterFlush { closeConnection(connection) }
+        if connection.phase == .closingAfterFlush {
+            // A body still arriving would make closing reset the connection under the answer.
+            if connection.lingerAfterFlush { startLingering(connection) } else { closeConnection(connection) }
+        }
     }
 
     /// After a taken-over connection's last bytes: no more sending, and whatever still arrives
@@ -552,6 +598,9 @@ final class EventLoop: @unchecked Sendable {
     func closeConnection(_ connection: Connection) {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
+        server.releaseBody(connection.reservedBodyBytes)
+        connection.reservedBodyBytes = 0
+        server.releasePeer(connection.peerHost)
         connection.task?.cancel()
         connection.stream?.close()
         // The channel first: nothing may reach the descriptor once it can be reused.

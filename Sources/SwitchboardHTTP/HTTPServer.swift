@@ -13,6 +13,14 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 /// Builds the body of an error the transport itself answers (malformed request, timeout, busy).
 public typealias HTTPErrorResponder = @Sendable (_ status: Int, _ code: String, _ message: String) -> HTTPResponse
 
+/// What the server does with a request whose head arrived and whose body follows.
+public enum HTTPBodyAdmission: Sendable {
+    /// Read a body of at most this many bytes (413 beyond, before any of it is kept).
+    case accept(maxBodyBytes: Int)
+    /// Answer this at once and close, without reading the body (an unknown route).
+    case refuse(HTTPResponse)
+}
+
 /// Settings of the HTTP server; every value has a default.
 public struct HTTPServerConfiguration: Sendable {
     /// The address to listen on (a numeric address or a host name).
@@ -33,6 +41,22 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeTimeout: Duration
     /// The most connections open at once; more are answered 503 and closed.
     public var maxConnections: Int
+    /// The most connections one peer address may hold open; more are answered 503 and closed.
+    /// Addresses in ``unlimitedPeers`` (a reverse proxy) are exempt. 0 means no cap.
+    public var maxConnectionsPerPeer: Int
+    /// Peer addresses without a per-peer cap: the trusted reverse proxies, whose connections
+    /// carry many clients.
+    public var unlimitedPeers: Set<String>
+    /// Decides, once a head with a body arrived, whether and how much body to read: the
+    /// route's own limit, or an answer at once for a request no route takes.
+    public var admitBody: @Sendable (HTTPRequestHead) -> HTTPBodyAdmission
+    /// The most bytes all connections together may hold of request bodies still arriving
+    /// (each request counts its announced length, or its limit when chunked); one more body is
+    /// answered 503 `SERVER_BUSY` and the connection closed.
+    public var bodyBufferBudget: Int
+    /// Bodies larger than this have their handler start on the shared thread pool instead of
+    /// the loop, so decoding them never delays the loop's other connections.
+    public var offloadBodyBytes: Int
     /// The listen backlog.
     public var backlog: Int32
     /// Produces the error responses the transport sends by itself.
@@ -57,6 +81,11 @@ public struct HTTPServerConfiguration: Sendable {
         idleTimeout: Duration = .seconds(75),
         writeTimeout: Duration = .seconds(30),
         maxConnections: Int = 20_000,
+        maxConnectionsPerPeer: Int = 0,
+        unlimitedPeers: Set<String> = [],
+        admitBody: (@Sendable (HTTPRequestHead) -> HTTPBodyAdmission)? = nil,
+        bodyBufferBudget: Int = 64 << 20,
+        offloadBodyBytes: Int = 64 * 1024,
         backlog: Int32 = 4096,
         errorResponder: @escaping HTTPErrorResponder = HTTPServerConfiguration.jsonErrorEnvelope,
         descriptorReserve: Int = 64,
@@ -71,6 +100,12 @@ public struct HTTPServerConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.writeTimeout = writeTimeout
         self.maxConnections = maxConnections
+        self.maxConnectionsPerPeer = max(0, maxConnectionsPerPeer)
+        self.unlimitedPeers = unlimitedPeers
+        let maxBodyBytes = limits.maxBodyBytes
+        self.admitBody = admitBody ?? { _ in .accept(maxBodyBytes: maxBodyBytes) }
+        self.bodyBufferBudget = max(0, bodyBufferBudget)
+        self.offloadBodyBytes = max(0, offloadBodyBytes)
         self.backlog = backlog
         self.errorResponder = errorResponder
         self.descriptorReserve = max(0, descriptorReserve)
@@ -102,6 +137,9 @@ final class ServerShared: Sendable {
     let writeTimeout: UInt64
     private let openConnections = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
+    private let bufferedBodyBytes = Atomic<Int>(0)
+    /// Open connections per peer address, for ``HTTPServerConfiguration/maxConnectionsPerPeer``.
+    private let peers = Mutex<[String: Int]>([:])
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration
@@ -124,6 +162,45 @@ final class ServerShared: Sendable {
     }
 
     func releaseConnection() { openConnections.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// Counts a connection of `peer` against the per-peer cap; false (nothing counted) when
+    /// the peer holds as many as it may.
+    func admitPeer(_ peer: String) -> Bool {
+        let cap = configuration.maxConnectionsPerPeer
+        guard cap > 0, !configuration.unlimitedPeers.contains(peer) else { return true }
+        return peers.withLock { peers in
+            let open = peers[peer, default: 0]
+            guard open < cap else { return false }
+            peers[peer] = open + 1
+            return true
+        }
+    }
+
+    /// Releases what ``admitPeer(_:)`` counted.
+    func releasePeer(_ peer: String) {
+        let cap = configuration.maxConnectionsPerPeer
+        guard cap > 0, !configuration.unlimitedPeers.contains(peer) else { return }
+        peers.withLock { peers in
+            let open = peers[peer, default: 1] - 1
+            peers[peer] = open > 0 ? open : nil
+        }
+    }
+
+    /// Reserves `bytes` of the body budget; false (nothing reserved) when it would overflow.
+    func reserveBody(_ bytes: Int) -> Bool {
+        let (_, total) = bufferedBodyBytes.wrappingAdd(bytes, ordering: .relaxed)
+        if total <= configuration.bodyBufferBudget { return true }
+        bufferedBodyBytes.wrappingSubtract(bytes, ordering: .relaxed)
+        return false
+    }
+
+    /// Returns what ``reserveBody(_:)`` reserved.
+    func releaseBody(_ bytes: Int) {
+        if bytes > 0 { bufferedBodyBytes.wrappingSubtract(bytes, ordering: .relaxed) }
+    }
+
+    /// Bytes of request bodies reserved now.
+    var bufferedBodyByteCount: Int { bufferedBodyBytes.load(ordering: .relaxed) }
 
     func errorResponse(status: Int, code: String, message: String) -> HTTPResponse {
         configuration.errorResponder(status, code, message)
@@ -153,6 +230,9 @@ public final class HTTPServer: Sendable {
 
     /// The number of open client connections.
     public var openConnectionCount: Int { shared.connectionCount }
+
+    /// Bytes reserved now for request bodies still arriving.
+    public var bufferedBodyByteCount: Int { shared.bufferedBodyByteCount }
 
     /// The bound address once started.
     public var localAddress: SocketAddress? { state.withLock { $0.address } }
@@ -184,6 +264,12 @@ public final class HTTPServer: Sendable {
         for loop in loops { Thread { loop.run() }.start() }
         state.withLock { $0 = (loops, bound) }
         return bound
+    }
+
+    /// Stops the loops without waiting or draining (a start that failed half way); their
+    /// threads end within one wake-up.
+    public func stopNow() {
+        state.withLock { $0.loops }.forEach { $0.requestStop() }
     }
 
     /// Stops accepting, closes idle connections and ends streams, waits up to `gracePeriod`

@@ -24,6 +24,16 @@ public final class Application: Sendable {
     public let metrics: Metrics
     /// The routes.
     public let router: Router
+    /// Whether `/metrics` and `/admin/*` have a listener of their own (`operatorListen`).
+    let operatorSeparate: Bool
+
+    /// Which listener a request came in on.
+    public enum Listener: Sendable {
+        /// `listen`: everything, or, with an operator listener, everything but its paths.
+        case main
+        /// `operatorListen`: `/metrics`, `/admin/*` and the health checks only.
+        case operatorOnly
+    }
     let calls: CallService
     let dispatcher: PushDispatcher
     /// The built-in audio relay, when it is the media backend.
@@ -74,10 +84,14 @@ public final class Application: Sendable {
         SystemRoutes(database: database, metrics: metrics).register(in: &router)
         let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.passwordScryptLogN), r: 8, p: 1)
         AccountRoutes(
-            service: try AccountService(store: store, hasher: PasswordHasher(cost: passwordCost)), authenticator: authenticator,
+            service: try AccountService(store: store, hasher: PasswordHasher(
+                cost: passwordCost, workers: ScryptWorkers(width: 2, waitingLimit: configuration.passwordHashQueue, label: "switchboard.scrypt"))), authenticator: authenticator,
             trustedProxies: configuration.trustedProxies)
             .register(in: &router)
-        EventRoutes(store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks)
+        EventRoutes(
+            store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks,
+            held: HeldRequests(perUser: configuration.maxStreamsPerUser, perAddress: configuration.maxConnectionsPerAddress),
+            trustedProxies: configuration.trustedProxies)
             .register(in: &router)
         let channels = try PushChannelConfiguration.channels(
             from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
@@ -147,6 +161,7 @@ public final class Application: Sendable {
             vault: payloadKeys, directory: directory, acceptSignatureV1: configuration.gatewaySignatureV1 == "accept"
         ).register(in: &router)
         self.router = router
+        operatorSeparate = configuration.operatorListen != nil
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {
             Double(dispatcher.pendingCount)
         }
@@ -272,14 +287,56 @@ public final class Application: Sendable {
         }
     }
 
+    /// The transport's question once a head with a body arrived: the route's body limit, or,
+    /// when no route takes the request, its answer at once (no byte of the body is kept).
+    public func admitBody(_ head: HTTPRequestHead, on listener: Listener = .main) -> HTTPBodyAdmission {
+        let refusal: APIError
+        switch match(method: head.method, path: head.path, on: listener) {
+        case .found(let route, _, _):
+            return .accept(maxBodyBytes: route.maxBodyBytes ?? Int.max)
+        case .methodNotAllowed(let allowed):
+            refusal = APIError.methodNotAllowed(allowed)
+        case .notFound:
+            refusal = APIError.notFound("no route for \(head.method) \(head.path)")
+        case .badPath:
+            refusal = APIError.validation("the path has a malformed percent-escape")
+        }
+        var response = refusal.response
+        response.headers.set("X-Request-Id", Self.requestID(from: head.headers))
+        metrics.recordRequest(route: "unmatched", method: head.method, status: response.status, seconds: 0)
+        return .refuse(response)
+    }
+
+    /// Whether `path` belongs to the operator listener: `/metrics`, `/admin` and below.
+    static func isOperatorPath(_ path: String) -> Bool {
+        path == "/metrics" || path == "/admin" || path.hasPrefix("/admin/")
+    }
+
+    /// The router's match, with the paths the listener does not serve not found.
+    private func match(method: String, path: String, on listener: Listener) -> Router.Match {
+        if operatorSeparate {
+            switch listener {
+            case .main where Self.isOperatorPath(path): return .notFound
+            case .operatorOnly where !Self.isOperatorPath(path) && path != "/healthz": return .notFound
+            default: break
+            }
+        }
+        return router.match(method: method, path: path)
+    }
+
     /// The transport's handler.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        await handle(request, on: .main)
+    }
+
+    /// The transport's handler for one of the listeners.
+    public func handle(_ request: HTTPRequest, on listener: Listener) async -> HTTPResponse {
         let started = ContinuousClock.now
         let requestID = Self.requestID(from: request.headers)
         let requestLogger = logger.with(["request.id": .string(requestID)])
         var routeLabel = "unmatched"
         var response: HTTPResponse
-        switch router.match(method: request.method, path: request.path) {
+        switch match(method: request.method, path: request.path, on: listener) {
         case .found(let route, let parameters, let handler):
             routeLabel = route.pattern
             let context = RequestContext(request: request, parameters: parameters, requestID: requestID, logger: requestLogger)

@@ -25,6 +25,8 @@ public final class EmbeddedServer: Sendable {
     public let application: Application
     let database: any SQLStore
     let server: HTTPServer
+    /// The listener of `/metrics` and `/admin/*` when `operatorListen` is set.
+    let operatorServer: HTTPServer?
     let configuration: ServerConfiguration
     /// The run started by `start()`, for `stop()`.
     private let background = Mutex<Task<Void, any Error>?>(nil)
@@ -47,11 +49,32 @@ public final class EmbeddedServer: Sendable {
         let server = HTTPServer(
             configuration: configuration.httpConfiguration(
                 errorResponder: { status, code, message in APIError(status: status, code: code, message: message).response },
+                admitBody: { [application] head in application.admitBody(head) },
                 reportProblem: { problems.report($0) }),
             handler: application.handle)
         self.server = server
+        if let address = configuration.operatorListen {
+            // A small private listener: one loop, few connections, the same handler but only
+            // for the operator's paths.
+            var operatorConfiguration = configuration
+            operatorConfiguration.listen = address
+            operatorConfiguration.loopThreads = 1
+            operatorConfiguration.maxConnections = 256
+            operatorConfiguration.maxConnectionsPerAddress = 0
+            operatorServer = HTTPServer(
+                configuration: operatorConfiguration.httpConfiguration(
+                    errorResponder: { status, code, message in APIError(status: status, code: code, message: message).response },
+                    admitBody: { [application] head in application.admitBody(head, on: .operatorOnly) },
+                    reportProblem: { problems.report($0) }),
+                handler: { [application] request in await application.handle(request, on: .operatorOnly) })
+        } else {
+            operatorServer = nil
+        }
         application.metrics.addGauge("switchboard_http_open_connections", help: "Open client connections.") {
             Double(server.openConnectionCount)
+        }
+        application.metrics.addGauge("switchboard_http_body_buffer_bytes", help: "Bytes reserved for request bodies still arriving.") {
+            Double(server.bufferedBodyByteCount)
         }
     }
 
@@ -89,12 +112,25 @@ public final class EmbeddedServer: Sendable {
     @discardableResult
     public func listen() throws(StartError) -> String {
         do {
-            return try server.start().description
+            let address = try server.start().description
+            do {
+                _ = try operatorServer?.start()
+            } catch {
+                server.stopNow()
+                throw StartError(step: "cannot listen on operatorListen", underlying: error)
+            }
+            return address
+        } catch let error as StartError {
+            database.close()
+            throw error
         } catch {
             database.close()
             throw StartError(step: "cannot listen", underlying: error)
         }
     }
+
+    /// Where the operator listener listens, once listening; empty without one.
+    public var operatorAddress: String { operatorServer?.localAddress?.description ?? "" }
 
     /// The long-running parts, in start order. The HTTP listener is last: on a stop it is the
     /// first to go (answering held long polls, draining requests for the shutdown grace), then
@@ -103,7 +139,9 @@ public final class EmbeddedServer: Sendable {
         [
             ("push channels", PushChannelsService(directory: application.dispatcher.directory)),
             ("background work", BackgroundWork(application: application)),
-            ("http", HTTPListener(server: server, application: application, grace: .seconds(configuration.shutdownGraceSeconds))),
+            ("http", HTTPListener(
+                servers: [server] + (operatorServer.map { [$0] } ?? []), application: application,
+                grace: .seconds(configuration.shutdownGraceSeconds))),
         ]
     }
 
@@ -140,7 +178,7 @@ public final class EmbeddedServer: Sendable {
 /// The HTTP listener as a service: it serves from `listen()` on; asked to stop, it answers the
 /// held long polls and drains for up to `grace`.
 private struct HTTPListener: Service {
-    let server: HTTPServer
+    let servers: [HTTPServer]
     let application: Application
     let grace: Duration
 
@@ -148,7 +186,9 @@ private struct HTTPListener: Service {
         await waitUntilCancelled()
         application.store.hub.closeAll()
         // Outside the cancelled task, so the drain gets its full grace.
-        await runToCompletion { [server, grace] in await server.shutdown(gracePeriod: grace) }
+        await runToCompletion { [servers, grace] in
+            for server in servers { await server.shutdown(gracePeriod: grace) }
+        }
     }
 }
 

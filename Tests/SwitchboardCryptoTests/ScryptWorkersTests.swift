@@ -59,6 +59,38 @@ struct ScryptWorkersTests {
         #expect(peak >= 1 && peak <= width)
     }
 
+    @Test("a waiting check runs before every waiting hash, and a full line is refused at once")
+    func priorityAndBound() async throws {
+        let workers = ScryptWorkers(width: 1, waitingLimit: 2, label: "test.workers.lines")
+        let gate = DispatchSemaphore(value: 0)
+        let order = Mutex<[String]>([])
+        let started = Mutex(false)
+        let blocker = Task {
+            try await workers.run(.later) { started.withLock { $0 = true }; gate.wait(); order.withLock { $0.append("blocker") } }
+        }
+        func enqueue(_ name: String, _ priority: ScryptWorkers.Priority) -> Task<Void, any Error> {
+            Task { try await workers.run(priority) { order.withLock { $0.append(name) } } }
+        }
+        // Each job is queued before the next is sent, so the order of arrival is known.
+        func waitUntil(first: Int, later: Int) async throws {
+            for _ in 0..<6_000 where workers.waiting != (first, later) { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(workers.waiting == (first, later))
+        }
+        for _ in 0..<6_000 where !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        let hashes = [enqueue("hash 1", .later)]
+        try await waitUntil(first: 0, later: 1)
+        let second = enqueue("hash 2", .later)
+        try await waitUntil(first: 0, later: 2)
+        let busy = await #expect(throws: ScryptWorkers.Busy.self) { try await workers.run(.later) { 0 } }
+        #expect((busy?.retryAfterSeconds ?? 0) >= 1)
+        let check = enqueue("check", .first)
+        try await waitUntil(first: 1, later: 2)
+        gate.signal()
+        for task in hashes + [second, check, blocker] { try await task.value }
+        #expect(order.withLock { $0 } == ["blocker", "check", "hash 1", "hash 2"])
+        #expect(workers.waiting == (0, 0))
+    }
+
     @Test("errors thrown by a job reach the awaiting task")
     func jobErrors() async {
         let workers = ScryptWorkers(width: 2, label: "test.workers.errors")

@@ -23,6 +23,8 @@ public enum HTTPParseStep: Sendable, Equatable {
 public struct HTTPRequestParser: Sendable {
     private enum State: Sendable {
         case head
+        /// The head was reported; the body's limit (``bodyLimit``) is applied at the next step.
+        case admission(HTTPRequestHead)
         case lengthBody(HTTPRequestHead, remaining: Int)
         case chunkSize(HTTPRequestHead)
         case chunkData(HTTPRequestHead, remaining: Int)
@@ -40,14 +42,22 @@ public struct HTTPRequestParser: Sendable {
     private var body: [UInt8] = []
     private var leadingEmptyLines = 0
 
+    /// The most body bytes the current request may carry: ``HTTPParserLimits/maxBodyBytes``
+    /// unless lowered after `.headReceived` (a route that takes small bodies); a larger body
+    /// fails with `.bodyTooLarge` before any of it is kept.
+    public var bodyLimit: Int
+
     /// The most empty lines tolerated before a request line (RFC 9112 §2.2 allows some).
     static let maxLeadingEmptyLines = 8
+    /// The most body bytes reserved before they arrive.
+    static let initialBodyCapacity = 64 * 1024
     /// The most bytes a chunk-size line (with extensions) may take.
     static let maxChunkLineBytes = 4096
 
     /// Creates a parser with the given limits.
     public init(limits: HTTPParserLimits = HTTPParserLimits()) {
         self.limits = limits
+        bodyLimit = limits.maxBodyBytes
     }
 
     /// Bytes received but not yet consumed by a complete request.
@@ -65,7 +75,7 @@ public struct HTTPRequestParser: Sendable {
     /// Whether the head of the current request is complete and its body is being read.
     public var isReadingBody: Bool {
         switch state {
-        case .lengthBody, .chunkSize, .chunkData, .chunkDataEnd, .trailers: true
+        case .admission, .lengthBody, .chunkSize, .chunkData, .chunkDataEnd, .trailers: true
         case .head, .failed: false
         }
     }
@@ -112,17 +122,29 @@ public struct HTTPRequestParser: Sendable {
                     return fail(error)
                 case .success(let head):
                     body = []
+                    bodyLimit = limits.maxBodyBytes
                     switch head.framing {
                     case .none:
                         return .request(head, body: [])
                     case .length(let length):
                         if length > limits.maxBodyBytes { return fail(.bodyTooLarge) }
-                        state = .lengthBody(head, remaining: length)
-                        body.reserveCapacity(length)
                     case .chunked:
-                        state = .chunkSize(head)
+                        break
                     }
+                    state = .admission(head)
                     return .headReceived(head)
+                }
+            case .admission(let head):
+                switch head.framing {
+                case .none:
+                    return finish(head)
+                case .length(let length):
+                    if length > bodyLimit { return fail(.bodyTooLarge) }
+                    state = .lengthBody(head, remaining: length)
+                    // Memory for what has arrived, not for what is announced.
+                    body.reserveCapacity(min(length, Self.initialBodyCapacity))
+                case .chunked:
+                    state = .chunkSize(head)
                 }
             case .lengthBody(let head, let remaining):
                 let take = min(remaining, bufferedByteCount)
@@ -143,7 +165,7 @@ public struct HTTPRequestParser: Sendable {
                 if size == 0 {
                     state = .trailers(head, bytes: 0, count: 0)
                 } else {
-                    if size > limits.maxBodyBytes - body.count { return fail(.bodyTooLarge) }
+                    if size > bodyLimit - body.count { return fail(.bodyTooLarge) }
                     state = .chunkData(head, remaining: size)
                 }
             case .chunkData(let head, let remaining):

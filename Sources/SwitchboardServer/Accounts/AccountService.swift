@@ -30,7 +30,7 @@ struct AccountService: Sendable {
             try transaction.requireQuota(
                 ServerLimits.registrationKey(address: address), transaction.limits.registrationsPerAddress, what: "registrations from this address")
         }
-        let passwordHash = try await hasher.hash(request.password)
+        let passwordHash = try await Self.scrypt { try await hasher.hash(request.password) }
         let token = Token.generate()
         let session = try await store.write { transaction -> AuthSession? in
             let user = User(id: transaction.newID(), username: username, displayName: displayName)
@@ -94,7 +94,19 @@ struct AccountService: Sendable {
             throw APIError(status: 429, code: "RATE_LIMITED", message: "too many failed logins: try again in \(seconds) s", retryAfter: seconds)
         }
         let found = try await store.snapshot { try $0.accounts.credentials(forUsername: username) }
-        let matches = try await hasher.verify(password, against: found?.passwordHash ?? decoyHash)
+        let matches: Bool
+        do {
+            matches = try await Self.scrypt { try await hasher.verify(password, against: found?.passwordHash ?? decoyHash) }
+        } catch let error as APIError where error.code == "SERVER_BUSY" {
+            // Not checked, so not a failure: the attempt counted above is taken back.
+            try await store.write { transaction in
+                let now = CallStore.milliseconds(transaction.date)
+                let counters = transaction.rateCounters
+                let found = try counters.lock(keys.map(\.text), at: now)
+                for key in keys { if let entry = found[key.text] { try counters.store(RateLimiter.forgive(entry, key.rule), for: key.text, at: now) } }
+            }
+            throw error
+        }
         guard let found, matches else {
             throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
         }
@@ -124,6 +136,18 @@ struct AccountService: Sendable {
         }
     }
 
+    /// Runs scrypt work on the hasher's bounded queue; a full queue is 503 `SERVER_BUSY` with
+    /// `Retry-After`, at once.
+    private static func scrypt<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let busy as ScryptWorkers.Busy {
+            throw APIError(
+                status: 503, code: "SERVER_BUSY", message: "too many password checks are waiting: try again in \(busy.retryAfterSeconds) s",
+                retryAfter: busy.retryAfterSeconds)
+        }
+    }
+
     /// Ends the session and unbinds every push device registered under it.
     func logout(_ principal: Principal) async throws {
         _ = try await store.write { transaction in
@@ -149,7 +173,7 @@ struct AccountService: Sendable {
         } catch let error as APIError where error.code == "INVALID_CREDENTIALS" {
             throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "the current password is wrong", field: "currentPassword")
         }
-        let hash = try await hasher.hash(request.newPassword)
+        let hash = try await Self.scrypt { try await hasher.hash(request.newPassword) }
         let userID = principal.user.id, sessionID = principal.sessionID
         try await succeed(checked) { transaction in
             try transaction.accounts.setPasswordHash(hash, of: userID)
@@ -185,23 +209,23 @@ struct AccountRoutes {
     var trustedProxies: Set<String> = []
 
     func register(in router: inout Router) {
-        router.add("POST", "/auth/register") { [service, trustedProxies] context in
+        router.add("POST", "/auth/register", maxBodyBytes: Router.smallBodyBytes) { [service, trustedProxies] context in
             .json(try await service.register(
                 try context.decode(RegisterRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)), status: 201)
         }
-        router.add("POST", "/auth/login") { [service, trustedProxies] context in
+        router.add("POST", "/auth/login", maxBodyBytes: Router.smallBodyBytes) { [service, trustedProxies] context in
             .json(try await service.login(
                 try context.decode(LoginRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)))
         }
-        router.add("POST", "/auth/logout", authenticator.require { [service] _, principal in
+        router.add("POST", "/auth/logout", maxBodyBytes: Router.smallBodyBytes, authenticator.require { [service] _, principal in
             try await service.logout(principal)
             return .noContent
         })
-        router.add("POST", "/auth/logout-all", authenticator.require { [service] _, principal in
+        router.add("POST", "/auth/logout-all", maxBodyBytes: Router.smallBodyBytes, authenticator.require { [service] _, principal in
             try await service.logoutEverywhere(principal)
             return .noContent
         })
-        router.add("POST", "/auth/password", authenticator.require { [service, trustedProxies] context, principal in
+        router.add("POST", "/auth/password", maxBodyBytes: Router.smallBodyBytes, authenticator.require { [service, trustedProxies] context, principal in
             try await service.changePassword(
                 try context.decode(ChangePasswordRequest.self), by: principal, from: ClientAddress.of(context.request, trusting: trustedProxies))
             return .noContent

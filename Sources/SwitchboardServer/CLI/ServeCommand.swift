@@ -37,6 +37,9 @@ struct ServeCommand {
         do {
             try await embedded.run(stopSignals: [SIGTERM, SIGINT]) {
                 logger.announce("listening", ["address": .string(embedded.address), "version": .string(CommandLineInterface.version)])
+                if !embedded.operatorAddress.isEmpty {
+                    logger.info("operator listener: /metrics and /admin/* are served here only", ["address": .string(embedded.operatorAddress)])
+                }
                 let place = embedded.databaseDescription
                 logger.info("database ready", [
                     "database": .string(configuration.database), place.key: .string(place.value),

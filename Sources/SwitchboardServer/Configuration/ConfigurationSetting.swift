@@ -44,6 +44,16 @@ public struct ConfigurationSetting: Sendable {
             config.listen = address
             return nil
         },
+        ConfigurationSetting(key: "operatorListen", environment: "SWITCHBOARD_OPERATOR_LISTEN", flag: "--operator-listen",
+                             help: "HOST:PORT of a second listener that alone serves /metrics and /admin/* (and /healthz, /readyz); empty keeps them on listen (default empty)") { config, text in
+            if text.isEmpty {
+                config.operatorListen = nil
+                return nil
+            }
+            guard let address = SocketAddress.parse(text) else { return "must be HOST:PORT, like 127.0.0.1:9090, or empty" }
+            config.operatorListen = address
+            return nil
+        },
         ConfigurationSetting(key: "dataDir", environment: "SWITCHBOARD_DATA_DIR", flag: "--data-dir",
                              help: "directory for the SQLite database (default ./var)") { config, text in
             guard !text.isEmpty else { return "must not be empty" }
@@ -67,10 +77,14 @@ public struct ConfigurationSetting: Sendable {
         integer("headerTimeoutSeconds", "SWITCHBOARD_HEADER_TIMEOUT_SECONDS", 1...3600, "seconds to receive a request head (default 10)") { $0.headerTimeoutSeconds = $1 },
         integer("idleTimeoutSeconds", "SWITCHBOARD_IDLE_TIMEOUT_SECONDS", 1...86400, "seconds an idle keep-alive connection stays open (default 75)") { $0.idleTimeoutSeconds = $1 },
         integer("maxConnections", "SWITCHBOARD_MAX_CONNECTIONS", 1...1_000_000, "most open client connections (default 20000)") { $0.maxConnections = $1 },
+        integer("maxConnectionsPerAddress", "SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS", 0...1_000_000, "most connections from one client address, trusted proxies exempt; behind them, most event streams and long polls per forwarded address; 0 for no cap (default 1000)") { $0.maxConnectionsPerAddress = $1 },
+        integer("maxStreamsPerUser", "SWITCHBOARD_MAX_STREAMS_PER_USER", 0...100_000, "most event streams and long polls one user holds open on an instance; 0 for no cap (default 16)") { $0.maxStreamsPerUser = $1 },
+        integer("bodyBufferBytes", "SWITCHBOARD_BODY_BUFFER_BYTES", 65_536...(1 << 34), "most bytes of request bodies still arriving, all connections together; one more body is answered 503 (default 67108864)") { $0.bodyBufferBytes = $1 },
         integer("loopThreads", "SWITCHBOARD_LOOP_THREADS", 0...256, "event-loop threads, 0 for one per core (default 0)") { $0.loopThreads = $1 },
         integer("shutdownGraceSeconds", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS", 0...600, "seconds in-flight requests get after SIGTERM (default 10)") { $0.shutdownGraceSeconds = $1 },
         integer("eventRetentionDays", "SWITCHBOARD_EVENT_RETENTION_DAYS", 1...3650, "days events are kept before pruning (default 30)") { $0.eventRetentionDays = $1 },
         integer("passwordScryptLogN", "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N", 15...20, "log2 of scrypt N for new password hashes, at least 15; weaker stored hashes are upgraded at the next login (default 17)") { $0.passwordScryptLogN = $1 },
+        integer("passwordHashQueue", "SWITCHBOARD_PASSWORD_HASH_QUEUE", 1...10_000, "password checks, and separately new-password hashes, that may wait for the two scrypt threads; one more is answered 503 SERVER_BUSY; checks (logins) go first (default 64)") { $0.passwordHashQueue = $1 },
         text("gatewaySignatureV1", "SWITCHBOARD_GATEWAY_SIGNATURE_V1", "refuse (default) or accept: gateway requests signed version 1 (without the app and key ids), while app servers move to version 2", \.gatewaySignatureV1) { text in
             ["refuse", "accept"].contains(text) ? nil : "must be refuse or accept"
         },

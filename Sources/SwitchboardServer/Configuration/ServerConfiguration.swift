@@ -10,6 +10,9 @@ import SwitchboardPOSIX
 public struct ServerConfiguration: Sendable, Equatable {
     /// `HOST:PORT` to listen on; port 0 picks a free port.
     public var listen = SocketAddress(host: "127.0.0.1", port: 8080)
+    /// When set, a second listener that alone serves `/metrics` and `/admin/*` (plus the
+    /// health checks), so they can stay on a private address; `listen` then answers 404 there.
+    public var operatorListen: SocketAddress?
     /// Where the SQLite database lives.
     public var dataDirectory = "./var"
     /// Which store holds the data: `sqlite` (embedded, in `dataDirectory`) or `postgres`
@@ -30,6 +33,15 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var idleTimeoutSeconds = 75
     /// The most client connections open at once.
     public var maxConnections = 20_000
+    /// The most connections one client address may hold (trusted proxies exempt); behind
+    /// trusted proxies, the most event streams and long polls one forwarded address may hold.
+    /// 0 means no cap.
+    public var maxConnectionsPerAddress = 1000
+    /// The most event streams and long polls one user may hold open on an instance; 0 means
+    /// no cap.
+    public var maxStreamsPerUser = 16
+    /// The most bytes of request bodies still arriving, all connections together.
+    public var bodyBufferBytes = 64 << 20
     /// Event-loop threads; 0 means one per core.
     public var loopThreads = 0
     /// Seconds in-flight requests get to finish after SIGTERM.
@@ -169,6 +181,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// ~128 MiB and a few hundred milliseconds a hash; at least 15. Hashes made with another
     /// cost keep verifying and are replaced at the user's next login.
     public var passwordScryptLogN = 17
+    /// Password checks, and separately new-password hashes, that may wait for a scrypt thread.
+    public var passwordHashQueue = 64
 
     /// `refuse` (the default) or `accept`: gateway requests signed the version 1 way, which
     /// does not cover the app and key ids, while app servers move to version 2.
@@ -191,6 +205,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// failures (accept, `epoll_wait`).
     public func httpConfiguration(
         errorResponder: @escaping HTTPErrorResponder,
+        admitBody: (@Sendable (HTTPRequestHead) -> HTTPBodyAdmission)? = nil,
         reportProblem: @escaping @Sendable (HTTPTransportProblem) -> Void = { _ in }
     ) -> HTTPServerConfiguration {
         HTTPServerConfiguration(
@@ -198,7 +213,9 @@ public struct ServerConfiguration: Sendable, Equatable {
             loopCount: loopThreads > 0 ? loopThreads : ProcessInfo.processInfo.activeProcessorCount,
             limits: HTTPParserLimits(maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes),
             headerTimeout: .seconds(headerTimeoutSeconds), idleTimeout: .seconds(idleTimeoutSeconds),
-            maxConnections: maxConnections, errorResponder: errorResponder, reportProblem: reportProblem)
+            maxConnections: maxConnections, maxConnectionsPerPeer: maxConnectionsPerAddress,
+            unlimitedPeers: Set(trustedProxies.map(ClientAddress.canonical)), admitBody: admitBody, bodyBufferBudget: bodyBufferBytes,
+            errorResponder: errorResponder, reportProblem: reportProblem)
     }
 }
 

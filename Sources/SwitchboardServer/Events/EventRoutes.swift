@@ -22,12 +22,18 @@ struct EventRoutes {
     let authenticator: Authenticator
     let heartbeat: Duration
     let hooks: Hooks
+    /// The caps on held requests per user and per client address.
+    let held: HeldRequests
+    /// Proxies whose `X-Forwarded-For` names the client (``ClientAddress``).
+    let trustedProxies: Set<String>
 
     func register(in router: inout Router) {
         router.add("GET", "/events", authenticator.require { context, principal in
             let parameters = context.request.queryParameters
             let after = try Self.cursor(parameters["after"], name: "after")
             let wait = try Self.waitSeconds(parameters["wait"])
+            let hold = try held.hold(user: principal.user.id, address: ClientAddress.of(context.request, trusting: trustedProxies))
+            defer { hold.release() }
             let events = try await longPoll(userID: principal.user.id, after: after, wait: wait)
             return HTTPResponse(
                 status: 200, headers: ["Content-Type": "application/json"],
@@ -42,12 +48,14 @@ struct EventRoutes {
                 try Self.cursor(text, name: "Last-Event-ID")
             } ?? query
             let userID = principal.user.id
+            let hold = try held.hold(user: userID, address: ClientAddress.of(context.request, trusting: trustedProxies))
             // Check the cursor before the stream starts, so an expired one is a plain 410.
             let first = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
             return HTTPResponse(
                 status: 200,
                 headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"]
             ) { writer in
+                defer { hold.release() }
                 try await stream(userID: userID, sessionID: principal.sessionID, after: after, first: first, to: writer)
             }
         })

@@ -37,6 +37,8 @@ public struct Router: Sendable {
         public let method: String
         /// The pattern as written, used as the metrics label.
         public let pattern: String
+        /// The most body bytes the route reads, when lower than the server's limit.
+        public let maxBodyBytes: Int?
         fileprivate let segments: [Segment]
         fileprivate let handler: RouteHandler
     }
@@ -62,15 +64,20 @@ public struct Router: Sendable {
     /// Creates an empty router.
     public init() {}
 
-    /// Adds a route. Registering the same method and pattern twice is a programmer error.
-    public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping RouteHandler) {
+    /// A body limit for routes whose bodies are a few short fields (sign-in): a larger body is
+    /// refused with 413 before it is read.
+    public static let smallBodyBytes = 8 * 1024
+
+    /// Adds a route, reading bodies of at most `maxBodyBytes` (the server's limit when `nil`).
+    /// Registering the same method and pattern twice is a programmer error.
+    public mutating func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, _ handler: @escaping RouteHandler) {
         precondition(pattern.hasPrefix("/"), "route patterns start with /")
         let segments = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         precondition(!routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
         routesBySegmentCount[segments.count, default: []].append(routes.count)
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, maxBodyBytes: maxBodyBytes, segments: segments, handler: handler))
     }
 
     /// Finds the route for a method and a (percent-encoded) path.
