@@ -41,6 +41,9 @@ public final class RawClient: Sendable {
 
     deinit { close(fd) }
 
+    /// Ends the connection both ways now (the descriptor is closed when the client is freed).
+    public func hangUp() { shutdown(fd, Int32(SHUT_RDWR)) }
+
     /// Sends text.
     public func send(_ text: String) { send(Array(text.utf8)) }
 

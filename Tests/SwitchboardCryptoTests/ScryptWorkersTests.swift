@@ -63,20 +63,19 @@ struct ScryptWorkersTests {
     func priorityAndBound() async throws {
         let workers = ScryptWorkers(width: 1, waitingLimit: 2, label: "test.workers.lines")
         let gate = DispatchSemaphore(value: 0)
-        let order = Mutex<[String]>([])
-        let started = Mutex(false)
+        let record = JobRecord()
         let blocker = Task {
-            try await workers.run(.later) { started.withLock { $0 = true }; gate.wait(); order.withLock { $0.append("blocker") } }
+            try await workers.run(.later) { record.started.store(true, ordering: .relaxed); gate.wait(); record.append("blocker") }
         }
         func enqueue(_ name: String, _ priority: ScryptWorkers.Priority) -> Task<Void, any Error> {
-            Task { try await workers.run(priority) { order.withLock { $0.append(name) } } }
+            Task { try await workers.run(priority) { record.append(name) } }
         }
         // Each job is queued before the next is sent, so the order of arrival is known.
         func waitUntil(first: Int, later: Int) async throws {
             for _ in 0..<6_000 where workers.waiting != (first, later) { try await Task.sleep(for: .milliseconds(5)) }
             #expect(workers.waiting == (first, later))
         }
-        for _ in 0..<6_000 where !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<6_000 where !record.started.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(5)) }
         let hashes = [enqueue("hash 1", .later)]
         try await waitUntil(first: 0, later: 1)
         let second = enqueue("hash 2", .later)
@@ -87,7 +86,7 @@ struct ScryptWorkersTests {
         try await waitUntil(first: 1, later: 2)
         gate.signal()
         for task in hashes + [second, check, blocker] { try await task.value }
-        #expect(order.withLock { $0 } == ["blocker", "check", "hash 1", "hash 2"])
+        #expect(record.order == ["blocker", "check", "hash 1", "hash 2"])
         #expect(workers.waiting == (0, 0))
     }
 
@@ -100,6 +99,14 @@ struct ScryptWorkersTests {
             }
         }
     }
+}
+
+/// The order jobs ran in, and whether the first one started.
+private final class JobRecord: Sendable {
+    let started = Atomic<Bool>(false)
+    private let names = Mutex<[String]>([])
+    func append(_ name: String) { names.withLock { $0.append(name) } }
+    var order: [String] { names.withLock { $0 } }
 }
 
 /// Counts jobs running at once and remembers the highest count seen.

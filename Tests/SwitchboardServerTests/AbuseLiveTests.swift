@@ -11,6 +11,12 @@ import Testing
 struct AbuseLiveTests {
     private static let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"]
 
+    func launchAbuse(_ extra: [String: String] = [:]) async throws -> (ServerProcess, ScratchDirectory) {
+        try await launch(extra)
+    }
+
+    static func errorCode(_ body: String) -> String? { code(body) }
+
     private func launch(_ extra: [String: String] = [:]) async throws -> (ServerProcess, ScratchDirectory) {
         let data = ScratchDirectory()
         let server = try await ServerProcess.launch(
