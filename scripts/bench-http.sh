@@ -7,7 +7,11 @@
 #   1. throughput and p99 latency of GET /healthz with
 #      `wrk -t2 -c64 -d10s --latency`, alternating nginx and ours over BENCH_ROUNDS
 #      rounds (never at once), medians reported;
-#   2. resident memory per idle keep-alive connection, by holding 5,000
+#   2. what broken bodies cost everybody else: p99 of GET /healthz (wrk -t1 -c4)
+#      idle, and beside 8 clients posting malformed 1 MiB JSON bodies
+#      (bench/malformed_bodies.py), anonymous to /auth/login and signed in to
+#      POST /calls, alternating over BENCH_ROUNDS rounds; target within 2x idle;
+#   3. resident memory per idle keep-alive connection, by holding 5,000
 #      connections open with bench/hold_connections.py and comparing RSS.
 #
 # Figures are printed, never asserted: exit 0 when every step ran, non-zero
@@ -20,6 +24,7 @@
 #   BENCH_THREADS   wrk threads              (default 2)
 #   BENCH_ROUNDS    alternating wrk rounds; medians are reported (default 3)
 #   BENCH_HOLD      idle connections to hold (default 5000)
+#   BENCH_STALL     wrk run length beside the malformed bodies (default 5s)
 #   KEEP_TMP=1      keep the temp dir (wrk output, logs) for inspection
 set -euo pipefail
 
@@ -36,6 +41,8 @@ export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 HOLD_PY="$HERE/../bench/hold_connections.py"
+FLOOD_PY="$HERE/../bench/malformed_bodies.py"
+readonly STALL="${BENCH_STALL:-5s}"
 
 BENCH_NAME=bench-http
 # shellcheck source=scripts/bench-lib.sh
@@ -55,15 +62,16 @@ command -v python3 >/dev/null || die "python3 is required"
 SERVER_PID=""
 NGINX_PID=""
 HOLD_PID=""
+FLOOD_PID=""
 HOLD_FD_OPEN=0
 # The holder's stdin FIFO (fd 7) is closed first, so that it exits on EOF.
 close_hold_fd() { if [[ $HOLD_FD_OPEN -eq 1 ]]; then exec 7>&-; fi; }
 BENCH_CLEANUP_HOOK=close_hold_fd
 # TERM = nginx fast shutdown; the master stops its workers itself (":tree":
 # a SIGKILLed master's workers are killed too).
-BENCH_STOP_ON_EXIT=(HOLD_PID SERVER_PID NGINX_PID:tree)
+BENCH_STOP_ON_EXIT=(HOLD_PID FLOOD_PID SERVER_PID NGINX_PID:tree)
 bench_init_tmp switchboard-bench.XXXXXX
-BENCH_FAILURE_LOGS=("$TMP/server.err" "$TMP/server.out" "$TMP/nginx/error.log" "$TMP/hold.err")
+BENCH_FAILURE_LOGS=("$TMP/server.err" "$TMP/server.out" "$TMP/nginx/error.log" "$TMP/hold.err" "$TMP/flood.err")
 
 # ---------------------------------------------------------------------------
 # Helpers
@@ -132,8 +140,8 @@ NGINX_URL="http://127.0.0.1:$NGINX_PORT/healthz"
 # 3. Switchboard
 # ---------------------------------------------------------------------------
 log "starting $SWITCHBOARD ($BUILD build)"
-# shellcheck disable=SC2119  # no extra environment for the server here
-start_switchboard
+# Thousands of connections come from this one address: no per-address cap here.
+start_switchboard SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS=0 SWITCHBOARD_PASSWORD_SCRYPT_LOG_N=15
 OURS_ADDR="$LISTEN_ADDR"
 OURS_PORT="$LISTEN_PORT"
 OURS_URL="http://$OURS_ADDR/healthz"
@@ -182,6 +190,64 @@ for i in "${!ROUND_RATIOS[@]}"; do
     echo "    round $((i + 1)): ${NGINX_ALL[$i]} / ${OURS_ALL[$i]} = ${ROUND_RATIOS[$i]}"
 done
 echo "  target: ratio (switchboard/nginx req/s) >= 0.7 -> $RPS_OK"
+
+# ---------------------------------------------------------------------------
+# 4b. What broken bodies cost everybody else
+# ---------------------------------------------------------------------------
+# A few connections, so p99 is the loop's latency, not a queue of our own.
+stall_wrk() {
+    local name="$1" out="$TMP/wrk-$1.txt"
+    wrk -t1 -c4 -d"$STALL" --latency "$OURS_URL" >"$out" 2>&1 || die "wrk ($name) failed: $(tail -n 3 "$out")"
+    wrk_warnings "$name"
+    parse_wrk "$out" | awk '{ print $2 }'
+}
+# flood_p99 NAME PATH [TOKEN]: p99 of GET /healthz while 8 clients post malformed 1 MiB bodies.
+flood_p99() {
+    local name="$1" path="$2" token="${3:-}" i p99
+    : >"$TMP/flood-$name.out"
+    python3 "$FLOOD_PY" --port "$OURS_PORT" --path "$path" --token "$token" --clients 8 --max-seconds 120 \
+        </dev/null >"$TMP/flood-$name.out" 2>"$TMP/flood.err" &
+    FLOOD_PID=$!
+    for ((i = 0; i < 100; i++)); do
+        grep -q '^started' "$TMP/flood-$name.out" && break
+        sleep 0.1
+    done
+    sleep 1   # the clients are posting
+    p99="$(stall_wrk "$name")"
+    stop_pid "$FLOOD_PID"
+    FLOOD_PID=""
+    grep '^done' "$TMP/flood-$name.out" | sed "s/^/  $name: /" >&2 || true
+    echo "$p99"
+}
+TOKEN="$(curl -sS -X POST "http://$OURS_ADDR/auth/register" -H 'Content-Type: application/json' \
+    -d '{"username":"bench","password":"long enough","displayName":"Bench"}' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')"
+[[ -n "$TOKEN" ]] || die "could not register the signed-in flood's user"
+IDLE_P99S=() ANON_P99S=() SIGNED_P99S=()
+for round in $(seq 1 "$ROUNDS"); do
+    log "round $round/$ROUNDS: /healthz p99 idle, beside anonymous and signed-in malformed 1 MiB bodies"
+    IDLE_P99S+=("$(stall_wrk "idle-$round")")
+    ANON_P99S+=("$(flood_p99 "anonymous-$round" /auth/login)")
+    SIGNED_P99S+=("$(flood_p99 "signed-in-$round" /calls "$TOKEN")")
+done
+IDLE_P99="$(printf '%s\n' "${IDLE_P99S[@]}" | median)"
+ANON_P99="$(printf '%s\n' "${ANON_P99S[@]}" | median)"
+SIGNED_P99="$(printf '%s\n' "${SIGNED_P99S[@]}" | median)"
+ANON_RATIO="$(ratio_of "$ANON_P99" "$IDLE_P99")"
+SIGNED_RATIO="$(ratio_of "$SIGNED_P99" "$IDLE_P99")"
+within2() { awk -v r="$1" 'BEGIN { print (r != "n/a" && r <= 2) ? "met" : "NOT met" }'; }
+ANON_OK="$(within2 "$ANON_RATIO")" SIGNED_OK="$(within2 "$SIGNED_RATIO")"
+
+echo
+echo "Loop stalls: GET /healthz p99 (wrk -t1 -c4 -d$STALL), median of $ROUNDS rounds, beside 8 clients posting malformed 1 MiB JSON"
+printf '  %-44s %10s %12s\n' "while" "p99 ms" "x idle"
+printf '  %-44s %10s %12s\n' "idle" "$IDLE_P99" "1.00"
+printf '  %-44s %10s %12s\n' "anonymous, POST /auth/login (8 KiB limit)" "$ANON_P99" "$ANON_RATIO"
+printf '  %-44s %10s %12s\n' "signed in, POST /calls (read and decoded)" "$SIGNED_P99" "$SIGNED_RATIO"
+echo "  per round (idle / anonymous / signed in):"
+for i in "${!IDLE_P99S[@]}"; do
+    echo "    round $((i + 1)): ${IDLE_P99S[$i]} / ${ANON_P99S[$i]} / ${SIGNED_P99S[$i]}"
+done
+echo "  target: within 2x idle -> anonymous $ANON_OK, signed in $SIGNED_OK"
 
 # ---------------------------------------------------------------------------
 # 5. Idle keep-alive memory
@@ -289,6 +355,8 @@ echo
 echo "req/s ratio switchboard/nginx: $RPS_RATIO (target >= 0.7: $RPS_OK)"
 summary_row "GET /healthz req/s (wrk, $CONNS connections)" "$OURS_RPS" ">= 0.7 x nginx" "$RPS_OK" "nginx return 200" "$NGINX_RPS" "$RPS_RATIO"
 summary_row "GET /healthz p99 ms" "$OURS_P99" "-" "-" "nginx return 200" "$NGINX_P99" "$(ratio_of "$OURS_P99" "$NGINX_P99")"
+summary_row "GET /healthz p99 ms beside 8 anonymous malformed 1 MiB posters" "$ANON_P99" "<= 2 x idle" "$ANON_OK" "idle (wrk -c4)" "$IDLE_P99" "$ANON_RATIO"
+summary_row "GET /healthz p99 ms beside 8 signed-in malformed 1 MiB posters" "$SIGNED_P99" "<= 2 x idle" "$SIGNED_OK" "idle (wrk -c4)" "$IDLE_P99" "$SIGNED_RATIO"
 summary_row "idle keep-alive connection, KB each" "$OURS_PER" "<= 4" "$MEM_OK" "nginx" "$NGINX_PER" "$(ratio_of "$OURS_PER" "$NGINX_PER")"
 echo "switchboard RSS: $OURS_BEFORE KB idle -> $OURS_AFTER KB with $OURS_HELD held = $OURS_PER KB/conn (target <= 4: $MEM_OK)"
 print_debug_note

@@ -66,6 +66,7 @@ public final class DemoStack: Sendable {
         configuration.ringTimeoutSeconds = options.ringTimeoutSeconds
         configuration.passwordScryptLogN = 10
         configuration.limits = .lifted  // the harness rings its phones far more often than any person would
+        configuration.maxConnectionsPerAddress = 0  // every phone is on this machine
         configuration.shutdownGraceSeconds = 1
         configuration.apnsBundleID = Self.bundleID
         configuration.apnsTeamID = "DEMOTEAM01"

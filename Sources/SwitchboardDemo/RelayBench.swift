@@ -305,6 +305,7 @@ final class ServerChild: Sendable {
         for variable in ["REGISTRATIONS_PER_ADDRESS", "CALLS_PER_CALLER", "CALLS_PER_CALLEE", "RINGS_PER_DEVICE", "MESSAGES_PER_USER"] {
             environment["SWITCHBOARD_LIMIT_" + variable] = "1000000/60"
         }
+        environment["SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS"] = "0"  // every phone is on this machine
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
