@@ -23,6 +23,7 @@ test:
 	SWIFT=$(SWIFT) TEST_TIMEOUT=$(TEST_TIMEOUT) scripts/with-postgres.sh scripts/run-swift-tests.sh --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
 	scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
 	scripts/api-contract.sh .build/debug/switchboard
+	CONTRACT_ADMIN=off CONTRACT_SECONDS=30 scripts/api-contract.sh .build/debug/switchboard
 	scripts/demo-smoke.sh .build/debug/switchboard-dev
 	.build/debug/switchboard-dev bench wakeup --phones 8 --profiles good,poor_4g,wifi_30_loss --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
 	scripts/fuzz.sh --smoke

@@ -14,6 +14,9 @@
 #   CONTRACT_EXAMPLES=N        fuzzed requests per operation in each fuzzing round (default 40)
 #   CONTRACT_VERBOSE=1         print schemathesis' whole report (warnings too), not only its summary
 #   CONTRACT_HAR=FILE          also record every request and response there (HAR), to see what ran
+#   CONTRACT_ADMIN=off         run the server without an adminKey (the admin API off: its routes
+#                              answer 401 without credentials, 403 ADMIN_DISABLED with a key);
+#                              default on
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +45,9 @@ admin_key=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 password=$(python3 -c 'import secrets; print(secrets.token_urlsafe(18))')
 data_encryption_key=$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')
 mkdir "$work/data"
-SWITCHBOARD_ADMIN_KEY=$admin_key \
+server_admin_key=$admin_key
+[[ ${CONTRACT_ADMIN:-on} == off ]] && server_admin_key=
+SWITCHBOARD_ADMIN_KEY=$server_admin_key \
 SWITCHBOARD_DATA_ENCRYPTION_KEY=$data_encryption_key \
 SWITCHBOARD_PASSWORD_SCRYPT_LOG_N=15 \
 SWITCHBOARD_LIMIT_REGISTRATIONS_PER_ADDRESS=1000000/3600 \
@@ -52,6 +57,7 @@ SWITCHBOARD_LIMIT_MESSAGES_PER_USER=1000000/60 \
 SWITCHBOARD_LIMIT_CALL_DIRECTORY_CHANGES_PER_USER=1000000/60 \
 SWITCHBOARD_LIMIT_LIVE_LOCATION_UPDATES_PER_USER=1000000/60 \
 SWITCHBOARD_EVENT_HEARTBEAT_SECONDS=1 \
+SWITCHBOARD_TRUSTED_PROXIES=127.0.0.1 \
 SWITCHBOARD_RING_TIMEOUT_SECONDS=5 \
 SWITCHBOARD_LOG_LEVEL=warning \
     "$binary" serve --listen 127.0.0.1:0 --data-dir "$work/data" >"$work/server.log" 2>&1 &
@@ -112,4 +118,4 @@ if ((failed)); then
     exit 1
 fi
 [[ ${CONTRACT_VERBOSE:-0} == 1 ]] || echo "$summary"
-echo "api contract: OK: openapi.json matches the server ($(grep -o '[0-9]\+ generated' <<<"$summary" | head -1) test cases in ${elapsed}s, seed $seed)"
+echo "api contract: OK: openapi.json matches the server, admin API ${CONTRACT_ADMIN:-on} ($(grep -o '[0-9]\+ generated' <<<"$summary" | head -1) test cases in ${elapsed}s, seed $seed)"

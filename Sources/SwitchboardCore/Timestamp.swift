@@ -59,7 +59,9 @@ public enum Timestamp {
 
     /// Parses ISO-8601 with a time zone (`Z` or an offset), with or without fractional
     /// seconds: what `iso8601(_:)` writes, and what a client may send.
+    /// RFC 3339 lets the `T` and the `Z` be lower case.
     public static func date(_ text: String) -> Date? {
+        let text = text.uppercased()
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = formatter.date(from: text) { return date }

@@ -10,6 +10,14 @@ struct TimestampTests {
         #expect(Timestamp.iso8601(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
     }
 
+    @Test func parsingTakesWhatRFC3339AllowsLowerCaseTAndZIncluded() {
+        let expected = Date(timeIntervalSince1970: 1_700_000_000.123)
+        for text in ["2023-11-14T22:13:20.123Z", "2023-11-14t22:13:20.123z", "2023-11-14T23:13:20.123+01:00"] {
+            #expect(Timestamp.date(text).map { abs($0.timeIntervalSince(expected)) < 0.0005 } == true, "\(text)")
+        }
+        #expect(Timestamp.date("2023-11-14 22:13:20Z") == nil)
+    }
+
     @Test func aDateIsRoundedDownToItsMillisecond() {
         #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 1_700_000_000.1239)) == "2023-11-14T22:13:20.123Z")
     }

@@ -226,6 +226,10 @@ struct E2EEQueueTests {
             (Fixture.body(from: fixture.o1, to: [(fixture.m1, big)]), "recipients[0].ciphertext"),
             (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"not base64!"}]}"#, "recipients[0].ciphertext"),
             (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":""}]}"#, "recipients[0].ciphertext"),
+            // What Foundation's decoder alone would take, and the document's pattern does not.
+            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"===="}]}"#, "recipients[0].ciphertext"),
+            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"AAAA="}]}"#, "recipients[0].ciphertext"),
+            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"AA=A"}]}"#, "recipients[0].ciphertext"),
             (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)"}]}"#, "recipients[0].ciphertext"),
             (Fixture.body(from: fixture.o1, to: [(fixture.m1, [1])], clientId: String(repeating: "x", count: 65)), "clientId"),
         ]

@@ -13,7 +13,9 @@ import json
 import os
 import secrets
 import uuid
+from datetime import datetime, timedelta, timezone
 
+import jsonschema_rs
 import schemathesis
 from hypothesis import strategies as st
 
@@ -146,11 +148,27 @@ def with_seeded_scope(values):
     return st.sampled_from([values, *swapped])
 
 
+# A date-time as the document's format has it (what the fuzzer drew as valid).
+IS_DATE_TIME = jsonschema_rs.Draft202012Validator({"type": "string", "format": "date-time"}, validate_formats=True).is_valid
+
+
+def in_the_coming_year(body):
+    """`body` with its valid `startsAt` moved to a moment the server takes: the fuzzer draws
+    date-times from years 1 to 9999, and a start must lie in the coming year by the server's
+    clock (a rule JSON Schema cannot say). An invalid `startsAt` stays as drawn."""
+    if not isinstance(body, dict) or not isinstance(body.get("startsAt"), str) or not IS_DATE_TIME(body["startsAt"]):
+        return st.just(body)
+    return st.integers(60, 365 * 86400).map(lambda seconds: {
+        **body, "startsAt": (datetime.now(timezone.utc) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")})
+
+
 @schemathesis.hook
 def flatmap_body(context, body):
     operation = context.operation
     if operation is not None and operation.method.upper() == "POST" and operation.path == "/calls":
         return with_seeded_scope(body)
+    if operation is not None and operation.method.upper() == "POST" and operation.path == "/groups/{id}/scheduled-calls":
+        return in_the_coming_year(body)
     return st.just(body)
 
 

@@ -214,7 +214,7 @@ public struct ServerConfiguration: Sendable, Equatable {
             limits: HTTPParserLimits(maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes),
             headerTimeout: .seconds(headerTimeoutSeconds), idleTimeout: .seconds(idleTimeoutSeconds),
             maxConnections: maxConnections, maxConnectionsPerPeer: maxConnectionsPerAddress,
-            unlimitedPeers: Set(trustedProxies.map(ClientAddress.canonical)), admitBody: admitBody, bodyBufferBudget: bodyBufferBytes,
+            unlimitedPeers: Set(trustedProxies.map(ClientAddress.canonical).flatMap { [$0, "::ffff:" + $0] }), admitBody: admitBody, bodyBufferBudget: bodyBufferBytes,
             errorResponder: errorResponder, reportProblem: reportProblem)
     }
 }

@@ -198,13 +198,28 @@ struct E2EEService: Sendable {
             guard seen.insert(id).inserted else {
                 throw APIError.validation("device \(id) is listed twice", field: "recipients[\(index)].deviceId")
             }
-            guard let bytes = Data(base64Encoded: recipient.ciphertext), (1...maxCiphertextBytes).contains(bytes.count) else {
+            guard Self.isPaddedBase64(recipient.ciphertext), let bytes = Data(base64Encoded: recipient.ciphertext),
+                (1...maxCiphertextBytes).contains(bytes.count)
+            else {
                 throw APIError.validation(
                     "'ciphertext' must be base64 of 1 to \(maxCiphertextBytes) bytes", field: "recipients[\(index)].ciphertext")
             }
             recipients.append((id, Array(bytes)))
         }
         return ValidSend(senderDeviceID: sender, kind: request.kind, clientID: request.clientId, recipients: recipients)
+    }
+
+    /// Standard padded base64 exactly as the document's pattern has it: whole groups of four of
+    /// `A-Z a-z 0-9 + /`, the last one ending in at most two `=` (Foundation's decoder alone also
+    /// takes `====` and a `=` in the middle).
+    static func isPaddedBase64(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard !bytes.isEmpty, bytes.count % 4 == 0 else { return false }
+        let padding = bytes.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        guard padding <= 2 else { return false }
+        return bytes.dropLast(padding).allSatisfy { byte in
+            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 43 || byte == 47
+        }
     }
 
     /// A device id: a UUID, lowercased.
