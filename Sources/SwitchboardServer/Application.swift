@@ -102,13 +102,14 @@ public final class Application: Sendable {
             store: ServerPushOutbox(store: store), directory: directory, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
-        // The relay signs its media tokens with a secret of this process's own: they open its
-        // sockets and nothing else, and live 30 s.
+        // The relay signs its media tokens with a secret every instance on the database shares
+        // (any instance verifies any instance's tokens): they open relay sockets and nothing
+        // else, and live 30 s.
         var relaySettings = AudioRelay.Settings()
         relaySettings.maxFramesPerSecond = configuration.relayMaxFramesPerSecond
         let relay = configuration.mediaBackend == "relay"
             ? AudioRelay(settings: relaySettings, metrics: metrics, logger: logger, now: environment.now) : nil
-        let relaySecret = SecureRandom.token(byteCount: 32)
+        let relaySecret = relay == nil ? "" : try Self.relaySecret(in: database)
         self.relay = relay
         let minter = relay == nil
             ? MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30)
@@ -305,6 +306,21 @@ public final class Application: Sendable {
         response.headers.set("X-Request-Id", Self.requestID(from: head.headers))
         metrics.recordRequest(route: "unmatched", method: head.method, status: response.status, seconds: 0)
         return .refuse(response)
+    }
+
+    /// The relay's token secret, one for every instance on the database: the first instance
+    /// that needs it makes it (32 random bytes), every other one reads it.
+    static func relaySecret(in database: any SQLStore) throws -> String {
+        try database.transactionAtStart { executor in
+            let key = "relay_token_secret"
+            _ = try executor.run(
+                "INSERT INTO server_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+                [.text(key), .text(SecureRandom.token(byteCount: 32))])
+            guard let row = try executor.query("SELECT value FROM server_state WHERE key = ?1", [.text(key)]).first else {
+                throw StoreError(code: .io, message: "the relay's token secret was not stored")
+            }
+            return try row.string("value")
+        }
     }
 
     /// Whether `path` belongs to the operator listener: `/metrics`, `/admin` and below.

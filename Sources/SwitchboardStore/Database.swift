@@ -105,6 +105,14 @@ public final class Database: Sendable {
         }
     }
 
+    /// Runs `body` like ``write(_:afterCommit:)`` but blocks the calling thread until it
+    /// committed: for start-up, before anything serves.
+    public func writeNow<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try checkOpen()
+        let writer = self.writer
+        return try writerQueue.sync { try writer.connection.inTransaction(begin: "BEGIN IMMEDIATE", body) }
+    }
+
     /// Runs `body` on a reader connection inside one read transaction and returns its result, so
     /// all its statements see the same snapshot.
     ///

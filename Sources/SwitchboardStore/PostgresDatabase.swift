@@ -212,6 +212,12 @@ extension PostgresDatabase: SQLStore {
         try await write({ executor in try body(executor) }, afterCommit: afterCommit)
     }
 
+    public func transactionAtStart<T>(_ body: (any SQLExecutor) throws -> T) throws -> T {
+        try checkOpen()
+        let writer = self.writer, closed = self.closedFlag
+        return try writerQueue.sync { try Self.runWrite(on: writer.connection, closed: closed) { try body($0) } }
+    }
+
     public func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         try await read { executor in try body(executor) }
     }

@@ -19,6 +19,11 @@ public protocol SQLStore: Sendable {
         _ body: @escaping @Sendable (any SQLExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)?
     ) async throws -> T
 
+    /// Runs `body` in one write transaction and returns its result, blocking the calling thread
+    /// until it committed: for start-up only (reading or creating a server-wide value before
+    /// anything serves), never from an event loop or Swift's cooperative pool.
+    func transactionAtStart<T>(_ body: (any SQLExecutor) throws -> T) throws -> T
+
     /// Runs `body` on one consistent snapshot and returns its result. `onReaderQueue` asks for
     /// a thread of the store's own even where small reads would run on the caller's (a read
     /// that may scan a whole table).
@@ -43,6 +48,10 @@ extension Database: SQLStore {
 
     public func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         try await read(onReaderQueue: onReaderQueue) { connection in try body(connection) }
+    }
+
+    public func transactionAtStart<T>(_ body: (any SQLExecutor) throws -> T) throws -> T {
+        try writeNow { connection in try body(connection) }
     }
 
     public func probe() async throws {
