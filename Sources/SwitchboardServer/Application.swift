@@ -81,7 +81,6 @@ public final class Application: Sendable {
         let authenticator = Authenticator(
             store: store, idleMS: Int64(configuration.sessionIdleDays) * 86_400_000, maxAgeMS: Int64(configuration.sessionMaxDays) * 86_400_000)
         var router = Router()
-        SystemRoutes(database: database, metrics: metrics).register(in: &router)
         let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.passwordScryptLogN), r: 8, p: 1)
         AccountRoutes(
             service: try AccountService(store: store, hasher: PasswordHasher(
@@ -96,6 +95,11 @@ public final class Application: Sendable {
         let channels = try PushChannelConfiguration.channels(
             from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
             vendorTransports: vendorTransports)
+        SystemRoutes(
+            database: database, metrics: metrics,
+            expectedSchemaVersion: (database.dialect == .postgres ? PostgresSchema.migrations : Schema.migrations).last?.version ?? 0,
+            pushChannels: channels.all.filter(\.summary.configured).map(\.name)
+        ).register(in: &router)
         let payloadKeys = PayloadKeyVault(secret: configuration.dataEncryptionKeyBytes)
         let directory = GatewayChannelDirectory(server: channels, store: store, vault: payloadKeys, logger: logger)
         let dispatcher = PushDispatcher(
@@ -107,8 +111,13 @@ public final class Application: Sendable {
         // else, and live 30 s.
         var relaySettings = AudioRelay.Settings()
         relaySettings.maxFramesPerSecond = configuration.relayMaxFramesPerSecond
+        var otherInstances: (@Sendable (String) async throws -> Int)?
+        if database.isShared {
+            otherInstances = { [store] room in try await RelayAcrossInstances.otherSockets(in: room, store: store) }
+        }
         let relay = configuration.mediaBackend == "relay"
-            ? AudioRelay(settings: relaySettings, metrics: metrics, logger: logger, now: environment.now) : nil
+            ? AudioRelay(settings: relaySettings, metrics: metrics, logger: logger, now: environment.now, otherInstances: otherInstances)
+            : nil
         let relaySecret = relay == nil ? "" : try Self.relaySecret(in: database)
         self.relay = relay
         let minter = relay == nil
@@ -195,6 +204,13 @@ public final class Application: Sendable {
             group.addTask { await self.every(.seconds(1), "live location expiry") { try await self.liveLocations.sweepExpired() } }
             if let relay {
                 group.addTask { await relay.runMixer(environment: self.store.environment) }
+                if database.isShared {
+                    group.addTask {
+                        await self.every(RelayAcrossInstances.interval, "relay across instances") {
+                            try await RelayAcrossInstances.sync(relay, store: self.store)
+                        }
+                    }
+                }
             }
             if calls.media.managesRooms {
                 group.addTask { await self.mediaJobs.run() }
@@ -333,7 +349,7 @@ public final class Application: Sendable {
         if operatorSeparate {
             switch listener {
             case .main where Self.isOperatorPath(path): return .notFound
-            case .operatorOnly where !Self.isOperatorPath(path) && path != "/healthz": return .notFound
+            case .operatorOnly where !Self.isOperatorPath(path) && path != "/healthz" && path != "/readyz": return .notFound
             default: break
             }
         }

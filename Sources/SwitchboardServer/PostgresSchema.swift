@@ -273,6 +273,15 @@ public enum PostgresSchema {
             UPDATE sessions SET created_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
                 seen_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
             """),
+        Migration(version: 21, name: "relay_presence", sql: """
+            CREATE TABLE relay_presence (
+                room TEXT COLLATE "C" NOT NULL,
+                instance TEXT COLLATE "C" NOT NULL,
+                sockets INTEGER NOT NULL,
+                seen_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (room, instance)
+            );
+            """),
     ]
 
     /// ``Schema/pushDeviceTokens`` in place: the key becomes (device, channel).

@@ -336,5 +336,16 @@ public enum Schema {
             UPDATE sessions SET created_at_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000,
                 seen_at_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000;
             """),
+        // Relay sockets per room and instance, reported every few seconds by instances that
+        // share a database, so every instance's empty-room watchdog counts them all.
+        Migration(version: 21, name: "relay_presence", sql: """
+            CREATE TABLE relay_presence (
+                room TEXT NOT NULL,
+                instance TEXT NOT NULL,
+                sockets INTEGER NOT NULL,
+                seen_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (room, instance)
+            ) STRICT, WITHOUT ROWID;
+            """),
     ]
 }

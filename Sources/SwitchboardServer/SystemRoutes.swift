@@ -1,13 +1,33 @@
+import Foundation
 import Synchronization
 import SwitchboardHTTP
 import SwitchboardStore
 import SwitchboardObservability
 
-/// `/healthz`, `/metrics` and `/openapi.json`.
+/// `/healthz` (liveness), `/readyz` (readiness), `/metrics` and `/openapi.json`.
 struct SystemRoutes {
     let database: any SQLStore
     let metrics: Metrics
+    /// The schema version this build migrates to.
+    let expectedSchemaVersion: Int
+    /// The push channels this server was configured with (their names).
+    let pushChannels: [String]
     let probe = DatabaseProbe()
+    let writeProbe = WriteProbe()
+
+    /// `/readyz`: whether this instance can do its work now.
+    struct Readiness: Encodable {
+        /// `ready` or `not_ready`.
+        let status: String
+        /// Why not, when not ready.
+        let reason: String?
+        /// `ok`, or what the store said to a write.
+        let database: String
+        let schemaVersion: Int
+        let expectedSchemaVersion: Int
+        /// The push channels with credentials (the others answer every job `ProviderNotConfigured`).
+        let pushChannels: [String]
+    }
 
     struct Health: Encodable {
         let status: String
@@ -29,6 +49,29 @@ struct SystemRoutes {
                 context.logger.error("health check: database unavailable", ["error": .string(String(describing: error))])
                 return .json(Health(status: "unavailable", database: "unavailable"), status: 503)
             }
+        }
+        router.add("GET", "/readyz") { [database, writeProbe, expectedSchemaVersion, pushChannels] context in
+            let version = database.migratedVersion
+            let written: String
+            do {
+                try await writeProbe.check(database)
+                written = "ok"
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                written = WriteProbe.describe(error)
+                context.logger.error("readiness: the database takes no write", ["error": .string(String(describing: error))])
+            }
+            var reason: String?
+            if version != expectedSchemaVersion {
+                reason = "the schema is at version \(version), this build needs \(expectedSchemaVersion)"
+            } else if written != "ok" {
+                reason = "the database takes no write: \(written)"
+            }
+            let readiness = Readiness(
+                status: reason == nil ? "ready" : "not_ready", reason: reason, database: written, schemaVersion: version,
+                expectedSchemaVersion: expectedSchemaVersion, pushChannels: pushChannels)
+            return .json(readiness, status: reason == nil ? 200 : 503)
         }
         router.add("GET", "/metrics") { [metrics] _ in
             HTTPResponse(
@@ -53,4 +96,49 @@ final class DatabaseProbe: Sendable {
         try await database.probe()
         lastSuccess.withLock { $0 = now }
     }
+}
+
+/// Writes one row (`server_state.ready_probe`) at most once a second and remembers the outcome:
+/// a read-only or full database, or a lost write lock, shows here while reads still work.
+final class WriteProbe: Sendable {
+    private let last = Mutex<(at: ContinuousClock.Instant, error: String?)?>(nil)
+
+    func check(_ database: any SQLStore) async throws {
+        let now = ContinuousClock.now
+        if let last = last.withLock({ $0 }), now - last.at < DatabaseProbe.freshness {
+            if let error = last.error { throw WriteProbeFailure(description: error) }
+            return
+        }
+        do {
+            let stamp = String(Int64(Date().timeIntervalSince1970 * 1000))
+            _ = try await database.transaction({ executor in
+                try executor.run(
+                    "INSERT INTO server_state (key, value) VALUES ('ready_probe', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [.text(stamp)])
+            }, afterCommit: nil)
+            last.withLock { $0 = (now, nil) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            let text = Self.describe(error)
+            last.withLock { $0 = (now, text) }
+            throw WriteProbeFailure(description: text)
+        }
+    }
+
+    /// A store error in plain words.
+    static func describe(_ error: any Error) -> String {
+        if let failure = error as? WriteProbeFailure { return failure.description }
+        guard let store = error as? StoreError else { return String(describing: error) }
+        switch store.code {
+        case .readOnly: return "the database is read-only"
+        case .full: return "the disk is full"
+        case .busy, .locked: return "the database is locked by someone else"
+        default: return store.message
+        }
+    }
+}
+
+struct WriteProbeFailure: Error, CustomStringConvertible {
+    let description: String
 }

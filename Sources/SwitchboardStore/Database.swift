@@ -35,6 +35,8 @@ public final class Database: Sendable {
     private let checkpointQueue = DispatchQueue(label: "switchboard.store.checkpoint")
     private let readers: ReaderPool<SQLiteConnection>
     private let closedFlag = ClosedFlag()
+    /// This process's hold on the database file (released at close), unless not exclusive.
+    private let fileLock: DatabaseFileLock?
 
     /// Opens the database, creating the file and its parent directory if missing, and applies
     /// pending migrations in ascending version order.
@@ -54,6 +56,7 @@ public final class Database: Sendable {
                 message: "SQLite \(String(cString: sqlite3_libversion())) is too old: 3.35 or later is required")
         }
         try Self.createParentDirectory(of: configuration.path)
+        fileLock = configuration.exclusive ? try DatabaseFileLock(databasePath: configuration.path) : nil
         let writer = try SQLiteConnection.open(path: configuration.path)
         try Self.configure(writer, configuration)
         let outcome = try MigrationRunner.migrate(writer, migrations: migrations)
@@ -179,6 +182,7 @@ public final class Database: Sendable {
         } else {
             writerQueue.sync { writer.connection.close() }
         }
+        fileLock?.release()
     }
 
     private func checkOpen() throws { try closedFlag.checkOpen() }
@@ -188,13 +192,36 @@ public final class Database: Sendable {
     /// Marks the writer queue, so `close()` can tell it is running on it (and must not `sync`).
     private static let writerQueueMarker = 1
 
+    /// Creates the database's directory and its missing parents; a failure says which
+    /// directory, why in plain words, and as which user.
     private static func createParentDirectory(of path: String) throws {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw StoreError(code: .io, message: "cannot create the data directory \(directory.path): \(error)")
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var made = ""
+        for part in directory.split(separator: "/", omittingEmptySubsequences: true) {
+            made += (made.isEmpty && !directory.hasPrefix("/") ? "" : "/") + part
+            var status = stat()
+            if stat(made, &status) == 0 {
+                guard status.st_mode & S_IFMT == S_IFDIR else {
+                    throw StoreError(code: .io, message: "cannot use the data directory \(directory): \(made) is a file, not a directory")
+                }
+                continue
+            }
+            if mkdir(made, 0o755) != 0, errno != EEXIST {
+                let reason = DatabaseFileLock.describe(errno)
+                throw StoreError(code: .io, message: "cannot create \(made): \(reason) for user \(currentUserName())")
+            }
         }
+        guard access(directory, W_OK | X_OK) == 0 else {
+            let reason = DatabaseFileLock.describe(errno)
+            throw StoreError(code: .io, message: "cannot write in the data directory \(directory): \(reason) for user \(currentUserName())")
+        }
+    }
+
+    /// The name of the user this process runs as (its uid when it has no name).
+    private static func currentUserName() -> String {
+        let uid = geteuid()
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+        return String(cString: name)
     }
 
     /// Applies the per-connection settings; WAL mode is verified, not assumed.

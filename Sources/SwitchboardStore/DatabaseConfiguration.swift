@@ -37,6 +37,9 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// bounded pages). Off by default: a body that blocks (waits on a semaphore) would block
     /// the caller's thread, which the cooperative pool cannot spare.
     public var readsOnCallerThread: Bool
+    /// Whether this open holds the database's lock file (one server per database): on for a
+    /// server; off for a tool that only reads a database a server may hold (a copy, a backup).
+    public var exclusive: Bool = true
 
     /// Creates a configuration with defaults: 4 readers, 5 s busy timeout, `synchronous=NORMAL`,
     /// reads on the readers' queues.

@@ -331,10 +331,21 @@ public enum PostgresURL {
         return text
     }
 
-    /// `message` (libpq's, which may quote parts of the URL) with the URL's password replaced.
+    /// `message` (libpq's, which may quote parts of the URL) with the URL's password replaced:
+    /// where a password stands (the whole URL, a URI's `:password@`, a `password=` value), and
+    /// anywhere else when it is 6 characters or longer. A shorter one is not hunted through the
+    /// rest of the text, where it would mask innocent words (`/var/run/p…`).
     public static func scrub(_ message: String, of url: String) -> String {
-        var text = message
-        for secret in passwords(in: url) { text = text.replacingOccurrences(of: secret, with: "***") }
+        var text = message.replacingOccurrences(of: url, with: redacted(url))
+        for secret in passwords(in: url) {
+            if secret.count >= 6 {
+                text = text.replacingOccurrences(of: secret, with: "***")
+                continue
+            }
+            for (before, after) in [(":", "@"), ("password=", ""), ("password='", "'"), ("password = ", "")] {
+                text = text.replacingOccurrences(of: before + secret + after, with: before + "***" + after)
+            }
+        }
         return text
     }
 

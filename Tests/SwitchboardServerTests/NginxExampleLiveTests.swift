@@ -41,7 +41,18 @@ struct NginxExampleLiveTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    @Test func longPollsStreamsAndTLSThroughTheExample() async throws {
+    /// Two instances on one fresh PostgreSQL database behind the shipped site (TLS on `port`,
+    /// and plain HTTP on `plainPort` for the WebSocket client, which speaks no TLS).
+    struct Site {
+        let first: ServerProcess
+        let second: ServerProcess
+        let port: Int
+        let plainPort: Int
+        let certificate: String
+        let directory: ScratchDirectory
+    }
+
+    static func withSite(_ body: (Site) async throws -> Void) async throws {
         let fresh = try TestPostgres.freshDatabase()
         defer { fresh.drop() }
         let directory = ScratchDirectory()
@@ -64,12 +75,12 @@ struct NginxExampleLiveTests {
             "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
         ])
         #expect(made.status == 0)
-        let port = try Self.freePort()
+        let port = try Self.freePort(), plainPort = try Self.freePort()
         var site = try String(contentsOf: Self.example, encoding: .utf8)
         let replacements = [
             "    server 127.0.0.1:8081 max_fails=3 fail_timeout=5s;\n    server 127.0.0.1:8082 max_fails=3 fail_timeout=5s;\n    server 127.0.0.1:8083 max_fails=3 fail_timeout=5s;\n":
                 "    server \(first.address);\n    server \(second.address);\n",
-            "    listen 443 ssl http2;\n    listen [::]:443 ssl http2;\n": "    listen 127.0.0.1:\(port) ssl http2;\n",
+            "    listen 443 ssl http2;\n    listen [::]:443 ssl http2;\n": "    listen 127.0.0.1:\(port) ssl http2;\n    listen 127.0.0.1:\(plainPort);\n",
             "server_name calls.example.com;": "server_name localhost;",
             "/etc/ssl/certs/calls.example.com.pem": certificate, "/etc/ssl/private/calls.example.com.key": key,
         ]
@@ -96,7 +107,15 @@ struct NginxExampleLiveTests {
         }
         #expect(try await eventuallyTrying { try await Self.https(port, "GET", "/healthz", ca: certificate, maxTime: 5).status == 200 },
                 "nginx serves: \((try? String(contentsOfFile: directory.path + "/error.log", encoding: .utf8)) ?? "")")
+        try await body(Site(first: first, second: second, port: port, plainPort: plainPort, certificate: certificate, directory: directory))
+    }
 
+    @Test func longPollsStreamsAndTLSThroughTheExample() async throws {
+        try await Self.withSite { site in try await longPollsStreamsAndTLS(site) }
+    }
+
+    private func longPollsStreamsAndTLS(_ site: Site) async throws {
+        let first = site.first, second = site.second, port = site.port, certificate = site.certificate, directory = site.directory
         func register(_ name: String) async throws -> (token: String, id: String, cursor: Int) {
             let reply = try await Self.https(port, "POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#, ca: certificate)
             let object = liveJSON(reply.body)
@@ -152,5 +171,43 @@ extension Array {
         var results: [T] = []
         for element in self { results.append(await transform(element)) }
         return results
+    }
+}
+
+extension NginxExampleLiveTests {
+    /// The built-in relay across instances behind the shipped site: alice's requests go to one
+    /// instance and bob's to the other (so their media tokens are minted on different ones),
+    /// both audio sockets pass the proxy's upgrade and meet on one instance, audio crosses both
+    /// ways, and a hang-up on the instance without the sockets closes them.
+    @Test func relayAudioCrossesInstancesThroughTheExample() async throws {
+        try await Self.withSite { site in
+            let relay = RelayLiveTests()
+            let one = site.first.address, two = site.second.address
+            let alice = try await liveRegister(one, "alice"), bob = try await liveRegister(two, "bob")
+            let conversation = try await liveBefriend(one, alice, bob)
+            let callID = try await relay.call(one, alice, "conversation", conversation)
+            let bobMedia = try await relay.accept(two, callID, bob)
+            let aliceMedia = try await relay.mediaToken(one, callID, alice)
+            let proxy = "127.0.0.1:\(site.plainPort)"
+            let aliceSocket = try await AudioPeer.connect(proxy, path: aliceMedia.path, token: aliceMedia.token)
+            let bobSocket = try await AudioPeer.connect(proxy, path: bobMedia.path, token: bobMedia.token)
+            func sockets(_ address: String) async -> Int { Int(await liveMetric(address, "switchboard_relay_sockets") ?? "0") ?? 0 }
+            #expect(await eventually { await sockets(one) + sockets(two) == 2 })
+            let host = await sockets(one) == 2 ? one : two, other = host == one ? two : one
+            #expect(await sockets(host) == 2, "both sockets of the call on one instance")
+            for _ in 0..<10 {
+                _ = aliceSocket.send(constant: 1111)
+                _ = bobSocket.send(constant: 2222)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(await eventually { bobSocket.heard.contains { $0.first == 1111 } }, "bob hears alice")
+            #expect(await eventually { aliceSocket.heard.contains { $0.first == 2222 } }, "alice hears bob")
+            // Bob leaves (the call ends) on the instance without the sockets; the one with them
+            // learns it from the database and closes both (the call ended: 4001).
+            let left = await fetch(other, "POST", "/calls/\(callID)/leave", headers: bob.auth)
+            #expect(left.status == 200, "\(left.body)")
+            #expect(await eventually { aliceSocket.closed?.code == 4001 && [4000, 4001].contains(bobSocket.closed?.code) },
+                    "closed: \(String(describing: aliceSocket.closed)) \(String(describing: bobSocket.closed))")
+        }
     }
 }

@@ -60,7 +60,7 @@ struct RelayLiveTests {
     }
 
     /// Rings `scopeId`; returns the call's id.
-    private func call(_ address: String, _ caller: LiveAccount, _ kind: String, _ scope: String) async throws -> String {
+    func call(_ address: String, _ caller: LiveAccount, _ kind: String, _ scope: String) async throws -> String {
         let created = await fetch(
             address, "POST", "/calls", body: #"{"scopeKind":"\#(kind)","scopeId":"\#(scope)","mode":"audio","clientId":"\#(UUID().uuidString)"}"#,
             headers: caller.auth)
@@ -69,7 +69,7 @@ struct RelayLiveTests {
     }
 
     /// Accepts with the media token in the answer; returns the socket's path and the token.
-    private func accept(_ address: String, _ callID: String, _ person: LiveAccount) async throws -> (path: String, token: String) {
+    func accept(_ address: String, _ callID: String, _ person: LiveAccount) async throws -> (path: String, token: String) {
         let accepted = await fetch(address, "POST", "/calls/\(callID)/accept", body: #"{"mediaToken":true}"#, headers: person.auth)
         #expect(accepted.status == 200, "\(accepted.body)")
         let media = try #require(liveJSON(accepted.body)["media"] as? [String: Any])
@@ -87,7 +87,7 @@ struct RelayLiveTests {
         return (alice, bob, callID, try await mediaToken(address, callID, alice), bobMedia)
     }
 
-    private func mediaToken(_ address: String, _ callID: String, _ person: LiveAccount) async throws -> (path: String, token: String) {
+    func mediaToken(_ address: String, _ callID: String, _ person: LiveAccount) async throws -> (path: String, token: String) {
         let minted = await fetch(address, "POST", "/calls/\(callID)/media-token", headers: person.auth)
         #expect(minted.status == 200, "\(minted.body)")
         let media = liveJSON(minted.body)

@@ -291,5 +291,8 @@ struct PostgresPasswordTests {
         #expect(PostgresURL.passwords(in: "host=db password='a b' user=x password=c") == ["a b", "c"])
         #expect(PostgresURL.scrub(#"invalid connection option "hunter2""#, of: "host=db password=hunter2") == #"invalid connection option "***""#)
         #expect(PostgresURL.scrub("no secret here", of: "host=db") == "no secret here")
+        // A short password is masked where it stands, not inside other words.
+        #expect(PostgresURL.scrub(#"connection to socket "/var/run/postgresql/.s.PGSQL.5432" failed (password=p)"#, of: "host=/var/run/postgresql password=p")
+            == #"connection to socket "/var/run/postgresql/.s.PGSQL.5432" failed (password=***)"#)
     }
 }

@@ -48,8 +48,8 @@ struct ServeCommand {
                 if configuration.mediaBackend == "relay" {
                     logger.info("media: the built-in audio relay", ["path": .string("/calls/{id}/audio")])
                     if configuration.database == "postgres" {
-                        // Several instances share PostgreSQL; the relay and its tokens are per process.
-                        logger.warning("the audio relay serves the calls whose tokens this instance minted, on this instance only: with several instances behind one address, use mediaBackend livekit", [:])
+                        // Several instances share PostgreSQL: a call's audio sockets must meet on one.
+                        logger.info("several instances with the audio relay: route /calls/{id}/audio by the call (the shipped nginx site hashes the path), so a call's sockets meet on one instance", [:])
                     }
                 }
                 // One warning per unconfigured service: ios-voip and ios-alert share APNs's.

@@ -284,7 +284,15 @@ extension ServerConfiguration {
             }
         }
         if let problem = configuration.livekitSecretProblem { throw ConfigurationError(message: problem) }
+        if let problem = configuration.postgresURLProblem { throw ConfigurationError(message: problem) }
         return configuration
+    }
+
+    /// A PostgreSQL URL while the data goes to SQLite: the operator meant PostgreSQL, and
+    /// would otherwise find the data in a file nobody backs up.
+    var postgresURLProblem: String? {
+        guard database != "postgres", !postgresURL.isEmpty else { return nil }
+        return "postgresURL (SWITCHBOARD_POSTGRES_URL) is set but database is \(database): set database postgres (SWITCHBOARD_DATABASE=postgres) to use it, or leave postgresURL empty for the embedded SQLite database"
     }
 
     /// LiveKit's public development secret with a LiveKit that is not on this machine: anyone

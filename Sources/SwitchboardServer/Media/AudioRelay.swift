@@ -83,6 +83,8 @@ final class AudioRelay: MediaBackend, Sendable {
         var removals: [String: [String: UInt64]] = [:]
         /// Rooms whose call ended, and when.
         var ended: [String: Date] = [:]
+        /// Room → its call's id, for rooms with sockets (to check the call in the store).
+        var calls: [String: String] = [:]
     }
 
     let settings: Settings
@@ -93,7 +95,14 @@ final class AudioRelay: MediaBackend, Sendable {
     /// Frames sent for the mixer, and dropped because a participant's queue was full.
     private let mixerDroppedLate = Atomic<UInt64>(0)
 
-    init(settings: Settings = Settings(), metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Date) {
+    /// With instances sharing a database: the sockets other instances reported in a room.
+    let otherInstances: (@Sendable (String) async throws -> Int)?
+
+    init(
+        settings: Settings = Settings(), metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Date,
+        otherInstances: (@Sendable (String) async throws -> Int)? = nil
+    ) {
+        self.otherInstances = otherInstances
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
@@ -121,6 +130,7 @@ final class AudioRelay: MediaBackend, Sendable {
                 let gone = state.withLock { state in
                     state.ended[room] = now()
                     state.removals[room] = nil
+                    state.calls[room] = nil
                     return state.rooms.removeValue(forKey: room) ?? []
                 }
                 for participant in gone { participant.socket.close(code: CloseCode.callEnded, reason: "the call ended") }
@@ -138,7 +148,9 @@ final class AudioRelay: MediaBackend, Sendable {
     }
 
     func participantCount(room: String) async throws -> Int {
-        state.withLock { $0.rooms[room]?.count ?? 0 }
+        let here = state.withLock { $0.rooms[room]?.count ?? 0 }
+        guard let others = otherInstances else { return here }
+        return try await here + others(room)
     }
 
     /// Ended rooms are remembered long enough to outlive every token minted for them (and
@@ -156,16 +168,50 @@ final class AudioRelay: MediaBackend, Sendable {
     /// or is in the room already when the removal runs (and is closed by it).
     struct Ticket: Sendable {
         let room: String
+        let callID: String
         let userID: String
         let removals: UInt64
     }
 
-    /// A ticket for `userID` in `room`, or nil once the room's call ended.
-    func ticket(room: String, userID: String) -> Ticket? {
+    /// A ticket for `userID` in `room` (the room of `callID`), or nil once the room's call ended.
+    func ticket(room: String, callID: String, userID: String) -> Ticket? {
         state.withLock { state in
             if state.ended[room] != nil { return nil }
-            return Ticket(room: room, userID: userID, removals: state.removals[room]?[userID] ?? 0)
+            return Ticket(room: room, callID: callID, userID: userID, removals: state.removals[room]?[userID] ?? 0)
         }
+    }
+
+    // MARK: Across instances
+
+    /// The rooms with sockets here: each one's call and the users whose sockets are in it.
+    func hostedRooms() -> [String: (callID: String, users: [String])] {
+        state.withLock { state in
+            var hosted: [String: (callID: String, users: [String])] = [:]
+            for (room, members) in state.rooms where !members.isEmpty {
+                guard let callID = state.calls[room] else { continue }
+                hosted[room] = (callID, members.map(\.userID))
+            }
+            return hosted
+        }
+    }
+
+    /// What the store says of the calls of rooms hosted here, when another instance changed
+    /// them (its room actions ran there): a room whose call is no longer active ends, and a
+    /// user no longer present in it is removed, as the room actions would have done here.
+    /// `calls` holds, per room looked up, the users hosted before the read (a socket that
+    /// joined after it is left alone) and the call as read (nil: gone or not active).
+    func reconcile(_ calls: [String: (users: [String], present: Set<String>?)]) async {
+        var actions: [MediaAction] = []
+        for (room, call) in calls {
+            guard let present = call.present else {
+                actions.append(.deleteRoom(room))
+                continue
+            }
+            for user in Set(call.users) where !present.contains(user) {
+                actions.append(.removeParticipant(room: room, identity: user))
+            }
+        }
+        if !actions.isEmpty { try? await perform(actions) }
     }
 
     /// The handlers of a new participant's socket.
@@ -210,6 +256,7 @@ final class AudioRelay: MediaBackend, Sendable {
             // Checked again now that the socket is open: the call may have moved on meanwhile.
             if state.ended[ticket.room] != nil { return nil }
             if (state.removals[ticket.room]?[ticket.userID] ?? 0) != ticket.removals { return nil }
+            state.calls[participant.room] = ticket.callID
             var members = state.rooms[participant.room] ?? []
             let older = members.filter { $0.userID == participant.userID }
             members.removeAll { $0.userID == participant.userID }
@@ -228,6 +275,7 @@ final class AudioRelay: MediaBackend, Sendable {
             guard let members = state.rooms[participant.room], members.contains(where: { $0 === participant }) else { return }
             let rest = members.filter { $0 !== participant }
             state.rooms[participant.room] = rest.isEmpty ? nil : rest
+            if rest.isEmpty { state.calls[participant.room] = nil }
         }
         let help = "Audio relay frames by outcome."
         metrics.add(participant.received.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "received")])

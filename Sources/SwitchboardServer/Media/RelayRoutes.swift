@@ -39,7 +39,7 @@ struct RelayRoutes {
             }
             let callID = context.parameter("id")
             // The ticket before the read (see AudioRelay.Ticket).
-            let ticket = relay.ticket(room: claims.video.room, userID: claims.sub)
+            let ticket = relay.ticket(room: claims.video.room, callID: callID, userID: claims.sub)
             let call = try await store.snapshot { try $0.calls.load(callID)?.call }
             guard let call else { throw APIError.notFound("no such call") }
             guard call.roomName == claims.video.room else {

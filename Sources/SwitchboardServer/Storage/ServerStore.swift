@@ -152,6 +152,7 @@ protocol Repositories {
     var e2ee: any E2EERepository { get }
     var callDirectory: any CallDirectoryRepository { get }
     var scheduledCalls: any ScheduledCallRepository { get }
+    var relayPresence: any RelayPresenceRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -177,6 +178,7 @@ extension SQLRepositories {
     var e2ee: any E2EERepository { SQLE2EERepository(connection: connection) }
     var callDirectory: any CallDirectoryRepository { SQLCallDirectoryRepository(connection: connection) }
     var scheduledCalls: any ScheduledCallRepository { SQLScheduledCallRepository(connection: connection) }
+    var relayPresence: any RelayPresenceRepository { SQLRelayPresenceRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

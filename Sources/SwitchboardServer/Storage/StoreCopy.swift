@@ -67,6 +67,7 @@ enum StoreCopy {
         Table(name: "call_directory_changes", key: "user_id, version, seq", identity: nil),
         Table(name: "scheduled_calls", key: "rowid", identity: nil),
         Table(name: "call_preauthorizations", key: "token_hash", identity: nil),
+        Table(name: "relay_presence", key: "room, instance", identity: nil),
     ]
 
     /// Rows read from SQLite at a time.
@@ -80,7 +81,10 @@ enum StoreCopy {
             throw StoreError(code: .io, message: "no SQLite database at \(sqlitePath)")
         }
         // Both at this build's schema: SQLite by its migrations, PostgreSQL by its own.
-        let sqlite = try Database(configuration: DatabaseConfiguration(path: sqlitePath), migrations: Schema.migrations)
+        // It only reads: a server may hold the database (its lock is not taken here).
+        var readOnly = DatabaseConfiguration(path: sqlitePath)
+        readOnly.exclusive = false
+        let sqlite = try Database(configuration: readOnly, migrations: Schema.migrations)
         sqlite.close()
         let postgres = try PostgresDatabase(url: postgresURL, migrations: PostgresSchema.migrations, readerCount: 1)
         postgres.close()
