@@ -22,6 +22,7 @@ test:
 	$(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) TEST_TIMEOUT=$(TEST_TIMEOUT) scripts/with-postgres.sh scripts/run-swift-tests.sh --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
 	scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
+	scripts/check-systemd-unit.sh .build/debug/switchboard
 	scripts/api-contract.sh .build/debug/switchboard
 	CONTRACT_ADMIN=off CONTRACT_SECONDS=30 scripts/api-contract.sh .build/debug/switchboard
 	scripts/demo-smoke.sh .build/debug/switchboard-dev

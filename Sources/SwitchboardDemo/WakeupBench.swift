@@ -537,13 +537,23 @@ final class Progress: Sendable {
 /// `switchboard-dev bench <kind>`.
 public enum BenchCommand {
     public static let help = """
-        Usage: switchboard-dev bench wakeup [options]
+        Usage: switchboard-dev bench <wakeup|relay> [options]
 
         Benchmarks of the whole system:
           wakeup   wake-up latency and call setup over weak networks (see 'switchboard-dev bench wakeup --help')
           relay    the built-in audio relay under load, and its WebSocket path beside an
                    independent server (see 'switchboard-dev bench relay --help')
         """
+
+    /// The help of `bench` itself (no kind), or of one benchmark; nil for an unknown one.
+    public static func help(of kind: String?) -> String? {
+        switch kind {
+        case nil: help
+        case "wakeup": WakeupBench.help
+        case "relay": RelayBench.help
+        default: nil
+        }
+    }
 
     public static func run(_ arguments: [String]) -> Int32 {
         guard let kind = arguments.first else {

@@ -64,6 +64,9 @@ public final class Database: Sendable {
         // connection (the server calls it every second). SQLite's own automatic checkpoint
         // stays as a fallback, at ten times its default size.
         try writer.execute("PRAGMA wal_autocheckpoint=10000")
+        // A burst of writes grows the WAL; once checkpointed, the next write starts it over and
+        // cuts the file back to this size, instead of keeping the burst's size for ever.
+        try writer.execute("PRAGMA journal_size_limit=\(Self.walSizeLimit)")
         let checkpointer = try SQLiteConnection.open(path: configuration.path)
         try Self.configure(checkpointer, configuration)
         var readers: [SQLiteConnection] = []
@@ -145,6 +148,19 @@ public final class Database: Sendable {
             }
         }
     }
+
+    /// Writes a consistent copy of the database to `path` (SQLite's `VACUUM INTO`: one
+    /// snapshot, compacted), on a reader connection; the writer goes on meanwhile.
+    public func vacuum(into path: String) throws {
+        try checkOpen()
+        let reader = try SQLiteConnection.open(path: configuration.path, readOnly: true)
+        defer { reader.close() }
+        try Self.configure(reader, configuration)
+        _ = try reader.query("VACUUM INTO ?1", [.text(path)])
+    }
+
+    /// The bytes the WAL file is cut back to when it starts over after a checkpoint.
+    public static let walSizeLimit = 8 << 20
 
     /// Copies what the WAL holds into the database file without blocking readers or the writer
     /// (`PRAGMA wal_checkpoint(PASSIVE)`), on a connection and thread of its own. Returns the

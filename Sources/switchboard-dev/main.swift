@@ -34,6 +34,8 @@ let overview = """
     Run 'switchboard-dev <command> --help' for a command's options.
     """
 
+let versionHelp = "Usage: switchboard-dev version\n\nPrints the version (the same as the server's, switchboard version)."
+
 /// A command this binary does not have: exit status 2 with a hint, as `switchboard` does.
 func unknownCommand(_ name: String) -> Never {
     let hint = name == "serve" ? "The server is 'switchboard serve'." : "Run 'switchboard-dev --help' for usage."
@@ -49,13 +51,23 @@ case nil:
 case "-h", "--help":
     print(overview)
 case "version", "--version":
-    print("switchboard-dev \(CommandLineInterface.version)")
+    if arguments.contains("-h") || arguments.contains("--help") {
+        print(versionHelp)
+    } else {
+        print("switchboard-dev \(CommandLineInterface.version)")
+    }
 case "help":
-    if let name = arguments.dropFirst().first {
+    // `help COMMAND [SUBCOMMAND]` shows what `COMMAND [SUBCOMMAND] --help` shows.
+    let asked = Array(arguments.dropFirst())
+    switch asked.first {
+    case nil, "-h", "--help", "help": print(overview)
+    case "version": print(versionHelp)
+    case "bench":
+        guard let text = BenchCommand.help(of: asked.dropFirst().first) else { unknownCommand("bench \(asked[1])") }
+        print(text)
+    case let name?:
         guard let tool = tools[name] else { unknownCommand(name) }
         print(tool.help)
-    } else {
-        print(overview)
     }
 case let name?:
     guard let tool = tools[name] else { unknownCommand(name) }

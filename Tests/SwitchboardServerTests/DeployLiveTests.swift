@@ -35,6 +35,26 @@ struct DeployLiveTests {
         _ = third.stop()
     }
 
+    @Test func aBackupMadeWhileTheServerRunsRestoresIntoAServerThatKnowsItsUsers() async throws {
+        let data = ScratchDirectory(), restored = ScratchDirectory()
+        defer { data.remove(); restored.remove() }
+        let environment = ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"]
+        let running = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
+        defer { _ = running.stop() }
+        _ = try await liveRegister(running.address, "keeper")
+        let file = restored.path + "/switchboard.sqlite3"
+        let backup = try await ProcessLauncher.output(of: Executable.server.path, ["backup", "--data-dir", data.path, "--to", file])
+        #expect(backup.status == 0, "\(backup.output)")
+        #expect(backup.output.contains("backed up"))
+        let again = try await ProcessLauncher.output(of: Executable.server.path, ["backup", "--data-dir", data.path, "--to", file])
+        #expect(again.status == 1, "a backup never overwrites a file")
+        _ = running.stop()
+        let second = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", restored.path], environment: environment)
+        defer { _ = second.stop() }
+        let login = await fetch(second.address, "POST", "/auth/login", body: #"{"username":"keeper","password":"long enough"}"#)
+        #expect(login.status == 200, "\(login.body)")
+    }
+
     @Test func dataDirectoryAndPostgresMistakesAreSaidInPlainWords() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }

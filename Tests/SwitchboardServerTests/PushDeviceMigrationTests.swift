@@ -73,7 +73,7 @@ struct PushJobUnboundMigrationTests {
         } }
         #expect(row == ["c1", "u1", "failed", "UNREGISTERED", "2", "boom", "fcm", "notice", "3000"])
         // A gateway job names calls and users the server does not have.
-        try await store.transaction({ connection in
+        _ = try await store.transaction({ connection in
             try connection.run("""
                 INSERT INTO push_jobs (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state, attempts,
                     created_at_ms, next_attempt_at_ms, expires_at_ms, channel, kind)

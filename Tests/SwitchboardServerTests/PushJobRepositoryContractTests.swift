@@ -37,6 +37,7 @@ struct PushJobRepositoryContractTests {
             call = try await fixture.call(from: caller)
         }
 
+        @discardableResult
         func write<T: Sendable>(_ body: @escaping @Sendable (any PushJobRepository) throws -> T) async throws -> T {
             try await store.write { try body($0.pushJobs) }
         }

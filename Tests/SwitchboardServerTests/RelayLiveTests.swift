@@ -192,7 +192,7 @@ struct RelayLiveTests {
     @Test func aBlockEndsTheCallAndClosesBothSocketsAndTheTokensOpenNothingMore() async throws {
         let (server, data) = try await launch()
         defer { _ = server.stop(); data.remove() }
-        let (alice, bob, callID, aliceMedia, bobMedia) = try await answeredCall(server.address)
+        let (alice, bob, _, aliceMedia, bobMedia) = try await answeredCall(server.address)
         let aliceSocket = try await AudioPeer.connect(server.address, path: aliceMedia.path, token: aliceMedia.token)
         let bobSocket = try await AudioPeer.connect(server.address, path: bobMedia.path, token: bobMedia.token)
         #expect(await eventually { await liveMetric(server.address, "switchboard_relay_sockets") == "2" })
@@ -259,7 +259,7 @@ struct RelayLiveTests {
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
             environment: Self.environment.merging(["SWITCHBOARD_RELAY_MAX_FRAMES_PER_SECOND": "10000"]) { $1 })
         defer { _ = server.stop(); data.remove() }
-        let (alice, bob, callID, aliceMedia, bobMedia) = try await answeredCall(server.address)
+        let (_, _, _, aliceMedia, bobMedia) = try await answeredCall(server.address)
         let aliceSocket = try await AudioPeer.connect(server.address, path: aliceMedia.path, token: aliceMedia.token)
         // Bob's phone opens the socket and then never reads (its receive buffer kept small).
         let parts = server.address.split(separator: ":")

@@ -89,9 +89,15 @@ final class ServerProcess: Sendable {
         }.get()
     }
 
-    /// A test that ends early (a failed `#require` before its own stop) leaves nothing running.
+    /// A test that ends early (a failed `#require` before its own stop) leaves nothing running,
+    /// and no test leaves its output file behind.
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? output.close()
+        try? FileManager.default.removeItem(atPath: outputPath)
     }
 
     var lines: [String] { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }

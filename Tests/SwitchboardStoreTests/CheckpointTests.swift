@@ -30,6 +30,32 @@ struct CheckpointTests {
         }
     }
 
+    @Test func aBurstsWALIsCutBackOnceCheckpointedAndWrittenAgain() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try Database(configuration: DatabaseConfiguration(path: directory.file("db.sqlite3")))
+            defer { database.close() }
+            _ = try await database.write { try $0.execute("CREATE TABLE t (v BLOB)") }
+            // About 16 MiB in one transaction: the WAL grows past the limit.
+            _ = try await database.write { connection in
+                for _ in 0..<4000 { try connection.run("INSERT INTO t (v) VALUES (?)", [.blob([UInt8](repeating: 9, count: 4096))]) }
+            }
+            func walBytes() -> Int {
+                (try? FileManager.default.attributesOfItem(atPath: directory.file("db.sqlite3-wal"))[.size] as? Int) ?? 0
+            }
+            #expect(walBytes() > Database.walSizeLimit)
+            // Checkpointed in full (no reader holds an older snapshot), the next write starts the
+            // WAL over and cuts the file back.
+            var done = false
+            for _ in 0..<100 where !done {
+                let outcome = try await database.checkpoint()
+                done = outcome.checkpointed == outcome.walPages
+            }
+            #expect(done)
+            _ = try await database.write { try $0.run("INSERT INTO t (v) VALUES (?)", [.blob([1])]) }
+            #expect(walBytes() <= Database.walSizeLimit, "the WAL kept \(walBytes()) bytes")
+        }
+    }
+
     @Test func checkpointAfterCloseThrows() async throws {
         try await withTemporaryDirectory { directory in
             let database = try Database(configuration: DatabaseConfiguration(path: directory.file("db.sqlite3")))

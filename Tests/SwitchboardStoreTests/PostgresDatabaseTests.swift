@@ -264,7 +264,7 @@ struct PostgresListenerTests {
         struct Abandon: Error {}
         await #expect(throws: Abandon.self) {
             try await database.write { executor in
-                try executor.query("SELECT pg_notify('test_notices', 'rolled back')", [])
+                _ = try executor.query("SELECT pg_notify('test_notices', 'rolled back')", [])
                 throw Abandon()
             }
         }

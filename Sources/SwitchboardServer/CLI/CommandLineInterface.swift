@@ -14,6 +14,7 @@ public enum CommandLineInterface {
 
         Commands:
           serve          Run the server (HTTP API, event stream, timers, push delivery).
+          backup         Copy the embedded SQLite database to a file, while the server runs.
           copy-to-postgres
                          Copy the embedded SQLite database into an empty PostgreSQL one.
           version        Print the version.
@@ -54,6 +55,23 @@ public enum CommandLineInterface {
         return text
     }
 
+    static let backupHelp = """
+        Usage: switchboard backup --to FILE [--data-dir DIR]
+
+        Writes a consistent copy of the embedded SQLite database (DIR/switchboard.sqlite3) to
+        FILE, while the server goes on serving: SQLite's VACUUM INTO reads one snapshot, so
+        writes made meanwhile are simply not in the copy. FILE must not exist. To restore, stop
+        the server, put FILE in place of DIR/switchboard.sqlite3 (removing any
+        switchboard.sqlite3-wal and -shm beside it) and start it. On PostgreSQL use pg_dump.
+
+        Options:
+          --to FILE            where the copy goes (a new file)
+          --data-dir DIR       the server's data directory (default ./var; also SWITCHBOARD_DATA_DIR)
+          -h, --help           show this help
+
+        Exit status: 0 written, 1 the backup failed (no file left), 2 bad usage.
+        """
+
     static let copyHelp = """
         Usage: switchboard copy-to-postgres [--data-dir DIR] [--postgres-url URL]
 
@@ -91,6 +109,7 @@ public enum CommandLineInterface {
                 print("Usage: switchboard help [COMMAND]\n\nShows a command's help (the same as 'switchboard COMMAND --help'),\nor the list of commands without one.")
             case "serve": print(serveHelp)
             case "copy-to-postgres": print(copyHelp)
+            case "backup": print(backupHelp)
             case "version": print("Usage: switchboard version\n\nPrints the version.")
             case let other?:
                 printError(unknownCommand(other))
@@ -129,6 +148,31 @@ public enum CommandLineInterface {
             } catch {
                 printError("configuration: \(error)")
                 return 2
+            }
+        case "backup":
+            if rest.contains("-h") || rest.contains("--help") {
+                print(backupHelp)
+                return 0
+            }
+            let flags: [String: String]
+            do {
+                flags = try parseFlags(rest, known: ["--data-dir", "--to"])
+            } catch {
+                printError(error.message + "\nRun 'switchboard backup --help' for usage.")
+                return 2
+            }
+            guard let target = flags["--to"], !target.isEmpty else {
+                printError("backup needs --to FILE\nRun 'switchboard backup --help' for usage.")
+                return 2
+            }
+            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().dataDirectory
+            do {
+                let bytes = try StoreBackup.write(sqlitePath: directory + "/switchboard.sqlite3", to: target)
+                print("backed up \(directory)/switchboard.sqlite3 to \(target) (\(bytes) bytes)")
+                return 0
+            } catch {
+                printError("backup: \(error)")
+                return 1
             }
         case "copy-to-postgres":
             if rest.contains("-h") || rest.contains("--help") {

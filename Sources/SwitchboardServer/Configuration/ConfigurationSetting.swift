@@ -115,7 +115,7 @@ public struct ConfigurationSetting: Sendable {
         text("livekitAPISecret", "SWITCHBOARD_LIVEKIT_API_SECRET", "LiveKit API secret (default secret, the dev server's); never logged", \.livekitAPISecret) { text in
             !text.isEmpty ? nil : "must not be empty"
         },
-        integer("mediaDeadlineMilliseconds", "SWITCHBOARD_MEDIA_DEADLINE_MS", 100...60_000, "milliseconds a RoomService call may take (default 3000)") { $0.mediaDeadlineMilliseconds = $1 },
+        integer("mediaDeadlineMilliseconds", "SWITCHBOARD_MEDIA_DEADLINE_MILLISECONDS", 100...60_000, "milliseconds a RoomService call may take (default 3000)") { $0.mediaDeadlineMilliseconds = $1 },
         text("apnsBundleID", "SWITCHBOARD_APNS_BUNDLE_ID", "the iOS app's bundle id; VoIP pushes use the topic <id>.voip (default com.example.switchboard)", \.apnsBundleID) { text in
             !text.isEmpty && !text.hasSuffix(".voip") ? nil : "must be the bundle id, without .voip"
         },

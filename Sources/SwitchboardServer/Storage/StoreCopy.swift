@@ -96,7 +96,7 @@ enum StoreCopy {
         let executor = PostgresExecutor(connection: target)
         return try target.transaction(.serializable) { _ in
             // Running instances on the target wait for the copy (their writes take the same lock).
-            try executor.query("SELECT pg_advisory_xact_lock(?)", [.integer(PostgresDatabase.writeLockKey)])
+            _ = try executor.query("SELECT pg_advisory_xact_lock(?)", [.integer(PostgresDatabase.writeLockKey)])
             let users = try executor.query("SELECT count(*) AS n FROM users", []).first?.int64("n") ?? 0
             guard users == 0 else {
                 throw StoreError(code: .misuse, message: "the PostgreSQL database already holds \(users) user(s): copy into an empty one")
@@ -148,7 +148,7 @@ enum StoreCopy {
             // The sequence continues after the largest id ever given out: the copied rows', and
             // for events those retention deleted (a cursor may be past every row left).
             let issued = try table.issuedThrough.map { try source.query($0, []).first?.int64("n") ?? 0 } ?? 0
-            try target.query(
+            _ = try target.query(
                 "SELECT setval(pg_get_serial_sequence(?, ?), greatest(coalesce((SELECT max(\(identity)) FROM \(table.name)), 0), ?) + 1, false)",
                 [.text(table.name), .text(identity), .integer(issued)])
         }
