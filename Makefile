@@ -54,7 +54,7 @@ bench: release
 
 # The full wake-up regression harness: 200 phones, every network profile, gated, under the
 # proxy's loss model; then under real kernel packet loss (nftables in a network namespace):
-# gated on the profiles it can meet, reported on the lossy Wi-Fi ones (README: real TCP with
+# gated on the profiles it can meet, reported on the lossy Wi-Fi ones (docs/weak-networks.md: real TCP with
 # lost ACKs backs off far longer than the model's stalls; one push's p95 exceeds 1.5 s there).
 # Exits 1 when a gated run fails.
 weaknet: release
@@ -63,7 +63,7 @@ weaknet: release
 	.build/release/switchboard-dev bench wakeup --out .build/weaknet $(ARGS) || model=1; \
 	.build/release/switchboard-dev bench wakeup --impairment kernel --profiles good,poor_4g,poor_3g --out .build/weaknet-kernel || kernel=1; \
 	.build/release/switchboard-dev bench wakeup --impairment kernel --profiles wifi_30_loss,wifi_50_loss --out .build/weaknet-kernel-wifi \
-		|| echo "weaknet: kernel impairment on the lossy Wi-Fi profiles: reported, not gated (see README)"; \
+		|| echo "weaknet: kernel impairment on the lossy Wi-Fi profiles: reported, not gated (see docs/weak-networks.md)"; \
 	exit $$((model | kernel))
 
 fuzz:

@@ -18,5 +18,10 @@ python3 -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$sch
     missing+=("schemathesis==$schemathesis_version")
 if ((${#missing[@]})); then
     echo "installing Python test tooling: ${missing[*]}" >&2
-    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${missing[@]}"
+    # Debian's own python3 comes without pip, and (PEP 668) refuses installs beside its
+    # packages unless told; a Python of one's own (pyenv, a venv) takes them as they are.
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        { apt-get update -q && apt-get install -y -q python3-pip; } >&2
+    fi
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${missing[@]}"
 fi

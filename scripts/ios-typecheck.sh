@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Type-checks the iOS code against Apple's real iPhoneOS SDK interfaces, on Linux:
 #  1. the SDK modules (SwitchboardWire, SwitchboardKit, SwitchboardCallKit) through the
-#     maintainers' ios-sdk-typecheck.sh (outside this repository; README, "Which iOS versions"),
+#     maintainers' ios-sdk-typecheck.sh (outside this repository; docs/sdk.md, "Which iOS versions"),
 #  2. the example app, Examples/SwitchboardPhone (SwiftUI, UIKit, PushKit, CallKit, Security),
 #     against the modules step 1 built, with availability checks on.
 # Nothing is linked or run. Not part of `make test`: it needs a copy of github.com/theos/sdks.

@@ -55,8 +55,8 @@ public enum WakeupBench {
           push → reported   from APNs accepting the push to the incoming call reported
         It prints a progress bar, then a table per profile (p50, p95, p99 of both wake-up
         metrics, setup success rate) gated against the thresholds, a table of where the time
-        goes (each step's p50 / p95), a table of the adaptive answer deadline (SPEC §4 rule
-        12) each callee's own requests called for as it answered, with how many answers joined
+        goes (each step's p50 / p95), a table of the adaptive answer deadline (the SDK's
+        answer deadline, adapted to the network) each callee's own requests called for as it answered, with how many answers joined
         media within it and within the fixed 10 s (reported, not gated), and writes DIR/wakeup.json (every sample) and
         DIR/wakeup-latency.svg (the latency distribution per profile). A wake-up gate that a
         profile's loss puts out of reach (the push leg alone cannot reach its p95) is reported

@@ -18,7 +18,7 @@ struct ConfinedConnection<Connection: StoreConnection>: @unchecked Sendable {
 }
 
 /// A connection the pools can close: SQLite's and PostgreSQL's.
-protocol StoreConnection: AnyObject {
+protocol StoreConnection: AnyObject, SendableMetatype {
     func close()
 }
 
@@ -86,7 +86,7 @@ final class ReaderPool<Connection: StoreConnection>: Sendable {
                 switch action {
                 case .use(let index): continuation.resume(returning: index)
                 case .suspend: break
-                case .fail(let failure): continuation.resume(throwing: Self.error(for: failure))
+                case .fail(let failure): continuation.resume(throwing: readerPoolError(for: failure))
                 }
             }
         } onCancel: {
@@ -116,10 +116,13 @@ final class ReaderPool<Connection: StoreConnection>: Sendable {
         }
     }
 
-    private static func error(for failure: ReaderPoolStateMachine<CheckedContinuation<Int, any Error>>.Failure) -> any Error {
-        switch failure {
-        case .closed: StoreError.closed()
-        case .cancelled: CancellationError()
-        }
+}
+
+/// The error a waiter for a reader gets. A free function: the pool's generic metatype is not
+/// Sendable, so the continuation's closure must not reach it through `Self`.
+private func readerPoolError(for failure: ReaderPoolStateMachine<CheckedContinuation<Int, any Error>>.Failure) -> any Error {
+    switch failure {
+    case .closed: StoreError.closed()
+    case .cancelled: CancellationError()
     }
 }

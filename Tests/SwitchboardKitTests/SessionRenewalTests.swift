@@ -7,7 +7,7 @@ import SwitchboardWire
 import SwitchboardTesting
 
 /// The session token expires during a call (SPEC §4 rule 4: no stuck call screen). The app
-/// refreshes it and hands the coordinator a new backend with `use(backend:)`, as the README
+/// refreshes it and hands the coordinator a new backend with `use(backend:)`, as docs/sdk.md
 /// says; the coordinator must go on following its live calls with it, and re-read them.
 @Suite("Coordinator: a token that expires during a call", .timeLimit(.minutes(2)))
 struct SessionRenewalTests {

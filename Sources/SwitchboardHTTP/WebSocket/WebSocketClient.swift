@@ -201,7 +201,7 @@ public final class WebSocketClient: Sendable {
 
     /// Drops the TCP connection without a close handshake (a phone losing its network).
     public func abort() {
-        _ = state.withLock { state in
+        state.withLock { state in
             if !state.transportClosed { shutdown(fd, Int32(SHUT_RDWR)) }
         }
     }

@@ -168,7 +168,7 @@ extension CallLedger {
         return endReason(serverReason: call.endReason)
     }
 
-    /// The server's end reason as the call system's (documented in the README).
+    /// The server's end reason as the call system's (documented in docs/sdk.md).
     public static func endReason(serverReason: CallInfo.EndReason?) -> CallEndReason {
         switch serverReason {
         case .missed: .unanswered

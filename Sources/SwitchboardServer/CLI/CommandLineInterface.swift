@@ -32,6 +32,7 @@ public enum CommandLineInterface {
     static var serveHelp: String {
         var text = """
             Usage: switchboard serve [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--log-level LEVEL]
+                                     [--operator-listen HOST:PORT]
 
             Runs the server until SIGTERM or SIGINT, then stops accepting, lets requests in
             flight finish (up to the shutdown grace) and exits 0. With port 0 the kernel picks
@@ -43,6 +44,8 @@ public enum CommandLineInterface {
               --data-dir DIR       directory for the SQLite database (default ./var)
               --config FILE        JSON configuration file (also: \(ServerConfiguration.configFileEnvironment))
               --log-level LEVEL    debug, info, warning or error (default info)
+              --operator-listen HOST:PORT
+                                   a second listener for /metrics and /admin/* only (default none)
               -h, --help           show this help
 
             Settings (config file key, environment variable: meaning). Flags override the
@@ -129,7 +132,8 @@ public enum CommandLineInterface {
                 return 0
             }
             do {
-                let flags = try parseFlags(rest, known: ["--listen", "--data-dir", "--config", "--log-level"])
+                // Every setting's flag, from the one table the help is made from, and --config.
+                let flags = try parseFlags(rest, known: Set(ConfigurationSetting.all.compactMap(\.flag)).union(["--config"]))
                 let configPath = flags["--config"] ?? environment[ServerConfiguration.configFileEnvironment]
                 var file: (path: String, contents: Data)?
                 if let configPath {

@@ -95,7 +95,7 @@ struct FriendService: Sendable {
     func removeFriend(_ friendID: String, by principal: Principal) async throws {
         let userID = principal.user.id
         let friendship = try await store.snapshot { try $0.friends.friendship(between: userID, and: friendID) }
-        guard let friendship else { throw APIError.notFound("not a friend") }
+        guard friendship != nil else { throw APIError.notFound("not a friend") }
         let channels = calls.push, withdraw = calls.media.managesRooms
         let notices = try await store.write { transaction in
             guard let friendship = try transaction.friends.friendship(between: userID, and: friendID) else {
