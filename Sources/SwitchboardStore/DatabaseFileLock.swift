@@ -6,19 +6,36 @@ import Synchronization
 /// to close, with the holder's process id written in it, so a second server on the same data
 /// directory stops at once and names the first (instead of taking over its push jobs).
 ///
-/// The kernel releases the lock when the process ends, however it ends: a stale lock file
-/// never blocks a restart.
+/// Within one process, opens of the same database share the lock (counted): it guards against
+/// another process, and a process that opens its own database twice (a tool, a test that reopens
+/// before the first instance is freed) is not another server. The kernel releases the lock when
+/// the process ends, however it ends: a stale lock file never blocks a restart.
 final class DatabaseFileLock: Sendable {
-    /// The lock file's descriptor while held; -1 once released.
-    private let fd: Mutex<Int32>
+    /// The lock file's path (the registry's key).
+    private let path: String
+    private let released = Atomic<Bool>(false)
 
-    /// Takes the lock next to `databasePath`, or throws ``StoreError`` (`.locked`) naming the
-    /// process that holds it.
+    /// This process's held lock files: their descriptors and how many opens share each.
+    private static let held = Mutex<[String: (fd: Int32, count: Int)]>([:])
+
+    /// Takes the lock next to `databasePath` (or shares this process's hold on it), or throws
+    /// ``StoreError`` (`.locked`) naming the process that holds it.
     init(databasePath: String) throws {
-        let path = databasePath + ".lock"
+        let path = URL(fileURLWithPath: databasePath + ".lock").standardizedFileURL.path
+        self.path = path
+        try Self.held.withLock { held in
+            if let entry = held[path] {
+                held[path] = (entry.fd, entry.count + 1)
+                return
+            }
+            held[path] = (try Self.lock(path, databasePath: databasePath), 1)
+        }
+    }
+
+    private static func lock(_ path: String, databasePath: String) throws -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw StoreError(code: .io, message: "cannot open \(path): \(DatabaseFileLock.describe(errno))")
+            throw StoreError(code: .io, message: "cannot open \(path): \(describe(errno))")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
@@ -26,7 +43,7 @@ final class DatabaseFileLock: Sendable {
             let count = pread(fd, &buffer, buffer.count, 0)
             close(fd)
             guard code == EWOULDBLOCK else {
-                throw StoreError(code: .io, message: "cannot lock \(path): \(DatabaseFileLock.describe(code))")
+                throw StoreError(code: .io, message: "cannot lock \(path): \(describe(code))")
             }
             let holder = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
             throw StoreError(
@@ -37,14 +54,21 @@ final class DatabaseFileLock: Sendable {
         let pid = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)
         _ = pwrite(fd, pid, pid.count, 0)
-        self.fd = Mutex(fd)
+        return fd
     }
 
-    /// Lets go of the lock (the database was closed); later calls do nothing.
+    /// Lets go of this open's share (the database was closed); the last share unlocks. Later
+    /// calls do nothing.
     func release() {
-        fd.withLock { fd in
-            if fd >= 0 { close(fd) }
-            fd = -1
+        guard !released.exchange(true, ordering: .relaxed) else { return }
+        Self.held.withLock { held in
+            guard let entry = held[path] else { return }
+            if entry.count > 1 {
+                held[path] = (entry.fd, entry.count - 1)
+            } else {
+                close(entry.fd)
+                held[path] = nil
+            }
         }
     }
 
