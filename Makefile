@@ -19,15 +19,15 @@ run: release
 test:
 	scripts/ensure-deps.sh nftables iproute2 nginx curl espeak-ng sox
 	scripts/ensure-python-tools.sh
-	$(SWIFT) build --build-tests
-	SWIFT=$(SWIFT) TEST_TIMEOUT=$(TEST_TIMEOUT) scripts/with-postgres.sh scripts/run-swift-tests.sh --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
-	scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
-	scripts/check-systemd-unit.sh .build/debug/switchboard
-	scripts/api-contract.sh .build/debug/switchboard
-	CONTRACT_ADMIN=off CONTRACT_SECONDS=30 scripts/api-contract.sh .build/debug/switchboard
-	scripts/demo-smoke.sh .build/debug/switchboard-dev
-	.build/debug/switchboard-dev bench wakeup --phones 8 --profiles good,poor_4g,wifi_30_loss --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
-	scripts/fuzz.sh --smoke
+	scripts/with-private-tmp.sh $(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) TEST_TIMEOUT=$(TEST_TIMEOUT) scripts/with-private-tmp.sh scripts/with-postgres.sh scripts/run-swift-tests.sh --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
+	scripts/with-private-tmp.sh scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
+	scripts/with-private-tmp.sh scripts/check-systemd-unit.sh .build/debug/switchboard
+	scripts/with-private-tmp.sh scripts/api-contract.sh .build/debug/switchboard
+	CONTRACT_ADMIN=off CONTRACT_SECONDS=30 scripts/with-private-tmp.sh scripts/api-contract.sh .build/debug/switchboard
+	scripts/with-private-tmp.sh scripts/demo-smoke.sh .build/debug/switchboard-dev
+	scripts/with-private-tmp.sh .build/debug/switchboard-dev bench wakeup --phones 8 --profiles good,poor_4g,wifi_30_loss --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
+	scripts/with-private-tmp.sh scripts/fuzz.sh --smoke
 
 build:
 	scripts/ensure-deps.sh

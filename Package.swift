@@ -133,7 +133,7 @@ let package = Package(
 
         // The developer tools: demo, bench wakeup, proxy, apns-emulator. Wiring only.
         .executableTarget(
-            name: "switchboard-dev", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim"],
+            name: "switchboard-dev", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim", "SwitchboardCLI"],
             swiftSettings: strict),
 
         // Benchmark program: pushes per second through the APNs provider (make bench).

@@ -7,24 +7,28 @@ public enum CommandLineInterface {
     /// The program's version.
     public static let version = "0.1.0"
 
-    static let overview = """
-        switchboard — a self-hosted calling backend: signaling server, event stream, VoIP push.
+    /// The program's commands and their help: the overview, `help COMMAND` and
+    /// `COMMAND --help` all come from this table.
+    static var program: CommandLineProgram {
+        CommandLineProgram(
+            name: "switchboard", version: version,
+            summary: "switchboard — a self-hosted calling backend: signaling server, event stream, VoIP push.",
+            footer: """
+                The developer tools (demo, bench wakeup, proxy, push-emulator) are in a second binary,
+                switchboard-dev, built beside this one: switchboard-dev --help.
+                """,
+            commands: [
+                .init("serve", summary: "Run the server (HTTP API, event stream, timers, push delivery).", help: serveHelp),
+                .init("backup", summary: "Copy the embedded SQLite database to a file, while the server runs.", help: backupHelp),
+                .init("copy-to-postgres", summary: "Copy the embedded SQLite database into an empty PostgreSQL one.", help: copyHelp),
+            ],
+            elsewhere: Dictionary(uniqueKeysWithValues: developerTools.map { tool in
+                (tool, "it is a developer tool, in switchboard-dev beside this binary.\nRun 'switchboard-dev \(tool)'.")
+            }))
+    }
 
-        Usage: switchboard <command> [options]
-
-        Commands:
-          serve          Run the server (HTTP API, event stream, timers, push delivery).
-          backup         Copy the embedded SQLite database to a file, while the server runs.
-          copy-to-postgres
-                         Copy the embedded SQLite database into an empty PostgreSQL one.
-          version        Print the version.
-          help           Show help for a command: switchboard help serve
-
-        Run 'switchboard <command> --help' for a command's options.
-
-        The developer tools (demo, bench wakeup, proxy, push-emulator) are in a second binary,
-        switchboard-dev, built beside this one: switchboard-dev --help.
-        """
+    /// The overview (`switchboard --help`).
+    static var overview: String { program.overview }
 
     /// The commands of `switchboard-dev`, named in the hint when one is asked of this binary.
     static let developerTools: Set<String> = ["demo", "bench", "proxy", "apns-emulator", "push-emulator"]
@@ -95,42 +99,19 @@ public enum CommandLineInterface {
 
     /// Runs the command line and returns the exit status.
     public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) async -> Int32 {
-        var rest = Array(arguments.dropFirst())
-        guard let command = rest.first else {
-            print(overview)
+        let command: String, rest: [String]
+        switch program.resolve(Array(arguments.dropFirst())) {
+        case .print(let text, let status):
+            print(text)
+            return status
+        case .fail(let message):
+            printError(message)
             return 2
+        case .run(let name, let arguments):
+            (command, rest) = (name, arguments)
         }
-        rest.removeFirst()
         switch command {
-        case "-h", "--help":
-            print(overview)
-            return 0
-        case "help":
-            switch rest.first {
-            case nil: print(overview)
-            case "-h", "--help", "help":
-                print("Usage: switchboard help [COMMAND]\n\nShows a command's help (the same as 'switchboard COMMAND --help'),\nor the list of commands without one.")
-            case "serve": print(serveHelp)
-            case "copy-to-postgres": print(copyHelp)
-            case "backup": print(backupHelp)
-            case "version": print("Usage: switchboard version\n\nPrints the version.")
-            case let other?:
-                printError(unknownCommand(other))
-                return 2
-            }
-            return 0
-        case "version", "--version":
-            if rest.contains("-h") || rest.contains("--help") {
-                print("Usage: switchboard version\n\nPrints the version.")
-                return 0
-            }
-            print("switchboard \(version)")
-            return 0
         case "serve":
-            if rest.contains("-h") || rest.contains("--help") {
-                print(serveHelp)
-                return 0
-            }
             do {
                 // Every setting's flag, from the one table the help is made from, and --config.
                 let flags = try parseFlags(rest, known: Set(ConfigurationSetting.all.compactMap(\.flag)).union(["--config"]))
@@ -154,10 +135,6 @@ public enum CommandLineInterface {
                 return 2
             }
         case "backup":
-            if rest.contains("-h") || rest.contains("--help") {
-                print(backupHelp)
-                return 0
-            }
             let flags: [String: String]
             do {
                 flags = try parseFlags(rest, known: ["--data-dir", "--to"])
@@ -179,10 +156,6 @@ public enum CommandLineInterface {
                 return 1
             }
         case "copy-to-postgres":
-            if rest.contains("-h") || rest.contains("--help") {
-                print(copyHelp)
-                return 0
-            }
             let flags: [String: String]
             do {
                 flags = try parseFlags(rest, known: ["--data-dir", "--postgres-url"])
@@ -205,18 +178,9 @@ public enum CommandLineInterface {
                 return 1
             }
         default:
-            printError(unknownCommand(command))
+            printError(program.unknown(command))
             return 2
         }
-    }
-
-    /// The message for a command this binary does not have, with the way to the developer tools.
-    static func unknownCommand(_ command: String) -> String {
-        guard developerTools.contains(command) else {
-            return "unknown command '\(command)'\nRun 'switchboard --help' for usage."
-        }
-        return "unknown command '\(command)': it is a developer tool, in switchboard-dev beside this binary.\n"
-            + "Run 'switchboard-dev \(command)'."
     }
 
     /// Parses `--flag value` and `--flag=value` for the `known` flags; anything else is a usage error.
