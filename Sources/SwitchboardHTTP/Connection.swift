@@ -29,6 +29,10 @@ final class Connection {
     var reservedBodyBytes = 0
     /// Answered before the request's body was read: after the answer, linger instead of closing.
     var lingerAfterFlush = false
+    /// Bytes a lingering connection still drops before it closes anyway: enough for a peer to
+    /// finish a request's head and a little of its body and read the answer, not a whole
+    /// refused body.
+    var lingerBytesLeft = 256 * 1024
     var parser: HTTPRequestParser
     var phase = Phase.reading
     var task: Task<Void, Never>?

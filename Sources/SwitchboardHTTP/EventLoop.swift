@@ -232,7 +232,13 @@ final class EventLoop: @unchecked Sendable {
             let count = read(connection.fd, scratch.baseAddress, scratch.count)
             if count > 0 {
                 if connection.phase == .lingering {
-                    // Answered and closing: what still arrives is dropped.
+                    // Answered and closing: what still arrives is dropped, up to a budget (a
+                    // body sent after its refusal is not worth reading in full).
+                    connection.lingerBytesLeft -= count
+                    if connection.lingerBytesLeft <= 0 {
+                        closeConnection(connection)
+                        return
+                    }
                     if count < scratch.count { return }
                     continue
                 }
