@@ -56,7 +56,9 @@ public final class Database: Sendable {
                 message: "SQLite \(String(cString: sqlite3_libversion())) is too old: 3.35 or later is required")
         }
         try Self.createParentDirectory(of: configuration.path)
-        fileLock = configuration.exclusive ? try DatabaseFileLock(databasePath: configuration.path) : nil
+        // An in-memory or URI-named database has no file to guard (nor a directory to lock in).
+        let isFile = !configuration.path.isEmpty && configuration.path != ":memory:" && !configuration.path.hasPrefix("file:")
+        fileLock = configuration.exclusive && isFile ? try DatabaseFileLock(databasePath: configuration.path) : nil
         let writer = try SQLiteConnection.open(path: configuration.path)
         try Self.configure(writer, configuration)
         let outcome = try MigrationRunner.migrate(writer, migrations: migrations)

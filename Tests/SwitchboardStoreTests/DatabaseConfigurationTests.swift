@@ -52,6 +52,7 @@ struct DatabaseConfigurationTests {
             try Database(configuration: DatabaseConfiguration(path: ":memory:"))
         }
         #expect(error.code == .configuration)
+        #expect(!FileManager.default.fileExists(atPath: ":memory:.lock"), "an in-memory database has no lock file")
     }
 
     @Test("zero readers is a configuration error")
