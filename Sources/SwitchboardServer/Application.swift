@@ -328,14 +328,7 @@ public final class Application: Sendable {
     /// that needs it makes it (32 random bytes), every other one reads it.
     static func relaySecret(in database: any SQLStore) throws -> String {
         try database.transactionAtStart { executor in
-            let key = "relay_token_secret"
-            _ = try executor.run(
-                "INSERT INTO server_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
-                [.text(key), .text(SecureRandom.token(byteCount: 32))])
-            guard let row = try executor.query("SELECT value FROM server_state WHERE key = ?1", [.text(key)]).first else {
-                throw StoreError(code: .io, message: "the relay's token secret was not stored")
-            }
-            return try row.string("value")
+            try SQLServerStateRepository(connection: executor).value(of: "relay_token_secret") { SecureRandom.token(byteCount: 32) }
         }
     }
 

@@ -112,9 +112,7 @@ final class WriteProbe: Sendable {
         do {
             let stamp = String(Int64(Date().timeIntervalSince1970 * 1000))
             _ = try await database.transaction({ executor in
-                try executor.run(
-                    "INSERT INTO server_state (key, value) VALUES ('ready_probe', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [.text(stamp)])
+                try SQLServerStateRepository(connection: executor).set("ready_probe", to: stamp)
             }, afterCommit: nil)
             last.withLock { $0 = (now, nil) }
         } catch is CancellationError {

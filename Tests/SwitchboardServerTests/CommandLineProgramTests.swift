@@ -3,7 +3,7 @@ import SwitchboardCLI
 import Testing
 
 /// The one way both binaries read a command line, on the server's own table.
-@Suite("Command lines and their help, from one table")
+@Suite("Command lines and their help, from one table", .timeLimit(.minutes(1)))
 struct CommandLineProgramTests {
     let program = CommandLineProgram(
         name: "tool", version: "1.2.3", summary: "tool — does things.", footer: "See also other-tool.",
