@@ -8,8 +8,9 @@ import SwitchboardWire
 public struct SwitchboardAPIError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The HTTP status.
     public let status: Int
-    /// The server's error code; `TRANSPORT` when no answer came back.
-    public let code: String
+    /// The server's error code (``ErrorCode``'s catalogue); ``ErrorCode/transport`` when no
+    /// answer came back, ``ErrorCode/badResponse`` when one did not decode.
+    public let code: ErrorCode
     /// The server's message.
     public let message: String
     /// The request field at fault, when the server names one.
@@ -17,7 +18,7 @@ public struct SwitchboardAPIError: Error, Sendable, Equatable, CustomStringConve
 
     public var description: String { "\(status) \(code): \(message)" }
 
-    public init(status: Int, code: String, message: String, field: String? = nil) {
+    public init(status: Int, code: ErrorCode, message: String, field: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -360,7 +361,7 @@ public struct SwitchboardClient: Sendable {
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
-            throw SwitchboardAPIError(status: 200, code: "BAD_RESPONSE", message: "the server's answer did not decode: \(error)", field: nil)
+            throw SwitchboardAPIError(status: 200, code: .badResponse, message: "the server's answer did not decode: \(error)", field: nil)
         }
     }
 
@@ -382,7 +383,7 @@ public struct SwitchboardClient: Sendable {
         text += path
         if !query.isEmpty { text += "?" + QueryEncoding.query(query) }
         guard let url = URL(string: text) else {
-            throw SwitchboardAPIError(status: 0, code: "BAD_REQUEST", message: "cannot form a URL from \(text)", field: nil)
+            throw SwitchboardAPIError(status: 0, code: .badRequest, message: "cannot form a URL from \(text)", field: nil)
         }
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
@@ -407,13 +408,15 @@ public struct SwitchboardClient: Sendable {
             throw CancellationError()
         } catch {
             if !held { networkQuality.recordLoss() }
-            throw SwitchboardAPIError(status: 0, code: "TRANSPORT", message: String(describing: error), field: nil)
+            throw SwitchboardAPIError(status: 0, code: .transport, message: String(describing: error), field: nil)
         }
         guard (200..<300).contains(response.statusCode) else {
-            let envelope = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any]
+            // An answer without the envelope (a proxy's page) keeps its status under a code
+            // outside the catalogue.
+            let envelope = try? JSONDecoder().decode(ErrorEnvelope.self, from: data)
             throw SwitchboardAPIError(
-                status: response.statusCode, code: envelope?["code"] as? String ?? "HTTP_\(response.statusCode)",
-                message: envelope?["message"] as? String ?? "", field: envelope?["field"] as? String)
+                status: response.statusCode, code: envelope?.error.code ?? ErrorCode(rawValue: "HTTP_\(response.statusCode)"),
+                message: envelope?.error.message ?? "", field: envelope?.error.field)
         }
         return data
     }

@@ -371,7 +371,7 @@ public final class Application: Sendable {
                 response = error.response
             } catch is CancellationError where Task.isCancelled {
                 // The client disconnected; the transport drops whatever is answered.
-                response = APIError(status: 499, code: "CLIENT_CLOSED_REQUEST", message: "client closed the request").response
+                response = APIError(.clientClosedRequest, "client closed the request").response
             } catch {
                 requestLogger.error("unhandled error", ["error": .string(String(describing: error)), "route": .string(route.pattern)])
                 response = APIError.internal.response

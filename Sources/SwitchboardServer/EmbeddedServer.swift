@@ -48,7 +48,7 @@ public final class EmbeddedServer: Sendable {
         let problems = TransportProblemReporter(metrics: application.metrics, logger: logger)
         let server = HTTPServer(
             configuration: configuration.httpConfiguration(
-                errorResponder: { status, code, message in APIError(status: status, code: code, message: message).response },
+                errorResponder: APIError.httpRefusal,
                 admitBody: { [application] head in application.admitBody(head) },
                 reportProblem: { problems.report($0) }),
             handler: application.handle)
@@ -63,7 +63,7 @@ public final class EmbeddedServer: Sendable {
             operatorConfiguration.maxConnectionsPerAddress = 0
             operatorServer = HTTPServer(
                 configuration: operatorConfiguration.httpConfiguration(
-                    errorResponder: { status, code, message in APIError(status: status, code: code, message: message).response },
+                    errorResponder: APIError.httpRefusal,
                     admitBody: { [application] head in application.admitBody(head, on: .operatorOnly) },
                     reportProblem: { problems.report($0) }),
                 handler: { [application] request in await application.handle(request, on: .operatorOnly) })

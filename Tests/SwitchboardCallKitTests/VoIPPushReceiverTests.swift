@@ -10,7 +10,7 @@ import SwitchboardWire
 
 /// A server that cannot be reached: every request fails at once.
 private struct UnreachableBackend: CallBackend {
-    var unreachable: SwitchboardAPIError { SwitchboardAPIError(status: 0, code: "TRANSPORT", message: "unreachable") }
+    var unreachable: SwitchboardAPIError { SwitchboardAPIError(status: 0, code: .transport, message: "unreachable") }
     func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo { throw unreachable }
     func call(_ callID: String) async throws -> CallInfo { throw unreachable }
     func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo { throw unreachable }

@@ -72,7 +72,7 @@ struct WithdrawalTests {
         #expect(ended.contains(.server(callID: call.id, .leave)), "an accepted call is left")
         var delays: [Double] = []
         for _ in 0..<10 {
-            let effects = ledger.serverAnswered(call.id, .leave, .failure(status: 503, code: "CALL_MEDIA_UNAVAILABLE"))
+            let effects = ledger.serverAnswered(call.id, .leave, .failure(status: 503, code: .callMediaUnavailable))
             guard case .schedule(_, .withdrawalRetry, let delay)? = effects.first else { break }
             delays.append(delay)
             #expect(ledger.timerFired(call.id, .withdrawalRetry) == [.server(callID: call.id, .leave)])
@@ -89,7 +89,7 @@ struct WithdrawalTests {
         #expect(ledger.endRequested(call.id) == [.requestTransaction(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end))])
         let ended = ledger.transactionCompleted(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end), error: .transaction(.unknownCallUUID))
         #expect(ended.contains(.server(callID: call.id, .cancel)))
-        #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 409, code: "CALL_NOT_RINGING")) == [.server(callID: call.id, .fetch)])
+        #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 409, code: .callNotRinging)) == [.server(callID: call.id, .fetch)])
         var answered = call
         answered.state = .active
         answered.invitations[0].state = .accepted
@@ -102,7 +102,7 @@ struct WithdrawalTests {
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
         _ = ledger.reportCompleted(Fixture.uuid(call), error: nil)
         _ = ledger.actionPerformed(id: UUID(), CallActionRequest(callUUID: Fixture.uuid(call), kind: .answer))
-        let failed = ledger.serverAnswered(call.id, .accept, .failure(status: 503, code: "CALL_MEDIA_UNAVAILABLE"))
+        let failed = ledger.serverAnswered(call.id, .accept, .failure(status: 503, code: .callMediaUnavailable))
         #expect(failed.contains(.server(callID: call.id, .decline)))
         #expect(failed.contains(.reportEnded(Fixture.uuid(call), .failed)))
     }
@@ -167,24 +167,24 @@ struct EarlyMediaTokenTests {
     @Test func theCallFailsOnlyWhenBothTokenRequestsFailed() {
         var (ledger, call) = Self.dialing()
         _ = ledger.callRead(Self.answered(call))
-        #expect(ledger.serverAnswered(call.id, .mediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty, "the held one may still come")
-        _ = ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT"))
+        #expect(ledger.serverAnswered(call.id, .mediaToken, .failure(status: 0, code: .transport)).isEmpty, "the held one may still come")
+        _ = ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: .transport))
         #expect(ledger.entries[call.id]?.stage == .ended && ledger.entries[call.id]?.endReason == .failed)
         var (early, earlyCall) = Self.dialing()
         _ = early.callRead(Self.answered(earlyCall))
-        #expect(early.serverAnswered(earlyCall.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty)
+        #expect(early.serverAnswered(earlyCall.id, .earlyMediaToken, .failure(status: 0, code: .transport)).isEmpty)
         #expect(early.serverAnswered(earlyCall.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: earlyCall.id, Fixture.token)])
     }
 
     @Test func aHoldThatRanOutWhileStillRingingIsHeldOnceMoreAndTheNextChangeAsksAgain() {
         var (ledger, call) = Self.dialing()
         // 45 s of ringing, 25 s a hold: the first refusal while dialing asks once more.
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT")) == [.server(callID: call.id, .earlyMediaToken)])
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: .notParticipant)) == [.server(callID: call.id, .earlyMediaToken)])
         #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .fetch)], "one early ask at a time")
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: "NOT_PARTICIPANT")).isEmpty, "not a third hold")
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: .notParticipant)).isEmpty, "not a third hold")
         #expect(ledger.entries[call.id]?.stage == .dialing)
         #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .earlyMediaToken), .server(callID: call.id, .fetch)])
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: "TRANSPORT")).isEmpty, "a lost one is not re-sent")
+        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: .transport)).isEmpty, "a lost one is not re-sent")
         #expect(ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)), "the next change asks again")
     }
 }

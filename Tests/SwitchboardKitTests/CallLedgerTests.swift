@@ -373,7 +373,7 @@ struct CallLedgerTests {
         late += ledger.callSystemReset()
         late += ledger.mediaJoined(call.id, succeeded: false)
         late += ledger.actionTimedOut(id: answer)
-        late += ledger.serverAnswered(call.id, .accept, .failure(status: 503, code: "CALL_MEDIA_UNAVAILABLE"))
+        late += ledger.serverAnswered(call.id, .accept, .failure(status: 503, code: .callMediaUnavailable))
         late += ledger.reportCompleted(uuid, error: nil)
         #expect(Self.endedNotices(late) == 0, "\(late)")
         #expect(Self.reportedEnds(late) == 0, "\(late)")

@@ -110,7 +110,7 @@ final class InMemoryCallBackend: CallBackend {
 
     func call(_ callID: String) async throws -> CallInfo {
         try await gate("fetch")
-        guard let call = info(callID) else { throw SwitchboardAPIError(status: 404, code: "NOT_FOUND", message: "no such call", field: nil) }
+        guard let call = info(callID) else { throw SwitchboardAPIError(status: 404, code: .notFound, message: "no such call", field: nil) }
         return call
     }
 
@@ -130,8 +130,8 @@ final class InMemoryCallBackend: CallBackend {
         defer { wakeEventReaders() }
         let me = self.me, stamp = self.stamp
         return try state.withLock { state throws(SwitchboardAPIError) -> CallInfo in
-            guard var call = state.calls[callID] else { throw SwitchboardAPIError(status: 404, code: "NOT_FOUND", message: "", field: nil) }
-            let conflict = SwitchboardAPIError(status: 409, code: "CALL_NOT_RINGING", message: "", field: nil)
+            guard var call = state.calls[callID] else { throw SwitchboardAPIError(status: 404, code: .notFound, message: "", field: nil) }
+            let conflict = SwitchboardAPIError(status: 409, code: .callNotRinging, message: "", field: nil)
             let mine = call.invitations.firstIndex { $0.userId == me }
             switch action {
             case .accept:
@@ -186,7 +186,7 @@ final class InMemoryCallBackend: CallBackend {
     func mediaToken(forCall callID: String) async throws -> MediaToken {
         try await gate("mediaToken")
         guard let call = info(callID), call.state == .active else {
-            throw SwitchboardAPIError(status: 403, code: "NOT_PARTICIPANT", message: "", field: nil)
+            throw SwitchboardAPIError(status: 403, code: .notParticipant, message: "", field: nil)
         }
         return MediaToken(url: "wss://media.test", token: "token-\(callID)", expiresAt: stamp)
     }
@@ -233,7 +233,7 @@ final class InMemoryCallBackend: CallBackend {
             return failure
         }
         if let failure {
-            throw SwitchboardAPIError(status: failure.status, code: failure.code, message: "injected", field: nil)
+            throw SwitchboardAPIError(status: failure.status, code: ErrorCode(rawValue: failure.code), message: "injected", field: nil)
         }
     }
 

@@ -251,7 +251,7 @@ struct E2EEFeedTests {
     @Test func aTransportFailureLeavesTheCursor() async throws {
         let fixture = Fixture(sequences: [1, 2, 3, 4], pageSize: 2, overrides: [1: .transportFailure])
         let error = await #expect(throws: SwitchboardAPIError.self) { _ = try await fixture.sync() }
-        #expect(error?.code == "TRANSPORT")
+        #expect(error?.code == .transport)
         #expect(await fixture.stored == 2)
         #expect(try await fixture.sync() == .caughtUp(cursor: 4, batches: 1))
         #expect(fixture.handler.batches == [[1, 2], [3, 4]])
@@ -359,7 +359,7 @@ struct E2EEFeedTests {
             Issue.record("expected notAllowed, got \(String(describing: failure))")
             return
         }
-        #expect(error.status == status && error.code == code && failure?.code == code)
+        #expect(error.status == status && error.code.rawValue == code && failure?.code == code)
         #expect(fixture.handler.batches.isEmpty)
     }
 

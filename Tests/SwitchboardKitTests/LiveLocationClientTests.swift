@@ -182,7 +182,7 @@ struct LiveLocationClientTests {
             caught = true
         }
         #expect(caught)
-        #expect(LiveLocationError.notSharing.code == "NOT_SHARING")
+        #expect(LiveLocationError.notSharing.code == .notSharing && ErrorCode.notSharing.rawValue == "NOT_SHARING")
     }
 
     /// Other refusals stay `SwitchboardAPIError`s with the server's status, code and field.
@@ -193,7 +193,7 @@ struct LiveLocationClientTests {
         let error = await #expect(throws: SwitchboardAPIError.self) {
             _ = try await location.start(in: .group("g"), at: Self.here)
         }
-        #expect(error?.status == status && error?.code == code && error?.field == field)
+        #expect(error?.status == status && error?.code.rawValue == code && error?.field == field)
     }
 
     /// A coordinate that is not a finite number is refused before anything is sent, naming it.
@@ -208,7 +208,7 @@ struct LiveLocationClientTests {
         let started = await #expect(throws: SwitchboardAPIError.self) {
             _ = try await location.start(in: .conversation("c"), at: position)
         }
-        #expect(started?.status == 0 && started?.code == "VALIDATION_FAILED" && started?.field == field)
+        #expect(started?.status == 0 && started?.code == .validationFailed && started?.field == field)
         let updated = await #expect(throws: SwitchboardAPIError.self) {
             _ = try await location.update(in: .conversation("c"), to: position)
         }

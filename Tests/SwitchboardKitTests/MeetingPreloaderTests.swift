@@ -63,7 +63,7 @@ final class SimulatedMeetingServer: MeetingPreloadBackend {
             state.requests.append("list")
             if state.listFailures > 0 {
                 state.listFailures -= 1
-                throw SwitchboardAPIError(status: 0, code: "TRANSPORT", message: "offline")
+                throw SwitchboardAPIError(status: 0, code: .transport, message: "offline")
             }
             return state.calls.sorted { $0.startsAt < $1.startsAt }
         }
@@ -75,10 +75,10 @@ final class SimulatedMeetingServer: MeetingPreloadBackend {
             state.requests.append(scheduledCallID)
             if state.failures > 0 {
                 state.failures -= 1
-                throw SwitchboardAPIError(status: 0, code: "TRANSPORT", message: "offline")
+                throw SwitchboardAPIError(status: 0, code: .transport, message: "offline")
             }
-            guard state.calls.contains(where: { $0.id == scheduledCallID }) else { throw SwitchboardAPIError(status: 404, code: "NOT_FOUND", message: "") }
-            if state.ended.contains(scheduledCallID) { throw SwitchboardAPIError(status: 409, code: "SCHEDULED_CALL_ENDED", message: "") }
+            guard state.calls.contains(where: { $0.id == scheduledCallID }) else { throw SwitchboardAPIError(status: 404, code: .notFound, message: "") }
+            if state.ended.contains(scheduledCallID) { throw SwitchboardAPIError(status: 409, code: .scheduledCallEnded, message: "") }
             let preauthorization = CallPreauthorization(
                 token: "pa-\(scheduledCallID)-\(state.issued.count)", scheduledCallId: scheduledCallID, expiresAt: Self.stamp(now.addingTimeInterval(statedValidity)))
             state.issued.append(preauthorization)

@@ -50,7 +50,7 @@ struct ScheduledCallClientTests {
 
     @Test func anEndedMeetingsCodeReachesTheCaller() async throws {
         let transport = ScriptedTransport(status: 409, body: errorBody("SCHEDULED_CALL_ENDED"))
-        await #expect(throws: SwitchboardAPIError(status: 409, code: "SCHEDULED_CALL_ENDED", message: "refused")) {
+        await #expect(throws: SwitchboardAPIError(status: 409, code: .scheduledCallEnded, message: "refused")) {
             _ = try await ScheduledCallClient(client: makeClient(transport)).preauthorize("s1")
         }
     }

@@ -148,7 +148,7 @@ final class TokenBackend: CallBackend {
             state.requests.append(request)
             return state.expired
         }
-        if expired { throw SwitchboardAPIError(status: 401, code: "UNAUTHORIZED", message: "session expired") }
+        if expired { throw SwitchboardAPIError(status: 401, code: .unauthorized, message: "session expired") }
     }
 
     func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo {
@@ -183,9 +183,9 @@ final class TokenBackend: CallBackend {
             if !hold {
                 if expired {
                     state.withLock { $0.rejectedEventReads += 1 }
-                    throw SwitchboardAPIError(status: 401, code: "UNAUTHORIZED", message: "session expired")
+                    throw SwitchboardAPIError(status: 401, code: .unauthorized, message: "session expired")
                 }
-                if after < oldest { throw SwitchboardAPIError(status: 410, code: "CURSOR_EXPIRED", message: "") }
+                if after < oldest { throw SwitchboardAPIError(status: 410, code: .cursorExpired, message: "") }
                 if try await server.eventCursor() > after { return try await server.events(after: after, wait: wait) }
             }
             try await Task.sleep(nanoseconds: 2_000_000)
@@ -272,7 +272,7 @@ struct LedgerSessionRenewalTests {
         _ = ledger.transactionCompleted(CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)), error: nil)
         let ended = ledger.actionPerformed(id: UUID(), CallActionRequest(callUUID: uuid, kind: .end))
         #expect(ended.contains(.server(callID: call.id, .cancel)))
-        #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 401, code: "UNAUTHORIZED")).isEmpty, "no retry with a refused token")
+        #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 401, code: .unauthorized)).isEmpty, "no retry with a refused token")
         #expect(ledger.sessionRenewed() == [.server(callID: call.id, .cancel)], "the call is over: only the cancel goes again")
         #expect(ledger.sessionRenewed().isEmpty, "once")
     }

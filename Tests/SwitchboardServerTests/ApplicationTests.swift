@@ -4,6 +4,8 @@ import Testing
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
 import SwitchboardObservability
+import SwitchboardCore
+import SwitchboardWire
 
 @Suite("Application pipeline", .timeLimit(.minutes(3)))
 struct ApplicationTests {
@@ -202,28 +204,60 @@ struct OpenAPIDocumentTests {
         }
     }
 
-    /// Every error code in the server's sources (`code: "…"`, and the code tables of call
-    /// transitions and the HTTP parser) is in the document's list, so a new refusal cannot ship
-    /// undocumented.
-    @Test func everyErrorCodeTheServerAnswersIsDocumented() throws {
-        let codes = try listedCodes(in: try document())
+    /// The error catalogue (`ErrorCode`) and the document's list are the same codes with the
+    /// same statuses, and no source outside the catalogue spells a code: every code the server
+    /// answers is a catalogue member (the HTTP core, which sits below the wire layer, answers
+    /// with its own table, checked to be in the catalogue too).
+    @Test func theErrorCatalogueIsTheDocumentsList() throws {
+        let doc = try document()
+        let listed = try listedCodes(in: doc)
+        let catalogue = ErrorCode.catalogue.map(\.rawValue)
+        #expect(Set(catalogue).count == catalogue.count, "a code is in the catalogue twice")
+        #expect(Set(catalogue).subtracting(listed).sorted() == [], "in the catalogue but not in the document")
+        #expect(listed.subtracting(catalogue).sorted() == [], "in the document but not in the catalogue")
+        let schemas = try #require((doc["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let error = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
+        let text = try #require(((error["properties"] as? [String: Any])?["code"] as? [String: Any])?["description"] as? String)
+        for code in ErrorCode.catalogue {
+            // "CODE (503" or, for a pair, "CODE and OTHER (503".
+            let documented = try Regex("\\b\(code.rawValue)(?: and [A-Z_]+)? \\(\(code.status)\\b")
+            #expect(text.contains(documented), "\(code.rawValue) is documented with another status than \(code.status)")
+            #expect(ErrorCode(rawValue: code.rawValue).status == code.status)
+        }
+        #expect(ErrorCode(rawValue: "SOMETHING_NEW").status == 0)
+
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let pattern = try Regex(#"(?:code: |case [^:\n]+: |default: )"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)""#)
-        var used = Set<String>()
+        let literal = try Regex(#"(?:code: |case [^:\n]+: |default: )"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)""#)
         for folder in ["Sources/SwitchboardServer", "Sources/SwitchboardCore", "Sources/SwitchboardHTTP"] {
             let directory = root.appendingPathComponent(folder)
             let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
             // HTTPResponse.swift's `case 200: "OK"` table holds reason phrases, not codes.
             for file in files where file.hasSuffix(".swift") && !file.hasSuffix("HTTPResponse.swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-                for match in text.matches(of: pattern) {
-                    let literal = text[match.range]
-                    used.insert(String(literal.split(separator: "\"")[1]))
+                for match in text.matches(of: literal) {
+                    let code = String(text[match.range].split(separator: "\"")[1])
+                    if folder.hasSuffix("HTTP") {
+                        #expect(catalogue.contains(code), "\(file): \(code) is not in the catalogue")
+                    } else {
+                        Issue.record("\(folder)/\(file) spells the code \(code): use its ErrorCode member")
+                    }
                 }
             }
         }
-        #expect(used.count > 20, "found only \(used.sorted())")
-        #expect(used.subtracting(codes).isEmpty, "undocumented codes: \(used.subtracting(codes).sorted())")
+    }
+
+    /// Each refused call transition answers with its catalogue code and that code's status.
+    @Test func callRefusalsAnswerWithTheirCodes() {
+        let expected: [(CallTransitionError, Int, String)] = [
+            (.notInvolved, 404, "NOT_FOUND"), (.notCaller, 403, "NOT_CALLER"), (.notMember, 403, "NOT_MEMBER"),
+            (.invitationNotRinging, 409, "INVITATION_NOT_RINGING"), (.callEnded, 409, "CALL_ENDED"),
+            (.callNotRinging, 409, "CALL_NOT_RINGING"), (.callNotActive, 409, "CALL_NOT_ACTIVE"), (.notJoinable, 409, "CALL_NOT_JOINABLE"),
+            (.notParticipant, 409, "NOT_PARTICIPANT"), (.alreadyParticipant, 409, "ALREADY_PARTICIPANT"), (.busy, 409, "CALL_BUSY"),
+        ]
+        for (error, status, code) in expected {
+            #expect(error.apiError.status == status && error.apiError.code.rawValue == code, "\(error)")
+            #expect(error.apiError.message == error.message)
+        }
     }
 
     /// Every `{parameter}` in a path is declared as a path parameter, and nothing else is.

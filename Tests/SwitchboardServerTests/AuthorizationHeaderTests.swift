@@ -11,7 +11,7 @@ struct AuthorizationHeaderTests {
             _ = try Authenticator.token(fromAuthorization: header)
             return nil
         } catch {
-            #expect(error.status == 401 && error.code == "UNAUTHORIZED")
+            #expect(error.status == 401 && error.code == .unauthorized)
             return error.message
         }
     }

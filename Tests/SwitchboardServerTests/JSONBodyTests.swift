@@ -38,7 +38,7 @@ struct JSONBodyTests {
     func wrongTypesNameTheField(json: String, field: String, message: String) {
         let failure = error(json)
         #expect(failure?.status == 400)
-        #expect(failure?.code == "VALIDATION_FAILED")
+        #expect(failure?.code == .validationFailed)
         #expect(failure?.field == field)
         #expect(failure?.message == message)
     }

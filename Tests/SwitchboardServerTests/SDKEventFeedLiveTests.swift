@@ -90,7 +90,7 @@ struct SDKEventFeedLiveTests {
             _ = try await signedIn.me()
             Issue.record("an ended session must be refused")
         } catch let error as SwitchboardAPIError {
-            #expect(error.status == 401 && error.code == "UNAUTHORIZED")
+            #expect(error.status == 401 && error.code == .unauthorized)
         }
     }
 

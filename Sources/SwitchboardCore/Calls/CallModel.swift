@@ -172,7 +172,8 @@ public struct CallEffects: Sendable, Equatable {
     }
 }
 
-/// A transition the rules refuse; each maps to an HTTP status and code.
+/// A transition the rules refuse. The server answers each with its code of the API's error
+/// catalogue (`ErrorCode`, in the wire layer) and this message.
 public enum CallTransitionError: Error, Sendable, Equatable {
     /// The user is not part of this call (404: they cannot see it).
     case notInvolved
@@ -196,32 +197,6 @@ public enum CallTransitionError: Error, Sendable, Equatable {
     case busy
     /// Not a member of the call's group (403).
     case notMember
-
-    /// The HTTP status.
-    public var status: Int {
-        switch self {
-        case .notInvolved: 404
-        case .notCaller, .notMember: 403
-        default: 409
-        }
-    }
-
-    /// The stable error code.
-    public var code: String {
-        switch self {
-        case .notInvolved: "NOT_FOUND"
-        case .notCaller: "NOT_CALLER"
-        case .notMember: "NOT_MEMBER"
-        case .invitationNotRinging: "INVITATION_NOT_RINGING"
-        case .callEnded: "CALL_ENDED"
-        case .callNotRinging: "CALL_NOT_RINGING"
-        case .callNotActive: "CALL_NOT_ACTIVE"
-        case .notJoinable: "CALL_NOT_JOINABLE"
-        case .notParticipant: "NOT_PARTICIPANT"
-        case .alreadyParticipant: "ALREADY_PARTICIPANT"
-        case .busy: "CALL_BUSY"
-        }
-    }
 
     /// A human-readable explanation.
     public var message: String {

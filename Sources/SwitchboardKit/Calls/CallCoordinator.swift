@@ -442,7 +442,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         } catch let error as SwitchboardAPIError {
             return .failure(status: error.status, code: error.code)
         } catch {
-            return .failure(status: 0, code: "TRANSPORT")
+            return .failure(status: 0, code: .transport)
         }
     }
 

@@ -72,7 +72,7 @@ extension CallLedger {
         case callAndToken(CallInfo, MediaToken)
         case mediaToken(MediaToken)
         /// The server answered with an error code (`status` 0: no answer).
-        case failure(status: Int, code: String)
+        case failure(status: Int, code: ErrorCode)
         /// The user's ringing and active calls (`GET /calls/active`): what a `.fetch` of a
         /// placeholder for a push that could not be decrypted reads, to learn its call.
         case calls([CallInfo])

@@ -58,8 +58,8 @@ public enum E2EEFeedError: Error, Sendable, Equatable {
     public var code: String {
         switch self {
         case .handlerFailed: "HANDLER_FAILED"
-        case .cursorExpired: "CURSOR_EXPIRED"
-        case .notAllowed(let error): error.code
+        case .cursorExpired: ErrorCode.cursorExpired.rawValue
+        case .notAllowed(let error): error.code.rawValue
         case .badPage: "BAD_PAGE"
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardWire
 
 /// A conversation or a group: where a live location is shared, and (as ``E2EEScope``) where an
 /// E2EE device queue lives. One type for both, so the value an app keeps for a chat addresses
@@ -43,9 +44,9 @@ public enum LiveLocationError: Error, Sendable, Equatable {
     case notSharing
 
     /// The server's error code this case stands for.
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .notSharing: "NOT_SHARING"
+        case .notSharing: .notSharing
         }
     }
 }
@@ -134,7 +135,7 @@ public struct LiveLocationClient: Sendable {
     private static func checkFinite(_ position: Position) throws {
         for (field, value) in [("latitude", position.latitude), ("longitude", position.longitude), ("accuracy", position.accuracy)]
         where !value.isFinite {
-            throw SwitchboardAPIError(status: 0, code: "VALIDATION_FAILED", message: "\(field) must be a finite number", field: field)
+            throw SwitchboardAPIError(status: 0, code: .validationFailed, message: "\(field) must be a finite number", field: field)
         }
     }
 

@@ -212,7 +212,7 @@ public actor MeetingPreloader: CallPreauthorizationSource {
             guard !used.contains(id) else { return }
             held[id] = (preauthorization, min(stated, received.addingTimeInterval(Self.validity)))
             failedAt[id] = nil
-        } catch let error as SwitchboardAPIError where error.code == "SCHEDULED_CALL_ENDED" || error.status == 404 {
+        } catch let error as SwitchboardAPIError where error.code == .scheduledCallEnded || error.status == 404 {
             // Cancelled, ended, or no longer ours: not asked for again until the list says so.
             ended.insert(id)
             held[id] = nil

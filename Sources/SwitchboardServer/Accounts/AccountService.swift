@@ -39,7 +39,7 @@ struct AccountService: Sendable {
             return AuthSession(user: user, token: token.text, eventCursor: 0)
         }
         guard let session else {
-            throw APIError(status: 409, code: "USERNAME_TAKEN", message: "the username '\(username)' is taken", field: "username")
+            throw APIError(.usernameTaken, "the username '\(username)' is taken", field: "username")
         }
         return session
     }
@@ -91,13 +91,13 @@ struct AccountService: Sendable {
             return nil
         }
         if let seconds = held {
-            throw APIError(status: 429, code: "RATE_LIMITED", message: "too many failed logins: try again in \(seconds) s", retryAfter: seconds)
+            throw APIError(.rateLimited, "too many failed logins: try again in \(seconds) s", retryAfter: seconds)
         }
         let found = try await store.snapshot { try $0.accounts.credentials(forUsername: username) }
         let matches: Bool
         do {
             matches = try await Self.scrypt { try await hasher.verify(password, against: found?.passwordHash ?? decoyHash) }
-        } catch let error as APIError where error.code == "SERVER_BUSY" {
+        } catch let error as APIError where error.code == .serverBusy {
             // Not checked, so not a failure: the attempt counted above is taken back.
             try await store.write { transaction in
                 let now = CallStore.milliseconds(transaction.date)
@@ -108,7 +108,7 @@ struct AccountService: Sendable {
             throw error
         }
         guard let found, matches else {
-            throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "unknown username or wrong password")
+            throw APIError(.invalidCredentials, "unknown username or wrong password")
         }
         // A hash made with another cost than today's is replaced while the password is at hand.
         let upgraded = upgrading && hasher.needsRehash(found.passwordHash) ? try? await hasher.hash(password) : nil
@@ -143,7 +143,7 @@ struct AccountService: Sendable {
             return try await work()
         } catch let busy as ScryptWorkers.Busy {
             throw APIError(
-                status: 503, code: "SERVER_BUSY", message: "too many password checks are waiting: try again in \(busy.retryAfterSeconds) s",
+                .serverBusy, "too many password checks are waiting: try again in \(busy.retryAfterSeconds) s",
                 retryAfter: busy.retryAfterSeconds)
         }
     }
@@ -170,8 +170,8 @@ struct AccountService: Sendable {
         let checked: CheckedPassword
         do {
             checked = try await checkPassword(request.currentPassword, of: principal.user.username, from: address, upgrading: false)
-        } catch let error as APIError where error.code == "INVALID_CREDENTIALS" {
-            throw APIError(status: 401, code: "INVALID_CREDENTIALS", message: "the current password is wrong", field: "currentPassword")
+        } catch let error as APIError where error.code == .invalidCredentials {
+            throw APIError(.invalidCredentials, "the current password is wrong", field: "currentPassword")
         }
         let hash = try await Self.scrypt { try await hasher.hash(request.newPassword) }
         let userID = principal.user.id, sessionID = principal.sessionID

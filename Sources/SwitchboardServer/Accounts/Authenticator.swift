@@ -83,7 +83,7 @@ public struct Authenticator: Sendable {
     }
 
     static func unauthorized(_ message: String) -> APIError {
-        APIError(status: 401, code: "UNAUTHORIZED", message: message)
+        APIError(.unauthorized, message)
     }
 }
 

@@ -117,7 +117,7 @@ struct CallDirectoryService: Sendable {
         try await store.write { transaction in
             _ = try Self.require(id, in: transaction)
             guard try transaction.accounts.user(id: userID) != nil else {
-                throw APIError(status: 404, code: "NOT_FOUND", message: "no such user: \(userID)")
+                throw APIError(.notFound, "no such user: \(userID)")
             }
             if try transaction.callDirectory.addMember(userID, to: id, at: transaction.timestamp) {
                 try Self.refresh([userID], try Self.keys(of: .organization(id), in: transaction), in: transaction)
@@ -237,8 +237,7 @@ struct CallDirectoryService: Sendable {
             for put in changes.puts[kind] ?? [] { try repository.putSource(CallDirectoryEntry(kind: kind, number: put.number, label: put.label), of: owner) }
             if !(changes.puts[kind] ?? []).isEmpty, try repository.sourceCount(of: owner, kind: kind) > limit {
                 throw APIError(
-                    status: 409, code: "CALL_DIRECTORY_FULL",
-                    message: "a \(owner.kindName)'s \(kind.rawValue) list holds at most \(limit) entries: remove some first")
+                    .callDirectoryFull, "a \(owner.kindName)'s \(kind.rawValue) list holds at most \(limit) entries: remove some first")
             }
         }
         return changes.touched
@@ -359,7 +358,7 @@ struct CallDirectoryService: Sendable {
 
     static func require(_ id: String, in repositories: any Repositories) throws -> StoredOrganization {
         guard let organization = try repositories.callDirectory.organization(id) else {
-            throw APIError(status: 404, code: "NOT_FOUND", message: "no such organization: \(id)")
+            throw APIError(.notFound, "no such organization: \(id)")
         }
         return organization
     }

@@ -6,7 +6,24 @@ import SwitchboardObservability
 import SwitchboardPush
 
 extension CallTransitionError {
-    var apiError: APIError { APIError(status: status, code: code, message: message) }
+    /// The refusal's code in the API's catalogue; its status is the code's own.
+    var code: ErrorCode {
+        switch self {
+        case .notInvolved: .notFound
+        case .notCaller: .notCaller
+        case .notMember: .notMember
+        case .invitationNotRinging: .invitationNotRinging
+        case .callEnded: .callEnded
+        case .callNotRinging: .callNotRinging
+        case .callNotActive: .callNotActive
+        case .notJoinable: .callNotJoinable
+        case .notParticipant: .notParticipant
+        case .alreadyParticipant: .alreadyParticipant
+        case .busy: .callBusy
+        }
+    }
+
+    var apiError: APIError { APIError(code, message) }
 }
 
 /// Calls: the I/O shell around `CallStateMachine`. Every transition is computed from a stored
@@ -49,19 +66,19 @@ struct CallService: Sendable {
                 if let existing = try calls.call(createdBy: caller, clientID: request.clientId.lowercased()) {
                     let same = existing.call.scopeKind == scopeKind && existing.call.scopeID == request.scopeId && existing.call.mode == mode
                     guard same else {
-                        throw APIError(status: 409, code: "CALL_BUSY", message: "'clientId' was already used for a different call", field: "clientId")
+                        throw APIError(.callBusy, "'clientId' was already used for a different call", field: "clientId")
                     }
                     return (CallStore.info(existing.call), false, 0)
                 }
                 let invitees = try Self.invitees(scopeKind: scopeKind, scopeID: request.scopeId, caller: caller, in: transaction)
                 guard !invitees.isEmpty else {
-                    throw APIError(status: 409, code: "NOBODY_TO_CALL", message: "the group has no other members to ring")
+                    throw APIError(.nobodyToCall, "the group has no other members to ring")
                 }
                 if !(try calls.busyUsers([caller], excluding: nil)).isEmpty {
-                    throw APIError(status: 409, code: "CALL_BUSY", message: "you are already in a call")
+                    throw APIError(.callBusy, "you are already in a call")
                 }
                 if try calls.liveCallID(scopeKind: scopeKind, scopeID: request.scopeId) != nil {
-                    throw APIError(status: 409, code: "CALL_BUSY", message: "a call is already ringing or active here")
+                    throw APIError(.callBusy, "a call is already ringing or active here")
                 }
                 // The ring limits: calls per caller, and per caller and callee (or group).
                 let limits = transaction.limits
@@ -181,7 +198,7 @@ struct CallService: Sendable {
                     try await media.perform(transition.effects.media)
                 } catch {
                     logger.warning("media backend failed; call unchanged", ["call.id": .string(callID), "error": .string(String(describing: error))])
-                    throw APIError(status: 503, code: "CALL_MEDIA_UNAVAILABLE", message: "the media server did not answer; nothing changed, try again")
+                    throw APIError(.callMediaUnavailable, "the media server did not answer; nothing changed, try again")
                 }
             }
             do {
@@ -207,7 +224,7 @@ struct CallService: Sendable {
                 throw error.apiError
             }
         }
-        throw APIError(status: 409, code: "CALL_CHANGED", message: "the call kept changing; try again")
+        throw APIError(.callChanged, "the call kept changing; try again")
     }
 
     // MARK: Reads
@@ -273,7 +290,7 @@ struct CallService: Sendable {
             }
             if let token = mint(for: userID, in: call) { return token }
             guard let waiter, call.state == .ringing, call.createdBy == userID, Self.woke(await store.hub.wait(waiter)) else {
-                throw APIError(status: 403, code: "NOT_PARTICIPANT", message: "media tokens are only for participants of an active call")
+                throw APIError(.notParticipant, "media tokens are only for participants of an active call", status: 403)
             }
         }
     }
@@ -316,7 +333,7 @@ struct CallService: Sendable {
         case .group: member = (try? SocialQueries.group(id, visibleTo: userID, in: repositories)) != nil
         }
         guard member else {
-            throw APIError(status: 403, code: "NOT_MEMBER", message: "you are not a member of this \(kind.rawValue)")
+            throw APIError(.notMember, "you are not a member of this \(kind.rawValue)")
         }
     }
 

@@ -54,9 +54,9 @@ struct LiveKitWebhookRoutes {
 
     /// 401 unless LiveKit signed this exact body with our API key and secret, recently.
     func verify(_ request: HTTPRequest) throws(APIError) {
-        func refuse(_ message: String) -> APIError { APIError(status: 401, code: "WEBHOOK_SIGNATURE_INVALID", message: message) }
+        func refuse(_ message: String) -> APIError { APIError(.webhookSignatureInvalid, message) }
         guard var token = request.headers["Authorization"]?.trimmingCharacters(in: .whitespaces), !token.isEmpty else {
-            throw APIError(status: 401, code: "UNAUTHORIZED", message: "a webhook carries LiveKit's signed token in Authorization")
+            throw APIError(.unauthorized, "a webhook carries LiveKit's signed token in Authorization")
         }
         if token.lowercased().hasPrefix("bearer ") { token = token.dropFirst(7).trimmingCharacters(in: .whitespaces) }
         guard let json = JWT.verifyHS256(token, secret: Array(apiSecret.utf8)),

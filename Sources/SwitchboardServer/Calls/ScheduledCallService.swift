@@ -47,7 +47,7 @@ struct ScheduledCallService: Sendable {
             }
             let repository = transaction.scheduledCalls
             guard try repository.upcoming(inGroup: groupID, from: CallStore.milliseconds(now)).count < Self.maximumPerGroup else {
-                throw APIError(status: 409, code: "SCHEDULED_CALLS_FULL", message: "the group has \(Self.maximumPerGroup) upcoming scheduled calls already")
+                throw APIError(.scheduledCallsFull, "the group has \(Self.maximumPerGroup) upcoming scheduled calls already")
             }
             let stored = StoredScheduledCall(
                 id: transaction.newID(), groupID: groupID, title: title, mode: request.mode.rawValue, startsAtMS: CallStore.milliseconds(startsAt),
@@ -64,10 +64,10 @@ struct ScheduledCallService: Sendable {
         try await store.write { transaction in
             let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             guard let stored = try transaction.scheduledCalls.scheduledCall(id), stored.groupID == groupID else {
-                throw APIError(status: 404, code: "NOT_FOUND", message: "no such scheduled call in this group")
+                throw APIError(.notFound, "no such scheduled call in this group")
             }
             guard stored.createdBy == userID || group.ownerID == userID else {
-                throw APIError(status: 403, code: "FORBIDDEN", message: "only who scheduled the call or the group's owner can cancel it")
+                throw APIError(.forbidden, "only who scheduled the call or the group's owner can cancel it")
             }
             guard stored.cancelledAt == nil else { return }
             try transaction.scheduledCalls.cancel(id, at: transaction.timestamp)
@@ -107,7 +107,7 @@ struct ScheduledCallService: Sendable {
         let token = Token.generate()
         return try await store.write { transaction in
             guard let stored = try transaction.scheduledCalls.scheduledCall(id) else {
-                throw APIError(status: 404, code: "NOT_FOUND", message: "no such scheduled call in your groups")
+                throw APIError(.notFound, "no such scheduled call in your groups")
             }
             _ = try SocialQueries.group(stored.groupID, visibleTo: userID, in: transaction)  // 404 for a non-member
             let now = transaction.date
@@ -115,7 +115,7 @@ struct ScheduledCallService: Sendable {
                 || Double(CallStore.milliseconds(now) - stored.startsAtMS) / 1000 > Self.listedAfterStartSeconds
             if let callID = stored.callID, let call = try transaction.calls.load(callID)?.call, call.state == .ended { ended = true }
             guard !ended else {
-                throw APIError(status: 409, code: "SCHEDULED_CALL_ENDED", message: "the scheduled call was cancelled or is over")
+                throw APIError(.scheduledCallEnded, "the scheduled call was cancelled or is over")
             }
             let expires = now.addingTimeInterval(Self.preauthorizationSeconds)
             try transaction.scheduledCalls.insertPreauthorization(

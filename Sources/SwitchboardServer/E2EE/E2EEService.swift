@@ -27,7 +27,7 @@ struct E2EEService: Sendable {
             if let existing = try transaction.e2ee.device(deviceID) {
                 // A device id stays its first account's, removed or not.
                 guard existing.userID == userID else {
-                    throw APIError(status: 409, code: "DEVICE_ID_TAKEN", message: "another account registered this device id", field: "deviceId")
+                    throw APIError(.deviceIdTaken, "another account registered this device id", field: "deviceId")
                 }
                 if !existing.removed { return (existing.wire, false) }
             }
@@ -74,16 +74,16 @@ struct E2EEService: Sendable {
                 guard earlier.scopeID == scope.id, earlier.fingerprint == fingerprint,
                     let result = try? JSONDecoder().decode(E2EESendResult.self, from: Data(earlier.result.utf8))
                 else {
-                    throw APIError(status: 409, code: "CLIENT_ID_REUSED", message: "'clientId' was already used for a different send", field: "clientId")
+                    throw APIError(.clientIdReused, "'clientId' was already used for a different send", field: "clientId")
                 }
                 return (result, false)
             }
             let participants = try LiveLocationService.participants(of: scope, for: userID, changing: true, in: transaction)
             guard let sender = try e2ee.device(message.senderDeviceID), !sender.removed else {
-                throw APIError(status: 404, code: "NOT_FOUND", message: "no such device", field: "senderDeviceId")
+                throw APIError(.notFound, "no such device", field: "senderDeviceId")
             }
             guard sender.userID == userID else {
-                throw APIError(status: 403, code: "NOT_YOUR_DEVICE", message: "'senderDeviceId' is another account's device", field: "senderDeviceId")
+                throw APIError(.notYourDevice, "'senderDeviceId' is another account's device", field: "senderDeviceId")
             }
             try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             // The participants' registered devices, in one read: whom a copy may go to.
@@ -94,7 +94,7 @@ struct E2EEService: Sendable {
             for (index, recipient) in message.recipients.enumerated() {
                 guard let device = addressable[recipient.deviceID] else {
                     throw APIError(
-                        status: 404, code: "NOT_FOUND", message: "not a device of this \(Self.place(scope))'s participants: \(recipient.deviceID)",
+                        .notFound, "not a device of this \(Self.place(scope))'s participants: \(recipient.deviceID)",
                         field: "recipients[\(index)].deviceId")
                 }
                 let sequence = try e2ee.append(
@@ -129,10 +129,10 @@ struct E2EEService: Sendable {
         let check: @Sendable (any Repositories) throws -> Bool = { repositories in
             _ = try LiveLocationService.participants(of: scope, for: userID, changing: false, in: repositories)
             guard let device = try repositories.e2ee.device(deviceID), !device.removed else {
-                throw APIError(status: 404, code: "NOT_FOUND", message: "no such device", field: "deviceId")
+                throw APIError(.notFound, "no such device", field: "deviceId")
             }
             guard device.userID == userID else {
-                throw APIError(status: 403, code: "NOT_YOUR_DEVICE", message: "a device reads only its own queue", field: "deviceId")
+                throw APIError(.notYourDevice, "a device reads only its own queue", field: "deviceId")
             }
             guard after <= device.lastSequence else {
                 throw APIError.validation("'after' is beyond the device's newest sequence (\(device.lastSequence))", field: "after")
@@ -140,8 +140,7 @@ struct E2EEService: Sendable {
             let acknowledged = try repositories.e2ee.acknowledged(by: deviceID, in: scope)
             guard after >= acknowledged else {
                 throw APIError(
-                    status: 410, code: "CURSOR_EXPIRED",
-                    message: "items up to \(acknowledged) were acknowledged and deleted; 'after' must be at least that", field: "after")
+                    .cursorExpired, "items up to \(acknowledged) were acknowledged and deleted; 'after' must be at least that", field: "after")
             }
             return after > acknowledged
         }

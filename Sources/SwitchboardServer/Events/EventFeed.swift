@@ -12,8 +12,7 @@ enum EventFeed {
         case .events(let page): return page
         case .cursorExpired:
             throw APIError(
-                status: 410, code: "CURSOR_EXPIRED",
-                message: "events after this cursor were pruned; take a new snapshot and continue from its eventCursor")
+                .cursorExpired, "events after this cursor were pruned; take a new snapshot and continue from its eventCursor")
         }
     }
 }

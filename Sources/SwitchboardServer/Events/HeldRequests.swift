@@ -57,8 +57,7 @@ final class HeldRequests: Sendable {
         }
         if let refused {
             throw APIError(
-                status: 429, code: "RATE_LIMITED",
-                message: "too many event streams and long polls are open for \(refused); close one and try again", retryAfter: 5)
+                .rateLimited, "too many event streams and long polls are open for \(refused); close one and try again", retryAfter: 5)
         }
         return Hold(keys: limits.map(\.0), owner: self)
     }

@@ -113,13 +113,13 @@ struct GatewayRoutes {
             for (index, key) in request.keys.enumerated() {
                 let valid = try Self.key(key, field: "keys[\(index)]", at: now)
                 guard !keys.contains(where: { $0.keyID == valid.keyID }) else {
-                    throw APIError(status: 409, code: "GATEWAY_KEY_EXISTS", message: "key '\(valid.keyID)' is listed twice", field: "keys[\(index)].keyId")
+                    throw APIError(.gatewayKeyExists, "key '\(valid.keyID)' is listed twice", field: "keys[\(index)].keyId")
                 }
                 keys.append(valid)
             }
             let app = GatewayApp(id: id, name: name, createdAtMS: now, keys: keys)
             guard try await store.write({ try $0.gateway.create(app) }) else {
-                throw APIError(status: 409, code: "GATEWAY_APP_EXISTS", message: "an app '\(id)' is registered already", field: "id")
+                throw APIError(.gatewayAppExists, "an app '\(id)' is registered already", field: "id")
             }
             return .json(AppView(app), status: 201)
         }
@@ -136,7 +136,7 @@ struct GatewayRoutes {
             let app = try await store.write { transaction -> GatewayApp? in
                 guard try transaction.gateway.app(id: id) != nil else { return nil }
                 guard try transaction.gateway.addKey(key, to: id) else {
-                    throw APIError(status: 409, code: "GATEWAY_KEY_EXISTS", message: "the app has a key '\(key.keyID)' already", field: "keyId")
+                    throw APIError(.gatewayKeyExists, "the app has a key '\(key.keyID)' already", field: "keyId")
                 }
                 return try transaction.gateway.app(id: id)
             }
@@ -174,8 +174,7 @@ struct GatewayRoutes {
             guard let sealed = found.sealed else { return .json(PushSettingsView(app: id, settings: nil)) }
             guard let settings = GatewayPushSettings.opened(sealed, for: id, vault: vault) else {
                 throw APIError(
-                    status: 409, code: "DATA_ENCRYPTION_DISABLED",
-                    message: "the app's push settings cannot be opened with this server's dataEncryptionKey: set them again")
+                    .dataEncryptionDisabled, "the app's push settings cannot be opened with this server's dataEncryptionKey: set them again")
             }
             return .json(PushSettingsView(app: id, settings: settings))
         }
@@ -218,31 +217,30 @@ struct GatewayRoutes {
         return { context in
             let request = context.request
             guard request.body.count <= GatewaySignature.maxBodyBytes else {
-                throw APIError(status: 413, code: "GATEWAY_BODY_TOO_LARGE", message: "a gateway request body is at most 64 KiB")
+                throw APIError(.gatewayBodyTooLarge, "a gateway request body is at most 64 KiB")
             }
             func header(_ name: String) throws(APIError) -> String {
                 guard let value = request.headers[name], !value.isEmpty else {
-                    throw APIError(status: 401, code: "GATEWAY_UNSIGNED", message: "the \(name) header is required (a signed gateway request)", field: name)
+                    throw APIError(.gatewayUnsigned, "the \(name) header is required (a signed gateway request)", field: name)
                 }
                 return value
             }
             let appID = try header(GatewaySignature.appHeader), keyID = try header(GatewaySignature.keyHeader)
             let stamp = try header(GatewaySignature.timestampHeader), signatureText = try header(GatewaySignature.signatureHeader)
             guard let timestamp = GatewaySignature.seconds(stamp) else {
-                throw APIError(status: 401, code: "GATEWAY_STALE_TIMESTAMP", message: "\(GatewaySignature.timestampHeader) must be whole seconds since 1970")
+                throw APIError(.gatewayStaleTimestamp, "\(GatewaySignature.timestampHeader) must be whole seconds since 1970")
             }
             guard GatewaySignature.isFresh(timestamp, now: store.environment.now()) else {
                 throw APIError(
-                    status: 401, code: "GATEWAY_STALE_TIMESTAMP",
-                    message: "the request was signed more than \(GatewaySignature.window) s from the server's clock (\(Int64(store.environment.now().timeIntervalSince1970)))")
+                    .gatewayStaleTimestamp, "the request was signed more than \(GatewaySignature.window) s from the server's clock (\(Int64(store.environment.now().timeIntervalSince1970)))")
             }
             guard let signature = Base64URL.decode(signatureText), signature.count == 64 else {
-                throw APIError(status: 401, code: "GATEWAY_BAD_SIGNATURE", message: "\(GatewaySignature.signatureHeader) must be 64 bytes as base64url")
+                throw APIError(.gatewayBadSignature, "\(GatewaySignature.signatureHeader) must be 64 bytes as base64url")
             }
             guard let app = try await store.snapshot({ try $0.gateway.app(id: appID) }),
                 let key = app.keys.first(where: { $0.keyID == keyID }),
                 let publicKey = Base64URL.decode(key.publicKey).flatMap({ try? Ed25519PublicKey(rawBytes: $0) })
-            else { throw APIError(status: 401, code: "GATEWAY_UNKNOWN_KEY", message: "no app '\(appID)' with a key '\(keyID)'") }
+            else { throw APIError(.gatewayUnknownKey, "no app '\(appID)' with a key '\(keyID)'") }
             let message: [UInt8]
             switch request.headers[GatewaySignature.versionHeader] {
             case "2":
@@ -252,15 +250,14 @@ struct GatewayRoutes {
                 message = GatewaySignature.canonicalV1(method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
             case nil:
                 throw APIError(
-                    status: 401, code: "GATEWAY_SIGNATURE_V1",
-                    message: "version 1 signatures are refused: sign version 2 (app and key id included) and send \(GatewaySignature.versionHeader): 2")
+                    .gatewaySignatureV1, "version 1 signatures are refused: sign version 2 (app and key id included) and send \(GatewaySignature.versionHeader): 2")
             case let other?:
                 throw APIError(
-                    status: 401, code: "GATEWAY_BAD_SIGNATURE", message: "\(GatewaySignature.versionHeader) must be 2, not '\(other.prefix(8))'",
+                    .gatewayBadSignature, "\(GatewaySignature.versionHeader) must be 2, not '\(other.prefix(8))'",
                     field: GatewaySignature.versionHeader)
             }
             guard publicKey.verify(signature: signature, message: message) else {
-                throw APIError(status: 401, code: "GATEWAY_BAD_SIGNATURE", message: "the signature does not match the request and the key")
+                throw APIError(.gatewayBadSignature, "the signature does not match the request and the key")
             }
             let now = CallStore.milliseconds(store.environment.now())
             let fresh = try await store.write { transaction in
@@ -268,7 +265,7 @@ struct GatewayRoutes {
                     Base64URL.encode(signature), of: appID, at: now, forgetBeforeMS: now - GatewaySignature.replayMemoryMS)
             }
             guard fresh else {
-                throw APIError(status: 401, code: "GATEWAY_REPLAYED", message: "this signed request was taken already (sign every request anew)")
+                throw APIError(.gatewayReplayed, "this signed request was taken already (sign every request anew)")
             }
             return try await handler(context, app, keyID)
         }

@@ -55,7 +55,7 @@ struct LiveLocationService: Sendable {
             try transaction.requireQuota(ServerLimits.liveLocationKey(userID), transaction.limits.liveLocationUpdatesPerUser, what: "live-location updates")
             let nowMS = CallStore.milliseconds(transaction.date)
             guard var share = try transaction.liveLocations.share(in: scope, of: userID), share.expiresAtMS > nowMS else {
-                throw APIError(status: 409, code: "NOT_SHARING", message: "you are not sharing your location here: start sharing first")
+                throw APIError(.notSharing, "you are not sharing your location here: start sharing first")
             }
             share.latitude = position.latitude
             share.longitude = position.longitude

@@ -28,14 +28,14 @@ struct RelayRoutes {
             guard let relay else { throw APIError.notFound("the built-in audio relay is off (mediaBackend is not relay)") }
             let request = context.request
             guard let token = Self.token(of: request) else {
-                throw APIError(status: 401, code: "UNAUTHORIZED", message: "the call's media token is required (Authorization: Bearer, or ?token=)")
+                throw APIError(.unauthorized, "the call's media token is required (Authorization: Bearer, or ?token=)")
             }
             guard let json = JWT.verifyHS256(token, secret: secret), let claims = try? JSONDecoder().decode(Claims.self, from: Data(json)) else {
-                throw APIError(status: 401, code: "MEDIA_TOKEN_INVALID", message: "not a media token of this server's relay")
+                throw APIError(.mediaTokenInvalid, "not a media token of this server's relay")
             }
             let now = store.environment.now()
             guard Double(claims.exp) > now.timeIntervalSince1970 else {
-                throw APIError(status: 401, code: "MEDIA_TOKEN_INVALID", message: "the media token has expired; ask for a new one")
+                throw APIError(.mediaTokenInvalid, "the media token has expired; ask for a new one")
             }
             let callID = context.parameter("id")
             // The ticket before the read (see AudioRelay.Ticket).
@@ -43,15 +43,15 @@ struct RelayRoutes {
             let call = try await store.snapshot { try $0.calls.load(callID)?.call }
             guard let call else { throw APIError.notFound("no such call") }
             guard call.roomName == claims.video.room else {
-                throw APIError(status: 401, code: "MEDIA_TOKEN_INVALID", message: "the media token is for another call")
+                throw APIError(.mediaTokenInvalid, "the media token is for another call")
             }
             guard call.state == .active, call.presentUserIDs.contains(claims.sub), let ticket else {
-                throw APIError(status: 403, code: "NOT_PARTICIPANT", message: "the audio is only for participants of an active call")
+                throw APIError(.notParticipant, "the audio is only for participants of an active call", status: 403)
             }
             return WebSocket.upgrade(
                 request, limits: Self.limits, handlers: relay.handlers(ticket),
                 errorResponse: { error in
-                    var response = APIError(status: error.status, code: error.code, message: error.message).response
+                    var response = APIError.httpRefusal(status: error.status, code: error.code, message: error.message)
                     for field in error.headers { response.headers.set(field.name, field.value) }
                     return response
                 })

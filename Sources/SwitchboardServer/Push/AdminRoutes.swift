@@ -70,13 +70,12 @@ struct AdminRoutes {
         guard !key.isEmpty else {
             guard headers["Authorization"] != nil else {
                 throw APIError(
-                    status: 401, code: "UNAUTHORIZED",
-                    message: "admin key required: Authorization: Bearer <admin key> (the admin endpoints are off: set adminKey, SWITCHBOARD_ADMIN_KEY)")
+                    .unauthorized, "admin key required: Authorization: Bearer <admin key> (the admin endpoints are off: set adminKey, SWITCHBOARD_ADMIN_KEY)")
             }
-            throw APIError(status: 403, code: "ADMIN_DISABLED", message: "set adminKey (SWITCHBOARD_ADMIN_KEY) to enable the admin endpoints")
+            throw APIError(.adminDisabled, "set adminKey (SWITCHBOARD_ADMIN_KEY) to enable the admin endpoints")
         }
         guard let header = headers["Authorization"], header.hasPrefix("Bearer "),
             ConstantTime.equals(Array(header.dropFirst(7).utf8), Array(key.utf8))
-        else { throw APIError(status: 401, code: "UNAUTHORIZED", message: "admin key required: Authorization: Bearer <admin key>") }
+        else { throw APIError(.unauthorized, "admin key required: Authorization: Bearer <admin key>") }
     }
 }

@@ -87,10 +87,10 @@ struct DeviceRoutes {
         do {
             return try await write(device, sealed: sealed, keepingOthers: keepingOthers, userID: userID, sessionID: sessionID, in: store)
         } catch DeviceRegistrationConflict.deviceIDTaken {
-            throw APIError(status: 409, code: "DEVICE_ID_TAKEN", message: "another account's signed-in session registered this device id", field: "deviceId")
+            throw APIError(.deviceIdTaken, "another account's signed-in session registered this device id", field: "deviceId")
         } catch DeviceRegistrationConflict.tokenTaken(let channel) {
             throw APIError(
-                status: 409, code: "PUSH_TOKEN_TAKEN", message: "another account's signed-in session registered this \(channel) token",
+                .pushTokenTaken, "another account's signed-in session registered this \(channel) token",
                 field: keepingOthers ? "pushToken" : "tokens")
         }
     }

@@ -32,8 +32,7 @@ struct PayloadKeyVault: Sendable {
     /// What a request that would store a secret is told when the server has no
     /// `dataEncryptionKey` to store it under.
     static let disabled = APIError(
-        status: 409, code: "DATA_ENCRYPTION_DISABLED",
-        message: "this server stores no secrets (its dataEncryptionKey is not set): register the device without a payload key")
+        .dataEncryptionDisabled, "this server stores no secrets (its dataEncryptionKey is not set): register the device without a payload key")
 
     /// Encrypts `key` for storage; throws ``disabled`` when the server has no secret.
     func seal(_ key: PayloadKey, owner: String) throws -> StoredPayloadKey {

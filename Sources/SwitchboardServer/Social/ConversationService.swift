@@ -57,10 +57,10 @@ struct ConversationService: Sendable {
     /// 403 unless the two are friends and neither blocked the other.
     static func requireInteraction(_ a: String, _ b: String, in repositories: any Repositories) throws {
         if try SocialQueries.isBlocked(a, b, in: repositories) {
-            throw APIError(status: 403, code: "BLOCKED", message: "one of you has blocked the other")
+            throw APIError(.blocked, "one of you has blocked the other")
         }
         if try SocialQueries.friendship(a, b, in: repositories) == nil {
-            throw APIError(status: 403, code: "NOT_FRIENDS", message: "you are no longer friends")
+            throw APIError(.notFriends, "you are no longer friends")
         }
     }
 

@@ -20,19 +20,18 @@ struct FriendService: Sendable {
             guard let target else { throw APIError.notFound("no such user") }
             // Not a 400: the body is well-formed; who sends it is what makes it impossible.
             guard target.id != me.id else {
-                throw APIError(status: 409, code: "CANNOT_BEFRIEND_SELF", message: "you cannot befriend yourself")
+                throw APIError(.cannotBefriendSelf, "you cannot befriend yourself")
             }
             if try friends.isBlocked(between: me.id, and: target.id) {
-                throw APIError(status: 403, code: "BLOCKED", message: "one of you has blocked the other")
+                throw APIError(.blocked, "one of you has blocked the other")
             }
             if try friends.friendship(between: me.id, and: target.id) != nil {
-                throw APIError(status: 409, code: "ALREADY_FRIENDS", message: "you are already friends")
+                throw APIError(.alreadyFriends, "you are already friends")
             }
             if let pending = try friends.pendingRequest(between: me.id, and: target.id) {
                 let theirs = pending.from.id == target.id
                 throw APIError(
-                    status: 409, code: "REQUEST_PENDING",
-                    message: theirs ? "they already sent you a request: accept it" : "your request is still pending")
+                    .requestPending, theirs ? "they already sent you a request: accept it" : "your request is still pending")
             }
             let id = transaction.newID()
             try friends.createRequest(id: id, from: me.id, to: target.id, at: transaction.timestamp)
@@ -56,7 +55,7 @@ struct FriendService: Sendable {
         return try await store.write { transaction in
             let request = try Self.pending(requestID, for: me.id, role: .recipient, in: transaction.friends)
             if try transaction.friends.isBlocked(between: request.from.id, and: me.id) {
-                throw APIError(status: 403, code: "BLOCKED", message: "one of you has blocked the other")
+                throw APIError(.blocked, "one of you has blocked the other")
             }
             try Self.settle(requestID, as: "accepted", in: transaction)
             let conversationID = try SocialQueries.conversation(between: me.id, and: request.from.id, in: transaction)
@@ -141,7 +140,7 @@ struct FriendService: Sendable {
             let friends = transaction.friends
             guard let target = try transaction.accounts.user(id: targetID) else { throw APIError.notFound("no such user") }
             guard target.id != userID else {
-                throw APIError(status: 409, code: "CANNOT_BLOCK_SELF", message: "you cannot block yourself")
+                throw APIError(.cannotBlockSelf, "you cannot block yourself")
             }
             if let since = try friends.blockedAt(blocker: userID, blocked: targetID) {
                 return Block(user: target, createdAt: since)
@@ -188,13 +187,13 @@ struct FriendService: Sendable {
         else { throw APIError.notFound("no such friend request") }
         switch role {
         case .recipient where request.to.id != userID:
-            throw APIError(status: 403, code: "FORBIDDEN", message: "only the recipient can answer a friend request")
+            throw APIError(.forbidden, "only the recipient can answer a friend request")
         case .sender where request.from.id != userID:
-            throw APIError(status: 403, code: "FORBIDDEN", message: "only the sender can cancel a friend request")
+            throw APIError(.forbidden, "only the sender can cancel a friend request")
         default: break
         }
         guard request.state == "pending" else {
-            throw APIError(status: 409, code: "REQUEST_NOT_PENDING", message: "the request is already \(request.state)")
+            throw APIError(.requestNotPending, "the request is already \(request.state)")
         }
         return request
     }

@@ -74,7 +74,7 @@ struct GroupService: Sendable {
         let notices = try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction)
             guard memberID != userID else {
-                throw APIError(status: 409, code: "CANNOT_REMOVE_OWNER", message: "the owner cannot be removed; dissolve the group instead")
+                throw APIError(.cannotRemoveOwner, "the owner cannot be removed; dissolve the group instead")
             }
             return try Self.removeMember(memberID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
@@ -89,7 +89,7 @@ struct GroupService: Sendable {
         let notices = try await store.write { transaction in
             let group = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             guard group.ownerID != userID else {
-                throw APIError(status: 409, code: "OWNER_CANNOT_LEAVE", message: "the owner cannot leave; dissolve the group instead")
+                throw APIError(.ownerCannotLeave, "the owner cannot leave; dissolve the group instead")
             }
             return try Self.removeMember(userID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
@@ -158,7 +158,7 @@ struct GroupService: Sendable {
     private static func requireOwner(_ groupID: String, _ userID: String, in repositories: any Repositories) throws {
         let group = try SocialQueries.group(groupID, visibleTo: userID, in: repositories)
         guard group.ownerID == userID else {
-            throw APIError(status: 403, code: "NOT_GROUP_OWNER", message: "only the group's owner can do this")
+            throw APIError(.notGroupOwner, "only the group's owner can do this")
         }
     }
 
@@ -187,13 +187,13 @@ struct GroupService: Sendable {
         var result: [String] = []
         for id in ids where seen.insert(id).inserted {
             guard try SocialQueries.user(id, in: repositories) != nil else {
-                throw APIError(status: 404, code: "NOT_FOUND", message: "no such user: \(id)", field: field)
+                throw APIError(.notFound, "no such user: \(id)", field: field)
             }
             if try SocialQueries.isBlocked(adder, id, in: repositories) {
-                throw APIError(status: 403, code: "BLOCKED", message: "you and \(id) have a block between you", field: field)
+                throw APIError(.blocked, "you and \(id) have a block between you", field: field)
             }
             guard try SocialQueries.friendship(adder, id, in: repositories) != nil else {
-                throw APIError(status: 403, code: "NOT_FRIENDS", message: "only friends can be added: \(id)", field: field)
+                throw APIError(.notFriends, "only friends can be added: \(id)", field: field)
             }
             result.append(id)
         }

@@ -18,7 +18,7 @@ enum MessageStore {
         guard let existing = try messages.message(sentBy: senderID, clientID: clientID) else { return nil }
         let text = try validatedText(request.text)
         guard existing.text == text, (existing.conversationId ?? existing.groupId) == scope.id else {
-            throw APIError(status: 409, code: "CLIENT_ID_REUSED", message: "'clientId' was already used for a different message", field: "clientId")
+            throw APIError(.clientIdReused, "'clientId' was already used for a different message", field: "clientId")
         }
         return existing
     }
@@ -72,6 +72,6 @@ enum MessageStore {
     /// group (like an unknown user in a group's member list).
     private static func unknownMessage(field: String, in scope: Scope) -> APIError {
         let place = if case .group = scope { "group" } else { "conversation" }
-        return APIError(status: 404, code: "NOT_FOUND", message: "'\(field)' is not a message of this \(place)", field: field)
+        return APIError(.notFound, "'\(field)' is not a message of this \(place)", field: field)
     }
 }

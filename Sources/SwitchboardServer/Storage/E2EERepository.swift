@@ -115,7 +115,7 @@ struct SQLE2EERepository: E2EERepository {
             "UPDATE e2ee_devices SET last_sequence = last_sequence + 1 WHERE device_id = ?1 AND removed_at IS NULL RETURNING last_sequence",
             [.text(item.deviceID)]
         ).first?.int64("last_sequence") else {
-            throw APIError(status: 404, code: "NOT_FOUND", message: "no such device: \(item.deviceID)")
+            throw APIError(.notFound, "no such device: \(item.deviceID)")
         }
         try connection.run(
             """
