@@ -41,7 +41,7 @@ let package = Package(
         // streams that are already closed (see its source); linked into every binary that pushes.
         .target(name: "CH2ResetFilter", linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("dl")]),
 
-        // Services and the group that starts them, and stops them in order on a signal.
+        // Services and the group that starts them in order and stops them in reverse on SIGTERM/SIGINT.
         .target(name: "SwitchboardLifecycle", dependencies: ["SwitchboardPOSIX"], swiftSettings: strict),
 
         // Pure domain: no I/O.
@@ -50,8 +50,9 @@ let package = Package(
         // Codable wire types shared by the server and the SDK; Foundation only.
         .target(name: "SwitchboardWire", swiftSettings: strict),
 
-        // The client SDK (Foundation only, so it builds for iOS): call identity, query
-        // encoding and the event consumer's policy so far.
+        // The client SDK (Foundation only, so it builds for iOS): API client, event feed, the
+        // CallCoordinator over the CallSystem seam, relay media, Call Directory, meetings, live
+        // location, the E2EE queue.
         .target(name: "SwitchboardKit", dependencies: ["SwitchboardWire"], swiftSettings: strict),
 
         // Signature stubs of exactly the CallKit, PushKit and AVFAudio API the adapter uses, so
@@ -59,7 +60,8 @@ let package = Package(
         // platforms, where the real frameworks are used.
         .target(name: "AppleFrameworkStubs", swiftSettings: strict),
 
-        // The Apple adapter: CallKit `CallSystem`, PushKit receiver, audio session configuration.
+        // The Apple adapter: CallKit `CallSystem`, PushKit receiver, audio session, the relay's
+        // microphone and speaker, Call Directory extension, reachability and memory pressure.
         .target(
             name: "SwitchboardCallKit",
             dependencies: [
@@ -67,13 +69,15 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // OpenSSL: random, hashes, HMAC, scrypt, JWT.
+        // OpenSSL: random, hashes, HMAC, scrypt, AES-256-GCM, Ed25519, ES256/RS256 signatures, JWT.
         .target(name: "SwitchboardCrypto", dependencies: ["CCrypto"], swiftSettings: strict),
 
-        // Command-line option scanning shared by every command (serve and the developer tools).
+        // Command-line option scanning and CommandLineProgram (help and version from one table of
+        // commands), for both executables.
         .target(name: "SwitchboardCLI", swiftSettings: strict),
 
-        // System calls (EINTR, errno as a typed error) and the monotonic clock, for every module that makes them.
+        // System calls (EINTR, errno as a typed error), the monotonic clock, TCP socket set-up and
+        // joinable threads, for every module that makes them.
         .target(name: "SwitchboardPOSIX", swiftSettings: strict),
 
         // JSON-lines logs, Prometheus metrics and log throttling, for every layer above.
@@ -83,13 +87,15 @@ let package = Package(
         // SwitchboardCrypto: SHA-1 for the WebSocket handshake.
         .target(name: "SwitchboardHTTP", dependencies: ["CLinux", "SwitchboardCrypto", "SwitchboardObservability", "SwitchboardPOSIX"], swiftSettings: strict),
 
-        // Push: the HTTP/2 transport (libcurl multi) and the APNs provider.
+        // Push: the outbox dispatcher (over PushOutboxStore), the PushChannel seam and its channels
+        // (APNs VoIP and alert, FCM, Huawei, Xiaomi, OPPO, vivo), the HTTP/2 transport (libcurl multi).
         .target(
             name: "SwitchboardPush",
             dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto", "SwitchboardLifecycle", "SwitchboardObservability"],
             swiftSettings: strict),
 
-        // A local stand-in for APNs (HTTP/2 over nghttp2, h2c or TLS), for development and tests.
+        // A local stand-in for APNs, FCM, Huawei, Xiaomi, OPPO and vivo (HTTP/2 over nghttp2, h2c or
+        // TLS), for development and tests.
         .target(
             name: "SwitchboardAPNsEmulator",
             dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardObservability", "SwitchboardCLI",
@@ -97,14 +103,14 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // Storage: SQLite owner, migrations, writer/reader connections, and the repositories that
-        // live with the store (the one limiter's counters so far).
+        // Storage behind SQLStore: SQLite (WAL, writer/readers, migrations) and PostgreSQL (libpq,
+        // migrator, LISTEN), and the repositories that live with the store.
         .target(name: "SwitchboardStore", dependencies: ["CSQLite", "CLibPQ", "SwitchboardCore", "SwitchboardObservability"], swiftSettings: strict),
 
         // City lookup from an address in a MaxMind-format database (libmaxminddb).
         .target(name: "SwitchboardGeo", dependencies: ["CMaxMindDB"], swiftSettings: strict),
 
-        // Routes, configuration, logging, metrics, services.
+        // Routes, services, configuration, the CLI, EmbeddedServer; most repositories and both schemas.
         .target(
             name: "SwitchboardServer",
             dependencies: [
@@ -117,7 +123,7 @@ let package = Package(
         // Weak networks on loopback: a TCP proxy that applies a named network profile.
         .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX", "SwitchboardCLI", "SwitchboardLifecycle"], swiftSettings: strict),
 
-        // `switchboard-dev demo` and `switchboard-dev bench wakeup`: the server, the APNs emulator and
+        // `switchboard-dev demo`, `bench wakeup` and `bench relay`: the server, the push emulator and
         // simulated phones in one process.
         .target(
             name: "SwitchboardDemo",
@@ -131,7 +137,7 @@ let package = Package(
         // (scripts/check-lean-server.sh holds it to that).
         .executableTarget(name: "switchboard", dependencies: ["SwitchboardServer"], swiftSettings: strict),
 
-        // The developer tools: demo, bench wakeup, proxy, apns-emulator. Wiring only.
+        // The developer tools: demo, bench wakeup, bench relay, proxy, push-emulator. Wiring only.
         .executableTarget(
             name: "switchboard-dev", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim", "SwitchboardCLI"],
             swiftSettings: strict),
@@ -145,7 +151,8 @@ let package = Package(
         .executableTarget(name: "embed-resource", path: "Plugins/EmbedTool", swiftSettings: strict),
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["embed-resource"]),
 
-        // Test support shipped beside the library: loopback clients and polling helpers.
+        // Test support for this package's tests and the demo (not a product): loopback clients,
+        // polling helpers, a process launcher, a MaxMind database writer.
         .target(name: "SwitchboardTesting", swiftSettings: strict),
 
         // For app developers' tests too (Foundation only): a CallKit that enforces its contract,
