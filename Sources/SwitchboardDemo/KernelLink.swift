@@ -1,40 +1,27 @@
 import Foundation
 import Glibc
 import Synchronization
+import SwitchboardNetSim
 import SwitchboardTesting
 
 /// A failure to set up, change or use a ``KernelLink``. `code` is stable; `message` names the
 /// command that failed and what it printed on standard error.
-public struct KernelLinkError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What kind of failure, as a stable snake_case string.
-    public enum Code: String, Sendable {
-        /// Not root, `ip` or `nft` missing, or the kernel refused a namespace (see ``KernelLink/availability()``).
-        case unavailable
-        /// A command (`ip`, `nft`) could not be started or exited with a failure.
-        case commandFailed = "command_failed"
-        /// Every 10.213.X.0/30 is in use.
-        case noFreeSubnet = "no_free_subnet"
-        /// A loss percentage outside 0...99 or a port outside 1...65535.
-        case invalidArgument = "invalid_argument"
-        /// The link was destroyed before the call.
-        case destroyed
-        /// A launched process did not print a line in time, or ended first.
-        case noOutput = "no_output"
-    }
+public typealias KernelLinkError = CodedError<KernelLinkErrorCode>
 
-    /// What kind of failure.
-    public let code: Code
-    /// The explanation.
-    public let message: String
-
-    /// Creates an error.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// The message.
-    public var description: String { message }
+/// The kinds of ``KernelLinkError``, as stable snake_case strings.
+public enum KernelLinkErrorCode: String, Sendable {
+    /// Not root, `ip` or `nft` missing, or the kernel refused a namespace (see ``KernelLink/availability()``).
+    case unavailable
+    /// A command (`ip`, `nft`) could not be started or exited with a failure.
+    case commandFailed = "command_failed"
+    /// Every 10.213.X.0/30 is in use.
+    case noFreeSubnet = "no_free_subnet"
+    /// A loss percentage outside 0...99 or a port outside 1...65535.
+    case invalidArgument = "invalid_argument"
+    /// The link was destroyed before the call.
+    case destroyed
+    /// A launched process did not print a line in time, or ended first.
+    case noOutput = "no_output"
 }
 
 /// A real Linux network path with real packet loss: a veth pair from the root namespace into a

@@ -25,9 +25,16 @@ public func runToCompletion<T: Sendable>(_ work: @escaping @Sendable () async ->
     await Task { await work() }.value
 }
 
-/// Resumes the parked waiter once, whether the cancel comes before or after it parks.
+/// A gate that opens once: resumes its one parked waiter, whether the opening comes before or
+/// after it parks.
 private final class CancellationGate: Sendable {
     private let state = Mutex<(opened: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    /// Suspends until the gate is opened (at once when it is); cancellation does not end the
+    /// wait.
+    func wait() async {
+        await withCheckedContinuation { park($0) }
+    }
 
     func park(_ continuation: CheckedContinuation<Void, Never>) {
         let resumeNow = state.withLock { state -> Bool in
@@ -106,38 +113,56 @@ public struct ServiceGroup: Sendable {
     }
 
     /// Runs until stopped (see the type); throws the first service failure, if any.
+    ///
+    /// Every service runs in a child task of one task group, which runs in one task `run()`
+    /// awaits, so none outlives `run()`. Each child runs its service beside a waiter on the service's own stop
+    /// gate; opening the gate cancels that child's inner group, which is the service's request
+    /// to stop, so services are stopped one at a time, in reverse order.
     public func run() async throws {
         let (events, sink) = AsyncStream<Event>.makeStream()
         // Subscribed before any service starts: from here on a stop signal stops the group.
         let subscription = try stopSignals.isEmpty ? nil : StopSignals.shared.subscribe(stopSignals) { sink.yield(.signal($0)) }
         defer { subscription.map(StopSignals.shared.unsubscribe) }
 
-        // Each task hands back its service's error (nil when it returned).
-        var tasks: [Task<(any Error)?, Never>] = []
-        for (index, entry) in services.enumerated() {
-            tasks.append(Task {
-                defer { sink.yield(.ended(index: index)) }
-                do {
-                    try await entry.service.run()
-                    return nil
-                } catch {
-                    return error
-                }
-            })
+        // The group runs in a task of its own that `run()` awaits (so no service outlives it):
+        // cancelling the caller is then a request to stop gracefully, in reverse order as for a
+        // signal, not a cancellation of every service at once.
+        let failure = await withTaskCancellationHandler {
+            await Task { await runGroup(events, sink) }.value
+        } onCancel: {
+            sink.yield(.cancelled)
         }
+        if let failure { throw failure }
+    }
 
-        didStart()
+    /// Starts the services, waits for the first event, then stops them in reverse order; the
+    /// first failure, if any.
+    private func runGroup(_ events: AsyncStream<Event>, _ sink: AsyncStream<Event>.Continuation) async -> (any Error)? {
+        let stops = services.map { _ in CancellationGate() }
+        let ends = services.map { _ in CancellationGate() }
+        // What each service's run handed back: its error, nil when it returned.
+        let results = ServiceResults()
+        return await withTaskGroup(of: Void.self, returning: (any Error)?.self) { group in
+            for (index, entry) in services.enumerated() {
+                group.addTask {
+                    let error = await Self.run(entry.service, until: stops[index])
+                    results.record(error, of: index)
+                    ends[index].open()
+                    sink.yield(.ended(index: index))
+                }
+            }
 
-        var reason: StopReason?
-        var failure: (any Error)?
-        var ended: Set<Int> = []
-        await withTaskCancellationHandler {
-            // Ends at the first event; a cancelled caller's iteration ends at once too.
+            didStart()
+
+            var reason: StopReason?
+            var failure: (any Error)?
+            var ended: Int?
+            // Ends at the first event.
             for await event in events {
                 switch event {
                 case .ended(let index):
-                    ended.insert(index)
-                    failure = await tasks[index].value ?? ServiceEndedEarly(name: services[index].name)
+                    ended = index
+                    failure = results.error(of: index) ?? ServiceEndedEarly(name: services[index].name)
                     reason = .serviceEnded(name: services[index].name)
                 case .signal(let number):
                     reason = .signal(number)
@@ -146,17 +171,63 @@ public struct ServiceGroup: Sendable {
                 }
                 break
             }
-        } onCancel: {
-            sink.yield(.cancelled)
-        }
-        willStop(reason ?? .cancelled)
+            willStop(reason ?? .cancelled)
 
-        // Stop in reverse order of start: a later service may still be using an earlier one.
-        for index in services.indices.reversed() where !ended.contains(index) {
-            tasks[index].cancel()
-            if let error = await tasks[index].value, failure == nil, !(error is CancellationError) { failure = error }
+            // Stop in reverse order of start: a later service may still be using an earlier one.
+            for index in services.indices.reversed() where index != ended {
+                stops[index].open()
+                await ends[index].wait()
+                let error = results.error(of: index)
+                if let error, failure == nil, !(error is CancellationError) { failure = error }
+            }
+            sink.finish()
+            return failure
         }
-        sink.finish()
-        if let failure { throw failure }
+    }
+
+    /// Runs `service` until it ends or `stop` opens (then cancels it and waits for its end);
+    /// its error, nil when it returned.
+    private static func run(_ service: any Service, until stop: CancellationGate) async -> (any Error)? {
+        await withTaskGroup(of: (any Error)??.self, returning: (any Error)?.self) { inner in
+            inner.addTask {
+                do {
+                    try await service.run()
+                    return .some(nil)
+                } catch {
+                    return .some(error)
+                }
+            }
+            // The stop gate's waiter: nil when it opens (or when the service ended first and
+            // the waiter was cancelled).
+            inner.addTask {
+                await withTaskCancellationHandler {
+                    await stop.wait()
+                } onCancel: {
+                    stop.open()
+                }
+                return nil
+            }
+            var outcome: (any Error)?
+            while let next = await inner.next() {
+                // Either the service ended (the waiter is released) or the gate opened (the
+                // service is asked to stop); either way the other child is cancelled.
+                inner.cancelAll()
+                if let ended = next { outcome = ended }
+            }
+            return outcome
+        }
+    }
+}
+
+/// What each service's run handed back, by the service's index.
+private final class ServiceResults: Sendable {
+    private let errors = Mutex<[Int: any Error]>([:])
+
+    func record(_ error: (any Error)?, of index: Int) {
+        errors.withLock { $0[index] = error }
+    }
+
+    func error(of index: Int) -> (any Error)? {
+        errors.withLock { $0[index] }
     }
 }

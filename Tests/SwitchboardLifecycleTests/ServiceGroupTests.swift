@@ -39,7 +39,9 @@ private struct Returning: Service {
     func run() async throws {}
 }
 
-@Suite("Service group", .timeLimit(.minutes(2)))
+// Serialized: two tests watch the one SIGWINCH handler thread, and a third subscribes to
+// SIGWINCH meanwhile (run side by side, one saw the other's subscription keep the signal unblocked).
+@Suite("Service group", .serialized, .timeLimit(.minutes(2)))
 struct ServiceGroupTests {
     @Test func cancellingTheGroupStopsTheServicesInReverseOrderEachWaitedFor() async throws {
         let journal = Journal()

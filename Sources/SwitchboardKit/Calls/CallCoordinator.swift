@@ -38,7 +38,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// While an answer waits under an adaptive deadline, it is re-evaluated this often (seconds).
     static let deadlineRecheck = 0.25
 
-    private struct State {
+    struct State {
         var ledger: CallLedger
         var backend: any CallBackend
         /// Bumped by `use(backend:)`: a 401 for a request sent with an older token is no
@@ -60,7 +60,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         var nextDeadline = 0
     }
 
-    private let state: LockedState<State>
+    let state: LockedState<State>
 
     /// - Parameters:
     ///   - userID: the signed-in user (to read invitations).
@@ -412,7 +412,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     /// One server request, its answer fed back to the ledger. A 401 for a token that was
     /// replaced while the request was on its way is sent again with the new one.
-    private func request(_ callID: String, _ request: CallLedger.ServerRequest) async {
+    func request(_ callID: String, _ request: CallLedger.ServerRequest) async {
         while true {
             let (backend, generation) = state.withLock { ($0.backend, $0.generation) }
             let result = await send(request, callID, to: backend)
@@ -451,7 +451,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// it meanwhile, so the request should go again with the new one.
     /// `stopWatching`: the event watcher asks; it stops in the same step (under the lock that
     /// `use(backend:)` takes), so a new token always finds either it running or it gone.
-    private func tokenRefused(_ generation: Int, stopWatching: Bool = false) -> Bool {
+    func tokenRefused(_ generation: Int, stopWatching: Bool = false) -> Bool {
         let (refused, tell) = state.withLock { state -> (Bool, Bool) in
             guard state.generation == generation else { return (false, false) }
             if stopWatching { state.watcher = nil }
@@ -471,72 +471,6 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             state.tasks[id] = Task { [self] in
                 await work()
                 _ = self.state.withLock { $0.tasks.removeValue(forKey: id) }
-            }
-        }
-    }
-
-    // MARK: Following the server while calls are live
-
-    /// While any call is live, the coordinator follows the event stream itself, so a call
-    /// answered elsewhere or hung up is noticed even when the app's own feed is not running
-    /// (a backgrounded app kept alive by its call).
-    /// Starts following events unless a watcher already runs; true when it started one.
-    @discardableResult
-    private func startWatcher() -> Bool {
-        state.withLock { state in
-            guard state.watcher == nil, !state.closed else { return false }
-            state.watcher = Task { [self] in await self.watch() }
-            return true
-        }
-    }
-
-    /// It ends only when no call is live, on `shutdown()`, or when the server refuses the
-    /// current token (the app is told; `use(backend:)` starts it again).
-    private func watch() async {
-        var cursor: Int64?
-        var failures = 0
-        while !Task.isCancelled {
-            let (live, backend, generation) = state.withLock { state -> ([String], any CallBackend, Int) in
-                let live = state.ledger.liveCallIDs
-                if live.isEmpty { state.watcher = nil }
-                return (live, state.backend, state.generation)
-            }
-            if live.isEmpty { return }
-            let reconnects = reconnect?.reconnectCount ?? 0, sent = reconnect?.moment ?? 0
-            do {
-                if let after = cursor {
-                    let page = try await backend.callEvents(after: after, wait: EventConsumerPolicy.wait)
-                    cursor = page.cursor
-                    await handle(events: page.events)
-                } else {
-                    cursor = try await backend.eventCursor()
-                    // Re-read what happened before the cursor was taken.
-                    for callID in live { await request(callID, .fetch) }
-                }
-                failures = 0
-                reconnect?.requestSucceeded(sentAt: sent)
-            } catch let error as SwitchboardAPIError where error.status == 401 {
-                // Sent with a token replaced meanwhile: go on at once with the new one.
-                if tokenRefused(generation, stopWatching: true) { return }
-            } catch let error as SwitchboardAPIError where error.status == 410 {
-                // The server no longer keeps events that far back: start from a new cursor and
-                // re-read the live calls, as when the watcher starts.
-                cursor = nil
-            } catch {
-                if Task.isCancelled { return }
-                failures += 1
-                let pause = Double(min(failures, 3))
-                if let reconnect {
-                    if let status = (error as? SwitchboardAPIError)?.status, status != 0 {
-                        reconnect.requestSucceeded(sentAt: sent)
-                    } else {
-                        reconnect.requestFailed()
-                    }
-                    // Cut short the moment the network is back (rule 12).
-                    try? await reconnect.pause(pause, since: reconnects) { [clock] in try await clock.sleep(for: .milliseconds(Int($0 * 1000))) }
-                } else {
-                    try? await clock.sleep(for: .seconds(pause))
-                }
             }
         }
     }
