@@ -60,29 +60,29 @@ public final class DemoStack: Sendable {
         ]).write(to: URL(fileURLWithPath: serviceAccount))
 
         var configuration = ServerConfiguration()
-        configuration.listen = SocketAddress(host: options.listenHost, port: 0)
-        configuration.dataDirectory = directory + "/data"
+        configuration.http.listen = SocketAddress(host: options.listenHost, port: 0)
+        configuration.store.dataDirectory = directory + "/data"
         configuration.logLevel = options.logLevel
-        configuration.ringTimeoutSeconds = options.ringTimeoutSeconds
-        configuration.passwordScryptLogN = 10
+        configuration.calls.ringTimeoutSeconds = options.ringTimeoutSeconds
+        configuration.accounts.passwordScryptLogN = 10
         configuration.limits = .lifted  // the harness rings its phones far more often than any person would
-        configuration.maxConnectionsPerAddress = 0  // every phone is on this machine
-        configuration.shutdownGraceSeconds = 1
-        configuration.apnsBundleID = Self.bundleID
-        configuration.apnsTeamID = "DEMOTEAM01"
-        configuration.apnsKeyID = "DEMOKEY001"
-        configuration.apnsKeyFile = keyFile
-        configuration.apnsCAFile = caFile
-        configuration.apnsProductionURL = "https://localhost:\(address.port)"
-        configuration.apnsSandboxURL = "https://localhost:\(address.port)"
-        configuration.fcmServiceAccountFile = serviceAccount
-        configuration.fcmURL = "https://localhost:\(address.port)"
-        configuration.fcmCAFile = caFile
-        configuration.xiaomiAppSecret = "demo-xiaomi-secret"
-        configuration.xiaomiPackageName = "com.example.switchboard.demo"
-        configuration.xiaomiChannelID = "calls"
-        configuration.xiaomiURL = "https://localhost:\(address.port)"
-        configuration.xiaomiCAFile = caFile
+        configuration.http.maxConnectionsPerAddress = 0  // every phone is on this machine
+        configuration.http.shutdownGraceSeconds = 1
+        configuration.push.apns.bundleID = Self.bundleID
+        configuration.push.apns.teamID = "DEMOTEAM01"
+        configuration.push.apns.keyID = "DEMOKEY001"
+        configuration.push.apns.keyFile = keyFile
+        configuration.push.apns.connection.caFile = caFile
+        configuration.push.apns.connection.url = "https://localhost:\(address.port)"
+        configuration.push.apns.sandboxURL = "https://localhost:\(address.port)"
+        configuration.push.fcm.serviceAccountFile = serviceAccount
+        configuration.push.fcm.connection.url = "https://localhost:\(address.port)"
+        configuration.push.fcm.connection.caFile = caFile
+        configuration.push.xiaomi.appSecret = "demo-xiaomi-secret"
+        configuration.push.xiaomi.packageName = "com.example.switchboard.demo"
+        configuration.push.xiaomi.channelID = "calls"
+        configuration.push.xiaomi.connection.url = "https://localhost:\(address.port)"
+        configuration.push.xiaomi.connection.caFile = caFile
         do {
             server = try EmbeddedServer(configuration: configuration, logger: Logger(level: options.logLevel, sink: FileDescriptorLogSink.standardError))
             try server.start()

@@ -48,13 +48,7 @@ public final class Application: Sendable {
     /// How long a push claim keeps other passes and instances off a job: twice the longest
     /// request deadline of the channels in use (a send may first fetch an access token), plus 5 s.
     static func claimLease(_ configuration: ServerConfiguration) -> TimeInterval {
-        var deadline = configuration.apnsRequestTimeoutSeconds
-        if !configuration.fcmServiceAccountFile.isEmpty { deadline = max(deadline, configuration.fcmRequestTimeoutSeconds) }
-        if !configuration.huaweiAppID.isEmpty { deadline = max(deadline, configuration.huaweiRequestTimeoutSeconds) }
-        if !configuration.xiaomiAppSecret.isEmpty { deadline = max(deadline, configuration.xiaomiRequestTimeoutSeconds) }
-        if !configuration.oppoAppKey.isEmpty { deadline = max(deadline, configuration.oppoRequestTimeoutSeconds) }
-        if !configuration.vivoAppID.isEmpty { deadline = max(deadline, configuration.vivoRequestTimeoutSeconds) }
-        return TimeInterval(2 * deadline + 5)
+        TimeInterval(2 * configuration.push.longestRequestTimeoutSeconds + 5)
     }
 
     /// Wires the routes over an open database.
@@ -79,18 +73,18 @@ public final class Application: Sendable {
         let store = ServerStore(backend: database, environment: environment, limits: configuration.limits)
         self.store = store
         let authenticator = Authenticator(
-            store: store, idleMS: Int64(configuration.sessionIdleDays) * 86_400_000, maxAgeMS: Int64(configuration.sessionMaxDays) * 86_400_000)
+            store: store, idleMS: Int64(configuration.accounts.sessionIdleDays) * 86_400_000, maxAgeMS: Int64(configuration.accounts.sessionMaxDays) * 86_400_000)
         var router = Router()
-        let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.passwordScryptLogN), r: 8, p: 1)
+        let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.accounts.passwordScryptLogN), r: 8, p: 1)
         AccountRoutes(
             service: try AccountService(store: store, hasher: PasswordHasher(
-                cost: passwordCost, workers: ScryptWorkers(width: 2, waitingLimit: configuration.passwordHashQueue, label: "switchboard.scrypt"))), authenticator: authenticator,
-            trustedProxies: configuration.trustedProxies)
+                cost: passwordCost, workers: ScryptWorkers(width: 2, waitingLimit: configuration.accounts.passwordHashQueue, label: "switchboard.scrypt"))), authenticator: authenticator,
+            trustedProxies: configuration.http.trustedProxies)
             .register(in: &router)
         EventRoutes(
-            store: store, authenticator: authenticator, heartbeat: .seconds(configuration.eventHeartbeatSeconds), hooks: eventHooks,
-            held: HeldRequests(perUser: configuration.maxStreamsPerUser, perAddress: configuration.maxConnectionsPerAddress),
-            trustedProxies: configuration.trustedProxies)
+            store: store, authenticator: authenticator, heartbeat: .seconds(configuration.events.heartbeatSeconds), hooks: eventHooks,
+            held: HeldRequests(perUser: configuration.http.maxStreamsPerUser, perAddress: configuration.http.maxConnectionsPerAddress),
+            trustedProxies: configuration.http.trustedProxies)
             .register(in: &router)
         let channels = try PushChannelConfiguration.channels(
             from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
@@ -110,18 +104,18 @@ public final class Application: Sendable {
         // (any instance verifies any instance's tokens): they open relay sockets and nothing
         // else, and live 30 s.
         var relaySettings = AudioRelay.Settings()
-        relaySettings.maxFramesPerSecond = configuration.relayMaxFramesPerSecond
+        relaySettings.maxFramesPerSecond = configuration.media.relayMaxFramesPerSecond
         var otherInstances: (@Sendable (String) async throws -> Int)?
         if database.isShared {
             otherInstances = { [store] room in try await RelayAcrossInstances.otherSockets(in: room, store: store) }
         }
-        let relay = configuration.mediaBackend == "relay"
+        let relay = configuration.media.backend == .relay
             ? AudioRelay(settings: relaySettings, metrics: metrics, logger: logger, now: environment.now, otherInstances: otherInstances)
             : nil
         let relaySecret = relay == nil ? "" : try Self.relaySecret(in: database)
         self.relay = relay
         let minter = relay == nil
-            ? MediaTokenMinter(url: configuration.livekitURL, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, ttl: 30)
+            ? MediaTokenMinter(url: configuration.media.livekit.url, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret, ttl: 30)
             : MediaTokenMinter(url: "", apiKey: "switchboard-relay", apiSecret: relaySecret, ttl: 30, relay: true)
         let media = relay ?? Self.mediaBackend(for: configuration)
         let mediaJobs = MediaJobRunner(store: store, media: media, logger: logger)
@@ -129,7 +123,7 @@ public final class Application: Sendable {
         var calls = CallService(
             store: store, media: media,
             minter: minter,
-            ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.emptyRoomGraceSeconds),
+            ringTimeout: TimeInterval(configuration.calls.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.calls.emptyRoomGraceSeconds),
             push: channels,
             logger: logger, pushesQueued: { dispatcher.wake() }, payloadKeys: payloadKeys)
         calls.mediaJobsQueued = { mediaJobs.wake() }
@@ -143,13 +137,13 @@ public final class Application: Sendable {
         // media backend is the one configured.
         RelayRoutes(relay: relay, secret: Array(relaySecret.utf8), store: store).register(in: &router)
         LiveKitWebhookRoutes(
-            calls: calls, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret, now: environment.now,
-            enabled: configuration.mediaBackend == "livekit"
+            calls: calls, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret, now: environment.now,
+            enabled: configuration.media.backend == .livekit
         ).register(in: &router)
         let liveLocations = LiveLocationService(store: store)
         self.liveLocations = liveLocations
         LocationRoutes(
-            service: liveLocations, cities: CityLookup(database: cityDatabase, trustedProxies: configuration.trustedProxies),
+            service: liveLocations, cities: CityLookup(database: cityDatabase, trustedProxies: configuration.http.trustedProxies),
             authenticator: authenticator
         ).register(in: &router)
         let e2ee = E2EEService(store: store)
@@ -166,12 +160,12 @@ public final class Application: Sendable {
         GatewayRoutes(
             store: store, adminKey: configuration.adminKey,
             service: GatewayService(
-                store: store, directory: directory, ringTimeout: TimeInterval(configuration.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
+                store: store, directory: directory, ringTimeout: TimeInterval(configuration.calls.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
                 payloadKeys: payloadKeys),
-            vault: payloadKeys, directory: directory, acceptSignatureV1: configuration.gatewaySignatureV1 == "accept"
+            vault: payloadKeys, directory: directory, acceptSignatureV1: configuration.gateway.signatureV1 == .accept
         ).register(in: &router)
         self.router = router
-        operatorSeparate = configuration.operatorListen != nil
+        operatorSeparate = configuration.http.operatorListen != nil
         metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {
             Double(dispatcher.pendingCount)
         }
@@ -214,7 +208,7 @@ public final class Application: Sendable {
             }
             if calls.media.managesRooms {
                 group.addTask { await self.mediaJobs.run() }
-                let interval = Duration.seconds(configuration.emptyRoomCheckSeconds)
+                let interval = Duration.seconds(configuration.calls.emptyRoomCheckSeconds)
                 group.addTask { await self.every(interval, "empty-room watchdog") { try await self.calls.checkEmptyRooms() } }
             }
             await group.waitForAll()
@@ -240,14 +234,14 @@ public final class Application: Sendable {
 
     /// The configured media backend other than the relay (LiveKit, or none).
     static func mediaBackend(for configuration: ServerConfiguration) -> any MediaBackend {
-        guard configuration.mediaBackend == "livekit", var components = URLComponents(string: configuration.livekitURL) else {
+        guard configuration.media.backend == .livekit, var components = URLComponents(string: configuration.media.livekit.url) else {
             return UnmanagedMedia()
         }
         components.scheme = components.scheme == "wss" ? "https" : "http"
         guard let apiBase = components.url else { return UnmanagedMedia() }
         return LiveKitRoomService(
-            apiBase: apiBase, apiKey: configuration.livekitAPIKey, apiSecret: configuration.livekitAPISecret,
-            deadline: .milliseconds(configuration.mediaDeadlineMilliseconds))
+            apiBase: apiBase, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret,
+            deadline: .milliseconds(configuration.media.livekit.deadlineMilliseconds))
     }
 
     /// Deletes events older than the retention window now, then hourly (on the store's clock).
@@ -259,7 +253,7 @@ public final class Application: Sendable {
         while !Task.isCancelled {
             do {
                 let deleted = try await pruneEvents()
-                if deleted > 0 { logger.info("pruned events", ["deleted": .int(deleted), "retentionDays": .int(configuration.eventRetentionDays)]) }
+                if deleted > 0 { logger.info("pruned events", ["deleted": .int(deleted), "retentionDays": .int(configuration.events.retentionDays)]) }
             } catch is CancellationError {
                 return
             } catch {
@@ -271,7 +265,7 @@ public final class Application: Sendable {
 
     /// Deletes events older than the retention window; returns how many.
     func pruneEvents() async throws -> Int {
-        let window = TimeInterval(configuration.eventRetentionDays) * 86_400
+        let window = TimeInterval(configuration.events.retentionDays) * 86_400
         // E2EE items nobody fetched within the same window go too (their cursors then get 410).
         do {
             let items = try await e2ee.prune(olderThan: window)

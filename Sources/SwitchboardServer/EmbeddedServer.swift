@@ -31,7 +31,7 @@ public final class EmbeddedServer: Sendable {
     /// The run started by `start()`, for `stop()`.
     private let background = Mutex<Task<Void, any Error>?>(nil)
 
-    /// Opens the database under `configuration.dataDirectory` and wires the application.
+    /// Opens the database under `configuration.store.dataDirectory` and wires the application.
     public init(configuration: ServerConfiguration, logger: Logger) throws(StartError) {
         self.configuration = configuration
         do {
@@ -53,14 +53,14 @@ public final class EmbeddedServer: Sendable {
                 reportProblem: { problems.report($0) }),
             handler: application.handle)
         self.server = server
-        if let address = configuration.operatorListen {
+        if let address = configuration.http.operatorListen {
             // A small private listener: one loop, few connections, the same handler but only
             // for the operator's paths.
             var operatorConfiguration = configuration
-            operatorConfiguration.listen = address
-            operatorConfiguration.loopThreads = 1
-            operatorConfiguration.maxConnections = 256
-            operatorConfiguration.maxConnectionsPerAddress = 0
+            operatorConfiguration.http.listen = address
+            operatorConfiguration.http.loopThreads = 1
+            operatorConfiguration.http.maxConnections = 256
+            operatorConfiguration.http.maxConnectionsPerAddress = 0
             operatorServer = HTTPServer(
                 configuration: operatorConfiguration.httpConfiguration(
                     errorResponder: APIError.httpRefusal,
@@ -81,15 +81,15 @@ public final class EmbeddedServer: Sendable {
     /// The store the configuration names: the embedded SQLite database under `dataDirectory`,
     /// or PostgreSQL at `postgresURL` (migrated at open, one instance at a time).
     static func openStore(_ configuration: ServerConfiguration) throws -> any SQLStore {
-        switch configuration.database {
-        case "postgres":
-            guard !configuration.postgresURL.isEmpty else {
+        switch configuration.store.choice {
+        case .postgres(let url):
+            guard !url.isEmpty else {
                 throw ConfigurationError(message: "database is postgres, but postgresURL (SWITCHBOARD_POSTGRES_URL) is not set")
             }
-            return try PostgresDatabase(url: configuration.postgresURL, migrations: PostgresSchema.migrations)
-        default:
+            return try PostgresDatabase(url: url, migrations: PostgresSchema.migrations)
+        case .sqlite(let directory):
             return try Database(
-                configuration: DatabaseConfiguration(path: configuration.dataDirectory + "/switchboard.sqlite3", readsOnCallerThread: true),
+                configuration: DatabaseConfiguration(path: directory + "/switchboard.sqlite3", readsOnCallerThread: true),
                 migrations: Schema.migrations)
         }
     }
@@ -97,8 +97,8 @@ public final class EmbeddedServer: Sendable {
     /// Where the data is, for a log line: the SQLite file, or the PostgreSQL URL without its
     /// password.
     public var databaseDescription: (key: String, value: String) {
-        configuration.database == "postgres"
-            ? ("postgres", PostgresURL.redacted(configuration.postgresURL)) : ("path", configuration.dataDirectory + "/switchboard.sqlite3")
+        configuration.store.engine == .postgres
+            ? ("postgres", PostgresURL.redacted(configuration.store.postgresURL)) : ("path", configuration.store.dataDirectory + "/switchboard.sqlite3")
     }
 
     /// The schema version the store is at.
@@ -141,7 +141,7 @@ public final class EmbeddedServer: Sendable {
             ("background work", BackgroundWork(application: application)),
             ("http", HTTPListener(
                 servers: [server] + (operatorServer.map { [$0] } ?? []), application: application,
-                grace: .seconds(configuration.shutdownGraceSeconds))),
+                grace: .seconds(configuration.http.shutdownGraceSeconds))),
         ]
     }
 

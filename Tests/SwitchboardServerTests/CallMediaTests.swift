@@ -70,19 +70,19 @@ final class FakeLiveKit: Sendable {
 
     func configuration() -> ServerConfiguration {
         var configuration = ServerConfiguration()
-        configuration.mediaBackend = "livekit"
-        configuration.livekitURL = "ws://127.0.0.1:\(port)"
-        configuration.livekitAPIKey = "fake-key"
-        configuration.livekitAPISecret = secret
+        configuration.media.backend = .livekit
+        configuration.media.livekit.url = "ws://127.0.0.1:\(port)"
+        configuration.media.livekit.apiKey = "fake-key"
+        configuration.media.livekit.apiSecret = secret
         // Generous for a loaded 2-core machine, where the fake's handlers share two threads with
         // every test running beside this one. The hanging case proves the cut-off regardless:
         // its RoomService never answers, so only the deadline can.
-        configuration.mediaDeadlineMilliseconds = 20_000
-        configuration.emptyRoomGraceSeconds = 90
+        configuration.media.livekit.deadlineMilliseconds = 20_000
+        configuration.calls.emptyRoomGraceSeconds = 90
         // The tests run the watchdog by hand (`checkEmptyRooms()`); the application's own
         // periodic one stays out of their way. Its tick racing a leave made the leave's
         // transition retry and send DeleteRoom twice (seen on a loaded machine).
-        configuration.emptyRoomCheckSeconds = 600
+        configuration.calls.emptyRoomCheckSeconds = 600
         return configuration
     }
 }
@@ -182,7 +182,7 @@ struct CallMediaTests {
     @Test func theMediaTokenIsALiveKitTokenForThisRoomOnly() async throws {
         // LiveKit tokens (the relay, the default, signs its own; RelayLiveTests).
         var configuration = ServerConfiguration()
-        configuration.mediaBackend = "none"
+        configuration.media.backend = .none
         let world = try CallWorld(configuration: configuration)
         defer { world.close() }
         let (alice, bob, call) = try await activeCall(world)
@@ -218,7 +218,7 @@ struct CallMediaTests {
     @Test func anAudioCallsTokenPublishesTheMicrophoneOnlyAndRingingCallsGetNone() async throws {
         // LiveKit tokens (the relay, the default, signs its own; RelayLiveTests).
         var configuration = ServerConfiguration()
-        configuration.mediaBackend = "none"
+        configuration.media.backend = .none
         let world = try CallWorld(configuration: configuration)
         defer { world.close() }
         let alice = try await world.person("alice"), bob = try await world.person("bob")

@@ -11,11 +11,11 @@ struct ConfigurationTests {
 
     @Test func embeddedDefaults() throws {
         let configuration = try ServerConfiguration.resolve(flags: [:], environment: [:], file: nil)
-        #expect(configuration.listen == SocketAddress(host: "127.0.0.1", port: 8080))
-        #expect(configuration.dataDirectory == "./var")
+        #expect(configuration.http.listen == SocketAddress(host: "127.0.0.1", port: 8080))
+        #expect(configuration.store.dataDirectory == "./var")
         #expect(configuration.logLevel == .info)
-        #expect(configuration.maxBodyBytes == 1 << 20)
-        #expect(configuration.maxHeaderBytes == 16 * 1024)
+        #expect(configuration.http.maxBodyBytes == 1 << 20)
+        #expect(configuration.http.maxHeaderBytes == 16 * 1024)
     }
 
     @Test func flagsBeatEnvironmentWhichBeatsTheFile() throws {
@@ -23,16 +23,16 @@ struct ConfigurationTests {
         let environment = ["SWITCHBOARD_LISTEN": "127.0.0.1:2000", "SWITCHBOARD_DATA_DIR": "/from/env"]
         let flags = ["--listen": "127.0.0.1:0"]
         let configuration = try ServerConfiguration.resolve(flags: flags, environment: environment, file: json)
-        #expect(configuration.listen.port == 0)
-        #expect(configuration.dataDirectory == "/from/env")
+        #expect(configuration.http.listen.port == 0)
+        #expect(configuration.store.dataDirectory == "/from/env")
         #expect(configuration.logLevel == .error)
-        #expect(configuration.maxBodyBytes == 2048)
+        #expect(configuration.http.maxBodyBytes == 2048)
     }
 
     @Test func ipv6ListenAddress() throws {
         let configuration = try ServerConfiguration.resolve(flags: ["--listen": "[::1]:9000"], environment: [:], file: nil)
-        #expect(configuration.listen == SocketAddress(host: "::1", port: 9000))
-        #expect(configuration.listen.description == "[::1]:9000")
+        #expect(configuration.http.listen == SocketAddress(host: "::1", port: 9000))
+        #expect(configuration.http.listen.description == "[::1]:9000")
     }
 
     @Test(arguments: [
@@ -92,8 +92,8 @@ struct ConfigurationTests {
     @Test func aStrictFileWithEscapesAndUnicodeIsRead() throws {
         let json = "\u{FEFF}{\n\t\"dataDir\": \"/srv/sw\\u00e9\\ud83d\\ude00\\/x\",\r\n \"ringTimeoutSeconds\": 30, \"logLevel\":\"debug\"}\n"
         let configuration = try ServerConfiguration.resolve(flags: [:], environment: [:], file: file(json))
-        #expect(configuration.dataDirectory == "/srv/swé😀/x")
-        #expect(configuration.ringTimeoutSeconds == 30)
+        #expect(configuration.store.dataDirectory == "/srv/swé😀/x")
+        #expect(configuration.calls.ringTimeoutSeconds == 30)
         #expect(configuration.logLevel == .debug)
         #expect(try ServerConfiguration.resolve(flags: [:], environment: [:], file: file("{}")) == ServerConfiguration())
     }
@@ -166,7 +166,7 @@ struct ConfigurationTests {
     /// are COUNT/SECONDS.
     @Test func safeDefaultsAndTheirRefusals() throws {
         let defaults = ServerConfiguration()
-        #expect(defaults.trustedProxies.isEmpty && defaults.passwordScryptLogN == 17 && defaults.gatewaySignatureV1 == "refuse")
+        #expect(defaults.http.trustedProxies.isEmpty && defaults.accounts.passwordScryptLogN == 17 && defaults.gateway.signatureV1 == .refuse)
         #expect(throws: ConfigurationError.self) {
             try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_MEDIA_BACKEND": "livekit", "SWITCHBOARD_LIVEKIT_URL": "wss://media.example"], file: nil)
         }
@@ -196,12 +196,12 @@ struct ConfigurationTests {
             "SWITCHBOARD_LIVEKIT_URL": "wss://media.example", "SWITCHBOARD_APNS_TEAM_ID": "TEAM123456",
             "SWITCHBOARD_ADMIN_KEY": "0123456789abcdef", "SWITCHBOARD_MEDIA_BACKEND": "livekit", "SWITCHBOARD_LIVEKIT_API_SECRET": "a-real-secret",
         ], file: nil)
-        #expect(configuration.livekitURL == "wss://media.example" && configuration.apnsTeamID == "TEAM123456")
-        #expect(configuration.adminKey == "0123456789abcdef" && configuration.mediaBackend == "livekit")
+        #expect(configuration.media.livekit.url == "wss://media.example" && configuration.push.apns.teamID == "TEAM123456")
+        #expect(configuration.adminKey == "0123456789abcdef" && configuration.media.backend == .livekit)
         let postgres = try ServerConfiguration.resolve(flags: [:], environment: [
             "SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": "postgresql://app:pw@db/sb",
         ], file: nil)
-        #expect(postgres.database == "postgres" && postgres.postgresURL == "postgresql://app:pw@db/sb")
-        #expect(ServerConfiguration().database == "sqlite", "the embedded store stays the default")
+        #expect(postgres.store.choice == .postgres(url: "postgresql://app:pw@db/sb"))
+        #expect(ServerConfiguration().store.choice == .sqlite(directory: "./var"), "the embedded store stays the default")
     }
 }

@@ -50,7 +50,7 @@ struct LoginThrottleTests {
 
         init() throws {
             var configuration = ServerConfiguration()
-            configuration.trustedProxies = ["in-process"]  // the tests' requests; X-Forwarded-For names the client
+            configuration.http.trustedProxies = ["in-process"]  // the tests' requests; X-Forwarded-For names the client
             world = try CallWorld(configuration: configuration)
         }
     }

@@ -92,7 +92,7 @@ struct MediaJobTests {
 
     @Test func withoutManagedRoomsNoJobIsWritten() async throws {
         var configuration = ServerConfiguration()
-        configuration.mediaBackend = "none"
+        configuration.media.backend = .none
         let world = try CallWorld(configuration: configuration)
         defer { world.close() }
         let (alice, bob, call) = try await activeCall(world)

@@ -20,7 +20,7 @@ struct PayloadKeyTests {
 
         init(secret: String) throws {
             var configuration = ServerConfiguration()
-            configuration.apnsBundleID = "com.example.phone"
+            configuration.push.apns.bundleID = "com.example.phone"
             configuration.dataEncryptionKey = secret
             world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }

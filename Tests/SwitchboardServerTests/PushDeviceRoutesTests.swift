@@ -15,7 +15,7 @@ private let fcmToken = "dGVzdC1mY20tdG9rZW4:APA91bH-example_token.value"
 struct PushDeviceRoutesTests {
     private static func world(adminKey: String = "") throws -> CallWorld {
         var configuration = ServerConfiguration()
-        configuration.apnsBundleID = "com.example.phone"
+        configuration.push.apns.bundleID = "com.example.phone"
         configuration.adminKey = adminKey
         return try CallWorld(configuration: configuration, apnsTransport: ScriptedPushProvider())
     }

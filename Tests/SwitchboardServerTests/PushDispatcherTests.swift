@@ -65,7 +65,7 @@ struct PushDispatcherTests {
             let provider = HoldingPushProvider()
             self.provider = provider
             var configuration = ServerConfiguration()
-            configuration.apnsBundleID = "com.example.phone"
+            configuration.push.apns.bundleID = "com.example.phone"
             configuration.adminKey = "admin-key-0123456789"
             world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }
@@ -258,9 +258,9 @@ struct PushDispatcherTests {
     }
 
     @Test func theAPNsRequestDeadlineIsASetting() throws {
-        #expect(ServerConfiguration().apnsRequestTimeoutSeconds == 10)
+        #expect(ServerConfiguration().push.apns.connection.requestTimeoutSeconds == 10)
         let set = try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "3"], file: nil)
-        #expect(set.apnsRequestTimeoutSeconds == 3)
+        #expect(set.push.apns.connection.requestTimeoutSeconds == 3)
         #expect(throws: ConfigurationError.self) {
             try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "0"], file: nil)
         }

@@ -85,8 +85,8 @@ struct PushFCMTests {
         defer { directory.remove() }
         func problem(_ contents: String?) -> String {
             var configuration = ServerConfiguration()
-            configuration.fcmServiceAccountFile = directory.path + "/account.json"
-            if let contents { try? contents.write(toFile: configuration.fcmServiceAccountFile, atomically: true, encoding: .utf8) }
+            configuration.push.fcm.serviceAccountFile = directory.path + "/account.json"
+            if let contents { try? contents.write(toFile: configuration.push.fcm.serviceAccountFile, atomically: true, encoding: .utf8) }
             do {
                 _ = try PushChannelConfiguration.fcmChannel(from: configuration)
                 return "accepted"

@@ -40,7 +40,7 @@ struct PushOutboxTests {
             let provider = ScriptedPushProvider()
             self.provider = provider
             var configuration = ServerConfiguration()
-            configuration.apnsBundleID = "com.example.phone"
+            configuration.push.apns.bundleID = "com.example.phone"
             configuration.adminKey = adminKey
             world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }

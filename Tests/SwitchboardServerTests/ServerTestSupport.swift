@@ -74,14 +74,14 @@ final class TestApplication: Sendable {
         }
         sink = RecordingLogSink()
         var configuration = configuration
-        configuration.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
+        configuration.accounts.passwordScryptLogN = 10  // fast hashes; the cost itself is tested in SwitchboardCryptoTests
         // Test worlds create many calls and users and jump their clocks by months: unless a test
         // asks for the server as shipped, its limits are lifted and its sessions live ten years
         // (the shipped values are tested here with `asShipped` and live through the binary).
         if !asShipped {
             configuration.limits = .lifted
-            configuration.sessionIdleDays = 3650
-            configuration.sessionMaxDays = 3650
+            configuration.accounts.sessionIdleDays = 3650
+            configuration.accounts.sessionMaxDays = 3650
         }
         let application = try Application(
             configuration: configuration, database: database, logger: Logger(level: .debug, sink: sink),

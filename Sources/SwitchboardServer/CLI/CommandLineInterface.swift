@@ -146,7 +146,7 @@ public enum CommandLineInterface {
                 printError("backup needs --to FILE\nRun 'switchboard backup --help' for usage.")
                 return 2
             }
-            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().dataDirectory
+            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().store.dataDirectory
             do {
                 let bytes = try StoreBackup.write(sqlitePath: directory + "/switchboard.sqlite3", to: target)
                 print("backed up \(directory)/switchboard.sqlite3 to \(target) (\(bytes) bytes)")
@@ -163,7 +163,7 @@ public enum CommandLineInterface {
                 printError(error.message + "\nRun 'switchboard copy-to-postgres --help' for usage.")
                 return 2
             }
-            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().dataDirectory
+            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().store.dataDirectory
             guard let url = flags["--postgres-url"] ?? environment["SWITCHBOARD_POSTGRES_URL"], !url.isEmpty else {
                 printError("copy-to-postgres needs --postgres-url (or SWITCHBOARD_POSTGRES_URL)\nRun 'switchboard copy-to-postgres --help' for usage.")
                 return 2

@@ -23,8 +23,8 @@ struct ServeCommand {
             try embedded.listen()
         } catch {
             startupLogger.error(error.step, [
-                "error": .string(String(describing: error.underlying)), "dataDir": .string(configuration.dataDirectory),
-                "listen": .string(configuration.listen.description),
+                "error": .string(String(describing: error.underlying)), "dataDir": .string(configuration.store.dataDirectory),
+                "listen": .string(configuration.http.listen.description),
             ])
             return 1
         }
@@ -42,12 +42,12 @@ struct ServeCommand {
                 }
                 let place = embedded.databaseDescription
                 logger.info("database ready", [
-                    "database": .string(configuration.database), place.key: .string(place.value),
+                    "database": .string(configuration.store.engine.rawValue), place.key: .string(place.value),
                     "schemaVersion": .int(embedded.schemaVersion),
                 ])
-                if configuration.mediaBackend == "relay" {
+                if configuration.media.backend == .relay {
                     logger.info("media: the built-in audio relay", ["path": .string("/calls/{id}/audio")])
-                    if configuration.database == "postgres" {
+                    if configuration.store.engine == .postgres {
                         // Several instances share PostgreSQL: a call's audio sockets must meet on one.
                         logger.info("several instances with the audio relay: route /calls/{id}/audio by the call (the shipped nginx site hashes the path), so a call's sockets meet on one instance", [:])
                     }
