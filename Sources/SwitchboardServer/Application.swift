@@ -191,8 +191,8 @@ public final class Application: Sendable {
             group.addTask { await self.store.listenForOtherInstances(logger: self.logger) }
             group.addTask { await self.pruneEventsPeriodically() }
             group.addTask { await self.dispatcher.run() }
-            if let sqlite = database as? Database {
-                group.addTask { await self.every(.seconds(1), "WAL checkpoint") { try await sqlite.checkpoint() } }
+            if let upkeep = database.upkeep {
+                group.addTask { await self.every(upkeep.interval, upkeep.name) { try await upkeep.run() } }
             }
             group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
             group.addTask { await self.every(.seconds(1), "live location expiry") { try await self.liveLocations.sweepExpired() } }

@@ -178,8 +178,21 @@ public final class PostgresDatabase: Sendable {
     /// ``PostgresListener``); it listens once its `run()` runs.
     public func listener(
         channel: String, onNotice: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable () -> Void
+    ) throws -> any StoreNoticeListener {
+        try postgresListener(channel: channel, onNotice: onNotice, onListening: onListening)
+    }
+
+    /// ``listener(channel:onNotice:onListening:)`` as the PostgreSQL type it is.
+    public func postgresListener(
+        channel: String, onNotice: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable () -> Void
     ) throws -> PostgresListener {
         try PostgresListener(url: url, channel: channel, onNotice: onNotice, onListening: onListening)
+    }
+
+    /// `pg_notify(channel, payload)` in the transaction of `executor`: PostgreSQL delivers it at
+    /// commit, and not at all on rollback.
+    public func send(_ payload: String, on channel: String, in executor: any SQLExecutor) throws {
+        _ = try executor.query("SELECT pg_notify(?, ?)", [.text(channel), .text(payload)])
     }
 
     /// Whether ``close()`` has been called.
@@ -202,9 +215,12 @@ public final class PostgresDatabase: Sendable {
     private func checkOpen() throws { try closedFlag.checkOpen() }
 }
 
-extension PostgresDatabase: SQLStore {
+extension PostgresDatabase: SQLStore, StoreNotices {
     public var dialect: SQLDialect { .postgres }
     public var isShared: Bool { true }
+    /// PostgreSQL keeps its own house (autovacuum, checkpoints).
+    public var upkeep: (any StoreUpkeep)? { nil }
+    public var notices: (any StoreNotices)? { self }
 
     public func transaction<T: Sendable>(
         _ body: @escaping @Sendable (any SQLExecutor) throws -> T, afterCommit: (@Sendable (T) -> Void)?

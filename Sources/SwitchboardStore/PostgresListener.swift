@@ -12,7 +12,7 @@ import Glibc
 /// each `LISTEN` took effect, the first one included, `onListening` runs, so whoever relies
 /// on the notifications can re-check what it waits for: a notification sent while the
 /// connection was down is never delivered, and this is how none is missed.
-public final class PostgresListener: Sendable {
+public final class PostgresListener: StoreNoticeListener {
     /// A channel name: lowercase letters, digits and underscores (it is spliced into `LISTEN`).
     public let channel: String
     private let url: String

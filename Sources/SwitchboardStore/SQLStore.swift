@@ -34,6 +34,43 @@ public protocol SQLStore: Sendable {
 
     /// Closes every connection; later calls throw ``StoreError/Code/closed``.
     func close()
+
+    /// The store's periodic upkeep, for its owner to run every `interval` (SQLite: folding the
+    /// WAL back into the database file); nil when it needs none.
+    var upkeep: (any StoreUpkeep)? { get }
+
+    /// Notices between the processes that share the store (PostgreSQL's NOTIFY and LISTEN);
+    /// nil for a store one process owns.
+    var notices: (any StoreNotices)? { get }
+}
+
+/// Work a store needs done from time to time, which its owner schedules.
+public protocol StoreUpkeep: Sendable {
+    /// What it is, for logs.
+    var name: String { get }
+    /// How often it should run.
+    var interval: Duration { get }
+    /// Does it once.
+    func run() async throws
+}
+
+/// Notices between the processes that share a store. A notice is sent inside a write
+/// transaction and delivered when, and only if, it commits, to every listener on its channel
+/// (the sender's own included).
+public protocol StoreNotices: Sendable {
+    /// Sends `payload` on `channel` when the transaction of `executor` commits.
+    func send(_ payload: String, on channel: String, in executor: any SQLExecutor) throws
+    /// A listener on `channel`, on a connection of its own; it listens once its `run()` runs,
+    /// tells `onListening` after each (re)connect, and runs until its task is cancelled.
+    func listener(
+        channel: String, onNotice: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable () -> Void
+    ) throws -> any StoreNoticeListener
+}
+
+/// A running listener of ``StoreNotices``.
+public protocol StoreNoticeListener: Sendable {
+    /// Listens until the task running it is cancelled, reconnecting when the connection drops.
+    func run() async
 }
 
 extension Database: SQLStore {
@@ -56,5 +93,22 @@ extension Database: SQLStore {
 
     public func probe() async throws {
         _ = try await read { try $0.query("SELECT 1") }
+    }
+
+    /// A WAL checkpoint every second.
+    public var upkeep: (any StoreUpkeep)? { WALCheckpoint(database: self) }
+
+    /// One process owns the file: nobody to tell.
+    public var notices: (any StoreNotices)? { nil }
+}
+
+/// SQLite's upkeep: ``Database/checkpoint()`` every second, so the WAL stays short.
+struct WALCheckpoint: StoreUpkeep {
+    let database: Database
+    var name: String { "WAL checkpoint" }
+    var interval: Duration { .seconds(1) }
+
+    func run() async throws {
+        try await database.checkpoint()
     }
 }

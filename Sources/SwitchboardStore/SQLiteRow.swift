@@ -62,6 +62,21 @@ public struct SQLiteRow: Sendable {
         try required(name, expected: "TEXT") { if case .text(let text) = $0 { text } else { nil } }
     }
 
+    /// The case of `T` a non-null `TEXT` column spells. A text that spells none throws
+    /// ``StoreError/Code/corrupt``: a stored value is never read as some other one.
+    public func value<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws -> T where T.RawValue == String {
+        let text = try string(name)
+        guard let value = T(rawValue: text) else {
+            throw StoreError(code: .corrupt, message: "column '\(name)' holds '\(text)', which is not a \(T.self)")
+        }
+        return value
+    }
+
+    /// ``value(_:as:)`` for a column that may be `NULL` (then nil).
+    public func optionalValue<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws -> T? where T.RawValue == String {
+        try optionalString(name) == nil ? nil : try value(name, as: type)
+    }
+
     /// The text of a `TEXT` column, or `nil` for `NULL`.
     public func optionalString(_ name: String) throws -> String? {
         try optional(name, expected: "TEXT") { if case .text(let text) = $0 { text } else { nil } }

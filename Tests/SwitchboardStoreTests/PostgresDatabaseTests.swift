@@ -251,7 +251,7 @@ struct PostgresListenerTests {
         defer { database.close() }
         let received = Mutex<[String]>([])
         let listenings = Mutex(0)
-        let listener = try database.listener(
+        let listener = try database.postgresListener(
             channel: "test_notices", onNotice: { payload in received.withLock { $0.append(payload) } },
             onListening: { listenings.withLock { $0 += 1 } })
         let running = Task { await listener.run() }

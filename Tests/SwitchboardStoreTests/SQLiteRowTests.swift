@@ -31,6 +31,22 @@ struct SQLiteRowTests {
         #expect(row[0] == .integer(7))
     }
 
+    private enum Mood: String { case ada, calm }
+
+    /// A stored text that spells a case reads as it; one that spells none is an error (never a
+    /// default), and NULL is nil only for the optional accessor.
+    @Test("stored enum values parse or fail, never default")
+    func enumValues() throws {
+        let row = try Self.sampleRow()
+        #expect(try row.value("name", as: Mood.self) == .ada)
+        #expect(try row.optionalValue("nickname", as: Mood.self) == nil)
+        let connection = try SQLiteConnection.open(path: ":memory:")
+        let stranger = try #require(try connection.query("SELECT 'cheerful' AS mood").first)
+        let error = #expect(throws: StoreError.self) { try stranger.value("mood", as: Mood.self) }
+        #expect(error?.code == .corrupt && error?.message.contains("cheerful") == true)
+        #expect(throws: StoreError.self) { try stranger.optionalValue("mood", as: Mood.self) }
+    }
+
     /// (accessor description, column, call) — each call must fail with a message naming the column.
     static let failures: [(String, String, @Sendable (SQLiteRow) throws -> Void)] = [
         ("string on INTEGER", "id", { _ = try $0.string("id") }),

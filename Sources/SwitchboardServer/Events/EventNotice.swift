@@ -36,10 +36,11 @@ enum EventNotice {
         return (String(fields[1]), fields.dropFirst(2).map(String.init))
     }
 
-    /// Sends the notices inside the transaction on `connection` (a shared store's: PostgreSQL).
-    static func send(for userIDs: some Sequence<String>, instance: String, on connection: any SQLExecutor) throws {
+    /// Sends the notices inside the transaction on `connection`, through the shared store's
+    /// notices.
+    static func send(for userIDs: some Sequence<String>, instance: String, through notices: any StoreNotices, on connection: any SQLExecutor) throws {
         for payload in payloads(instance: instance, userIDs: userIDs) {
-            _ = try connection.query("SELECT pg_notify(?, ?)", [.text(channel), .text(payload)])
+            try notices.send(payload, on: channel, in: connection)
         }
     }
 }

@@ -201,7 +201,7 @@ struct GatewayService: Sendable {
             try signals.cancel(app: app, call: callID)
             let now = CallStore.milliseconds(transaction.date)
             // What waits is dropped now (a claimed one, in flight, by its sender's check).
-            try signals.dropPending(callKey: GatewayNamespace.callKey(app: app, call: callID), at: now)
+            try transaction.pushJobs.dropPendingRings(ofCall: GatewayNamespace.callKey(app: app, call: callID), at: now)
             guard now < signal.expiresAtMS else { return 0 }
             let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
             let expires = transaction.date.addingTimeInterval(PushOutbox.noticeLifetime)
@@ -233,16 +233,9 @@ struct GatewayService: Sendable {
 
     func status(app: String, call callID: String) async throws -> SignalStatus {
         let key = GatewayNamespace.callKey(app: app, call: callID)
-        let found = try await store.snapshot { snapshot -> (GatewaySignal, [(user: String, outcome: String)], [[String: String?]])? in
+        let found = try await store.snapshot { snapshot -> (GatewaySignal, [(user: String, outcome: String)], [RingJobStatus])? in
             guard let signal = try snapshot.gatewaySignals.signal(app: app, call: callID) else { return nil }
-            let jobs = try snapshot.connection.query(
-                "SELECT user_id, device_id, channel, state, reason FROM push_jobs WHERE call_id = ? AND kind = 'ring' ORDER BY user_id, device_id",
-                [.text(key)]
-            ).map { row -> [String: String?] in
-                ["user": try row.string("user_id"), "device": try row.string("device_id"), "channel": try row.string("channel"),
-                 "state": try row.string("state"), "reason": try row.optionalString("reason")]
-            }
-            return (signal, try snapshot.gatewaySignals.callees(app: app, call: callID), jobs)
+            return (signal, try snapshot.gatewaySignals.callees(app: app, call: callID), try snapshot.pushJobs.rings(ofCall: key))
         }
         guard let (signal, callees, jobs) = found else { throw APIError.notFound("no signal '\(callID)'") }
         return SignalStatus(
@@ -250,8 +243,8 @@ struct GatewayService: Sendable {
             callees: callees.map { CalleeStatus(userId: $0.user, outcome: $0.outcome) },
             devices: jobs.map { job in
                 DeviceStatus(
-                    userId: GatewayNamespace.split((job["user"] ?? "") ?? "")?.id ?? "", deviceId: (job["device"] ?? "") ?? "",
-                    channel: (job["channel"] ?? "") ?? "", state: (job["state"] ?? "") ?? "", reason: job["reason"] ?? nil)
+                    userId: GatewayNamespace.split(job.userID)?.id ?? "", deviceId: job.deviceID, channel: job.channel, state: job.state,
+                    reason: job.reason)
             })
     }
 

@@ -1,6 +1,15 @@
 import Foundation
 import SwitchboardPush
 
+/// One ring job of a call, as the gateway's signal status shows it.
+struct RingJobStatus: Sendable, Equatable {
+    var userID: String
+    var deviceID: String
+    var channel: String
+    var state: String
+    var reason: String?
+}
+
 /// A push job as the outbox writes it, in the transaction that starts the ring. Its id is also
 /// its `apns-id`, the same on every retry. Times are milliseconds since 1970.
 public struct NewPushJob: Sendable, Equatable {
@@ -84,6 +93,10 @@ protocol PushJobRepository {
     /// The devices of `userID` a ring of `callID` may have reached: its ring job was delivered,
     /// attempted or is being sent. Only those need a notice when the ring ends.
     func rungDevices(callID: String, userID: String) throws -> Set<String>
+    /// Every ring job of `callID`, by user and device: where each push stands.
+    func rings(ofCall callID: String) throws -> [RingJobStatus]
+    /// Drops the call's rings still waiting (unclaimed): a cancel takes them out at once.
+    func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws
     /// At most `failures` of the newest undelivered jobs that saw an error.
     func report(failures: Int) throws -> PushQueueReport
 }

@@ -19,7 +19,7 @@ struct SQLCallRepository: CallRepository {
             "SELECT user_id, state, updated_at_ms FROM call_invitations WHERE call_id = ? ORDER BY \(connection.dialect.insertionOrder)", [.text(callID)]
         ).map { row in
             CallInvitation(
-                userID: try row.string("user_id"), state: SwitchboardCore.InvitationState(rawValue: try row.string("state")) ?? .cancelled,
+                userID: try row.string("user_id"), state: try row.value("state", as: SwitchboardCore.InvitationState.self),
                 updatedAt: Self.date(try row.int64("updated_at_ms")))
         }
         let participants = try connection.query(
@@ -29,10 +29,10 @@ struct SQLCallRepository: CallRepository {
                 userID: try row.string("user_id"), joinedAt: Self.date(try row.int64("joined_at_ms")), leftAt: Self.date(try row.optionalInt64("left_at_ms")))
         }
         let call = CallRecord(
-            id: try row.string("id"), scopeKind: CallScopeKind(rawValue: try row.string("scope_kind")) ?? .conversation,
-            scopeID: try row.string("scope_id"), mode: SwitchboardCore.CallMode(rawValue: try row.string("mode")) ?? .audio,
-            state: SwitchboardCore.CallState(rawValue: try row.string("state")) ?? .ended,
-            endReason: try row.optionalString("end_reason").flatMap(SwitchboardCore.CallEndReason.init(rawValue:)),
+            id: try row.string("id"), scopeKind: try row.value("scope_kind", as: CallScopeKind.self),
+            scopeID: try row.string("scope_id"), mode: try row.value("mode", as: SwitchboardCore.CallMode.self),
+            state: try row.value("state", as: SwitchboardCore.CallState.self),
+            endReason: try row.optionalValue("end_reason", as: SwitchboardCore.CallEndReason.self),
             createdBy: try row.string("created_by"), createdAt: Self.date(try row.int64("created_at_ms")),
             answeredAt: Self.date(try row.optionalInt64("answered_at_ms")), endedAt: Self.date(try row.optionalInt64("ended_at_ms")),
             ringDeadline: Self.date(try row.int64("ring_deadline_ms")), roomName: try row.string("room_name"),

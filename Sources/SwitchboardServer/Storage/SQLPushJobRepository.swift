@@ -53,7 +53,7 @@ struct SQLPushJobRepository: PushJobRepository {
             let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
             claimed.append(PushJob(
                 id: id, callID: try row.string("call_id"), userID: try row.string("user_id"), channel: try row.string("channel"),
-                kind: PushJobKind(rawValue: try row.string("kind")) ?? .ring, token: try row.string("token"), environment: try row.string("environment"),
+                kind: try row.value("kind", as: PushJobKind.self), token: try row.string("token"), environment: try row.string("environment"),
                 payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
                 attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms"))))
         }
@@ -91,6 +91,26 @@ struct SQLPushJobRepository: PushJobRepository {
             """,
             [.text(callID), .text(userID)]
         ).map { try $0.string("device_id") })
+    }
+
+    func rings(ofCall callID: String) throws -> [RingJobStatus] {
+        try connection.query(
+            "SELECT user_id, device_id, channel, state, reason FROM push_jobs WHERE call_id = ? AND kind = 'ring' ORDER BY user_id, device_id",
+            [.text(callID)]
+        ).map { row in
+            RingJobStatus(
+                userID: try row.string("user_id"), deviceID: try row.string("device_id"), channel: try row.string("channel"),
+                state: try row.string("state"), reason: try row.optionalString("reason"))
+        }
+    }
+
+    func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws {
+        try connection.run(
+            """
+            UPDATE push_jobs SET state = 'dropped', reason = 'call_not_ringing', finished_at_ms = ?
+            WHERE call_id = ? AND kind = 'ring' AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
+            """,
+            [.integer(nowMS), .text(callID), .integer(nowMS)])
     }
 
     func report(failures: Int) throws -> PushQueueReport {

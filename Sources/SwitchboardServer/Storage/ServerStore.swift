@@ -226,13 +226,13 @@ public final class ServerStore: Sendable {
     /// (PostgreSQL), so it must not act outside the transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
-        let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared, limits = self.limits
+        let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared, limits = self.limits, notices = backend.notices
         let (result, _, _, _) = try await backend.transaction({ connection in
             let transaction = WriteTransaction(connection: connection, environment: environment, shared: shared, limits: limits)
             let result = try body(transaction)
             // Other instances hear of the events (and the users to wake) when this commits.
-            if shared {
-                try EventNotice.send(for: Set(transaction.written.keys).union(transaction.woken), instance: instanceID, on: connection)
+            if let notices {
+                try EventNotice.send(for: Set(transaction.written.keys).union(transaction.woken), instance: instanceID, through: notices, on: connection)
             }
             return (result, transaction.written, transaction.previous, transaction.woken)
         }, afterCommit: { output in
@@ -256,11 +256,11 @@ public final class ServerStore: Sendable {
     /// cancelled; returns at once on SQLite (one instance, nothing to hear). After each (re)connect
     /// every waiter re-reads, so a notice missed while the connection was down is not lost.
     public func listenForOtherInstances(logger: Logger) async {
-        guard let postgres = backend as? PostgresDatabase else { return }
+        guard let notices = backend.notices else { return }
         let hub = self.hub, instanceID = self.instanceID
-        let listener: PostgresListener
+        let listener: any StoreNoticeListener
         do {
-            listener = try postgres.listener(
+            listener = try notices.listener(
                 channel: EventNotice.channel,
                 onNotice: { payload in
                     guard let notice = EventNotice.parse(payload), notice.instance != instanceID else { return }
