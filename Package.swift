@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "SwitchboardLifecycle", dependencies: ["SwitchboardPOSIX"], swiftSettings: strict),
 
         // Pure domain: no I/O.
-        .target(name: "SwitchboardCore", swiftSettings: strict),
+        .target(name: "SwitchboardCore", dependencies: ["SwitchboardWire"], swiftSettings: strict),
 
         // Codable wire types shared by the server and the SDK; Foundation only.
         .target(name: "SwitchboardWire", swiftSettings: strict),

@@ -23,6 +23,16 @@ extension WireEnum {
         self = Self.known.first { $0.rawValue == rawValue } ?? .unknown(rawValue)
     }
 
+    /// The known case spelled `rawValue`; nil for a string this version does not know (for
+    /// the places that must refuse one: a request's field, a stored value).
+    public init?(knownRawValue rawValue: String) {
+        guard let known = Self.known.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
+    }
+
+    /// Whether this is one of the known cases.
+    public var isKnown: Bool { Self.known.contains { $0.rawValue == rawValue } }
+
     /// The wire string.
     public var description: String { rawValue }
 

@@ -1,12 +1,13 @@
 import Foundation
 import SwitchboardCore
 import Testing
+import SwitchboardWire
 
 /// Creating a call, and the record's derived views (who is involved, who is busy).
 @Suite("Calls: create and the call record", .timeLimit(.minutes(3)))
 struct CallCreateTests {
     func create(
-        _ scope: CallScopeKind = .group, mode: CallMode = .video, invitees: [String], busy: Set<String> = [], now: Date = at(0),
+        _ scope: ScopeKind = .group, mode: CallMode = .video, invitees: [String], busy: Set<String> = [], now: Date = at(0),
         timeout: TimeInterval = ringTimeout
     ) -> CallStateMachine.Transition {
         CallStateMachine.create(
@@ -31,14 +32,14 @@ struct CallCreateTests {
         #expect(create(invitees: ["bob"], now: at(7), timeout: timeout).call.ringDeadline == at(7 + timeout))
     }
 
-    @Test("mode and scope are kept as given", arguments: CallScopeKind.allCases, CallMode.allCases)
-    func keepsModeAndScope(scope: CallScopeKind, mode: CallMode) {
+    @Test("mode and scope are kept as given", arguments: ScopeKind.known, CallMode.known)
+    func keepsModeAndScope(scope: ScopeKind, mode: CallMode) {
         let call = create(scope, mode: mode, invitees: ["bob"]).call
         #expect(call.scopeKind == scope && call.mode == mode)
     }
 
     struct BusyRow: Sendable, CustomTestStringConvertible {
-        let scope: CallScopeKind
+        let scope: ScopeKind
         let invitees: [String]
         let busy: Set<String>
         let expected: String

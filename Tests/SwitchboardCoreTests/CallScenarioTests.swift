@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import Testing
+import SwitchboardWire
 
 /// Whole calls, from create to end, through the real transitions.
 @Suite("Calls: scenarios end to end", .timeLimit(.minutes(3)))
@@ -10,7 +11,7 @@ struct CallScenarioTests {
         var call: CallRecord
         var last: CallStateMachine.Transition?
 
-        init(_ scope: CallScopeKind, invitees: [String], busy: Set<String> = []) {
+        init(_ scope: ScopeKind, invitees: [String], busy: Set<String> = []) {
             let created = CallStateMachine.create(
                 id: "call-1", scopeKind: scope, scopeID: "scope-1", mode: .audio, caller: "alice", invitees: invitees, busy: busy,
                 roomName: room, now: at(0), ringTimeout: ringTimeout)

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import Testing
+import SwitchboardWire
 
 /// Endings that come from the social graph: unfriending, blocking, dissolving a group, and
 /// removing a member from a group, all at `at(20)`.
@@ -8,11 +9,11 @@ import Testing
 struct CallSocialEndingTests {
     struct ScopeRow: Sendable, CustomTestStringConvertible {
         let fixture: Fixture
-        let reason: CallEndReason
+        let reason: CallInfo.EndReason
         let expected: String
         let media: [MediaAction]
         var testDescription: String { "\(fixture), \(reason.rawValue)" }
-        init(_ fixture: Fixture, _ reason: CallEndReason, _ expected: String, media: [MediaAction] = []) {
+        init(_ fixture: Fixture, _ reason: CallInfo.EndReason, _ expected: String, media: [MediaAction] = []) {
             self.fixture = fixture
             self.reason = reason
             self.expected = expected
@@ -47,8 +48,8 @@ struct CallSocialEndingTests {
         expectTransition(result, from: before, summary: row.expected, notify: row.fixture.involved, media: row.media)
     }
 
-    @Test("an ended call stays as it ended", arguments: Fixture.ended, [CallEndReason.unfriended, .blocked, .groupDissolved])
-    func scopeEndedAfterEnd(fixture: Fixture, reason: CallEndReason) {
+    @Test("an ended call stays as it ended", arguments: Fixture.ended, [CallInfo.EndReason.unfriended, .blocked, .groupDissolved])
+    func scopeEndedAfterEnd(fixture: Fixture, reason: CallInfo.EndReason) {
         #expect(CallStateMachine.scopeEnded(fixture.call, reason: reason, now: at(500)) == nil)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import Testing
+import SwitchboardWire
 
 // Shared fixtures for the call state machine tests. Every time is an explicit `Date` a number of
 // seconds after `t0`; nothing reads a clock.
@@ -56,7 +57,7 @@ func involved(_ call: CallRecord) -> [String] {
 
 /// A call record written out literally, so a fixture does not depend on the transitions under test.
 func makeCall(
-    _ scope: CallScopeKind, _ state: CallState, reason: CallEndReason? = nil, answered: Double? = nil, ended: Double? = nil,
+    _ scope: ScopeKind, _ state: CallState, reason: CallInfo.EndReason? = nil, answered: Double? = nil, ended: Double? = nil,
     invitations: [(String, InvitationState, Double)], participants: [(String, Double, Double?)] = []
 ) -> CallRecord {
     CallRecord(

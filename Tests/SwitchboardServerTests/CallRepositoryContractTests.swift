@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SwitchboardServer
 import SwitchboardCore
+import SwitchboardWire
 
 /// ``CallRepository``'s contract, the same for every store.
 @Suite("Repository contract: calls", .timeLimit(.minutes(2)))
@@ -24,7 +25,7 @@ struct CallRepositoryContractTests {
         return call
     }
 
-    static func ended(_ call: CallRecord, at time: Date, reason: CallEndReason = .completed) -> CallRecord {
+    static func ended(_ call: CallRecord, at time: Date, reason: CallInfo.EndReason = .completed) -> CallRecord {
         var call = call
         call.state = .ended
         call.endReason = reason

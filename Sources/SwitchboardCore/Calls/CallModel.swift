@@ -1,55 +1,5 @@
 import Foundation
-
-/// What a call belongs to.
-public enum CallScopeKind: String, Sendable, Codable, CaseIterable {
-    case conversation
-    case group
-}
-
-/// Audio only, or audio and camera.
-public enum CallMode: String, Sendable, Codable, CaseIterable {
-    case audio
-    case video
-}
-
-/// The call's life: it rings, becomes active on the first accept, and ends.
-public enum CallState: String, Sendable, Codable, CaseIterable {
-    case ringing
-    case active
-    case ended
-}
-
-/// Why a call ended.
-public enum CallEndReason: String, Sendable, Codable, CaseIterable {
-    /// The (conversation) invitee declined, or every group invitee declined before anyone accepted.
-    case declined
-    /// The participants hung up.
-    case completed
-    /// The caller cancelled while it rang.
-    case cancelled
-    /// Nobody answered before the ring timeout.
-    case missed
-    /// Every invitee was already in another call.
-    case busy
-    /// The media room stayed empty past the watchdog's grace.
-    case connectionLost = "connection_lost"
-    /// The two stopped being friends.
-    case unfriended
-    /// One of the two blocked the other.
-    case blocked
-    /// The group was dissolved.
-    case groupDissolved = "group_dissolved"
-}
-
-/// One invitee's answer.
-public enum InvitationState: String, Sendable, Codable, CaseIterable {
-    case ringing
-    case accepted
-    case declined
-    case busy
-    case missed
-    case cancelled
-}
+import SwitchboardWire
 
 /// An invitee of a call.
 public struct CallInvitation: Sendable, Equatable {
@@ -84,11 +34,11 @@ public struct CallParticipant: Sendable, Equatable {
 /// A call, as the state machine sees it: the whole truth about one call.
 public struct CallRecord: Sendable, Equatable {
     public var id: String
-    public var scopeKind: CallScopeKind
+    public var scopeKind: ScopeKind
     public var scopeID: String
     public var mode: CallMode
     public var state: CallState
-    public var endReason: CallEndReason?
+    public var endReason: CallInfo.EndReason?
     public var createdBy: String
     public var createdAt: Date
     public var answeredAt: Date?
@@ -103,7 +53,7 @@ public struct CallRecord: Sendable, Equatable {
     public var participants: [CallParticipant]
 
     public init(
-        id: String, scopeKind: CallScopeKind, scopeID: String, mode: CallMode, state: CallState, endReason: CallEndReason?,
+        id: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, state: CallState, endReason: CallInfo.EndReason?,
         createdBy: String, createdAt: Date, answeredAt: Date?, endedAt: Date?, ringDeadline: Date, roomName: String,
         emptySince: Date?, invitations: [CallInvitation], participants: [CallParticipant]
     ) {
@@ -144,6 +94,8 @@ public struct CallRecord: Sendable, Equatable {
         case .ended: false
         case .ringing: userID == createdBy
         case .active: participants.contains { $0.userID == userID && $0.isPresent }
+        // Never stored: a state the store cannot read is an error there.
+        case .unknown: false
         }
     }
 }

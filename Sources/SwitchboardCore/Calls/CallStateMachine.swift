@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardWire
 
 /// Every rule of a call's life, as pure functions: each takes the call, the actor and the
 /// time, and returns the new call and what must happen (events, rings, media work). No I/O.
@@ -24,7 +25,7 @@ public enum CallStateMachine {
     /// A new call. Every invitee rings, except those already in another call, who are `busy`;
     /// when all are busy the call is born ended with reason `busy`.
     public static func create(
-        id: String, scopeKind: CallScopeKind, scopeID: String, mode: CallMode, caller: String, invitees: [String],
+        id: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, caller: String, invitees: [String],
         busy: Set<String>, roomName: String, now: Date, ringTimeout: TimeInterval
     ) -> Transition {
         var seen: Set<String> = [caller]
@@ -181,7 +182,7 @@ public enum CallStateMachine {
 
     /// The pair stopped being friends, one blocked the other, or the group was dissolved: the
     /// call ends with that reason, its room deleted first. `nil` when it already ended.
-    public static func scopeEnded(_ call: CallRecord, reason: CallEndReason, now: Date) -> Transition? {
+    public static func scopeEnded(_ call: CallRecord, reason: CallInfo.EndReason, now: Date) -> Transition? {
         guard call.state != .ended else { return nil }
         var call = call
         let media = end(&call, reason: reason, now: now)
@@ -245,7 +246,7 @@ public enum CallStateMachine {
     /// Ends the call: ringing invitations become `missed` when nobody answered them in time
     /// (timeout, last leaver, lost connection) and `cancelled` otherwise; everyone still in the
     /// room leaves; a room that was ever used is deleted.
-    private static func end(_ call: inout CallRecord, reason: CallEndReason, now: Date) -> [MediaAction] {
+    private static func end(_ call: inout CallRecord, reason: CallInfo.EndReason, now: Date) -> [MediaAction] {
         let unanswered: InvitationState = [.missed, .completed, .connectionLost].contains(reason) ? .missed : .cancelled
         for index in call.invitations.indices where call.invitations[index].state == .ringing {
             call.invitations[index].state = unanswered

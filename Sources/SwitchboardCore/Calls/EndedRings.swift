@@ -1,3 +1,5 @@
+import SwitchboardWire
+
 /// The rings a transition ended, for the notices of SPEC §3: every invitation that rang before
 /// and no longer does, with what became of it. Pure.
 public struct EndedRing: Sendable, Equatable {
@@ -16,7 +18,7 @@ public struct EndedRing: Sendable, Equatable {
         case .accepted: "answered_elsewhere"
         case .declined: "declined_elsewhere"
         case .missed: "missed"
-        case .cancelled, .busy, .ringing: "cancelled"
+        case .cancelled, .busy, .ringing, .unknown: "cancelled"
         }
     }
 

@@ -13,7 +13,7 @@ extension CallService {
     /// Returns how many notices it wrote (then wake the dispatcher after the commit).
     @discardableResult
     static func endLiveCall(
-        scopeKind: CallScopeKind, scopeID: String, reason: SwitchboardCore.CallEndReason, channels: PushChannels, withdrawMedia: Bool,
+        scopeKind: ScopeKind, scopeID: String, reason: CallInfo.EndReason, channels: PushChannels, withdrawMedia: Bool,
         in transaction: WriteTransaction
     ) throws -> Int {
         try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, channels: channels, withdrawMedia: withdrawMedia, in: transaction) { call in
@@ -34,7 +34,7 @@ extension CallService {
     /// `withdrawMedia`: whether the media backend manages rooms (the withdrawals are written as
     /// jobs only then).
     private static func applyToLiveCall(
-        scopeKind: CallScopeKind, scopeID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction,
+        scopeKind: ScopeKind, scopeID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction,
         _ decide: (CallRecord) -> CallStateMachine.Transition?
     ) throws -> Int {
         let calls = transaction.calls

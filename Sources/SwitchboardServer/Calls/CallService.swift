@@ -49,10 +49,10 @@ struct CallService: Sendable {
     // MARK: Create
 
     func create(_ request: CreateCall, by principal: Principal) async throws -> (CallInfo, isNew: Bool) {
-        guard let scopeKind = CallScopeKind(rawValue: request.scopeKind.rawValue) else {
+        guard let scopeKind = ScopeKind(knownRawValue: request.scopeKind.rawValue) else {
             throw APIError.validation("'scopeKind' must be 'conversation' or 'group'", field: "scopeKind")
         }
-        guard let mode = SwitchboardCore.CallMode(rawValue: request.mode.rawValue) else {
+        guard let mode = CallMode(knownRawValue: request.mode.rawValue) else {
             throw APIError.validation("'mode' must be 'audio' or 'video'", field: "mode")
         }
         guard UUID(uuidString: request.clientId) != nil else {
@@ -109,7 +109,7 @@ struct CallService: Sendable {
     }
 
     /// The other members of the scope, after checking the caller may call there.
-    private static func invitees(scopeKind: CallScopeKind, scopeID: String, caller: String, in repositories: any Repositories) throws -> [String] {
+    private static func invitees(scopeKind: ScopeKind, scopeID: String, caller: String, in repositories: any Repositories) throws -> [String] {
         try requireScopeVisible(scopeKind, scopeID, caller, in: repositories)
         switch scopeKind {
         case .conversation:
@@ -118,6 +118,8 @@ struct CallService: Sendable {
             return [peer]
         case .group:
             return try SocialQueries.memberIDs(of: scopeID, in: repositories).filter { $0 != caller }
+        case .unknown:
+            return []
         }
     }
 
@@ -315,9 +317,9 @@ struct CallService: Sendable {
         return call.scopeKind == .group && (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: repositories)) != nil
     }
 
-    private static func scope(_ kind: String?, _ id: String?) throws(APIError) -> (CallScopeKind, String) {
+    private static func scope(_ kind: String?, _ id: String?) throws(APIError) -> (ScopeKind, String) {
         guard let kind else { throw APIError.validation("query parameter 'scopeKind' is required", field: "scopeKind") }
-        guard let scopeKind = CallScopeKind(rawValue: kind) else {
+        guard let scopeKind = ScopeKind(knownRawValue: kind) else {
             throw APIError.validation("'scopeKind' must be 'conversation' or 'group'", field: "scopeKind")
         }
         guard let id, !id.isEmpty else { throw APIError.validation("query parameter 'scopeId' is required", field: "scopeId") }
@@ -326,11 +328,12 @@ struct CallService: Sendable {
 
     /// 403 NOT_MEMBER unless the user is in the scope (SPEC §2). An unknown scope gets the same
     /// answer, so the status tells a stranger nothing about which ids exist.
-    private static func requireScopeVisible(_ kind: CallScopeKind, _ id: String, _ userID: String, in repositories: any Repositories) throws {
+    private static func requireScopeVisible(_ kind: ScopeKind, _ id: String, _ userID: String, in repositories: any Repositories) throws {
         let member: Bool
         switch kind {
         case .conversation: member = (try? SocialQueries.conversationPeer(id, of: userID, in: repositories)) != nil
         case .group: member = (try? SocialQueries.group(id, visibleTo: userID, in: repositories)) != nil
+        case .unknown: member = false
         }
         guard member else {
             throw APIError(.notMember, "you are not a member of this \(kind.rawValue)")

@@ -73,7 +73,7 @@ struct MediaTokenMinter: Sendable {
         let video: Video
     }
 
-    func mint(identity: String, room: String, callID: String, mode: SwitchboardCore.CallMode, now: Date) -> MediaToken {
+    func mint(identity: String, room: String, callID: String, mode: CallMode, now: Date) -> MediaToken {
         let issued = Int64(now.timeIntervalSince1970.rounded(.down))
         let expires = issued + Int64(ttl)
         let claims = Claims(

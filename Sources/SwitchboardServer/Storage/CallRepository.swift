@@ -1,4 +1,5 @@
 import SwitchboardCore
+import SwitchboardWire
 
 /// A stored call and the version it was read at (a transition stores its result only if the
 /// call is still at that version).
@@ -24,12 +25,12 @@ public protocol CallRepository {
     /// Those of `userIDs` who are in a ringing or active call other than `excluding`.
     func busyUsers(_ userIDs: [String], excluding callID: String?) throws -> Set<String>
     /// The ringing or active call of a scope.
-    func liveCallID(scopeKind: CallScopeKind, scopeID: String) throws -> String?
+    func liveCallID(scopeKind: ScopeKind, scopeID: String) throws -> String?
     /// Calls not ended where the user has a ringing invitation or occupies the call (the caller
     /// while it rings, a present participant while active), oldest first.
     func liveCallIDs(involving userID: String) throws -> [String]
     /// The newest `limit` ended calls of a scope, newest first.
-    func endedCallIDs(scopeKind: CallScopeKind, scopeID: String, limit: Int) throws -> [String]
+    func endedCallIDs(scopeKind: ScopeKind, scopeID: String, limit: Int) throws -> [String]
     /// Calls not ended whose ring deadline has passed at `nowMS` while an invitation still rings.
     func ringTimedOutCallIDs(at nowMS: Int64) throws -> [String]
     /// Every active call and its media room.

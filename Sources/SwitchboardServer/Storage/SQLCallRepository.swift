@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import SwitchboardStore
+import SwitchboardWire
 
 /// ``CallRepository`` in SQL that SQLite and PostgreSQL both run (tables `calls`, `call_invitations`,
 /// `call_participants`, `call_occupants`), working on the connection of one transaction or
@@ -19,7 +20,7 @@ struct SQLCallRepository: CallRepository {
             "SELECT user_id, state, updated_at_ms FROM call_invitations WHERE call_id = ? ORDER BY \(connection.dialect.insertionOrder)", [.text(callID)]
         ).map { row in
             CallInvitation(
-                userID: try row.string("user_id"), state: try row.value("state", as: SwitchboardCore.InvitationState.self),
+                userID: try row.string("user_id"), state: try row.known("state", as: InvitationState.self),
                 updatedAt: Self.date(try row.int64("updated_at_ms")))
         }
         let participants = try connection.query(
@@ -29,10 +30,10 @@ struct SQLCallRepository: CallRepository {
                 userID: try row.string("user_id"), joinedAt: Self.date(try row.int64("joined_at_ms")), leftAt: Self.date(try row.optionalInt64("left_at_ms")))
         }
         let call = CallRecord(
-            id: try row.string("id"), scopeKind: try row.value("scope_kind", as: CallScopeKind.self),
-            scopeID: try row.string("scope_id"), mode: try row.value("mode", as: SwitchboardCore.CallMode.self),
-            state: try row.value("state", as: SwitchboardCore.CallState.self),
-            endReason: try row.optionalValue("end_reason", as: SwitchboardCore.CallEndReason.self),
+            id: try row.string("id"), scopeKind: try row.known("scope_kind", as: ScopeKind.self),
+            scopeID: try row.string("scope_id"), mode: try row.known("mode", as: CallMode.self),
+            state: try row.known("state", as: CallState.self),
+            endReason: try row.optionalString("end_reason") == nil ? nil : try row.known("end_reason", as: CallInfo.EndReason.self),
             createdBy: try row.string("created_by"), createdAt: Self.date(try row.int64("created_at_ms")),
             answeredAt: Self.date(try row.optionalInt64("answered_at_ms")), endedAt: Self.date(try row.optionalInt64("ended_at_ms")),
             ringDeadline: Self.date(try row.int64("ring_deadline_ms")), roomName: try row.string("room_name"),
@@ -105,7 +106,7 @@ struct SQLCallRepository: CallRepository {
         switch call.state {
         case .ringing: occupants = [call.createdBy]
         case .active: occupants = call.presentUserIDs
-        case .ended: occupants = []
+        case .ended, .unknown: occupants = []
         }
         for userID in occupants {
             do {
@@ -128,7 +129,7 @@ struct SQLCallRepository: CallRepository {
         return busy
     }
 
-    func liveCallID(scopeKind: CallScopeKind, scopeID: String) throws -> String? {
+    func liveCallID(scopeKind: ScopeKind, scopeID: String) throws -> String? {
         try connection.query(
             "SELECT id FROM calls WHERE scope_kind = ? AND scope_id = ? AND state != 'ended'", [.text(scopeKind.rawValue), .text(scopeID)]
         ).first.map { try $0.string("id") }
@@ -146,7 +147,7 @@ struct SQLCallRepository: CallRepository {
         ).map { try $0.string("id") }
     }
 
-    func endedCallIDs(scopeKind: CallScopeKind, scopeID: String, limit: Int) throws -> [String] {
+    func endedCallIDs(scopeKind: ScopeKind, scopeID: String, limit: Int) throws -> [String] {
         try connection.query(
             "SELECT id FROM calls WHERE scope_kind = ? AND scope_id = ? AND state = 'ended' ORDER BY ended_at_ms DESC, id LIMIT ?",
             [.text(scopeKind.rawValue), .text(scopeID), .integer(Int64(limit))]
