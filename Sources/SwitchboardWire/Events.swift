@@ -4,7 +4,7 @@ public struct Event: Codable, Sendable, Equatable {
     /// The event id: one global, strictly increasing sequence.
     public var id: Int64
     /// What changed; clients ignore kinds they do not know.
-    public var kind: String
+    public var kind: EventKind
     /// The conversation concerned, if any.
     public var conversationId: String?
     /// The group concerned, if any.
@@ -18,7 +18,7 @@ public struct Event: Codable, Sendable, Equatable {
 
     /// Creates an event value.
     public init(
-        id: Int64, kind: String, conversationId: String? = nil, groupId: String? = nil,
+        id: Int64, kind: EventKind, conversationId: String? = nil, groupId: String? = nil,
         messageId: String? = nil, callId: String? = nil, createdAt: String
     ) {
         self.id = id
@@ -47,30 +47,59 @@ public struct Event: Codable, Sendable, Equatable {
     }
 }
 
-/// The event kinds the server writes today. Kinds may grow.
-public enum EventKind {
-    public static let friendRequest = "friend_request"
-    public static let friendAccepted = "friend_accepted"
-    public static let friendRemoved = "friend_removed"
-    public static let blockChanged = "block_changed"
-    public static let groupMembersChanged = "group_members_changed"
-    public static let groupChanged = "group_changed"
-    public static let message = "message"
-    public static let messageRead = "message_read"
-    public static let groupMessage = "group_message"
-    public static let groupMessageRead = "group_message_read"
-    public static let callChanged = "call_changed"
+/// What an event says changed. Kinds may grow: one this version does not know decodes as
+/// `unknown(String)`, and clients ignore it.
+public enum EventKind: WireEnum {
+    case friendRequest
+    case friendAccepted
+    case friendRemoved
+    case blockChanged
+    case groupMembersChanged
+    case groupChanged
+    case message
+    case messageRead
+    case groupMessage
+    case groupMessageRead
+    case callChanged
     /// A live-location share in the conversation or group started, moved, stopped or expired.
-    public static let liveLocationChanged = "live_location_changed"
+    case liveLocationChanged
     /// New end-to-end-encrypted items wait in one of the user's device queues of the
     /// conversation or group (`GET /e2ee/…/events`).
-    public static let e2ee = "e2ee"
+    case e2ee
     /// The user's Call Directory list changed (their own entries or an organisation's): read
     /// `GET /call-directory?since=…` and reload the Call Directory extension.
-    public static let callDirectoryChanged = "call_directory_changed"
+    case callDirectoryChanged
     /// A call of the group was scheduled, moved, started or cancelled (`groupId`): read
     /// `GET /scheduled-calls` (or the group's).
-    public static let scheduledCallChanged = "scheduled_call_changed"
+    case scheduledCallChanged
+    case unknown(String)
+
+    public static let known: [EventKind] = [
+        .friendRequest, .friendAccepted, .friendRemoved, .blockChanged, .groupMembersChanged, .groupChanged,
+        .message, .messageRead, .groupMessage, .groupMessageRead, .callChanged, .liveLocationChanged, .e2ee,
+        .callDirectoryChanged, .scheduledCallChanged,
+    ]
+
+    public var rawValue: String {
+        switch self {
+        case .friendRequest: "friend_request"
+        case .friendAccepted: "friend_accepted"
+        case .friendRemoved: "friend_removed"
+        case .blockChanged: "block_changed"
+        case .groupMembersChanged: "group_members_changed"
+        case .groupChanged: "group_changed"
+        case .message: "message"
+        case .messageRead: "message_read"
+        case .groupMessage: "group_message"
+        case .groupMessageRead: "group_message_read"
+        case .callChanged: "call_changed"
+        case .liveLocationChanged: "live_location_changed"
+        case .e2ee: "e2ee"
+        case .callDirectoryChanged: "call_directory_changed"
+        case .scheduledCallChanged: "scheduled_call_changed"
+        case .unknown(let value): value
+        }
+    }
 }
 
 /// The answer of `GET /events`: at most 100 events in ascending id order, and the cursor to

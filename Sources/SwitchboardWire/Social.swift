@@ -1,14 +1,34 @@
+/// Where a friend request stands.
+public enum FriendRequestState: WireEnum {
+    case pending
+    case accepted
+    case declined
+    case cancelled
+    case unknown(String)
+
+    public static let known: [FriendRequestState] = [.pending, .accepted, .declined, .cancelled]
+
+    public var rawValue: String {
+        switch self {
+        case .pending: "pending"
+        case .accepted: "accepted"
+        case .declined: "declined"
+        case .cancelled: "cancelled"
+        case .unknown(let value): value
+        }
+    }
+}
+
 /// A friend request between two users.
 public struct FriendRequest: Codable, Sendable, Equatable {
     public var id: String
     public var from: User
     public var to: User
-    /// `pending`, `accepted`, `declined` or `cancelled`.
-    public var state: String
+    public var state: FriendRequestState
     public var createdAt: String
     public var updatedAt: String
 
-    public init(id: String, from: User, to: User, state: String, createdAt: String, updatedAt: String) {
+    public init(id: String, from: User, to: User, state: FriendRequestState, createdAt: String, updatedAt: String) {
         self.id = id
         self.from = from
         self.to = to

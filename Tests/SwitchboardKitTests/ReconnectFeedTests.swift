@@ -34,7 +34,7 @@ private final class FlakyServer: HTTPTransport {
     func prune(below id: Int64) { wake { $0.keptFrom = id } }
 
     func write(_ id: Int64) {
-        wake { $0.events.append(Event(id: id, kind: "message_created", createdAt: "2026-12-03T00:00:00.000Z")) }
+        wake { $0.events.append(Event(id: id, kind: EventKind(rawValue: "message_created"), createdAt: "2026-12-03T00:00:00.000Z")) }
     }
 
     private func wake(_ change: (inout State) -> Void) {

@@ -47,7 +47,7 @@ struct QueryEncodingTests {
 
 @Suite("Event consumer policy (SPEC §4 rule 10)", .timeLimit(.minutes(3)))
 struct EventConsumerPolicyTests {
-    private func event(_ id: Int64, _ kind: String = "call_changed") -> Event {
+    private func event(_ id: Int64, _ kind: EventKind = .callChanged) -> Event {
         Event(id: id, kind: kind, callId: "c\(id)", createdAt: "2026-11-30T00:00:00.000Z")
     }
 

@@ -40,18 +40,18 @@ struct FriendRepositoryContractTests {
         let (ann, bob, cid) = (rig.ann, rig.bob, rig.cid)
         try await rig.write { try $0.createRequest(id: "r1", from: ann.id, to: bob.id, at: Self.t1) }
         try await rig.write { try $0.createRequest(id: "r2", from: cid.id, to: ann.id, at: Self.t2) }
-        let r1 = FriendRequest(id: "r1", from: ann, to: bob, state: "pending", createdAt: Self.t1, updatedAt: Self.t1)
+        let r1 = FriendRequest(id: "r1", from: ann, to: bob, state: .pending, createdAt: Self.t1, updatedAt: Self.t1)
         #expect(try await rig.read { try $0.request("r1") } == r1)
         #expect(try await rig.read { try $0.request("nope") } == nil)
         #expect(try await rig.read { try $0.pendingRequest(between: bob.id, and: ann.id) } == r1, "either order names the pair")
         #expect(try await rig.read { try $0.pendingRequest(between: bob.id, and: cid.id) } == nil)
         #expect(try await rig.read { try $0.pendingRequests(involving: ann.id) }.map(\.id) == ["r1", "r2"], "sent and received, oldest first")
-        try await rig.write { try $0.settleRequest("r1", as: "declined", at: Self.t3) }
+        try await rig.write { try $0.settleRequest("r1", as: .declined, at: Self.t3) }
         #expect(try await rig.read { try $0.request("r1") }.map { "\($0.state) \($0.updatedAt)" } == "declined \(Self.t3)")
         #expect(try await rig.read { try $0.pendingRequests(involving: ann.id) }.map(\.id) == ["r2"])
         #expect(try await rig.write { try $0.cancelPendingRequests(between: ann.id, and: cid.id, at: Self.t3) } == 1)
         #expect(try await rig.write { try $0.cancelPendingRequests(between: ann.id, and: cid.id, at: Self.t3) } == 0)
-        #expect(try await rig.read { try $0.request("r2") }?.state == "cancelled")
+        #expect(try await rig.read { try $0.request("r2") }?.state == .cancelled)
     }
 
     @Test(arguments: StoreKind.allCases)

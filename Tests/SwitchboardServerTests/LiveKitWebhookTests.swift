@@ -46,7 +46,7 @@ struct LiveKitWebhookTests {
         #expect(ended.state == .ended && ended.endReason == .connectionLost)
         // Delivered again (LiveKit retries): nothing more happens.
         #expect(await post(world, body, headers: Self.signed(body, secret: livekit.secret, now: world.clock.now)).status == 200)
-        #expect(try await world.events(of: alice).filter { $0.kind == "call_changed" }.count == 3)
+        #expect(try await world.events(of: alice).filter { $0.kind == .callChanged }.count == 3)
         await livekit.stop()
     }
 

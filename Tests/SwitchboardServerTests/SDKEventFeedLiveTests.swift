@@ -58,7 +58,7 @@ struct SDKEventFeedLiveTests {
             Issue.record("expected events, got \(String(describing: first))")
             return
         }
-        #expect(events.map(\.kind) == ["friend_request"])
+        #expect(events.map(\.kind) == [.friendRequest])
         #expect(await store.load() == nil, "not saved while the app is still handling the batch")
         #expect(try await value(of: sender), "the feed's first poll was never held")
 
@@ -117,7 +117,7 @@ struct SDKEventFeedLiveTests {
         let collected = Task {
             var kinds: [String] = []
             for try await update in feed {
-                if case .events(let events) = update { kinds += events.map(\.kind) }
+                if case .events(let events) = update { kinds += events.map(\.kind.rawValue) }
                 delivered.withLock { $0 = kinds }
                 if kinds.count >= 2 { break }
             }

@@ -134,7 +134,7 @@ final class SocialClient: Sendable {
     /// returns all their events.
     @discardableResult
     func expectEvents(
-        _ kinds: [String], for users: [SocialUser], sourceLocation: SourceLocation = #_sourceLocation
+        _ kinds: [EventKind], for users: [SocialUser], sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> [Event] {
         var all: [Event] = []
         for user in users {
@@ -173,5 +173,5 @@ extension HTTPResponse {
 
 extension Array where Element == Event {
     /// The kinds, in order.
-    var kinds: [String] { map(\.kind) }
+    var kinds: [EventKind] { map(\.kind) }
 }

@@ -48,7 +48,7 @@ public actor CallDirectorySync {
 
     /// Whether a batch of the event feed says the list changed.
     public static func needsRefresh(_ events: [Event]) -> Bool {
-        events.contains { $0.kind == EventKind.callDirectoryChanged }
+        events.contains { $0.kind == .callDirectoryChanged }
     }
 
     /// Brings the stored list up to the server's: the changes since the stored version, or

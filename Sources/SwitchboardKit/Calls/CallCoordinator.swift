@@ -144,7 +144,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// call takes the push's path). Returns when they were handled, so the feed may advance.
     public func handle(events: [Event]) async {
         var seen = Set<String>()
-        for event in events where event.kind == EventKind.callChanged {
+        for event in events where event.kind == .callChanged {
             guard let callID = event.callId, seen.insert(callID).inserted else { continue }
             let effects = state.withLock { $0.ledger.callChanged(callID) }
             // The re-read is awaited (the feed advances after it); anything else runs beside it.

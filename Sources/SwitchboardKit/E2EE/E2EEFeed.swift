@@ -147,7 +147,7 @@ public struct E2EEFeed: Sendable {
     /// ```
     public static func scopes(in events: [Event]) -> Set<E2EEScope> {
         var scopes = Set<E2EEScope>()
-        for event in events where event.kind == EventKind.e2ee {
+        for event in events where event.kind == .e2ee {
             if let id = event.conversationId { scopes.insert(.conversation(id)) }
             if let id = event.groupId { scopes.insert(.group(id)) }
         }

@@ -98,7 +98,7 @@ public actor MeetingPreloader: CallPreauthorizationSource {
 
     /// Whether a batch of the event feed says a scheduled call was scheduled, cancelled or started.
     public static func needsRefresh(_ events: [Event]) -> Bool {
-        events.contains { $0.kind == EventKind.scheduledCallChanged }
+        events.contains { $0.kind == .scheduledCallChanged }
     }
 
     /// Events from the app's feed: a `scheduled_call_changed` makes ``run()`` read the list again.

@@ -296,7 +296,7 @@ struct CallDirectoryService: Sendable {
                 changed.append(userID)
             }
         }
-        if !changed.isEmpty { try transaction.appendEvent(EventKind.callDirectoryChanged, to: changed) }
+        if !changed.isEmpty { try transaction.appendEvent(.callDirectoryChanged, to: changed) }
     }
 
     /// The whole list as an answer.

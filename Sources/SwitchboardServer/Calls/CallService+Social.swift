@@ -43,7 +43,7 @@ extension CallService {
         else { return 0 }
         // Same transaction as the read: the version cannot have moved.
         _ = try calls.update(transition.call, from: stored.version)
-        try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: id)
+        try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: id)
         if withdrawMedia {
             for action in transition.effects.media {
                 try transaction.mediaJobs.enqueue(id: transaction.newID(), callID: id, action: action, at: CallStore.milliseconds(transaction.date))

@@ -94,7 +94,7 @@ struct CallService: Sendable {
                     ringTimeout: ringTimeout)
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
                 if scopeKind == .group { try ScheduledCallService.link(callID: callID, inGroup: request.scopeId, in: transaction) }
-                try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
+                try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
                 let pushes = try PushOutbox.enqueueRings(for: transition, channels: push, keys: payloadKeys, in: transaction)
                 return (CallStore.info(transition.call), true, pushes)
@@ -206,7 +206,7 @@ struct CallService: Sendable {
             do {
                 let (committed, notices) = try await store.write { transaction -> (Bool, Int) in
                     guard try transaction.calls.update(transition.call, from: stored.version) else { return (false, 0) }
-                    try transaction.appendEvent(EventKind.callChanged, to: transition.effects.notify, callID: callID)
+                    try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
                     let notices = try PushOutbox.enqueueNotices(
                         from: stored.call, to: transition.call, actingSession: actingSession, channels: channels, in: transaction)
                     return (true, notices)

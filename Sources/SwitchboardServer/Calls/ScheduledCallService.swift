@@ -53,7 +53,7 @@ struct ScheduledCallService: Sendable {
                 id: transaction.newID(), groupID: groupID, title: title, mode: request.mode.rawValue, startsAtMS: CallStore.milliseconds(startsAt),
                 createdBy: userID, createdAt: transaction.timestamp, callID: nil, cancelledAt: nil)
             try repository.insert(stored)
-            try transaction.appendEvent(EventKind.scheduledCallChanged, toMembersOf: groupID)
+            try transaction.appendEvent(.scheduledCallChanged, toMembersOf: groupID)
             return Self.answer(stored)
         }
     }
@@ -71,7 +71,7 @@ struct ScheduledCallService: Sendable {
             }
             guard stored.cancelledAt == nil else { return }
             try transaction.scheduledCalls.cancel(id, at: transaction.timestamp)
-            try transaction.appendEvent(EventKind.scheduledCallChanged, toMembersOf: groupID)
+            try transaction.appendEvent(.scheduledCallChanged, toMembersOf: groupID)
         }
     }
 
@@ -141,7 +141,7 @@ struct ScheduledCallService: Sendable {
         let linked = try transaction.scheduledCalls.link(
             callID: callID, inGroup: groupID, nowMS: now,
             startsWithin: now - Int64(lateLinkSeconds * 1000), now + Int64(earlyLinkSeconds * 1000))
-        if linked != nil { try transaction.appendEvent(EventKind.scheduledCallChanged, toMembersOf: groupID) }
+        if linked != nil { try transaction.appendEvent(.scheduledCallChanged, toMembersOf: groupID) }
     }
 
     func prune() async throws -> Int {

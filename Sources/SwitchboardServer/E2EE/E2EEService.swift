@@ -105,7 +105,7 @@ struct E2EEService: Sendable {
                 deliveries.append(E2EEDelivery(deviceId: device.deviceID, sequence: sequence))
                 recipientUsers.append(device.userID)
             }
-            try transaction.appendEvent(EventKind.e2ee, to: recipientUsers, conversationID: scope.conversationID, groupID: scope.groupID)
+            try transaction.appendEvent(.e2ee, to: recipientUsers, conversationID: scope.conversationID, groupID: scope.groupID)
             let result = E2EESendResult(messageId: messageID, deliveries: deliveries, createdAt: transaction.timestamp)
             if let clientID = message.clientID {
                 let text = String(decoding: try JSONEncoder().encode(result), as: UTF8.self)

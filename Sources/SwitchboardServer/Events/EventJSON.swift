@@ -33,7 +33,7 @@ enum EventJSON {
         text += ",\"groupId\":"
         JSONText.appendString(event.groupId, to: &text)
         text += ",\"id\":\(event.id),\"kind\":"
-        JSONText.appendString(event.kind, to: &text)
+        JSONText.appendString(event.kind.rawValue, to: &text)
         text += ",\"messageId\":"
         JSONText.appendString(event.messageId, to: &text)
         text += "}"

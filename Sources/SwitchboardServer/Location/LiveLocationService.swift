@@ -152,7 +152,7 @@ struct LiveLocationService: Sendable {
 
     private static func announce(in scope: MessageScope, to userIDs: [String], in transaction: WriteTransaction) throws {
         guard !userIDs.isEmpty else { return }
-        try transaction.appendEvent(EventKind.liveLocationChanged, to: userIDs, conversationID: scope.conversationID, groupID: scope.groupID)
+        try transaction.appendEvent(.liveLocationChanged, to: userIDs, conversationID: scope.conversationID, groupID: scope.groupID)
     }
 
     /// A position: finite numbers in range, each field named when it is not.

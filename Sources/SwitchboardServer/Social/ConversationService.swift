@@ -28,7 +28,7 @@ struct ConversationService: Sendable {
             try Self.requireInteraction(userID, peer, in: transaction)
             try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             let message = try MessageStore.insert(request, in: .conversation(conversationID), from: userID, transaction: transaction)
-            try transaction.appendEvent(EventKind.message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
+            try transaction.appendEvent(.message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
             return (message, true)
         }
     }
@@ -48,7 +48,7 @@ struct ConversationService: Sendable {
             let peer = try SocialQueries.conversationPeer(conversationID, of: userID, in: transaction)
             let (marker, moved) = try MessageStore.markRead(request.messageId, in: .conversation(conversationID), by: userID, transaction: transaction)
             if moved {
-                try transaction.appendEvent(EventKind.messageRead, to: [peer, userID], conversationID: conversationID, messageID: marker.messageId)
+                try transaction.appendEvent(.messageRead, to: [peer, userID], conversationID: conversationID, messageID: marker.messageId)
             }
             return marker
         }

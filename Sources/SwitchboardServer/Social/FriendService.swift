@@ -35,8 +35,8 @@ struct FriendService: Sendable {
             }
             let id = transaction.newID()
             try friends.createRequest(id: id, from: me.id, to: target.id, at: transaction.timestamp)
-            try transaction.appendEvent(EventKind.friendRequest, to: [target.id, me.id])
-            return FriendRequest(id: id, from: me, to: target, state: "pending", createdAt: transaction.timestamp, updatedAt: transaction.timestamp)
+            try transaction.appendEvent(.friendRequest, to: [target.id, me.id])
+            return FriendRequest(id: id, from: me, to: target, state: .pending, createdAt: transaction.timestamp, updatedAt: transaction.timestamp)
         }
     }
 
@@ -57,28 +57,28 @@ struct FriendService: Sendable {
             if try transaction.friends.isBlocked(between: request.from.id, and: me.id) {
                 throw APIError(.blocked, "one of you has blocked the other")
             }
-            try Self.settle(requestID, as: "accepted", in: transaction)
+            try Self.settle(requestID, as: .accepted, in: transaction)
             let conversationID = try SocialQueries.conversation(between: me.id, and: request.from.id, in: transaction)
             try transaction.friends.addFriendship(between: me.id, and: request.from.id, conversationID: conversationID, at: transaction.timestamp)
-            try transaction.appendEvent(EventKind.friendAccepted, to: [request.from.id, me.id], conversationID: conversationID)
+            try transaction.appendEvent(.friendAccepted, to: [request.from.id, me.id], conversationID: conversationID)
             return Friend(user: request.from, conversationId: conversationID, since: transaction.timestamp)
         }
     }
 
     func decline(_ requestID: String, by principal: Principal) async throws -> FriendRequest {
-        try await settle(requestID, by: principal, role: .recipient, state: "declined")
+        try await settle(requestID, by: principal, role: .recipient, state: .declined)
     }
 
     func cancel(_ requestID: String, by principal: Principal) async throws {
-        _ = try await settle(requestID, by: principal, role: .sender, state: "cancelled")
+        _ = try await settle(requestID, by: principal, role: .sender, state: .cancelled)
     }
 
-    private func settle(_ requestID: String, by principal: Principal, role: Role, state: String) async throws -> FriendRequest {
+    private func settle(_ requestID: String, by principal: Principal, role: Role, state: FriendRequestState) async throws -> FriendRequest {
         let userID = principal.user.id
         return try await store.write { transaction in
             var request = try Self.pending(requestID, for: userID, role: role, in: transaction.friends)
             try Self.settle(requestID, as: state, in: transaction)
-            try transaction.appendEvent(EventKind.friendRequest, to: [request.from.id, request.to.id])
+            try transaction.appendEvent(.friendRequest, to: [request.from.id, request.to.id])
             request.state = state
             request.updatedAt = transaction.timestamp
             return request
@@ -105,7 +105,7 @@ struct FriendService: Sendable {
             let notices = try CallService.endLiveCall(
                 scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, channels: channels, withdrawMedia: withdraw,
                 in: transaction)
-            try transaction.appendEvent(EventKind.friendRemoved, to: [friendID, userID], conversationID: friendship.conversationID)
+            try transaction.appendEvent(.friendRemoved, to: [friendID, userID], conversationID: friendship.conversationID)
             return notices
         }
         if notices > 0 { calls.pushesQueued() }
@@ -147,14 +147,14 @@ struct FriendService: Sendable {
             }
             try friends.addBlock(blocker: userID, blocked: targetID, at: transaction.timestamp)
             let cancelled = try friends.cancelPendingRequests(between: userID, and: targetID, at: transaction.timestamp)
-            if cancelled > 0 { try transaction.appendEvent(EventKind.friendRequest, to: [userID, targetID]) }
+            if cancelled > 0 { try transaction.appendEvent(.friendRequest, to: [userID, targetID]) }
             if let conversationID {
                 try LiveLocationService.endAll(in: .conversation(conversationID), telling: [userID, targetID], in: transaction)
                 try CallService.endLiveCall(
                     scopeKind: .conversation, scopeID: conversationID, reason: .blocked, channels: channels, withdrawMedia: withdraw, in: transaction)
             }
             try transaction.appendEvent(
-                EventKind.blockChanged, to: [userID, targetID],
+                .blockChanged, to: [userID, targetID],
                 conversationID: try friends.friendship(between: userID, and: targetID)?.conversationID)
             return Block(user: target, createdAt: transaction.timestamp)
         }
@@ -167,7 +167,7 @@ struct FriendService: Sendable {
             guard try transaction.accounts.user(id: targetID) != nil else { throw APIError.notFound("no such user") }
             if try transaction.friends.removeBlock(blocker: userID, blocked: targetID) {
                 let conversationID = try transaction.friends.friendship(between: userID, and: targetID)?.conversationID
-                try transaction.appendEvent(EventKind.blockChanged, to: [userID, targetID], conversationID: conversationID)
+                try transaction.appendEvent(.blockChanged, to: [userID, targetID], conversationID: conversationID)
             }
         }
     }
@@ -192,13 +192,13 @@ struct FriendService: Sendable {
             throw APIError(.forbidden, "only the sender can cancel a friend request")
         default: break
         }
-        guard request.state == "pending" else {
+        guard request.state == .pending else {
             throw APIError(.requestNotPending, "the request is already \(request.state)")
         }
         return request
     }
 
-    private static func settle(_ requestID: String, as state: String, in transaction: WriteTransaction) throws {
+    private static func settle(_ requestID: String, as state: FriendRequestState, in transaction: WriteTransaction) throws {
         try transaction.friends.settleRequest(requestID, as: state, at: transaction.timestamp)
     }
 }

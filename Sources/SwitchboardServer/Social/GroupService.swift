@@ -18,7 +18,7 @@ struct GroupService: Sendable {
             let groups = transaction.groups
             try groups.createGroup(id: groupID, name: name, ownerID: owner, at: transaction.timestamp)
             for userID in [owner] + memberIDs { try groups.addMember(userID, to: groupID, at: transaction.timestamp) }
-            try transaction.appendEvent(EventKind.groupMembersChanged, to: [owner] + memberIDs, groupID: groupID)
+            try transaction.appendEvent(.groupMembersChanged, to: [owner] + memberIDs, groupID: groupID)
             return try Self.group(groupID, for: owner, in: transaction)
         }
     }
@@ -41,7 +41,7 @@ struct GroupService: Sendable {
             try Self.requireOwner(groupID, userID, in: transaction)
             let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
             try transaction.groups.rename(groupID, to: name)
-            try transaction.appendEvent(EventKind.groupChanged, toMembersOf: groupID)
+            try transaction.appendEvent(.groupChanged, toMembersOf: groupID)
             return try Self.group(groupID, for: userID, in: transaction)
         }
     }
@@ -54,7 +54,7 @@ struct GroupService: Sendable {
             let added = try Self.checkedNewMembers(request.userIds, field: "userIds", for: userID, existing: Set(existing), in: transaction)
             for member in added { try transaction.groups.addMember(member, to: groupID, at: transaction.timestamp) }
             if !added.isEmpty {
-                try transaction.appendEvent(EventKind.groupMembersChanged, to: existing + added, groupID: groupID)
+                try transaction.appendEvent(.groupMembersChanged, to: existing + added, groupID: groupID)
             }
             return try Self.group(groupID, for: userID, in: transaction)
         }
@@ -110,7 +110,7 @@ struct GroupService: Sendable {
             try LiveLocationService.endAll(in: .group(groupID), telling: members, in: transaction)
             try transaction.e2ee.dropScope(.group(groupID))
             try transaction.groups.dissolve(groupID, at: transaction.timestamp)
-            try transaction.appendEvent(EventKind.groupChanged, to: members, groupID: groupID)
+            try transaction.appendEvent(.groupChanged, to: members, groupID: groupID)
             return notices
         }
         if notices > 0 { calls.pushesQueued() }
@@ -128,7 +128,7 @@ struct GroupService: Sendable {
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             let message = try MessageStore.insert(request, in: .group(groupID), from: userID, transaction: transaction)
-            try transaction.appendEvent(EventKind.groupMessage, toMembersOf: groupID, messageID: message.id)
+            try transaction.appendEvent(.groupMessage, toMembersOf: groupID, messageID: message.id)
             return (message, true)
         }
     }
@@ -147,7 +147,7 @@ struct GroupService: Sendable {
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
             let (marker, moved) = try MessageStore.markRead(request.messageId, in: .group(groupID), by: userID, transaction: transaction)
             if moved {
-                try transaction.appendEvent(EventKind.groupMessageRead, toMembersOf: groupID, messageID: marker.messageId)
+                try transaction.appendEvent(.groupMessageRead, toMembersOf: groupID, messageID: marker.messageId)
             }
             return marker
         }
@@ -174,7 +174,7 @@ struct GroupService: Sendable {
         // Ciphertext still queued for the leaver's devices is of no use to them now.
         try transaction.e2ee.dropItems(ofUser: memberID, in: .group(groupID))
         try transaction.groups.removeMember(memberID, from: groupID)
-        try transaction.appendEvent(EventKind.groupMembersChanged, to: members, groupID: groupID)
+        try transaction.appendEvent(.groupMembersChanged, to: members, groupID: groupID)
         return notices
     }
 

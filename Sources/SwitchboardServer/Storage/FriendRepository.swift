@@ -26,7 +26,7 @@ public protocol FriendRepository {
     func pendingRequests(involving userID: String) throws -> [FriendRequest]
     func createRequest(id: String, from senderID: String, to recipientID: String, at timestamp: String) throws
     /// Sets a request's state (`accepted`, `declined`, `cancelled`).
-    func settleRequest(_ id: String, as state: String, at timestamp: String) throws
+    func settleRequest(_ id: String, as state: FriendRequestState, at timestamp: String) throws
     /// Cancels the pending requests between the two; returns how many.
     func cancelPendingRequests(between a: String, and b: String, at timestamp: String) throws -> Int
 

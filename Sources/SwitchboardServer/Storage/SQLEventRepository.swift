@@ -13,7 +13,7 @@ struct SQLEventRepository: EventRepository {
     /// Many users (a group message to thousands) are written by one statement that reads their
     /// ids from a JSON array (`json_each`) and hands each new row back (`RETURNING`): one
     /// statement instead of one per user, which costs a third of the write.
-    func append(_ kind: String, to userIDs: [String], references: EventReferences, at timestamp: String) throws -> [(userID: String, id: Int64)] {
+    func append(_ kind: EventKind, to userIDs: [String], references: EventReferences, at timestamp: String) throws -> [(userID: String, id: Int64)] {
         let values = Self.values(kind, references, timestamp)
         if userIDs.count > Self.batchThreshold {
             var array = "["
@@ -48,7 +48,7 @@ struct SQLEventRepository: EventRepository {
 
     /// One statement that reads the members itself: a message to a group of thousands neither
     /// reads the member list into the process nor binds one insert per member.
-    func append(_ kind: String, toMembersOf groupID: String, references: EventReferences, at timestamp: String) throws
+    func append(_ kind: EventKind, toMembersOf groupID: String, references: EventReferences, at timestamp: String) throws
         -> [(userID: String, id: Int64)]
     {
         var references = references
@@ -69,7 +69,7 @@ struct SQLEventRepository: EventRepository {
             [.text(userID), .integer(after), .integer(Int64(limit))])
         return .events(try rows.map { row in
             Event(
-                id: try row.int64("id"), kind: try row.string("kind"),
+                id: try row.int64("id"), kind: EventKind(rawValue: try row.string("kind")),
                 conversationId: try row.optionalString("conversation_id"), groupId: try row.optionalString("group_id"),
                 messageId: try row.optionalString("message_id"), callId: try row.optionalString("call_id"),
                 createdAt: try row.string("created_at"))
@@ -122,9 +122,9 @@ struct SQLEventRepository: EventRepository {
     }
 
     /// kind, conversation, group, message, call, created_at: the columns after `user_id`.
-    private static func values(_ kind: String, _ references: EventReferences, _ timestamp: String) -> [SQLiteValue] {
+    private static func values(_ kind: EventKind, _ references: EventReferences, _ timestamp: String) -> [SQLiteValue] {
         [
-            .text(kind), references.conversationID.map(SQLiteValue.text) ?? .null, references.groupID.map(SQLiteValue.text) ?? .null,
+            .text(kind.rawValue), references.conversationID.map(SQLiteValue.text) ?? .null, references.groupID.map(SQLiteValue.text) ?? .null,
             references.messageID.map(SQLiteValue.text) ?? .null, references.callID.map(SQLiteValue.text) ?? .null, .text(timestamp),
         ]
     }

@@ -29,8 +29,8 @@ struct SQLFriendRepository: FriendRepository {
             [.text(id), .text(senderID), .text(recipientID), .text(timestamp), .text(timestamp)])
     }
 
-    func settleRequest(_ id: String, as state: String, at timestamp: String) throws {
-        try connection.run("UPDATE friend_requests SET state = ?, updated_at = ? WHERE id = ?", [.text(state), .text(timestamp), .text(id)])
+    func settleRequest(_ id: String, as state: FriendRequestState, at timestamp: String) throws {
+        try connection.run("UPDATE friend_requests SET state = ?, updated_at = ? WHERE id = ?", [.text(state.rawValue), .text(timestamp), .text(id)])
     }
 
     func cancelPendingRequests(between a: String, and b: String, at timestamp: String) throws -> Int {
@@ -131,7 +131,7 @@ struct SQLFriendRepository: FriendRepository {
         ).map { row in
             FriendRequest(
                 id: try row.string("request_id"), from: try SQLAccountRepository.user(from: row, prefix: "f_"),
-                to: try SQLAccountRepository.user(from: row, prefix: "t_"), state: try row.string("state"),
+                to: try SQLAccountRepository.user(from: row, prefix: "t_"), state: try row.known("state", as: FriendRequestState.self),
                 createdAt: try row.string("created_at"), updatedAt: try row.string("updated_at"))
         }
     }

@@ -89,7 +89,7 @@ public final class WriteTransaction {
     /// Writes one event row per user (in the order given, duplicates dropped); their waiters
     /// are woken once the transaction commits.
     public func appendEvent(
-        _ kind: String, to userIDs: [String], conversationID: String? = nil, groupID: String? = nil,
+        _ kind: EventKind, to userIDs: [String], conversationID: String? = nil, groupID: String? = nil,
         messageID: String? = nil, callID: String? = nil
     ) throws {
         var seen = Set<String>()
@@ -102,7 +102,7 @@ public final class WriteTransaction {
     /// Writes one event row for each member of `groupID` (in the order they joined); their
     /// waiters are woken once the transaction commits.
     public func appendEvent(
-        _ kind: String, toMembersOf groupID: String, messageID: String? = nil, callID: String? = nil
+        _ kind: EventKind, toMembersOf groupID: String, messageID: String? = nil, callID: String? = nil
     ) throws {
         let references = EventReferences(groupID: groupID, messageID: messageID, callID: callID)
         if shared { notePrevious(try events.newestIDs(ofMembersOf: groupID), of: nil) }
@@ -123,7 +123,7 @@ public final class WriteTransaction {
     }
 
     /// Keeps written events for their users' waiters (woken after the commit).
-    private func remember(_ rows: [(userID: String, id: Int64)], kind: String, references: EventReferences) {
+    private func remember(_ rows: [(userID: String, id: Int64)], kind: EventKind, references: EventReferences) {
         for (userID, id) in rows {
             written[userID, default: []].append(Event(
                 id: id, kind: kind, conversationId: references.conversationID, groupId: references.groupID,
