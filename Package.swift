@@ -91,7 +91,7 @@ let package = Package(
         // (APNs VoIP and alert, FCM, Huawei, Xiaomi, OPPO, vivo), the HTTP/2 transport (libcurl multi).
         .target(
             name: "SwitchboardPush",
-            dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto", "SwitchboardLifecycle", "SwitchboardObservability"],
+            dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardWire"],
             swiftSettings: strict),
 
         // A local stand-in for APNs, FCM, Huawei, Xiaomi, OPPO and vivo (HTTP/2 over nghttp2, h2c or
@@ -144,7 +144,7 @@ let package = Package(
 
         // Benchmark program: pushes per second through the APNs provider (make bench).
         .executableTarget(
-            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardCore", "SwitchboardObservability"],
+            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardCore", "SwitchboardObservability", "SwitchboardWire"],
             path: "Benchmarks/PushBench", swiftSettings: strict),
 
         // Build tool that embeds openapi.json into the server binary.
@@ -162,7 +162,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"],
             exclude: ["websocket_interop.py"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardWire"], swiftSettings: strict),
         .testTarget(name: "SwitchboardObservabilityTests", dependencies: ["SwitchboardObservability"], swiftSettings: strict),
         .testTarget(name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SwitchboardWire
 @testable import SwitchboardCore
 
 @Suite("APNs status and reason → action, case by case", .timeLimit(.minutes(3)))
@@ -123,7 +124,7 @@ struct VoIPPushTests {
 
     @Test func headersAndPayloadFollowSPEC() throws {
         let push = try VoIPPush.build(
-            callID: "c1", scopeKind: "group", scopeID: "g1", mode: "video", callerName: "Alice \"A\"", groupName: "Team",
+            VoIPPayload(callId: "c1", scopeKind: .group, scopeId: "g1", mode: .video, callerName: "Alice \"A\"", groupName: "Team"),
             bundleID: "com.example.app", apnsID: "8e7a2a6c-0000-4000-8000-000000000001", expiresAt: now.addingTimeInterval(44.9), now: now)
         let headers = Dictionary(uniqueKeysWithValues: push.headers)
         #expect(headers["apns-push-type"] == "voip")
@@ -139,9 +140,25 @@ struct VoIPPushTests {
         #expect(Set(object.keys) == ["aps", "callId", "scopeKind", "scopeId", "mode", "callerName", "groupName"])
     }
 
+    /// The bytes APNs carries: sorted keys, the empty `aps`, slashes and non-ASCII as they are;
+    /// and the SDK's decoder reads back what was built.
+    @Test func thePayloadIsOneTypeBuiltAndReadBack() throws {
+        let payload = VoIPPayload(
+            callId: "c/1", scopeKind: .group, scopeId: "g1", mode: .video, callerName: "张三", groupName: "Team",
+            ext: ["room": "r/9"])
+        let push = try VoIPPush.build(payload, bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
+        #expect(String(decoding: push.payload, as: UTF8.self)
+            == #"{"aps":{},"callId":"c/1","callerName":"张三","ext":{"room":"r/9"},"groupName":"Team","mode":"video","scopeId":"g1","scopeKind":"group"}"#)
+        #expect(try VoIPPayload(json: Data(push.payload)) == payload)
+        // Lenient as a phone must be: only callId is required.
+        let bare = try VoIPPayload(json: Data(#"{"aps":{},"callId":"c2","mode":7}"#.utf8))
+        #expect(bare.scopeKind == .conversation && bare.mode == .audio && bare.scopeId == "" && bare.callerName == nil)
+        #expect(throws: DecodingError.self) { try VoIPPayload(json: Data(#"{"aps":{}}"#.utf8)) }
+    }
+
     @Test func conversationPushHasNoGroupName() throws {
         let push = try VoIPPush.build(
-            callID: "c1", scopeKind: "conversation", scopeID: "x", mode: "audio", callerName: "A", groupName: nil,
+            VoIPPayload(callId: "c1", scopeKind: .conversation, scopeId: "x", mode: .audio, callerName: "A", groupName: nil),
             bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
         #expect(object["groupName"] == nil)
@@ -150,18 +167,18 @@ struct VoIPPushTests {
     @Test func oversizedPayloadExpiredWindowAndLongCollapseIDAreRefusedBeforeSending() {
         #expect(throws: VoIPPush.Problem.self) {
             try VoIPPush.build(
-                callID: "c", scopeKind: "group", scopeID: "g", mode: "audio", callerName: String(repeating: "x", count: 6000),
-                groupName: nil, bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
+            VoIPPayload(callId: "c", scopeKind: .group, scopeId: "g", mode: .audio, callerName: String(repeating: "x", count: 6000), groupName: nil),
+            bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
         }
         #expect(throws: VoIPPush.Problem.expired) {
             try VoIPPush.build(
-                callID: "c", scopeKind: "group", scopeID: "g", mode: "audio", callerName: "a", groupName: nil,
-                bundleID: "b", apnsID: "id", expiresAt: now, now: now)
+            VoIPPayload(callId: "c", scopeKind: .group, scopeId: "g", mode: .audio, callerName: "a", groupName: nil),
+            bundleID: "b", apnsID: "id", expiresAt: now, now: now)
         }
         #expect(throws: VoIPPush.Problem.collapseIDTooLong(65)) {
             try VoIPPush.build(
-                callID: String(repeating: "c", count: 60), scopeKind: "group", scopeID: "g", mode: "audio", callerName: "a",
-                groupName: nil, bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(5), now: now)
+            VoIPPayload(callId: String(repeating: "c", count: 60), scopeKind: .group, scopeId: "g", mode: .audio, callerName: "a", groupName: nil),
+            bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(5), now: now)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardWire
 
 /// The VoIP push of SPEC §3: payload and headers, validated before anything is sent.
 public struct VoIPPush: Sendable, Equatable {
@@ -24,28 +25,21 @@ public struct VoIPPush: Sendable, Equatable {
     /// Builds the push for one ringing invitation on one device.
     ///
     /// - Parameters:
+    ///   - payload: what the phone reads (the one type the SDK decodes, ``VoIPPayload``).
     ///   - apnsID: the job id (a lowercase UUID), the same on every retry of the job.
     ///   - expiresAt: the end of the ring window: APNs must not deliver it later.
-    ///   - appData: a gateway app's own strings for its app, carried as `ext`.
     ///   - collapseID: instead of `call_<callId>` (a gateway app's hint).
     public static func build(
-        callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?,
-        bundleID: String, apnsID: String, expiresAt: Date, now: Date, appData: [String: String]? = nil, collapseID: String? = nil
+        _ payload: VoIPPayload, bundleID: String, apnsID: String, expiresAt: Date, now: Date, collapseID: String? = nil
     ) throws(Problem) -> VoIPPush {
         guard expiresAt > now else { throw .expired }
-        var object: [String: Any] = [
-            "aps": [String: Any](), "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID, "mode": mode,
-            "callerName": callerName,
-        ]
-        if let groupName { object["groupName"] = groupName }
-        if let appData { object["ext"] = appData }
-        let payload = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
-        guard payload.count <= maxPayloadBytes else { throw .payloadTooLarge(payload.count) }
-        let collapseID = collapseID ?? "call_\(callID)"
+        let bytes = (try? payload.json()).map(Array.init) ?? []
+        guard bytes.count <= maxPayloadBytes else { throw .payloadTooLarge(bytes.count) }
+        let collapseID = collapseID ?? "call_\(payload.callId)"
         guard collapseID.utf8.count <= maxCollapseIDBytes else { throw .collapseIDTooLong(collapseID.utf8.count) }
         // Whole seconds, rounded down: never later than the ring window's end.
         let expiration = Int64(expiresAt.timeIntervalSince1970.rounded(.down))
-        return VoIPPush(payload: payload, headers: [
+        return VoIPPush(payload: bytes, headers: [
             ("apns-push-type", "voip"),
             ("apns-topic", "\(bundleID).voip"),
             ("apns-priority", "10"),

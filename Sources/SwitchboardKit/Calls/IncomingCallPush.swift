@@ -20,22 +20,32 @@ public struct IncomingCallPush: Sendable, Equatable {
         self.groupName = groupName
     }
 
-    /// Reads PushKit's `dictionaryPayload`; `nil` when there is no usable `callId` (the push must
-    /// still be reported: the coordinator reports a placeholder and ends it).
+    /// Reads PushKit's `dictionaryPayload` as a ``VoIPPayload`` (the type the server builds it
+    /// from); `nil` when there is no usable `callId` (the push must still be reported: the
+    /// coordinator reports a placeholder and ends it).
     public init?(dictionary: [AnyHashable: Any]) {
-        guard let callID = dictionary["callId"] as? String, !callID.isEmpty, callID.utf8.count <= 128 else { return nil }
-        self.callID = callID
-        scopeKind = (dictionary["scopeKind"] as? String).map(ScopeKind.init(rawValue:)) ?? .conversation
-        scopeID = dictionary["scopeId"] as? String ?? ""
-        mode = (dictionary["mode"] as? String).map(CallMode.init(rawValue:)) ?? .audio
-        callerName = dictionary["callerName"] as? String
-        groupName = dictionary["groupName"] as? String
+        var object: [String: Any] = [:]
+        for (key, value) in dictionary {
+            if let key = key as? String { object[key] = value }
+        }
+        // PushKit's payload came from JSON, but a hand-made dictionary may hold anything, and
+        // JSONSerialization traps on what JSON cannot hold.
+        guard JSONSerialization.isValidJSONObject(object), let json = try? JSONSerialization.data(withJSONObject: object) else { return nil }
+        self.init(json: json)
     }
 
     /// Reads the JSON body of a push (as the APNs emulator's inbox keeps it).
     public init?(json: Data) {
-        guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else { return nil }
-        self.init(dictionary: object)
+        guard let payload = try? VoIPPayload(json: json) else { return nil }
+        self.init(payload)
+    }
+
+    /// The push a payload describes; `nil` when its `callId` is empty or longer than 128 bytes.
+    public init?(_ payload: VoIPPayload) {
+        guard !payload.callId.isEmpty, payload.callId.utf8.count <= 128 else { return nil }
+        self.init(
+            callID: payload.callId, scopeKind: payload.scopeKind, scopeID: payload.scopeId, mode: payload.mode,
+            callerName: payload.callerName, groupName: payload.groupName)
     }
 
     /// What the call system shows while it rings.

@@ -1,4 +1,5 @@
 import SwitchboardCore
+import SwitchboardWire
 
 /// The `ios-voip` channel: PushKit VoIP pushes through APNs (SPEC §3). Its payload builder is
 /// ``VoIPPush``, its reason table ``APNsResponsePolicy``, and its transport an
@@ -34,10 +35,11 @@ public struct APNsVoIPChannel: PushChannel {
     }
 
     public func ringRequest(for ring: PushRing) throws -> PushRequest {
+        let payload = VoIPPayload(
+            callId: ring.callID, scopeKind: ScopeKind(rawValue: ring.scopeKind), scopeId: ring.scopeID, mode: CallMode(rawValue: ring.mode),
+            callerName: ring.callerName, groupName: ring.groupName, ext: ring.appData)
         let push = try VoIPPush.build(
-            callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
-            groupName: ring.groupName, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now,
-            appData: ring.appData, collapseID: ring.apnsCollapseID)
+            payload, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now, collapseID: ring.apnsCollapseID)
         guard let key = ring.payloadKey else { return PushRequest(payload: push.payload, headers: push.headers) }
         // The device registered a payload key: only the encrypted form leaves the server.
         return PushRequest(payload: try EncryptedVoIPPayload.seal(push.payload, key: key), headers: push.headers)
