@@ -11,36 +11,20 @@ import SwitchboardWire
 
 #if !os(macOS)  // CXProvider, VoIP pushes and AVAudioSession do not exist on macOS.
 
-/// The APNs environment the app was signed for, from its `aps-environment` entitlement:
-/// `sandbox` for development builds, `production` for TestFlight and the App Store. The app
-/// reports it; the server never guesses it.
-///
-/// ```swift
-/// #if DEBUG
-/// let environment = PushEnvironment.sandbox
-/// #else
-/// let environment = PushEnvironment.production
-/// #endif
-/// ```
-public enum PushEnvironment: String, Sendable, CaseIterable {
-    case sandbox
-    case production
-}
-
 /// The server calls that bind and unbind this installation's VoIP token
 /// (`POST /voip/devices`, `DELETE /voip/devices/{deviceId}`). `SwitchboardClient` is the real
 /// one; give `VoIPPushReceiver` one that uses the current session's token.
 public protocol VoIPDeviceRegistering: Sendable {
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice
     /// With the payload key the device's VoIP pushes are encrypted with (nil: plain pushes).
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice
     func unregisterVoIPDevice(deviceID: UUID) async throws
 }
 
 extension VoIPDeviceRegistering {
     /// A registrar written before payload keys: it can register plain pushes only.
     public func registerVoIPDevice(
-        deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?
+        deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?
     ) async throws -> VoIPDevice {
         guard payloadKey == nil else { throw VoIPPayloadKeyUnsupported() }
         return try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment)

@@ -96,7 +96,7 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
                 switch operation {
                 case .register(let token):
                     _ = try await registrar.registerVoIPDevice(
-                        deviceID: deviceID, pushToken: token, environment: environment.rawValue, payloadKey: payloadKey)
+                        deviceID: deviceID, pushToken: token, environment: environment, payloadKey: payloadKey)
                 case .unregister:
                     try await registrar.unregisterVoIPDevice(deviceID: deviceID)
                 }

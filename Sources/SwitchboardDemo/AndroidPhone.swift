@@ -46,7 +46,7 @@ final class AndroidPhone: Sendable {
         var tokens = ["fcm": PushTokenRegistration(token: fcmToken)]
         if maker != "fcm" { tokens[maker] = PushTokenRegistration(token: makerToken) }
         _ = try await client.registerPushDevice(RegisterPushDevice(
-            deviceId: deviceID.uuidString.lowercased(), platform: "android", brand: maker == "fcm" ? "google" : maker, tokens: tokens))
+            deviceId: deviceID.uuidString.lowercased(), platform: .android, brand: maker == "fcm" ? "google" : maker, tokens: tokens))
         let task = Task { [weak self] in
             while !Task.isCancelled, let self {
                 self.readPushes()

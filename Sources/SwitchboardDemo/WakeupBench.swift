@@ -266,7 +266,7 @@ public enum WakeupBench {
             }
             for (index, callee) in callees.enumerated() {
                 _ = try await stack.client(pairs[index].callee).registerVoIPDevice(
-                    deviceID: pairs[index].calleeDevice, pushToken: callee.pushToken, environment: "sandbox")
+                    deviceID: pairs[index].calleeDevice, pushToken: callee.pushToken, environment: .sandbox)
                 callee.startReceivingPushes()
             }
             let progress = Progress(profile: profile.name, total: pairs.count)

@@ -289,7 +289,7 @@ public struct SwitchboardClient: Sendable {
 
     // MARK: Push devices
 
-    public func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice {
+    public func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice {
         try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment, payloadKey: nil)
     }
 
@@ -297,7 +297,7 @@ public struct SwitchboardClient: Sendable {
     /// `payloadKey` nil: plain pushes. The server refuses a key with 409
     /// `DATA_ENCRYPTION_DISABLED` when it has no `dataEncryptionKey`.
     public func registerVoIPDevice(
-        deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?
+        deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?
     ) async throws -> VoIPDevice {
         try await call(
             "POST", "/voip/devices",

@@ -99,7 +99,7 @@ public final class SimulatedPhone: Sendable {
 
     /// Registers this phone's VoIP token with the server.
     public func registerForPushes(deviceID: UUID = UUID(), payloadKey: PayloadKeyRegistration? = nil) async throws {
-        _ = try await client.registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: "sandbox", payloadKey: payloadKey)
+        _ = try await client.registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: .sandbox, payloadKey: payloadKey)
     }
 
     /// Opens the app (launching it when killed) and starts its event feed.

@@ -1,15 +1,59 @@
+/// The APNs environment an iOS app was signed for, from its `aps-environment` entitlement:
+/// `sandbox` for development builds, `production` for TestFlight and the App Store. The app
+/// reports it; the server never guesses it.
+///
+/// ```swift
+/// #if DEBUG
+/// let environment = PushEnvironment.sandbox
+/// #else
+/// let environment = PushEnvironment.production
+/// #endif
+/// ```
+public enum PushEnvironment: WireEnum {
+    case sandbox
+    case production
+    case unknown(String)
+
+    public static let known: [PushEnvironment] = [.sandbox, .production]
+
+    public var rawValue: String {
+        switch self {
+        case .sandbox: "sandbox"
+        case .production: "production"
+        case .unknown(let value): value
+        }
+    }
+}
+
+/// The operating system of a push device.
+public enum DevicePlatform: WireEnum {
+    case ios
+    case android
+    case unknown(String)
+
+    public static let known: [DevicePlatform] = [.ios, .android]
+
+    public var rawValue: String {
+        switch self {
+        case .ios: "ios"
+        case .android: "android"
+        case .unknown(let value): value
+        }
+    }
+}
+
 /// `POST /voip/devices` body.
 public struct RegisterVoIPDevice: Codable, Sendable, Equatable {
     /// A UUID the app chose for this installation.
     public var deviceId: String
     /// The PushKit VoIP token, as hex.
     public var pushToken: String
-    /// `sandbox` or `production`, as the app was built: reported, never guessed.
-    public var environment: String
+    /// As the app was built: reported, never guessed.
+    public var environment: PushEnvironment
     /// The key this device's VoIP pushes are encrypted with (SPEC §3); none: plain pushes.
     public var payloadKey: PayloadKeyRegistration?
 
-    public init(deviceId: String, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration? = nil) {
+    public init(deviceId: String, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration? = nil) {
         self.deviceId = deviceId
         self.pushToken = pushToken
         self.environment = environment
@@ -34,14 +78,14 @@ public struct PayloadKeyRegistration: Codable, Sendable, Equatable {
 /// A registered push device, as its owner sees it (the token only as a short suffix).
 public struct VoIPDevice: Codable, Sendable, Equatable {
     public var deviceId: String
-    public var environment: String
+    public var environment: PushEnvironment
     /// The last 8 hex digits of the token.
     public var tokenSuffix: String
     /// The id of the payload key its pushes are encrypted with; nil: plain pushes.
     public var payloadKeyId: String?
     public var updatedAt: String
 
-    public init(deviceId: String, environment: String, tokenSuffix: String, payloadKeyId: String? = nil, updatedAt: String) {
+    public init(deviceId: String, environment: PushEnvironment, tokenSuffix: String, payloadKeyId: String? = nil, updatedAt: String) {
         self.deviceId = deviceId
         self.environment = environment
         self.tokenSuffix = tokenSuffix
@@ -53,12 +97,12 @@ public struct VoIPDevice: Codable, Sendable, Equatable {
 /// One token in a `POST /push/devices` body.
 public struct PushTokenRegistration: Codable, Sendable, Equatable {
     public var token: String
-    /// For `ios-voip` and `ios-alert` only: `sandbox` or `production`, as the app was built.
-    public var environment: String?
+    /// For `ios-voip` and `ios-alert` only: as the app was built.
+    public var environment: PushEnvironment?
     /// For `ios-voip` only: the key its pushes are encrypted with (SPEC §3).
     public var payloadKey: PayloadKeyRegistration?
 
-    public init(token: String, environment: String? = nil, payloadKey: PayloadKeyRegistration? = nil) {
+    public init(token: String, environment: PushEnvironment? = nil, payloadKey: PayloadKeyRegistration? = nil) {
         self.token = token
         self.environment = environment
         self.payloadKey = payloadKey
@@ -70,15 +114,14 @@ public struct PushTokenRegistration: Codable, Sendable, Equatable {
 public struct RegisterPushDevice: Codable, Sendable, Equatable {
     /// A UUID the app chose for this installation.
     public var deviceId: String
-    /// `ios` or `android`.
-    public var platform: String
+    public var platform: DevicePlatform
     /// On Android, the maker (`Build.MANUFACTURER`), e.g. `huawei`, `xiaomi`.
     public var brand: String?
     /// By channel: `ios-voip` and `ios-alert` on iOS; `fcm`, `huawei`, `xiaomi`, `oppo` and
     /// `vivo` on Android.
     public var tokens: [String: PushTokenRegistration]
 
-    public init(deviceId: String, platform: String, brand: String? = nil, tokens: [String: PushTokenRegistration]) {
+    public init(deviceId: String, platform: DevicePlatform, brand: String? = nil, tokens: [String: PushTokenRegistration]) {
         self.deviceId = deviceId
         self.platform = platform
         self.brand = brand
@@ -89,14 +132,14 @@ public struct RegisterPushDevice: Codable, Sendable, Equatable {
 /// A registered token, as its owner sees it.
 public struct PushTokenInfo: Codable, Sendable, Equatable {
     public var channel: String
-    /// `sandbox` or `production` for APNs tokens, null for the others.
-    public var environment: String?
+    /// For APNs tokens; null for the others.
+    public var environment: PushEnvironment?
     /// The token's last 8 characters.
     public var tokenSuffix: String
     /// `ios-voip` only: the id of the payload key its pushes are encrypted with.
     public var payloadKeyId: String?
 
-    public init(channel: String, environment: String?, tokenSuffix: String, payloadKeyId: String? = nil) {
+    public init(channel: String, environment: PushEnvironment?, tokenSuffix: String, payloadKeyId: String? = nil) {
         self.channel = channel
         self.environment = environment
         self.tokenSuffix = tokenSuffix
@@ -107,12 +150,12 @@ public struct PushTokenInfo: Codable, Sendable, Equatable {
 /// A registered installation and its tokens.
 public struct PushDeviceInfo: Codable, Sendable, Equatable {
     public var deviceId: String
-    public var platform: String
+    public var platform: DevicePlatform
     public var brand: String?
     public var tokens: [PushTokenInfo]
     public var updatedAt: String
 
-    public init(deviceId: String, platform: String, brand: String?, tokens: [PushTokenInfo], updatedAt: String) {
+    public init(deviceId: String, platform: DevicePlatform, brand: String?, tokens: [PushTokenInfo], updatedAt: String) {
         self.deviceId = deviceId
         self.platform = platform
         self.brand = brand

@@ -79,8 +79,8 @@ final class RecordingVoIPPushHandler: VoIPPushHandling {
 /// while `failure` is set.
 final class RecordingDeviceRegistrar: VoIPDeviceRegistering {
     enum Call: Sendable, Equatable {
-        case register(deviceID: UUID, pushToken: String, environment: String)
-        case registerWithKey(deviceID: UUID, pushToken: String, environment: String, keyID: String)
+        case register(deviceID: UUID, pushToken: String, environment: PushEnvironment)
+        case registerWithKey(deviceID: UUID, pushToken: String, environment: PushEnvironment, keyID: String)
         case unregister(deviceID: UUID)
     }
 
@@ -94,7 +94,7 @@ final class RecordingDeviceRegistrar: VoIPDeviceRegistering {
 
     func fail(_ fail: Bool) { failing.withLock { $0 = fail } }
 
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice {
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice {
         callsInput.yield(.register(deviceID: deviceID, pushToken: pushToken, environment: environment))
         if failing.withLock({ $0 }) { throw Refused() }
         return VoIPDevice(
@@ -102,7 +102,7 @@ final class RecordingDeviceRegistrar: VoIPDeviceRegistering {
             updatedAt: "2026-01-01T00:00:00.000Z")
     }
 
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice {
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice {
         guard let payloadKey else { return try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment) }
         callsInput.yield(.registerWithKey(deviceID: deviceID, pushToken: pushToken, environment: environment, keyID: payloadKey.id))
         if failing.withLock({ $0 }) { throw Refused() }

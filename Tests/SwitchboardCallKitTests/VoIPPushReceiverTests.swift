@@ -53,7 +53,7 @@ struct VoIPTokenTests {
         #expect(receiver.registry._stubQueue != nil)
     }
 
-    @Test(arguments: PushEnvironment.allCases)
+    @Test(arguments: PushEnvironment.known)
     func aNewTokenIsRegisteredAsHexWithTheDeviceIDAndEnvironment(_ environment: PushEnvironment) async throws {
         let registrar = RecordingDeviceRegistrar()
         let receiver = makeReceiver(registrar: registrar, environment: environment)
@@ -66,7 +66,7 @@ struct VoIPTokenTests {
             receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: token), for: .voIP)
 
         let expectedHex = "00017f80abff" + String(repeating: "5a", count: 26)
-        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: expectedHex, environment: environment.rawValue))
+        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: expectedHex, environment: environment))
     }
 
     @Test func aPayloadKeyGoesWithEveryRegistration() async throws {
@@ -80,7 +80,7 @@ struct VoIPTokenTests {
         try registryDelegate(of: receiver).pushRegistry(
             receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data(repeating: 0x11, count: 32)), for: .voIP)
         #expect(await calls.next() == .registerWithKey(
-            deviceID: deviceID, pushToken: String(repeating: "11", count: 32), environment: "production", keyID: "phone-1"))
+            deviceID: deviceID, pushToken: String(repeating: "11", count: 32), environment: .production, keyID: "phone-1"))
     }
 
     @Test func anInvalidatedTokenIsUnregistered() async throws {
@@ -108,7 +108,7 @@ struct VoIPTokenTests {
         let runner = Task { await receiver.run() }
         defer { runner.cancel() }
 
-        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: "bb", environment: "sandbox"))
+        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: "bb", environment: .sandbox))
         delegate.pushRegistry(receiver.registry, didInvalidatePushTokenFor: .voIP)
         #expect(await calls.next() == .unregister(deviceID: deviceID))  // nothing else came in between
     }
@@ -126,7 +126,7 @@ struct VoIPTokenTests {
         delegate.pushRegistry(receiver.registry, didInvalidatePushTokenFor: fileProvider)
         delegate.pushRegistry(receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([2])), for: .voIP)
 
-        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: "02", environment: "sandbox"))
+        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: "02", environment: .sandbox))
     }
 
     @Test func registerCurrentTokenSendsTheTokenPushKitHolds() async throws {
@@ -139,7 +139,7 @@ struct VoIPTokenTests {
         receiver.registry._stubSetPushToken(Data([0xde, 0xad, 0xbe, 0xef]), for: .voIP)
         receiver.registerCurrentToken()  // e.g. after a login
 
-        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: "deadbeef", environment: "production"))
+        #expect(await calls.next() == .register(deviceID: deviceID, pushToken: "deadbeef", environment: .production))
     }
 
     @Test func aFailedRegistrationIsReportedWithWhatFailed() async throws {

@@ -84,7 +84,7 @@ struct SwitchboardClientRoutingTests {
         let transport = RecordingTransport(body: answer)
         let client = SwitchboardClient(baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: transport)
         let device = try await client.registerPushDevice(RegisterPushDevice(
-            deviceId: "d", platform: "android", brand: "huawei", tokens: ["fcm": PushTokenRegistration(token: "x")]))
+            deviceId: "d", platform: .android, brand: "huawei", tokens: ["fcm": PushTokenRegistration(token: "x")]))
         #expect(device.tokens == [PushTokenInfo(channel: "fcm", environment: nil, tokenSuffix: "abcdefgh")] && device.brand == "huawei")
         #expect(transport.requests.first?.line == "POST /push/devices" && transport.requests.first?.repeatable == true)
         let id = UUID()

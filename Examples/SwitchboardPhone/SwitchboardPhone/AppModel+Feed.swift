@@ -3,10 +3,7 @@ import SwitchboardKit
 
 /// Event kinds after which the contacts screen is read again.
 private enum SocialEvents {
-    static let kinds: Set<String> = [
-        EventKind.friendRequest, EventKind.friendAccepted, EventKind.friendRemoved, EventKind.blockChanged,
-        EventKind.groupMembersChanged, EventKind.groupChanged,
-    ]
+    static let kinds: Set<EventKind> = [.friendRequest, .friendAccepted, .friendRemoved, .blockChanged, .groupMembersChanged, .groupChanged]
 }
 
 // The session's event feed (SPEC §4 rule 10: the SDK's `EventFeed`) and the coordinator's notices.

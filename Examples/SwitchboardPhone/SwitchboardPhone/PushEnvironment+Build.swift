@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCallKit
+import SwitchboardKit
 
 extension PushEnvironment {
     /// The APNs environment this build was signed for, read from the signed

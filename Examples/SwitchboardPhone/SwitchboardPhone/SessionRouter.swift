@@ -66,12 +66,12 @@ final class SessionRouter: VoIPPushHandling, VoIPDeviceRegistering, @unchecked S
 
     // MARK: VoIPDeviceRegistering
 
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: String) async throws -> VoIPDevice {
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice {
         try await signedInClient().registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment)
     }
 
     func registerVoIPDevice(
-        deviceID: UUID, pushToken: String, environment: String, payloadKey: PayloadKeyRegistration?
+        deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?
     ) async throws -> VoIPDevice {
         try await signedInClient().registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment, payloadKey: payloadKey)
     }

@@ -37,7 +37,7 @@ struct GatewayService: Sendable {
     struct Device: Decodable, Sendable {
         let userId: String
         let deviceId: String
-        let platform: String
+        let platform: DevicePlatform
         let brand: String?
         let tokens: [String: PushTokenRegistration]
     }

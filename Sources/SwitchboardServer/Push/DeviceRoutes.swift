@@ -45,7 +45,7 @@ struct DeviceRoutes {
                 "payload_key.id": .string(payloadKey?.id ?? ""),
             ])
             return .json(VoIPDevice(
-                deviceId: deviceID, environment: environment, tokenSuffix: Self.suffix(token), payloadKeyId: payloadKey?.id,
+                deviceId: deviceID, environment: PushEnvironment(rawValue: environment), tokenSuffix: Self.suffix(token), payloadKeyId: payloadKey?.id,
                 updatedAt: info.updatedAt))
         })
         router.add("DELETE", "/voip/devices/{deviceId}", authenticator.require { context, principal in
@@ -110,10 +110,10 @@ struct DeviceRoutes {
                 try transaction.devices.keepOnly(channels: Set(device.tokens.map(\.channel)), ofDevice: device.deviceID, of: userID)
             }
             return PushDeviceInfo(
-                deviceId: device.deviceID, platform: device.platform, brand: device.brand,
+                deviceId: device.deviceID, platform: DevicePlatform(rawValue: device.platform), brand: device.brand,
                 tokens: device.tokens.map {
                     PushTokenInfo(
-                        channel: $0.channel, environment: $0.environment.isEmpty ? nil : $0.environment, tokenSuffix: suffix($0.token),
+                        channel: $0.channel, environment: $0.environment.isEmpty ? nil : PushEnvironment(rawValue: $0.environment), tokenSuffix: suffix($0.token),
                         payloadKeyId: $0.payloadKey?.id)
                 },
                 updatedAt: transaction.timestamp)
@@ -138,12 +138,12 @@ struct DeviceRoutes {
     /// Every token checked against its channel's rules, the platform and brand against each other.
     static func validate(_ request: RegisterPushDevice) throws(APIError) -> ValidDevice {
         let deviceID = try validDeviceID(request.deviceId)
-        guard ["ios", "android"].contains(request.platform) else {
+        guard request.platform.isKnown else {
             throw APIError.validation("'platform' must be 'ios' or 'android'", field: "platform")
         }
         var brand: String?
         if let given = request.brand {
-            guard request.platform == "android" else {
+            guard request.platform == .android else {
                 throw APIError.validation("'brand' is for Android devices only", field: "brand")
             }
             let lowered = given.lowercased()
@@ -164,7 +164,7 @@ struct DeviceRoutes {
                 throw APIError.validation(
                     "'\(field)': the channel must be one of \(PushRouting.channels.sorted().joined(separator: ", "))", field: field)
             }
-            guard PushRouting.platform(of: channel) == request.platform else {
+            guard PushRouting.platform(of: channel) == request.platform.rawValue else {
                 throw APIError.validation(
                     "'\(field)': \(channel) is a token kind of \(PushRouting.platform(of: channel)), not \(request.platform)", field: field)
             }
@@ -188,7 +188,7 @@ struct DeviceRoutes {
                 tokens.append(ValidToken(channel: channel, token: try androidToken(entry.token, field: "\(field).token"), environment: ""))
             }
         }
-        return ValidDevice(deviceID: deviceID, platform: request.platform, brand: brand, tokens: tokens)
+        return ValidDevice(deviceID: deviceID, platform: request.platform.rawValue, brand: brand, tokens: tokens)
     }
 
     private static func validDeviceID(_ text: String) throws(APIError) -> String {
@@ -207,11 +207,11 @@ struct DeviceRoutes {
         return token
     }
 
-    private static func apnsEnvironment(_ text: String, field: String) throws(APIError) -> String {
-        guard ["sandbox", "production"].contains(text) else {
+    private static func apnsEnvironment(_ environment: PushEnvironment, field: String) throws(APIError) -> String {
+        guard environment.isKnown else {
             throw APIError.validation("'\(field)' must be 'sandbox' or 'production'", field: field)
         }
-        return text
+        return environment.rawValue
     }
 
     /// An FCM or vendor token, kept as sent: 1 to 4096 printable ASCII characters, no spaces,
