@@ -47,6 +47,11 @@ let package = Package(
         // Pure domain: no I/O.
         .target(name: "SwitchboardCore", dependencies: ["SwitchboardWire"], swiftSettings: strict),
 
+        // The push protocols without a transport (as APNSwift's APNSCore): payload builders,
+        // the vendors' request and answer rules, reason tables, retry policy, token clocks.
+        // Pure: shared by the push layer and the push emulator.
+        .target(name: "SwitchboardPushCore", dependencies: ["SwitchboardWire"], swiftSettings: strict),
+
         // Codable wire types shared by the server and the SDK; Foundation only.
         .target(name: "SwitchboardWire", swiftSettings: strict),
 
@@ -88,17 +93,18 @@ let package = Package(
         .target(name: "SwitchboardHTTP", dependencies: ["CLinux", "SwitchboardCrypto", "SwitchboardObservability", "SwitchboardPOSIX"], swiftSettings: strict),
 
         // Push: the outbox dispatcher (over PushOutboxStore), the PushChannel seam and its channels
-        // (APNs VoIP and alert, FCM, Huawei, Xiaomi, OPPO, vivo), the HTTP/2 transport (libcurl multi).
+        // (APNs VoIP and alert, FCM, Huawei, Xiaomi, OPPO, vivo) over SwitchboardPushCore's rules,
+        // the HTTP/2 transport (libcurl multi).
         .target(
             name: "SwitchboardPush",
-            dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardCore", "SwitchboardCrypto", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardWire"],
+            dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardWire"],
             swiftSettings: strict),
 
         // A local stand-in for APNs, FCM, Huawei, Xiaomi, OPPO and vivo (HTTP/2 over nghttp2, h2c or
         // TLS), for development and tests.
         .target(
             name: "SwitchboardAPNsEmulator",
-            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardObservability", "SwitchboardCLI",
+            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardObservability", "SwitchboardCLI",
                 "SwitchboardLifecycle",
             ],
             swiftSettings: strict),
@@ -114,7 +120,7 @@ let package = Package(
         .target(
             name: "SwitchboardServer",
             dependencies: [
-                "SwitchboardCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
+                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
                 "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI", "SwitchboardGeo",
             ],
             swiftSettings: strict,
@@ -144,7 +150,7 @@ let package = Package(
 
         // Benchmark program: pushes per second through the APNs provider (make bench).
         .executableTarget(
-            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardCore", "SwitchboardObservability", "SwitchboardWire"],
+            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardObservability", "SwitchboardWire"],
             path: "Benchmarks/PushBench", swiftSettings: strict),
 
         // Build tool that embeds openapi.json into the server binary.
@@ -163,6 +169,7 @@ let package = Package(
             name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"],
             exclude: ["websocket_interop.py"], swiftSettings: strict),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardWire"], swiftSettings: strict),
+        .testTarget(name: "SwitchboardPushCoreTests", dependencies: ["SwitchboardPushCore", "SwitchboardWire"], swiftSettings: strict),
         .testTarget(name: "SwitchboardObservabilityTests", dependencies: ["SwitchboardObservability"], swiftSettings: strict),
         .testTarget(name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(
@@ -184,16 +191,16 @@ let package = Package(
         .testTarget(name: "SwitchboardGeoTests", dependencies: ["SwitchboardGeo", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardAPNsEmulatorTests",
-            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush", "SwitchboardCore", "SwitchboardCLI", "SwitchboardPOSIX",
+            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardCLI", "SwitchboardPOSIX",
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardCrypto", "SwitchboardTesting"],
+            name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardTesting"],
             exclude: ["Transport/h2_test_server.py"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardWire",
+                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire",
                 "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
                 "SwitchboardObservability", "SwitchboardLifecycle", "SwitchboardCLI",
                 "SwitchboardNetSim",  // SplitMix64, for seeded histories

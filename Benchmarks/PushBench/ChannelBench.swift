@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardObservability
+import SwitchboardPushCore
 
 // MARK: FCM
 

@@ -1,10 +1,10 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardObservability
 import SwitchboardWire
+import SwitchboardPushCore
 
 /// The command-line options of a benchmark run.
 struct Options {

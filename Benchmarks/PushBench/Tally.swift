@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardObservability

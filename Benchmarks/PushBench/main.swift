@@ -16,7 +16,6 @@
 // waits for with a semaphore; the main thread never runs, or waits for, a MainActor task.
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardObservability

@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 import SwitchboardAPNsEmulator
-import SwitchboardCore
 import SwitchboardKit
 import SwitchboardWire
+import SwitchboardPushCore
 
 /// A simulated Android phone for the demo: its app registers its FCM token and, on a phone
 /// whose maker has its own push service, that token and the brand (`POST /push/devices`); its

@@ -5,7 +5,6 @@ import SwitchboardKitTesting
 import SwitchboardNetSim
 import SwitchboardWire
 import SwitchboardTesting
-import SwitchboardCore
 import SwitchboardCLI
 import SwitchboardAPNsEmulator
 

@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 import Testing
 import SwitchboardAPNsEmulator
-import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardTesting
+import SwitchboardPushCore
 
 /// The FCM channel's transport against the emulator's FCM stand-in, over loopback h2c: the
 /// OAuth2 exchange, the message FCM gets, and the answers the reason table reads.

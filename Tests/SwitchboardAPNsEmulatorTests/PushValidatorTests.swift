@@ -2,7 +2,7 @@ import SwitchboardCrypto
 import Testing
 
 @testable import SwitchboardAPNsEmulator
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// The validation rules, pure: no sockets, a fixed clock.
 @Suite(.timeLimit(.minutes(3))) struct PushValidatorTests {

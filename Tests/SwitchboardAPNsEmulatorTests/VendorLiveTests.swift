@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import SwitchboardAPNsEmulator
-import SwitchboardCore
 import SwitchboardPush
 import SwitchboardTesting
+import SwitchboardPushCore
 
 /// The Xiaomi, OPPO and vivo transports against the emulator's stand-ins, over loopback h2c:
 /// the auth each service wants, the message it gets, and the answers the reason tables read.

@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardCore
 import Testing
 
 /// Accept and decline, for every live call and every kind of actor, at `at(20)`.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import SwitchboardCore
 @testable import SwitchboardPush
+import SwitchboardPushCore
 
 @Suite("The ios-alert channel: notices as APNs alert and background pushes", .timeLimit(.minutes(1)))
 struct APNsAlertChannelTests {

@@ -6,6 +6,7 @@ import SwitchboardCrypto
 @testable import SwitchboardHTTP
 @testable import SwitchboardPush
 @testable import SwitchboardServer
+import SwitchboardPushCore
 
 private let fcmToken = "cFCM-token:APA91bH_example-1"
 

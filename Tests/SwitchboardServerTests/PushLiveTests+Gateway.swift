@@ -5,6 +5,7 @@ import SwitchboardCrypto
 import SwitchboardCore
 import SwitchboardPush
 @testable import SwitchboardServer
+import SwitchboardPushCore
 
 /// The push gateway through the binaries: an app's own APNs credentials, and an app server's
 /// signed signals ringing its users' devices.

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 import SwitchboardTesting
 import SwitchboardCrypto
-import SwitchboardCore
 import SwitchboardPush
 @testable import SwitchboardServer
+import SwitchboardPushCore
 
 /// The push path end to end through the real binaries: `switchboard serve` sends VoIP pushes
 /// over HTTP/2 and TLS to `switchboard-dev apns-emulator`, as it would to Apple; the tests read

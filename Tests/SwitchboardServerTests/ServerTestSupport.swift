@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardCore
 import Synchronization
 @testable import SwitchboardHTTP
 @testable import SwitchboardPush

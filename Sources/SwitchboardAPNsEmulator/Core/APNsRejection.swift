@@ -1,5 +1,5 @@
-import SwitchboardCore
 import SwitchboardObservability
+import SwitchboardPushCore
 
 /// A rejected push as the emulator answers it: a status, a reason for the JSON body and, for
 /// 410, the time (milliseconds since the epoch) APNs "learned" the token was invalid.

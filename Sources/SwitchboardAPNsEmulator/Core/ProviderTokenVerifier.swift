@@ -1,6 +1,6 @@
 import Foundation
 import SwitchboardCrypto
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// Checks an APNs provider token (`authorization: bearer <JWT>`) the way APNs does: ES256
 /// signature under the configured key, `kid` and `iss` matching the configured key and team,

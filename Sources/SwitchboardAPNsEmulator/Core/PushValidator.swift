@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// The push APNs would accept: its device token (lowercase hex), the `apns-id` the client gave
 /// (if any), the APNs headers worth showing the phone, and the JSON payload.

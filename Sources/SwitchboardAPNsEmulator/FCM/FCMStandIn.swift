@@ -1,6 +1,6 @@
 import Foundation
-import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardPushCore
 
 /// The FCM HTTP v1 stand-in the emulator serves beside APNs: its OAuth2 token endpoint
 /// (`POST /token`, checking the RS256 assertion of the one service account it knows) and

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardPushCore
 
 /// The Xiaomi, OPPO and vivo stand-ins, beside APNs, FCM and Huawei on the emulator's port,
 /// each with its real paths, auth checks and result codes (in the body, as the services answer),

@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// A scripted misbehaviour of the emulator, for one device token or for every push.
 ///

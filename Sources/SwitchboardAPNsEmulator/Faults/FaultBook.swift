@@ -1,4 +1,4 @@
-import SwitchboardCore
+import SwitchboardPushCore
 /// The faults in force, in the order they were added, with what is left of each one's count.
 ///
 /// A push takes at most one fault of each family: a refusal (checked before the request is

@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// Decides what to do with each complete request; owned by the loop thread.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// The `ios-alert` channel: ordinary APNs pushes to the app's own topic, for notices only (SPEC
 /// §3). A missed call is an alert ("Missed call from …"); the other endings are background

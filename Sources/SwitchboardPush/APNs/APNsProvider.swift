@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardPushCore
 
 /// How the provider authenticates to APNs.
 public enum APNsCredentials: Sendable {

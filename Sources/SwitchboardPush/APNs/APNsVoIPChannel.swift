@@ -1,5 +1,5 @@
-import SwitchboardCore
 import SwitchboardWire
+import SwitchboardPushCore
 
 /// The `ios-voip` channel: PushKit VoIP pushes through APNs (SPEC §3). Its payload builder is
 /// ``VoIPPush``, its reason table ``APNsResponsePolicy``, and its transport an

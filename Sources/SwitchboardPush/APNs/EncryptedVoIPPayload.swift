@@ -1,6 +1,6 @@
 import Foundation
-import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardPushCore
 
 /// The encrypted VoIP payload of SPEC §3: `{"aps":{}, "v":1, "enc":"AES256-GCM", "kid",
 /// "nonce", "ct", "tag"}`. `ct` is the ordinary payload (``VoIPPush``) encrypted with

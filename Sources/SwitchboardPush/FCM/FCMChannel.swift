@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardPushCore
 
 /// A Google service account's key file, as the Firebase console downloads it.
 public struct FCMServiceAccount: Sendable {

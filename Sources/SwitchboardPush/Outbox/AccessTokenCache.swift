@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// An OAuth2 access token shared by every request of one channel (FCM's, Huawei's): fetched
 /// once for all waiting requests, replaced ``AccessTokenClock/refreshMargin`` before it expires

@@ -1,6 +1,6 @@
 import Foundation
-import SwitchboardCore
 import SwitchboardObservability
+import SwitchboardPushCore
 
 /// One way to reach a device (APNs VoIP today; APNs alert, FCM and the Android vendors' services
 /// next), behind which the outbox and the dispatcher stay the same. A channel builds its

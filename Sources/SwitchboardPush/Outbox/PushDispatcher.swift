@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardLifecycle
 import SwitchboardObservability
+import SwitchboardPushCore
 
 /// Drains the outbox: claims due jobs, drops those whose call stopped ringing, sends the rest
 /// through the channel each job was written for, and records every outcome. A claim is a lease

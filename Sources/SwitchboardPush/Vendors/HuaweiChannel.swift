@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// The `huawei` channel: Huawei Push Kit for Huawei phones (many in China cannot receive FCM),
 /// with FCM's data objects sent as HMS data messages, read with ``HuaweiResponsePolicy``.

@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardCore
+import SwitchboardPushCore
 
 /// The `xiaomi`, `oppo` and `vivo` channels: the phone makers' own push services, which wake a
 /// killed app through a notification (``VendorNotification``) with the ring's data object

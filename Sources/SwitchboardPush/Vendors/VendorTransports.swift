@@ -1,6 +1,6 @@
 import Foundation
-import SwitchboardCore
 import SwitchboardCrypto
+import SwitchboardPushCore
 
 /// Xiaomi MiPush: no token to fetch, the app secret in every request's `Authorization: key=`
 /// header; one form POST per job to the region's host.

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import SwitchboardCore
 import SwitchboardHTTP
 import SwitchboardLifecycle
 import SwitchboardStore

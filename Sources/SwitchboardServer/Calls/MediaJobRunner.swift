@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 import SwitchboardLifecycle
 import SwitchboardObservability
 import SwitchboardPush

@@ -3,6 +3,7 @@ import SwitchboardCore
 import SwitchboardHTTP
 import SwitchboardObservability
 import SwitchboardPOSIX
+import SwitchboardPushCore
 
 /// One setting: its names in each source, its help text, and how a text value applies.
 public struct ConfigurationSetting: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
-import SwitchboardCore
 import SwitchboardPOSIX
+import SwitchboardPushCore
 
 // The components of ``ServerConfiguration``: one value per part of the server, each read by
 // that part alone. The file keys and environment variables are the flat names of

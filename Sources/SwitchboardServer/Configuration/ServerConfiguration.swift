@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardCore
 import SwitchboardHTTP
 import SwitchboardObservability
 import SwitchboardPOSIX

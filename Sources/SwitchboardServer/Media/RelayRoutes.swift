@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardHTTP
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import SwitchboardWire
-@testable import SwitchboardCore
+@testable import SwitchboardPushCore
 
 @Suite("APNs status and reason → action, case by case", .timeLimit(.minutes(3)))
 struct APNsResponsePolicyTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import SwitchboardCore
+import SwitchboardPushCore
 
 private let ring = Array(#"{"callId":"call-7","callerName":"Alice","expiresAt":"1800000000","mode":"video","scopeId":"c1","scopeKind":"conversation","type":"call"}"#.utf8)
 private let missed = Array(#"{"callId":"call-7","callerName":"Alice","reason":"missed","scopeId":"c1","scopeKind":"conversation","type":"call_ended"}"#.utf8)
