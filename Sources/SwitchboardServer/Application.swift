@@ -117,7 +117,7 @@ public final class Application: Sendable {
         let minter = relay == nil
             ? MediaTokenMinter(url: configuration.media.livekit.url, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret, ttl: 30)
             : MediaTokenMinter(url: "", apiKey: "switchboard-relay", apiSecret: relaySecret, ttl: 30, relay: true)
-        let media = relay ?? Self.mediaBackend(for: configuration)
+        let media = relay ?? Self.mediaBackend(for: configuration, now: environment.now)
         let mediaJobs = MediaJobRunner(store: store, media: media, logger: logger)
         self.mediaJobs = mediaJobs
         var calls = CallService(
@@ -233,7 +233,7 @@ public final class Application: Sendable {
     }
 
     /// The configured media backend other than the relay (LiveKit, or none).
-    static func mediaBackend(for configuration: ServerConfiguration) -> any MediaBackend {
+    static func mediaBackend(for configuration: ServerConfiguration, now: @escaping @Sendable () -> Date) -> any MediaBackend {
         guard configuration.media.backend == .livekit, var components = URLComponents(string: configuration.media.livekit.url) else {
             return UnmanagedMedia()
         }
@@ -241,7 +241,7 @@ public final class Application: Sendable {
         guard let apiBase = components.url else { return UnmanagedMedia() }
         return LiveKitRoomService(
             apiBase: apiBase, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret,
-            deadline: .milliseconds(configuration.media.livekit.deadlineMilliseconds))
+            deadline: .milliseconds(configuration.media.livekit.deadlineMilliseconds), now: now)
     }
 
     /// Deletes events older than the retention window now, then hourly (on the store's clock).

@@ -94,15 +94,18 @@ struct LiveKitRoomService: MediaBackend {
     let apiKey: String
     let apiSecret: String
     let deadline: Duration
+    /// The wall clock its admin tokens are dated by (the server's, `ServerEnvironment.now`).
+    let now: @Sendable () -> Date
 
     var managesRooms: Bool { true }
     var appliesAfterCommit: Bool { false }
 
-    init(apiBase: URL, apiKey: String, apiSecret: String, deadline: Duration) {
+    init(apiBase: URL, apiKey: String, apiSecret: String, deadline: Duration, now: @escaping @Sendable () -> Date) {
         self.apiBase = apiBase
         self.apiKey = apiKey
         self.apiSecret = apiSecret
         self.deadline = deadline
+        self.now = now
     }
 
     /// A session per call: RoomService calls are rare (hang-ups, removals, one watchdog count
@@ -160,7 +163,7 @@ struct LiveKitRoomService: MediaBackend {
     }
 
     private func adminToken(grants: [String: any Sendable]) -> String {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int64(self.now().timeIntervalSince1970)
         var video: [String: Any] = [:]
         for (key, value) in grants { video[key] = value }
         let claims: [String: Any] = ["iss": apiKey, "nbf": now, "iat": now, "exp": now + 600, "video": video]
