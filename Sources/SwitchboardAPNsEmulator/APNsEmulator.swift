@@ -59,7 +59,7 @@ public final class APNsEmulator: Sendable {
     public func start() throws -> Address {
         try phase.withLock { phase in
             guard case .idle = phase else { throw APNsEmulatorStateError(message: "start() was already called") }
-            let makeTransport: (Int32) throws -> ConnectionTransport
+            let makeTransport: (Int32) throws -> any ConnectionTransport
             var certificatePEM: String?
             if let tls = configuration.tls {
                 let context = try TLSServerContext(tls)

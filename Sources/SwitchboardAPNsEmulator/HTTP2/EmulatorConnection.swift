@@ -20,7 +20,7 @@ final class EmulatorConnection {
     }
 
     let id: UInt64
-    let transport: ConnectionTransport
+    let transport: any ConnectionTransport
     private var session: HTTP2ServerSession!
     private var streams: [Int32: Stream] = [:]
     /// Streams whose request ended (END_STREAM), in order, not yet handed to the router.
@@ -40,7 +40,7 @@ final class EmulatorConnection {
     /// The largest request body kept per stream; the rest is counted only.
     private let bodyLimit: Int
 
-    init(id: UInt64, transport: ConnectionTransport, maxConcurrentStreams: UInt32, bodyLimit: Int) throws(NGHTTP2Error) {
+    init(id: UInt64, transport: any ConnectionTransport, maxConcurrentStreams: UInt32, bodyLimit: Int) throws(NGHTTP2Error) {
         self.id = id
         self.transport = transport
         self.bodyLimit = bodyLimit

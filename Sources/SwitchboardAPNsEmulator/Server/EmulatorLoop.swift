@@ -41,7 +41,7 @@ final class EmulatorLoop: @unchecked Sendable {
     private let wakeWrite: Int32
     private let shared: EmulatorShared
     private var router: EmulatorRouter
-    private let makeTransport: (Int32) throws -> ConnectionTransport
+    private let makeTransport: (Int32) throws -> any ConnectionTransport
     private let maxConcurrentStreams: UInt32
     private let bodyLimit: Int
     private let log: (@Sendable (String) -> Void)?
@@ -65,7 +65,7 @@ final class EmulatorLoop: @unchecked Sendable {
     init(
         listenFD: Int32, shared: EmulatorShared, router: EmulatorRouter, maxConcurrentStreams: UInt32,
         bodyLimit: Int, log: (@Sendable (String) -> Void)?,
-        makeTransport: @escaping (Int32) throws -> ConnectionTransport
+        makeTransport: @escaping (Int32) throws -> any ConnectionTransport
     ) throws(APNsEmulatorSystemError) {
         var fds: [Int32] = [0, 0]
         try systemCall("pipe") { pipe(&fds) }
@@ -205,7 +205,7 @@ final class EmulatorLoop: @unchecked Sendable {
                 }
                 return
             }
-            let transport: ConnectionTransport
+            let transport: any ConnectionTransport
             do {
                 transport = try makeTransport(fd)
             } catch {

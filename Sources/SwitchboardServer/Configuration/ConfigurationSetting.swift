@@ -191,7 +191,7 @@ public struct ConfigurationSetting: Sendable {
 
     /// A push service's URL: see ``credentialURLProblem(_:)``.
     private static func serviceURL(
-        _ key: String, _ environment: String, _ help: String, _ field: WritableKeyPath<ServerConfiguration, String> & Sendable
+        _ key: String, _ environment: String, _ help: String, _ field: any WritableKeyPath<ServerConfiguration, String> & Sendable
     ) -> ConfigurationSetting {
         text(key, environment, help, field) { credentialURLProblem($0) }
     }
@@ -199,7 +199,7 @@ public struct ConfigurationSetting: Sendable {
     /// A push service's CA file, request deadline and (when the service takes several)
     /// connections: `<prefix>CAFile`, `<prefix>RequestTimeoutSeconds`, `<prefix>Connections`.
     private static func connection(
-        _ prefix: String, _ name: String, _ field: WritableKeyPath<ServerConfiguration, PushServiceConnection> & Sendable,
+        _ prefix: String, _ name: String, _ field: any WritableKeyPath<ServerConfiguration, PushServiceConnection> & Sendable,
         trusting: String, connections: (range: ClosedRange<Int>, help: String)?
     ) -> [ConfigurationSetting] {
         let variable = "SWITCHBOARD_\(prefix.uppercased())_"
@@ -238,7 +238,7 @@ public struct ConfigurationSetting: Sendable {
 
     /// A string setting; `check` returns a problem description, or nil when the text is fine.
     private static func text(
-        _ key: String, _ environment: String, _ help: String, _ field: WritableKeyPath<ServerConfiguration, String> & Sendable,
+        _ key: String, _ environment: String, _ help: String, _ field: any WritableKeyPath<ServerConfiguration, String> & Sendable,
         check: @escaping @Sendable (String) -> String? = { _ in nil }
     ) -> ConfigurationSetting {
         ConfigurationSetting(key: key, environment: environment, flag: nil, help: help) { config, text in
@@ -250,7 +250,7 @@ public struct ConfigurationSetting: Sendable {
 
     /// A setting that names one case of `Choice` (`sqlite`, `postgres`).
     private static func choice<Choice: RawRepresentable & CaseIterable & Sendable>(
-        _ key: String, _ environment: String, _ help: String, _ field: WritableKeyPath<ServerConfiguration, Choice> & Sendable
+        _ key: String, _ environment: String, _ help: String, _ field: any WritableKeyPath<ServerConfiguration, Choice> & Sendable
     ) -> ConfigurationSetting where Choice.RawValue == String {
         ConfigurationSetting(key: key, environment: environment, flag: nil, help: help) { config, text in
             guard let value = Choice(rawValue: text) else {
@@ -264,7 +264,7 @@ public struct ConfigurationSetting: Sendable {
 
     /// A limit of the one limiter as `COUNT/SECONDS`.
     private static func limit(
-        _ key: String, _ environment: String, _ what: String, _ field: WritableKeyPath<ServerLimits, RateLimit> & Sendable
+        _ key: String, _ environment: String, _ what: String, _ field: any WritableKeyPath<ServerLimits, RateLimit> & Sendable
     ) -> ConfigurationSetting {
         let fallback = ServerLimits()[keyPath: field]
         return ConfigurationSetting(
