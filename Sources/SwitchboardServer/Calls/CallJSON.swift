@@ -6,7 +6,6 @@ import SwitchboardWire
 /// call): the bytes `JSONBody.makeEncoder()` (sorted keys, slashes unescaped) produces for
 /// `CallInfo`, at a fraction of `JSONEncoder`'s cost. `CallJSONTests` holds the two together.
 enum CallJSON {
-    /// One call.
     /// One call; with `media`, the media token beside its fields (accept and join).
     static func call(_ call: CallInfo, media: MediaToken? = nil) -> [UInt8] {
         var text = ""
@@ -27,57 +26,35 @@ enum CallJSON {
     }
 
     private static func append(_ call: CallInfo, media: MediaToken? = nil, to text: inout String) {
-        text += "{\"answeredAt\":"
-        JSONText.appendString(call.answeredAt, to: &text)
-        text += ",\"createdAt\":"
-        JSONText.appendString(call.createdAt, to: &text)
-        text += ",\"createdBy\":"
-        JSONText.appendString(call.createdBy, to: &text)
-        text += ",\"endReason\":"
-        JSONText.appendString(call.endReason?.rawValue, to: &text)
-        text += ",\"endedAt\":"
-        JSONText.appendString(call.endedAt, to: &text)
-        text += ",\"id\":"
-        JSONText.appendString(call.id, to: &text)
-        text += ",\"invitations\":["
-        for (index, invitation) in call.invitations.enumerated() {
-            text += index == 0 ? "{\"state\":" : ",{\"state\":"
-            JSONText.appendString(invitation.state.rawValue, to: &text)
-            text += ",\"updatedAt\":"
-            JSONText.appendString(invitation.updatedAt, to: &text)
-            text += ",\"userId\":"
-            JSONText.appendString(invitation.userId, to: &text)
-            text += "}"
+        JSONObjectWriter.write(into: &text) { object in
+            object.string("answeredAt", call.answeredAt)
+            object.string("createdAt", call.createdAt)
+            object.string("createdBy", call.createdBy)
+            object.string("endReason", call.endReason?.rawValue)
+            object.string("endedAt", call.endedAt)
+            object.string("id", call.id)
+            object.objects("invitations", call.invitations) { entry, invitation in
+                entry.string("state", invitation.state.rawValue)
+                entry.string("updatedAt", invitation.updatedAt)
+                entry.string("userId", invitation.userId)
+            }
+            if let media {
+                object.object("media") { token in
+                    token.string("expiresAt", media.expiresAt)
+                    token.string("token", media.token)
+                    token.string("url", media.url)
+                }
+            }
+            object.string("mode", call.mode.rawValue)
+            object.objects("participants", call.participants) { entry, participant in
+                entry.string("joinedAt", participant.joinedAt)
+                entry.string("leftAt", participant.leftAt)
+                entry.string("userId", participant.userId)
+            }
+            object.string("scopeId", call.scopeId)
+            object.string("scopeKind", call.scopeKind.rawValue)
+            object.string("state", call.state.rawValue)
         }
-        text += "]"
-        if let media {
-            text += ",\"media\":{\"expiresAt\":"
-            JSONText.appendString(media.expiresAt, to: &text)
-            text += ",\"token\":"
-            JSONText.appendString(media.token, to: &text)
-            text += ",\"url\":"
-            JSONText.appendString(media.url, to: &text)
-            text += "}"
-        }
-        text += ",\"mode\":"
-        JSONText.appendString(call.mode.rawValue, to: &text)
-        text += ",\"participants\":["
-        for (index, participant) in call.participants.enumerated() {
-            text += index == 0 ? "{\"joinedAt\":" : ",{\"joinedAt\":"
-            JSONText.appendString(participant.joinedAt, to: &text)
-            text += ",\"leftAt\":"
-            JSONText.appendString(participant.leftAt, to: &text)
-            text += ",\"userId\":"
-            JSONText.appendString(participant.userId, to: &text)
-            text += "}"
-        }
-        text += "],\"scopeId\":"
-        JSONText.appendString(call.scopeId, to: &text)
-        text += ",\"scopeKind\":"
-        JSONText.appendString(call.scopeKind.rawValue, to: &text)
-        text += ",\"state\":"
-        JSONText.appendString(call.state.rawValue, to: &text)
-        text += "}"
     }
 }
 

@@ -24,18 +24,14 @@ enum EventJSON {
     }
 
     private static func append(_ event: Event, to text: inout String) {
-        text += "{\"callId\":"
-        JSONText.appendString(event.callId, to: &text)
-        text += ",\"conversationId\":"
-        JSONText.appendString(event.conversationId, to: &text)
-        text += ",\"createdAt\":"
-        JSONText.appendString(event.createdAt, to: &text)
-        text += ",\"groupId\":"
-        JSONText.appendString(event.groupId, to: &text)
-        text += ",\"id\":\(event.id),\"kind\":"
-        JSONText.appendString(event.kind.rawValue, to: &text)
-        text += ",\"messageId\":"
-        JSONText.appendString(event.messageId, to: &text)
-        text += "}"
+        JSONObjectWriter.write(into: &text) { object in
+            object.string("callId", event.callId)
+            object.string("conversationId", event.conversationId)
+            object.string("createdAt", event.createdAt)
+            object.string("groupId", event.groupId)
+            object.number("id", event.id)
+            object.string("kind", event.kind.rawValue)
+            object.string("messageId", event.messageId)
+        }
     }
 }
