@@ -12,8 +12,8 @@ struct SystemRoutes {
     let expectedSchemaVersion: Int
     /// The push channels this server was configured with (their names).
     let pushChannels: [String]
-    let probe = DatabaseProbe()
-    let writeProbe = WriteProbe()
+    let probe = CachedProbe.read()
+    let writeProbe = CachedProbe.write()
 
     /// `/readyz`: whether this instance can do its work now.
     struct Readiness: Encodable {
@@ -40,7 +40,7 @@ struct SystemRoutes {
     func register(in router: inout Router) {
         router.add("GET", "/healthz") { [database, probe] context in
             do {
-                try await probe.check(database)
+                try await probe.check { try await database.probe() }
                 return Self.healthy
             } catch is CancellationError {
                 // The client went away; its reply is dropped, and the database is not at fault.
@@ -54,12 +54,17 @@ struct SystemRoutes {
             let version = database.migratedVersion
             let written: String
             do {
-                try await writeProbe.check(database)
+                try await writeProbe.check {
+                    let stamp = String(Int64(Date().timeIntervalSince1970 * 1000))
+                    _ = try await database.transaction({ executor in
+                        try SQLServerStateRepository(connection: executor).set("ready_probe", to: stamp)
+                    }, afterCommit: nil)
+                }
                 written = "ok"
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
-                written = WriteProbe.describe(error)
+                written = CachedProbe.describe(error)
                 context.logger.error("readiness: the database takes no write", ["error": .string(String(describing: error))])
             }
             var reason: String?
@@ -84,49 +89,49 @@ struct SystemRoutes {
     }
 }
 
-/// Asks the database at most once a second; the health check reports the latest answer, so a
-/// load balancer polling hard never turns into database load.
-final class DatabaseProbe: Sendable {
-    private let lastSuccess = Mutex<ContinuousClock.Instant?>(nil)
+/// Runs a database check at most once a second and answers from its latest outcome meanwhile,
+/// so a load balancer polling hard never turns into database load. The health check's read
+/// (`SELECT 1`) remembers only successes (a failure is asked again at once); the readiness
+/// check's write remembers failures too, in plain words.
+final class CachedProbe: Sendable {
     static let freshness = Duration.seconds(1)
+    private let last = Mutex<(at: ContinuousClock.Instant, failure: String?)?>(nil)
+    private let remembersFailures: Bool
 
-    func check(_ database: any SQLStore) async throws {
-        let now = ContinuousClock.now
-        if let last = lastSuccess.withLock({ $0 }), now - last < Self.freshness { return }
-        try await database.probe()
-        lastSuccess.withLock { $0 = now }
+    init(remembersFailures: Bool) {
+        self.remembersFailures = remembersFailures
     }
-}
 
-/// Writes one row (`server_state.ready_probe`) at most once a second and remembers the outcome:
-/// a read-only or full database, or a lost write lock, shows here while reads still work.
-final class WriteProbe: Sendable {
-    private let last = Mutex<(at: ContinuousClock.Instant, error: String?)?>(nil)
+    /// The health check's: can the store serve a read.
+    static func read() -> CachedProbe { CachedProbe(remembersFailures: false) }
 
-    func check(_ database: any SQLStore) async throws {
+    /// The readiness check's: can the store take a write (`server_state.ready_probe`): a
+    /// read-only or full database, or a lost write lock, shows here while reads still work.
+    static func write() -> CachedProbe { CachedProbe(remembersFailures: true) }
+
+    /// Runs `probe` unless an outcome younger than ``freshness`` is at hand; throws
+    /// ``ProbeFailure`` for a failure.
+    func check(_ probe: () async throws -> Void) async throws {
         let now = ContinuousClock.now
-        if let last = last.withLock({ $0 }), now - last.at < DatabaseProbe.freshness {
-            if let error = last.error { throw WriteProbeFailure(description: error) }
+        if let last = last.withLock({ $0 }), now - last.at < Self.freshness, last.failure == nil || remembersFailures {
+            if let failure = last.failure { throw ProbeFailure(description: failure) }
             return
         }
         do {
-            let stamp = String(Int64(Date().timeIntervalSince1970 * 1000))
-            _ = try await database.transaction({ executor in
-                try SQLServerStateRepository(connection: executor).set("ready_probe", to: stamp)
-            }, afterCommit: nil)
+            try await probe()
             last.withLock { $0 = (now, nil) }
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             let text = Self.describe(error)
-            last.withLock { $0 = (now, text) }
-            throw WriteProbeFailure(description: text)
+            if remembersFailures { last.withLock { $0 = (now, text) } }
+            throw ProbeFailure(description: text)
         }
     }
 
     /// A store error in plain words.
     static func describe(_ error: any Error) -> String {
-        if let failure = error as? WriteProbeFailure { return failure.description }
+        if let failure = error as? ProbeFailure { return failure.description }
         guard let store = error as? StoreError else { return String(describing: error) }
         switch store.code {
         case .readOnly: return "the database is read-only"
@@ -137,6 +142,6 @@ final class WriteProbe: Sendable {
     }
 }
 
-struct WriteProbeFailure: Error, CustomStringConvertible {
+struct ProbeFailure: Error, CustomStringConvertible {
     let description: String
 }
