@@ -113,6 +113,13 @@ let package = Package(
         // migrator, LISTEN), and the repositories that live with the store.
         .target(name: "SwitchboardStore", dependencies: ["CSQLite", "CLibPQ", "SwitchboardCore", "SwitchboardObservability"], swiftSettings: strict),
 
+        // The server's persistence: a repository per aggregate over SQLExecutor (one SQL for
+        // SQLite and PostgreSQL, SQLDialect where they differ), and both schemas' migrations.
+        .target(
+            name: "SwitchboardPersistence",
+            dependencies: ["SwitchboardStore", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardPush", "SwitchboardWire", "SwitchboardCrypto", "SwitchboardObservability"],
+            swiftSettings: strict),
+
         // City lookup from an address in a MaxMind-format database (libmaxminddb).
         .target(name: "SwitchboardGeo", dependencies: ["CMaxMindDB"], swiftSettings: strict),
 
@@ -120,7 +127,7 @@ let package = Package(
         .target(
             name: "SwitchboardServer",
             dependencies: [
-                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
+                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardPersistence", "SwitchboardWire", "SwitchboardCrypto",
                 "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI", "SwitchboardGeo",
             ],
             swiftSettings: strict,
@@ -200,7 +207,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire",
+                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardPersistence", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire",
                 "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
                 "SwitchboardObservability", "SwitchboardLifecycle", "SwitchboardCLI",
                 "SwitchboardNetSim",  // SplitMix64, for seeded histories

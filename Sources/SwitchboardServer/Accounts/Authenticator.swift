@@ -3,13 +3,6 @@ import SwitchboardHTTP
 import SwitchboardStore
 import SwitchboardWire
 
-/// Who is calling: the session's user.
-public struct Principal: Sendable, Equatable {
-    /// The signed-in user.
-    public let user: User
-    /// The session the bearer token belongs to.
-    public let sessionID: String
-}
 
 /// A route handler that runs only for a valid session.
 public typealias AuthenticatedHandler = @Sendable (RequestContext, Principal) async throws -> HTTPResponse

@@ -1,12 +1,13 @@
 import Foundation
 import SwitchboardCore
+import SwitchboardPersistence
 import SwitchboardWire
 
 /// How calls' times are stored (milliseconds since 1970) and how a call is shown on the wire.
 /// (The call tables are ``CallRepository``'s.)
 enum CallStore {
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
-    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    static func milliseconds(_ date: Date) -> Int64 { StoredTime.milliseconds(date) }
+    static func date(_ milliseconds: Int64) -> Date { StoredTime.date(milliseconds) }
 
     /// The wire shape.
     static func info(_ call: CallRecord) -> CallInfo {

@@ -97,11 +97,16 @@ struct E2EEService: Sendable {
                         .notFound, "not a device of this \(Self.place(scope))'s participants: \(recipient.deviceID)",
                         field: "recipients[\(index)].deviceId")
                 }
-                let sequence = try e2ee.append(
-                    StoredE2EEItem(
-                        deviceID: device.deviceID, sequence: 0, scope: scope, messageID: messageID, kind: message.kind, senderUserID: userID,
-                        senderDeviceID: sender.deviceID, ciphertext: recipient.ciphertext, createdAt: transaction.timestamp),
-                    atMS: nowMS)
+                let sequence: Int64
+                do {
+                    sequence = try e2ee.append(
+                        StoredE2EEItem(
+                            deviceID: device.deviceID, sequence: 0, scope: scope, messageID: messageID, kind: message.kind, senderUserID: userID,
+                            senderDeviceID: sender.deviceID, ciphertext: recipient.ciphertext, createdAt: transaction.timestamp),
+                        atMS: nowMS)
+                } catch let missing as NoSuchE2EEDevice {
+                    throw APIError(.notFound, "no such device: \(missing.deviceID)")
+                }
                 deliveries.append(E2EEDelivery(deviceId: device.deviceID, sequence: sequence))
                 recipientUsers.append(device.userID)
             }

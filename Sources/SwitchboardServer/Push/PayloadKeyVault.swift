@@ -3,17 +3,6 @@ import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardWire
 
-/// A device's payload key as the store keeps it: its id in the clear, its 32 bytes encrypted
-/// under the server's `dataEncryptionKey` (nonce ‖ ciphertext ‖ tag, base64).
-public struct StoredPayloadKey: Sendable, Equatable {
-    public let id: String
-    public let sealed: String
-
-    public init(id: String, sealed: String) {
-        self.id = id
-        self.sealed = sealed
-    }
-}
 
 /// Keeps devices' VoIP payload keys so that a database dump alone does not reveal them: each is
 /// stored encrypted (AES-256-GCM) under a key from configuration (`dataEncryptionKey`), bound to

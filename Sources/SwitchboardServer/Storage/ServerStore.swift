@@ -285,14 +285,3 @@ public final class ServerStore: Sendable {
     }
 }
 
-extension SQLiteRow {
-    /// The known case of a wire enum a non-null `TEXT` column spells; a text this version does
-    /// not know throws ``StoreError/Code/corrupt`` (an open enum would read it as `unknown`).
-    func known<T: WireEnum>(_ name: String, as type: T.Type = T.self) throws -> T {
-        let text = try string(name)
-        guard let value = T(knownRawValue: text) else {
-            throw StoreError(code: .corrupt, message: "column '\(name)' holds '\(text)', which is not a \(T.self) this version knows")
-        }
-        return value
-    }
-}

@@ -7,22 +7,30 @@ import SwitchboardStore
 /// order included, so clients' cursors stay valid; PostgreSQL's sequences then continue after
 /// the largest copied id. It all runs in one PostgreSQL transaction: a failure copies nothing,
 /// and the target must hold no user (a second run is refused instead of doubling rows).
-enum StoreCopy {
+package enum StoreCopy {
     /// Tables in an order that satisfies their foreign keys, each with the SQLite expression
     /// that orders its rows (and pages through them), and the identity column PostgreSQL
     /// generates for it, if any (copied with `OVERRIDING SYSTEM VALUE`).
-    struct Table: Sendable {
-        let name: String
-        let key: String
-        let identity: String?
+    package struct Table: Sendable {
+        package let name: String
+        package let key: String
+        package let identity: String?
         /// SQLite's `rowid` goes to PostgreSQL's `seq` (the insertion order the SQLite schema keeps).
-        var rowidAsSeq = false
+        package var rowidAsSeq = false
         /// An SQLite query for the largest id ever given out, beyond the rows still there: an
         /// `AUTOINCREMENT` sequence, and event ids retention deleted but clients' cursors hold.
-        var issuedThrough: String?
+        package var issuedThrough: String?
+
+        package init(name: String, key: String, identity: String? = nil, rowidAsSeq: Bool = false, issuedThrough: String? = nil) {
+            self.name = name
+            self.key = key
+            self.identity = identity
+            self.rowidAsSeq = rowidAsSeq
+            self.issuedThrough = issuedThrough
+        }
     }
 
-    static let tables: [Table] = [
+    package static let tables: [Table] = [
         Table(name: "server_state", key: "rowid", identity: nil),
         Table(name: "users", key: "rowid", identity: nil),
         Table(name: "sessions", key: "rowid", identity: nil),
@@ -71,12 +79,12 @@ enum StoreCopy {
     ]
 
     /// Rows read from SQLite at a time.
-    static let pageSize = 1_000
+    package static let pageSize = 1_000
 
     /// Copies the SQLite database at `sqlitePath` into the PostgreSQL database at `postgresURL`;
     /// returns the rows copied per table, in copy order. Throws ``StoreError`` (or
     /// ``PostgresError`` from the connection) with the reason; nothing is copied then.
-    static func copy(sqlitePath: String, postgresURL: String) throws -> [(table: String, rows: Int)] {
+    package static func copy(sqlitePath: String, postgresURL: String) throws -> [(table: String, rows: Int)] {
         guard FileManager.default.fileExists(atPath: sqlitePath) else {
             throw StoreError(code: .io, message: "no SQLite database at \(sqlitePath)")
         }

@@ -4,6 +4,11 @@ import SwitchboardWire
 public struct StoredCredentials: Sendable, Equatable {
     public let user: User
     public let passwordHash: String
+
+    package init(user: User, passwordHash: String) {
+        self.user = user
+        self.passwordHash = passwordHash
+    }
 }
 
 /// Accounts and their sessions. A session is found by its token's hash (the token itself is
@@ -30,4 +35,17 @@ public protocol AccountRepository {
     func isSessionLive(_ id: String) throws -> Bool
     /// Replaces the user's password hash (a password change, or a hash upgraded to today's cost).
     func setPasswordHash(_ hash: String, of userID: String) throws
+}
+
+/// Who is calling: the session's user.
+public struct Principal: Sendable, Equatable {
+    /// The signed-in user.
+    public let user: User
+    /// The session the bearer token belongs to.
+    public let sessionID: String
+
+    public init(user: User, sessionID: String) {
+        self.user = user
+        self.sessionID = sessionID
+    }
 }

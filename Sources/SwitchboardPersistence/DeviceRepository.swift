@@ -8,6 +8,13 @@ public struct PushTarget: Sendable, Equatable {
     public let environment: String
     /// `ios-voip` only: the key its pushes are encrypted with, as stored (sealed).
     public var payloadKey: StoredPayloadKey? = nil
+
+    package init(deviceID: String, token: String, environment: String, payloadKey: StoredPayloadKey? = nil) {
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.payloadKey = payloadKey
+    }
 }
 
 /// One installation and the tokens it registered, as routing sees it.
@@ -21,6 +28,14 @@ public struct PushDevice: Sendable, Equatable {
     public let sessionID: String
     /// The device's token per channel (`ios-voip`, `fcm`, …).
     public let tokens: [String: PushTarget]
+
+    package init(deviceID: String, platform: String, brand: String? = nil, sessionID: String, tokens: [String: PushTarget]) {
+        self.deviceID = deviceID
+        self.platform = platform
+        self.brand = brand
+        self.sessionID = sessionID
+        self.tokens = tokens
+    }
 }
 
 /// Why a registration was refused: the installation or the token belongs to another user's
@@ -97,4 +112,16 @@ public protocol DeviceRepository {
     /// The push service doubted the token (a possible environment or topic mismatch): counts
     /// the doubt, and removes the token at the second one.
     func doubt(token: String, channel: String) throws
+}
+
+/// A device's payload key as the store keeps it: its id in the clear, its 32 bytes encrypted
+/// under the server's `dataEncryptionKey` (nonce ‖ ciphertext ‖ tag, base64).
+public struct StoredPayloadKey: Sendable, Equatable {
+    public let id: String
+    public let sealed: String
+
+    public init(id: String, sealed: String) {
+        self.id = id
+        self.sealed = sealed
+    }
 }

@@ -4,16 +4,16 @@ import SwitchboardWire
 
 /// ``EventRepository`` in SQL that SQLite and PostgreSQL both run (table `events`, and each user's
 /// `events_pruned_through`), working on the connection of one transaction or snapshot.
-struct SQLEventRepository: EventRepository {
-    let connection: any SQLExecutor
+package struct SQLEventRepository: EventRepository {
+    package let connection: any SQLExecutor
 
     /// Above this many users, `append` writes them with one statement.
-    static let batchThreshold = 16
+    package static let batchThreshold = 16
 
     /// Many users (a group message to thousands) are written by one statement that reads their
     /// ids from a JSON array (`json_each`) and hands each new row back (`RETURNING`): one
     /// statement instead of one per user, which costs a third of the write.
-    func append(_ kind: EventKind, to userIDs: [String], references: EventReferences, at timestamp: String) throws -> [(userID: String, id: Int64)] {
+    package func append(_ kind: EventKind, to userIDs: [String], references: EventReferences, at timestamp: String) throws -> [(userID: String, id: Int64)] {
         let values = Self.values(kind, references, timestamp)
         if userIDs.count > Self.batchThreshold {
             var array = "["
@@ -48,7 +48,7 @@ struct SQLEventRepository: EventRepository {
 
     /// One statement that reads the members itself: a message to a group of thousands neither
     /// reads the member list into the process nor binds one insert per member.
-    func append(_ kind: EventKind, toMembersOf groupID: String, references: EventReferences, at timestamp: String) throws
+    package func append(_ kind: EventKind, toMembersOf groupID: String, references: EventReferences, at timestamp: String) throws
         -> [(userID: String, id: Int64)]
     {
         var references = references
@@ -58,7 +58,7 @@ struct SQLEventRepository: EventRepository {
             Self.values(kind, references, timestamp) + [.text(groupID)])
     }
 
-    func page(for userID: String, after: Int64, limit: Int) throws -> EventPageResult {
+    package func page(for userID: String, after: Int64, limit: Int) throws -> EventPageResult {
         let pruned = try connection.query("SELECT events_pruned_through FROM users WHERE id = ?", [.text(userID)])
         if let row = pruned.first, after < (try row.int64("events_pruned_through")) { return .cursorExpired }
         let rows = try connection.query(
@@ -76,7 +76,7 @@ struct SQLEventRepository: EventRepository {
         })
     }
 
-    func newestIDs(of userIDs: [String]) throws -> [String: Int64] {
+    package func newestIDs(of userIDs: [String]) throws -> [String: Int64] {
         guard !userIDs.isEmpty else { return [:] }
         var array = "["
         for (index, userID) in userIDs.enumerated() {
@@ -88,7 +88,7 @@ struct SQLEventRepository: EventRepository {
             where: "user_id IN (SELECT value FROM \(connection.dialect.jsonTextArray("?")))", [.text(array)])
     }
 
-    func newestIDs(ofMembersOf groupID: String) throws -> [String: Int64] {
+    package func newestIDs(ofMembersOf groupID: String) throws -> [String: Int64] {
         try newestIDs(where: "user_id IN (SELECT user_id FROM group_members WHERE group_id = ?)", [.text(groupID)])
     }
 
@@ -100,7 +100,7 @@ struct SQLEventRepository: EventRepository {
         return newest
     }
 
-    func cursor(for userID: String) throws -> Int64 {
+    package func cursor(for userID: String) throws -> Int64 {
         let rows = try connection.query(
             """
             SELECT \(connection.dialect.greatest)(coalesce((SELECT max(id) FROM events WHERE user_id = ?1), 0),
@@ -110,7 +110,7 @@ struct SQLEventRepository: EventRepository {
         return try rows.first?.int64("cursor") ?? 0
     }
 
-    func prune(before cutoff: String) throws -> Int {
+    package func prune(before cutoff: String) throws -> Int {
         try connection.run(
             """
             UPDATE users SET events_pruned_through = \(connection.dialect.greatest)(events_pruned_through,
@@ -146,5 +146,9 @@ struct SQLEventRepository: EventRepository {
         }
         returned.sort { $0.id < $1.id }
         return returned
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

@@ -3,14 +3,18 @@ import SwitchboardStore
 
 /// `switchboard backup`: a consistent copy of the embedded SQLite database, made while the
 /// server runs (`VACUUM INTO` reads one snapshot; the server's lock is not needed to read).
-enum StoreBackup {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+package enum StoreBackup {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+
+        package init(description: String) {
+            self.description = description
+        }
     }
 
     /// Writes the copy of the database at `sqlitePath` to `target` (a new file) and returns its
     /// size in bytes; on failure no file is left.
-    static func write(sqlitePath: String, to target: String) throws -> Int {
+    package static func write(sqlitePath: String, to target: String) throws -> Int {
         guard FileManager.default.fileExists(atPath: sqlitePath) else {
             throw Failure(description: "there is no database at \(sqlitePath)")
         }

@@ -6,6 +6,13 @@ public struct StoredGroup: Sendable, Equatable {
     public let name: String
     public let ownerID: String
     public let createdAt: String
+
+    package init(id: String, name: String, ownerID: String, createdAt: String) {
+        self.id = id
+        self.name = name
+        self.ownerID = ownerID
+        self.createdAt = createdAt
+    }
 }
 
 /// Groups and their members. A dissolved group is kept (its history stays) but no longer seen.

@@ -3,7 +3,7 @@ import SwitchboardPush
 import SwitchboardStore
 
 /// The gateway's devices, signals and per-callee outcomes.
-protocol GatewaySignalRepository {
+package protocol GatewaySignalRepository {
     func register(app: String, user: String, device: GatewayDevice, at nowMS: Int64) throws
     func removeDevice(app: String, user: String, deviceID: String) throws -> Bool
     func devices(app: String, user: String) throws -> [GatewayDevice]
@@ -19,10 +19,10 @@ protocol GatewaySignalRepository {
     func callees(app: String, call: String) throws -> [(user: String, outcome: String)]
 }
 
-struct SQLGatewaySignalRepository: GatewaySignalRepository {
-    let connection: any SQLExecutor
+package struct SQLGatewaySignalRepository: GatewaySignalRepository {
+    package let connection: any SQLExecutor
 
-    func register(app: String, user: String, device: GatewayDevice, at nowMS: Int64) throws {
+    package func register(app: String, user: String, device: GatewayDevice, at nowMS: Int64) throws {
         for (channel, target) in device.tokens {
             // One installation per token: an older device holding it is a reinstall.
             try connection.run(
@@ -52,7 +52,7 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
         }
     }
 
-    func removeDevice(app: String, user: String, deviceID: String) throws -> Bool {
+    package func removeDevice(app: String, user: String, deviceID: String) throws -> Bool {
         let found = !(try connection.query(
             "SELECT 1 FROM gateway_devices WHERE app_id = ? AND user_id = ? AND device_id = ?", [.text(app), .text(user), .text(deviceID)]).isEmpty)
         if found {
@@ -62,7 +62,7 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
         return found
     }
 
-    func devices(app: String, user: String) throws -> [GatewayDevice] {
+    package func devices(app: String, user: String) throws -> [GatewayDevice] {
         var devices: [String: GatewayDevice] = [:]
         for row in try connection.query(
             """
@@ -81,14 +81,14 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
         return devices.keys.sorted().compactMap { devices[$0] }
     }
 
-    func isLive(app: String, user: String, token: String, channel: String) throws -> Bool {
+    package func isLive(app: String, user: String, token: String, channel: String) throws -> Bool {
         let rows = try connection.query(
             "SELECT 1 FROM gateway_devices WHERE app_id = ? AND user_id = ? AND token = ? AND channel = ?",
             [.text(app), .text(user), .text(token), .text(channel)])
         return !rows.isEmpty
     }
 
-    func payloadKeyID(app: String, user: String, token: String, channel: String) throws -> String? {
+    package func payloadKeyID(app: String, user: String, token: String, channel: String) throws -> String? {
         guard let row = try connection.query(
             "SELECT payload_key_id, payload_key_sealed FROM gateway_devices WHERE app_id = ? AND user_id = ? AND token = ? AND channel = ?",
             [.text(app), .text(user), .text(token), .text(channel)]).first
@@ -96,11 +96,11 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
         return try StoredPayloadKey(row)?.id
     }
 
-    func forget(app: String, token: String, channel: String) throws {
+    package func forget(app: String, token: String, channel: String) throws {
         try connection.run("DELETE FROM gateway_devices WHERE app_id = ? AND token = ? AND channel = ?", [.text(app), .text(token), .text(channel)])
     }
 
-    func doubt(app: String, token: String, channel: String) throws {
+    package func doubt(app: String, token: String, channel: String) throws {
         try connection.run(
             "UPDATE gateway_devices SET suspect_reports = suspect_reports + 1 WHERE app_id = ? AND token = ? AND channel = ?",
             [.text(app), .text(token), .text(channel)])
@@ -109,7 +109,7 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
             [.text(app), .text(token), .text(channel)])
     }
 
-    func insert(_ signal: GatewaySignal) throws {
+    package func insert(_ signal: GatewaySignal) throws {
         try connection.run(
             """
             INSERT INTO gateway_signals (app_id, call_id, room_id, type, caller_id, caller_name, ext, state, created_at_ms, expires_at_ms)
@@ -119,7 +119,7 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
              .text(signal.ext), .text(signal.state), .integer(signal.createdAtMS), .integer(signal.expiresAtMS)])
     }
 
-    func signal(app: String, call: String) throws -> GatewaySignal? {
+    package func signal(app: String, call: String) throws -> GatewaySignal? {
         guard let row = try connection.query(
             "SELECT room_id, type, caller_id, caller_name, ext, state, created_at_ms, expires_at_ms FROM gateway_signals WHERE app_id = ? AND call_id = ?",
             [.text(app), .text(call)]).first
@@ -130,19 +130,67 @@ struct SQLGatewaySignalRepository: GatewaySignalRepository {
             createdAtMS: try row.int64("created_at_ms"), expiresAtMS: try row.int64("expires_at_ms"))
     }
 
-    func cancel(app: String, call: String) throws {
+    package func cancel(app: String, call: String) throws {
         try connection.run("UPDATE gateway_signals SET state = 'cancelled' WHERE app_id = ? AND call_id = ?", [.text(app), .text(call)])
     }
 
-    func recordCallee(app: String, call: String, user: String, outcome: String, at nowMS: Int64) throws {
+    package func recordCallee(app: String, call: String, user: String, outcome: String, at nowMS: Int64) throws {
         try connection.run(
             "INSERT INTO gateway_signal_callees (app_id, call_id, user_id, outcome, created_at_ms) VALUES (?, ?, ?, ?, ?)",
             [.text(app), .text(call), .text(user), .text(outcome), .integer(nowMS)])
     }
 
-    func callees(app: String, call: String) throws -> [(user: String, outcome: String)] {
+    package func callees(app: String, call: String) throws -> [(user: String, outcome: String)] {
         try connection.query(
             "SELECT user_id, outcome FROM gateway_signal_callees WHERE app_id = ? AND call_id = ? ORDER BY user_id", [.text(app), .text(call)]
         ).map { (try $0.string("user_id"), try $0.string("outcome")) }
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
+    }
+}
+
+/// An app's user's device, as the gateway keeps it (apart from the server's own accounts).
+package struct GatewayDevice: Sendable, Equatable {
+    package var deviceID: String
+    package var platform: String
+    package var brand: String?
+    /// By channel: token and environment.
+    package var tokens: [String: PushTarget]
+
+    package init(deviceID: String, platform: String, brand: String?, tokens: [String: PushTarget]) {
+        self.deviceID = deviceID
+        self.platform = platform
+        self.brand = brand
+        self.tokens = tokens
+    }
+}
+
+/// A call signal from an app server (SPEC §8).
+package struct GatewaySignal: Sendable, Equatable {
+    package var appID: String
+    package var callID: String
+    package var roomID: String
+    package var type: String
+    package var callerID: String
+    package var callerName: String
+    /// The app's `ext` object as JSON text, kept with the signal.
+    package var ext: String
+    package var state: String
+    package var createdAtMS: Int64
+    package var expiresAtMS: Int64
+
+    package init(appID: String, callID: String, roomID: String, type: String, callerID: String, callerName: String, ext: String, state: String, createdAtMS: Int64, expiresAtMS: Int64) {
+        self.appID = appID
+        self.callID = callID
+        self.roomID = roomID
+        self.type = type
+        self.callerID = callerID
+        self.callerName = callerName
+        self.ext = ext
+        self.state = state
+        self.createdAtMS = createdAtMS
+        self.expiresAtMS = expiresAtMS
     }
 }

@@ -3,28 +3,40 @@ import SwitchboardWire
 
 /// One live-location share as stored: a user's position in a conversation or group, until
 /// `expiresAtMS` (milliseconds since 1970; `expiresAt` is the same moment as text).
-struct StoredLiveLocation: Sendable, Equatable {
-    var scope: MessageScope
-    var userID: String
-    var latitude: Double
-    var longitude: Double
-    var accuracy: Double
-    var startedAt: String
-    var updatedAt: String
-    var expiresAt: String
-    var expiresAtMS: Int64
+package struct StoredLiveLocation: Sendable, Equatable {
+    package var scope: MessageScope
+    package var userID: String
+    package var latitude: Double
+    package var longitude: Double
+    package var accuracy: Double
+    package var startedAt: String
+    package var updatedAt: String
+    package var expiresAt: String
+    package var expiresAtMS: Int64
 
     /// The answer's form.
-    var wire: LiveLocation {
+    package var wire: LiveLocation {
         LiveLocation(
             userId: userID, conversationId: scope.conversationID, groupId: scope.groupID, latitude: latitude, longitude: longitude,
             accuracy: accuracy, startedAt: startedAt, updatedAt: updatedAt, expiresAt: expiresAt)
+    }
+
+    package init(scope: MessageScope, userID: String, latitude: Double, longitude: Double, accuracy: Double, startedAt: String, updatedAt: String, expiresAt: String, expiresAtMS: Int64) {
+        self.scope = scope
+        self.userID = userID
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracy = accuracy
+        self.startedAt = startedAt
+        self.updatedAt = updatedAt
+        self.expiresAt = expiresAt
+        self.expiresAtMS = expiresAtMS
     }
 }
 
 extension MessageScope {
     /// The stored name of the scope's kind.
-    var kindName: String {
+    package var kindName: String {
         switch self {
         case .conversation: "conversation"
         case .group: "group"
@@ -32,12 +44,12 @@ extension MessageScope {
     }
 
     /// The id when this is a conversation (the answers' and events' `conversationId`).
-    var conversationID: String? { if case .conversation(let id) = self { id } else { nil } }
+    package var conversationID: String? { if case .conversation(let id) = self { id } else { nil } }
     /// The id when this is a group.
-    var groupID: String? { if case .group(let id) = self { id } else { nil } }
+    package var groupID: String? { if case .group(let id) = self { id } else { nil } }
 
     /// The scope of a stored kind name and id; nil for a kind this build does not know.
-    init?(kindName: String, id: String) {
+    package init?(kindName: String, id: String) {
         switch kindName {
         case "conversation": self = .conversation(id)
         case "group": self = .group(id)
@@ -49,7 +61,7 @@ extension MessageScope {
 /// Live-location shares (table `live_locations`): at most one per user and scope. Reads take
 /// the current time and leave out shares that have expired but are not swept yet, so nobody
 /// sees a share past its end.
-protocol LiveLocationRepository {
+package protocol LiveLocationRepository {
     /// The user's share in the scope, running or expired and not swept yet.
     func share(in scope: MessageScope, of userID: String) throws -> StoredLiveLocation?
     /// Writes the share, replacing the user's earlier one in its scope.
@@ -69,19 +81,19 @@ protocol LiveLocationRepository {
 }
 
 /// ``LiveLocationRepository`` in SQL that SQLite and PostgreSQL both run.
-struct SQLLiveLocationRepository: LiveLocationRepository {
-    let connection: any SQLExecutor
+package struct SQLLiveLocationRepository: LiveLocationRepository {
+    package let connection: any SQLExecutor
 
     private static let columns = "scope_kind, scope_id, user_id, latitude, longitude, accuracy, started_at, updated_at, expires_at, expires_at_ms"
 
-    func share(in scope: MessageScope, of userID: String) throws -> StoredLiveLocation? {
+    package func share(in scope: MessageScope, of userID: String) throws -> StoredLiveLocation? {
         try connection.query(
             "SELECT \(Self.columns) FROM live_locations WHERE scope_id = ?1 AND user_id = ?2 AND scope_kind = ?3",
             [.text(scope.id), .text(userID), .text(scope.kindName)]
         ).first.flatMap(Self.share(from:))
     }
 
-    func save(_ share: StoredLiveLocation) throws {
+    package func save(_ share: StoredLiveLocation) throws {
         try connection.run(
             """
             INSERT INTO live_locations (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -93,7 +105,7 @@ struct SQLLiveLocationRepository: LiveLocationRepository {
              .real(share.accuracy), .text(share.startedAt), .text(share.updatedAt), .text(share.expiresAt), .integer(share.expiresAtMS)])
     }
 
-    func shares(in scope: MessageScope, runningAt nowMS: Int64) throws -> [StoredLiveLocation] {
+    package func shares(in scope: MessageScope, runningAt nowMS: Int64) throws -> [StoredLiveLocation] {
         try connection.query(
             """
             SELECT \(Self.columns) FROM live_locations WHERE scope_id = ?1 AND scope_kind = ?2 AND expires_at_ms > ?3 ORDER BY user_id
@@ -102,7 +114,7 @@ struct SQLLiveLocationRepository: LiveLocationRepository {
         ).compactMap(Self.share(from:))
     }
 
-    func shares(of userID: String, runningAt nowMS: Int64) throws -> [StoredLiveLocation] {
+    package func shares(of userID: String, runningAt nowMS: Int64) throws -> [StoredLiveLocation] {
         try connection.query(
             """
             SELECT \(Self.columns) FROM live_locations WHERE user_id = ?1 AND expires_at_ms > ?2 ORDER BY started_at, scope_id
@@ -111,21 +123,21 @@ struct SQLLiveLocationRepository: LiveLocationRepository {
         ).compactMap(Self.share(from:))
     }
 
-    func remove(in scope: MessageScope, of userID: String) throws -> Bool {
+    package func remove(in scope: MessageScope, of userID: String) throws -> Bool {
         try connection.run(
             "DELETE FROM live_locations WHERE scope_id = ?1 AND user_id = ?2 AND scope_kind = ?3",
             [.text(scope.id), .text(userID), .text(scope.kindName)]) > 0
     }
 
-    func removeAll(in scope: MessageScope) throws -> Int {
+    package func removeAll(in scope: MessageScope) throws -> Int {
         try connection.run("DELETE FROM live_locations WHERE scope_id = ?1 AND scope_kind = ?2", [.text(scope.id), .text(scope.kindName)])
     }
 
-    func anyExpired(at nowMS: Int64) throws -> Bool {
+    package func anyExpired(at nowMS: Int64) throws -> Bool {
         try !connection.query("SELECT 1 AS one FROM live_locations WHERE expires_at_ms <= ?1 LIMIT 1", [.integer(nowMS)]).isEmpty
     }
 
-    func removeExpired(at nowMS: Int64, limit: Int) throws -> [StoredLiveLocation] {
+    package func removeExpired(at nowMS: Int64, limit: Int) throws -> [StoredLiveLocation] {
         // DELETE … RETURNING: of two instances sweeping at once, each share is returned to one.
         try connection.query(
             """
@@ -143,5 +155,9 @@ struct SQLLiveLocationRepository: LiveLocationRepository {
             scope: scope, userID: try row.string("user_id"), latitude: try row.double("latitude"), longitude: try row.double("longitude"),
             accuracy: try row.double("accuracy"), startedAt: try row.string("started_at"), updatedAt: try row.string("updated_at"),
             expiresAt: try row.string("expires_at"), expiresAtMS: try row.int64("expires_at_ms"))
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

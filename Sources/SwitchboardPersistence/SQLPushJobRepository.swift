@@ -4,10 +4,10 @@ import SwitchboardStore
 
 /// ``PushJobRepository`` in SQL that SQLite and PostgreSQL both run (table `push_jobs`), working on the
 /// connection of one transaction or snapshot.
-struct SQLPushJobRepository: PushJobRepository {
-    let connection: any SQLExecutor
+package struct SQLPushJobRepository: PushJobRepository {
+    package let connection: any SQLExecutor
 
-    func enqueue(_ job: NewPushJob) throws {
+    package func enqueue(_ job: NewPushJob) throws {
         try connection.run(
             """
             INSERT INTO push_jobs (id, call_id, user_id, device_id, provider, token, environment, payload, headers, state,
@@ -20,11 +20,11 @@ struct SQLPushJobRepository: PushJobRepository {
              .text(job.channel), .text(job.kind)])
     }
 
-    func releaseClaims() throws {
+    package func releaseClaims() throws {
         try connection.run("UPDATE push_jobs SET claimed_until_ms = NULL, claimed_by = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL", [])
     }
 
-    func outlook(at nowMS: Int64) throws -> PushQueueOutlook {
+    package func outlook(at nowMS: Int64) throws -> PushQueueOutlook {
         // When a pending job may go: its next attempt, and not before its claim runs out.
         let due = "\(connection.dialect.greatest)(next_attempt_at_ms, coalesce(claimed_until_ms + 1, 0))"
         let row = try connection.query(
@@ -37,7 +37,7 @@ struct SQLPushJobRepository: PushJobRepository {
         return PushQueueOutlook(pending: try row?.int("pending") ?? 0, due: try row?.int("due") ?? 0, nextDueMS: try row?.optionalInt64("next"))
     }
 
-    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>) throws -> [PushJob] {
+    package func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>) throws -> [PushJob] {
         guard limit > 0 else { return [] }
         let rows = try connection.query(
             """
@@ -55,12 +55,12 @@ struct SQLPushJobRepository: PushJobRepository {
                 id: id, callID: try row.string("call_id"), userID: try row.string("user_id"), channel: try row.string("channel"),
                 kind: try row.value("kind", as: PushJobKind.self), token: try row.string("token"), environment: try row.string("environment"),
                 payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
-                attempts: try row.int("attempts"), expiresAt: CallStore.date(try row.int64("expires_at_ms"))))
+                attempts: try row.int("attempts"), expiresAt: StoredTime.date(try row.int64("expires_at_ms"))))
         }
         return claimed
     }
 
-    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String, by instance: String) throws -> Bool {
+    package func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String, by instance: String) throws -> Bool {
         try connection.run(
             """
             UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, last_error = ?2, claimed_until_ms = NULL,
@@ -70,7 +70,7 @@ struct SQLPushJobRepository: PushJobRepository {
             [.integer(nextAttemptAtMS), .text(reason), .text(id), .text(instance)]) > 0
     }
 
-    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64, by instance: String) throws
+    package func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64, by instance: String) throws
         -> Bool
     {
         try connection.run(
@@ -83,7 +83,7 @@ struct SQLPushJobRepository: PushJobRepository {
              lastError.map(SQLiteValue.text) ?? .null, .text(instance)]) > 0
     }
 
-    func rungDevices(callID: String, userID: String) throws -> Set<String> {
+    package func rungDevices(callID: String, userID: String) throws -> Set<String> {
         Set(try connection.query(
             """
             SELECT device_id FROM push_jobs WHERE call_id = ? AND user_id = ? AND kind = 'ring'
@@ -93,7 +93,7 @@ struct SQLPushJobRepository: PushJobRepository {
         ).map { try $0.string("device_id") })
     }
 
-    func rings(ofCall callID: String) throws -> [RingJobStatus] {
+    package func rings(ofCall callID: String) throws -> [RingJobStatus] {
         try connection.query(
             "SELECT user_id, device_id, channel, state, reason FROM push_jobs WHERE call_id = ? AND kind = 'ring' ORDER BY user_id, device_id",
             [.text(callID)]
@@ -104,7 +104,7 @@ struct SQLPushJobRepository: PushJobRepository {
         }
     }
 
-    func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws {
+    package func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws {
         try connection.run(
             """
             UPDATE push_jobs SET state = 'dropped', reason = 'call_not_ringing', finished_at_ms = ?
@@ -113,7 +113,7 @@ struct SQLPushJobRepository: PushJobRepository {
             [.integer(nowMS), .text(callID), .integer(nowMS)])
     }
 
-    func report(failures: Int) throws -> PushQueueReport {
+    package func report(failures: Int) throws -> PushQueueReport {
         let queue = try connection.query("SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'", []).first
         let outcomes = try connection.query(
             """
@@ -136,5 +136,9 @@ struct SQLPushJobRepository: PushJobRepository {
         }
         return PushQueueReport(
             pending: try queue?.int("pending") ?? 0, oldestPendingCreatedMS: try queue?.optionalInt64("oldest"), outcomes: outcomes, newestFailures: newest)
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

@@ -4,6 +4,11 @@ import SwitchboardWire
 public struct Friendship: Sendable, Equatable {
     public let conversationID: String
     public let since: String
+
+    package init(conversationID: String, since: String) {
+        self.conversationID = conversationID
+        self.since = since
+    }
 }
 
 /// A 1:1 conversation: its two participants (smaller id first) and when it began.
@@ -12,6 +17,13 @@ public struct StoredConversation: Sendable, Equatable {
     public let userA: String
     public let userB: String
     public let createdAt: String
+
+    package init(id: String, userA: String, userB: String, createdAt: String) {
+        self.id = id
+        self.userA = userA
+        self.userB = userB
+        self.createdAt = createdAt
+    }
 }
 
 /// The friend graph: friend requests, friendships, blocks and the pairs' conversations (which

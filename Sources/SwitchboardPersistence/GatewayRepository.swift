@@ -2,23 +2,36 @@ import Foundation
 import SwitchboardStore
 
 /// An app server of the push gateway and its public keys.
-struct GatewayApp: Sendable, Equatable {
-    struct Key: Sendable, Equatable {
-        var keyID: String
+package struct GatewayApp: Sendable, Equatable {
+    package struct Key: Sendable, Equatable {
+        package var keyID: String
         /// The Ed25519 public key, 32 bytes as base64url.
-        var publicKey: String
-        var createdAtMS: Int64
+        package var publicKey: String
+        package var createdAtMS: Int64
+
+        package init(keyID: String, publicKey: String, createdAtMS: Int64) {
+            self.keyID = keyID
+            self.publicKey = publicKey
+            self.createdAtMS = createdAtMS
+        }
     }
 
-    var id: String
-    var name: String
-    var createdAtMS: Int64
-    var keys: [Key]
+    package var id: String
+    package var name: String
+    package var createdAtMS: Int64
+    package var keys: [Key]
+
+    package init(id: String, name: String, createdAtMS: Int64, keys: [Key]) {
+        self.id = id
+        self.name = name
+        self.createdAtMS = createdAtMS
+        self.keys = keys
+    }
 }
 
 /// The gateway's apps, their keys and the signatures seen lately (tables `gateway_apps`,
 /// `gateway_app_keys`, `gateway_replays`).
-protocol GatewayRepository {
+package protocol GatewayRepository {
     /// Creates the app with its first keys; false when the id is taken.
     func create(_ app: GatewayApp) throws -> Bool
     func app(id: String) throws -> GatewayApp?
@@ -36,10 +49,10 @@ protocol GatewayRepository {
 }
 
 /// ``GatewayRepository`` in SQL that SQLite and PostgreSQL both run.
-struct SQLGatewayRepository: GatewayRepository {
-    let connection: any SQLExecutor
+package struct SQLGatewayRepository: GatewayRepository {
+    package let connection: any SQLExecutor
 
-    func create(_ app: GatewayApp) throws -> Bool {
+    package func create(_ app: GatewayApp) throws -> Bool {
         guard try connection.query("SELECT 1 FROM gateway_apps WHERE id = ?", [.text(app.id)]).isEmpty else { return false }
         try connection.run(
             "INSERT INTO gateway_apps (id, name, created_at_ms) VALUES (?, ?, ?)", [.text(app.id), .text(app.name), .integer(app.createdAtMS)])
@@ -47,7 +60,7 @@ struct SQLGatewayRepository: GatewayRepository {
         return true
     }
 
-    func app(id: String) throws -> GatewayApp? {
+    package func app(id: String) throws -> GatewayApp? {
         guard let row = try connection.query("SELECT name, created_at_ms FROM gateway_apps WHERE id = ?", [.text(id)]).first else { return nil }
         let keys = try connection.query(
             "SELECT key_id, public_key, created_at_ms FROM gateway_app_keys WHERE app_id = ? ORDER BY created_at_ms, key_id", [.text(id)]
@@ -55,7 +68,7 @@ struct SQLGatewayRepository: GatewayRepository {
         return GatewayApp(id: id, name: try row.string("name"), createdAtMS: try row.int64("created_at_ms"), keys: keys)
     }
 
-    func addKey(_ key: GatewayApp.Key, to appID: String) throws -> Bool {
+    package func addKey(_ key: GatewayApp.Key, to appID: String) throws -> Bool {
         guard try connection.query(
             "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(key.keyID)]).isEmpty
         else { return false }
@@ -65,7 +78,7 @@ struct SQLGatewayRepository: GatewayRepository {
         return true
     }
 
-    func removeKey(_ keyID: String, of appID: String) throws -> Bool {
+    package func removeKey(_ keyID: String, of appID: String) throws -> Bool {
         guard !(try connection.query(
             "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)]).isEmpty)
         else { return false }
@@ -73,15 +86,15 @@ struct SQLGatewayRepository: GatewayRepository {
         return true
     }
 
-    func pushSettings(of appID: String) throws -> String? {
+    package func pushSettings(of appID: String) throws -> String? {
         try connection.query("SELECT push_settings FROM gateway_apps WHERE id = ?", [.text(appID)]).first?.optionalString("push_settings")
     }
 
-    func setPushSettings(_ sealed: String?, of appID: String) throws -> Bool {
+    package func setPushSettings(_ sealed: String?, of appID: String) throws -> Bool {
         try connection.run("UPDATE gateway_apps SET push_settings = ? WHERE id = ?", [sealed.map(SQLiteValue.text) ?? .null, .text(appID)]) > 0
     }
 
-    func recordSignature(_ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64) throws -> Bool {
+    package func recordSignature(_ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64) throws -> Bool {
         try connection.run("DELETE FROM gateway_replays WHERE seen_at_ms < ?", [.integer(forgetBeforeMS)])
         guard try connection.query(
             "SELECT 1 FROM gateway_replays WHERE app_id = ? AND signature = ?", [.text(appID), .text(signature)]).isEmpty
@@ -89,5 +102,9 @@ struct SQLGatewayRepository: GatewayRepository {
         try connection.run(
             "INSERT INTO gateway_replays (app_id, signature, seen_at_ms) VALUES (?, ?, ?)", [.text(appID), .text(signature), .integer(nowMS)])
         return true
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

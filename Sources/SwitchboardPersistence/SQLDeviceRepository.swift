@@ -3,10 +3,10 @@ import SwitchboardStore
 
 /// ``DeviceRepository`` in SQL that SQLite and PostgreSQL both run (table `push_devices`, one row
 /// per device and channel), on the connection of one transaction or snapshot.
-struct SQLDeviceRepository: DeviceRepository {
-    let connection: any SQLExecutor
+package struct SQLDeviceRepository: DeviceRepository {
+    package let connection: any SQLExecutor
 
-    func register(_ token: DeviceRegistration, at timestamp: String) throws {
+    package func register(_ token: DeviceRegistration, at timestamp: String) throws {
         // The installation is another user's while their session that registered it lives.
         let owners = try connection.query(
             """
@@ -55,7 +55,7 @@ struct SQLDeviceRepository: DeviceRepository {
              .text(token.deviceID), .text(token.channel), .text(token.userID)])
     }
 
-    func keepOnly(channels: Set<String>, ofDevice deviceID: String, of userID: String) throws {
+    package func keepOnly(channels: Set<String>, ofDevice deviceID: String, of userID: String) throws {
         let rows = try connection.query(
             "SELECT channel FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)])
         for row in rows {
@@ -65,20 +65,20 @@ struct SQLDeviceRepository: DeviceRepository {
         }
     }
 
-    func remove(deviceID: String, of userID: String) throws -> Bool {
+    package func remove(deviceID: String, of userID: String) throws -> Bool {
         try connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)]) > 0
     }
 
-    func remove(deviceID: String, channel: String, of userID: String) throws -> Bool {
+    package func remove(deviceID: String, channel: String, of userID: String) throws -> Bool {
         try connection.run(
             "DELETE FROM push_devices WHERE device_id = ? AND channel = ? AND user_id = ?", [.text(deviceID), .text(channel), .text(userID)]) > 0
     }
 
-    func removeAll(boundTo sessionID: String) throws {
+    package func removeAll(boundTo sessionID: String) throws {
         try connection.run("DELETE FROM push_devices WHERE session_id = ?", [.text(sessionID)])
     }
 
-    func targets(of userID: String, channel: String) throws -> [PushTarget] {
+    package func targets(of userID: String, channel: String) throws -> [PushTarget] {
         try connection.query(
             """
             SELECT d.device_id, d.token, d.environment FROM push_devices d
@@ -92,7 +92,7 @@ struct SQLDeviceRepository: DeviceRepository {
         }
     }
 
-    func devices(of userID: String) throws -> [PushDevice] {
+    package func devices(of userID: String) throws -> [PushDevice] {
         let rows = try connection.query(
             """
             SELECT d.device_id, d.channel, d.platform, d.brand, d.token, d.environment, d.created_at, d.session_id, d.payload_key_id,
@@ -122,7 +122,7 @@ struct SQLDeviceRepository: DeviceRepository {
         }
     }
 
-    func isLive(token: String, channel: String, of userID: String) throws -> Bool {
+    package func isLive(token: String, channel: String, of userID: String) throws -> Bool {
         try !connection.query(
             """
             SELECT 1 FROM push_devices d JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
@@ -131,7 +131,7 @@ struct SQLDeviceRepository: DeviceRepository {
             [.text(token), .text(channel), .text(userID)]).isEmpty
     }
 
-    func payloadKeyID(token: String, channel: String, of userID: String) throws -> String? {
+    package func payloadKeyID(token: String, channel: String, of userID: String) throws -> String? {
         guard let row = try connection.query(
             "SELECT payload_key_id, payload_key_sealed FROM push_devices WHERE token = ? AND channel = ? AND user_id = ?",
             [.text(token), .text(channel), .text(userID)]).first
@@ -139,15 +139,19 @@ struct SQLDeviceRepository: DeviceRepository {
         return try StoredPayloadKey(row)?.id
     }
 
-    func forget(token: String, channel: String) throws {
+    package func forget(token: String, channel: String) throws {
         try connection.run("DELETE FROM push_devices WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
     }
 
-    func doubt(token: String, channel: String) throws {
+    package func doubt(token: String, channel: String) throws {
         try connection.run(
             "UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
         try connection.run(
             "DELETE FROM push_devices WHERE token = ? AND channel = ? AND suspect_reports >= 2", [.text(token), .text(channel)])
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }
 
@@ -155,7 +159,7 @@ extension StoredPayloadKey {
     /// The row's `payload_key_id` and `payload_key_sealed`; nil when it has none.
     /// Half a key (one column set: a damaged row) is a key that cannot be opened, never none:
     /// its device's rings then fail rather than go out in the clear.
-    init?(_ row: SQLiteRow) throws {
+    package init?(_ row: SQLiteRow) throws {
         let id = try row.optionalString("payload_key_id"), sealed = try row.optionalString("payload_key_sealed")
         guard id != nil || sealed != nil else { return nil }
         self.init(id: id ?? "", sealed: sealed ?? "")

@@ -2,12 +2,20 @@ import Foundation
 import SwitchboardPush
 
 /// One ring job of a call, as the gateway's signal status shows it.
-struct RingJobStatus: Sendable, Equatable {
-    var userID: String
-    var deviceID: String
-    var channel: String
-    var state: String
-    var reason: String?
+package struct RingJobStatus: Sendable, Equatable {
+    package var userID: String
+    package var deviceID: String
+    package var channel: String
+    package var state: String
+    package var reason: String?
+
+    package init(userID: String, deviceID: String, channel: String, state: String, reason: String? = nil) {
+        self.userID = userID
+        self.deviceID = deviceID
+        self.channel = channel
+        self.state = state
+        self.reason = reason
+    }
 }
 
 /// A push job as the outbox writes it, in the transaction that starts the ring. Its id is also
@@ -33,6 +41,24 @@ public struct NewPushJob: Sendable, Equatable {
     public var reason: String?
     public var createdAtMS: Int64
     public var expiresAtMS: Int64
+
+    package init(id: String, callID: String, userID: String, deviceID: String, provider: String, channel: String, kind: String = PushJobKind.ring.rawValue, token: String, environment: String, payload: String, headers: String, state: String, reason: String? = nil, createdAtMS: Int64, expiresAtMS: Int64) {
+        self.id = id
+        self.callID = callID
+        self.userID = userID
+        self.deviceID = deviceID
+        self.provider = provider
+        self.channel = channel
+        self.kind = kind
+        self.token = token
+        self.environment = environment
+        self.payload = payload
+        self.headers = headers
+        self.state = state
+        self.reason = reason
+        self.createdAtMS = createdAtMS
+        self.expiresAtMS = expiresAtMS
+    }
 }
 
 /// A finished job, for the operator's status view.
@@ -48,6 +74,20 @@ public struct FinishedPushJob: Sendable, Equatable {
     public var lastError: String?
     public var attempts: Int
     public var finishedAtMS: Int64?
+
+    package init(id: String, callID: String, userID: String, provider: String, channel: String, token: String, state: String, reason: String? = nil, lastError: String? = nil, attempts: Int, finishedAtMS: Int64? = nil) {
+        self.id = id
+        self.callID = callID
+        self.userID = userID
+        self.provider = provider
+        self.channel = channel
+        self.token = token
+        self.state = state
+        self.reason = reason
+        self.lastError = lastError
+        self.attempts = attempts
+        self.finishedAtMS = finishedAtMS
+    }
 }
 
 /// The outbox's totals for `GET /admin/push/status`.
@@ -58,6 +98,14 @@ public struct PushQueueReport: Sendable, Equatable {
         public var state: String
         public var reason: String?
         public var count: Int
+
+        public init(provider: String, channel: String, state: String, reason: String?, count: Int) {
+            self.provider = provider
+            self.channel = channel
+            self.state = state
+            self.reason = reason
+            self.count = count
+        }
     }
 
     public var pending: Int
@@ -66,12 +114,19 @@ public struct PushQueueReport: Sendable, Equatable {
     public var outcomes: [Outcomes]
     /// The newest jobs that ended undelivered after an error, newest first.
     public var newestFailures: [FinishedPushJob]
+
+    package init(pending: Int, oldestPendingCreatedMS: Int64? = nil, outcomes: [Outcomes], newestFailures: [FinishedPushJob]) {
+        self.pending = pending
+        self.oldestPendingCreatedMS = oldestPendingCreatedMS
+        self.outcomes = outcomes
+        self.newestFailures = newestFailures
+    }
 }
 
 /// The push outbox: jobs written with the ring that needs them, claimed by the dispatcher for
 /// a lease, retried, and finished with an outcome. SQLite implements it today
 /// (``SQLPushJobRepository``); the contract suite tests every implementation.
-protocol PushJobRepository {
+package protocol PushJobRepository {
     func enqueue(_ job: NewPushJob) throws
     /// Voids every claim (a process that starts as the database's only dispatcher: SQLite).
     func releaseClaims() throws

@@ -6,15 +6,15 @@ import SwitchboardWire
 /// ``CallRepository`` in SQL that SQLite and PostgreSQL both run (tables `calls`, `call_invitations`,
 /// `call_participants`, `call_occupants`), working on the connection of one transaction or
 /// snapshot.
-struct SQLCallRepository: CallRepository {
-    let connection: any SQLExecutor
+package struct SQLCallRepository: CallRepository {
+    package let connection: any SQLExecutor
 
-    private static func date(_ milliseconds: Int64) -> Date { CallStore.date(milliseconds) }
-    private static func date(_ milliseconds: Int64?) -> Date? { milliseconds.map(CallStore.date) }
-    private static func value(_ date: Date?) -> SQLiteValue { date.map { .integer(CallStore.milliseconds($0)) } ?? .null }
-    private static func milliseconds(_ date: Date) -> Int64 { CallStore.milliseconds(date) }
+    private static func date(_ milliseconds: Int64) -> Date { StoredTime.date(milliseconds) }
+    private static func date(_ milliseconds: Int64?) -> Date? { milliseconds.map(StoredTime.date) }
+    private static func value(_ date: Date?) -> SQLiteValue { date.map { .integer(StoredTime.milliseconds($0)) } ?? .null }
+    private static func milliseconds(_ date: Date) -> Int64 { StoredTime.milliseconds(date) }
 
-    func load(_ callID: String) throws -> StoredCall? {
+    package func load(_ callID: String) throws -> StoredCall? {
         guard let row = try connection.query("SELECT * FROM calls WHERE id = ?", [.text(callID)]).first else { return nil }
         let invitations = try connection.query(
             "SELECT user_id, state, updated_at_ms FROM call_invitations WHERE call_id = ? ORDER BY \(connection.dialect.insertionOrder)", [.text(callID)]
@@ -41,13 +41,13 @@ struct SQLCallRepository: CallRepository {
         return StoredCall(call: call, version: try row.int64("version"))
     }
 
-    func call(createdBy callerID: String, clientID: String) throws -> StoredCall? {
+    package func call(createdBy callerID: String, clientID: String) throws -> StoredCall? {
         guard let row = try connection.query("SELECT id FROM calls WHERE created_by = ? AND client_id = ?", [.text(callerID), .text(clientID)]).first
         else { return nil }
         return try load(try row.string("id"))
     }
 
-    func insert(_ call: CallRecord, clientID: String) throws {
+    package func insert(_ call: CallRecord, clientID: String) throws {
         do {
             try insertRow(call, clientID: clientID)
         } catch let error as StoreError where error.isUniqueViolation(naming: "calls.scope", "calls_live_per_scope") {
@@ -69,7 +69,7 @@ struct SQLCallRepository: CallRepository {
              .integer(Self.milliseconds(call.ringDeadline)), .text(call.roomName), Self.value(call.emptySince)])
     }
 
-    func update(_ call: CallRecord, from version: Int64) throws -> Bool {
+    package func update(_ call: CallRecord, from version: Int64) throws -> Bool {
         let changed = try connection.run(
             """
             UPDATE calls SET state = ?, end_reason = ?, answered_at_ms = ?, ended_at_ms = ?, empty_since_ms = ?,
@@ -117,7 +117,7 @@ struct SQLCallRepository: CallRepository {
         }
     }
 
-    func busyUsers(_ userIDs: [String], excluding callID: String?) throws -> Set<String> {
+    package func busyUsers(_ userIDs: [String], excluding callID: String?) throws -> Set<String> {
         var busy = Set<String>()
         for userID in userIDs {
             if let row = try connection.query("SELECT call_id FROM call_occupants WHERE user_id = ?", [.text(userID)]).first,
@@ -129,13 +129,13 @@ struct SQLCallRepository: CallRepository {
         return busy
     }
 
-    func liveCallID(scopeKind: ScopeKind, scopeID: String) throws -> String? {
+    package func liveCallID(scopeKind: ScopeKind, scopeID: String) throws -> String? {
         try connection.query(
             "SELECT id FROM calls WHERE scope_kind = ? AND scope_id = ? AND state != 'ended'", [.text(scopeKind.rawValue), .text(scopeID)]
         ).first.map { try $0.string("id") }
     }
 
-    func liveCallIDs(involving userID: String) throws -> [String] {
+    package func liveCallIDs(involving userID: String) throws -> [String] {
         try connection.query(
             """
             SELECT c.id FROM calls c WHERE c.state != 'ended' AND (
@@ -147,14 +147,14 @@ struct SQLCallRepository: CallRepository {
         ).map { try $0.string("id") }
     }
 
-    func endedCallIDs(scopeKind: ScopeKind, scopeID: String, limit: Int) throws -> [String] {
+    package func endedCallIDs(scopeKind: ScopeKind, scopeID: String, limit: Int) throws -> [String] {
         try connection.query(
             "SELECT id FROM calls WHERE scope_kind = ? AND scope_id = ? AND state = 'ended' ORDER BY ended_at_ms DESC, id LIMIT ?",
             [.text(scopeKind.rawValue), .text(scopeID), .integer(Int64(limit))]
         ).map { try $0.string("id") }
     }
 
-    func ringTimedOutCallIDs(at nowMS: Int64) throws -> [String] {
+    package func ringTimedOutCallIDs(at nowMS: Int64) throws -> [String] {
         try connection.query(
             """
             SELECT c.id FROM calls c WHERE c.state != 'ended' AND c.ring_deadline_ms <= ?
@@ -164,16 +164,20 @@ struct SQLCallRepository: CallRepository {
         ).map { try $0.string("id") }
     }
 
-    func activeRooms() throws -> [(callID: String, roomName: String)] {
+    package func activeRooms() throws -> [(callID: String, roomName: String)] {
         try connection.query("SELECT id, room_name FROM calls WHERE state = 'active'", []).map { (try $0.string("id"), try $0.string("room_name")) }
     }
 
-    func rings(_ callID: String, userID: String) throws -> Bool {
+    package func rings(_ callID: String, userID: String) throws -> Bool {
         try !connection.query(
             """
             SELECT 1 FROM calls c JOIN call_invitations i ON i.call_id = c.id AND i.user_id = ?2
             WHERE c.id = ?1 AND c.state != 'ended' AND i.state = 'ringing'
             """,
             [.text(callID), .text(userID)]).isEmpty
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

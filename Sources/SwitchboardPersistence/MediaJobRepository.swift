@@ -5,18 +5,28 @@ import SwitchboardStore
 /// A media withdrawal to carry out (remove a participant from a room, or delete the room),
 /// written in the transaction of the change that calls for it and retried until the media
 /// backend confirms it. Times are milliseconds since 1970.
-struct MediaJob: Sendable, Equatable {
-    var id: String
-    var callID: String
-    var action: MediaAction
-    var attempts: Int
-    var nextAttemptMS: Int64
-    var createdAtMS: Int64
-    var lastError: String?
+package struct MediaJob: Sendable, Equatable {
+    package var id: String
+    package var callID: String
+    package var action: MediaAction
+    package var attempts: Int
+    package var nextAttemptMS: Int64
+    package var createdAtMS: Int64
+    package var lastError: String?
+
+    package init(id: String, callID: String, action: MediaAction, attempts: Int, nextAttemptMS: Int64, createdAtMS: Int64, lastError: String? = nil) {
+        self.id = id
+        self.callID = callID
+        self.action = action
+        self.attempts = attempts
+        self.nextAttemptMS = nextAttemptMS
+        self.createdAtMS = createdAtMS
+        self.lastError = lastError
+    }
 }
 
 /// The media withdrawal jobs (table `media_jobs`).
-protocol MediaJobRepository {
+package protocol MediaJobRepository {
     /// Writes a job due at once.
     func enqueue(id: String, callID: String, action: MediaAction, at nowMS: Int64) throws
     /// Jobs due at `nowMS`, oldest first, at most `limit`.
@@ -33,10 +43,10 @@ protocol MediaJobRepository {
 }
 
 /// ``MediaJobRepository`` in SQL that SQLite and PostgreSQL both run.
-struct SQLMediaJobRepository: MediaJobRepository {
-    let connection: any SQLExecutor
+package struct SQLMediaJobRepository: MediaJobRepository {
+    package let connection: any SQLExecutor
 
-    func enqueue(id: String, callID: String, action: MediaAction, at nowMS: Int64) throws {
+    package func enqueue(id: String, callID: String, action: MediaAction, at nowMS: Int64) throws {
         let (kind, room, identity): (String, String, String?) = switch action {
         case .deleteRoom(let room): ("delete_room", room, nil)
         case .removeParticipant(let room, let identity): ("remove_participant", room, identity)
@@ -49,7 +59,7 @@ struct SQLMediaJobRepository: MediaJobRepository {
             [.text(id), .text(callID), .text(kind), .text(room), identity.map { .text($0) } ?? .null, .integer(nowMS)])
     }
 
-    func due(at nowMS: Int64, limit: Int) throws -> [MediaJob] {
+    package func due(at nowMS: Int64, limit: Int) throws -> [MediaJob] {
         try connection.query(
             """
             SELECT id, call_id, action, room, identity, attempts, next_attempt_ms, created_at_ms, last_error
@@ -71,23 +81,27 @@ struct SQLMediaJobRepository: MediaJobRepository {
         }
     }
 
-    func claim(_ id: String, until untilMS: Int64, at nowMS: Int64) throws -> Bool {
+    package func claim(_ id: String, until untilMS: Int64, at nowMS: Int64) throws -> Bool {
         try connection.run(
             "UPDATE media_jobs SET next_attempt_ms = ?1 WHERE id = ?2 AND next_attempt_ms <= ?3",
             [.integer(untilMS), .text(id), .integer(nowMS)]) == 1
     }
 
-    func finish(_ id: String) throws {
+    package func finish(_ id: String) throws {
         try connection.run("DELETE FROM media_jobs WHERE id = ?", [.text(id)])
     }
 
-    func retry(_ id: String, at nextMS: Int64, error: String) throws {
+    package func retry(_ id: String, at nextMS: Int64, error: String) throws {
         try connection.run(
             "UPDATE media_jobs SET attempts = attempts + 1, next_attempt_ms = ?1, last_error = ?2 WHERE id = ?3",
             [.integer(nextMS), .text(String(error.prefix(500))), .text(id)])
     }
 
-    func pendingCount() throws -> Int {
+    package func pendingCount() throws -> Int {
         try connection.query("SELECT COUNT(*) AS n FROM media_jobs", []).first?.int("n") ?? 0
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

@@ -6,6 +6,11 @@ import SwitchboardWire
 public struct StoredCall: Sendable, Equatable {
     public let call: CallRecord
     public let version: Int64
+
+    package init(call: CallRecord, version: Int64) {
+        self.call = call
+        self.version = version
+    }
 }
 
 /// Calls: each one's record (invitations, participants), who occupies which call (a user is in

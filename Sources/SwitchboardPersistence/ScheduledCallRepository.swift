@@ -1,16 +1,28 @@
 import SwitchboardStore
 
 /// A stored scheduled call.
-struct StoredScheduledCall: Sendable, Equatable {
-    var id: String
-    var groupID: String
-    var title: String?
-    var mode: String
-    var startsAtMS: Int64
-    var createdBy: String
-    var createdAt: String
-    var callID: String?
-    var cancelledAt: String?
+package struct StoredScheduledCall: Sendable, Equatable {
+    package var id: String
+    package var groupID: String
+    package var title: String?
+    package var mode: String
+    package var startsAtMS: Int64
+    package var createdBy: String
+    package var createdAt: String
+    package var callID: String?
+    package var cancelledAt: String?
+
+    package init(id: String, groupID: String, title: String? = nil, mode: String, startsAtMS: Int64, createdBy: String, createdAt: String, callID: String? = nil, cancelledAt: String? = nil) {
+        self.id = id
+        self.groupID = groupID
+        self.title = title
+        self.mode = mode
+        self.startsAtMS = startsAtMS
+        self.createdBy = createdBy
+        self.createdAt = createdAt
+        self.callID = callID
+        self.cancelledAt = cancelledAt
+    }
 }
 
 /// Scheduled group calls and their pre-authorisations.
@@ -18,7 +30,7 @@ struct StoredScheduledCall: Sendable, Equatable {
 /// - `scheduled_calls`: a group's planned calls; `call_id` is the group call that started it.
 /// - `call_preauthorizations`: single-use capabilities (the SHA-256 of a random token), each for
 ///   one user and one scheduled call, until `expires_at_ms`; `used_at` once redeemed.
-protocol ScheduledCallRepository {
+package protocol ScheduledCallRepository {
     func insert(_ call: StoredScheduledCall) throws
     func scheduledCall(_ id: String) throws -> StoredScheduledCall?
     /// The group's calls not cancelled that start at or after `fromMS`, ascending.
@@ -41,8 +53,8 @@ protocol ScheduledCallRepository {
 }
 
 /// ``ScheduledCallRepository`` in SQL that SQLite and PostgreSQL both run.
-struct SQLScheduledCallRepository: ScheduledCallRepository {
-    let connection: any SQLExecutor
+package struct SQLScheduledCallRepository: ScheduledCallRepository {
+    package let connection: any SQLExecutor
 
     private static let columns = "id, group_id, title, mode, starts_at_ms, created_by, created_at, call_id, cancelled_at"
 
@@ -53,18 +65,18 @@ struct SQLScheduledCallRepository: ScheduledCallRepository {
             callID: try row.optionalString("call_id"), cancelledAt: try row.optionalString("cancelled_at"))
     }
 
-    func insert(_ call: StoredScheduledCall) throws {
+    package func insert(_ call: StoredScheduledCall) throws {
         try connection.run(
             "INSERT INTO scheduled_calls (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             [.text(call.id), .text(call.groupID), call.title.map { .text($0) } ?? .null, .text(call.mode), .integer(call.startsAtMS),
              .text(call.createdBy), .text(call.createdAt), call.callID.map { .text($0) } ?? .null, call.cancelledAt.map { .text($0) } ?? .null])
     }
 
-    func scheduledCall(_ id: String) throws -> StoredScheduledCall? {
+    package func scheduledCall(_ id: String) throws -> StoredScheduledCall? {
         try connection.query("SELECT \(Self.columns) FROM scheduled_calls WHERE id = ?1", [.text(id)]).first.map(Self.row)
     }
 
-    func upcoming(inGroup groupID: String, from fromMS: Int64) throws -> [StoredScheduledCall] {
+    package func upcoming(inGroup groupID: String, from fromMS: Int64) throws -> [StoredScheduledCall] {
         try connection.query(
             """
             SELECT \(Self.columns) FROM scheduled_calls
@@ -74,7 +86,7 @@ struct SQLScheduledCallRepository: ScheduledCallRepository {
         ).map(Self.row)
     }
 
-    func upcoming(forMember userID: String, from fromMS: Int64, limit: Int) throws -> [StoredScheduledCall] {
+    package func upcoming(forMember userID: String, from fromMS: Int64, limit: Int) throws -> [StoredScheduledCall] {
         try connection.query(
             """
             SELECT s.id, s.group_id, s.title, s.mode, s.starts_at_ms, s.created_by, s.created_at, s.call_id, s.cancelled_at
@@ -88,11 +100,11 @@ struct SQLScheduledCallRepository: ScheduledCallRepository {
         ).map(Self.row)
     }
 
-    func cancel(_ id: String, at timestamp: String) throws {
+    package func cancel(_ id: String, at timestamp: String) throws {
         try connection.run("UPDATE scheduled_calls SET cancelled_at = ?2 WHERE id = ?1 AND cancelled_at IS NULL", [.text(id), .text(timestamp)])
     }
 
-    func link(callID: String, inGroup groupID: String, nowMS: Int64, startsWithin earliestMS: Int64, _ latestMS: Int64) throws -> StoredScheduledCall? {
+    package func link(callID: String, inGroup groupID: String, nowMS: Int64, startsWithin earliestMS: Int64, _ latestMS: Int64) throws -> StoredScheduledCall? {
         let candidates = try connection.query(
             """
             SELECT \(Self.columns) FROM scheduled_calls
@@ -107,13 +119,13 @@ struct SQLScheduledCallRepository: ScheduledCallRepository {
         return nearest
     }
 
-    func insertPreauthorization(tokenHash: [UInt8], scheduledCallID: String, userID: String, expiresAtMS: Int64) throws {
+    package func insertPreauthorization(tokenHash: [UInt8], scheduledCallID: String, userID: String, expiresAtMS: Int64) throws {
         try connection.run(
             "INSERT INTO call_preauthorizations (token_hash, scheduled_call_id, user_id, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
             [.blob(tokenHash), .text(scheduledCallID), .text(userID), .integer(expiresAtMS)])
     }
 
-    func redeem(tokenHash: [UInt8], userID: String, callID: String, nowMS: Int64, at timestamp: String) throws -> Bool {
+    package func redeem(tokenHash: [UInt8], userID: String, callID: String, nowMS: Int64, at timestamp: String) throws -> Bool {
         try connection.run(
             """
             UPDATE call_preauthorizations SET used_at = ?5
@@ -123,7 +135,11 @@ struct SQLScheduledCallRepository: ScheduledCallRepository {
             [.blob(tokenHash), .text(userID), .text(callID), .integer(nowMS), .text(timestamp)]) == 1
     }
 
-    func prunePreauthorizations(expiredBefore beforeMS: Int64) throws -> Int {
+    package func prunePreauthorizations(expiredBefore beforeMS: Int64) throws -> Int {
         try connection.run("DELETE FROM call_preauthorizations WHERE expires_at_ms < ?1", [.integer(beforeMS)])
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

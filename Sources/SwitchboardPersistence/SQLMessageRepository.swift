@@ -3,8 +3,8 @@ import SwitchboardWire
 
 /// ``MessageRepository`` in SQL that SQLite and PostgreSQL both run (tables `messages`, `read_markers`),
 /// working on the connection of one transaction or snapshot. `seq` orders messages.
-struct SQLMessageRepository: MessageRepository {
-    let connection: any SQLExecutor
+package struct SQLMessageRepository: MessageRepository {
+    package let connection: any SQLExecutor
 
     private static func column(_ scope: MessageScope) -> String {
         switch scope {
@@ -13,12 +13,12 @@ struct SQLMessageRepository: MessageRepository {
         }
     }
 
-    func message(sentBy senderID: String, clientID: String) throws -> Message? {
+    package func message(sentBy senderID: String, clientID: String) throws -> Message? {
         try connection.query("SELECT * FROM messages WHERE sender_id = ? AND client_id = ?", [.text(senderID), .text(clientID)])
             .first.map(Self.message(from:))
     }
 
-    func insert(_ message: Message, clientID: String?) throws {
+    package func insert(_ message: Message, clientID: String?) throws {
         let (column, scopeID) = message.groupId.map { ("group_id", $0) } ?? ("conversation_id", message.conversationId ?? "")
         try connection.run(
             "INSERT INTO messages (id, \(column), sender_id, client_id, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -26,7 +26,7 @@ struct SQLMessageRepository: MessageRepository {
              .text(message.createdAt)])
     }
 
-    func page(in scope: MessageScope, before messageID: String?, limit: Int) throws -> MessagePage? {
+    package func page(in scope: MessageScope, before messageID: String?, limit: Int) throws -> MessagePage? {
         var beforeSeq = Int64.max
         if let messageID {
             guard let seq = try seq(of: messageID, in: scope) else { return nil }
@@ -38,7 +38,7 @@ struct SQLMessageRepository: MessageRepository {
         return MessagePage(messages: try rows.prefix(limit).reversed().map(Self.message(from:)), hasMore: rows.count > limit)
     }
 
-    func markRead(_ messageID: String, in scope: MessageScope, by userID: String, at timestamp: String) throws -> Bool? {
+    package func markRead(_ messageID: String, in scope: MessageScope, by userID: String, at timestamp: String) throws -> Bool? {
         guard let seq = try seq(of: messageID, in: scope) else { return nil }
         return try connection.run(
             """
@@ -49,7 +49,7 @@ struct SQLMessageRepository: MessageRepository {
             [.text(scope.id), .text(userID), .integer(seq), .text(timestamp)]) > 0
     }
 
-    func readMarkers(in scope: MessageScope) throws -> [ReadMarker] {
+    package func readMarkers(in scope: MessageScope) throws -> [ReadMarker] {
         try connection.query(
             """
             SELECT r.user_id, m.id AS message_id, r.updated_at FROM read_markers r
@@ -69,5 +69,9 @@ struct SQLMessageRepository: MessageRepository {
             id: try row.string("id"), conversationId: try row.optionalString("conversation_id"),
             groupId: try row.optionalString("group_id"), senderId: try row.string("sender_id"),
             text: try row.string("body"), createdAt: try row.string("created_at"))
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

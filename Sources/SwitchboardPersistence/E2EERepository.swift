@@ -2,35 +2,61 @@ import SwitchboardStore
 import SwitchboardWire
 
 /// One item of a device's E2EE queue as stored; the ciphertext is opaque bytes.
-struct StoredE2EEItem: Sendable, Equatable {
-    var deviceID: String
-    var sequence: Int64
-    var scope: MessageScope
-    var messageID: String
-    var kind: String
-    var senderUserID: String
-    var senderDeviceID: String
-    var ciphertext: [UInt8]
-    var createdAt: String
+package struct StoredE2EEItem: Sendable, Equatable {
+    package var deviceID: String
+    package var sequence: Int64
+    package var scope: MessageScope
+    package var messageID: String
+    package var kind: String
+    package var senderUserID: String
+    package var senderDeviceID: String
+    package var ciphertext: [UInt8]
+    package var createdAt: String
+
+    package init(deviceID: String, sequence: Int64, scope: MessageScope, messageID: String, kind: String, senderUserID: String, senderDeviceID: String, ciphertext: [UInt8], createdAt: String) {
+        self.deviceID = deviceID
+        self.sequence = sequence
+        self.scope = scope
+        self.messageID = messageID
+        self.kind = kind
+        self.senderUserID = senderUserID
+        self.senderDeviceID = senderDeviceID
+        self.ciphertext = ciphertext
+        self.createdAt = createdAt
+    }
 }
 
 /// A registered E2EE device and the newest sequence its queue gave out.
-struct StoredE2EEDevice: Sendable, Equatable {
-    var deviceID: String
-    var userID: String
-    var createdAt: String
-    var lastSequence: Int64
+package struct StoredE2EEDevice: Sendable, Equatable {
+    package var deviceID: String
+    package var userID: String
+    package var createdAt: String
+    package var lastSequence: Int64
     /// Removed by its owner: it has no queue and cannot send or receive until registered again.
-    var removed: Bool
+    package var removed: Bool
 
-    var wire: E2EEDevice { E2EEDevice(deviceId: deviceID, userId: userID, createdAt: createdAt) }
+    package var wire: E2EEDevice { E2EEDevice(deviceId: deviceID, userId: userID, createdAt: createdAt) }
+
+    package init(deviceID: String, userID: String, createdAt: String, lastSequence: Int64, removed: Bool) {
+        self.deviceID = deviceID
+        self.userID = userID
+        self.createdAt = createdAt
+        self.lastSequence = lastSequence
+        self.removed = removed
+    }
 }
 
 /// A send kept for its `clientId` replay: the scope, a digest of what was sent, the answer.
-struct StoredE2EESend: Sendable, Equatable {
-    var scopeID: String
-    var fingerprint: String
-    var result: String
+package struct StoredE2EESend: Sendable, Equatable {
+    package var scopeID: String
+    package var fingerprint: String
+    package var result: String
+
+    package init(scopeID: String, fingerprint: String, result: String) {
+        self.scopeID = scopeID
+        self.fingerprint = fingerprint
+        self.result = result
+    }
 }
 
 /// The per-device E2EE queues (tables `e2ee_devices`, `e2ee_items`, `e2ee_acks`,
@@ -38,7 +64,7 @@ struct StoredE2EESend: Sendable, Equatable {
 /// transaction that writes them: the device row is updated first, and on PostgreSQL its row
 /// lock holds a second writer of the same device until the first commits, so a reader never
 /// sees a number before a smaller one of the same device.
-protocol E2EERepository {
+package protocol E2EERepository {
     func device(_ deviceID: String) throws -> StoredE2EEDevice?
     /// Registers a new device, or takes a removed one of the same user back (its sequence goes on).
     func register(_ deviceID: String, of userID: String, at timestamp: String) throws
@@ -67,16 +93,16 @@ protocol E2EERepository {
 }
 
 /// ``E2EERepository`` in SQL that SQLite and PostgreSQL both run.
-struct SQLE2EERepository: E2EERepository {
-    let connection: any SQLExecutor
+package struct SQLE2EERepository: E2EERepository {
+    package let connection: any SQLExecutor
 
-    func device(_ deviceID: String) throws -> StoredE2EEDevice? {
+    package func device(_ deviceID: String) throws -> StoredE2EEDevice? {
         try connection.query(
             "SELECT device_id, user_id, created_at, last_sequence, removed_at FROM e2ee_devices WHERE device_id = ?1", [.text(deviceID)]
         ).first.map(Self.device(from:))
     }
 
-    func register(_ deviceID: String, of userID: String, at timestamp: String) throws {
+    package func register(_ deviceID: String, of userID: String, at timestamp: String) throws {
         try connection.run(
             """
             INSERT INTO e2ee_devices (device_id, user_id, created_at, last_sequence) VALUES (?1, ?2, ?3, 0)
@@ -86,7 +112,7 @@ struct SQLE2EERepository: E2EERepository {
             [.text(deviceID), .text(userID), .text(timestamp)])
     }
 
-    func devices(of userIDs: [String]) throws -> [StoredE2EEDevice] {
+    package func devices(of userIDs: [String]) throws -> [StoredE2EEDevice] {
         guard !userIDs.isEmpty else { return [] }
         let placeholders = (1...userIDs.count).map { "?\($0)" }.joined(separator: ", ")
         return try connection.query(
@@ -98,24 +124,24 @@ struct SQLE2EERepository: E2EERepository {
         ).map(Self.device(from:))
     }
 
-    func remove(_ deviceID: String) throws -> Bool {
+    package func remove(_ deviceID: String) throws -> Bool {
         try connection.run("DELETE FROM e2ee_items WHERE device_id = ?1", [.text(deviceID)])
         try connection.run("DELETE FROM e2ee_acks WHERE device_id = ?1", [.text(deviceID)])
         return try connection.run(
             "UPDATE e2ee_devices SET removed_at = 'removed' WHERE device_id = ?1 AND removed_at IS NULL", [.text(deviceID)]) > 0
     }
 
-    func dropScope(_ scope: MessageScope) throws {
+    package func dropScope(_ scope: MessageScope) throws {
         try connection.run("DELETE FROM e2ee_items WHERE scope_id = ?1 AND scope_kind = ?2", [.text(scope.id), .text(scope.kindName)])
         try connection.run("DELETE FROM e2ee_acks WHERE scope_id = ?1", [.text(scope.id)])
     }
 
-    func append(_ item: StoredE2EEItem, atMS nowMS: Int64) throws -> Int64 {
+    package func append(_ item: StoredE2EEItem, atMS nowMS: Int64) throws -> Int64 {
         guard let sequence = try connection.query(
             "UPDATE e2ee_devices SET last_sequence = last_sequence + 1 WHERE device_id = ?1 AND removed_at IS NULL RETURNING last_sequence",
             [.text(item.deviceID)]
         ).first?.int64("last_sequence") else {
-            throw APIError(.notFound, "no such device: \(item.deviceID)")
+            throw NoSuchE2EEDevice(deviceID: item.deviceID)
         }
         try connection.run(
             """
@@ -128,7 +154,7 @@ struct SQLE2EERepository: E2EERepository {
         return sequence
     }
 
-    func items(of deviceID: String, in scope: MessageScope, after sequence: Int64, limit: Int) throws -> [StoredE2EEItem] {
+    package func items(of deviceID: String, in scope: MessageScope, after sequence: Int64, limit: Int) throws -> [StoredE2EEItem] {
         try connection.query(
             """
             SELECT device_id, sequence, scope_kind, scope_id, message_id, kind, sender_user_id, sender_device_id, ciphertext, created_at
@@ -144,12 +170,12 @@ struct SQLE2EERepository: E2EERepository {
         }
     }
 
-    func acknowledged(by deviceID: String, in scope: MessageScope) throws -> Int64 {
+    package func acknowledged(by deviceID: String, in scope: MessageScope) throws -> Int64 {
         try connection.query("SELECT acked_through FROM e2ee_acks WHERE device_id = ?1 AND scope_id = ?2", [.text(deviceID), .text(scope.id)])
             .first?.int64("acked_through") ?? 0
     }
 
-    func acknowledge(by deviceID: String, in scope: MessageScope, through sequence: Int64) throws {
+    package func acknowledge(by deviceID: String, in scope: MessageScope, through sequence: Int64) throws {
         try connection.run(
             """
             INSERT INTO e2ee_acks (device_id, scope_id, acked_through) VALUES (?1, ?2, ?3)
@@ -162,19 +188,19 @@ struct SQLE2EERepository: E2EERepository {
             [.text(deviceID), .text(scope.id), .integer(sequence)])
     }
 
-    func dropItems(ofUser userID: String, in scope: MessageScope) throws {
+    package func dropItems(ofUser userID: String, in scope: MessageScope) throws {
         try connection.run(
             "DELETE FROM e2ee_items WHERE scope_id = ?1 AND device_id IN (SELECT device_id FROM e2ee_devices WHERE user_id = ?2)",
             [.text(scope.id), .text(userID)])
     }
 
-    func send(by userID: String, clientID: String) throws -> StoredE2EESend? {
+    package func send(by userID: String, clientID: String) throws -> StoredE2EESend? {
         try connection.query(
             "SELECT scope_id, fingerprint, result FROM e2ee_sends WHERE sender_user_id = ?1 AND client_id = ?2", [.text(userID), .text(clientID)]
         ).first.map { StoredE2EESend(scopeID: try $0.string("scope_id"), fingerprint: try $0.string("fingerprint"), result: try $0.string("result")) }
     }
 
-    func recordSend(by userID: String, clientID: String, _ send: StoredE2EESend, atMS nowMS: Int64) throws {
+    package func recordSend(by userID: String, clientID: String, _ send: StoredE2EESend, atMS nowMS: Int64) throws {
         try connection.run(
             """
             INSERT INTO e2ee_sends (sender_user_id, client_id, scope_id, fingerprint, result, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -182,7 +208,7 @@ struct SQLE2EERepository: E2EERepository {
             [.text(userID), .text(clientID), .text(send.scopeID), .text(send.fingerprint), .text(send.result), .integer(nowMS)])
     }
 
-    func prune(itemsBefore cutoffMS: Int64, sendsBefore sendsCutoffMS: Int64) throws -> Int {
+    package func prune(itemsBefore cutoffMS: Int64, sendsBefore sendsCutoffMS: Int64) throws -> Int {
         try connection.run(
             """
             INSERT INTO e2ee_acks (device_id, scope_id, acked_through)
@@ -200,5 +226,18 @@ struct SQLE2EERepository: E2EERepository {
         StoredE2EEDevice(
             deviceID: try row.string("device_id"), userID: try row.string("user_id"), createdAt: try row.string("created_at"),
             lastSequence: try row.int64("last_sequence"), removed: try row.optionalString("removed_at") != nil)
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
+    }
+}
+
+/// An item for a device that is not registered (or was removed) meanwhile.
+package struct NoSuchE2EEDevice: Error, Equatable {
+    package let deviceID: String
+
+    package init(deviceID: String) {
+        self.deviceID = deviceID
     }
 }

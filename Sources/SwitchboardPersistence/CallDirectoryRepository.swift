@@ -1,30 +1,36 @@
 import SwitchboardStore
 
 /// The two lists a Call Directory extension keeps.
-enum CallDirectoryKind: String, Sendable, CaseIterable {
+package enum CallDirectoryKind: String, Sendable, CaseIterable {
     case blocking, identification
 }
 
 /// One entry of a list: the label is nil for blocking entries.
-struct CallDirectoryEntry: Sendable, Equatable {
-    var kind: CallDirectoryKind
-    var number: Int64
-    var label: String?
+package struct CallDirectoryEntry: Sendable, Equatable {
+    package var kind: CallDirectoryKind
+    package var number: Int64
+    package var label: String?
+
+    package init(kind: CallDirectoryKind, number: Int64, label: String? = nil) {
+        self.kind = kind
+        self.number = number
+        self.label = label
+    }
 }
 
 /// Whose list a source entry belongs to: a user's own, or an organisation's.
-enum CallDirectoryOwner: Sendable, Equatable {
+package enum CallDirectoryOwner: Sendable, Equatable {
     case user(String)
     case organization(String)
 
-    var kindName: String {
+    package var kindName: String {
         switch self {
         case .user: "user"
         case .organization: "organization"
         }
     }
 
-    var id: String {
+    package var id: String {
         switch self {
         case .user(let id), .organization(let id): id
         }
@@ -33,17 +39,29 @@ enum CallDirectoryOwner: Sendable, Equatable {
 
 /// One change of a user's effective list, as logged: an `add` or a `remove` (whose `label` is
 /// the one the entry had, so an answer knows what the device held before).
-struct CallDirectoryChange: Sendable, Equatable {
-    var version: Int64
-    var entry: CallDirectoryEntry
-    var added: Bool
+package struct CallDirectoryChange: Sendable, Equatable {
+    package var version: Int64
+    package var entry: CallDirectoryEntry
+    package var added: Bool
+
+    package init(version: Int64, entry: CallDirectoryEntry, added: Bool) {
+        self.version = version
+        self.entry = entry
+        self.added = added
+    }
 }
 
 /// A stored organisation.
-struct StoredOrganization: Sendable, Equatable {
-    var id: String
-    var name: String
-    var createdAt: String
+package struct StoredOrganization: Sendable, Equatable {
+    package var id: String
+    package var name: String
+    package var createdAt: String
+
+    package init(id: String, name: String, createdAt: String) {
+        self.id = id
+        self.name = name
+        self.createdAt = createdAt
+    }
 }
 
 /// Call Directory lists (SPEC §11).
@@ -54,7 +72,7 @@ struct StoredOrganization: Sendable, Equatable {
 /// - `call_directory_changes`: every change of an effective list by version, kept for 30 days
 ///   so a phone at an older version is answered with the difference; a version older than
 ///   what is kept (the user's `floor`) is answered with the whole list.
-protocol CallDirectoryRepository {
+package protocol CallDirectoryRepository {
     // MARK: Sources
     /// The owner's entries of `kind`, ascending.
     func sources(of owner: CallDirectoryOwner, kind: CallDirectoryKind) throws -> [CallDirectoryEntry]
@@ -109,27 +127,27 @@ protocol CallDirectoryRepository {
 }
 
 /// ``CallDirectoryRepository`` in SQL that SQLite and PostgreSQL both run.
-struct SQLCallDirectoryRepository: CallDirectoryRepository {
-    let connection: any SQLExecutor
+package struct SQLCallDirectoryRepository: CallDirectoryRepository {
+    package let connection: any SQLExecutor
 
     /// Numbers bound per statement (well below both stores' parameter limits).
-    static let chunk = 500
+    package static let chunk = 500
 
-    func sources(of owner: CallDirectoryOwner, kind: CallDirectoryKind) throws -> [CallDirectoryEntry] {
+    package func sources(of owner: CallDirectoryOwner, kind: CallDirectoryKind) throws -> [CallDirectoryEntry] {
         try connection.query(
             "SELECT number, label FROM call_directory_sources WHERE owner_id = ?1 AND owner_kind = ?2 AND kind = ?3 ORDER BY number",
             [.text(owner.id), .text(owner.kindName), .text(kind.rawValue)]
         ).map { CallDirectoryEntry(kind: kind, number: try $0.int64("number"), label: try $0.optionalString("label")) }
     }
 
-    func sourceCount(of owner: CallDirectoryOwner, kind: CallDirectoryKind) throws -> Int {
+    package func sourceCount(of owner: CallDirectoryOwner, kind: CallDirectoryKind) throws -> Int {
         Int(try connection.query(
             "SELECT count(*) AS n FROM call_directory_sources WHERE owner_id = ?1 AND owner_kind = ?2 AND kind = ?3",
             [.text(owner.id), .text(owner.kindName), .text(kind.rawValue)]
         ).first?.int64("n") ?? 0)
     }
 
-    func putSource(_ entry: CallDirectoryEntry, of owner: CallDirectoryOwner) throws {
+    package func putSource(_ entry: CallDirectoryEntry, of owner: CallDirectoryOwner) throws {
         try connection.run(
             """
             INSERT INTO call_directory_sources (owner_kind, owner_id, kind, number, label) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -138,17 +156,17 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
             [.text(owner.kindName), .text(owner.id), .text(entry.kind.rawValue), .integer(entry.number), entry.label.map { .text($0) } ?? .null])
     }
 
-    func removeSource(kind: CallDirectoryKind, number: Int64, of owner: CallDirectoryOwner) throws -> Bool {
+    package func removeSource(kind: CallDirectoryKind, number: Int64, of owner: CallDirectoryOwner) throws -> Bool {
         try connection.run(
             "DELETE FROM call_directory_sources WHERE owner_id = ?1 AND kind = ?2 AND number = ?3 AND owner_kind = ?4",
             [.text(owner.id), .text(kind.rawValue), .integer(number), .text(owner.kindName)]) > 0
     }
 
-    func removeSources(of owner: CallDirectoryOwner) throws {
+    package func removeSources(of owner: CallDirectoryOwner) throws {
         try connection.run("DELETE FROM call_directory_sources WHERE owner_id = ?1 AND owner_kind = ?2", [.text(owner.id), .text(owner.kindName)])
     }
 
-    func merged(for userID: String, kind: CallDirectoryKind, numbers: [Int64]) throws -> [Int64: String?] {
+    package func merged(for userID: String, kind: CallDirectoryKind, numbers: [Int64]) throws -> [Int64: String?] {
         var result: [Int64: String?] = [:]
         for part in Self.chunks(numbers) {
             let placeholders = (3..<(3 + part.count)).map { "?\($0)" }.joined(separator: ", ")
@@ -170,7 +188,7 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
         return result
     }
 
-    func entries(of userID: String, kind: CallDirectoryKind, numbers: [Int64]) throws -> [Int64: String?] {
+    package func entries(of userID: String, kind: CallDirectoryKind, numbers: [Int64]) throws -> [Int64: String?] {
         var result: [Int64: String?] = [:]
         for part in Self.chunks(numbers) {
             let placeholders = (3..<(3 + part.count)).map { "?\($0)" }.joined(separator: ", ")
@@ -184,7 +202,7 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
         return result
     }
 
-    func entries(of userID: String) throws -> [CallDirectoryEntry] {
+    package func entries(of userID: String) throws -> [CallDirectoryEntry] {
         try connection.query(
             "SELECT kind, number, label FROM call_directory_entries WHERE user_id = ?1 ORDER BY kind, number", [.text(userID)]
         ).compactMap { row in
@@ -193,11 +211,11 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
         }
     }
 
-    func entryCount(of userID: String) throws -> Int {
+    package func entryCount(of userID: String) throws -> Int {
         Int(try connection.query("SELECT count(*) AS n FROM call_directory_entries WHERE user_id = ?1", [.text(userID)]).first?.int64("n") ?? 0)
     }
 
-    func putEntry(_ entry: CallDirectoryEntry, of userID: String) throws {
+    package func putEntry(_ entry: CallDirectoryEntry, of userID: String) throws {
         try connection.run(
             """
             INSERT INTO call_directory_entries (user_id, kind, number, label) VALUES (?1, ?2, ?3, ?4)
@@ -206,20 +224,20 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
             [.text(userID), .text(entry.kind.rawValue), .integer(entry.number), entry.label.map { .text($0) } ?? .null])
     }
 
-    func removeEntry(kind: CallDirectoryKind, number: Int64, of userID: String) throws {
+    package func removeEntry(kind: CallDirectoryKind, number: Int64, of userID: String) throws {
         try connection.run(
             "DELETE FROM call_directory_entries WHERE user_id = ?1 AND kind = ?2 AND number = ?3",
             [.text(userID), .text(kind.rawValue), .integer(number)])
     }
 
-    func version(of userID: String) throws -> (version: Int64, floor: Int64) {
+    package func version(of userID: String) throws -> (version: Int64, floor: Int64) {
         guard let row = try connection.query(
             "SELECT version, floor FROM call_directory_versions WHERE user_id = ?1", [.text(userID)]
         ).first else { return (0, 0) }
         return (try row.int64("version"), try row.int64("floor"))
     }
 
-    func setVersion(_ version: Int64, of userID: String) throws {
+    package func setVersion(_ version: Int64, of userID: String) throws {
         try connection.run(
             """
             INSERT INTO call_directory_versions (user_id, version, floor) VALUES (?1, ?2, 0)
@@ -228,7 +246,7 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
             [.text(userID), .integer(version)])
     }
 
-    func logChange(_ change: CallDirectoryChange, seq: Int, of userID: String, atMS nowMS: Int64) throws {
+    package func logChange(_ change: CallDirectoryChange, seq: Int, of userID: String, atMS nowMS: Int64) throws {
         try connection.run(
             """
             INSERT INTO call_directory_changes (user_id, version, seq, kind, number, label, op, created_at_ms)
@@ -238,7 +256,7 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
              change.entry.label.map { .text($0) } ?? .null, .text(change.added ? "add" : "remove"), .integer(nowMS)])
     }
 
-    func changes(of userID: String, after version: Int64) throws -> [CallDirectoryChange] {
+    package func changes(of userID: String, after version: Int64) throws -> [CallDirectoryChange] {
         try connection.query(
             "SELECT version, kind, number, label, op FROM call_directory_changes WHERE user_id = ?1 AND version > ?2 ORDER BY version, seq",
             [.text(userID), .integer(version)]
@@ -251,13 +269,13 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
         }
     }
 
-    func changeCount(of userID: String, after version: Int64) throws -> Int {
+    package func changeCount(of userID: String, after version: Int64) throws -> Int {
         Int(try connection.query(
             "SELECT count(*) AS n FROM call_directory_changes WHERE user_id = ?1 AND version > ?2", [.text(userID), .integer(version)]
         ).first?.int64("n") ?? 0)
     }
 
-    func prune(before cutoffMS: Int64) throws -> Int {
+    package func prune(before cutoffMS: Int64) throws -> Int {
         try connection.run(
             """
             UPDATE call_directory_versions SET floor = \(connection.dialect.greatest)(floor, (
@@ -269,47 +287,47 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
         return try connection.run("DELETE FROM call_directory_changes WHERE created_at_ms < ?1", [.integer(cutoffMS)])
     }
 
-    func createOrganization(_ organization: StoredOrganization) throws {
+    package func createOrganization(_ organization: StoredOrganization) throws {
         try connection.run(
             "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, ?3)",
             [.text(organization.id), .text(organization.name), .text(organization.createdAt)])
     }
 
-    func organization(_ id: String) throws -> StoredOrganization? {
+    package func organization(_ id: String) throws -> StoredOrganization? {
         try connection.query("SELECT id, name, created_at FROM organizations WHERE id = ?1", [.text(id)]).first.map { row in
             StoredOrganization(id: try row.string("id"), name: try row.string("name"), createdAt: try row.string("created_at"))
         }
     }
 
-    func organizations() throws -> [StoredOrganization] {
+    package func organizations() throws -> [StoredOrganization] {
         try connection.query("SELECT id, name, created_at FROM organizations ORDER BY name, id", []).map { row in
             StoredOrganization(id: try row.string("id"), name: try row.string("name"), createdAt: try row.string("created_at"))
         }
     }
 
-    func rename(_ id: String, to name: String) throws {
+    package func rename(_ id: String, to name: String) throws {
         try connection.run("UPDATE organizations SET name = ?2 WHERE id = ?1", [.text(id), .text(name)])
     }
 
-    func deleteOrganization(_ id: String) throws {
+    package func deleteOrganization(_ id: String) throws {
         try removeSources(of: .organization(id))
         try connection.run("DELETE FROM organization_members WHERE organization_id = ?1", [.text(id)])
         try connection.run("DELETE FROM organizations WHERE id = ?1", [.text(id)])
     }
 
-    func members(of organizationID: String) throws -> [String] {
+    package func members(of organizationID: String) throws -> [String] {
         try connection.query(
             "SELECT user_id FROM organization_members WHERE organization_id = ?1 ORDER BY user_id", [.text(organizationID)]
         ).map { try $0.string("user_id") }
     }
 
-    func memberCount(of organizationID: String) throws -> Int {
+    package func memberCount(of organizationID: String) throws -> Int {
         Int(try connection.query(
             "SELECT count(*) AS n FROM organization_members WHERE organization_id = ?1", [.text(organizationID)]
         ).first?.int64("n") ?? 0)
     }
 
-    func addMember(_ userID: String, to organizationID: String, at timestamp: String) throws -> Bool {
+    package func addMember(_ userID: String, to organizationID: String, at timestamp: String) throws -> Bool {
         try connection.run(
             """
             INSERT INTO organization_members (organization_id, user_id, joined_at) VALUES (?1, ?2, ?3)
@@ -318,12 +336,16 @@ struct SQLCallDirectoryRepository: CallDirectoryRepository {
             [.text(organizationID), .text(userID), .text(timestamp)]) > 0
     }
 
-    func removeMember(_ userID: String, from organizationID: String) throws -> Bool {
+    package func removeMember(_ userID: String, from organizationID: String) throws -> Bool {
         try connection.run(
             "DELETE FROM organization_members WHERE organization_id = ?1 AND user_id = ?2", [.text(organizationID), .text(userID)]) > 0
     }
 
     private static func chunks(_ numbers: [Int64]) -> [ArraySlice<Int64>] {
         stride(from: 0, to: numbers.count, by: chunk).map { numbers[$0..<min($0 + chunk, numbers.count)] }
+    }
+
+    package init(connection: any SQLExecutor) {
+        self.connection = connection
     }
 }

@@ -6,7 +6,7 @@ extension Schema {
     /// rebuilt: its key becomes (device, channel), `platform` is now `ios` or `android`, the
     /// old `platform` values (all `ios-voip`) become the channel, and `environment` is empty for
     /// channels without one.
-    static let pushDeviceTokens = """
+    package static let pushDeviceTokens = """
         CREATE TABLE push_devices_v8 (
             device_id TEXT NOT NULL,
             channel TEXT NOT NULL,
@@ -35,7 +35,7 @@ extension Schema {
 
     /// Push devices and the push outbox. A job is written in the same transaction as the
     /// transition that started the ring; its id is also its `apns-id`, the same on every retry.
-    static let push = """
+    package static let push = """
         CREATE TABLE push_devices (
             device_id TEXT PRIMARY KEY NOT NULL,
             user_id TEXT NOT NULL REFERENCES users(id),
@@ -77,7 +77,7 @@ extension Schema {
 
     /// Calls. Times here are integer milliseconds since 1970 (timers compare them exactly);
     /// the API formats them as ISO-8601.
-    static let calls = """
+    package static let calls = """
         CREATE TABLE calls (
             id TEXT PRIMARY KEY NOT NULL,
             scope_kind TEXT NOT NULL CHECK (scope_kind IN ('conversation', 'group')),
@@ -136,7 +136,7 @@ extension Schema {
     /// Timestamps are ISO-8601 UTC text with milliseconds, so they sort as text. Ids are UUID
     /// text except event ids, which come from one AUTOINCREMENT sequence: never reused, even
     /// after pruning, and strictly increasing across all users.
-    static let accountsSocialEvents = """
+    package static let accountsSocialEvents = """
         CREATE TABLE users (
             id TEXT PRIMARY KEY NOT NULL,
             username TEXT NOT NULL UNIQUE,
