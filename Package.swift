@@ -123,7 +123,7 @@ let package = Package(
         // City lookup from an address in a MaxMind-format database (libmaxminddb).
         .target(name: "SwitchboardGeo", dependencies: ["CMaxMindDB"], swiftSettings: strict),
 
-        // Routes, services, configuration, the CLI, EmbeddedServer; most repositories and both schemas.
+        // Routes, services, configuration, the CLI, EmbeddedServer, ServerStore (the unit of work that wakes the event feed).
         .target(
             name: "SwitchboardServer",
             dependencies: [
