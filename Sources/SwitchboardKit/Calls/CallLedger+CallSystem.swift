@@ -17,7 +17,7 @@ extension CallLedger {
             if entry.unresolved {
                 // Which call it is, the server has still to say: the answer waits for that,
                 // within the answer deadline (rule 5).
-                entry.answerAwaitingResolution = id
+                entry.resolution = entry.resolution.answering(id)
                 entries[callID] = entry
                 return [.schedule(callID: callID, .answerDeadline, afterSeconds: configuration.answerDeadline)]
             }

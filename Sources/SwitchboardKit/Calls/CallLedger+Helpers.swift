@@ -88,11 +88,8 @@ extension CallLedger {
         if entry.media != .notRequested { effects.append(.leaveMedia(callID: callID)) }
         if entry.unresolved {
             // No call id to tell the server yet: a decline goes once the call is known.
-            if let action = entry.answerAwaitingResolution {
-                effects.append(.fail(action))
-                entries[callID]?.answerAwaitingResolution = nil
-            }
-            entries[callID]?.declineOnResolution = server == .decline
+            if let action = entry.resolution.answer { effects.append(.fail(action)) }
+            entries[callID]?.resolution = entry.resolution.ended(declining: server == .decline)
         } else if let server {
             effects += withdraw(callID, server)
         }

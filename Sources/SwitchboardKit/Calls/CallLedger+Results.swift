@@ -154,7 +154,7 @@ extension CallLedger {
         guard let entry = entries[callID] else { return [] }
         switch timer {
         case .answerDeadline:
-            if entry.unresolved, entry.answerAwaitingResolution != nil, entry.stage == .ringing {
+            if entry.resolution.answer != nil, entry.stage == .ringing {
                 // The server never said which call it was in time (rule 5): failed here, and
                 // declined there should it still be named.
                 return finish(callID, .failed, server: .decline)
@@ -169,7 +169,7 @@ extension CallLedger {
             entries[callID]?.withdrawal?.attempts += 1
             return [.server(callID: callID, withdrawal.request)]
         case .resolveRetry:
-            guard entry.unresolved, entry.stage != .ended || entry.declineOnResolution else { return [] }
+            guard entry.unresolved, entry.stage != .ended || entry.resolution.declinesWhenKnown else { return [] }
             return [.server(callID: callID, .fetch)]
         }
     }

@@ -123,6 +123,41 @@ extension CallLedger {
         case notify(Notice)
     }
 
+    /// Whether an entry's server call is known: a phase, so that what an unresolved
+    /// placeholder waits with (reads made, an answer, a decline) cannot outlive it.
+    public enum Resolution: Sendable, Equatable {
+        case known
+        /// `attempts`: reads of `/calls/active` made; `answer`: the answer action taken
+        /// meanwhile, performed once the call is known; `declineWhenKnown`: the user ended it,
+        /// so its call is declined once it is known.
+        case unresolved(attempts: Int, answer: UUID?, declineWhenKnown: Bool)
+
+        /// A placeholder just made, its first read on the way.
+        static let started = Resolution.unresolved(attempts: 1, answer: nil, declineWhenKnown: false)
+
+        var attempts: Int { if case .unresolved(let attempts, _, _) = self { attempts } else { 0 } }
+        var answer: UUID? { if case .unresolved(_, let answer, _) = self { answer } else { nil } }
+        var declinesWhenKnown: Bool { if case .unresolved(_, _, true) = self { true } else { false } }
+
+        /// Another read was made.
+        func counted() -> Resolution {
+            guard case .unresolved(let attempts, let answer, let decline) = self else { return self }
+            return .unresolved(attempts: attempts + 1, answer: answer, declineWhenKnown: decline)
+        }
+
+        /// The answer `action` waits for the call to be known.
+        func answering(_ action: UUID?) -> Resolution {
+            guard case .unresolved(let attempts, _, let decline) = self else { return self }
+            return .unresolved(attempts: attempts, answer: action, declineWhenKnown: decline)
+        }
+
+        /// The user ended it: no answer waits, and the call is declined once known when `decline`.
+        func ended(declining decline: Bool) -> Resolution {
+            guard case .unresolved(let attempts, _, _) = self else { return self }
+            return .unresolved(attempts: attempts, answer: nil, declineWhenKnown: decline)
+        }
+    }
+
     /// One call as this device knows it.
     public struct Entry: Sendable, Equatable {
         /// The server's call id; for a push that could not be decrypted, a placeholder key
@@ -156,15 +191,12 @@ extension CallLedger {
         var mediaJoinStarted = false
         /// The plain token request failed while the early one was still out (which then decides).
         var mediaTokenFailed = false
+        /// Whether this device knows which server call this is.
+        public internal(set) var resolution = Resolution.known
+
         /// A placeholder for a push that could not be decrypted, still asking the server which
         /// call it is (reads of `/calls/active`, or the event stream's first ringing call).
-        public internal(set) var unresolved = false
-        /// Reads of `/calls/active` made for an unresolved placeholder.
-        var resolveAttempts = 0
-        /// The answer action taken on an unresolved placeholder: performed once it is resolved.
-        var answerAwaitingResolution: UUID?
-        /// The user ended an unresolved placeholder: its call is declined once it is known.
-        var declineOnResolution = false
+        public var unresolved: Bool { resolution != .known }
         /// What the call system shows changed while its report was pending: sent once it completes.
         var updateAfterReport = false
     }

@@ -20,8 +20,7 @@ extension CallLedger {
         var entry = Entry(
             callID: key, uuid: placeholder, direction: .incoming, origin: .push, update: CallUpdate(handle: "unknown"),
             system: .reporting, stage: .ringing)
-        entry.unresolved = true
-        entry.resolveAttempts = 1
+        entry.resolution = .started
         insert(entry)
         // The fetch of a placeholder reads /calls/active; the watcher's events may name it first.
         return [reportIncoming(placeholder, entry.update), .server(callID: key, .fetch), .watch]
@@ -30,7 +29,7 @@ extension CallLedger {
     /// The unresolved placeholder a ringing call the server shows may be: one still ringing, or
     /// one the user declined before it was named (any, should there be two: they cannot be told apart).
     var unresolvedPlaceholder: String? {
-        entries.values.filter { $0.unresolved && ($0.stage != .ended || $0.declineOnResolution) }.map(\.callID).min()
+        entries.values.filter { $0.unresolved && ($0.stage != .ended || $0.resolution.declinesWhenKnown) }.map(\.callID).min()
     }
 
     /// A read for an unresolved placeholder came back.
@@ -48,10 +47,10 @@ extension CallLedger {
                 return giveUp(key)
             }
             return adopt(key, as: call)
-        case .failure(let status, _) where (entry.stage != .ended || entry.declineOnResolution)
-            && (status == 0 || status == 429 || status >= 500) && entry.resolveAttempts < Self.resolveAttemptLimit:
-            entries[key]?.resolveAttempts += 1
-            return [.schedule(callID: key, .resolveRetry, afterSeconds: Double(entry.resolveAttempts))]
+        case .failure(let status, _) where (entry.stage != .ended || entry.resolution.declinesWhenKnown)
+            && (status == 0 || status == 429 || status >= 500) && entry.resolution.attempts < Self.resolveAttemptLimit:
+            entries[key]?.resolution = entry.resolution.counted()
+            return [.schedule(callID: key, .resolveRetry, afterSeconds: Double(entry.resolution.attempts))]
         case .failure:
             return giveUp(key)
         case .call, .callAndToken, .mediaToken:
@@ -62,8 +61,7 @@ extension CallLedger {
     /// No call to name: the placeholder ends as failed (an answer waiting for it fails too).
     private mutating func giveUp(_ key: String) -> [Effect] {
         let effects = entries[key]?.stage == .ended ? [] : finish(key, .failed, server: nil)
-        entries[key]?.unresolved = false
-        entries[key]?.declineOnResolution = false
+        entries[key]?.resolution = .known
         return effects
     }
 
@@ -72,14 +70,15 @@ extension CallLedger {
     /// ended is declined on the server now.
     mutating func adopt(_ key: String, as call: CallInfo) -> [Effect] {
         guard var entry = entries.removeValue(forKey: key) else { return [] }
+        let waited = entry.resolution
         entry.callID = call.id
-        entry.unresolved = false
+        entry.resolution = .known
         entry.update = CallUpdate(handle: call.scopeId, callerName: nil, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
         entries[call.id] = entry
         byUUID[entry.uuid] = call.id
         if let index = endedOrder.firstIndex(of: key) { endedOrder[index] = call.id }
         guard entry.stage != .ended else {
-            return entry.declineOnResolution ? withdraw(call.id, .decline) : []
+            return waited.declinesWhenKnown ? withdraw(call.id, .decline) : []
         }
         var effects: [Effect] = [.notify(.incoming(callID: call.id, origin: .push))]
         if entry.system.awaitsReport {
@@ -88,8 +87,7 @@ extension CallLedger {
         } else {
             effects.insert(.reportUpdated(entry.uuid, entry.update), at: 0)
         }
-        if let action = entry.answerAwaitingResolution {
-            entries[call.id]?.answerAwaitingResolution = nil
+        if let action = waited.answer {
             effects += startAnswer(call.id, action: action)
         }
         return effects + callRead(call)
