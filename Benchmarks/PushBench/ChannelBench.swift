@@ -22,7 +22,8 @@ extension PushBench {
                 "private_key": try key.pkcs8PEM(), "client_email": "push@switchboard-bench.iam.gserviceaccount.com",
                 "token_uri": arguments[3],
             ]
-            try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]).write(to: URL(fileURLWithPath: arguments[1]))
+            try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]).write(
+                to: URL(fileURLWithPath: arguments[1]))
             return 0
         } catch {
             fail("cannot write \(arguments[1]): \(error)")
@@ -66,15 +67,19 @@ enum ChannelBench {
             index += 2
         }
         guard !url.isEmpty, channel == "fcm" ? !accountFile.isEmpty : !app.isEmpty else {
-            PushBench.fail(channel == "fcm" ? "--url and --service-account are required" : "--url and --app are required")
+            PushBench.fail(
+                channel == "fcm" ? "--url and --service-account are required" : "--url and --app are required")
             return 2
         }
         let rig: Rig
         let data: [UInt8]
         do {
-            rig = try Rig(channel: channel, url: url, accountFile: accountFile, app: app, caFile: caFile, connections: connections)
+            rig = try Rig(
+                channel: channel, url: url, accountFile: accountFile, app: app, caFile: caFile, connections: connections
+            )
             data = try FCMMessage.ringData(
-                callID: "bench-call", scopeKind: "conversation", scopeID: "bench-conversation", mode: "audio", callerName: "Bench",
+                callID: "bench-call", scopeKind: "conversation", scopeID: "bench-conversation", mode: "audio",
+                callerName: "Bench",
                 groupName: nil, expiresAt: Date().addingTimeInterval(3600), now: Date())
         } catch {
             PushBench.fail("cannot set up the \(channel) transport: \(error)")
@@ -100,39 +105,49 @@ enum ChannelBench {
         let client: String
         let tokenFetches: @Sendable () -> Int
 
-        init(channel name: String, url: String, accountFile: String, app: String, caFile: String?, connections: Int) throws {
+        init(
+            channel name: String, url: String, accountFile: String, app: String, caFile: String?, connections: Int
+        ) throws {
             let parts = app.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             func need(_ count: Int, _ shape: String) throws {
-                guard parts.count == count, parts.allSatisfy({ !$0.isEmpty }) else { throw BenchSetupError(description: "--app must be \(shape)") }
+                guard parts.count == count, parts.allSatisfy({ !$0.isEmpty }) else {
+                    throw BenchSetupError(description: "--app must be \(shape)")
+                }
             }
             let timeout = Duration.seconds(10)
             switch name {
             case "fcm":
-                let account = try FCMServiceAccount(json: Array(try Data(contentsOf: URL(fileURLWithPath: accountFile))))
-                let fcm = try FCMTransport(account: account, baseURL: url, caFile: caFile, connections: connections, requestTimeout: timeout)
+                let account = try FCMServiceAccount(
+                    json: Array(try Data(contentsOf: URL(fileURLWithPath: accountFile))))
+                let fcm = try FCMTransport(
+                    account: account, baseURL: url, caFile: caFile, connections: connections, requestTimeout: timeout)
                 (transport, channel, tokenFetches) = (fcm, FCMChannel(transport: fcm), { fcm.tokenFetches })
             case "huawei":
                 try need(2, "APP_ID:SECRET")
                 let huawei = try HuaweiTransport(
-                    appID: parts[0], appSecret: parts[1], baseURL: url, tokenURL: url + "/oauth2/v3/token", caFile: caFile,
+                    appID: parts[0], appSecret: parts[1], baseURL: url, tokenURL: url + "/oauth2/v3/token",
+                    caFile: caFile,
                     connections: connections, requestTimeout: timeout)
                 (transport, channel, tokenFetches) = (huawei, HuaweiChannel(transport: huawei), { huawei.tokenFetches })
             case "xiaomi":
                 try need(2, "PACKAGE:SECRET")
                 let xiaomi = try XiaomiTransport(
-                    appSecret: parts[1], packageName: parts[0], channelID: "calls", baseURL: url, caFile: caFile, connections: connections,
+                    appSecret: parts[1], packageName: parts[0], channelID: "calls", baseURL: url, caFile: caFile,
+                    connections: connections,
                     requestTimeout: timeout)
                 (transport, channel, tokenFetches) = (xiaomi, VendorChannel.xiaomi(transport: xiaomi), { 0 })
             case "oppo":
                 try need(2, "APP_KEY:MASTER_SECRET")
                 let oppo = try OPPOTransport(
-                    appKey: parts[0], masterSecret: parts[1], channelID: "calls", baseURL: url, caFile: caFile, connections: connections,
+                    appKey: parts[0], masterSecret: parts[1], channelID: "calls", baseURL: url, caFile: caFile,
+                    connections: connections,
                     requestTimeout: timeout)
                 (transport, channel, tokenFetches) = (oppo, VendorChannel.oppo(transport: oppo), { oppo.tokenFetches })
             default:
                 try need(3, "APP_ID:APP_KEY:SECRET")
                 let vivo = try VivoTransport(
-                    appID: parts[0], appKey: parts[1], appSecret: parts[2], baseURL: url, caFile: caFile, connections: connections,
+                    appID: parts[0], appKey: parts[1], appSecret: parts[2], baseURL: url, caFile: caFile,
+                    connections: connections,
                     requestTimeout: timeout)
                 (transport, channel, tokenFetches) = (vivo, VendorChannel.vivo(transport: vivo), { vivo.tokenFetches })
             }
@@ -145,13 +160,15 @@ enum ChannelBench {
     }
 
     private static func run(
-        _ rig: Rig, channel: String, data: [UInt8], url: String, label: String?, count: Int, concurrency: Int, connections: Int,
+        _ rig: Rig, channel: String, data: [UInt8], url: String, label: String?, count: Int, concurrency: Int,
+        connections: Int,
         warmup: Int, tokens: Int
     ) async -> Int32 {
         let expires = Date().addingTimeInterval(3600)
         func job(_ index: Int) -> PushJob {
             PushJob(
-                id: "bench-\(index)", callID: "bench-call", userID: "bench", channel: channel, token: "bench-token-\(index % tokens)",
+                id: "bench-\(index)", callID: "bench-call", userID: "bench", channel: channel,
+                token: "bench-token-\(index % tokens)",
                 environment: "", payload: data, headers: [], attempts: 0, expiresAt: expires)
         }
         func sendAll(_ count: Int, offset: Int) async -> Tally {
@@ -166,8 +183,9 @@ enum ChannelBench {
                             let start = ContinuousClock.now
                             let result = await rig.transport.send(job(offset + index))
                             // Delivered by the channel's own table (the makers answer errors with 200 too).
-                            tally.record(result, delivered: rig.channel.verdict(for: result).action == .delivered,
-                                         milliseconds: (ContinuousClock.now - start).inMilliseconds)
+                            tally.record(
+                                result, delivered: rig.channel.verdict(for: result).action == .delivered,
+                                milliseconds: (ContinuousClock.now - start).inMilliseconds)
                         }
                         return tally
                     }

@@ -96,10 +96,12 @@ struct Workload: Sendable {
     init(bundleID: String, tokens count: Int) throws {
         let now = Date()
         let call = VoIPPayload(
-            callId: "0b7c2f5e-6a61-4d47-9a3e-2f4c1d8e9b10", scopeKind: .conversation, scopeId: "9d1e4a7b-3c2f-4e5a-8b6d-1f0e2d3c4b5a",
+            callId: "0b7c2f5e-6a61-4d47-9a3e-2f4c1d8e9b10", scopeKind: .conversation,
+            scopeId: "9d1e4a7b-3c2f-4e5a-8b6d-1f0e2d3c4b5a",
             mode: .audio, callerName: "Bench Caller")
         let push = try VoIPPush.build(
-            call, bundleID: bundleID, apnsID: "00000000-0000-4000-8000-000000000000", expiresAt: now.addingTimeInterval(3600), now: now)
+            call, bundleID: bundleID, apnsID: "00000000-0000-4000-8000-000000000000",
+            expiresAt: now.addingTimeInterval(3600), now: now)
         payload = push.payload
         headers = push.headers
         guard let index = push.headers.firstIndex(where: { $0.0 == "apns-id" }) else {

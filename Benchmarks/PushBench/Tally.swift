@@ -11,7 +11,8 @@ final class HandedOff: Sendable {
     func send(provider: APNsProvider, token: String, headers: [(String, String)], payload: [UInt8]) {
         let task = Task {
             let start = ContinuousClock.now
-            let result = await provider.send(deviceToken: token, environment: "production", headers: headers, payload: payload)
+            let result = await provider.send(
+                deviceToken: token, environment: "production", headers: headers, payload: payload)
             return (result, (ContinuousClock.now - start).inMilliseconds)
         }
         state.withLock { $0.tasks.append(task) }

@@ -174,7 +174,9 @@ enum PushBench {
     }
 
     /// The figures every run reports: rate, latency percentiles, answers, client CPU.
-    static func addFigures(to json: inout JSONObject, tally: Tally, count: Int, seconds: Double, cpuMilliseconds: Double) {
+    static func addFigures(
+        to json: inout JSONObject, tally: Tally, count: Int, seconds: Double, cpuMilliseconds: Double
+    ) {
         var latencies = tally.latencies
         latencies.sort()
         json.add("seconds", rounded(seconds, 3))
@@ -210,7 +212,8 @@ enum PushBench {
                         guard index < count else { break }
                         let (token, headers) = workload.push(offset + index)
                         if hangEvery > 0, workload.tokenIndex(offset + index) % hangEvery == 0 {
-                            handedOff.send(provider: provider, token: token, headers: headers, payload: workload.payload)
+                            handedOff.send(
+                                provider: provider, token: token, headers: headers, payload: workload.payload)
                             continue
                         }
                         let start = ContinuousClock.now
@@ -239,15 +242,18 @@ enum PushBench {
         let body = Array("[\(faults.joined(separator: ","))]".utf8)
         let response: HTTP2Response
         do {
-            response = try await control.send(HTTP2Request(
-                method: "POST", path: "/control/faults", headers: [("content-type", "application/json")], body: body))
+            response = try await control.send(
+                HTTP2Request(
+                    method: "POST", path: "/control/faults", headers: [("content-type", "application/json")], body: body
+                ))
         } catch {
             await control.shutdown()
             throw error
         }
         await control.shutdown()
         guard response.status < 300 else {
-            throw Options.UsageError(message: "the emulator answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+            throw Options.UsageError(
+                message: "the emulator answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         }
     }
 

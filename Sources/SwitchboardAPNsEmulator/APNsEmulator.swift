@@ -73,7 +73,8 @@ public final class APNsEmulator: Sendable {
             let router = EmulatorRouter(
                 policy: configuration.validationPolicy, shared: shared, clock: configuration.clock,
                 makeID: configuration.makeID, maxLongPollSeconds: configuration.maxLongPollSeconds,
-                fcm: FCMRouter(account: configuration.fcmAccount, accessTokenSeconds: max(1, configuration.fcmAccessTokenSeconds)),
+                fcm: FCMRouter(
+                    account: configuration.fcmAccount, accessTokenSeconds: max(1, configuration.fcmAccessTokenSeconds)),
                 huawei: HuaweiRouter(app: configuration.huaweiApp),
                 vendors: VendorRouters(
                     xiaomi: XiaomiRouter(app: configuration.xiaomiApp), oppo: OPPORouter(app: configuration.oppoApp),
@@ -200,7 +201,9 @@ public final class APNsEmulator: Sendable {
             let left = deadline - ContinuousClock.now
             if !messages.isEmpty || left <= .zero || Task.isCancelled { return messages }
             let wait = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
-            await shared.inboxWaiters.wait(token: key, seconds: wait) { [self] in !inbox(token: key, after: after).isEmpty }
+            await shared.inboxWaiters.wait(token: key, seconds: wait) { [self] in
+                !inbox(token: key, after: after).isEmpty
+            }
         }
     }
 

@@ -296,16 +296,21 @@ public enum APNsEmulatorCommand {
                 case "--huawei-app":
                     let text = try scanner.value(for: flag)
                     let parts = text.split(separator: ":", maxSplits: 1)
-                    guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw UsageError(message: "--huawei-app needs APP_ID:SECRET") }
+                    guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                        throw UsageError(message: "--huawei-app needs APP_ID:SECRET")
+                    }
                     huaweiApp = HuaweiEmulatorApp(appID: String(parts[0]), appSecret: String(parts[1]))
                 case "--xiaomi-app":
-                    let parts = try Self.parts(try scanner.value(for: flag), count: 2, flag: flag, shape: "PACKAGE:SECRET")
+                    let parts = try Self.parts(
+                        try scanner.value(for: flag), count: 2, flag: flag, shape: "PACKAGE:SECRET")
                     xiaomiApp = XiaomiEmulatorApp(packageName: parts[0], appSecret: parts[1])
                 case "--oppo-app":
-                    let parts = try Self.parts(try scanner.value(for: flag), count: 2, flag: flag, shape: "APP_KEY:MASTER_SECRET")
+                    let parts = try Self.parts(
+                        try scanner.value(for: flag), count: 2, flag: flag, shape: "APP_KEY:MASTER_SECRET")
                     oppoApp = OPPOEmulatorApp(appKey: parts[0], masterSecret: parts[1])
                 case "--vivo-app":
-                    let parts = try Self.parts(try scanner.value(for: flag), count: 3, flag: flag, shape: "APP_ID:APP_KEY:SECRET")
+                    let parts = try Self.parts(
+                        try scanner.value(for: flag), count: 3, flag: flag, shape: "APP_ID:APP_KEY:SECRET")
                     vivoApp = VivoEmulatorApp(appID: parts[0], appKey: parts[1], appSecret: parts[2])
                 case "--verbose": verbose = true
                 default: throw scanner.unknown(flag)
@@ -363,7 +368,8 @@ public enum APNsEmulatorCommand {
             }
             if let fcmServiceAccountFile {
                 do {
-                    configuration.fcmAccount = try FCMEmulatorAccount(serviceAccountJSON: try Self.read(fcmServiceAccountFile, for: "--fcm-service-account"))
+                    configuration.fcmAccount = try FCMEmulatorAccount(
+                        serviceAccountJSON: try Self.read(fcmServiceAccountFile, for: "--fcm-service-account"))
                 } catch let error as StartError {
                     throw error
                 } catch {
@@ -380,9 +386,14 @@ public enum APNsEmulatorCommand {
         }
 
         /// `count` non-empty parts separated by `:` (the last may hold more colons).
-        private static func parts(_ text: String, count: Int, flag: String, shape: String) throws(UsageError) -> [String] {
-            let parts = text.split(separator: ":", maxSplits: count - 1, omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == count, parts.allSatisfy({ !$0.isEmpty }) else { throw UsageError(message: "\(flag) needs \(shape)") }
+        private static func parts(
+            _ text: String, count: Int, flag: String, shape: String
+        ) throws(UsageError) -> [String] {
+            let parts = text.split(separator: ":", maxSplits: count - 1, omittingEmptySubsequences: false).map(
+                String.init)
+            guard parts.count == count, parts.allSatisfy({ !$0.isEmpty }) else {
+                throw UsageError(message: "\(flag) needs \(shape)")
+            }
             return parts
         }
 

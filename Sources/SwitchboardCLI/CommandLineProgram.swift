@@ -57,7 +57,8 @@ public struct CommandLineProgram: Sendable {
     public let elsewhere: [String: String]
 
     public init(
-        name: String, version: String, summary: String, footer: String = "", commands: [Command], elsewhere: [String: String] = [:]
+        name: String, version: String, summary: String, footer: String = "", commands: [Command],
+        elsewhere: [String: String] = [:]
     ) {
         self.name = name
         self.version = version
@@ -73,7 +74,8 @@ public struct CommandLineProgram: Sendable {
         var rows = commands.filter(\.listed).map { command -> (name: String, summary: String) in
             guard !command.aliases.isEmpty else { return (command.name, command.summary) }
             let also = " (also: \(command.aliases.joined(separator: ", ")))"
-            let summary = command.summary.hasSuffix(".") ? command.summary.dropLast() + also + "." : command.summary + also
+            let summary =
+                command.summary.hasSuffix(".") ? command.summary.dropLast() + also + "." : command.summary + also
             return (command.name, summary)
         }
         rows.append((name: "version", summary: "Print the version."))
@@ -106,7 +108,9 @@ public struct CommandLineProgram: Sendable {
         var best: (command: Command, taken: Int)?
         for command in commands {
             for words in [command.words] + command.aliases.map({ $0.split(separator: " ").map(String.init) })
-            where arguments.count >= words.count && Array(arguments.prefix(words.count)) == words && words.count > (best?.taken ?? 0) {
+            where arguments.count >= words.count && Array(arguments.prefix(words.count)) == words
+                && words.count > (best?.taken ?? 0)
+            {
                 best = (command, words.count)
             }
         }

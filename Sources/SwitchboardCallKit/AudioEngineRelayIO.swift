@@ -27,11 +27,14 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
     private var sink: AVAudioSinkNode?
     private var running = false
     /// 48 kHz, mono, Float: what the session speaks in.
-    private let format = AVAudioFormat(commonFormat: .pcmFormatFloat32, sampleRate: 48_000, channels: 1, interleaved: false)!
+    private let format = AVAudioFormat(
+        commonFormat: .pcmFormatFloat32, sampleRate: 48_000, channels: 1, interleaved: false)!
 
     public init() {}
 
-    public func start(captured: @escaping @Sendable ([Float]) -> Void, render: @escaping @Sendable (Int) -> [Float]) throws {
+    public func start(
+        captured: @escaping @Sendable ([Float]) -> Void, render: @escaping @Sendable (Int) -> [Float]
+    ) throws {
         lock.lock()
         defer { lock.unlock() }
         guard !running else { return }
@@ -43,7 +46,10 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
             throw RelayMediaError.notOpened("no converter from \(inputFormat)")
         }
         let sink = AVAudioSinkNode { _, frameCount, audioBufferList -> OSStatus in
-            guard let buffer = AVAudioPCMBuffer(pcmFormat: inputFormat, bufferListNoCopy: audioBufferList, deallocator: nil) else { return noErr }
+            guard
+                let buffer = AVAudioPCMBuffer(
+                    pcmFormat: inputFormat, bufferListNoCopy: audioBufferList, deallocator: nil)
+            else { return noErr }
             buffer.frameLength = frameCount
             let capacity = AVAudioFrameCount(Double(frameCount) * format.sampleRate / inputFormat.sampleRate) + 64
             guard let converted = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: capacity) else { return noErr }

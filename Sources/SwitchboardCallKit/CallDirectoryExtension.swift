@@ -29,7 +29,9 @@ extension CXCallDirectoryExtensionContext: CallDirectoryEntrySink {}
 /// changes. The extension never goes to the network: the app fetched the list.
 // @unchecked Sendable: it stores nothing (the request's completion may call back from any
 // thread); a subclass that adds state must keep it safe itself.
-open class SwitchboardCallDirectoryProvider: CXCallDirectoryProvider, CXCallDirectoryExtensionContextDelegate, @unchecked Sendable {
+open class SwitchboardCallDirectoryProvider: CXCallDirectoryProvider, CXCallDirectoryExtensionContextDelegate,
+    @unchecked Sendable
+{
     /// The app group shared with the app (both targets need the App Groups capability). The
     /// default reads the extension's Info.plist key `SwitchboardAppGroup`.
     open var appGroup: String? {
@@ -101,8 +103,11 @@ public struct CallDirectoryReloader: Sendable {
         var attempt = 1
         while true {
             do {
-                return try await CXCallDirectoryManager.sharedInstance.reloadExtension(withIdentifier: extensionIdentifier)
-            } catch let error as CXErrorCodeCallDirectoryManagerError where error.code == .currentlyLoading && attempt < attempts {
+                return try await CXCallDirectoryManager.sharedInstance.reloadExtension(
+                    withIdentifier: extensionIdentifier)
+            } catch let error as CXErrorCodeCallDirectoryManagerError
+                where error.code == .currentlyLoading && attempt < attempts
+            {
                 attempt += 1
                 try await Task.sleep(for: pause)
             }
@@ -111,7 +116,8 @@ public struct CallDirectoryReloader: Sendable {
 
     /// Whether the user turned the extension on (Settings › Phone › Call Blocking & Identification).
     public func isEnabled() async throws -> Bool {
-        try await CXCallDirectoryManager.sharedInstance.enabledStatusForExtension(withIdentifier: extensionIdentifier) == .enabled
+        try await CXCallDirectoryManager.sharedInstance.enabledStatusForExtension(withIdentifier: extensionIdentifier)
+            == .enabled
     }
 }
 

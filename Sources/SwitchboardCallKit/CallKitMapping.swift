@@ -65,12 +65,15 @@ extension CallSystemError {
         let error = error as NSError
         switch error.domain {
         case CXErrorCodeIncomingCallError.errorDomain:
-            if let code = CXErrorCodeIncomingCallError.Code(rawValue: error.code), let mapped = IncomingCallError(code) {
+            if let code = CXErrorCodeIncomingCallError.Code(rawValue: error.code), let mapped = IncomingCallError(code)
+            {
                 self = .incomingCall(mapped)
                 return
             }
         case CXErrorCodeRequestTransactionError.errorDomain:
-            if let code = CXErrorCodeRequestTransactionError.Code(rawValue: error.code), let mapped = TransactionError(code) {
+            if let code = CXErrorCodeRequestTransactionError.Code(rawValue: error.code),
+                let mapped = TransactionError(code)
+            {
                 self = .transaction(mapped)
                 return
             }

@@ -15,7 +15,9 @@ public struct PhysicalFootprintSampler: MemoryFootprintSampling {
         var count = mach_msg_type_number_t(MemoryLayout<task_vm_info_data_t>.size / MemoryLayout<integer_t>.size)
         let task = mach_task_self_
         let result = withUnsafeMutablePointer(to: &info) { pointer in
-            pointer.withMemoryRebound(to: integer_t.self, capacity: Int(count)) { task_info(task, task_flavor_t(TASK_VM_INFO), $0, &count) }
+            pointer.withMemoryRebound(to: integer_t.self, capacity: Int(count)) {
+                task_info(task, task_flavor_t(TASK_VM_INFO), $0, &count)
+            }
         }
         guard result == KERN_SUCCESS else { return nil }
         return info.phys_footprint

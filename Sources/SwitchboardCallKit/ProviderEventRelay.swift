@@ -70,7 +70,8 @@ final class ProviderEventRelay: Sendable {
     func perform(_ action: CXCallAction, kind: CallActionKind) {
         let handle = ActionHandle(action: action)
         let id = action.uuid
-        let callSystemAction = CallSystemAction(callUUID: action.callUUID, kind: kind, id: id) { [weak self] completion in
+        let callSystemAction = CallSystemAction(callUUID: action.callUUID, kind: kind, id: id) {
+            [weak self] completion in
             self?.state.withLock { _ = $0.actions.removeValue(forKey: id) }
             handle.complete(completion)
         }

@@ -17,7 +17,9 @@ import SwitchboardWire
 public protocol VoIPDeviceRegistering: Sendable {
     func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice
     /// With the payload key the device's VoIP pushes are encrypted with (nil: plain pushes).
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice
+    func registerVoIPDevice(
+        deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?
+    ) async throws -> VoIPDevice
     func unregisterVoIPDevice(deviceID: UUID) async throws
 }
 

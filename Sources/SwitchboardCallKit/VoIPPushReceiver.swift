@@ -76,7 +76,8 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
         self.payloadKey = payloadKey
         self.queue = queue
         self.registrationFailed = registrationFailed
-        (operations, operationsInput) = AsyncStream.makeStream(of: DeviceOperation.self, bufferingPolicy: .bufferingNewest(1))
+        (operations, operationsInput) = AsyncStream.makeStream(
+            of: DeviceOperation.self, bufferingPolicy: .bufferingNewest(1))
         registry = PKPushRegistry(queue: queue)
         super.init()
         // The delegate first: once VoIP pushes are desired, one may be delivered at any moment.
@@ -122,7 +123,9 @@ public final class VoIPPushReceiver: NSObject, PKPushRegistryDelegate, @unchecke
 
     // MARK: PKPushRegistryDelegate
 
-    public func pushRegistry(_ registry: PKPushRegistry, didUpdate pushCredentials: PKPushCredentials, for type: PKPushType) {
+    public func pushRegistry(
+        _ registry: PKPushRegistry, didUpdate pushCredentials: PKPushCredentials, for type: PKPushType
+    ) {
         guard type == .voIP else { return }
         operationsInput.yield(.register(token: Self.hex(pushCredentials.token)))
     }

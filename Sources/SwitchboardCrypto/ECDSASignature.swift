@@ -21,7 +21,8 @@ enum ECDSASignature {
         let written = output.withUnsafeMutableBufferPointer { buffer in
             (
                 BN_bn2binpad(ECDSA_SIG_get0_r(signature.pointer), buffer.baseAddress, Int32(scalarLength)),
-                BN_bn2binpad(ECDSA_SIG_get0_s(signature.pointer), buffer.baseAddress! + scalarLength, Int32(scalarLength))
+                BN_bn2binpad(
+                    ECDSA_SIG_get0_s(signature.pointer), buffer.baseAddress! + scalarLength, Int32(scalarLength))
             )
         }
         guard written == (Int32(scalarLength), Int32(scalarLength)) else { throw OpenSSL.failure("BN_bn2binpad") }

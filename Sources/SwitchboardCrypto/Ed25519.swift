@@ -22,13 +22,18 @@ public final class Ed25519PublicKey: @unchecked Sendable {
     /// and with such a key a forged signature can verify for every message).
     public init(rawBytes: [UInt8]) throws(CryptoError) {
         guard rawBytes.count == 32 else {
-            throw CryptoError(code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)", detail: "\(rawBytes.count) bytes, not 32")
+            throw CryptoError(
+                code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)",
+                detail: "\(rawBytes.count) bytes, not 32")
         }
         guard !Self.isWeak(rawBytes) else {
-            throw CryptoError(code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)", detail: "a point of small order or not reduced")
+            throw CryptoError(
+                code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)",
+                detail: "a point of small order or not reduced")
         }
         guard let key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, rawBytes, 32) else {
-            throw CryptoError(code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)", detail: "not an Ed25519 public key")
+            throw CryptoError(
+                code: .malformedInput, operation: "Ed25519PublicKey(rawBytes:)", detail: "not an Ed25519 public key")
         }
         handle = key
         self.rawBytes = rawBytes
@@ -48,10 +53,14 @@ public final class Ed25519PublicKey: @unchecked Sendable {
         one[0] = 1
         return [
             [UInt8](repeating: 0, count: 32), one, pMinusOne,
-            [0x26, 0xE8, 0x95, 0x8F, 0xC2, 0xB2, 0x27, 0xB0, 0x45, 0xC3, 0xF4, 0x89, 0xF2, 0xEF, 0x98, 0xF0,
-             0xD5, 0xDF, 0xAC, 0x05, 0xD3, 0xC6, 0x33, 0x39, 0xB1, 0x38, 0x02, 0x88, 0x6D, 0x53, 0xFC, 0x05],
-            [0xC7, 0x17, 0x6A, 0x70, 0x3D, 0x4D, 0xD8, 0x4F, 0xBA, 0x3C, 0x0B, 0x76, 0x0D, 0x10, 0x67, 0x0F,
-             0x2A, 0x20, 0x53, 0xFA, 0x2C, 0x39, 0xCC, 0xC6, 0x4E, 0xC7, 0xFD, 0x77, 0x92, 0xAC, 0x03, 0x7A],
+            [
+                0x26, 0xE8, 0x95, 0x8F, 0xC2, 0xB2, 0x27, 0xB0, 0x45, 0xC3, 0xF4, 0x89, 0xF2, 0xEF, 0x98, 0xF0,
+                0xD5, 0xDF, 0xAC, 0x05, 0xD3, 0xC6, 0x33, 0x39, 0xB1, 0x38, 0x02, 0x88, 0x6D, 0x53, 0xFC, 0x05,
+            ],
+            [
+                0xC7, 0x17, 0x6A, 0x70, 0x3D, 0x4D, 0xD8, 0x4F, 0xBA, 0x3C, 0x0B, 0x76, 0x0D, 0x10, 0x67, 0x0F,
+                0x2A, 0x20, 0x53, 0xFA, 0x2C, 0x39, 0xCC, 0xC6, 0x4E, 0xC7, 0xFD, 0x77, 0x92, 0xAC, 0x03, 0x7A,
+            ],
         ]
     }()
 
@@ -71,7 +80,8 @@ public final class Ed25519PublicKey: @unchecked Sendable {
             EVP_DigestVerifyInit(context.pointer, nil, nil, nil, handle) == 1
         else { return false }
         let result = message.withNonNullBytes { bytes, count in
-            EVP_DigestVerify(context.pointer, signature, signature.count, bytes.assumingMemoryBound(to: UInt8.self), count)
+            EVP_DigestVerify(
+                context.pointer, signature, signature.count, bytes.assumingMemoryBound(to: UInt8.self), count)
         }
         return result == 1
     }
@@ -91,7 +101,8 @@ public final class Ed25519PrivateKey: @unchecked Sendable {
     /// The key of a 32-byte seed (RFC 8032's private key).
     public init(seed: [UInt8]) throws(CryptoError) {
         guard seed.count == 32 else {
-            throw CryptoError(code: .malformedInput, operation: "Ed25519PrivateKey(seed:)", detail: "\(seed.count) bytes, not 32")
+            throw CryptoError(
+                code: .malformedInput, operation: "Ed25519PrivateKey(seed:)", detail: "\(seed.count) bytes, not 32")
         }
         guard let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, seed, 32) else {
             throw OpenSSL.failure("EVP_PKEY_new_raw_private_key")
@@ -124,7 +135,8 @@ public final class Ed25519PrivateKey: @unchecked Sendable {
         var length = 64
         let result = message.withNonNullBytes { bytes, count in
             signature.withUnsafeMutableBufferPointer { output in
-                EVP_DigestSign(context.pointer, output.baseAddress, &length, bytes.assumingMemoryBound(to: UInt8.self), count)
+                EVP_DigestSign(
+                    context.pointer, output.baseAddress, &length, bytes.assumingMemoryBound(to: UInt8.self), count)
             }
         }
         try OpenSSL.check(result, "EVP_DigestSign")

@@ -49,7 +49,9 @@ extension JWT {
     /// let token = try JWT.apnsProviderToken(teamID: "DEF123GHIJ", keyID: "ABC123DEFG", issuedAt: 1_700_000_000, key: key)
     /// // authorization: bearer \(token)
     /// ```
-    public static func apnsProviderToken(teamID: String, keyID: String, issuedAt: Int64, key: ES256PrivateKey)
+    public static func apnsProviderToken(
+        teamID: String, keyID: String, issuedAt: Int64, key: ES256PrivateKey
+    )
         throws -> String
     {
         for (name, value) in [("teamID", teamID), ("keyID", keyID)] {

@@ -36,7 +36,9 @@ public enum JWT {
     /// `crit` member (no extensions are understood), and an empty `secret`.
     public static func verifyHS256(_ token: String, secret: [UInt8]) -> [UInt8]? {
         guard !secret.isEmpty, let parts = Parts(token) else { return nil }
-        guard ConstantTime.equals(HMAC.sha256(key: secret, message: parts.signingInput), parts.signature) else { return nil }
+        guard ConstantTime.equals(HMAC.sha256(key: secret, message: parts.signingInput), parts.signature) else {
+            return nil
+        }
         guard parts.hasAlgorithm("HS256") else { return nil }
         return parts.claims
     }

@@ -62,7 +62,8 @@ enum PEM {
                 PEM_read_bio_PrivateKey(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
                 "PEM_read_bio_PrivateKey")
         } catch {
-            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM private key found: \(error.detail)")
+            throw CryptoError(
+                code: .malformedInput, operation: operation, detail: "no PEM private key found: \(error.detail)")
         }
     }
 
@@ -74,7 +75,8 @@ enum PEM {
                 PEM_read_bio_PUBKEY(source.pointer, nil, { _, _, _, _ in -1 }, nil), free: { EVP_PKEY_free($0) },
                 "PEM_read_bio_PUBKEY")
         } catch {
-            throw CryptoError(code: .malformedInput, operation: operation, detail: "no PEM public key found: \(error.detail)")
+            throw CryptoError(
+                code: .malformedInput, operation: operation, detail: "no PEM public key found: \(error.detail)")
         }
     }
 

@@ -40,7 +40,9 @@ public final class RS256PrivateKey: @unchecked Sendable {
         let context = try OpenSSLObject(
             EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), free: { EVP_PKEY_CTX_free($0) }, "EVP_PKEY_CTX_new_from_name")
         try OpenSSL.check(EVP_PKEY_keygen_init(context.pointer), "EVP_PKEY_keygen_init")
-        try OpenSSL.check(EVP_PKEY_CTX_set_rsa_keygen_bits(context.pointer, Int32(max(bits, 2048))), "EVP_PKEY_CTX_set_rsa_keygen_bits")
+        try OpenSSL.check(
+            EVP_PKEY_CTX_set_rsa_keygen_bits(context.pointer, Int32(max(bits, 2048))),
+            "EVP_PKEY_CTX_set_rsa_keygen_bits")
         var generated: OpaquePointer?
         guard EVP_PKEY_generate(context.pointer, &generated) == 1 else {
             EVP_PKEY_free(generated)
@@ -74,7 +76,8 @@ public final class RS256PrivateKey: @unchecked Sendable {
         var length = signature.count
         let result = message.withNonNullBytes { bytes, count in
             signature.withUnsafeMutableBufferPointer { output in
-                EVP_DigestSign(context.pointer, output.baseAddress, &length, bytes.assumingMemoryBound(to: UInt8.self), count)
+                EVP_DigestSign(
+                    context.pointer, output.baseAddress, &length, bytes.assumingMemoryBound(to: UInt8.self), count)
             }
         }
         try OpenSSL.check(result, "EVP_DigestSign")
@@ -121,7 +124,8 @@ public final class RS256PublicKey: @unchecked Sendable {
             EVP_DigestVerifyInit(context.pointer, nil, EVP_sha256(), nil, handle) == 1
         else { return false }
         let result = message.withNonNullBytes { bytes, count in
-            EVP_DigestVerify(context.pointer, signature, signature.count, bytes.assumingMemoryBound(to: UInt8.self), count)
+            EVP_DigestVerify(
+                context.pointer, signature, signature.count, bytes.assumingMemoryBound(to: UInt8.self), count)
         }
         return result == 1
     }
@@ -136,7 +140,9 @@ enum RSAKey {
         }
         let bits = EVP_PKEY_get_bits(key)
         guard bits >= 2048 else {
-            throw CryptoError(code: .unsupportedParameters, operation: operation, detail: "an RSA key of \(bits) bits; at least 2048 are required")
+            throw CryptoError(
+                code: .unsupportedParameters, operation: operation,
+                detail: "an RSA key of \(bits) bits; at least 2048 are required")
         }
     }
 }

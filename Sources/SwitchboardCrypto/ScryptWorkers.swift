@@ -55,11 +55,23 @@ public final class ScryptWorkers: Sendable {
 
         mutating func next() -> Job? {
             if firstHead < first.count {
-                defer { firstHead += 1; if firstHead == first.count { first.removeAll(keepingCapacity: true); firstHead = 0 } }
+                defer {
+                    firstHead += 1
+                    if firstHead == first.count {
+                        first.removeAll(keepingCapacity: true)
+                        firstHead = 0
+                    }
+                }
                 return first[firstHead]
             }
             if laterHead < later.count {
-                defer { laterHead += 1; if laterHead == later.count { later.removeAll(keepingCapacity: true); laterHead = 0 } }
+                defer {
+                    laterHead += 1
+                    if laterHead == later.count {
+                        later.removeAll(keepingCapacity: true)
+                        laterHead = 0
+                    }
+                }
                 return later[laterHead]
             }
             return nil

@@ -59,7 +59,8 @@ struct StoredPasswordHash: Equatable {
     /// The string form; `cost.n` must be a power of two (``PasswordHasher/Cost/checkLimits()`` ensures it).
     var encoded: String {
         let logN = cost.logN ?? 0
-        return "$\(Self.identifier)$ln=\(logN),r=\(cost.r),p=\(cost.p)$\(Base64URL.encode(salt))$\(Base64URL.encode(key))"
+        return
+            "$\(Self.identifier)$ln=\(logN),r=\(cost.r),p=\(cost.p)$\(Base64URL.encode(salt))$\(Base64URL.encode(key))"
     }
 
     /// 1 to 10 ASCII digits (no sign, no spaces) as a number.

@@ -45,8 +45,10 @@ final class AndroidPhone: Sendable {
     func register() async throws {
         var tokens = ["fcm": PushTokenRegistration(token: fcmToken)]
         if maker != "fcm" { tokens[maker] = PushTokenRegistration(token: makerToken) }
-        _ = try await client.registerPushDevice(RegisterPushDevice(
-            deviceId: deviceID.uuidString.lowercased(), platform: .android, brand: maker == "fcm" ? "google" : maker, tokens: tokens))
+        _ = try await client.registerPushDevice(
+            RegisterPushDevice(
+                deviceId: deviceID.uuidString.lowercased(), platform: .android,
+                brand: maker == "fcm" ? "google" : maker, tokens: tokens))
         let task = Task { [weak self] in
             while !Task.isCancelled, let self {
                 self.readPushes()
@@ -73,7 +75,10 @@ final class AndroidPhone: Sendable {
     private func readPushes() {
         for (channel, token) in [("fcm", fcmToken), (maker, makerToken)] where channel == "fcm" || maker != "fcm" {
             let after = state.withLock { $0.read[channel] ?? 0 }
-            let messages = channel == "fcm" ? emulator.fcmInbox(token: token, after: after) : emulator.vendorInbox(channel: channel, token: token, after: after)
+            let messages =
+                channel == "fcm"
+                ? emulator.fcmInbox(token: token, after: after)
+                : emulator.vendorInbox(channel: channel, token: token, after: after)
             guard let last = messages.last else { continue }
             state.withLock { $0.read[channel] = last.index }
             for message in messages { handle(message.payload, from: channel) }
@@ -90,7 +95,10 @@ final class AndroidPhone: Sendable {
                 $0.shown[callID] = .ringing
                 $0.wokenAt[callID] = $0.wokenAt[callID] ?? now
             }
-            say(name, "\(via): incoming call \(callID.prefix(8)) from \(data["callerName"] ?? "?") — full-screen ringing notification", now)
+            say(
+                name,
+                "\(via): incoming call \(callID.prefix(8)) from \(data["callerName"] ?? "?") — full-screen ringing notification",
+                now)
         case "call_ended" where data["reason"] == "missed":
             let text = notification ?? "Missed call from \(data["callerName"] ?? "?")"
             state.withLock { $0.shown[callID] = .missed(text: text) }
@@ -106,13 +114,17 @@ final class AndroidPhone: Sendable {
 
     /// The data fields of a message as the app gets them, and a shown notification's text.
     static func read(_ payload: [UInt8], from channel: String) -> ([String: String], String?)? {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any] else { return nil }
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any] else {
+            return nil
+        }
         if channel == "fcm" {
             guard let data = (object["message"] as? [String: Any])?["data"] as? [String: String] else { return nil }
             return (data, nil)
         }
         // Xiaomi's stand-in keeps the form's fields: the data is `payload`, a notification has a description.
-        guard let form = object as? [String: String], let data = VendorNotification.fields(of: Array((form["payload"] ?? "").utf8)) else { return nil }
+        guard let form = object as? [String: String],
+            let data = VendorNotification.fields(of: Array((form["payload"] ?? "").utf8))
+        else { return nil }
         return (data, form["pass_through"] == "0" ? form["description"] : nil)
     }
 }

@@ -30,17 +30,21 @@ public struct AnswerDeadlineEffect: Codable, Sendable, Equatable {
         p50Seconds = WakeupProfileResult.percentile(deadlines, 50)
         minimumSeconds = deadlines.first
         maximumSeconds = deadlines.last
-        p50AtEndSeconds = WakeupProfileResult.percentile(answered.compactMap(\.adaptiveAnswerDeadlineAtEndSeconds).sorted(), 50)
+        p50AtEndSeconds = WakeupProfileResult.percentile(
+            answered.compactMap(\.adaptiveAnswerDeadlineAtEndSeconds).sorted(), 50)
         func within(_ sample: WakeupSample, _ seconds: Double) -> Bool {
             sample.calleeConnectedMilliseconds.map { $0 <= seconds * 1000 } ?? false
         }
         withinFixed = answered.filter { within($0, fixedSeconds) }.count
         // The verdict of the re-evaluated deadline where the bench recorded one, else the
         // deadline at the answer alone.
-        withinAdaptive = answered.filter { sample in
-            guard let missed = sample.adaptiveAnswerDeadlineMissed else { return within(sample, sample.adaptiveAnswerDeadlineSeconds ?? fixedSeconds) }
-            return !missed && sample.calleeConnectedMilliseconds != nil
-        }.count
+        withinAdaptive =
+            answered.filter { sample in
+                guard let missed = sample.adaptiveAnswerDeadlineMissed else {
+                    return within(sample, sample.adaptiveAnswerDeadlineSeconds ?? fixedSeconds)
+                }
+                return !missed && sample.calleeConnectedMilliseconds != nil
+            }.count
     }
 }
 
@@ -48,18 +52,23 @@ extension WakeupReport {
     /// The adaptive answer deadline per profile, and its effect against the fixed one.
     public var answerDeadlineTable: String {
         func seconds(_ value: Double?) -> String { value.map { String(format: "%.2f", $0) } ?? "—" }
-        var lines = ["answer deadline   adaptive s at answer (p50  min  max), at the end (p50)   answers joined within: fixed    adaptive (would fail)"]
+        var lines = [
+            "answer deadline   adaptive s at answer (p50  min  max), at the end (p50)   answers joined within: fixed    adaptive (would fail)"
+        ]
         for result in profiles {
             let name = result.profile.padding(toLength: 16, withPad: " ", startingAt: 0)
             guard let effect = result.answerDeadline else {
                 lines.append(name + "  — (no answer with a measured deadline)")
                 continue
             }
-            let adaptive = [effect.p50Seconds, effect.minimumSeconds, effect.maximumSeconds].map(seconds).joined(separator: "  ")
+            let adaptive =
+                [effect.p50Seconds, effect.minimumSeconds, effect.maximumSeconds].map(seconds).joined(separator: "  ")
                 + "   " + seconds(effect.p50AtEndSeconds)
             lines.append(
                 name + "  " + adaptive.padding(toLength: 55, withPad: " ", startingAt: 0)
-                    + String(format: "  %3d/%-3d (%.0f s)  %3d/%-3d (%d)", effect.withinFixed, effect.answers, effect.fixedSeconds,
+                    + String(
+                        format: "  %3d/%-3d (%.0f s)  %3d/%-3d (%d)", effect.withinFixed, effect.answers,
+                        effect.fixedSeconds,
                         effect.withinAdaptive, effect.answers, effect.answers - effect.withinAdaptive))
         }
         return lines.joined(separator: "\n")

@@ -46,10 +46,14 @@ public enum AudioProbe {
 
         /// One line for a person.
         public var line: String {
-            String(format: "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)%@",
-                   profile, sound, delayMilliseconds, frameLossPercent, framesSent, snr, medianSegmentSNR,
-                   pacing == .lockstep ? " [lockstep, after real time fell short on this machine: no figure of time]"
-                       : scheduleKept ? "" : " [the machine fell behind the 20 ms schedule in \(lateSteps) of \(steps) steps]")
+            String(
+                format:
+                    "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)%@",
+                profile, sound, delayMilliseconds, frameLossPercent, framesSent, snr, medianSegmentSNR,
+                pacing == .lockstep
+                    ? " [lockstep, after real time fell short on this machine: no figure of time]"
+                    : scheduleKept
+                        ? "" : " [the machine fell behind the 20 ms schedule in \(lateSteps) of \(steps) steps]")
         }
     }
 
@@ -79,7 +83,8 @@ public enum AudioProbe {
         try ProcessLauncher.run(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw ProbeError("\(executable) exited with \(process.terminationStatus) (install Debian's espeak-ng and sox)")
+            throw ProbeError(
+                "\(executable) exited with \(process.terminationStatus) (install Debian's espeak-ng and sox)")
         }
     }
 
@@ -103,15 +108,18 @@ public enum AudioProbe {
     }
 
     public static func run(
-        stack: DemoStack, profile: NetworkProfile, sound: String, mouth: [Float], pacing: Pacing = .realTime, seed: UInt64 = 7
+        stack: DemoStack, profile: NetworkProfile, sound: String, mouth: [Float], pacing: Pacing = .realTime,
+        seed: UInt64 = 7
     ) async throws -> Report {
         let suffix = String(UUID().uuidString.prefix(6)).lowercased()
         let alice = try await stack.register("alice\(suffix)"), bob = try await stack.register("bob\(suffix)")
         let conversation = try await stack.befriend(alice, bob)
         let server = stack.server.address.split(separator: ":")
         let upstream = IPv4Endpoint(host: String(server[0]), port: Int(server[1]) ?? 0)
-        let aliceLink = ImpairmentProxy(configuration: ImpairmentProxyConfiguration(upstream: upstream, profile: profile, seed: seed))
-        let bobLink = ImpairmentProxy(configuration: ImpairmentProxyConfiguration(upstream: upstream, profile: profile, seed: seed &+ 1))
+        let aliceLink = ImpairmentProxy(
+            configuration: ImpairmentProxyConfiguration(upstream: upstream, profile: profile, seed: seed))
+        let bobLink = ImpairmentProxy(
+            configuration: ImpairmentProxyConfiguration(upstream: upstream, profile: profile, seed: seed &+ 1))
         let alicePort = try aliceLink.start(), bobPort = try bobLink.start()
         defer {
             aliceLink.stop()
@@ -156,7 +164,8 @@ public enum AudioProbe {
                     usleep(20_000)
                     let waitUntil = DispatchTime.now().uptimeNanoseconds + 5_000_000_000
                     while aliceSession.statistics.sent - bobSession.statistics.playout.received > 3,
-                          DispatchTime.now().uptimeNanoseconds < waitUntil {
+                        DispatchTime.now().uptimeNanoseconds < waitUntil
+                    {
                         usleep(1_000)
                     }
                 }
@@ -164,7 +173,9 @@ public enum AudioProbe {
                 // The sound, then Alice goes quiet (muted: nothing is sent), so what Bob plays
                 // afterwards is only what was still on its way.
                 if from >= mouth.count, from - step < mouth.count { aliceSession.setMuted(true) }
-                aliceIO.speak(from < mouth.count ? Array(mouth[from..<min(mouth.count, from + step)]) : [Float](repeating: 0, count: step))
+                aliceIO.speak(
+                    from < mouth.count
+                        ? Array(mouth[from..<min(mouth.count, from + step)]) : [Float](repeating: 0, count: step))
                 bobIO.speak([Float](repeating: 0, count: step))
                 heard += bobIO.listen(step)
             }
@@ -184,6 +195,7 @@ public enum AudioProbe {
             profile: profile.name, sound: sound, delayMilliseconds: measured.delayMilliseconds,
             frameLossPercent: 100 * Double(lost) / Double(max(1, spoken)), concealed: playout.concealed,
             snr: measured.snr, medianSegmentSNR: measured.medianSegmentSNR, framesSent: sent,
-            found: measured.initialDelayMilliseconds < Double(Self.maxLag - 48) / 48, pacing: pacing, lateSteps: late, steps: steps)
+            found: measured.initialDelayMilliseconds < Double(Self.maxLag - 48) / 48, pacing: pacing, lateSteps: late,
+            steps: steps)
     }
 }

@@ -33,7 +33,8 @@ public enum BenchCommand {
             print(help)
             return 0
         default:
-            FileHandle.standardError.write(Data("switchboard-dev bench: unknown benchmark '\(kind)' (wakeup, relay)\n".utf8))
+            FileHandle.standardError.write(
+                Data("switchboard-dev bench: unknown benchmark '\(kind)' (wakeup, relay)\n".utf8))
             return 2
         }
     }

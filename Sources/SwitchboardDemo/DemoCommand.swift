@@ -54,12 +54,14 @@ public enum DemoCommand {
                 return 0
             case "--ring-timeout":
                 guard let text = try? scanner.value(for: flag), let value = Int(text), (5...600).contains(value) else {
-                    FileHandle.standardError.write(Data("switchboard-dev demo: --ring-timeout needs a number of seconds from 5 to 600\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("switchboard-dev demo: --ring-timeout needs a number of seconds from 5 to 600\n".utf8))
                     return 2
                 }
                 ringTimeout = value
             default:
-                FileHandle.standardError.write(Data("switchboard-dev demo: unknown option '\(flag)' (see --help)\n".utf8))
+                FileHandle.standardError.write(
+                    Data("switchboard-dev demo: unknown option '\(flag)' (see --help)\n".utf8))
                 return 2
             }
         }
@@ -115,7 +117,8 @@ final class DemoPrinter: Sendable {
 struct DemoRun {
     let stack: DemoStack
     let printer: DemoPrinter
-    let alice: SimulatedPhone, bobPhone: SimulatedPhone, bobPad: SimulatedPhone, carol: SimulatedPhone, dave: SimulatedPhone
+    let alice: SimulatedPhone, bobPhone: SimulatedPhone, bobPad: SimulatedPhone, carol: SimulatedPhone,
+        dave: SimulatedPhone
     let erin: AndroidPhone, frank: AndroidPhone
     let sessions: [String: AuthSession]
     let conversations: [String: String]
@@ -141,7 +144,9 @@ struct DemoRun {
             let run = try await DemoRun.setUp(stack: stack, printer: printer, ringTimeout: ringTimeout)
             phones = [run.alice, run.bobPhone, run.bobPad, run.carol, run.dave]
             androids = [run.erin, run.frank]
-            printer.say("server http://\(stack.server.address), push emulator https://localhost:\(stack.emulator.address?.port ?? 0)")
+            printer.say(
+                "server http://\(stack.server.address), push emulator https://localhost:\(stack.emulator.address?.port ?? 0)"
+            )
             try await run.all()
             printer.say("\nAll eight scenarios ended as expected.")
         } catch {
@@ -156,13 +161,19 @@ struct DemoRun {
 
     static func setUp(stack: DemoStack, printer: DemoPrinter, ringTimeout: Int) async throws -> DemoRun {
         var sessions: [String: AuthSession] = [:]
-        for name in ["alice", "bob", "carol", "dave", "erin", "frank"] { sessions[name] = try await stack.register(name, displayName: name.capitalized) }
+        for name in ["alice", "bob", "carol", "dave", "erin", "frank"] {
+            sessions[name] = try await stack.register(name, displayName: name.capitalized)
+        }
         let s = sessions.mapValues { $0 }
         var conversations: [String: String] = [:]
-        for (a, b) in [("alice", "bob"), ("alice", "carol"), ("alice", "dave"), ("dave", "bob"), ("dave", "carol"), ("alice", "erin"), ("alice", "frank")] {
+        for (a, b) in [
+            ("alice", "bob"), ("alice", "carol"), ("alice", "dave"), ("dave", "bob"), ("dave", "carol"),
+            ("alice", "erin"), ("alice", "frank"),
+        ] {
             conversations["\(a)-\(b)"] = try await stack.befriend(s[a]!, s[b]!)
         }
-        let group = try await stack.client(s["alice"]!).createGroup(name: "Team", memberIDs: ["bob", "carol", "dave"].map { s[$0]!.user.id })
+        let group = try await stack.client(s["alice"]!).createGroup(
+            name: "Team", memberIDs: ["bob", "carol", "dave"].map { s[$0]!.user.id })
         let log: @Sendable (PhoneTimelineEntry) -> Void = { printer.timeline($0) }
         let alice = stack.phone("alice", of: s["alice"]!, onTimeline: log)
         let bobPhone = stack.phone("bob-iphone", of: s["bob"]!, onTimeline: log)
@@ -177,23 +188,34 @@ struct DemoRun {
         bobPhone.sendToBackground()
         dave.sendToBackground()
         let say: @Sendable (String, String, Date) -> Void = { printer.line(phone: $0, text: $1, at: $2) }
-        let erin = AndroidPhone("erin-pixel", maker: "fcm", client: stack.client(s["erin"]!), emulator: stack.emulator, say: say)
-        let frank = AndroidPhone("frank-redmi", maker: "xiaomi", client: stack.client(s["frank"]!), emulator: stack.emulator, say: say)
+        let erin = AndroidPhone(
+            "erin-pixel", maker: "fcm", client: stack.client(s["erin"]!), emulator: stack.emulator, say: say)
+        let frank = AndroidPhone(
+            "frank-redmi", maker: "xiaomi", client: stack.client(s["frank"]!), emulator: stack.emulator, say: say)
         for phone in [erin, frank] { try await phone.register() }
         return DemoRun(
-            stack: stack, printer: printer, alice: alice, bobPhone: bobPhone, bobPad: bobPad, carol: carol, dave: dave, erin: erin, frank: frank,
+            stack: stack, printer: printer, alice: alice, bobPhone: bobPhone, bobPad: bobPad, carol: carol, dave: dave,
+            erin: erin, frank: frank,
             sessions: sessions, conversations: conversations, groupID: group.id, ringTimeout: ringTimeout)
     }
 
     func all() async throws {
         try await scenario(1, "A 1:1 call to a locked phone, answered") { try await lockedPhoneAnswers() }
-        try await scenario(2, "Bob's second device stops ringing when the first answers") { try await secondDeviceStops() }
+        try await scenario(2, "Bob's second device stops ringing when the first answers") {
+            try await secondDeviceStops()
+        }
         try await scenario(3, "A declined call") { try await declined() }
         try await scenario(4, "A missed call after the ring timeout (\(ringTimeout) s)") { try await missed() }
         try await scenario(5, "A busy callee") { try await busy() }
-        try await scenario(6, "A group call: carol declines, then joins late; the last leaver ends it") { try await groupCall() }
-        try await scenario(7, "Android: a Pixel over FCM answers; a Xiaomi phone misses the call") { try await androidPhones() }
-        try await scenario(8, "Sound through the built-in audio relay, on a good link and on poor 4G") { try await soundThroughTheRelay() }
+        try await scenario(6, "A group call: carol declines, then joins late; the last leaver ends it") {
+            try await groupCall()
+        }
+        try await scenario(7, "Android: a Pixel over FCM answers; a Xiaomi phone misses the call") {
+            try await androidPhones()
+        }
+        try await scenario(8, "Sound through the built-in audio relay, on a good link and on poor 4G") {
+            try await soundThroughTheRelay()
+        }
     }
 
     /// Real audio: a spoken phrase from one phone to another through the relay, each phone
@@ -205,7 +227,8 @@ struct DemoRun {
             mouth = try AudioProbe.spoken(phrase)
             sound = "speech"
         } catch {
-            printer.say("  (espeak-ng or sox is missing: a noise-like test sound instead; apt-get install espeak-ng sox)")
+            printer.say(
+                "  (espeak-ng or sox is missing: a noise-like test sound instead; apt-get install espeak-ng sox)")
             mouth = AudioAnalysis.pseudoSpeech(seconds: 3)
             sound = "test sound"
         }
@@ -216,7 +239,8 @@ struct DemoRun {
             // Bounds for a broken path (most of the sound must arrive intact), not for a slow
             // machine: when real time falls short, the path is judged again in lockstep.
             if !report.passes(maxLossPercent: 30) {
-                report = try await AudioProbe.run(stack: stack, profile: profile, sound: sound, mouth: mouth, pacing: .lockstep)
+                report = try await AudioProbe.run(
+                    stack: stack, profile: profile, sound: sound, mouth: mouth, pacing: .lockstep)
                 printer.say("  audio \(report.line)")
             }
             guard report.passes(maxLossPercent: 30) else {
@@ -244,7 +268,9 @@ struct DemoRun {
 
     func secondDeviceStops() async throws {
         let (callID, dialed) = try await dial(alice, "alice-bob", handle: "Bob")
-        try await until("both of bob's devices ring") { bobPhone.systemCall(callID)?.state == .ringing && bobPad.systemCall(callID)?.state == .ringing }
+        try await until("both of bob's devices ring") {
+            bobPhone.systemCall(callID)?.state == .ringing && bobPad.systemCall(callID)?.state == .ringing
+        }
         reportWake(bobPhone, callID, since: dialed)
         reportWake(bobPad, callID, since: dialed)
         try await pause(1)
@@ -269,7 +295,9 @@ struct DemoRun {
         try await until("alice's call ends") { alice.systemCall(callID)?.state == .ended }
         let server = try await stack.client(sessions["alice"]!).call(callID)
         try expect(server.endReason == .declined, "the server ended the call as declined")
-        printer.say("→ server: ended, \(server.endReason?.rawValue ?? "?"); alice's call system: \(alice.systemCall(callID)?.endReason.map { "\($0)" } ?? "?")")
+        printer.say(
+            "→ server: ended, \(server.endReason?.rawValue ?? "?"); alice's call system: \(alice.systemCall(callID)?.endReason.map { "\($0)" } ?? "?")"
+        )
     }
 
     func missed() async throws {
@@ -294,7 +322,9 @@ struct DemoRun {
         try await until("dave's call ends") { dave.coordinator?.call(busyID)?.stage == .ended }
         let server = try await stack.client(sessions["dave"]!).call(busyID)
         try expect(server.endReason == .busy, "the server ended dave's call as busy")
-        try expect(bobPhone.systemCall(busyID) == nil && bobPad.systemCall(busyID) == nil, "bob's devices never rang for dave's call")
+        try expect(
+            bobPhone.systemCall(busyID) == nil && bobPad.systemCall(busyID) == nil,
+            "bob's devices never rang for dave's call")
         printer.say("→ dave's call: \(server.endReason?.rawValue ?? "?"); bob's call with alice goes on")
         try await pause(1)
         try alice.hangUp(callID)
@@ -318,7 +348,9 @@ struct DemoRun {
         printer.say("(…and joins late from the app)")
         try await carol.join(callID, handle: "Team")
         try await until("carol connected") { connected(carol, callID) }
-        try await until("dave's ring timeout", seconds: Double(ringTimeout) + 10) { dave.systemCall(callID)?.state == .ended }
+        try await until("dave's ring timeout", seconds: Double(ringTimeout) + 10) {
+            dave.systemCall(callID)?.state == .ended
+        }
         try expect(dave.systemCall(callID)?.endReason == .unanswered, "dave's call ended as unanswered")
         try bobPhone.hangUp(callID)
         try await pause(0.5)
@@ -337,7 +369,8 @@ struct DemoRun {
             try await Task.sleep(nanoseconds: 100_000_000)
             server = try await stack.client(sessions["carol"]!).call(callID)
         }
-        try expect(server.state == .ended && server.endReason == .completed, "the last leaver ended the call (completed)")
+        try expect(
+            server.state == .ended && server.endReason == .completed, "the last leaver ended the call (completed)")
         printer.say("→ server: \(server.state), \(server.endReason?.rawValue ?? "?") when carol, the last one, left")
     }
 
@@ -368,7 +401,9 @@ struct DemoRun {
             if case .missed = frank.shown(missedID) { return true }
             return false
         }
-        try expect(frank.shown(missedID) == .missed(text: "Missed call from Alice"), "frank-redmi shows \"Missed call from Alice\"")
+        try expect(
+            frank.shown(missedID) == .missed(text: "Missed call from Alice"),
+            "frank-redmi shows \"Missed call from Alice\"")
         try await until("alice's call ends") { alice.systemCall(missedID)?.state == .ended }
         try expect(alice.systemCall(missedID)?.endReason == .unanswered, "alice's call ended as unanswered")
     }
@@ -399,7 +434,8 @@ struct DemoRun {
         let started = Date()
         let callID: String
         if let conversation {
-            callID = try await phone.dial(scopeKind: .conversation, scopeID: conversations[conversation]!, handle: handle)
+            callID = try await phone.dial(
+                scopeKind: .conversation, scopeID: conversations[conversation]!, handle: handle)
         } else {
             callID = try await phone.dial(scopeKind: .group, scopeID: groupID, handle: handle)
         }
@@ -424,7 +460,9 @@ struct DemoRun {
     }
 
     func until(_ what: String, seconds: Double = 10, _ condition: () -> Bool) async throws {
-        guard await eventually(seconds: seconds, condition) else { throw DemoFailure(description: "timed out waiting for: \(what)") }
+        guard await eventually(seconds: seconds, condition) else {
+            throw DemoFailure(description: "timed out waiting for: \(what)")
+        }
     }
 
     func pause(_ seconds: Double) async throws { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }

@@ -47,8 +47,10 @@ public final class DemoStack: Sendable {
         // Android: an FCM service account (its key made here) and a Xiaomi app.
         let fcmKey = try RS256PrivateKey.generate()
         emulatorConfiguration.fcmAccount = FCMEmulatorAccount(
-            projectID: "switchboard-demo", clientEmail: "push@switchboard-demo.iam.gserviceaccount.com", publicKey: fcmKey.publicKey)
-        emulatorConfiguration.xiaomiApp = XiaomiEmulatorApp(packageName: "com.example.switchboard.demo", appSecret: "demo-xiaomi-secret")
+            projectID: "switchboard-demo", clientEmail: "push@switchboard-demo.iam.gserviceaccount.com",
+            publicKey: fcmKey.publicKey)
+        emulatorConfiguration.xiaomiApp = XiaomiEmulatorApp(
+            packageName: "com.example.switchboard.demo", appSecret: "demo-xiaomi-secret")
         emulator = APNsEmulator(configuration: emulatorConfiguration)
         let address = try emulator.start()
         try (emulator.certificatePEM ?? "").write(toFile: caFile, atomically: true, encoding: .utf8)
@@ -84,7 +86,9 @@ public final class DemoStack: Sendable {
         configuration.push.xiaomi.connection.url = "https://localhost:\(address.port)"
         configuration.push.xiaomi.connection.caFile = caFile
         do {
-            server = try EmbeddedServer(configuration: configuration, logger: Logger(level: options.logLevel, sink: FileDescriptorLogSink.standardError))
+            server = try EmbeddedServer(
+                configuration: configuration,
+                logger: Logger(level: options.logLevel, sink: FileDescriptorLogSink.standardError))
             try server.start()
         } catch {
             await emulator.shutdown()
@@ -102,7 +106,8 @@ public final class DemoStack: Sendable {
 
     /// Registers a user.
     public func register(_ username: String, displayName: String? = nil) async throws -> AuthSession {
-        try await SwitchboardClient(baseURL: baseURL).register(username: username, password: Self.password, displayName: displayName ?? username)
+        try await SwitchboardClient(baseURL: baseURL).register(
+            username: username, password: Self.password, displayName: displayName ?? username)
     }
 
     /// Makes two users friends; returns their conversation id.
@@ -121,17 +126,20 @@ public final class DemoStack: Sendable {
     /// them to time each request).
     public func phone(
         _ name: String, of session: AuthSession, baseURL: URL? = nil, pushDelay: (@Sendable () -> Double)? = nil,
-        transport: (any HTTPTransport)? = nil, eventTransport: (any HTTPTransport)? = nil, callEventTransport: (any HTTPTransport)? = nil,
+        transport: (any HTTPTransport)? = nil, eventTransport: (any HTTPTransport)? = nil,
+        callEventTransport: (any HTTPTransport)? = nil,
         pushSource: (any PushSource)? = nil, pushToken: String? = nil,
         onTimeline: @escaping @Sendable (PhoneTimelineEntry) -> Void = { _ in }
     ) -> SimulatedPhone {
         let token = pushToken ?? Self.newPushToken()
         let client = SwitchboardClient(
-            baseURL: baseURL ?? self.baseURL, token: session.token, transport: transport ?? HedgingTransport(), eventTransport: eventTransport,
+            baseURL: baseURL ?? self.baseURL, token: session.token, transport: transport ?? HedgingTransport(),
+            eventTransport: eventTransport,
             callEventTransport: callEventTransport)
         return SimulatedPhone(
             name: name, userID: session.user.id, client: client,
-            pushSource: pushSource ?? EmulatorInbox(emulator: emulator, token: token, delay: pushDelay), pushToken: token,
+            pushSource: pushSource ?? EmulatorInbox(emulator: emulator, token: token, delay: pushDelay),
+            pushToken: token,
             onTimeline: onTimeline)
     }
 

@@ -83,7 +83,9 @@ public final class KernelLink: Sendable {
     public let namespaceInterface: String
     private let state: Mutex<State>
 
-    private init(namespace: String, subnet: Int, rootInterface: String, namespaceInterface: String, impairedPorts: [Int]) {
+    private init(
+        namespace: String, subnet: Int, rootInterface: String, namespaceInterface: String, impairedPorts: [Int]
+    ) {
         self.namespace = namespace
         rootAddress = "10.213.\(subnet).1"
         namespaceAddress = "10.213.\(subnet).2"
@@ -106,7 +108,8 @@ public final class KernelLink: Sendable {
     /// Held while a subnet is chosen and its root address added, with the lock file's `flock`,
     /// so that links made at once (in this process or another) get different subnets.
     private static let subnetLock = Mutex(())
-    private static let lockFile = FileManager.default.fileExists(atPath: "/run/lock")
+    private static let lockFile =
+        FileManager.default.fileExists(atPath: "/run/lock")
         ? "/run/lock/switchboard-kernel-link.lock" : NSTemporaryDirectory() + "switchboard-kernel-link.lock"
 
     /// Makes the namespace, the veth pair, their addresses and the (empty, 0 %) loss table.
@@ -130,16 +133,26 @@ public final class KernelLink: Sendable {
             try Command.run(ip, ["netns", "add", namespace])
             // The peer is made inside the namespace at once: there is no moment where both ends
             // are in the root namespace.
-            try Command.run(ip, ["link", "add", rootInterface, "type", "veth", "peer", "name", namespaceInterface, "netns", namespace])
+            try Command.run(
+                ip,
+                ["link", "add", rootInterface, "type", "veth", "peer", "name", namespaceInterface, "netns", namespace])
             // Named after the namespace, so ``removeStale()`` finds a root end that outlives it.
             try Command.run(ip, ["link", "set", "dev", rootInterface, "alias", namespace])
             let subnet = try addRootAddress(interface: rootInterface)
             let link = KernelLink(
-                namespace: namespace, subnet: subnet, rootInterface: rootInterface, namespaceInterface: namespaceInterface,
+                namespace: namespace, subnet: subnet, rootInterface: rootInterface,
+                namespaceInterface: namespaceInterface,
                 impairedPorts: impairedPorts)
-            try Command.run(ip, ["link", "set", "dev", rootInterface, "gso_max_segs", "1", "gso_max_size", "1500", "up"])
-            try Command.run(ip, ["-n", namespace, "addr", "add", "\(link.namespaceAddress)/30", "dev", namespaceInterface])
-            try Command.run(ip, ["-n", namespace, "link", "set", "dev", namespaceInterface, "gso_max_segs", "1", "gso_max_size", "1500", "up"])
+            try Command.run(
+                ip, ["link", "set", "dev", rootInterface, "gso_max_segs", "1", "gso_max_size", "1500", "up"])
+            try Command.run(
+                ip, ["-n", namespace, "addr", "add", "\(link.namespaceAddress)/30", "dev", namespaceInterface])
+            try Command.run(
+                ip,
+                [
+                    "-n", namespace, "link", "set", "dev", namespaceInterface, "gso_max_segs", "1", "gso_max_size",
+                    "1500", "up",
+                ])
             try Command.run(ip, ["-n", namespace, "link", "set", "dev", "lo", "up"])
             try link.applyRules(percent: 0, ports: impairedPorts)
             return link
@@ -162,7 +175,10 @@ public final class KernelLink: Sendable {
             let used = usedSubnets(in: addresses + "\n" + routes)
             let start = Int(getpid()) % 256
             guard let subnet = (0..<256).lazy.map({ (start + $0) % 256 }).first(where: { !used.contains($0) }) else {
-                throw KernelLinkError(.noFreeSubnet, "every 10.213.X.0/30 is in use by an address or route (see 'ip -4 addr'); remove stale links with 'ip netns delete sbw-…'")
+                throw KernelLinkError(
+                    .noFreeSubnet,
+                    "every 10.213.X.0/30 is in use by an address or route (see 'ip -4 addr'); remove stale links with 'ip netns delete sbw-…'"
+                )
             }
             try Command.run(Tools.ip, ["addr", "add", "10.213.\(subnet).1/30", "dev", interface])
             return subnet
@@ -208,7 +224,9 @@ public final class KernelLink: Sendable {
         guard let ip = Tools.find("ip") else { return }
         let isAlive: (Int) -> Bool = { kill(pid_t($0), 0) == 0 || errno == EPERM }
         if let links = try? Command.run(ip, ["-o", "link", "show", "type", "veth"]) {
-            for interface in staleInterfaces(in: links, isAlive: isAlive) { _ = try? Command.run(ip, ["link", "delete", interface]) }
+            for interface in staleInterfaces(in: links, isAlive: isAlive) {
+                _ = try? Command.run(ip, ["link", "delete", interface])
+            }
         }
         if let listing = try? Command.run(ip, ["netns", "list"]) {
             for name in staleNamespaces(in: listing, isAlive: isAlive) { deleteNamespace(name) }
@@ -354,7 +372,8 @@ public final class KernelLink: Sendable {
             do {
                 try ProcessLauncher.run(process)
             } catch {
-                throw KernelLinkError(.commandFailed, "cannot start \(Command.shown(Tools.ip, process.arguments ?? [])): \(error)")
+                throw KernelLinkError(
+                    .commandFailed, "cannot start \(Command.shown(Tools.ip, process.arguments ?? [])): \(error)")
             }
             state.processes.append(process)
         }
@@ -374,7 +393,9 @@ public final class KernelLink: Sendable {
         while true {
             let left = deadline - monotonic()
             guard left > 0 else {
-                throw KernelLinkError(.noOutput, "no line from the process within \(timeout) s (so far: '\(String(decoding: line, as: UTF8.self))')")
+                throw KernelLinkError(
+                    .noOutput,
+                    "no line from the process within \(timeout) s (so far: '\(String(decoding: line, as: UTF8.self))')")
             }
             var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let status = poll(&ready, 1, Int32(min(left * 1000, 1000).rounded(.up)))
@@ -386,7 +407,9 @@ public final class KernelLink: Sendable {
             let count = read(fd, &byte, 1)
             if count < 0, errno == EINTR || errno == EAGAIN { continue }
             guard count == 1 else {
-                throw KernelLinkError(.noOutput, "the process's output ended before a line (so far: '\(String(decoding: line, as: UTF8.self))')")
+                throw KernelLinkError(
+                    .noOutput,
+                    "the process's output ended before a line (so far: '\(String(decoding: line, as: UTF8.self))')")
             }
             if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
             line.append(byte)
@@ -402,16 +425,21 @@ public final class KernelLink: Sendable {
 
     private static let probed: String? = {
         guard geteuid() == 0 else {
-            return "the kernel impairment needs root (network namespaces, veth pairs and nftables); run as root or use the simulated impairment"
+            return
+                "the kernel impairment needs root (network namespaces, veth pairs and nftables); run as root or use the simulated impairment"
         }
-        guard let ip = Tools.find("ip") else { return "the kernel impairment needs iproute2's 'ip' (apt-get install iproute2)" }
+        guard let ip = Tools.find("ip") else {
+            return "the kernel impairment needs iproute2's 'ip' (apt-get install iproute2)"
+        }
         guard let nft = Tools.find("nft") else { return "the kernel impairment needs 'nft' (apt-get install nftables)" }
         let name = "sbw-\(getpid())-probe"
         defer { deleteNamespace(name) }
         do throws(KernelLinkError) {
             try Command.run(ip, ["netns", "add", name])
             try Command.run(ip, ["-n", name, "link", "add", "sbwprobea", "type", "veth", "peer", "name", "sbwprobeb"])
-            try Command.run(ip, ["netns", "exec", name, nft, "-f", "-"], input: "table inet probe {\n chain input { type filter hook input priority 0; policy accept; }\n}\n")
+            try Command.run(
+                ip, ["netns", "exec", name, nft, "-f", "-"],
+                input: "table inet probe {\n chain input { type filter hook input priority 0; policy accept; }\n}\n")
         } catch {
             return "the kernel refused a piece of the kernel impairment: \(error.message)"
         }
@@ -444,7 +472,8 @@ enum Command {
     /// standard output; a failure to start or a non-zero exit throws `commandFailed` with the
     /// command line and its standard error.
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String], input: String? = nil) throws(KernelLinkError) -> String {
+    static func run(_ executable: String, _ arguments: [String], input: String? = nil) throws(KernelLinkError) -> String
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -474,12 +503,15 @@ enum Command {
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             let text = String(decoding: standardError, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw KernelLinkError(
-                .commandFailed, "\(shown(executable, arguments)) failed (status \(process.terminationStatus)): \(text.isEmpty ? "no message" : text)")
+                .commandFailed,
+                "\(shown(executable, arguments)) failed (status \(process.terminationStatus)): \(text.isEmpty ? "no message" : text)"
+            )
         }
         return String(decoding: standardOutput, as: UTF8.self)
     }
 
     static func shown(_ executable: String, _ arguments: [String]) -> String {
-        ([executable] + arguments).map { $0.contains(" ") || $0.contains("\n") ? "'\($0.prefix(60))…'" : $0 }.joined(separator: " ")
+        ([executable] + arguments).map { $0.contains(" ") || $0.contains("\n") ? "'\($0.prefix(60))…'" : $0 }.joined(
+            separator: " ")
     }
 }

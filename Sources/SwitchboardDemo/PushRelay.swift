@@ -64,7 +64,9 @@ public final class PushRelay: Sendable {
     @discardableResult
     public func start() throws(PushRelayError) -> Int {
         try lifecycle.withLock { state throws(PushRelayError) -> Int in
-            guard case .idle = state else { throw PushRelayError(.alreadyStarted, "a relay starts once; make a new one") }
+            guard case .idle = state else {
+                throw PushRelayError(.alreadyStarted, "a relay starts once; make a new one")
+            }
             let core = try RelayCore(emulator: emulator, listen: listen, counters: counters)
             do throws(PushRelayError) {
                 state = .running(core, acceptor: try JoinableThread.relay(name: "sb-push-relay") { core.acceptLoop() })
@@ -142,8 +144,9 @@ final class RelayCore: Sendable {
         do throws(SystemCallError) {
             let (fd, address) = try TCPSocket.listen(host: listen.host, port: listen.port, backlog: 256)
             (listenFD, port) = (fd, address.port)
-        } catch where error.call.hasPrefix("bind") {
-            throw PushRelayError(.bindFailed, "the push relay cannot listen on \(listen): \(describeErrno(error.errno))")
+        } catch  where error.call.hasPrefix("bind") {
+            throw PushRelayError(
+                .bindFailed, "the push relay cannot listen on \(listen): \(describeErrno(error.errno))")
         } catch {
             throw PushRelayError(.systemCall, error.description)
         }
@@ -156,7 +159,10 @@ final class RelayCore: Sendable {
     }
 
     func acceptLoop() {
-        var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             fds[0].revents = 0
             fds[1].revents = 0
@@ -276,7 +282,9 @@ final class RelayConnection: Sendable {
                 if count < 0, errno != EAGAIN, errno != EINTR { return }
             }
             if offset < pending.count {
-                let written = pending[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let written = pending[offset...].withUnsafeBytes {
+                    send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
                 if written > 0 {
                     offset += written
                 } else if written < 0, errno != EAGAIN, errno != EINTR {
@@ -298,7 +306,10 @@ final class RelayConnection: Sendable {
         while line.count <= PushRelayRequest.maximumLength {
             let left = deadline - monotonicSeconds()
             if left <= 0 { return nil }
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: core.wake.readFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: core.wake.readFD, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, Int32((left * 1000).rounded(.up)))
             if ready < 0, errno != EINTR { return nil }
             if fds[1].revents != 0 { return nil }
@@ -313,7 +324,9 @@ final class RelayConnection: Sendable {
             let take = scratch[0..<count].firstIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? count
             _ = read(fd, &scratch, take)
             line += scratch[0..<take]
-            if line.last == UInt8(ascii: "\n") { return PushRelayRequest(line: String(decoding: line.dropLast(), as: UTF8.self)) }
+            if line.last == UInt8(ascii: "\n") {
+                return PushRelayRequest(line: String(decoding: line.dropLast(), as: UTF8.self))
+            }
         }
         return nil
     }
@@ -326,7 +339,9 @@ final class RelayConnection: Sendable {
                 let messages = await emulator.inbox(token: request.token, after: cursor, waitingUpTo: 30)
                 guard let last = messages.last else { continue }
                 cursor = last.index
-                let frames = messages.flatMap { PushRelayFrame.encode(index: $0.index, receivedAtMs: $0.receivedAt, payload: $0.payload) }
+                let frames = messages.flatMap {
+                    PushRelayFrame.encode(index: $0.index, receivedAtMs: $0.receivedAt, payload: $0.payload)
+                }
                 guard enqueue(frames, count: messages.count) else { return }
             }
         }

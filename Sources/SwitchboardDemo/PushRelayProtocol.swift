@@ -71,7 +71,10 @@ public enum PushRelayFrame {
 
     /// A frame for one push; `payload` is a JSON object (the emulator only accepts those).
     public static func encode(index: Int, receivedAtMs: Int64, payload: [UInt8]) -> [UInt8] {
-        let body = Array(#"{"index":\#(index),"receivedAtMs":\#(receivedAtMs),"payload":"#.utf8) + payload + [UInt8(ascii: "}")]
+        let body =
+            Array(#"{"index":\#(index),"receivedAtMs":\#(receivedAtMs),"payload":"#.utf8) + payload + [
+                UInt8(ascii: "}")
+            ]
         let length = UInt32(body.count)
         return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + body
     }
@@ -99,7 +102,8 @@ public enum PushRelayFrame {
             guard buffer.count - offset >= 4 else { return nil }
             let length = buffer[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
             guard length <= maximumLength else {
-                throw PushRelayError(.badFrame, "a relay frame of \(length) bytes (more than \(maximumLength)): not a push relay")
+                throw PushRelayError(
+                    .badFrame, "a relay frame of \(length) bytes (more than \(maximumLength)): not a push relay")
             }
             guard buffer.count - offset - 4 >= length else { return nil }
             let body = Array(buffer[offset + 4..<offset + 4 + length])
@@ -115,8 +119,10 @@ public enum PushRelayFrame {
     /// Reads a frame body; `nil` when it is not a push frame.
     public static func decode(_ body: [UInt8], deliveredAt: Date) -> RelayedPush? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-            let index = (object["index"] as? NSNumber)?.intValue, let receivedAt = (object["receivedAtMs"] as? NSNumber)?.int64Value,
-            let payload = object["payload"] as? [String: Any], let data = try? JSONSerialization.data(withJSONObject: payload)
+            let index = (object["index"] as? NSNumber)?.intValue,
+            let receivedAt = (object["receivedAtMs"] as? NSNumber)?.int64Value,
+            let payload = object["payload"] as? [String: Any],
+            let data = try? JSONSerialization.data(withJSONObject: payload)
         else { return nil }
         return RelayedPush(index: index, receivedAtMs: receivedAt, deliveredAt: deliveredAt, payload: data)
     }

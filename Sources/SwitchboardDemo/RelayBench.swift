@@ -44,7 +44,10 @@ public enum RelayBench {
         while index < arguments.count {
             switch arguments[index] {
             case "--server": options.server = value() ?? ""
-            case "--calls": options.calls = (value() ?? "").split(separator: ",").compactMap { Int($0) }.filter { (1...500).contains($0) }
+            case "--calls":
+                options.calls = (value() ?? "").split(separator: ",").compactMap { Int($0) }.filter {
+                    (1...500).contains($0)
+                }
             case "--seconds": options.seconds = Int(value() ?? "") ?? 0
             case "--echo-anchor": options.echoAnchor = value()
             case "--out": options.out = value()
@@ -52,13 +55,17 @@ public enum RelayBench {
                 print(help)
                 return 0
             default:
-                FileHandle.standardError.write(Data("switchboard-dev bench relay: unknown option '\(arguments[index])'\n".utf8))
+                FileHandle.standardError.write(
+                    Data("switchboard-dev bench relay: unknown option '\(arguments[index])'\n".utf8))
                 return 2
             }
             index += 1
         }
         guard !options.server.isEmpty, !options.calls.isEmpty, (1...600).contains(options.seconds) else {
-            FileHandle.standardError.write(Data("switchboard-dev bench relay: --server PATH is required; --calls 1-500 each; --seconds 1-600\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "switchboard-dev bench relay: --server PATH is required; --calls 1-500 each; --seconds 1-600\n".utf8
+                ))
             return 2
         }
         let chosen = options
@@ -113,8 +120,12 @@ public enum RelayBench {
             let active = Array(pairs.prefix(count))
             rounds.append(try await round(active, seconds: options.seconds, meter: meter, server: server))
             let last = rounds[rounds.count - 1]
-            say(String(format: "  %3d calls: %6d frames, loss %.2f %%, added latency p50 %.2f ms p99 %.2f ms, server CPU %.1f %% of a core (%.3f %% per call)",
-                         count, last.sent, last.lossPercent, last.p50, last.p99, 100 * last.serverCPUSeconds / last.seconds, last.cpuPerCallPercent))
+            say(
+                String(
+                    format:
+                        "  %3d calls: %6d frames, loss %.2f %%, added latency p50 %.2f ms p99 %.2f ms, server CPU %.1f %% of a core (%.3f %% per call)",
+                    count, last.sent, last.lossPercent, last.p50, last.p99, 100 * last.serverCPUSeconds / last.seconds,
+                    last.cpuPerCallPercent))
         }
         _ = most
         for (a, b) in pairs {
@@ -129,21 +140,40 @@ public enum RelayBench {
             let echo = try EchoAnchor(script: script)
             defer { echo.stop() }
             anchor = try await windowedRateEcho(port: echo.port)
-            say(String(format: "  the same client against Python websockets echo: %.0f frames/s (ratio %.2f)", anchor ?? 0, ours / max(1, anchor ?? 1)))
+            say(
+                String(
+                    format: "  the same client against Python websockets echo: %.0f frames/s (ratio %.2f)", anchor ?? 0,
+                    ours / max(1, anchor ?? 1)))
         }
         if let out = options.out {
             var rows: [String] = []
             let passing = rounds.filter { $0.lossPercent < 5 }.map(\.calls).max() ?? 0
-            rows.append("relay: concurrent 1:1 calls at < 5 % frame loss (of those tried)\t\(passing)\t≥ 100\t\(passing >= 100 ? "yes" : "no")\t—\t—\t—")
+            rows.append(
+                "relay: concurrent 1:1 calls at < 5 % frame loss (of those tried)\t\(passing)\t≥ 100\t\(passing >= 100 ? "yes" : "no")\t—\t—\t—"
+            )
             if let top = rounds.last {
-                rows.append(String(format: "relay: added latency p50 / p99 at %d calls (ms)\t%.2f / %.2f\t—\t—\t—\t—\t—", top.calls, top.p50, top.p99))
-                rows.append(String(format: "relay: server CPU per call (%% of a core)\t%.3f\t—\t—\t—\t—\t—", top.cpuPerCallPercent))
-                rows.append(String(format: "relay: frame loss at %d calls (%%)\t%.2f\t< 5\t%@\t—\t—\t—", top.calls, top.lossPercent, top.lossPercent < 5 ? "yes" : "no"))
+                rows.append(
+                    String(
+                        format: "relay: added latency p50 / p99 at %d calls (ms)\t%.2f / %.2f\t—\t—\t—\t—\t—",
+                        top.calls, top.p50, top.p99))
+                rows.append(
+                    String(
+                        format: "relay: server CPU per call (%% of a core)\t%.3f\t—\t—\t—\t—\t—", top.cpuPerCallPercent)
+                )
+                rows.append(
+                    String(
+                        format: "relay: frame loss at %d calls (%%)\t%.2f\t< 5\t%@\t—\t—\t—", top.calls,
+                        top.lossPercent, top.lossPercent < 5 ? "yes" : "no"))
             }
             if let anchor {
-                rows.append(String(format: "WebSocket frames/s, 8 in flight (relay forward vs echo)\t%.0f\t—\t—\tPython websockets echo\t%.0f\t%.2f", ours, anchor, ours / max(1, anchor)))
+                rows.append(
+                    String(
+                        format:
+                            "WebSocket frames/s, 8 in flight (relay forward vs echo)\t%.0f\t—\t—\tPython websockets echo\t%.0f\t%.2f",
+                        ours, anchor, ours / max(1, anchor)))
             } else {
-                rows.append(String(format: "WebSocket frames/s, 8 in flight (relay forward)\t%.0f\t—\t—\t—\t—\t—", ours))
+                rows.append(
+                    String(format: "WebSocket frames/s, 8 in flight (relay forward)\t%.0f\t—\t—\t—\t—\t—", ours))
             }
             try (rows.joined(separator: "\n") + "\n").write(toFile: out, atomically: true, encoding: .utf8)
         }
@@ -152,16 +182,23 @@ public enum RelayBench {
     // MARK: Calls
 
     /// Two new users, friends, in a call both have answered; their audio sockets open.
-    static func openCall(base: URL, server: String, index: Int, meter: Meter) async throws -> (WebSocketClient, WebSocketClient) {
+    static func openCall(
+        base: URL, server: String, index: Int, meter: Meter
+    ) async throws -> (WebSocketClient, WebSocketClient) {
         let tag = "r\(index)x\(UInt32.random(in: 0...UInt32.max))"
         let anonymous = SwitchboardClient(baseURL: base, token: nil)
-        let caller = try await anonymous.register(username: "a\(tag)", password: "long enough password", displayName: "A")
-        let callee = try await anonymous.register(username: "b\(tag)", password: "long enough password", displayName: "B")
-        let a = SwitchboardClient(baseURL: base, token: caller.token), b = SwitchboardClient(baseURL: base, token: callee.token)
+        let caller = try await anonymous.register(
+            username: "a\(tag)", password: "long enough password", displayName: "A")
+        let callee = try await anonymous.register(
+            username: "b\(tag)", password: "long enough password", displayName: "B")
+        let a = SwitchboardClient(baseURL: base, token: caller.token),
+            b = SwitchboardClient(baseURL: base, token: callee.token)
         let request = try await a.sendFriendRequest(toUserID: callee.user.id)
         let conversation = try await b.acceptFriendRequest(request.id).conversationId
         let call = try await a.createCall(scopeKind: .conversation, scopeID: conversation, mode: .audio)
-        guard let calleeToken = try await b.accept(call.id, withMediaToken: true).media else { throw BenchError("no media token") }
+        guard let calleeToken = try await b.accept(call.id, withMediaToken: true).media else {
+            throw BenchError("no media token")
+        }
         let callerToken = try await a.mediaToken(forCall: call.id)
         let parts = server.split(separator: ":")
         let host = String(parts[0]), port = Int(parts[1]) ?? 0
@@ -210,7 +247,9 @@ public enum RelayBench {
         return bytes
     }
 
-    static func round(_ pairs: [(WebSocketClient, WebSocketClient)], seconds: Int, meter: Meter, server: ServerChild) async throws -> Round {
+    static func round(
+        _ pairs: [(WebSocketClient, WebSocketClient)], seconds: Int, meter: Meter, server: ServerChild
+    ) async throws -> Round {
         let sockets = pairs.flatMap { [$0.0, $0.1] }
         meter.start()
         let cpuBefore = try server.cpuSeconds()
@@ -233,7 +272,9 @@ public enum RelayBench {
         let cpuAfter = try server.cpuSeconds()
         let (latencies, received) = meter.stop()
         let sorted = latencies.sorted()
-        func quantile(_ q: Double) -> Double { sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        func quantile(_ q: Double) -> Double {
+            sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]
+        }
         return Round(
             calls: pairs.count, sent: sent, received: received, p50: quantile(0.5), p99: quantile(0.99),
             serverCPUSeconds: cpuAfter - cpuBefore, seconds: elapsed)
@@ -249,22 +290,29 @@ public enum RelayBench {
             a.close()
             b.close()
         }
-        return await windowed(send: { a.send(.binary(frame())) }, received: { meter.received }, start: { meter.start() }, finish: { _ = meter.stop() })
+        return await windowed(
+            send: { a.send(.binary(frame())) }, received: { meter.received }, start: { meter.start() },
+            finish: { _ = meter.stop() })
     }
 
     static func windowedRateEcho(port: Int) async throws -> Double {
         let meter = Meter()
         let client = try await offPool {
-            try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/", handlers: .init(onMessage: { message in
-                if case .binary(let bytes) = message { meter.arrived(bytes, socket: 0) }
-            }))
+            try WebSocketClient.connect(
+                host: "127.0.0.1", port: port, path: "/",
+                handlers: .init(onMessage: { message in
+                    if case .binary(let bytes) = message { meter.arrived(bytes, socket: 0) }
+                }))
         }
         defer { client.close() }
-        return await windowed(send: { client.send(.binary(frame())) }, received: { meter.received }, start: { meter.start() }, finish: { _ = meter.stop() })
+        return await windowed(
+            send: { client.send(.binary(frame())) }, received: { meter.received }, start: { meter.start() },
+            finish: { _ = meter.stop() })
     }
 
     static func windowed(
-        send: @escaping @Sendable () -> Bool, received: @escaping @Sendable () -> Int, start: @escaping @Sendable () -> Void,
+        send: @escaping @Sendable () -> Bool, received: @escaping @Sendable () -> Int,
+        start: @escaping @Sendable () -> Void,
         finish: @escaping @Sendable () -> Void
     ) async -> Double {
         await offPool { () -> Double in
@@ -302,7 +350,10 @@ final class ServerChild: Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N"] = "15"
         // A load client is not abuse: the limits it would meet are lifted.
-        for variable in ["REGISTRATIONS_PER_ADDRESS", "CALLS_PER_CALLER", "CALLS_PER_CALLEE", "RINGS_PER_DEVICE", "MESSAGES_PER_USER"] {
+        for variable in [
+            "REGISTRATIONS_PER_ADDRESS", "CALLS_PER_CALLER", "CALLS_PER_CALLEE", "RINGS_PER_DEVICE",
+            "MESSAGES_PER_USER",
+        ] {
             environment["SWITCHBOARD_LIMIT_" + variable] = "1000000/60"
         }
         environment["SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS"] = "0"  // every phone is on this machine

@@ -19,10 +19,13 @@ enum RelaySocket {
         guard inet_pton(AF_INET, endpoint.host, &address.sin_addr) == 1 else {
             throw PushRelayError(.systemCall, "'\(endpoint.host)' is not an IPv4 address")
         }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw PushRelayError(.systemCall, "socket: \(describeErrno(errno))") }
         let started = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         var failure = started == 0 ? 0 : errno
         if failure == EINPROGRESS || failure == EINTR {
@@ -31,7 +34,10 @@ enum RelaySocket {
             while true {
                 let left = deadline - monotonicSeconds()
                 if left <= 0 { break }
-                var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+                var fds = [
+                    pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
+                    pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+                ]
                 let ready = poll(&fds, 2, Int32((left * 1000).rounded(.up)))
                 if ready < 0, errno == EINTR { continue }
                 if fds[1].revents != 0 {
@@ -49,7 +55,8 @@ enum RelaySocket {
         }
         guard failure == 0 else {
             close(fd)
-            throw PushRelayError(.systemCall, "cannot connect to the push relay at \(endpoint): \(describeErrno(failure))")
+            throw PushRelayError(
+                .systemCall, "cannot connect to the push relay at \(endpoint): \(describeErrno(failure))")
         }
         TCPSocket.setNoDelay(fd)
         return fd
@@ -65,7 +72,10 @@ enum RelaySocket {
                 continue
             }
             guard written < 0, errno == EAGAIN || errno == EINTR else { return false }
-            var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
+                pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+            ]
             if poll(&fds, 2, -1) < 0, errno != EINTR { return false }
             if fds[1].revents != 0 { return false }
         }

@@ -6,7 +6,6 @@ import SwitchboardKitTesting
 import SwitchboardNetSim
 import SwitchboardPOSIX
 
-
 /// A simulated phone's pushes from a ``PushRelay`` over one long-lived TCP connection (through
 /// whatever lies between: the impairment proxy, the lossy kernel link), reconnecting when it
 /// drops without losing or repeating a push.
@@ -37,12 +36,15 @@ public final class RelayedPushSource: PushSource {
     ///   - onPush: called on the source's thread for each push as it is read, once per inbox
     ///     index; keep it short, and do not call `stop()` from it (stop joins that thread).
     public init(
-        relay: IPv4Endpoint, token: String, reconnectDelay: Duration = .milliseconds(100), connectTimeout: Duration = .seconds(10),
+        relay: IPv4Endpoint, token: String, reconnectDelay: Duration = .milliseconds(100),
+        connectTimeout: Duration = .seconds(10),
         onPush: @escaping @Sendable (RelayedPush) -> Void = { _ in }
     ) {
         self.relay = relay
         self.token = token.lowercased()
-        core = SourceCore(relay: relay, token: token.lowercased(), reconnectDelay: reconnectDelay, connectTimeout: connectTimeout, onPush: onPush)
+        core = SourceCore(
+            relay: relay, token: token.lowercased(), reconnectDelay: reconnectDelay, connectTimeout: connectTimeout,
+            onPush: onPush)
     }
 
     deinit { core.stop() }
@@ -102,7 +104,10 @@ final class SourceCore: Sendable {
     let onPush: @Sendable (RelayedPush) -> Void
     private let state = Mutex(State())
 
-    init(relay: IPv4Endpoint, token: String, reconnectDelay: Duration, connectTimeout: Duration, onPush: @escaping @Sendable (RelayedPush) -> Void) {
+    init(
+        relay: IPv4Endpoint, token: String, reconnectDelay: Duration, connectTimeout: Duration,
+        onPush: @escaping @Sendable (RelayedPush) -> Void
+    ) {
         self.relay = relay
         self.token = token
         self.reconnectDelay = Self.seconds(reconnectDelay)
@@ -208,7 +213,10 @@ final class SourceCore: Sendable {
         var decoder = PushRelayFrame.Decoder()
         var scratch = [UInt8](repeating: 0, count: 16_384)
         while true {
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
+            ]
             if poll(&fds, 2, -1) < 0 {
                 if errno == EINTR { continue }
                 return

@@ -44,7 +44,9 @@ struct TimedTransport: HTTPTransport {
         try await timing(request) { try await inner.sendHeld(request, copies: copies) }
     }
 
-    private func timing(_ request: URLRequest, _ send: () async throws -> (Data, HTTPURLResponse)) async throws -> (Data, HTTPURLResponse) {
+    private func timing(
+        _ request: URLRequest, _ send: () async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
         let line = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
         let sent = Date()
         do {

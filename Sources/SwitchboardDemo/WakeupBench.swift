@@ -97,7 +97,8 @@ public enum WakeupBench {
         }
         func number(_ text: String, _ flag: String, _ range: ClosedRange<Int>) throws(BenchUsageError) -> Int {
             guard let number = Int(text), range.contains(number) else {
-                throw BenchUsageError("\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+                throw BenchUsageError(
+                    "\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
             }
             return number
         }
@@ -106,7 +107,9 @@ public enum WakeupBench {
             case "-h", "--help": return nil
             case "--phones":
                 options.phones = try number(try value(flag), flag, 2...10_000)
-                guard options.phones % 2 == 0 else { throw BenchUsageError("--phones must be even (callers and callees in pairs)") }
+                guard options.phones % 2 == 0 else {
+                    throw BenchUsageError("--phones must be even (callers and callees in pairs)")
+                }
             case "--profiles":
                 do {
                     options.profiles = try NetworkProfile.parseList(try value(flag))
@@ -128,7 +131,9 @@ public enum WakeupBench {
                 options.impairment = impairment
             case "--seed":
                 let text = try value(flag)
-                guard let seed = UInt64(text) else { throw BenchUsageError("--seed must be a whole number ≥ 0, not '\(text)'") }
+                guard let seed = UInt64(text) else {
+                    throw BenchUsageError("--seed must be a whole number ≥ 0, not '\(text)'")
+                }
                 options.seed = seed
             default: throw BenchUsageError("unknown option '\(flag)' (see --help)")
             }
@@ -155,7 +160,8 @@ public enum WakeupBench {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             guard FileManager.default.isWritableFile(atPath: directory) else { throw BenchUsageError("not writable") }
         } catch {
-            FileHandle.standardError.write(Data("switchboard-dev bench wakeup: cannot write results to --out \(directory): \(error)\n".utf8))
+            FileHandle.standardError.write(
+                Data("switchboard-dev bench wakeup: cannot write results to --out \(directory): \(error)\n".utf8))
             return 2
         }
         return waitForExitCode {
@@ -174,7 +180,9 @@ public enum WakeupBench {
         var link: KernelPath?
         var stackOptions = DemoStack.Options()
         if options.impairment == .kernel {
-            let made = try await offPool { try KernelLink.create(impairedPorts: [KernelPath.apiPort, KernelPath.pushPort]) }
+            let made = try await offPool {
+                try KernelLink.create(impairedPorts: [KernelPath.apiPort, KernelPath.pushPort])
+            }
             stackOptions.listenHost = made.rootAddress
             link = KernelPath(link: made)
         }
@@ -205,13 +213,18 @@ public enum WakeupBench {
         let calleeDevice: UUID
     }
 
-    private static func measure(_ options: Options, on stack: DemoStack, kernel: KernelPath?, startedAt: String) async throws -> WakeupReport {
+    private static func measure(
+        _ options: Options, on stack: DemoStack, kernel: KernelPath?, startedAt: String
+    ) async throws -> WakeupReport {
         let err = FileHandle.standardError
         err.write(Data("Setting up \(options.phones) phones (\(options.phones / 2) pairs)…\n".utf8))
         var pairs: [Pair] = []
         for index in 0..<(options.phones / 2) {
             let caller = try await stack.register("caller\(index)"), callee = try await stack.register("callee\(index)")
-            pairs.append(Pair(caller: caller, callee: callee, conversation: try await stack.befriend(caller, callee), calleeDevice: UUID()))
+            pairs.append(
+                Pair(
+                    caller: caller, callee: callee, conversation: try await stack.befriend(caller, callee),
+                    calleeDevice: UUID()))
         }
         guard let serverPort = Int(stack.server.address.split(separator: ":").last ?? "") else {
             throw BenchUsageError("cannot read the server's port from \(stack.server.address)")
@@ -219,8 +232,9 @@ public enum WakeupBench {
         var results: [WakeupProfileResult] = []
         for (profileIndex, profile) in options.profiles.enumerated() {
             let seed = options.seed &+ UInt64(profileIndex) &* 1_000_003
-            let proxy = ImpairmentProxy(configuration: ImpairmentProxyConfiguration(
-                upstream: IPv4Endpoint(host: "127.0.0.1", port: serverPort), profile: profile, seed: seed))
+            let proxy = ImpairmentProxy(
+                configuration: ImpairmentProxyConfiguration(
+                    upstream: IPv4Endpoint(host: "127.0.0.1", port: serverPort), profile: profile, seed: seed))
             let proxied: URL
             if let kernel {
                 proxied = try await offPool { try kernel.begin(profile, serverPort: serverPort, seed: seed) }
@@ -241,23 +255,30 @@ public enum WakeupBench {
                 let callerLog = RequestLog(), calleeLog = RequestLog()
                 callerLogs.append(callerLog)
                 calleeLogs.append(calleeLog)
-                callers.append(stack.phone(
-                    "caller\(index)", of: pair.caller, baseURL: proxied,
-                    transport: timed(HedgingTransport(), callerLog), eventTransport: timed(URLSessionTransport(), callerLog),
-                    callEventTransport: timed(HedgingTransport(lanes: 2), callerLog)))
+                callers.append(
+                    stack.phone(
+                        "caller\(index)", of: pair.caller, baseURL: proxied,
+                        transport: timed(HedgingTransport(), callerLog),
+                        eventTransport: timed(URLSessionTransport(), callerLog),
+                        callEventTransport: timed(HedgingTransport(lanes: 2), callerLog)))
                 let token = DemoStack.newPushToken()
                 // Under the kernel impairment the push crosses the lossy link itself, on the
                 // phone's warm connection to the relay; under the model it is delayed as one
                 // segment of the profile's downlink.
-                let source = kernel.map { RelayedPushSource(relay: IPv4Endpoint(host: $0.link.namespaceAddress, port: KernelPath.pushPort), token: token) }
+                let source = kernel.map {
+                    RelayedPushSource(
+                        relay: IPv4Endpoint(host: $0.link.namespaceAddress, port: KernelPath.pushPort), token: token)
+                }
                 if let source { relayed.append(source) }
                 let delayed: @Sendable () -> Double = { link.delay() }
                 let pushDelay = source == nil ? delayed : nil
-                callees.append(stack.phone(
-                    "callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: pushDelay,
-                    transport: timed(HedgingTransport(), calleeLog), eventTransport: timed(URLSessionTransport(), calleeLog),
-                    callEventTransport: timed(HedgingTransport(lanes: 2), calleeLog),
-                    pushSource: source, pushToken: token))
+                callees.append(
+                    stack.phone(
+                        "callee\(index)", of: pair.callee, baseURL: proxied, pushDelay: pushDelay,
+                        transport: timed(HedgingTransport(), calleeLog),
+                        eventTransport: timed(URLSessionTransport(), calleeLog),
+                        callEventTransport: timed(HedgingTransport(lanes: 2), calleeLog),
+                        pushSource: source, pushToken: token))
             }
             // Callers have their app open; callees' devices register directly (set-up, not
             // measured) and their apps then stay closed, so only the push can wake them.
@@ -282,15 +303,20 @@ public enum WakeupBench {
                     let emulator = stack.emulator
                     let token = callee.pushToken
                     group.addTask {
-                        var ring = await ring(caller: caller, callee: callee, conversation: pair.conversation, options: options)
+                        var ring = await ring(
+                            caller: caller, callee: callee, conversation: pair.conversation, options: options)
                         let push = ring.callID.flatMap { callID in
-                            emulator.inbox(token: token).last { IncomingCallPush(json: Data($0.payload))?.callID == callID }
+                            emulator.inbox(token: token).last {
+                                IncomingCallPush(json: Data($0.payload))?.callID == callID
+                            }
                         }
                         let accepted = push.map { Date(timeIntervalSince1970: Double($0.receivedAt) / 1000) }
                         let arrived = ring.callID.flatMap { callID in
                             callee.timeline.first { $0.text == "VoIP push for call \(callID.prefix(8))" }?.at
                         }
-                        Self.addTimings(to: &ring, caller: caller, callee: callee, logs: logs, pushAcceptedAt: accepted, pushArrivedAt: arrived)
+                        Self.addTimings(
+                            to: &ring, caller: caller, callee: callee, logs: logs, pushAcceptedAt: accepted,
+                            pushArrivedAt: arrived)
                         return (index, ring.sample)
                     }
                 }
@@ -302,7 +328,9 @@ public enum WakeupBench {
                 }
             }
             progress.finish()
-            let violations = (callers + callees).flatMap { phone in (phone.callSystem?.violations ?? []).map { "\(phone.name): \($0)" } }
+            let violations = (callers + callees).flatMap { phone in
+                (phone.callSystem?.violations ?? []).map { "\(phone.name): \($0)" }
+            }
             for phone in callers + callees { phone.shutDown() }
             relayed.forEach { $0.stop() }
             // Close this profile's URL sessions before the next profile opens thousands of
@@ -311,21 +339,30 @@ public enum WakeupBench {
             transports.forEach { $0.invalidate() }
             let requests = (callerLogs + calleeLogs).reduce(0) { $0 + $1.entries { _ in true }.count }
             let leftLive = await endCallsLeftLive(callers: pairs.map(\.caller), stack: stack)
-            let left = leftLive > 0 ? "; \(leftLive) calls whose hang-up had not reached the server when the phones shut down, ended directly" : ""
+            let left =
+                leftLive > 0
+                ? "; \(leftLive) calls whose hang-up had not reached the server when the phones shut down, ended directly"
+                : ""
             if let kernel {
                 let ended = await offPool { kernel.end() }
                 err.write(Data("  \(profile.name): \(requests) requests; \(ended)\(left)\n".utf8))
             } else {
                 proxy.stop()
                 let traffic = proxy.statistics
-                err.write(Data("  \(profile.name): \(requests) requests over \(traffic.connectionsAccepted) connections; \(traffic.stalls) stalls (\(String(format: "%.1f", traffic.stallSeconds)) s), \(traffic.resets) resets\(left)\n".utf8))
+                err.write(
+                    Data(
+                        "  \(profile.name): \(requests) requests over \(traffic.connectionsAccepted) connections; \(traffic.stalls) stalls (\(String(format: "%.1f", traffic.stallSeconds)) s), \(traffic.resets) resets\(left)\n"
+                            .utf8))
             }
-            results.append(WakeupProfileResult(
-                profile: profile.name, samples: samples.compactMap { $0 }, threshold: options.thresholds.threshold(for: profile.name),
-                contractViolations: violations,
-                pushLegFloor: LinkSchedule<SplitMix64>.delayFloor(of: profile.downlink, quantile: 0.95) * 1000))
+            results.append(
+                WakeupProfileResult(
+                    profile: profile.name, samples: samples.compactMap { $0 },
+                    threshold: options.thresholds.threshold(for: profile.name),
+                    contractViolations: violations,
+                    pushLegFloor: LinkSchedule<SplitMix64>.delayFloor(of: profile.downlink, quantile: 0.95) * 1000))
         }
-        let report = WakeupReport(phones: options.phones, startedAt: startedAt, profiles: results, impairment: options.impairment.rawValue)
+        let report = WakeupReport(
+            phones: options.phones, startedAt: startedAt, profiles: results, impairment: options.impairment.rawValue)
         print(report.table)
         print()
         print(report.stepTable)
@@ -351,9 +388,12 @@ public enum WakeupBench {
         defer { transport.invalidate() }
         var ended = 0
         for session in callers {
-            let client = SwitchboardClient(baseURL: stack.baseURL, token: session.token, transport: transport, eventTransport: transport)
+            let client = SwitchboardClient(
+                baseURL: stack.baseURL, token: session.token, transport: transport, eventTransport: transport)
             for call in (try? await client.activeCalls()) ?? [] where call.state == .ringing || call.state == .active {
-                if (try? await client.perform(call.state == .ringing ? .cancel : .leave, onCall: call.id)) != nil { ended += 1 }
+                if (try? await client.perform(call.state == .ringing ? .cancel : .leave, onCall: call.id)) != nil {
+                    ended += 1
+                }
             }
         }
         return ended
@@ -369,14 +409,18 @@ public enum WakeupBench {
 
     /// One ring: dial, wait for the callee's call system to ring, answer, wait for both sides
     /// connected, hang up.
-    static func ring(caller: SimulatedPhone, callee: SimulatedPhone, conversation: String, options: Options) async -> Ring {
+    static func ring(
+        caller: SimulatedPhone, callee: SimulatedPhone, conversation: String, options: Options
+    ) async -> Ring {
         let dialed = Date()
         let callID: String
         do {
             callID = try await caller.dial(scopeKind: .conversation, scopeID: conversation, handle: callee.name)
         } catch {
             return Ring(
-                sample: WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "dial failed: \(error)"),
+                sample: WakeupSample(
+                    wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil,
+                    failure: "dial failed: \(error)"),
                 dialed: dialed)
         }
         var origin: String?
@@ -390,7 +434,9 @@ public enum WakeupBench {
         guard await eventually(seconds: 30, { woke() != nil }), let wokeAt = woke() else {
             try? caller.hangUp(callID)
             return Ring(
-                sample: WakeupSample(wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil, failure: "never rang"),
+                sample: WakeupSample(
+                    wakeupMilliseconds: nil, setupSucceeded: false, setupMilliseconds: nil, wokenBy: nil,
+                    failure: "never rang"),
                 callID: callID, dialed: dialed)
         }
         let wakeup = wokeAt.timeIntervalSince(dialed) * 1000
@@ -404,7 +450,8 @@ public enum WakeupBench {
             try? caller.hangUp(callID)
             return Ring(
                 sample: WakeupSample(
-                    wakeupMilliseconds: wakeup, setupSucceeded: false, setupMilliseconds: nil, wokenBy: origin, failure: "answer refused: \(error)"),
+                    wakeupMilliseconds: wakeup, setupSucceeded: false, setupMilliseconds: nil, wokenBy: origin,
+                    failure: "answer refused: \(error)"),
                 callID: callID, dialed: dialed)
         }
         func connected(_ phone: SimulatedPhone) -> Date? {
@@ -427,7 +474,9 @@ public enum WakeupBench {
         var failure: String?
         if !both {
             let ended = callee.notices.compactMap { timed -> String? in
-                if case .ended(let id, let reason, _) = timed.notice, id == callID { return reason.map { "\($0)" } ?? "here" }
+                if case .ended(let id, let reason, _) = timed.notice, id == callID {
+                    return reason.map { "\($0)" } ?? "here"
+                }
                 return nil
             }.first
             failure = "not connected" + (ended.map { " (callee ended: \($0))" } ?? "")
@@ -439,7 +488,8 @@ public enum WakeupBench {
             caller.coordinator?.call(callID)?.stage == .ended && callee.coordinator?.call(callID)?.stage == .ended
         }
         let sample = WakeupSample(
-            wakeupMilliseconds: wakeup, setupSucceeded: succeeded, setupMilliseconds: setup, wokenBy: origin, failure: failure,
+            wakeupMilliseconds: wakeup, setupSucceeded: succeeded, setupMilliseconds: setup, wokenBy: origin,
+            failure: failure,
             calleeConnectedMilliseconds: connected(callee).map { $0.timeIntervalSince(answered) * 1000 },
             callerConnectedMilliseconds: connected(caller).map { $0.timeIntervalSince(answered) * 1000 },
             adaptiveAnswerDeadlineSeconds: adaptiveDeadline, adaptiveAnswerDeadlineAtEndSeconds: adaptiveLast,
@@ -450,7 +500,8 @@ public enum WakeupBench {
     /// Adds push → reported and the per-step breakdown to a ring's sample, from both phones'
     /// request logs, the callee's timeline and notices, and the time APNs accepted the push.
     static func addTimings(
-        to ring: inout Ring, caller: SimulatedPhone, callee: SimulatedPhone, logs: (caller: RequestLog, callee: RequestLog),
+        to ring: inout Ring, caller: SimulatedPhone, callee: SimulatedPhone,
+        logs: (caller: RequestLog, callee: RequestLog),
         pushAcceptedAt: Date?, pushArrivedAt: Date?
     ) {
         guard let callID = ring.callID else { return }

@@ -47,7 +47,8 @@ final class Progress: Sendable {
         let width = 30
         let filled = total == 0 ? width : count * width / total
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        FileHandle.standardError.write(Data("\r  \(profile.padding(toLength: 13, withPad: " ", startingAt: 0)) [\(bar)] \(count)/\(total)".utf8))
+        FileHandle.standardError.write(
+            Data("\r  \(profile.padding(toLength: 13, withPad: " ", startingAt: 0)) [\(bar)] \(count)/\(total)".utf8))
     }
 
     func finish() { FileHandle.standardError.write(Data("\n".utf8)) }
@@ -81,12 +82,15 @@ final class KernelPath: Sendable {
         let relayPort = state.withLock { $0.relayPort }
         for (listen, upstream, offset) in [(Self.apiPort, serverPort, UInt64(0)), (Self.pushPort, relayPort, 1)] {
             let process = try link.launch([
-                executable, "proxy", "--upstream", "\(link.rootAddress):\(upstream)", "--listen", "\(link.namespaceAddress):\(listen)",
+                executable, "proxy", "--upstream", "\(link.rootAddress):\(upstream)", "--listen",
+                "\(link.namespaceAddress):\(listen)",
                 "--profile", profile.name, "--delay-only", "--allow-non-loopback", "--seed", String(seed &+ offset),
             ])
             state.withLock { $0.proxies.append(process) }
             let line = try KernelLink.readLine(from: process, timeout: 10)
-            guard line.hasPrefix("listening on") else { throw BenchUsageError("the proxy in \(link.namespace) said '\(line)'") }
+            guard line.hasPrefix("listening on") else {
+                throw BenchUsageError("the proxy in \(link.namespace) said '\(line)'")
+            }
         }
         return URL(string: "http://\(link.namespaceAddress):\(Self.apiPort)")!
     }
@@ -109,4 +113,3 @@ final class KernelPath: Sendable {
         link.destroy()
     }
 }
-

@@ -33,9 +33,11 @@ public struct WakeupSample: Codable, Sendable, Equatable {
     public var adaptiveAnswerDeadlineMissed: Bool?
 
     public init(
-        wakeupMilliseconds: Double?, setupSucceeded: Bool, setupMilliseconds: Double?, wokenBy: String?, failure: String?,
+        wakeupMilliseconds: Double?, setupSucceeded: Bool, setupMilliseconds: Double?, wokenBy: String?,
+        failure: String?,
         calleeConnectedMilliseconds: Double? = nil, callerConnectedMilliseconds: Double? = nil,
-        pushToReportedMilliseconds: Double? = nil, steps: [String: Double]? = nil, adaptiveAnswerDeadlineSeconds: Double? = nil,
+        pushToReportedMilliseconds: Double? = nil, steps: [String: Double]? = nil,
+        adaptiveAnswerDeadlineSeconds: Double? = nil,
         adaptiveAnswerDeadlineAtEndSeconds: Double? = nil, adaptiveAnswerDeadlineMissed: Bool? = nil
     ) {
         self.adaptiveAnswerDeadlineSeconds = adaptiveAnswerDeadlineSeconds
@@ -63,7 +65,10 @@ public struct WakeupThreshold: Codable, Sendable, Equatable {
     /// The share of rings whose setup succeeded must be above this (0…1).
     public var minimumSetupSuccessRate: Double
 
-    public init(p95WakeupMilliseconds: Double = 1500, p95PushToReportedMilliseconds: Double? = nil, minimumSetupSuccessRate: Double = 0.95) {
+    public init(
+        p95WakeupMilliseconds: Double = 1500, p95PushToReportedMilliseconds: Double? = nil,
+        minimumSetupSuccessRate: Double = 0.95
+    ) {
         self.p95WakeupMilliseconds = p95WakeupMilliseconds
         self.p95PushToReportedMilliseconds = p95PushToReportedMilliseconds
         self.minimumSetupSuccessRate = minimumSetupSuccessRate
@@ -119,17 +124,23 @@ public struct WakeupThresholds: Codable, Sendable, Equatable {
 
     /// Reads a thresholds file; a clear error for anything that is not one.
     public static func load(path: String) throws(BenchUsageError) -> WakeupThresholds {
-        guard let data = FileManager.default.contents(atPath: path) else { throw BenchUsageError("cannot read the thresholds file \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw BenchUsageError("cannot read the thresholds file \(path)")
+        }
         let thresholds: WakeupThresholds
         do {
             thresholds = try JSONDecoder().decode(WakeupThresholds.self, from: data)
         } catch {
             throw BenchUsageError("the thresholds file \(path) is not valid: \(error)")
         }
-        for (name, threshold) in [("default", thresholds.default)] + thresholds.profiles.sorted(by: { $0.key < $1.key }) {
-            guard threshold.p95WakeupMilliseconds > 0, threshold.pushGateMilliseconds > 0, (0...1).contains(threshold.minimumSetupSuccessRate) else {
+        for (name, threshold) in [("default", thresholds.default)] + thresholds.profiles.sorted(by: { $0.key < $1.key })
+        {
+            guard threshold.p95WakeupMilliseconds > 0, threshold.pushGateMilliseconds > 0,
+                (0...1).contains(threshold.minimumSetupSuccessRate)
+            else {
                 throw BenchUsageError(
-                    "thresholds for \(name): p95WakeupMilliseconds and p95PushToReportedMilliseconds must be > 0 and minimumSetupSuccessRate within 0…1")
+                    "thresholds for \(name): p95WakeupMilliseconds and p95PushToReportedMilliseconds must be > 0 and minimumSetupSuccessRate within 0…1"
+                )
             }
         }
         return thresholds
@@ -203,7 +214,8 @@ public struct WakeupProfileResult: Codable, Sendable, Equatable {
         steps = WakeupStep.allCases.compactMap { step in
             let values = samples.compactMap { $0.steps?[step.rawValue] }.sorted()
             guard let p50 = Self.percentile(values, 50), let p95 = Self.percentile(values, 95) else { return nil }
-            return WakeupStepSummary(step: step.rawValue, count: values.count, p50Milliseconds: p50, p95Milliseconds: p95)
+            return WakeupStepSummary(
+                step: step.rawValue, count: values.count, p50Milliseconds: p50, p95Milliseconds: p95)
         }
         var failures: [String] = [], unreachable: [String] = []
         func gate(_ name: String, _ sorted: [Double], _ limit: Double) {
@@ -211,7 +223,10 @@ public struct WakeupProfileResult: Codable, Sendable, Equatable {
             if p95 < limit { return }
             let measured = p95.isFinite ? String(format: "%.0f ms", p95) : "(some phones never rang)"
             if let floor = pushLegFloor, floor >= limit {
-                unreachable.append(String(format: "p95 %@ %@ ≥ %.0f ms, and the push leg alone has p95 ≥ %.0f ms at this loss", name, measured, limit, floor))
+                unreachable.append(
+                    String(
+                        format: "p95 %@ %@ ≥ %.0f ms, and the push leg alone has p95 ≥ %.0f ms at this loss", name,
+                        measured, limit, floor))
                 return
             }
             failures.append(String(format: "p95 %@ %@ ≥ %.0f ms", name, measured, limit))
@@ -220,7 +235,10 @@ public struct WakeupProfileResult: Codable, Sendable, Equatable {
         gate("push → reported", pushLatencies, threshold.pushGateMilliseconds)
         outOfReach = unreachable
         if !(setupSuccessRate > threshold.minimumSetupSuccessRate) {
-            failures.append(String(format: "setup success %.1f %% ≤ %.1f %%", setupSuccessRate * 100, threshold.minimumSetupSuccessRate * 100))
+            failures.append(
+                String(
+                    format: "setup success %.1f %% ≤ %.1f %%", setupSuccessRate * 100,
+                    threshold.minimumSetupSuccessRate * 100))
         }
         if !contractViolations.isEmpty { failures.append("\(contractViolations.count) CallKit contract violations") }
         gateFailures = failures
@@ -255,7 +273,9 @@ public struct WakeupReport: Codable, Sendable, Equatable {
     /// The table printed at the end.
     public var table: String {
         func ms(_ value: Double?) -> String { value.map { String(format: "%.0f", $0) } ?? "—" }
-        func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+        func right(_ text: String, _ width: Int) -> String {
+            String(repeating: " ", count: max(0, width - text.count)) + text
+        }
         var lines = [
             "impairment: \(impairment ?? "model")",
             "                             dial → reported ms    push → reported ms",
@@ -263,15 +283,22 @@ public struct WakeupReport: Codable, Sendable, Equatable {
         ]
         for result in profiles {
             var gate = result.passed ? "pass" : "FAIL: " + result.gateFailures.joined(separator: "; ")
-            if !result.outOfReach.isEmpty { gate += " (not gated, out of physical reach: " + result.outOfReach.joined(separator: "; ") + ")" }
+            if !result.outOfReach.isEmpty {
+                gate += " (not gated, out of physical reach: " + result.outOfReach.joined(separator: "; ") + ")"
+            }
             lines.append(
                 result.profile.padding(toLength: 14, withPad: " ", startingAt: 0)
                     + String(format: " %5d  %5d ", result.rings, result.woken)
-                    + [result.p50WakeupMilliseconds, result.p95WakeupMilliseconds, result.p99WakeupMilliseconds].map { right(ms($0), 6) }
-                        .joined(separator: " ")
+                    + [result.p50WakeupMilliseconds, result.p95WakeupMilliseconds, result.p99WakeupMilliseconds].map {
+                        right(ms($0), 6)
+                    }
+                    .joined(separator: " ")
                     + "  "
-                    + [result.p50PushToReportedMilliseconds, result.p95PushToReportedMilliseconds, result.p99PushToReportedMilliseconds]
-                        .map { right(ms($0), 6) }.joined(separator: " ")
+                    + [
+                        result.p50PushToReportedMilliseconds, result.p95PushToReportedMilliseconds,
+                        result.p99PushToReportedMilliseconds,
+                    ]
+                    .map { right(ms($0), 6) }.joined(separator: " ")
                     + String(format: "  %7.1f%%  ", result.setupSuccessRate * 100) + gate)
         }
         return lines.joined(separator: "\n")
@@ -287,7 +314,8 @@ public struct WakeupReport: Codable, Sendable, Equatable {
                 guard let summary = result.steps.first(where: { $0.step == step.rawValue }) else { return cell("—") }
                 return cell(String(format: "%.0f / %.0f", summary.p50Milliseconds, summary.p95Milliseconds))
             }
-            lines.append(step.rawValue.padding(toLength: 37, withPad: " ", startingAt: 0) + cells.joined(separator: " "))
+            lines.append(
+                step.rawValue.padding(toLength: 37, withPad: " ", startingAt: 0) + cells.joined(separator: " "))
         }
         return lines.joined(separator: "\n")
     }
@@ -311,20 +339,26 @@ public struct WakeupReport: Codable, Sendable, Equatable {
 
             """
         for tick in stride(from: 0.0, through: maxX, by: step) {
-            svg += "<line x1=\"\(x(tick))\" y1=\"\(top)\" x2=\"\(x(tick))\" y2=\"\(top + plotHeight)\" stroke=\"#eee\"/>"
+            svg +=
+                "<line x1=\"\(x(tick))\" y1=\"\(top)\" x2=\"\(x(tick))\" y2=\"\(top + plotHeight)\" stroke=\"#eee\"/>"
             svg += "<text x=\"\(x(tick))\" y=\"\(top + plotHeight + 18)\" text-anchor=\"middle\">\(Int(tick))</text>\n"
         }
         for share in stride(from: 0.0, through: 1.0, by: 0.25) {
-            svg += "<line x1=\"\(left)\" y1=\"\(y(share))\" x2=\"\(left + plotWidth)\" y2=\"\(y(share))\" stroke=\"#eee\"/>"
+            svg +=
+                "<line x1=\"\(left)\" y1=\"\(y(share))\" x2=\"\(left + plotWidth)\" y2=\"\(y(share))\" stroke=\"#eee\"/>"
             svg += "<text x=\"\(left - 8)\" y=\"\(y(share) + 4)\" text-anchor=\"end\">\(Int(share * 100)) %</text>\n"
         }
-        svg += "<line x1=\"\(left)\" y1=\"\(y(0.95))\" x2=\"\(left + plotWidth)\" y2=\"\(y(0.95))\" stroke=\"#999\" stroke-dasharray=\"4 4\"/>\n"
+        svg +=
+            "<line x1=\"\(left)\" y1=\"\(y(0.95))\" x2=\"\(left + plotWidth)\" y2=\"\(y(0.95))\" stroke=\"#999\" stroke-dasharray=\"4 4\"/>\n"
         for threshold in Set(thresholds).sorted() {
-            svg += "<line x1=\"\(x(threshold))\" y1=\"\(top)\" x2=\"\(x(threshold))\" y2=\"\(top + plotHeight)\" stroke=\"#c00\" stroke-dasharray=\"6 3\"/>"
-            svg += "<text x=\"\(x(threshold) + 4)\" y=\"\(top + 12)\" fill=\"#c00\">p95 gate \(Int(threshold)) ms</text>\n"
+            svg +=
+                "<line x1=\"\(x(threshold))\" y1=\"\(top)\" x2=\"\(x(threshold))\" y2=\"\(top + plotHeight)\" stroke=\"#c00\" stroke-dasharray=\"6 3\"/>"
+            svg +=
+                "<text x=\"\(x(threshold) + 4)\" y=\"\(top + 12)\" fill=\"#c00\">p95 gate \(Int(threshold)) ms</text>\n"
         }
         svg += "<text x=\"\(left + plotWidth / 2)\" y=\"\(height - 16)\" text-anchor=\"middle\">milliseconds</text>\n"
-        svg += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(plotWidth)\" height=\"\(plotHeight)\" fill=\"none\" stroke=\"#333\"/>\n"
+        svg +=
+            "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(plotWidth)\" height=\"\(plotHeight)\" fill=\"none\" stroke=\"#333\"/>\n"
         for (index, result) in profiles.enumerated() {
             let colour = colours[index % colours.count]
             let latencies = result.samples.compactMap(\.wakeupMilliseconds).sorted()
@@ -338,8 +372,10 @@ public struct WakeupReport: Codable, Sendable, Equatable {
                 svg += "<polyline fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\" points=\"\(path)\"/>\n"
             }
             let legendY = top + 20 + Double(index) * 22
-            svg += "<line x1=\"\(left + plotWidth + 16)\" y1=\"\(legendY - 4)\" x2=\"\(left + plotWidth + 40)\" y2=\"\(legendY - 4)\" stroke=\"\(colour)\" stroke-width=\"3\"/>"
-            svg += "<text x=\"\(left + plotWidth + 46)\" y=\"\(legendY)\">\(result.profile)\(result.passed ? "" : " (FAIL)")</text>\n"
+            svg +=
+                "<line x1=\"\(left + plotWidth + 16)\" y1=\"\(legendY - 4)\" x2=\"\(left + plotWidth + 40)\" y2=\"\(legendY - 4)\" stroke=\"\(colour)\" stroke-width=\"3\"/>"
+            svg +=
+                "<text x=\"\(left + plotWidth + 46)\" y=\"\(legendY)\">\(result.profile)\(result.passed ? "" : " (FAIL)")</text>\n"
         }
         svg += "</svg>\n"
         return svg

@@ -22,7 +22,9 @@ public final class WebSocketRelayTransport: RelayAudioTransport, Sendable {
     public var closeInfo: WebSocketCloseInfo? { ending.withLock { $0 } }
 
     public func open(url: URL, token: String) async throws {
-        guard url.scheme == "ws", let host = url.host, let port = url.port else { throw RelayMediaError.badURL(url.absoluteString) }
+        guard url.scheme == "ws", let host = url.host, let port = url.port else {
+            throw RelayMediaError.badURL(url.absoluteString)
+        }
         let path = url.path + (url.query.map { "?" + $0 } ?? "")
         let continuation = self.continuation
         let opened = try await offPool {

@@ -126,7 +126,9 @@ public final class CityDatabase: @unchecked Sendable {
     /// The non-empty UTF-8 string at the map path `first.second[.third]` below `entry`, or nil
     /// when the path is missing, leads through something that is not a map, or ends at
     /// another type.
-    private static func string(in entry: inout MMDB_entry_s, _ first: String, _ second: String, _ third: String? = nil) -> String? {
+    private static func string(
+        in entry: inout MMDB_entry_s, _ first: String, _ second: String, _ third: String? = nil
+    ) -> String? {
         var data = MMDB_entry_data_s()
         let status = switchboard_mmdb_get_value(&entry, &data, first, second, third)
         guard status == MMDB_SUCCESS, data.has_data, data.type == UInt32(MMDB_DATA_TYPE_UTF8_STRING),

@@ -14,7 +14,9 @@ extension EventLoop {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let fd = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { server.configuration.acceptCall(listenFD, $0, &length) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    server.configuration.acceptCall(listenFD, $0, &length)
+                }
             }
             if fd < 0 {
                 let code = errno
@@ -37,8 +39,10 @@ extension EventLoop {
                 // outgoing connections or the Swift runtime (libdispatch traps when it cannot
                 // open a file): refuse it and pause as if accept had said EMFILE.
                 refuse(fd, message: "out of file descriptors")
-                pauseAccepting(HTTPTransportProblem(
-                    operation: .accept, cause: .descriptorReserve(limit: descriptors.limit, reserve: descriptors.reserve), pause: nil))
+                pauseAccepting(
+                    HTTPTransportProblem(
+                        operation: .accept,
+                        cause: .descriptorReserve(limit: descriptors.limit, reserve: descriptors.reserve), pause: nil))
                 return
             }
             guard server.admitConnection() else {
@@ -58,7 +62,8 @@ extension EventLoop {
             nextConnectionID += 1
             let id = UInt64(index) << 48 | nextConnectionID
             let connection = Connection(
-                fd: fd, id: id, remoteAddress: peer?.description ?? "unknown", peerHost: peerHost, limits: server.configuration.limits)
+                fd: fd, id: id, remoteAddress: peer?.description ?? "unknown", peerHost: peerHost,
+                limits: server.configuration.limits)
             connection.headerDeadline = monotonicNanoseconds() + server.headerTimeout
             connections[fd] = connection
             do {
@@ -93,14 +98,15 @@ extension EventLoop {
     func pauseAccepting(_ problem: HTTPTransportProblem) {
         let pause = acceptBackoff.failed(now: monotonicNanoseconds())
         if listenFD >= 0 { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenFD, nil) }
-        server.report(HTTPTransportProblem(operation: problem.operation, cause: problem.cause, pause: .nanoseconds(Int64(pause))))
+        server.report(
+            HTTPTransportProblem(operation: problem.operation, cause: problem.cause, pause: .nanoseconds(Int64(pause))))
     }
 
     func resumeAccepting() {
         guard listenFD >= 0, !draining else { return }
         do {
             try register(listenFD, events: switchboard_epollin())
-        } catch where error.errno == EEXIST {
+        } catch  where error.errno == EEXIST {
             // Still watched: the removal failed, so there is nothing to restore.
         } catch {
             pauseAccepting(HTTPTransportProblem(operation: .watch, cause: .error(error.errno), pause: nil))

@@ -26,7 +26,8 @@ extension EventLoop {
             }
             if connection.pendingOutput > 0 { continue }
             if connection.headerDeadline != 0, now >= connection.headerDeadline {
-                let timeout = server.errorResponse(status: 408, code: "REQUEST_TIMEOUT", message: "request head not received in time")
+                let timeout = server.errorResponse(
+                    status: 408, code: "REQUEST_TIMEOUT", message: "request head not received in time")
                 connection.queue(ResponseEncoder.fixed(timeout, bytes: timeout.bodyBytes, for: nil, keepAlive: false))
                 connection.phase = .closingAfterFlush
                 flush(connection)

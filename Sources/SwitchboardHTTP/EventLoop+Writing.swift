@@ -75,8 +75,9 @@ extension EventLoop {
     func flush(_ connection: Connection) {
         while connection.outputOffset < connection.output.count {
             let written = connection.output.withUnsafeBytes { buffer in
-                send(connection.fd, buffer.baseAddress! + connection.outputOffset,
-                     buffer.count - connection.outputOffset, Int32(MSG_NOSIGNAL))
+                send(
+                    connection.fd, buffer.baseAddress! + connection.outputOffset,
+                    buffer.count - connection.outputOffset, Int32(MSG_NOSIGNAL))
             }
             if written > 0 {
                 connection.outputOffset += written

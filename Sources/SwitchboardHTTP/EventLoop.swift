@@ -140,7 +140,8 @@ final class EventLoop: @unchecked Sendable {
             sleeping.store(true, ordering: .sequentiallyConsistent)
             let handedOver = inbox.withLock { !$0.outbound.isEmpty || !$0.control.isEmpty || !$0.jobs.isEmpty }
             // Jobs still queued (a batch cut short) or handed over: look at the sockets without waiting.
-            let timeout = runQueue.isEmpty && !handedOver
+            let timeout =
+                runQueue.isEmpty && !handedOver
                 ? acceptBackoff.timeout(now: monotonicNanoseconds(), atMost: draining ? 50 : 1000) : 0
             let count = server.configuration.pollCall(epollFD, events, Int32(maxEvents), timeout)
             sleeping.store(false, ordering: .sequentiallyConsistent)
@@ -150,7 +151,8 @@ final class EventLoop: @unchecked Sendable {
                 // Never a reason to stop serving, nor to poll again at once: wait, then look at
                 // the inbox (a stop request must still get through) and poll again.
                 let pause = pollBackoff.failed(now: monotonicNanoseconds())
-                server.report(HTTPTransportProblem(operation: .poll, cause: .error(code), pause: .nanoseconds(Int64(pause))))
+                server.report(
+                    HTTPTransportProblem(operation: .poll, cause: .error(code), pause: .nanoseconds(Int64(pause))))
                 var delay = timespec(tv_sec: Int(pause / 1_000_000_000), tv_nsec: Int(pause % 1_000_000_000))
                 var left = timespec()
                 while nanosleep(&delay, &left) != 0 && errno == EINTR { delay = left }
@@ -182,7 +184,10 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         for connection in Array(connections.values) { closeConnection(connection) }
-        if listenFD >= 0 { close(listenFD); listenFD = -1 }
+        if listenFD >= 0 {
+            close(listenFD)
+            listenFD = -1
+        }
         handOverJobs()
         finished.withLock { $0 = true }
     }
@@ -322,7 +327,8 @@ final class EventLoop: @unchecked Sendable {
                 if announced <= limit {
                     guard server.reserveBody(announced) else {
                         let busy = server.errorResponse(
-                            status: 503, code: "SERVER_BUSY", message: "too many request bodies are arriving at once; try again")
+                            status: 503, code: "SERVER_BUSY",
+                            message: "too many request bodies are arriving at once; try again")
                         finishEarly(connection, busy, for: head)
                         return
                     }
@@ -341,8 +347,10 @@ final class EventLoop: @unchecked Sendable {
                 connection.idleDeadline = 0
                 if draining {
                     // A request that arrives after shutdown began is refused politely.
-                    let refusal = server.errorResponse(status: 503, code: "SHUTTING_DOWN", message: "server is shutting down")
-                    connection.queue(ResponseEncoder.fixed(refusal, bytes: refusal.bodyBytes, for: head, keepAlive: false))
+                    let refusal = server.errorResponse(
+                        status: 503, code: "SHUTTING_DOWN", message: "server is shutting down")
+                    connection.queue(
+                        ResponseEncoder.fixed(refusal, bytes: refusal.bodyBytes, for: head, keepAlive: false))
                     connection.phase = .closingAfterFlush
                     flush(connection)
                     return
@@ -350,7 +358,8 @@ final class EventLoop: @unchecked Sendable {
                 connection.phase = .handling
                 // A held request (a long poll) should cost little: drop the consumed bytes now.
                 connection.parser.releaseMemoryIfIdle()
-                startHandler(HTTPRequest(head: head, body: body, remoteAddress: connection.remoteAddress), on: connection)
+                startHandler(
+                    HTTPRequest(head: head, body: body, remoteAddress: connection.remoteAddress), on: connection)
             case .failed(let error):
                 if error == .bodyTooLarge { connection.lingerAfterFlush = true }
                 server.releaseBody(connection.reservedBodyBytes)
@@ -381,7 +390,8 @@ final class EventLoop: @unchecked Sendable {
         // thread hop. Work that takes long (scrypt) runs on queues of its own.
         // A large body (decoding it may take milliseconds) starts on the shared pool, so the
         // loop's other connections never wait for it.
-        let executor: any TaskExecutor = request.body.count > server.configuration.offloadBodyBytes ? globalConcurrentExecutor : self
+        let executor: any TaskExecutor =
+            request.body.count > server.configuration.offloadBodyBytes ? globalConcurrentExecutor : self
         connection.task = Task(executorPreference: executor) { [self] in
             let response = await server.handler(request)
             await self.respond(response, to: request.head, fd: fd, connectionID: id)
@@ -408,7 +418,10 @@ final class EventLoop: @unchecked Sendable {
                 status: response.status, headers: response.headers, version: head.version,
                 keepAlive: streamKeepAlive, contentLength: nil, chunked: chunked)
             if head.method == "HEAD" {
-                enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: headBytes, then: streamKeepAlive ? .keepAlive : .close))
+                enqueue(
+                    Outbound(
+                        fd: fd, connectionID: connectionID, bytes: headBytes,
+                        then: streamKeepAlive ? .keepAlive : .close))
                 return
             }
             let channel = StreamChannel(loop: self, fd: fd, connectionID: connectionID, chunked: chunked)
@@ -416,7 +429,10 @@ final class EventLoop: @unchecked Sendable {
             do {
                 try await produce(HTTPStreamWriter(channel: channel))
                 let trailer: [UInt8] = chunked ? Array("0\r\n\r\n".utf8) : []
-                enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: trailer, then: streamKeepAlive ? .keepAlive : .close))
+                enqueue(
+                    Outbound(
+                        fd: fd, connectionID: connectionID, bytes: trailer, then: streamKeepAlive ? .keepAlive : .close)
+                )
             } catch {
                 enqueue(Outbound(fd: fd, connectionID: connectionID, bytes: [], then: .abort))
             }

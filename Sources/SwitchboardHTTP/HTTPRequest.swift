@@ -59,7 +59,9 @@ public enum PercentDecoding {
         var iterator = text.utf8.makeIterator()
         while let byte = iterator.next() {
             if byte == 37 {
-                guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else { return nil }
+                guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else {
+                    return nil
+                }
                 bytes.append(high << 4 | low)
             } else if byte == 43 && plusIsSpace {
                 bytes.append(32)

@@ -33,7 +33,10 @@ public struct HTTPResponse: Sendable {
     }
 
     /// Creates a streaming response.
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), stream: @escaping @Sendable (HTTPStreamWriter) async throws -> Void) {
+    public init(
+        status: Int, headers: HTTPHeaders = HTTPHeaders(),
+        stream: @escaping @Sendable (HTTPStreamWriter) async throws -> Void
+    ) {
         self.status = status
         self.headers = headers
         self.body = .stream(stream)

@@ -117,7 +117,9 @@ public struct HTTPServerConfiguration: Sendable {
     var acceptCall: @Sendable (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?) -> Int32 = {
         switchboard_accept4($0, $1, $2)
     }
-    var pollCall: @Sendable (Int32, UnsafeMutablePointer<epoll_event>?, Int32, Int32) -> Int32 = { epoll_wait($0, $1, $2, $3) }
+    var pollCall: @Sendable (Int32, UnsafeMutablePointer<epoll_event>?, Int32, Int32) -> Int32 = {
+        epoll_wait($0, $1, $2, $3)
+    }
 
     /// `{"error":{"code":...,"message":...}}` as JSON.
     public static let jsonErrorEnvelope: HTTPErrorResponder = { status, code, message in
@@ -125,7 +127,6 @@ public struct HTTPServerConfiguration: Sendable {
         return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
     }
 }
-
 
 /// State every loop of one server shares.
 final class ServerShared: Sendable {
@@ -249,17 +250,23 @@ public final class HTTPServer: Sendable {
         var bound: SocketAddress
         do {
             let port = try TCPSocket.reservePort(host: configuration.host, port: configuration.port)
-            let first = try TCPSocket.listen(host: configuration.host, port: port, backlog: configuration.backlog, sharedPort: true)
+            let first = try TCPSocket.listen(
+                host: configuration.host, port: port, backlog: configuration.backlog, sharedPort: true)
             sockets.append(first.fd)
             bound = first.address
             for _ in 1..<configuration.loopCount {
-                sockets.append(try TCPSocket.listen(host: configuration.host, port: port, backlog: configuration.backlog, sharedPort: true).fd)
+                sockets.append(
+                    try TCPSocket.listen(
+                        host: configuration.host, port: port, backlog: configuration.backlog, sharedPort: true
+                    ).fd)
             }
         } catch {
             sockets.forEach { close($0) }
             throw error
         }
-        let loops = try sockets.enumerated().map { try EventLoop(index: $0.offset, listenFD: $0.element, server: shared, descriptors: descriptors) }
+        let loops = try sockets.enumerated().map {
+            try EventLoop(index: $0.offset, listenFD: $0.element, server: shared, descriptors: descriptors)
+        }
         // Each loop names its own thread (sb-http-loop-N) once it runs.
         for loop in loops { Thread { loop.run() }.start() }
         state.withLock { $0 = (loops, bound) }

@@ -53,11 +53,13 @@ enum ResponseEncoder {
     }
 
     /// A complete fixed-length response.
-    static func fixed(_ response: HTTPResponse, bytes: [UInt8], for head: HTTPRequestHead?, keepAlive: Bool) -> [UInt8] {
+    static func fixed(_ response: HTTPResponse, bytes: [UInt8], for head: HTTPRequestHead?, keepAlive: Bool) -> [UInt8]
+    {
         var output = Self.head(
             status: response.status, headers: response.headers, version: head?.version ?? .http1_1,
             keepAlive: keepAlive, contentLength: bytes.count, chunked: false, extraCapacity: bytes.count)
-        let bodyAllowed = head?.method != "HEAD" && response.status >= 200 && response.status != 204 && response.status != 304
+        let bodyAllowed =
+            head?.method != "HEAD" && response.status >= 200 && response.status != 204 && response.status != 304
         if bodyAllowed { output.append(contentsOf: bytes) }
         return output
     }

@@ -61,15 +61,18 @@ public struct HTTPTransportProblem: Sendable, Equatable, CustomStringConvertible
     }
 
     public var description: String {
-        var text = switch cause {
-        case .error(let code): "\(operation.rawValue) failed: \(String(cString: strerror(code))) (\(reason))"
-        case .descriptorReserve(let limit, let reserve):
-            "out of file descriptors: a connection took one of the last \(reserve) of the \(limit) allowed (RLIMIT_NOFILE), "
-                + "kept for the rest of the process; it was answered 503"
-        }
+        var text =
+            switch cause {
+            case .error(let code): "\(operation.rawValue) failed: \(String(cString: strerror(code))) (\(reason))"
+            case .descriptorReserve(let limit, let reserve):
+                "out of file descriptors: a connection took one of the last \(reserve) of the \(limit) allowed (RLIMIT_NOFILE), "
+                    + "kept for the rest of the process; it was answered 503"
+            }
         if let pause {
             let milliseconds = pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000
-            text += operation == .poll ? "; polling again in \(milliseconds) ms" : "; accepting paused for \(milliseconds) ms"
+            text +=
+                operation == .poll
+                ? "; polling again in \(milliseconds) ms" : "; accepting paused for \(milliseconds) ms"
         }
         return text
     }
@@ -87,7 +90,9 @@ enum ErrnoName {
 
     static func of(_ code: Int32) -> String { names[code] ?? "errno \(code)" }
 
-    static func isResourceExhaustion(_ code: Int32) -> Bool { [EMFILE, ENFILE, ENOBUFS, ENOMEM, ENOSPC].contains(code) }
+    static func isResourceExhaustion(_ code: Int32) -> Bool {
+        [EMFILE, ENFILE, ENOBUFS, ENOMEM, ENOSPC].contains(code)
+    }
 }
 
 /// What the loop does after `accept4` failed with an `errno`.
@@ -108,7 +113,8 @@ enum AcceptFailure: Equatable {
         switch code {
         case EINTR, ECONNABORTED: self = .retry
         case EAGAIN, EWOULDBLOCK: self = .caughtUp
-        case EPERM, EPROTO, ENOPROTOOPT, ENETDOWN, ENETUNREACH, EHOSTDOWN, EHOSTUNREACH, ENONET: self = .connectionFailed
+        case EPERM, EPROTO, ENOPROTOOPT, ENETDOWN, ENETUNREACH, EHOSTDOWN, EHOSTUNREACH, ENONET:
+            self = .connectionFailed
         default: self = .pause
         }
     }

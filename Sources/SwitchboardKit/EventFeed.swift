@@ -61,7 +61,9 @@ public struct EventFeed: AsyncSequence, Sendable {
     ///     feed goes on from it. A throw retries the snapshot like a failed poll.
     public init(
         client: SwitchboardClient, cursorStore: any EventCursorStore, startCursor: Int64,
-        sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(for: .milliseconds(Int($0 * 1000))) },
+        sleep: @escaping @Sendable (Double) async throws -> Void = {
+            try await Task.sleep(for: .milliseconds(Int($0 * 1000)))
+        },
         jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         reconnect: ReconnectMonitor? = nil,
         refresh: (@Sendable () async throws -> Void)? = nil
@@ -142,7 +144,9 @@ public struct EventFeed: AsyncSequence, Sendable {
         private var reconnects = 0
 
         /// Takes the full snapshot a reconnect asked for, or polls.
-        private mutating func catchUpOrPoll(after: Int64, wait: Int, generation: Int) async -> EventConsumerPolicy.Action {
+        private mutating func catchUpOrPoll(
+            after: Int64, wait: Int, generation: Int
+        ) async -> EventConsumerPolicy.Action {
             if let reconnect = feed.reconnect {
                 reconnects = reconnect.reconnectCount
                 if let plan = reconnect.takeFeedPlan(), plan == .fullSnapshot {

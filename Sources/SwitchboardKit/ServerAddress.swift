@@ -63,7 +63,8 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
             switch self {
             case .ipv4, .ipv6: return true
             case .name(let name):
-                return name == "localhost" || name.hasSuffix(".localhost") || name.hasSuffix(".local") || !name.contains(".")
+                return name == "localhost" || name.hasSuffix(".localhost") || name.hasSuffix(".local")
+                    || !name.contains(".")
             }
         }
     }
@@ -154,12 +155,16 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
     /// `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )` (RFC 3986 §3.1).
     private static func looksLikeScheme(_ text: Substring) -> Bool {
         guard let first = text.unicodeScalars.first, first.isASCIILetter else { return false }
-        return text.unicodeScalars.allSatisfy { $0.isASCIILetter || $0.isASCIIDigit || "+-.".unicodeScalars.contains($0) }
+        return text.unicodeScalars.allSatisfy {
+            $0.isASCIILetter || $0.isASCIIDigit || "+-.".unicodeScalars.contains($0)
+        }
     }
 
     private static func parseAuthority(_ authority: Substring) throws -> (Host, Int?) {
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw ServerAddressError.invalidIPv6(String(authority)) }
+            guard let close = authority.firstIndex(of: "]") else {
+                throw ServerAddressError.invalidIPv6(String(authority))
+            }
             let inside = authority[authority.index(after: authority.startIndex)..<close]
             guard IPv6Syntax.isValid(inside) else { throw ServerAddressError.invalidIPv6(String(inside)) }
             let after = authority[authority.index(after: close)...]
@@ -190,7 +195,8 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func parsePort(_ text: Substring) throws -> Int {
-        guard !text.isEmpty, text.count <= 5, text.unicodeScalars.allSatisfy(\.isASCIIDigit), let value = Int(text), (1...65535).contains(value)
+        guard !text.isEmpty, text.count <= 5, text.unicodeScalars.allSatisfy(\.isASCIIDigit), let value = Int(text),
+            (1...65535).contains(value)
         else { throw ServerAddressError.invalidPort(String(text)) }
         return value
     }
@@ -202,7 +208,8 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
             let valid =
                 parts.count == 4
                 && parts.allSatisfy { part in
-                    !part.isEmpty && part.count <= 3 && (part == "0" || !part.hasPrefix("0")) && Int(part).map { $0 <= 255 } == true
+                    !part.isEmpty && part.count <= 3 && (part == "0" || !part.hasPrefix("0"))
+                        && Int(part).map { $0 <= 255 } == true
                 }
             guard valid else { throw ServerAddressError.invalidIPv4(String(text)) }
             return .ipv4(String(text))
@@ -245,11 +252,13 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
         while index < scalars.count {
             let scalar = scalars[index]
             if scalar == "%" {
-                guard index + 2 < scalars.count, scalars[index + 1].isASCIIHexDigit, scalars[index + 2].isASCIIHexDigit else { return false }
+                guard index + 2 < scalars.count, scalars[index + 1].isASCIIHexDigit, scalars[index + 2].isASCIIHexDigit
+                else { return false }
                 index += 3
                 continue
             }
-            guard scalar.isASCIILetter || scalar.isASCIIDigit || "-._~!$&'()*+,;=:@".unicodeScalars.contains(scalar) else { return false }
+            guard scalar.isASCIILetter || scalar.isASCIIDigit || "-._~!$&'()*+,;=:@".unicodeScalars.contains(scalar)
+            else { return false }
             index += 1
         }
         return true
@@ -352,7 +361,9 @@ public enum ServerAddressError: Error, Sendable, Equatable, CustomStringConverti
 /// groups, and an IPv4 tail in the last 32 bits. Zone ids (`%en0`) are not accepted.
 enum IPv6Syntax {
     static func isValid(_ text: Substring) -> Bool {
-        guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.isASCIIHexDigit || $0 == ":" || $0 == "." }) else { return false }
+        guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.isASCIIHexDigit || $0 == ":" || $0 == "." }) else {
+            return false
+        }
         let halves = text.components(separatedBy: "::")
         guard halves.count <= 2 else { return false }
         let compressed = halves.count == 2

@@ -181,7 +181,9 @@ public struct SwitchboardClient: Sendable {
     // MARK: Accounts
 
     public func register(username: String, password: String, displayName: String) async throws -> AuthSession {
-        try await call("POST", "/auth/register", body: RegisterRequest(username: username, password: password, displayName: displayName))
+        try await call(
+            "POST", "/auth/register",
+            body: RegisterRequest(username: username, password: password, displayName: displayName))
     }
 
     public func login(username: String, password: String) async throws -> AuthSession {
@@ -225,18 +227,25 @@ public struct SwitchboardClient: Sendable {
         try await poll(after: after, wait: wait, via: callEventTransport, heldCopies: 2)
     }
 
-    private func poll(after: Int64, wait: Int, via transport: any HTTPTransport, repeatable: Bool = false, heldCopies: Int = 0) async throws -> EventsPage {
+    private func poll(
+        after: Int64, wait: Int, via transport: any HTTPTransport, repeatable: Bool = false, heldCopies: Int = 0
+    ) async throws -> EventsPage {
         try await call(
-            "GET", "/events", query: [("after", String(after)), ("wait", String(wait))], timeout: TimeInterval(wait + 10), via: transport,
+            "GET", "/events", query: [("after", String(after)), ("wait", String(wait))],
+            timeout: TimeInterval(wait + 10), via: transport,
             repeatable: repeatable, heldCopies: heldCopies)
     }
 
     // MARK: Calls
 
-    public func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID = UUID()) async throws -> CallInfo {
+    public func createCall(
+        scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID = UUID()
+    ) async throws -> CallInfo {
         // Repeatable: the server answers a repeated clientId with the same call.
         try await call(
-            "POST", "/calls", body: CreateCall(scopeKind: scopeKind, scopeId: scopeID, mode: mode, clientId: clientID.uuidString.lowercased()),
+            "POST", "/calls",
+            body: CreateCall(
+                scopeKind: scopeKind, scopeId: scopeID, mode: mode, clientId: clientID.uuidString.lowercased()),
             repeatable: true)
     }
 
@@ -266,7 +275,8 @@ public struct SwitchboardClient: Sendable {
         // packet (URLSession on Linux writes a body separately), so a lossy link has one
         // chance fewer to stall it.
         try await call(
-            "POST", "/calls/\(QueryEncoding.encode(callID))/accept", query: withMediaToken ? [("mediaToken", "true")] : [], repeatable: true)
+            "POST", "/calls/\(QueryEncoding.encode(callID))/accept",
+            query: withMediaToken ? [("mediaToken", "true")] : [], repeatable: true)
     }
 
     public func mediaToken(forCall callID: String) async throws -> MediaToken {
@@ -289,8 +299,11 @@ public struct SwitchboardClient: Sendable {
 
     // MARK: Push devices
 
-    public func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice {
-        try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment, payloadKey: nil)
+    public func registerVoIPDevice(
+        deviceID: UUID, pushToken: String, environment: PushEnvironment
+    ) async throws -> VoIPDevice {
+        try await registerVoIPDevice(
+            deviceID: deviceID, pushToken: pushToken, environment: environment, payloadKey: nil)
     }
 
     /// Registers the VoIP token with the key its pushes are to be encrypted with (SPEC §3);
@@ -302,7 +315,8 @@ public struct SwitchboardClient: Sendable {
         try await call(
             "POST", "/voip/devices",
             body: RegisterVoIPDevice(
-                deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment, payloadKey: payloadKey),
+                deviceId: deviceID.uuidString.lowercased(), pushToken: pushToken, environment: environment,
+                payloadKey: payloadKey),
             repeatable: true)
     }
 
@@ -345,11 +359,13 @@ public struct SwitchboardClient: Sendable {
     private struct Empty: Encodable {}
 
     func call<Response: Decodable>(
-        _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30, via: (any HTTPTransport)? = nil,
+        _ method: String, _ path: String, query: [(String, String)] = [], timeout: TimeInterval = 30,
+        via: (any HTTPTransport)? = nil,
         repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Response {
         try await call(
-            method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via, repeatable: repeatable, heldCopies: heldCopies)
+            method, path, query: query, body: Optional<Empty>.none, timeout: timeout, via: via, repeatable: repeatable,
+            heldCopies: heldCopies)
     }
 
     func call<Body: Encodable, Response: Decodable>(
@@ -357,11 +373,13 @@ public struct SwitchboardClient: Sendable {
         via: (any HTTPTransport)? = nil, repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Response {
         let data = try await send(
-            method, path, query: query, body: body, timeout: timeout, via: via, repeatable: repeatable, heldCopies: heldCopies)
+            method, path, query: query, body: body, timeout: timeout, via: via, repeatable: repeatable,
+            heldCopies: heldCopies)
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
-            throw SwitchboardAPIError(status: 200, code: .badResponse, message: "the server's answer did not decode: \(error)", field: nil)
+            throw SwitchboardAPIError(
+                status: 200, code: .badResponse, message: "the server's answer did not decode: \(error)", field: nil)
         }
     }
 
@@ -375,7 +393,8 @@ public struct SwitchboardClient: Sendable {
     /// so a hedging transport may send copies; by default reads (`GET`) and `DELETE`s are.
     /// `heldCopies` > 0: a held request, sent as that many copies at once (`sendHeld`).
     func send<Body: Encodable>(
-        _ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval, via: (any HTTPTransport)? = nil,
+        _ method: String, _ path: String, query: [(String, String)], body: Body?, timeout: TimeInterval,
+        via: (any HTTPTransport)? = nil,
         repeatable: Bool? = nil, heldCopies: Int = 0
     ) async throws -> Data {
         var text = baseURL.absoluteString
@@ -383,7 +402,8 @@ public struct SwitchboardClient: Sendable {
         text += path
         if !query.isEmpty { text += "?" + QueryEncoding.query(query) }
         guard let url = URL(string: text) else {
-            throw SwitchboardAPIError(status: 0, code: .badRequest, message: "cannot form a URL from \(text)", field: nil)
+            throw SwitchboardAPIError(
+                status: 0, code: .badRequest, message: "cannot form a URL from \(text)", field: nil)
         }
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
@@ -401,7 +421,8 @@ public struct SwitchboardClient: Sendable {
             if heldCopies > 0 {
                 (data, response) = try await transport.sendHeld(request, copies: heldCopies)
             } else {
-                (data, response) = try await transport.send(request, repeatable: repeatable ?? (method == "GET" || method == "DELETE"))
+                (data, response) = try await transport.send(
+                    request, repeatable: repeatable ?? (method == "GET" || method == "DELETE"))
             }
             if !held { networkQuality.recordAnswer(sentAt: sent) }
         } catch is CancellationError {
@@ -415,7 +436,8 @@ public struct SwitchboardClient: Sendable {
             // outside the catalogue.
             let envelope = try? JSONDecoder().decode(ErrorEnvelope.self, from: data)
             throw SwitchboardAPIError(
-                status: response.statusCode, code: envelope?.error.code ?? ErrorCode(rawValue: "HTTP_\(response.statusCode)"),
+                status: response.statusCode,
+                code: envelope?.error.code ?? ErrorCode(rawValue: "HTTP_\(response.statusCode)"),
                 message: envelope?.error.message ?? "", field: envelope?.error.field)
         }
         return data

@@ -101,7 +101,8 @@ public enum AudioAnalysis {
                     let snr = 10 * log10(energy / max(error, 1e-12))
                     if let current = best {
                         let better = snr > current.snr + 1
-                        let tieButCloser = abs(snr - current.snr) <= 1 && abs(shift - previous) < abs(current.shift - previous)
+                        let tieButCloser =
+                            abs(snr - current.snr) <= 1 && abs(shift - previous) < abs(current.shift - previous)
                         if better || tieButCloser { best = (snr, offset, shift) }
                     } else {
                         best = (snr, offset, shift)

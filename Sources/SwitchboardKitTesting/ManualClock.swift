@@ -48,8 +48,10 @@ public final class ManualClock: CallClock {
                 wake.arm(continuation)
                 state.withLock { state in
                     state.order += 1
-                    state.timers.append(Timer(
-                        due: state.elapsed + max(seconds, 0), order: state.order, work: { wake.resume(.success(())) }, id: id))
+                    state.timers.append(
+                        Timer(
+                            due: state.elapsed + max(seconds, 0), order: state.order,
+                            work: { wake.resume(.success(())) }, id: id))
                 }
             }
         } onCancel: {
@@ -63,9 +65,11 @@ public final class ManualClock: CallClock {
         let target = elapsed + seconds
         while true {
             let next = state.withLock { state -> Timer? in
-                guard let index = state.timers.indices.min(by: {
-                    (state.timers[$0].due, state.timers[$0].order) < (state.timers[$1].due, state.timers[$1].order)
-                }), state.timers[index].due <= target else { return nil }
+                guard
+                    let index = state.timers.indices.min(by: {
+                        (state.timers[$0].due, state.timers[$0].order) < (state.timers[$1].due, state.timers[$1].order)
+                    }), state.timers[index].due <= target
+                else { return nil }
                 let timer = state.timers.remove(at: index)
                 state.elapsed = max(state.elapsed, timer.due)
                 return timer

@@ -21,7 +21,9 @@ public final class SimulatedAudioIO: RelayAudioIO, @unchecked Sendable {
 
     public init() {}
 
-    public func start(captured: @escaping @Sendable ([Float]) -> Void, render: @escaping @Sendable (Int) -> [Float]) throws {
+    public func start(
+        captured: @escaping @Sendable ([Float]) -> Void, render: @escaping @Sendable (Int) -> [Float]
+    ) throws {
         lock.withLock {
             self.captured = captured
             self.render = render

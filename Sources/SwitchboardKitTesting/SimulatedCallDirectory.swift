@@ -88,18 +88,30 @@ public final class SimulatedCallDirectory: Sendable {
 
         public func addBlockingEntry(withNextSequentialPhoneNumber phoneNumber: Int64) {
             staged.withLock {
-                if let last = $0.lastBlocking, phoneNumber <= last { $0.faults.append("blocking \(phoneNumber) added after \(last)") }
-                if !CallDirectoryNumber.range.contains(phoneNumber) { $0.faults.append("blocking \(phoneNumber) is no E.164 number") }
-                if !$0.database.blocking.insert(phoneNumber).inserted { $0.faults.append("blocking \(phoneNumber) added twice") }
+                if let last = $0.lastBlocking, phoneNumber <= last {
+                    $0.faults.append("blocking \(phoneNumber) added after \(last)")
+                }
+                if !CallDirectoryNumber.range.contains(phoneNumber) {
+                    $0.faults.append("blocking \(phoneNumber) is no E.164 number")
+                }
+                if !$0.database.blocking.insert(phoneNumber).inserted {
+                    $0.faults.append("blocking \(phoneNumber) added twice")
+                }
                 $0.lastBlocking = phoneNumber
             }
         }
 
         public func addIdentificationEntry(withNextSequentialPhoneNumber phoneNumber: Int64, label: String) {
             staged.withLock {
-                if let last = $0.lastLabel, phoneNumber <= last { $0.faults.append("identification \(phoneNumber) added after \(last)") }
-                if !CallDirectoryNumber.range.contains(phoneNumber) { $0.faults.append("identification \(phoneNumber) is no E.164 number") }
-                if $0.database.labels.updateValue(label, forKey: phoneNumber) != nil { $0.faults.append("identification \(phoneNumber) added twice") }
+                if let last = $0.lastLabel, phoneNumber <= last {
+                    $0.faults.append("identification \(phoneNumber) added after \(last)")
+                }
+                if !CallDirectoryNumber.range.contains(phoneNumber) {
+                    $0.faults.append("identification \(phoneNumber) is no E.164 number")
+                }
+                if $0.database.labels.updateValue(label, forKey: phoneNumber) != nil {
+                    $0.faults.append("identification \(phoneNumber) added twice")
+                }
                 $0.lastLabel = phoneNumber
             }
         }
@@ -107,14 +119,18 @@ public final class SimulatedCallDirectory: Sendable {
         public func removeBlockingEntry(withPhoneNumber phoneNumber: Int64) {
             staged.withLock {
                 if !isIncremental { $0.faults.append("blocking \(phoneNumber) removed in a full request") }
-                if $0.database.blocking.remove(phoneNumber) == nil { $0.faults.append("blocking \(phoneNumber) removed but not there") }
+                if $0.database.blocking.remove(phoneNumber) == nil {
+                    $0.faults.append("blocking \(phoneNumber) removed but not there")
+                }
             }
         }
 
         public func removeIdentificationEntry(withPhoneNumber phoneNumber: Int64) {
             staged.withLock {
                 if !isIncremental { $0.faults.append("identification \(phoneNumber) removed in a full request") }
-                if $0.database.labels.removeValue(forKey: phoneNumber) == nil { $0.faults.append("identification \(phoneNumber) removed but not there") }
+                if $0.database.labels.removeValue(forKey: phoneNumber) == nil {
+                    $0.faults.append("identification \(phoneNumber) removed but not there")
+                }
             }
         }
 

@@ -71,7 +71,8 @@ public final class SimulatedCallSystem: CallSystem {
 
     /// A provider of the app's current launch on `device`.
     public init(
-        device: SimulatedDevice = SimulatedDevice(), clock: any CallClock, configuration: Configuration = Configuration(),
+        device: SimulatedDevice = SimulatedDevice(), clock: any CallClock,
+        configuration: Configuration = Configuration(),
         onKill: @escaping @Sendable () -> Void = {}
     ) {
         self.device = device
@@ -142,7 +143,9 @@ public final class SimulatedCallSystem: CallSystem {
     /// delivers pushes to this app. The handler must report a call before it returns and
     /// before it calls the completion, unless `mustReport` is false.
     @discardableResult
-    public func deliverVoIPPush(_ payload: [String: Any], mustReport: Bool = true, to handler: any VoIPPushHandling) -> Bool {
+    public func deliverVoIPPush(
+        _ payload: [String: Any], mustReport: Bool = true, to handler: any VoIPPushHandling
+    ) -> Bool {
         guard !device.pushesStopped, !killed else { return false }
         let push = state.withLock { state -> Int in
             state.pushes += 1
@@ -151,7 +154,12 @@ public final class SimulatedCallSystem: CallSystem {
         }
         let completed = LockedState(false)
         handler.handleVoIPPush(payload, mustReport: mustReport) { [self] in
-            guard completed.withLock({ done in defer { done = true }; return !done }) else { return }
+            guard
+                completed.withLock({ done in
+                    defer { done = true }
+                    return !done
+                })
+            else { return }
             let reported = state.withLock { $0.reportedPushes.contains(push) }
             if mustReport, !reported { kill(.pushCompletedBeforeReport(push: push)) }
         }
@@ -185,10 +193,16 @@ public final class SimulatedCallSystem: CallSystem {
     // MARK: The user at the system UI
 
     /// The user answers from the system UI (lock screen).
-    public func userAnswers(_ uuid: UUID) throws(CallSystemError) { try userAction(CallActionRequest(callUUID: uuid, kind: .answer)) }
+    public func userAnswers(_ uuid: UUID) throws(CallSystemError) {
+        try userAction(CallActionRequest(callUUID: uuid, kind: .answer))
+    }
     /// The user declines or hangs up from the system UI.
-    public func userEnds(_ uuid: UUID) throws(CallSystemError) { try userAction(CallActionRequest(callUUID: uuid, kind: .end)) }
-    public func userMutes(_ uuid: UUID, _ muted: Bool) throws(CallSystemError) { try userAction(CallActionRequest(callUUID: uuid, kind: .setMuted(muted))) }
+    public func userEnds(_ uuid: UUID) throws(CallSystemError) {
+        try userAction(CallActionRequest(callUUID: uuid, kind: .end))
+    }
+    public func userMutes(_ uuid: UUID, _ muted: Bool) throws(CallSystemError) {
+        try userAction(CallActionRequest(callUUID: uuid, kind: .setMuted(muted)))
+    }
 
     /// Sends an end action for a call the app may not know (a relaunch after a crash).
     public func systemEnds(_ uuid: UUID) { enqueuePerform(CallActionRequest(callUUID: uuid, kind: .end)) }
@@ -216,7 +230,9 @@ public final class SimulatedCallSystem: CallSystem {
         state.withLock { $0.delegate = delegate }
     }
 
-    public func reportNewIncomingCall(uuid: UUID, update: CallUpdate, completion: @escaping @Sendable (CallSystemError?) -> Void) {
+    public func reportNewIncomingCall(
+        uuid: UUID, update: CallUpdate, completion: @escaping @Sendable (CallSystemError?) -> Void
+    ) {
         let error = state.withLock { state -> CallSystemError? in
             if let push = state.activePush { state.reportedPushes.insert(push) }
             if let call = state.calls[uuid], call.state != .ended { return .incomingCall(.callUUIDAlreadyExists) }
@@ -227,7 +243,9 @@ public final class SimulatedCallSystem: CallSystem {
             state.order.append(uuid)
             return nil
         }
-        record("report incoming \(short(uuid)) \(update.callerName ?? update.handle)" + (error.map { " refused: \($0)" } ?? ""))
+        record(
+            "report incoming \(short(uuid)) \(update.callerName ?? update.handle)"
+                + (error.map { " refused: \($0)" } ?? ""))
         enqueueCompletion { completion(error) }
     }
 
@@ -263,12 +281,15 @@ public final class SimulatedCallSystem: CallSystem {
         if deactivate { enqueue { $0.callSystemDidDeactivateAudioSession() } }
     }
 
-    public func requestTransaction(_ request: CallActionRequest, completion: @escaping @Sendable (CallSystemError?) -> Void) {
+    public func requestTransaction(
+        _ request: CallActionRequest, completion: @escaping @Sendable (CallSystemError?) -> Void
+    ) {
         let error = validate(request)
         if error == nil, case .start(let handle, let hasVideo) = request.kind {
             state.withLock { state in
                 state.calls[request.callUUID] = Call(
-                    uuid: request.callUUID, outgoing: true, update: CallUpdate(handle: handle, hasVideo: hasVideo), state: .dialing)
+                    uuid: request.callUUID, outgoing: true, update: CallUpdate(handle: handle, hasVideo: hasVideo),
+                    state: .dialing)
                 state.order.removeAll { $0 == request.callUUID }
                 state.order.append(request.callUUID)
             }
@@ -317,7 +338,9 @@ public final class SimulatedCallSystem: CallSystem {
         }
         state.withLock { $0.actions[id] = PendingAction(action: real) }
         enqueue { delegate in delegate.callSystem(perform: real) }
-        clock.schedule(after: .seconds(state.withLock { $0.configuration.actionTimeout })) { [weak self] in self?.timeOut(id) }
+        clock.schedule(after: .seconds(state.withLock { $0.configuration.actionTimeout })) { [weak self] in
+            self?.timeOut(id)
+        }
     }
 
     private func completed(_ id: UUID, _ completion: CallSystemAction.Completion) {
@@ -387,7 +410,9 @@ public final class SimulatedCallSystem: CallSystem {
 
     private func activateAudioSession() {
         let activate = state.withLock { state -> Bool in
-            guard !state.audioSessionActive, state.calls.values.contains(where: { $0.state != .ended }) else { return false }
+            guard !state.audioSessionActive, state.calls.values.contains(where: { $0.state != .ended }) else {
+                return false
+            }
             state.audioSessionActive = true
             return true
         }
@@ -398,7 +423,9 @@ public final class SimulatedCallSystem: CallSystem {
 
     private func timeOut(_ id: UUID) {
         let (action, deactivate) = state.withLock { state -> (CallSystemAction?, Bool) in
-            guard var pending = state.actions[id], pending.completed == nil, !pending.timedOut else { return (nil, false) }
+            guard var pending = state.actions[id], pending.completed == nil, !pending.timedOut else {
+                return (nil, false)
+            }
             pending.timedOut = true
             state.actions[id] = pending
             let uuid = pending.action.callUUID
@@ -425,7 +452,9 @@ public final class SimulatedCallSystem: CallSystem {
 
     /// True when no call is left and the session should be deactivated.
     private func deactivateIfIdle(_ state: inout State) -> Bool {
-        guard state.audioSessionActive, !state.calls.values.contains(where: { $0.state != .ended }) else { return false }
+        guard state.audioSessionActive, !state.calls.values.contains(where: { $0.state != .ended }) else {
+            return false
+        }
         state.audioSessionActive = false
         return true
     }

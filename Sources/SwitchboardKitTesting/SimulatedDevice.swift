@@ -58,8 +58,10 @@ public enum CallSystemViolation: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .pushCompletedBeforeReport(let push): "push \(push): completion ran before the call was reported (app killed)"
-        case .pushNotReportedSynchronously(let push): "push \(push): handler returned without reporting a call (app killed)"
+        case .pushCompletedBeforeReport(let push):
+            "push \(push): completion ran before the call was reported (app killed)"
+        case .pushNotReportedSynchronously(let push):
+            "push \(push): handler returned without reporting a call (app killed)"
         case .secondProvider: "a second provider was created in one process"
         case .actionCompletedTwice(let kind, let uuid): "\(kind) action for \(uuid) completed twice"
         case .actionCompletedAfterTimeout(let kind, let uuid): "\(kind) action for \(uuid) completed after it timed out"

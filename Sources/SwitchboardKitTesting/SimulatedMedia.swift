@@ -36,7 +36,8 @@ public final class SimulatedMedia: Sendable {
     /// The factory to give the coordinator.
     public func makeSession(_ callID: String) -> any MediaSession {
         state.withLock { state in
-            let session = SimulatedMediaSession(callID: callID, behaviour: state.behaviour, clock: clock, callSystem: state.callSystem)
+            let session = SimulatedMediaSession(
+                callID: callID, behaviour: state.behaviour, clock: clock, callSystem: state.callSystem)
             state.sessions[callID] = session
             return session
         }

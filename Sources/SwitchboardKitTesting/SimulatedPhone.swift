@@ -99,7 +99,8 @@ public final class SimulatedPhone: Sendable {
 
     /// Registers this phone's VoIP token with the server.
     public func registerForPushes(deviceID: UUID = UUID(), payloadKey: PayloadKeyRegistration? = nil) async throws {
-        _ = try await client.registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: .sandbox, payloadKey: payloadKey)
+        _ = try await client.registerVoIPDevice(
+            deviceID: deviceID, pushToken: pushToken, environment: .sandbox, payloadKey: payloadKey)
     }
 
     /// Opens the app (launching it when killed) and starts its event feed.
@@ -191,7 +192,9 @@ public final class SimulatedPhone: Sendable {
     }
 
     /// Calls a conversation or group from the app.
-    public func dial(scopeKind: ScopeKind, scopeID: String, mode: CallMode = .audio, handle: String) async throws -> String {
+    public func dial(
+        scopeKind: ScopeKind, scopeID: String, mode: CallMode = .audio, handle: String
+    ) async throws -> String {
         if appState == .killed { await bringToForeground() }
         guard let coordinator else { throw CallSystemError.other("app not running") }
         note("user dials \(handle)")
@@ -233,13 +236,16 @@ public final class SimulatedPhone: Sendable {
 
     private func launch(_ appState: AppState) {
         device.launch()
-        let system = SimulatedCallSystem(device: device, clock: clock, configuration: systemConfiguration) { [weak self] in
+        let system = SimulatedCallSystem(device: device, clock: clock, configuration: systemConfiguration) {
+            [weak self] in
             self?.killedBySystem()
         }
         media.attach(system)
         let coordinator = CallCoordinator(
-            userID: userID, backend: client, callSystem: system, media: { [media] in media.makeSession($0) }, clock: clock,
-            configuration: ledgerConfiguration, payloadDecryptor: payloadDecryptor, onNotice: { [weak self] notice in self?.record(notice) })
+            userID: userID, backend: client, callSystem: system, media: { [media] in media.makeSession($0) },
+            clock: clock,
+            configuration: ledgerConfiguration, payloadDecryptor: payloadDecryptor,
+            onNotice: { [weak self] notice in self?.record(notice) })
         state.withLock { state in
             state.appState = appState
             state.callSystem = system
@@ -301,7 +307,8 @@ public final class SimulatedPhone: Sendable {
         case .audioStarted(let callID): "audio started \(short(callID))"
         case .audioStopped(let callID): "audio stopped \(short(callID))"
         case .ended(let callID, let reason, let refusal):
-            "call \(short(callID)) ended" + (reason.map { " (\($0))" } ?? " here") + (refusal.map { ", refused: \($0)" } ?? "")
+            "call \(short(callID)) ended" + (reason.map { " (\($0))" } ?? " here")
+                + (refusal.map { ", refused: \($0)" } ?? "")
         case .tokenRejected: "session token refused (401)"
         }
     }

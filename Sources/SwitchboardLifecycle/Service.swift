@@ -121,7 +121,8 @@ public struct ServiceGroup: Sendable {
     public func run() async throws {
         let (events, sink) = AsyncStream<Event>.makeStream()
         // Subscribed before any service starts: from here on a stop signal stops the group.
-        let subscription = try stopSignals.isEmpty ? nil : StopSignals.shared.subscribe(stopSignals) { sink.yield(.signal($0)) }
+        let subscription =
+            try stopSignals.isEmpty ? nil : StopSignals.shared.subscribe(stopSignals) { sink.yield(.signal($0)) }
         defer { subscription.map(StopSignals.shared.unsubscribe) }
 
         // The group runs in a task of its own that `run()` awaits (so no service outlives it):

@@ -24,7 +24,9 @@ final class StopSignals: Sendable {
 
     /// Subscribes `deliver` to `signals`; returns the id to unsubscribe with. Throws when the
     /// handler's pipe cannot be made (then no handler is installed).
-    func subscribe(_ signals: [Int32], deliver: @escaping @Sendable (Int32) -> Void) throws(ServiceGroup.StopSignalsUnavailable) -> Int {
+    func subscribe(
+        _ signals: [Int32], deliver: @escaping @Sendable (Int32) -> Void
+    ) throws(ServiceGroup.StopSignalsUnavailable) -> Int {
         try state.withLock { (state) throws(ServiceGroup.StopSignalsUnavailable) -> Int in
             if state.pipe == nil {
                 var fds: [Int32] = [0, 0]
@@ -117,7 +119,9 @@ final class StopSignals: Sendable {
                 unblocked = unblocked.union(newlyHandled).subtracting(released)
                 continue
             }
-            let targets = state.withLock { state in state.subscribers.values.filter { $0.signals.contains(number) }.map(\.deliver) }
+            let targets = state.withLock { state in
+                state.subscribers.values.filter { $0.signals.contains(number) }.map(\.deliver)
+            }
             for deliver in targets { deliver(number) }
         }
     }

@@ -53,7 +53,9 @@ public struct IPv4Endpoint: Sendable, Equatable, CustomStringConvertible {
     func address(role: String = "address") throws(NetSimError) -> in_addr {
         var address = in_addr()
         guard inet_pton(AF_INET, host, &address) == 1 else {
-            throw NetSimError(.badAddress, "\(role) '\(description)': the host must be an IPv4 address such as 127.0.0.1, or localhost")
+            throw NetSimError(
+                .badAddress,
+                "\(role) '\(description)': the host must be an IPv4 address such as 127.0.0.1, or localhost")
         }
         return address
     }

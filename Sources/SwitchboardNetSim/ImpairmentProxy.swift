@@ -130,11 +130,13 @@ public final class ImpairmentProxy: Sendable {
         if !configuration.allowNonLoopbackListen, !configuration.listen.isLoopback {
             throw NetSimError(
                 .nonLoopbackListen,
-                "refusing to listen on \(configuration.listen): the proxy forwards without authentication, so it listens on loopback (127.0.0.0/8) unless non-loopback listening is allowed explicitly")
+                "refusing to listen on \(configuration.listen): the proxy forwards without authentication, so it listens on loopback (127.0.0.0/8) unless non-loopback listening is allowed explicitly"
+            )
         }
         return try lifecycle.withLock { state throws(NetSimError) -> Int in
             guard case .idle = state else {
-                throw NetSimError(.alreadyStarted, "a proxy starts once: this one was started or stopped before; make a new one")
+                throw NetSimError(
+                    .alreadyStarted, "a proxy starts once: this one was started or stopped before; make a new one")
             }
             let core = try ProxyCore(configuration: configuration, counters: counters)
             do throws(NetSimError) {
@@ -201,7 +203,10 @@ final class ProxyCore: Sendable {
 
     /// Accepts until woken; runs on its own thread.
     func acceptLoop() {
-        var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             fds[0].revents = 0
             fds[1].revents = 0

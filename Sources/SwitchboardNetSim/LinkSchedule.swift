@@ -137,7 +137,8 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
                 losses += 1
             }
         }
-        return SegmentRelease(byteCount: 0, releaseAt: time + latency + drawJitter() + stall, losses: losses, stall: stall)
+        return SegmentRelease(
+            byteCount: 0, releaseAt: time + latency + drawJitter() + stall, losses: losses, stall: stall)
     }
 
     /// The least the `quantile` (0…1) of one segment's delay can be on `link`, in seconds:

@@ -1,6 +1,7 @@
 /// A failure with a stable kind and words a user can act on: the one shape of the developer
 /// tools' errors (``NetSimError``, and the demo's relay and kernel-link errors).
-public struct CodedError<Code: RawRepresentable & Sendable & Hashable>: Error, Sendable, Equatable, CustomStringConvertible
+public struct CodedError<Code: RawRepresentable & Sendable & Hashable>: Error, Sendable, Equatable,
+    CustomStringConvertible
 where Code.RawValue == String {
     /// What kind of failure.
     public let code: Code

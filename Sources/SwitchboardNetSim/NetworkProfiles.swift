@@ -266,13 +266,17 @@ extension NetworkProfile {
         for (direction, link) in [("uplink", uplink), ("downlink", downlink)] {
             if link.latency < .zero { throw fail("\(direction) latency is negative") }
             if link.jitter < .zero { throw fail("\(direction) jitter is negative") }
-            if let rate = link.bytesPerSecond, rate <= 0 { throw fail("\(direction) bandwidth must be positive or nil") }
+            if let rate = link.bytesPerSecond, rate <= 0 {
+                throw fail("\(direction) bandwidth must be positive or nil")
+            }
             let loss = link.loss
             if !(0..<1).contains(loss.probability) {
                 throw fail("\(direction) loss probability must be in 0..<1, not \(loss.probability)")
             }
             if loss.segmentBytes < 1 { throw fail("\(direction) segment size must be at least 1 byte") }
-            if loss.initialTimeout <= .zero { throw fail("\(direction) initial retransmission timeout must be positive") }
+            if loss.initialTimeout <= .zero {
+                throw fail("\(direction) initial retransmission timeout must be positive")
+            }
             if loss.maximumTimeout < loss.initialTimeout {
                 throw fail("\(direction) maximum retransmission timeout is below the initial one")
             }

@@ -132,10 +132,12 @@ public enum ProxyCommand {
                 case "--profile":
                     let name = try scanner.value(for: flag)
                     if name.contains(",") {
-                        throw UsageError(message: "--profile takes one name, not a list ('\(name)'); run one proxy per profile")
+                        throw UsageError(
+                            message: "--profile takes one name, not a list ('\(name)'); run one proxy per profile")
                     }
                     guard let named = NetworkProfile.named(name) else {
-                        throw UsageError(message: "unknown network profile '\(name)'; known profiles: \(NetworkProfile.knownNames)")
+                        throw UsageError(
+                            message: "unknown network profile '\(name)'; known profiles: \(NetworkProfile.knownNames)")
                     }
                     profile = named
                 case "--seed":
@@ -157,7 +159,8 @@ public enum ProxyCommand {
                 throw UsageError(message: "--profile NAME is required; known profiles: \(NetworkProfile.knownNames)")
             }
             if !allowNonLoopback, !listen.isLoopback {
-                throw UsageError(message: "--listen \(listen) is not a loopback address; add --allow-non-loopback to listen there")
+                throw UsageError(
+                    message: "--listen \(listen) is not a loopback address; add --allow-non-loopback to listen there")
             }
             self.upstream = upstream
             self.profile = delayOnly ? profile.delayOnly : profile

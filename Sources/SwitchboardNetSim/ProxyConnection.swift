@@ -120,8 +120,10 @@ final class ProxyConnection {
             }
             if pipes.allSatisfy(\.destinationShut) { return .finished }
 
-            let clientEvents = (pipes[0].wantsRead(limit: limit) ? POLLIN : 0) | (pipes[1].awaitingWritable ? POLLOUT : 0)
-            let upstreamEvents = (pipes[1].wantsRead(limit: limit) ? POLLIN : 0) | (pipes[0].awaitingWritable ? POLLOUT : 0)
+            let clientEvents =
+                (pipes[0].wantsRead(limit: limit) ? POLLIN : 0) | (pipes[1].awaitingWritable ? POLLOUT : 0)
+            let upstreamEvents =
+                (pipes[1].wantsRead(limit: limit) ? POLLIN : 0) | (pipes[0].awaitingWritable ? POLLOUT : 0)
             fds[0] = pollfd(fd: core.wakeFD, events: Int16(POLLIN), revents: 0)
             // A negative descriptor is skipped by poll: one with nothing to wait for must not
             // wake the loop with POLLHUP over and over.
@@ -140,7 +142,9 @@ final class ProxyConnection {
                 // Writability, an error or a hang-up: the next flush finds out which.
                 pipes[writer].awaitingWritable = false
                 if pipes[reader].wantsRead(limit: limit) {
-                    guard let releases = pipes[reader].receive(into: scratch, limit: limit, at: readAt) else { return .failed }
+                    guard let releases = pipes[reader].receive(into: scratch, limit: limit, at: readAt) else {
+                        return .failed
+                    }
                     let stalled = releases.filter { $0.losses > 0 }
                     if !stalled.isEmpty {
                         core.counters.update {
@@ -186,7 +190,8 @@ struct Pipe {
     /// Reads what is there (up to the room left under `limit`) and schedules it. Returns the
     /// segments scheduled (empty at the end of stream or when nothing was there), or `nil` when
     /// the read failed.
-    mutating func receive(into scratch: UnsafeMutableRawBufferPointer, limit: Int, at now: Double) -> [SegmentRelease]? {
+    mutating func receive(into scratch: UnsafeMutableRawBufferPointer, limit: Int, at now: Double) -> [SegmentRelease]?
+    {
         let room = min(scratch.count, limit - pending.count)
         let count = read(source, scratch.baseAddress, room)
         if count > 0 {

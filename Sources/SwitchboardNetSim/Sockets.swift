@@ -22,7 +22,7 @@ enum Socket {
         do throws(SystemCallError) {
             let (fd, address) = try TCPSocket.listen(host: endpoint.host, port: endpoint.port, backlog: backlog)
             return (fd, address.port)
-        } catch where error.call.hasPrefix("bind") {
+        } catch  where error.call.hasPrefix("bind") {
             throw NetSimError(.bindFailed, "cannot listen on \(endpoint): \(describeErrno(error.errno))")
         } catch {
             throw NetSimError(.systemCall, error.description)
@@ -44,11 +44,16 @@ enum Socket {
         var address = try endpoint.socketAddress(role: "upstream")
         let fd = try posixCall("socket") { socket(AF_INET, streamType | Int32(SOCK_NONBLOCK.rawValue), 0) }
         let started = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         var failure = started == 0 ? 0 : errno
         if failure == EINPROGRESS || failure == EINTR {
-            var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
+                pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+            ]
             let deadline = monotonicSeconds() + timeout
             failure = ETIMEDOUT
             while true {
@@ -56,7 +61,10 @@ enum Socket {
                 if remaining <= 0 { break }
                 let ready = poll(&fds, 2, Int32(min(remaining * 1000, 60_000).rounded(.up)))
                 if ready < 0, errno == EINTR { continue }
-                if fds[1].revents != 0 { failure = ECANCELED; break }
+                if fds[1].revents != 0 {
+                    failure = ECANCELED
+                    break
+                }
                 if fds[0].revents != 0 {
                     var code: Int32 = 0
                     var length = socklen_t(MemoryLayout<Int32>.size)

@@ -94,7 +94,9 @@ public struct JSONObjectWriter {
     }
 
     /// An array field of objects, each written by `body`.
-    public mutating func objects<Element>(_ key: String, _ elements: some Sequence<Element>, _ body: (inout JSONObjectWriter, Element) -> Void) {
+    public mutating func objects<Element>(
+        _ key: String, _ elements: some Sequence<Element>, _ body: (inout JSONObjectWriter, Element) -> Void
+    ) {
         self.key(key)
         text += "["
         var first = true

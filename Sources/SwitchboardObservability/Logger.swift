@@ -68,7 +68,9 @@ public final class FileDescriptorLogSink: LogSink {
         lock.withLock { _ in
             var offset = 0
             while offset < bytes.count {
-                let written = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+                let written = bytes.withUnsafeMutableBytes {
+                    Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset)
+                }
                 if written < 0 && errno == EINTR { continue }
                 if written <= 0 { return }
                 offset += written
@@ -107,10 +109,16 @@ public struct Logger: Sendable {
     /// Whether a line at `level` would be written.
     public func isEnabled(_ level: LogLevel) -> Bool { level >= self.level }
 
-    public func debug(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.debug, message, fields) }
+    public func debug(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+        log(.debug, message, fields)
+    }
     public func info(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.info, message, fields) }
-    public func warning(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.warning, message, fields) }
-    public func error(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.error, message, fields) }
+    public func warning(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+        log(.warning, message, fields)
+    }
+    public func error(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+        log(.error, message, fields)
+    }
 
     /// Writes an info line whatever the level: for lines that scripts depend on, such as
     /// the `listening` line that carries the bound address.
@@ -125,11 +133,11 @@ public struct Logger: Sendable {
     }
 
     private func write(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, LogValue>) {
-        var line = "{\"ts\":\"\(Timestamp.iso8601(Date()))\",\"level\":\"\(level.rawValue)\",\"msg\":\"\(JSONText.escape(message))\""
+        var line =
+            "{\"ts\":\"\(Timestamp.iso8601(Date()))\",\"level\":\"\(level.rawValue)\",\"msg\":\"\(JSONText.escape(message))\""
         for (key, value) in metadata { line += ",\"\(JSONText.escape(key))\":\(value.json)" }
         for (key, value) in fields { line += ",\"\(JSONText.escape(key))\":\(value.json)" }
         line += "}\n"
         sink.write(line: line)
     }
 }
-

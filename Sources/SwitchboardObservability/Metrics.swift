@@ -5,7 +5,9 @@ import Synchronization
 /// histogram by route, and the open connection gauge (read when scraped).
 public final class Metrics: Sendable {
     /// Upper bounds of the latency histogram buckets, in seconds.
-    public static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+    public static let latencyBuckets: [Double] = [
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+    ]
 
     private struct RequestKey: Hashable {
         let route: String
@@ -72,7 +74,8 @@ public final class Metrics: Sendable {
                 key = RequestKey(route: "other", method: "other", status: status)
             }
             state.requests[key, default: 0] += 1
-            let latencyRoute = state.latency[route] != nil || state.latency.count < Self.maximumRequestSeries ? route : "other"
+            let latencyRoute =
+                state.latency[route] != nil || state.latency.count < Self.maximumRequestSeries ? route : "other"
             state.latency[latencyRoute, default: Histogram()].record(seconds)
         }
     }
@@ -85,17 +88,23 @@ public final class Metrics: Sendable {
     /// The Prometheus text exposition (format 0.0.4).
     public func render() -> String {
         let snapshot = state.withLock { $0 }
-        var text = "# HELP switchboard_http_requests_total HTTP requests answered, by route pattern, method and status.\n"
+        var text =
+            "# HELP switchboard_http_requests_total HTTP requests answered, by route pattern, method and status.\n"
         text += "# TYPE switchboard_http_requests_total counter\n"
-        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
-            text += "switchboard_http_requests_total{route=\"\(Self.escape(key.route))\",method=\"\(Self.escape(key.method))\",status=\"\(key.status)\"} \(count)\n"
+        for (key, count) in snapshot.requests.sorted(by: {
+            ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status)
+        }) {
+            text +=
+                "switchboard_http_requests_total{route=\"\(Self.escape(key.route))\",method=\"\(Self.escape(key.method))\",status=\"\(key.status)\"} \(count)\n"
         }
-        text += "# HELP switchboard_http_request_duration_seconds Time from a complete request to its response, by route pattern.\n"
+        text +=
+            "# HELP switchboard_http_request_duration_seconds Time from a complete request to its response, by route pattern.\n"
         text += "# TYPE switchboard_http_request_duration_seconds histogram\n"
         for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
             let label = "route=\"\(Self.escape(route))\""
             for (index, bound) in Self.latencyBuckets.enumerated() {
-                text += "switchboard_http_request_duration_seconds_bucket{\(label),le=\"\(Self.format(bound))\"} \(histogram.buckets[index])\n"
+                text +=
+                    "switchboard_http_request_duration_seconds_bucket{\(label),le=\"\(Self.format(bound))\"} \(histogram.buckets[index])\n"
             }
             text += "switchboard_http_request_duration_seconds_bucket{\(label),le=\"+Inf\"} \(histogram.count)\n"
             text += "switchboard_http_request_duration_seconds_sum{\(label)} \(Self.format(histogram.sum))\n"
@@ -108,7 +117,8 @@ public final class Metrics: Sendable {
             }
         }
         for gauge in gauges.withLock({ $0 }) {
-            text += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Self.format(gauge.read()))\n"
+            text +=
+                "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Self.format(gauge.read()))\n"
         }
         return text
     }

@@ -21,16 +21,20 @@ public final class JoinableThread: Sendable {
 
     /// Starts `body` on a new thread; throws when `pthread_create` fails.
     public init(name: String? = nil, _ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
-        let context = Unmanaged.passRetained(Body {
-            if let name { nameCurrentThread(name) }
-            body()
-        }).toOpaque()
+        let context = Unmanaged.passRetained(
+            Body {
+                if let name { nameCurrentThread(name) }
+                body()
+            }
+        ).toOpaque()
         var handle = pthread_t()
-        let status = pthread_create(&handle, nil, { raw in
-            guard let raw else { return nil }
-            Unmanaged<Body>.fromOpaque(raw).takeRetainedValue().run()
-            return nil
-        }, context)
+        let status = pthread_create(
+            &handle, nil,
+            { raw in
+                guard let raw else { return nil }
+                Unmanaged<Body>.fromOpaque(raw).takeRetainedValue().run()
+                return nil
+            }, context)
         guard status == 0 else {
             Unmanaged<Body>.fromOpaque(context).release()
             throw SystemCallError(call: "pthread_create", errno: status)

@@ -38,7 +38,9 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
         default:
             return nil
         }
-        self.init(host: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), port: Int(UInt16(bigEndian: port)))
+        self.init(
+            host: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+            port: Int(UInt16(bigEndian: port)))
     }
 
     /// `host:port`, with brackets around an IPv6 host.

@@ -18,7 +18,9 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
 
 /// The one choke point for system calls: retries `EINTR`, turns -1 into a typed error.
 @discardableResult
-public func systemCall<T: FixedWidthInteger>(_ name: @autoclosure () -> String, _ body: () -> T) throws(SystemCallError) -> T {
+public func systemCall<T: FixedWidthInteger>(
+    _ name: @autoclosure () -> String, _ body: () -> T
+) throws(SystemCallError) -> T {
     while true {
         let result = body()
         if result != -1 { return result }

@@ -26,7 +26,9 @@ public enum TCPSocket {
     /// `sharedPort`, the socket sets `SO_REUSEPORT` so several listeners (one per event loop)
     /// share the port; take the port from `reservePort` first. A failed bind is a
     /// `SystemCallError` whose call starts with `bind`.
-    public static func listen(host: String, port: Int, backlog: Int32 = 511, sharedPort: Bool = false)
+    public static func listen(
+        host: String, port: Int, backlog: Int32 = 511, sharedPort: Bool = false
+    )
         throws(SystemCallError) -> (fd: Int32, address: SocketAddress)
     {
         try open(host: host, port: port, listening: (backlog: backlog, sharedPort: sharedPort))
@@ -42,7 +44,9 @@ public enum TCPSocket {
         return address.port
     }
 
-    private static func open(host: String, port: Int, listening: (backlog: Int32, sharedPort: Bool)?)
+    private static func open(
+        host: String, port: Int, listening: (backlog: Int32, sharedPort: Bool)?
+    )
         throws(SystemCallError) -> (fd: Int32, address: SocketAddress)
     {
         let name = host == "localhost" ? "127.0.0.1" : host
@@ -59,13 +63,19 @@ public enum TCPSocket {
         }
         defer { freeaddrinfo(results) }
         let fd = try systemCall("socket") {
-            socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            socket(
+                info.pointee.ai_family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         }
         do throws(SystemCallError) {
             var one: Int32 = 1
-            try systemCall("setsockopt SO_REUSEADDR") { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
+            try systemCall("setsockopt SO_REUSEADDR") {
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            }
             if listening?.sharedPort == true {
-                try systemCall("setsockopt SO_REUSEPORT") { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size)) }
+                try systemCall("setsockopt SO_REUSEPORT") {
+                    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+                }
             }
             try systemCall("bind \(shown)") { bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) }
             if let listening {
@@ -78,7 +88,9 @@ public enum TCPSocket {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
                 }
             }
-            guard let address = SocketAddress(storage) else { throw SystemCallError(call: "getsockname", errno: EAFNOSUPPORT) }
+            guard let address = SocketAddress(storage) else {
+                throw SystemCallError(call: "getsockname", errno: EAFNOSUPPORT)
+            }
             return (fd, address)
         } catch {
             close(fd)
@@ -94,9 +106,9 @@ public enum TCPSocket {
         while accepted == nil {
             do {
                 accepted = try systemCall("accept") { Glibc.accept(listener, nil, nil) }
-            } catch where error.errno == ECONNABORTED {
+            } catch  where error.errno == ECONNABORTED {
                 continue
-            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+            } catch  where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
                 return nil
             }
         }

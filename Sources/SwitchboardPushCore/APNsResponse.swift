@@ -21,18 +21,24 @@ public enum APNsReason: Sendable, Hashable {
 
     /// Every documented reason with its wire string.
     public static let documented: [(String, APNsReason)] = [
-        ("BadCollapseId", .badCollapseId), ("BadDeviceToken", .badDeviceToken), ("BadExpirationDate", .badExpirationDate),
+        ("BadCollapseId", .badCollapseId), ("BadDeviceToken", .badDeviceToken),
+        ("BadExpirationDate", .badExpirationDate),
         ("BadMessageId", .badMessageId), ("BadPriority", .badPriority), ("BadTopic", .badTopic),
-        ("DeviceTokenNotForTopic", .deviceTokenNotForTopic), ("DuplicateHeaders", .duplicateHeaders), ("IdleTimeout", .idleTimeout),
-        ("InvalidPushType", .invalidPushType), ("MissingDeviceToken", .missingDeviceToken), ("MissingTopic", .missingTopic),
+        ("DeviceTokenNotForTopic", .deviceTokenNotForTopic), ("DuplicateHeaders", .duplicateHeaders),
+        ("IdleTimeout", .idleTimeout),
+        ("InvalidPushType", .invalidPushType), ("MissingDeviceToken", .missingDeviceToken),
+        ("MissingTopic", .missingTopic),
         ("PayloadEmpty", .payloadEmpty), ("TopicDisallowed", .topicDisallowed), ("BadCertificate", .badCertificate),
         ("BadCertificateEnvironment", .badCertificateEnvironment), ("ExpiredProviderToken", .expiredProviderToken),
-        ("Forbidden", .forbidden), ("InvalidProviderToken", .invalidProviderToken), ("MissingProviderToken", .missingProviderToken),
+        ("Forbidden", .forbidden), ("InvalidProviderToken", .invalidProviderToken),
+        ("MissingProviderToken", .missingProviderToken),
         ("UnrelatedKeyIdInToken", .unrelatedKeyIdInToken), ("BadEnvironmentKeyIdInToken", .badEnvironmentKeyIdInToken),
-        ("BadEnvironmentKeyInToken", .badEnvironmentKeyInToken), ("BadPath", .badPath), ("MethodNotAllowed", .methodNotAllowed),
+        ("BadEnvironmentKeyInToken", .badEnvironmentKeyInToken), ("BadPath", .badPath),
+        ("MethodNotAllowed", .methodNotAllowed),
         ("ExpiredToken", .expiredToken), ("Unregistered", .unregistered), ("PayloadTooLarge", .payloadTooLarge),
         ("TooManyProviderTokenUpdates", .tooManyProviderTokenUpdates), ("TooManyRequests", .tooManyRequests),
-        ("InternalServerError", .internalServerError), ("ServiceUnavailable", .serviceUnavailable), ("Shutdown", .shutdown),
+        ("InternalServerError", .internalServerError), ("ServiceUnavailable", .serviceUnavailable),
+        ("Shutdown", .shutdown),
         ("BadPayload", .badPayload),
     ]
 
@@ -96,7 +102,8 @@ public enum APNsResponsePolicy {
         case .badDeviceToken?, .deviceTokenNotForTopic?: return .reclassifyToken
         case .expiredProviderToken?: return .refreshProviderTokenAndRetry
         // TooManyProviderTokenUpdates: the token in use stays valid; the job simply waits its backoff.
-        case .tooManyRequests?, .tooManyProviderTokenUpdates?, .internalServerError?, .serviceUnavailable?, .shutdown?, .idleTimeout?:
+        case .tooManyRequests?, .tooManyProviderTokenUpdates?, .internalServerError?, .serviceUnavailable?, .shutdown?,
+            .idleTimeout?:
             return .retry
         default: break
         }

@@ -20,14 +20,20 @@ public enum FCMMessage {
     ) throws(Problem) -> [UInt8] {
         guard expiresAt > now else { throw .expired }
         var data: [String: String] = [
-            "type": "call", "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID, "mode": mode, "callerName": callerName,
+            "type": "call", "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID, "mode": mode,
+            "callerName": callerName,
             "expiresAt": String(Int64(expiresAt.timeIntervalSince1970.rounded(.down))),
         ]
         if let groupName { data["groupName"] = groupName }
-        if let appData, let text = try? JSONSerialization.data(withJSONObject: appData, options: [.sortedKeys, .withoutEscapingSlashes]) {
+        if let appData,
+            let text = try? JSONSerialization.data(
+                withJSONObject: appData, options: [.sortedKeys, .withoutEscapingSlashes])
+        {
             data["ext"] = String(decoding: text, as: UTF8.self)
         }
-        let bytes = (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
+        let bytes =
+            (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(
+                Array.init) ?? []
         guard bytes.count <= maxDataBytes else { throw .payloadTooLarge(bytes.count) }
         return bytes
     }
@@ -35,11 +41,17 @@ public enum FCMMessage {
     /// The `data` object of a notice: `type: call_ended`, the call and why its ring ended
     /// (`answered_elsewhere`, `declined_elsewhere`, `cancelled`, `missed`).
     public static func endedData(
-        callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, expiresAt: Date, now: Date
+        callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, expiresAt: Date,
+        now: Date
     ) throws(Problem) -> [UInt8] {
         guard expiresAt > now else { throw .expired }
-        let data = ["type": "call_ended", "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID, "callerName": callerName, "reason": reason]
-        let bytes = (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
+        let data = [
+            "type": "call_ended", "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID,
+            "callerName": callerName, "reason": reason,
+        ]
+        let bytes =
+            (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(
+                Array.init) ?? []
         guard bytes.count <= maxDataBytes else { throw .payloadTooLarge(bytes.count) }
         return bytes
     }
@@ -60,7 +72,9 @@ public enum FCMMessage {
     }
 
     private static func jsonString(_ text: String) -> [UInt8] {
-        (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])).map { Array($0.dropFirst().dropLast()) } ?? Array("\"\"".utf8)
+        (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])).map {
+            Array($0.dropFirst().dropLast())
+        } ?? Array("\"\"".utf8)
     }
 }
 

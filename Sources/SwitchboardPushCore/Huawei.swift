@@ -14,7 +14,8 @@ public enum HuaweiMessage {
                 "token": [token],
             ],
         ]
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            .map(Array.init) ?? []
     }
 
     /// The result code in an answer body (`{"code":"80000000","msg":…}`), if there is one.

@@ -25,7 +25,9 @@ public enum OPPOMessage {
 
     /// The unicast form for one registration id, or `nil` when `data` is nothing to show (an
     /// ending other than a missed call: OPPO cannot carry it).
-    public static func unicastForm(authToken: String, registrationID: String, data: [UInt8], ttlSeconds: Int, channelID: String) -> [UInt8]? {
+    public static func unicastForm(
+        authToken: String, registrationID: String, data: [UInt8], ttlSeconds: Int, channelID: String
+    ) -> [UInt8]? {
         guard let notification = VendorNotification.from(data: data) else { return nil }
         let message: [String: Any] = [
             "target_type": 2,
@@ -43,7 +45,8 @@ public enum OPPOMessage {
                 "notify_id": VendorNotification.notifyID(callID: notification.data["callId"] ?? ""),
             ] as [String: Any],
         ]
-        let json = (try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes]))
+        let json =
+            (try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes]))
             .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         return FormEncoding.body([("auth_token", authToken), ("message", json)])
     }
@@ -64,7 +67,10 @@ public enum OPPOResponsePolicy {
     /// key, signature or argument, a blacklisted or disabled app (12, 14–19, 26–28, 30, 40, 41,
     /// 67) fails the job.
     public static let table = ResultCodeTable(
-        success: "0", authTokenRejected: ["11", "29"], invalidRegistration: ["10000"], later: ["-1", "-2", "13", "55"], quota: ["33"])
+        success: "0", authTokenRejected: ["11", "29"], invalidRegistration: ["10000"], later: ["-1", "-2", "13", "55"],
+        quota: ["33"])
 
-    public static func action(status: Int, reason: String?) -> PushAction { table.action(status: status, reason: reason) }
+    public static func action(status: Int, reason: String?) -> PushAction {
+        table.action(status: status, reason: reason)
+    }
 }

@@ -20,7 +20,8 @@ public struct ResultCodeTable: Sendable {
     public static let quotaRetryFloor: TimeInterval = 3600
 
     public init(
-        success: String, authTokenRejected: Set<String> = [], invalidRegistration: Set<String>, later: Set<String>, quota: Set<String> = []
+        success: String, authTokenRejected: Set<String> = [], invalidRegistration: Set<String>, later: Set<String>,
+        quota: Set<String> = []
     ) {
         self.success = success
         self.authTokenRejected = authTokenRejected

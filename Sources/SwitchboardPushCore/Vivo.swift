@@ -17,18 +17,24 @@ public enum VivoMessage {
     public static let ttlRange = 60...604_800
 
     /// The text the auth request's `sign` is the MD5 of.
-    public static func signInput(appID: String, appKey: String, timestampMilliseconds: Int64, appSecret: String) -> String {
+    public static func signInput(
+        appID: String, appKey: String, timestampMilliseconds: Int64, appSecret: String
+    ) -> String {
         "\(appID)\(appKey)\(timestampMilliseconds)\(appSecret)"
     }
 
     public static func authBody(appID: String, appKey: String, timestampMilliseconds: Int64, sign: String) -> [UInt8] {
-        let object: [String: Any] = ["appId": appID, "appKey": appKey, "timestamp": timestampMilliseconds, "sign": sign]
+        let object: [String: Any] = [
+            "appId": appID, "appKey": appKey, "timestamp": timestampMilliseconds, "sign": sign,
+        ]
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? []
     }
 
     /// The send body for one registration id, or `nil` when `data` is nothing to show (an ending
     /// other than a missed call: vivo cannot carry it).
-    public static func sendBody(appID: String, registrationID: String, data: [UInt8], ttlSeconds: Int, requestID: String) -> [UInt8]? {
+    public static func sendBody(
+        appID: String, registrationID: String, data: [UInt8], ttlSeconds: Int, requestID: String
+    ) -> [UInt8]? {
         guard let notification = VendorNotification.from(data: data) else { return nil }
         let object: [String: Any] = [
             "appId": appID,
@@ -46,7 +52,8 @@ public enum VivoMessage {
             "requestId": requestID,
             "pushMode": 0,
         ]
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init)
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            .map(Array.init)
     }
 
     /// The answer's `result` (0 is success) and whether it says the device is gone
@@ -67,7 +74,9 @@ public enum VivoMessage {
         }
         let code = (object["result"] as? NSNumber)?.intValue ?? -1
         guard code == 0, let token = object["authToken"] as? String, !token.isEmpty else {
-            return .failure(VivoAuthError(description: "vivo auth answered \(code): \((object["desc"] as? String) ?? "no authToken")"))
+            return .failure(
+                VivoAuthError(
+                    description: "vivo auth answered \(code): \((object["desc"] as? String) ?? "no authToken")"))
         }
         return .success(token)
     }
@@ -88,7 +97,10 @@ public enum VivoResponsePolicy {
     /// 10250) are retried; wrong credentials or signature (10200–10207), another app's token
     /// (10094), a title, content or category vivo refuses (10056, 10058, 10096, 10097) fail.
     public static let table = ResultCodeTable(
-        success: "0", authTokenRejected: ["10000"], invalidRegistration: ["10302", deviceGone], later: ["10072", "10250"], quota: ["10070"])
+        success: "0", authTokenRejected: ["10000"], invalidRegistration: ["10302", deviceGone],
+        later: ["10072", "10250"], quota: ["10070"])
 
-    public static func action(status: Int, reason: String?) -> PushAction { table.action(status: status, reason: reason) }
+    public static func action(status: Int, reason: String?) -> PushAction {
+        table.action(status: status, reason: reason)
+    }
 }

@@ -39,13 +39,15 @@ public struct VoIPPush: Sendable, Equatable {
         guard collapseID.utf8.count <= maxCollapseIDBytes else { throw .collapseIDTooLong(collapseID.utf8.count) }
         // Whole seconds, rounded down: never later than the ring window's end.
         let expiration = Int64(expiresAt.timeIntervalSince1970.rounded(.down))
-        return VoIPPush(payload: bytes, headers: [
-            ("apns-push-type", "voip"),
-            ("apns-topic", "\(bundleID).voip"),
-            ("apns-priority", "10"),
-            ("apns-expiration", String(expiration)),
-            ("apns-collapse-id", collapseID),
-            ("apns-id", apnsID),
-        ])
+        return VoIPPush(
+            payload: bytes,
+            headers: [
+                ("apns-push-type", "voip"),
+                ("apns-topic", "\(bundleID).voip"),
+                ("apns-priority", "10"),
+                ("apns-expiration", String(expiration)),
+                ("apns-collapse-id", collapseID),
+                ("apns-id", apnsID),
+            ])
     }
 }

@@ -31,13 +31,17 @@ public enum XiaomiMessage {
         ]
         if let notification = VendorNotification.from(data: data) {
             fields += [
-                ("pass_through", "0"), ("notify_type", "-1"), ("title", notification.title), ("description", notification.content),
+                ("pass_through", "0"), ("notify_type", "-1"), ("title", notification.title),
+                ("description", notification.content),
                 ("payload", notification.dataJSON),
                 ("notify_id", String(VendorNotification.notifyID(callID: notification.data["callId"] ?? ""))),
             ]
             if let channelID, !channelID.isEmpty { fields.append(("extra.channel_id", channelID)) }
         } else {
-            fields += [("pass_through", "1"), ("payload", String(decoding: data.isEmpty ? Array("{}".utf8) : data, as: UTF8.self))]
+            fields += [
+                ("pass_through", "1"),
+                ("payload", String(decoding: data.isEmpty ? Array("{}".utf8) : data, as: UTF8.self)),
+            ]
         }
         return FormEncoding.body(fields)
     }
@@ -48,7 +52,10 @@ public enum XiaomiMessage {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
             let code = (object["code"] as? NSNumber)?.intValue
         else { return nil }
-        let bad = ((object["data"] as? [String: Any])?["bad_regids"] as? String)?.split(separator: ",").contains { $0 == registrationID } ?? false
+        let bad =
+            ((object["data"] as? [String: Any])?["bad_regids"] as? String)?.split(separator: ",").contains {
+                $0 == registrationID
+            } ?? false
         return (code, bad)
     }
 }
@@ -66,7 +73,10 @@ public enum XiaomiResponsePolicy {
     /// 10016–10018, 10026) fails the job.
     public static let table = ResultCodeTable(
         success: success, invalidRegistration: [badRegistration],
-        later: ["10001", "10002", "10003", "10009", "10010", "10011", "10022", "10023", "10024", "10027", "10028"], quota: ["200001"])
+        later: ["10001", "10002", "10003", "10009", "10010", "10011", "10022", "10023", "10024", "10027", "10028"],
+        quota: ["200001"])
 
-    public static func action(status: Int, reason: String?) -> PushAction { table.action(status: status, reason: reason) }
+    public static func action(status: Int, reason: String?) -> PushAction {
+        table.action(status: status, reason: reason)
+    }
 }

@@ -62,7 +62,8 @@ public final class Application: Sendable {
         // A city database that cannot be opened stops the start: a typo must not pass for "unknown".
         let cityDatabase: CityDatabase?
         do {
-            cityDatabase = configuration.cityDatabaseFile.isEmpty ? nil : try CityDatabase(path: configuration.cityDatabaseFile)
+            cityDatabase =
+                configuration.cityDatabaseFile.isEmpty ? nil : try CityDatabase(path: configuration.cityDatabaseFile)
         } catch {
             throw ConfigurationError(message: "cityDatabaseFile: \(error)")
         }
@@ -73,31 +74,44 @@ public final class Application: Sendable {
         let store = ServerStore(backend: database, environment: environment, limits: configuration.limits)
         self.store = store
         let authenticator = Authenticator(
-            store: store, idleMS: Int64(configuration.accounts.sessionIdleDays) * 86_400_000, maxAgeMS: Int64(configuration.accounts.sessionMaxDays) * 86_400_000)
+            store: store, idleMS: Int64(configuration.accounts.sessionIdleDays) * 86_400_000,
+            maxAgeMS: Int64(configuration.accounts.sessionMaxDays) * 86_400_000)
         var router = Router()
         let passwordCost = PasswordHasher.Cost(n: 1 << UInt64(configuration.accounts.passwordScryptLogN), r: 8, p: 1)
         AccountRoutes(
-            service: try AccountService(store: store, hasher: PasswordHasher(
-                cost: passwordCost, workers: ScryptWorkers(width: 2, waitingLimit: configuration.accounts.passwordHashQueue, label: "switchboard.scrypt"))), authenticator: authenticator,
-            trustedProxies: configuration.http.trustedProxies)
-            .register(in: &router)
+            service: try AccountService(
+                store: store,
+                hasher: PasswordHasher(
+                    cost: passwordCost,
+                    workers: ScryptWorkers(
+                        width: 2, waitingLimit: configuration.accounts.passwordHashQueue, label: "switchboard.scrypt"))),
+            authenticator: authenticator,
+            trustedProxies: configuration.http.trustedProxies
+        )
+        .register(in: &router)
         EventRoutes(
-            store: store, authenticator: authenticator, heartbeat: .seconds(configuration.events.heartbeatSeconds), hooks: eventHooks,
-            held: HeldRequests(perUser: configuration.http.maxStreamsPerUser, perAddress: configuration.http.maxConnectionsPerAddress),
-            trustedProxies: configuration.http.trustedProxies)
-            .register(in: &router)
+            store: store, authenticator: authenticator, heartbeat: .seconds(configuration.events.heartbeatSeconds),
+            hooks: eventHooks,
+            held: HeldRequests(
+                perUser: configuration.http.maxStreamsPerUser, perAddress: configuration.http.maxConnectionsPerAddress),
+            trustedProxies: configuration.http.trustedProxies
+        )
+        .register(in: &router)
         let channels = try PushChannelConfiguration.channels(
-            from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport, huaweiTransport: huaweiTransport,
+            from: configuration, apnsTransport: apnsTransport, fcmTransport: fcmTransport,
+            huaweiTransport: huaweiTransport,
             vendorTransports: vendorTransports)
         SystemRoutes(
             database: database, metrics: metrics,
-            expectedSchemaVersion: (database.dialect == .postgres ? PostgresSchema.migrations : Schema.migrations).last?.version ?? 0,
+            expectedSchemaVersion: (database.dialect == .postgres ? PostgresSchema.migrations : Schema.migrations).last?
+                .version ?? 0,
             pushChannels: channels.all.filter(\.summary.configured).map(\.name)
         ).register(in: &router)
         let payloadKeys = PayloadKeyVault(secret: configuration.dataEncryptionKeyBytes)
         let directory = GatewayChannelDirectory(server: channels, store: store, vault: payloadKeys, logger: logger)
         let dispatcher = PushDispatcher(
-            store: ServerPushOutbox(store: store), directory: directory, logger: logger, metrics: metrics, claimLease: Self.claimLease(configuration),
+            store: ServerPushOutbox(store: store), directory: directory, logger: logger, metrics: metrics,
+            claimLease: Self.claimLease(configuration),
             jitter: pushJitter ?? { Double.random(in: 0..<1) })
         self.dispatcher = dispatcher
         // The relay signs its media tokens with a secret every instance on the database shares
@@ -109,13 +123,19 @@ public final class Application: Sendable {
         if database.isShared {
             otherInstances = { [store] room in try await RelayAcrossInstances.otherSockets(in: room, store: store) }
         }
-        let relay = configuration.media.backend == .relay
-            ? AudioRelay(settings: relaySettings, metrics: metrics, logger: logger, now: environment.now, otherInstances: otherInstances)
+        let relay =
+            configuration.media.backend == .relay
+            ? AudioRelay(
+                settings: relaySettings, metrics: metrics, logger: logger, now: environment.now,
+                otherInstances: otherInstances)
             : nil
         let relaySecret = relay == nil ? "" : try Self.relaySecret(in: database)
         self.relay = relay
-        let minter = relay == nil
-            ? MediaTokenMinter(url: configuration.media.livekit.url, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret, ttl: 30)
+        let minter =
+            relay == nil
+            ? MediaTokenMinter(
+                url: configuration.media.livekit.url, apiKey: configuration.media.livekit.apiKey,
+                apiSecret: configuration.media.livekit.apiSecret, ttl: 30)
             : MediaTokenMinter(url: "", apiKey: "switchboard-relay", apiSecret: relaySecret, ttl: 30, relay: true)
         let media = relay ?? Self.mediaBackend(for: configuration, now: environment.now)
         let mediaJobs = MediaJobRunner(store: store, media: media, logger: logger)
@@ -123,7 +143,8 @@ public final class Application: Sendable {
         var calls = CallService(
             store: store, media: media,
             minter: minter,
-            ringTimeout: TimeInterval(configuration.calls.ringTimeoutSeconds), emptyRoomGrace: TimeInterval(configuration.calls.emptyRoomGraceSeconds),
+            ringTimeout: TimeInterval(configuration.calls.ringTimeoutSeconds),
+            emptyRoomGrace: TimeInterval(configuration.calls.emptyRoomGraceSeconds),
             push: channels,
             logger: logger, pushesQueued: { dispatcher.wake() }, payloadKeys: payloadKeys)
         calls.mediaJobsQueued = { mediaJobs.wake() }
@@ -137,13 +158,15 @@ public final class Application: Sendable {
         // media backend is the one configured.
         RelayRoutes(relay: relay, secret: Array(relaySecret.utf8), store: store).register(in: &router)
         LiveKitWebhookRoutes(
-            calls: calls, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret, now: environment.now,
+            calls: calls, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret,
+            now: environment.now,
             enabled: configuration.media.backend == .livekit
         ).register(in: &router)
         let liveLocations = LiveLocationService(store: store)
         self.liveLocations = liveLocations
         LocationRoutes(
-            service: liveLocations, cities: CityLookup(database: cityDatabase, trustedProxies: configuration.http.trustedProxies),
+            service: liveLocations,
+            cities: CityLookup(database: cityDatabase, trustedProxies: configuration.http.trustedProxies),
             authenticator: authenticator
         ).register(in: &router)
         let e2ee = E2EEService(store: store)
@@ -151,7 +174,8 @@ public final class Application: Sendable {
         E2EERoutes(service: e2ee, authenticator: authenticator).register(in: &router)
         let callDirectory = CallDirectoryService(store: store)
         self.callDirectory = callDirectory
-        CallDirectoryRoutes(service: callDirectory, authenticator: authenticator, adminKey: configuration.adminKey).register(in: &router)
+        CallDirectoryRoutes(service: callDirectory, authenticator: authenticator, adminKey: configuration.adminKey)
+            .register(in: &router)
         let scheduledCalls = ScheduledCallService(store: store)
         self.scheduledCalls = scheduledCalls
         ScheduledCallRoutes(service: scheduledCalls, authenticator: authenticator).register(in: &router)
@@ -160,21 +184,30 @@ public final class Application: Sendable {
         GatewayRoutes(
             store: store, adminKey: configuration.adminKey,
             service: GatewayService(
-                store: store, directory: directory, ringTimeout: TimeInterval(configuration.calls.ringTimeoutSeconds), pushesQueued: { dispatcher.wake() },
+                store: store, directory: directory, ringTimeout: TimeInterval(configuration.calls.ringTimeoutSeconds),
+                pushesQueued: { dispatcher.wake() },
                 payloadKeys: payloadKeys),
             vault: payloadKeys, directory: directory, acceptSignatureV1: configuration.gateway.signatureV1 == .accept
         ).register(in: &router)
         self.router = router
         operatorSeparate = configuration.http.operatorListen != nil
-        metrics.addGauge("switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass.") {
+        metrics.addGauge(
+            "switchboard_push_jobs_pending", help: "Push jobs waiting to be sent, as of the dispatcher's last pass."
+        ) {
             Double(dispatcher.pendingCount)
         }
         if media.managesRooms {
-            metrics.addGauge("switchboard_media_jobs_pending", help: "Media withdrawals (remove a participant, delete a room) not yet confirmed by the media backend, as of the last pass.") {
+            metrics.addGauge(
+                "switchboard_media_jobs_pending",
+                help:
+                    "Media withdrawals (remove a participant, delete a room) not yet confirmed by the media backend, as of the last pass."
+            ) {
                 Double(mediaJobs.pendingCount)
             }
         }
-        metrics.addGauge("switchboard_event_waiters", help: "Held event requests (long polls and streams) waiting for events.") {
+        metrics.addGauge(
+            "switchboard_event_waiters", help: "Held event requests (long polls and streams) waiting for events."
+        ) {
             Double(store.hub.waiterCount)
         }
     }
@@ -194,8 +227,12 @@ public final class Application: Sendable {
             if let upkeep = database.upkeep {
                 group.addTask { await self.every(upkeep.interval, upkeep.name) { try await upkeep.run() } }
             }
-            group.addTask { await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() } }
-            group.addTask { await self.every(.seconds(1), "live location expiry") { try await self.liveLocations.sweepExpired() } }
+            group.addTask {
+                await self.every(.seconds(1), "ring timeout sweep") { try await self.calls.sweepRingTimeouts() }
+            }
+            group.addTask {
+                await self.every(.seconds(1), "live location expiry") { try await self.liveLocations.sweepExpired() }
+            }
             if let relay {
                 group.addTask { await relay.runMixer(environment: self.store.environment) }
                 if database.isShared {
@@ -209,7 +246,9 @@ public final class Application: Sendable {
             if calls.media.managesRooms {
                 group.addTask { await self.mediaJobs.run() }
                 let interval = Duration.seconds(configuration.calls.emptyRoomCheckSeconds)
-                group.addTask { await self.every(interval, "empty-room watchdog") { try await self.calls.checkEmptyRooms() } }
+                group.addTask {
+                    await self.every(interval, "empty-room watchdog") { try await self.calls.checkEmptyRooms() }
+                }
             }
             await group.waitForAll()
         }
@@ -233,14 +272,19 @@ public final class Application: Sendable {
     }
 
     /// The configured media backend other than the relay (LiveKit, or none).
-    static func mediaBackend(for configuration: ServerConfiguration, now: @escaping @Sendable () -> Date) -> any MediaBackend {
-        guard configuration.media.backend == .livekit, var components = URLComponents(string: configuration.media.livekit.url) else {
+    static func mediaBackend(
+        for configuration: ServerConfiguration, now: @escaping @Sendable () -> Date
+    ) -> any MediaBackend {
+        guard configuration.media.backend == .livekit,
+            var components = URLComponents(string: configuration.media.livekit.url)
+        else {
             return UnmanagedMedia()
         }
         components.scheme = components.scheme == "wss" ? "https" : "http"
         guard let apiBase = components.url else { return UnmanagedMedia() }
         return LiveKitRoomService(
-            apiBase: apiBase, apiKey: configuration.media.livekit.apiKey, apiSecret: configuration.media.livekit.apiSecret,
+            apiBase: apiBase, apiKey: configuration.media.livekit.apiKey,
+            apiSecret: configuration.media.livekit.apiSecret,
             deadline: .milliseconds(configuration.media.livekit.deadlineMilliseconds), now: now)
     }
 
@@ -253,7 +297,11 @@ public final class Application: Sendable {
         while !Task.isCancelled {
             do {
                 let deleted = try await pruneEvents()
-                if deleted > 0 { logger.info("pruned events", ["deleted": .int(deleted), "retentionDays": .int(configuration.events.retentionDays)]) }
+                if deleted > 0 {
+                    logger.info(
+                        "pruned events",
+                        ["deleted": .int(deleted), "retentionDays": .int(configuration.events.retentionDays)])
+                }
             } catch is CancellationError {
                 return
             } catch {
@@ -322,7 +370,9 @@ public final class Application: Sendable {
     /// that needs it makes it (32 random bytes), every other one reads it.
     static func relaySecret(in database: any SQLStore) throws -> String {
         try database.transactionAtStart { executor in
-            try SQLServerStateRepository(connection: executor).value(of: "relay_token_secret") { SecureRandom.token(byteCount: 32) }
+            try SQLServerStateRepository(connection: executor).value(of: "relay_token_secret") {
+                SecureRandom.token(byteCount: 32)
+            }
         }
     }
 
@@ -336,7 +386,8 @@ public final class Application: Sendable {
         if operatorSeparate {
             switch listener {
             case .main where Self.isOperatorPath(path): return .notFound
-            case .operatorOnly where !Self.isOperatorPath(path) && path != "/healthz" && path != "/readyz": return .notFound
+            case .operatorOnly where !Self.isOperatorPath(path) && path != "/healthz" && path != "/readyz":
+                return .notFound
             default: break
             }
         }
@@ -358,7 +409,8 @@ public final class Application: Sendable {
         switch match(method: request.method, path: request.path, on: listener) {
         case .found(let route, let parameters, let handler):
             routeLabel = route.pattern
-            let context = RequestContext(request: request, parameters: parameters, requestID: requestID, logger: requestLogger)
+            let context = RequestContext(
+                request: request, parameters: parameters, requestID: requestID, logger: requestLogger)
             do {
                 response = try await handler(context)
             } catch let error as APIError {
@@ -367,7 +419,8 @@ public final class Application: Sendable {
                 // The client disconnected; the transport drops whatever is answered.
                 response = APIError(.clientClosedRequest, "client closed the request").response
             } catch {
-                requestLogger.error("unhandled error", ["error": .string(String(describing: error)), "route": .string(route.pattern)])
+                requestLogger.error(
+                    "unhandled error", ["error": .string(String(describing: error)), "route": .string(route.pattern)])
                 response = APIError.internal.response
             }
         case .methodNotAllowed(let allowed):
@@ -384,10 +437,13 @@ public final class Application: Sendable {
         let status = Task.isCancelled ? 499 : response.status
         metrics.recordRequest(route: routeLabel, method: request.method, status: status, seconds: seconds)
         if requestLogger.isEnabled(.info) {
-            requestLogger.info("request", [
-                "method": .string(request.method), "path": .string(request.path), "route": .string(routeLabel),
-                "status": .int(status), "duration_ms": .double(seconds * 1000), "remote": .string(request.remoteAddress),
-            ])
+            requestLogger.info(
+                "request",
+                [
+                    "method": .string(request.method), "path": .string(request.path), "route": .string(routeLabel),
+                    "status": .int(status), "duration_ms": .double(seconds * 1000),
+                    "remote": .string(request.remoteAddress),
+                ])
         }
         return response
     }
@@ -395,7 +451,10 @@ public final class Application: Sendable {
     /// A client's `X-Request-Id` when it is short and plain, else a fresh random one.
     static func requestID(from headers: HTTPHeaders) -> String {
         if let given = headers["X-Request-Id"], (1...64).contains(given.utf8.count),
-            given.utf8.allSatisfy({ $0 == 45 || $0 == 46 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) })
+            given.utf8.allSatisfy({
+                $0 == 45 || $0 == 46 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0)
+                    || (97...122).contains($0)
+            })
         {
             return given
         }

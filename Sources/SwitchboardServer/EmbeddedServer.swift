@@ -73,7 +73,9 @@ public final class EmbeddedServer: Sendable {
         application.metrics.addGauge("switchboard_http_open_connections", help: "Open client connections.") {
             Double(server.openConnectionCount)
         }
-        application.metrics.addGauge("switchboard_http_body_buffer_bytes", help: "Bytes reserved for request bodies still arriving.") {
+        application.metrics.addGauge(
+            "switchboard_http_body_buffer_bytes", help: "Bytes reserved for request bodies still arriving."
+        ) {
             Double(server.bufferedBodyByteCount)
         }
     }
@@ -84,12 +86,14 @@ public final class EmbeddedServer: Sendable {
         switch configuration.store.choice {
         case .postgres(let url):
             guard !url.isEmpty else {
-                throw ConfigurationError(message: "database is postgres, but postgresURL (SWITCHBOARD_POSTGRES_URL) is not set")
+                throw ConfigurationError(
+                    message: "database is postgres, but postgresURL (SWITCHBOARD_POSTGRES_URL) is not set")
             }
             return try PostgresDatabase(url: url, migrations: PostgresSchema.migrations)
         case .sqlite(let directory):
             return try Database(
-                configuration: DatabaseConfiguration(path: directory + "/switchboard.sqlite3", readsOnCallerThread: true),
+                configuration: DatabaseConfiguration(
+                    path: directory + "/switchboard.sqlite3", readsOnCallerThread: true),
                 migrations: Schema.migrations)
         }
     }
@@ -98,7 +102,8 @@ public final class EmbeddedServer: Sendable {
     /// password.
     public var databaseDescription: (key: String, value: String) {
         configuration.store.engine == .postgres
-            ? ("postgres", PostgresURL.redacted(configuration.store.postgresURL)) : ("path", configuration.store.dataDirectory + "/switchboard.sqlite3")
+            ? ("postgres", PostgresURL.redacted(configuration.store.postgresURL))
+            : ("path", configuration.store.dataDirectory + "/switchboard.sqlite3")
     }
 
     /// The schema version the store is at.
@@ -139,9 +144,12 @@ public final class EmbeddedServer: Sendable {
         [
             ("push channels", PushChannelsService(directory: application.dispatcher.directory)),
             ("background work", BackgroundWork(application: application)),
-            ("http", HTTPListener(
-                servers: [server] + (operatorServer.map { [$0] } ?? []), application: application,
-                grace: .seconds(configuration.http.shutdownGraceSeconds))),
+            (
+                "http",
+                HTTPListener(
+                    servers: [server] + (operatorServer.map { [$0] } ?? []), application: application,
+                    grace: .seconds(configuration.http.shutdownGraceSeconds))
+            ),
         ]
     }
 

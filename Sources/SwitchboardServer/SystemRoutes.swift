@@ -46,7 +46,8 @@ struct SystemRoutes {
                 // The client went away; its reply is dropped, and the database is not at fault.
                 throw CancellationError()
             } catch {
-                context.logger.error("health check: database unavailable", ["error": .string(String(describing: error))])
+                context.logger.error(
+                    "health check: database unavailable", ["error": .string(String(describing: error))])
                 return .json(Health(status: "unavailable", database: "unavailable"), status: 503)
             }
         }
@@ -56,16 +57,18 @@ struct SystemRoutes {
             do {
                 try await writeProbe.check {
                     let stamp = String(Int64(Date().timeIntervalSince1970 * 1000))
-                    _ = try await database.transaction({ executor in
-                        try SQLServerStateRepository(connection: executor).set("ready_probe", to: stamp)
-                    }, afterCommit: nil)
+                    _ = try await database.transaction(
+                        { executor in
+                            try SQLServerStateRepository(connection: executor).set("ready_probe", to: stamp)
+                        }, afterCommit: nil)
                 }
                 written = "ok"
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
                 written = CachedProbe.describe(error)
-                context.logger.error("readiness: the database takes no write", ["error": .string(String(describing: error))])
+                context.logger.error(
+                    "readiness: the database takes no write", ["error": .string(String(describing: error))])
             }
             var reason: String?
             if version != expectedSchemaVersion {
@@ -74,7 +77,8 @@ struct SystemRoutes {
                 reason = "the database takes no write: \(written)"
             }
             let readiness = Readiness(
-                status: reason == nil ? "ready" : "not_ready", reason: reason, database: written, schemaVersion: version,
+                status: reason == nil ? "ready" : "not_ready", reason: reason, database: written,
+                schemaVersion: version,
                 expectedSchemaVersion: expectedSchemaVersion, pushChannels: pushChannels)
             return .json(readiness, status: reason == nil ? 200 : 503)
         }
@@ -84,7 +88,8 @@ struct SystemRoutes {
                 body: Array(metrics.render().utf8))
         }
         router.add("GET", "/openapi.json") { _ in
-            HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(openAPIDocumentJSON.utf8))
+            HTTPResponse(
+                status: 200, headers: ["Content-Type": "application/json"], body: Array(openAPIDocumentJSON.utf8))
         }
     }
 }

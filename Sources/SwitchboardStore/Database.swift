@@ -47,7 +47,8 @@ public final class Database: Sendable {
     /// configuration is invalid.
     public init(configuration: DatabaseConfiguration, migrations: [Migration] = []) throws {
         guard configuration.readerCount >= 1 else {
-            throw StoreError(code: .configuration, message: "readerCount must be at least 1, got \(configuration.readerCount)")
+            throw StoreError(
+                code: .configuration, message: "readerCount must be at least 1, got \(configuration.readerCount)")
         }
         // RETURNING (3.35) writes a group's events in one statement; Debian 12 ships 3.40.
         guard sqlite3_libversion_number() >= 3_035_000 else {
@@ -57,7 +58,8 @@ public final class Database: Sendable {
         }
         try Self.createParentDirectory(of: configuration.path)
         // An in-memory or URI-named database has no file to guard (nor a directory to lock in).
-        let isFile = !configuration.path.isEmpty && configuration.path != ":memory:" && !configuration.path.hasPrefix("file:")
+        let isFile =
+            !configuration.path.isEmpty && configuration.path != ":memory:" && !configuration.path.hasPrefix("file:")
         fileLock = configuration.exclusive && isFile ? try DatabaseFileLock(databasePath: configuration.path) : nil
         let writer = try SQLiteConnection.open(path: configuration.path)
         try Self.configure(writer, configuration)
@@ -173,10 +175,11 @@ public final class Database: Sendable {
         let checkpointer = self.checkpointer
         return try await withCheckedThrowingContinuation { continuation in
             checkpointQueue.async {
-                continuation.resume(with: Result {
-                    let row = try checkpointer.connection.query("PRAGMA wal_checkpoint(PASSIVE)").first
-                    return (try row?.int("log") ?? 0, try row?.int("checkpointed") ?? 0)
-                })
+                continuation.resume(
+                    with: Result {
+                        let row = try checkpointer.connection.query("PRAGMA wal_checkpoint(PASSIVE)").first
+                        return (try row?.int("log") ?? 0, try row?.int("checkpointed") ?? 0)
+                    })
             }
         }
     }
@@ -220,7 +223,9 @@ public final class Database: Sendable {
             var status = stat()
             if stat(made, &status) == 0 {
                 guard status.st_mode & S_IFMT == S_IFDIR else {
-                    throw StoreError(code: .io, message: "cannot use the data directory \(directory): \(made) is a file, not a directory")
+                    throw StoreError(
+                        code: .io,
+                        message: "cannot use the data directory \(directory): \(made) is a file, not a directory")
                 }
                 continue
             }
@@ -231,7 +236,9 @@ public final class Database: Sendable {
         }
         guard access(directory, W_OK | X_OK) == 0 else {
             let reason = DatabaseFileLock.describe(errno)
-            throw StoreError(code: .io, message: "cannot write in the data directory \(directory): \(reason) for user \(currentUserName())")
+            throw StoreError(
+                code: .io,
+                message: "cannot write in the data directory \(directory): \(reason) for user \(currentUserName())")
         }
     }
 
@@ -249,13 +256,16 @@ public final class Database: Sendable {
         guard mode?.lowercased() == "wal" else {
             throw StoreError(
                 code: .configuration,
-                message: "WAL mode did not take effect on \(configuration.path) (journal_mode is \(mode ?? "unknown")); an in-memory or unsupported file system cannot be used")
+                message:
+                    "WAL mode did not take effect on \(configuration.path) (journal_mode is \(mode ?? "unknown")); an in-memory or unsupported file system cannot be used"
+            )
         }
         // Each connection keeps up to 8 MiB of pages (SQLite's default is 2 MiB): a write of
         // thousands of event rows touches as many index pages, and re-reading them per write
         // grew its cost with the table.
         try connection.execute(
-            "PRAGMA synchronous=\(configuration.synchronous.rawValue); PRAGMA foreign_keys=ON; PRAGMA cache_size=-8192;")
+            "PRAGMA synchronous=\(configuration.synchronous.rawValue); PRAGMA foreign_keys=ON; PRAGMA cache_size=-8192;"
+        )
     }
 }
 

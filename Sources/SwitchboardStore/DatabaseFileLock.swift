@@ -45,10 +45,14 @@ final class DatabaseFileLock: Sendable {
             guard code == EWOULDBLOCK else {
                 throw StoreError(code: .io, message: "cannot lock \(path): \(describe(code))")
             }
-            let holder = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+            let holder =
+                count > 0
+                ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                : ""
             throw StoreError(
                 code: .locked,
-                message: "the database \(databasePath) is in use by another process\(holder.isEmpty ? "" : " (pid \(holder))"): "
+                message:
+                    "the database \(databasePath) is in use by another process\(holder.isEmpty ? "" : " (pid \(holder))"): "
                     + "one server per SQLite data directory; stop it, or give this one another dataDir")
         }
         let pid = Array("\(getpid())\n".utf8)

@@ -62,12 +62,15 @@ enum MigrationRunner {
                 code: .migration,
                 message: unknown > newest
                     ? "the database is at schema version \(current), newer than this build knows (\(newest)); refusing to use it"
-                    : "the database has migration \(unknown) applied, which this build does not know; refusing to use it")
+                    : "the database has migration \(unknown) applied, which this build does not know; refusing to use it"
+            )
         }
         if let missing = migrations.first(where: { $0.version < current && !applied.contains($0.version) }) {
             throw StoreError(
                 code: .migration,
-                message: "migration \(missing.version) '\(missing.name)' is older than the applied version \(current) but was never applied; refusing to apply it out of order")
+                message:
+                    "migration \(missing.version) '\(missing.name)' is older than the applied version \(current) but was never applied; refusing to apply it out of order"
+            )
         }
         var outcome = Outcome(version: current, applied: [])
         for migration in migrations where migration.version > current {
@@ -89,7 +92,8 @@ enum MigrationRunner {
         } catch let error as StoreError {
             throw StoreError(
                 code: .migration,
-                message: "migration \(migration.version) '\(migration.name)' failed and was rolled back: \(error.code): \(error.message)",
+                message:
+                    "migration \(migration.version) '\(migration.name)' failed and was rolled back: \(error.code): \(error.message)",
                 sql: error.sql ?? migration.sql, extendedCode: error.extendedCode)
         }
     }
@@ -100,7 +104,9 @@ enum MigrationRunner {
             guard migration.version > previous else {
                 throw StoreError(
                     code: .migration,
-                    message: "migration versions must be unique, at least 1 and ascending; \(migration.version) '\(migration.name)' follows \(previous)")
+                    message:
+                        "migration versions must be unique, at least 1 and ascending; \(migration.version) '\(migration.name)' follows \(previous)"
+                )
             }
             previous = migration.version
         }

@@ -116,7 +116,8 @@ public final class PostgresConnection {
     /// keepalives, so a peer that vanished (a partition, a paused VM) is noticed in about 30 s
     /// instead of the kernel's two hours.
     public static let defaultParameters: KeyValuePairs<String, String> = [
-        "connect_timeout": "10", "keepalives": "1", "keepalives_idle": "15", "keepalives_interval": "5", "keepalives_count": "3",
+        "connect_timeout": "10", "keepalives": "1", "keepalives_idle": "15", "keepalives_interval": "5",
+        "keepalives_count": "3",
     ]
 
     /// Connects to `url` (`postgresql://user@host:port/db`, or key=value pairs; a unix socket
@@ -173,12 +174,24 @@ public final class PostgresConnection {
         buffers.reserveCapacity(parameters.count)
         for parameter in parameters {
             switch parameter {
-            case .null: buffers.append(nil); formats.append(0)
-            case .text(let text): buffers.append(Array(text.utf8) + [0]); formats.append(0)
-            case .integer(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
-            case .real(let value): buffers.append(Array("\(value)".utf8) + [0]); formats.append(0)
-            case .boolean(let value): buffers.append(Array((value ? "t" : "f").utf8) + [0]); formats.append(0)
-            case .bytes(let bytes): buffers.append(bytes.isEmpty ? [0] : bytes); formats.append(1)  // a non-nil pointer, length 0
+            case .null:
+                buffers.append(nil)
+                formats.append(0)
+            case .text(let text):
+                buffers.append(Array(text.utf8) + [0])
+                formats.append(0)
+            case .integer(let value):
+                buffers.append(Array(String(value).utf8) + [0])
+                formats.append(0)
+            case .real(let value):
+                buffers.append(Array("\(value)".utf8) + [0])
+                formats.append(0)
+            case .boolean(let value):
+                buffers.append(Array((value ? "t" : "f").utf8) + [0])
+                formats.append(0)
+            case .bytes(let bytes):
+                buffers.append(bytes.isEmpty ? [0] : bytes)
+                formats.append(1)  // a non-nil pointer, length 0
             }
         }
         let lengths = parameters.map { parameter -> Int32 in
@@ -260,7 +273,9 @@ public final class PostgresConnection {
     /// Runs `body` in one transaction at `isolation`: committed when it returns, rolled back
     /// when it (or the commit) throws. A retryable failure (``PostgresError/isRetryable``) is
     /// the caller's to run again.
-    public func transaction<T>(_ isolation: PostgresIsolation = .readCommitted, _ body: (PostgresConnection) throws -> T) throws -> T {
+    public func transaction<T>(
+        _ isolation: PostgresIsolation = .readCommitted, _ body: (PostgresConnection) throws -> T
+    ) throws -> T {
         try execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
         do {
             let value = try body(self)
@@ -283,7 +298,8 @@ public final class PostgresConnection {
                 let text = String(cString: PQgetvalue(result, row, column))
                 switch types[Int(column)] {
                 case 20, 21, 23: return Int64(text).map(PostgresValue.integer) ?? .text(text)  // int8, int2, int4
-                case 1700: return Int64(text).map(PostgresValue.integer) ?? Double(text).map(PostgresValue.real) ?? .text(text)  // numeric
+                case 1700:
+                    return Int64(text).map(PostgresValue.integer) ?? Double(text).map(PostgresValue.real) ?? .text(text)  // numeric
                 case 700, 701: return Double(text).map(PostgresValue.real) ?? .text(text)  // float4, float8
                 case 16: return .boolean(text == "t")  // bool
                 case 17: return .bytes(Self.bytes(fromHex: text))  // bytea, text format \x…
@@ -351,7 +367,9 @@ public enum PostgresURL {
 
     /// The password text(s) a connection string holds, as written (percent-encoded or not).
     static func passwords(in url: String) -> [String] {
-        passwordRanges(in: url).map { String(url[$0]).trimmingCharacters(in: CharacterSet(charactersIn: "'")) }.filter { !$0.isEmpty }
+        passwordRanges(in: url).map { String(url[$0]).trimmingCharacters(in: CharacterSet(charactersIn: "'")) }.filter {
+            !$0.isEmpty
+        }
     }
 
     /// Where the passwords are, in order and apart: a URI's `user:password@`, and the value of
@@ -381,7 +399,9 @@ public enum PostgresURL {
             let start = index
             if index < url.endIndex, url[index] == "'" {
                 index = url.index(after: index)
-                while index < url.endIndex, url[index] != "'" || url[url.index(before: index)] == "\\" { index = url.index(after: index) }
+                while index < url.endIndex, url[index] != "'" || url[url.index(before: index)] == "\\" {
+                    index = url.index(after: index)
+                }
                 if index < url.endIndex { index = url.index(after: index) }
             } else {
                 while index < url.endIndex, url[index] != "&", url[index] != " " { index = url.index(after: index) }

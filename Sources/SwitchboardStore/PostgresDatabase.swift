@@ -66,10 +66,12 @@ public final class PostgresDatabase: Sendable {
     /// transaction left idle (a frozen process holding the write lock) ends after 60 s, a
     /// lock wait after 10 s (then the write is retried), a statement after 60 s.
     public static let sessionParameters = [
-        "options": "-c idle_in_transaction_session_timeout=60000 -c lock_timeout=10000 -c statement_timeout=60000",
+        "options": "-c idle_in_transaction_session_timeout=60000 -c lock_timeout=10000 -c statement_timeout=60000"
     ]
 
-    private static func connect(_ url: String, parameters: [String: String] = sessionParameters) throws -> PostgresConnection {
+    private static func connect(
+        _ url: String, parameters: [String: String] = sessionParameters
+    ) throws -> PostgresConnection {
         do {
             return try PostgresConnection(url: url, parameters: parameters)
         } catch {
@@ -94,7 +96,9 @@ public final class PostgresDatabase: Sendable {
         }
     }
 
-    private static func runWrite<T>(on connection: PostgresConnection, closed: ClosedFlag, _ body: (PostgresExecutor) throws -> T) throws -> T {
+    private static func runWrite<T>(
+        on connection: PostgresConnection, closed: ClosedFlag, _ body: (PostgresExecutor) throws -> T
+    ) throws -> T {
         var attempt = 1
         while true {
             var committing = false
@@ -113,7 +117,9 @@ public final class PostgresDatabase: Sendable {
                 // events must not be delivered as if written.
                 let tag = try connection.execute("COMMIT").command
                 guard tag == "COMMIT" else {
-                    throw StoreError(code: .unknown(0), message: "PostgreSQL answered COMMIT with \(tag): the transaction was rolled back")
+                    throw StoreError(
+                        code: .unknown(0),
+                        message: "PostgreSQL answered COMMIT with \(tag): the transaction was rolled back")
                 }
                 return value
             } catch {
@@ -160,7 +166,9 @@ public final class PostgresDatabase: Sendable {
         }
     }
 
-    private static func runRead<T>(on connection: PostgresConnection, _ body: (PostgresExecutor) throws -> T) throws -> T {
+    private static func runRead<T>(
+        on connection: PostgresConnection, _ body: (PostgresExecutor) throws -> T
+    ) throws -> T {
         if !connection.isOpen { try reset(connection) }
         let executor = PostgresExecutor(connection: connection)
         try executor.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [])
@@ -234,7 +242,9 @@ extension PostgresDatabase: SQLStore, StoreNotices {
         return try writerQueue.sync { try Self.runWrite(on: writer.connection, closed: closed) { try body($0) } }
     }
 
-    public func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+    public func snapshot<T: Sendable>(
+        onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T
+    ) async throws -> T {
         try await read { executor in try body(executor) }
     }
 

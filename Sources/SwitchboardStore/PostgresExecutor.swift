@@ -102,11 +102,21 @@ public final class PostgresExecutor: SQLExecutor {
         let code: StoreError.Code
         var constraint: StoreError.ConstraintKind?
         switch error.sqlState {
-        case "23505": code = .constraint; constraint = .unique
-        case "23503": code = .constraint; constraint = .foreignKey
-        case "23502": code = .constraint; constraint = .notNull
-        case "23514": code = .constraint; constraint = .check
-        case let state where state.hasPrefix("23"): code = .constraint; constraint = .other
+        case "23505":
+            code = .constraint
+            constraint = .unique
+        case "23503":
+            code = .constraint
+            constraint = .foreignKey
+        case "23502":
+            code = .constraint
+            constraint = .notNull
+        case "23514":
+            code = .constraint
+            constraint = .check
+        case let state where state.hasPrefix("23"):
+            code = .constraint
+            constraint = .other
         case _ where error.isRetryable: code = .busy
         case "25006": code = .readOnly
         case "53100": code = .full
@@ -115,7 +125,10 @@ public final class PostgresExecutor: SQLExecutor {
         case _ where error.isConnectionFailure: code = .io
         default: code = .unknown(0)
         }
-        let message = error.constraint.map { error.message.contains($0) ? error.message : "\(error.message) (\($0))" } ?? error.message
-        return StoreError(code: code, message: message, sql: error.sql, sqlState: error.sqlState, constraint: constraint)
+        let message =
+            error.constraint.map { error.message.contains($0) ? error.message : "\(error.message) (\($0))" }
+            ?? error.message
+        return StoreError(
+            code: code, message: message, sql: error.sql, sqlState: error.sqlState, constraint: constraint)
     }
 }

@@ -22,10 +22,15 @@ public final class PostgresListener: StoreNoticeListener {
     private let listening = Atomic<Int>(0)
 
     public init(
-        url: String, channel: String, onNotice: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable () -> Void = {}
+        url: String, channel: String, onNotice: @escaping @Sendable (String) -> Void,
+        onListening: @escaping @Sendable () -> Void = {}
     ) throws {
-        guard !channel.isEmpty, channel.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }) else {
-            throw StoreError(code: .misuse, message: "the channel name '\(channel)' must be lowercase letters, digits and underscores")
+        guard !channel.isEmpty,
+            channel.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 })
+        else {
+            throw StoreError(
+                code: .misuse,
+                message: "the channel name '\(channel)' must be lowercase letters, digits and underscores")
         }
         self.url = url
         self.channel = channel

@@ -120,7 +120,9 @@ final class ReaderPool<Connection: StoreConnection>: Sendable {
 
 /// The error a waiter for a reader gets. A free function: the pool's generic metatype is not
 /// Sendable, so the continuation's closure must not reach it through `Self`.
-private func readerPoolError(for failure: ReaderPoolStateMachine<CheckedContinuation<Int, any Error>>.Failure) -> any Error {
+private func readerPoolError(
+    for failure: ReaderPoolStateMachine<CheckedContinuation<Int, any Error>>.Failure
+) -> any Error {
     switch failure {
     case .closed: StoreError.closed()
     case .cancelled: CancellationError()

@@ -27,7 +27,9 @@ public protocol SQLStore: Sendable {
     /// Runs `body` on one consistent snapshot and returns its result. `onReaderQueue` asks for
     /// a thread of the store's own even where small reads would run on the caller's (a read
     /// that may scan a whole table).
-    func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+    func snapshot<T: Sendable>(
+        onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T
+    ) async throws -> T
 
     /// Answers whether the store can serve a read now (`SELECT 1`); throws when it cannot.
     func probe() async throws
@@ -83,7 +85,9 @@ extension Database: SQLStore {
         try await write({ connection in try body(connection) }, afterCommit: afterCommit)
     }
 
-    public func snapshot<T: Sendable>(onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+    public func snapshot<T: Sendable>(
+        onReaderQueue: Bool, _ body: @escaping @Sendable (any SQLExecutor) throws -> T
+    ) async throws -> T {
         try await read(onReaderQueue: onReaderQueue) { connection in try body(connection) }
     }
 

@@ -101,7 +101,9 @@ public final class SQLiteConnection {
             return entry.statement
         }
         let statement = try SQLiteStatement(db: db, sql: sql, persistent: true)
-        if cache.count >= Self.statementCacheCapacity, let oldest = cache.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+        if cache.count >= Self.statementCacheCapacity,
+            let oldest = cache.min(by: { $0.value.lastUse < $1.value.lastUse })
+        {
             // Not finalized here: a caller may still hold it; its deinit finalizes it.
             cache.removeValue(forKey: oldest.key)
         }

@@ -64,7 +64,8 @@ public struct SQLiteRow: Sendable {
 
     /// The case of `T` a non-null `TEXT` column spells. A text that spells none throws
     /// ``StoreError/Code/corrupt``: a stored value is never read as some other one.
-    public func value<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws -> T where T.RawValue == String {
+    public func value<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws -> T
+    where T.RawValue == String {
         let text = try string(name)
         guard let value = T(rawValue: text) else {
             throw StoreError(code: .corrupt, message: "column '\(name)' holds '\(text)', which is not a \(T.self)")
@@ -73,7 +74,8 @@ public struct SQLiteRow: Sendable {
     }
 
     /// ``value(_:as:)`` for a column that may be `NULL` (then nil).
-    public func optionalValue<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws -> T? where T.RawValue == String {
+    public func optionalValue<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws -> T?
+    where T.RawValue == String {
         try optionalString(name) == nil ? nil : try value(name, as: type)
     }
 
@@ -104,12 +106,16 @@ public struct SQLiteRow: Sendable {
 
     /// A non-null `INTEGER` column as a boolean: 0 is `false`, any other integer is `true`.
     public func bool(_ name: String) throws -> Bool {
-        try required(name, expected: "INTEGER (boolean)") { if case .integer(let value) = $0 { value != 0 } else { nil } }
+        try required(name, expected: "INTEGER (boolean)") {
+            if case .integer(let value) = $0 { value != 0 } else { nil }
+        }
     }
 
     /// An `INTEGER` column as a boolean, or `nil` for `NULL`.
     public func optionalBool(_ name: String) throws -> Bool? {
-        try optional(name, expected: "INTEGER (boolean)") { if case .integer(let value) = $0 { value != 0 } else { nil } }
+        try optional(name, expected: "INTEGER (boolean)") {
+            if case .integer(let value) = $0 { value != 0 } else { nil }
+        }
     }
 
     /// A non-null `REAL` column; an `INTEGER` value is converted.
@@ -151,7 +157,8 @@ public struct SQLiteRow: Sendable {
         if value.isNull {
             throw StoreError(
                 code: .typeMismatch,
-                message: "column '\(name)' is NULL, expected \(expected) (use the optional accessor for a nullable column)")
+                message:
+                    "column '\(name)' is NULL, expected \(expected) (use the optional accessor for a nullable column)")
         }
         guard let converted = convert(value) else { throw mismatch(name, value, expected) }
         return converted

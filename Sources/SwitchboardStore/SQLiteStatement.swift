@@ -147,9 +147,10 @@ public final class SQLiteStatement {
 
     private static func columns(of handle: OpaquePointer) -> SQLiteColumns {
         let count = sqlite3_column_count(handle)
-        return SQLiteColumns(names: (0..<count).map { index in
-            sqlite3_column_name(handle, index).map { String(cString: $0) } ?? ""
-        })
+        return SQLiteColumns(
+            names: (0..<count).map { index in
+                sqlite3_column_name(handle, index).map { String(cString: $0) } ?? ""
+            })
     }
 
     private static func values(of handle: OpaquePointer, count: Int) -> [SQLiteValue] {

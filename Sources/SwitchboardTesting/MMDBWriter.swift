@@ -225,7 +225,9 @@ public struct MMDBWriter: Sendable {
             let length = Int(lengthText)
         else { throw InvalidNetwork(text: text, reason: "the prefix length is not a number") }
         let addressText = String(parts[0])
-        guard !addressText.utf8.contains(0) else { throw InvalidNetwork(text: text, reason: "the address contains a NUL byte") }
+        guard !addressText.utf8.contains(0) else {
+            throw InvalidNetwork(text: text, reason: "the address contains a NUL byte")
+        }
 
         var address: [UInt8]
         var prefixLength: Int
@@ -236,7 +238,9 @@ public struct MMDBWriter: Sendable {
             address = [UInt8](repeating: 0, count: 12) + withUnsafeBytes(of: v4) { Array($0) }
             prefixLength = 96 + length
         } else if inet_pton(AF_INET6, addressText, &v6) == 1 {
-            guard length <= 128 else { throw InvalidNetwork(text: text, reason: "an IPv6 prefix length is at most 128") }
+            guard length <= 128 else {
+                throw InvalidNetwork(text: text, reason: "an IPv6 prefix length is at most 128")
+            }
             address = withUnsafeBytes(of: v6) { Array($0) }
             prefixLength = length
         } else {

@@ -53,7 +53,9 @@ public enum ProcessLauncher {
     /// Runs `executable` with `arguments` to its end, on a thread of its own (off the
     /// cooperative pool), and returns its exit status and standard output; standard error is
     /// dropped.
-    public static func output(of executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+    public static func output(
+        of executable: String, _ arguments: [String]
+    ) async throws -> (status: Int32, output: String) {
         try await offPool {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)

@@ -29,7 +29,9 @@ public final class RawClient: Sendable {
         address.sin_port = UInt16(port).bigEndian
         inet_pton(AF_INET, host, &address.sin_addr)
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if result != 0 {
             close(fd)
@@ -51,14 +53,18 @@ public final class RawClient: Sendable {
     public func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if written <= 0 { return }
             offset += written
         }
     }
 
     /// Reads until the peer closes, the timeout passes, or `until` says the bytes are enough.
-    public func receive(timeout: Double = generousWait, until done: @escaping @Sendable (String) -> Bool = { _ in false }) async -> (text: String, closed: Bool) {
+    public func receive(
+        timeout: Double = generousWait, until done: @escaping @Sendable (String) -> Bool = { _ in false }
+    ) async -> (text: String, closed: Bool) {
         await offPool { self.receiveBlocking(timeout: timeout, until: done) }
     }
 
@@ -120,7 +126,6 @@ public final class RawClient: Sendable {
         return responses
     }
 }
-
 
 /// A failed `connect`.
 public struct ConnectError: Error, Sendable {

@@ -65,7 +65,9 @@ public struct CallDirectoryChanges: Codable, Sendable, Equatable {
     public var blocking: CallDirectoryBlockingChanges
     public var identification: CallDirectoryIdentificationChanges
 
-    public init(blocking: CallDirectoryBlockingChanges = .init(), identification: CallDirectoryIdentificationChanges = .init()) {
+    public init(
+        blocking: CallDirectoryBlockingChanges = .init(), identification: CallDirectoryIdentificationChanges = .init()
+    ) {
         self.blocking = blocking
         self.identification = identification
     }
@@ -73,13 +75,17 @@ public struct CallDirectoryChanges: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         blocking = try container.decodeUnlessAbsent(CallDirectoryBlockingChanges.self, forKey: .blocking) ?? .init()
-        identification = try container.decodeUnlessAbsent(CallDirectoryIdentificationChanges.self, forKey: .identification) ?? .init()
+        identification =
+            try container.decodeUnlessAbsent(CallDirectoryIdentificationChanges.self, forKey: .identification)
+            ?? .init()
     }
 
     enum CodingKeys: String, CodingKey { case blocking, identification }
 
     /// How many entries the changes name.
-    public var count: Int { blocking.add.count + blocking.remove.count + identification.add.count + identification.remove.count }
+    public var count: Int {
+        blocking.add.count + blocking.remove.count + identification.add.count + identification.remove.count
+    }
 }
 
 /// `GET /call-directory?since=V`: the user's effective list (their own entries and their
@@ -95,7 +101,10 @@ public struct CallDirectoryList: Codable, Sendable, Equatable {
     public var blocking: CallDirectoryBlockingChanges
     public var identification: CallDirectoryIdentificationChanges
 
-    public init(version: Int64, incremental: Bool, blocking: CallDirectoryBlockingChanges, identification: CallDirectoryIdentificationChanges) {
+    public init(
+        version: Int64, incremental: Bool, blocking: CallDirectoryBlockingChanges,
+        identification: CallDirectoryIdentificationChanges
+    ) {
         self.version = version
         self.incremental = incremental
         self.blocking = blocking
@@ -131,7 +140,9 @@ public struct Organization: Codable, Sendable, Equatable {
     public var blockingCount: Int
     public var identificationCount: Int
 
-    public init(id: String, name: String, createdAt: String, memberCount: Int, blockingCount: Int, identificationCount: Int) {
+    public init(
+        id: String, name: String, createdAt: String, memberCount: Int, blockingCount: Int, identificationCount: Int
+    ) {
         self.id = id
         self.name = name
         self.createdAt = createdAt

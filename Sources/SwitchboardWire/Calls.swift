@@ -69,8 +69,10 @@ public struct CallInfo: Codable, Sendable, Equatable {
     public var participants: [CallParticipantInfo]
 
     public init(
-        id: String, scopeKind: ScopeKind, scopeId: String, mode: CallMode, state: CallState, endReason: EndReason?, createdBy: String,
-        createdAt: String, answeredAt: String?, endedAt: String?, invitations: [CallInvitationInfo], participants: [CallParticipantInfo]
+        id: String, scopeKind: ScopeKind, scopeId: String, mode: CallMode, state: CallState, endReason: EndReason?,
+        createdBy: String,
+        createdAt: String, answeredAt: String?, endedAt: String?, invitations: [CallInvitationInfo],
+        participants: [CallParticipantInfo]
     ) {
         self.id = id
         self.scopeKind = scopeKind
@@ -87,7 +89,8 @@ public struct CallInfo: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, scopeKind, scopeId, mode, state, endReason, createdBy, createdAt, answeredAt, endedAt, invitations, participants
+        case id, scopeKind, scopeId, mode, state, endReason, createdBy, createdAt, answeredAt, endedAt, invitations,
+            participants
     }
 
     /// Writes `null` for what does not apply yet.

@@ -100,7 +100,8 @@ public struct E2EEItem: Codable, Sendable, Equatable {
     public var createdAt: String
 
     public init(
-        sequence: Int64, messageId: String, kind: String, senderUserId: String, senderDeviceId: String, ciphertext: String,
+        sequence: Int64, messageId: String, kind: String, senderUserId: String, senderDeviceId: String,
+        ciphertext: String,
         conversationId: String?, groupId: String?, createdAt: String
     ) {
         self.sequence = sequence

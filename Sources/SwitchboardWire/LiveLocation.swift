@@ -23,7 +23,8 @@ public struct LiveLocation: Codable, Sendable, Equatable {
 
     /// Creates the value.
     public init(
-        userId: String, conversationId: String?, groupId: String?, latitude: Double, longitude: Double, accuracy: Double,
+        userId: String, conversationId: String?, groupId: String?, latitude: Double, longitude: Double,
+        accuracy: Double,
         startedAt: String, updatedAt: String, expiresAt: String
     ) {
         self.userId = userId

@@ -53,7 +53,9 @@ public struct RegisterVoIPDevice: Codable, Sendable, Equatable {
     /// The key this device's VoIP pushes are encrypted with (SPEC §3); none: plain pushes.
     public var payloadKey: PayloadKeyRegistration?
 
-    public init(deviceId: String, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration? = nil) {
+    public init(
+        deviceId: String, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration? = nil
+    ) {
         self.deviceId = deviceId
         self.pushToken = pushToken
         self.environment = environment
@@ -85,7 +87,10 @@ public struct VoIPDevice: Codable, Sendable, Equatable {
     public var payloadKeyId: String?
     public var updatedAt: String
 
-    public init(deviceId: String, environment: PushEnvironment, tokenSuffix: String, payloadKeyId: String? = nil, updatedAt: String) {
+    public init(
+        deviceId: String, environment: PushEnvironment, tokenSuffix: String, payloadKeyId: String? = nil,
+        updatedAt: String
+    ) {
         self.deviceId = deviceId
         self.environment = environment
         self.tokenSuffix = tokenSuffix
@@ -121,7 +126,9 @@ public struct RegisterPushDevice: Codable, Sendable, Equatable {
     /// `vivo` on Android.
     public var tokens: [String: PushTokenRegistration]
 
-    public init(deviceId: String, platform: DevicePlatform, brand: String? = nil, tokens: [String: PushTokenRegistration]) {
+    public init(
+        deviceId: String, platform: DevicePlatform, brand: String? = nil, tokens: [String: PushTokenRegistration]
+    ) {
         self.deviceId = deviceId
         self.platform = platform
         self.brand = brand
@@ -155,7 +162,8 @@ public struct PushDeviceInfo: Codable, Sendable, Equatable {
     public var tokens: [PushTokenInfo]
     public var updatedAt: String
 
-    public init(deviceId: String, platform: DevicePlatform, brand: String?, tokens: [PushTokenInfo], updatedAt: String) {
+    public init(deviceId: String, platform: DevicePlatform, brand: String?, tokens: [PushTokenInfo], updatedAt: String)
+    {
         self.deviceId = deviceId
         self.platform = platform
         self.brand = brand

@@ -15,7 +15,8 @@ public struct ScheduledCall: Codable, Sendable, Equatable {
     public var callId: String?
 
     public init(
-        id: String, groupId: String, title: String?, mode: CallMode, startsAt: String, createdBy: String, createdAt: String, callId: String?
+        id: String, groupId: String, title: String?, mode: CallMode, startsAt: String, createdBy: String,
+        createdAt: String, callId: String?
     ) {
         self.id = id
         self.groupId = groupId

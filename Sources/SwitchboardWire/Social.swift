@@ -93,7 +93,9 @@ public struct Message: Codable, Sendable, Equatable {
     public var text: String
     public var createdAt: String
 
-    public init(id: String, conversationId: String?, groupId: String?, senderId: String, text: String, createdAt: String) {
+    public init(
+        id: String, conversationId: String?, groupId: String?, senderId: String, text: String, createdAt: String
+    ) {
         self.id = id
         self.conversationId = conversationId
         self.groupId = groupId
@@ -176,7 +178,8 @@ public struct Conversation: Codable, Sendable, Equatable {
     /// Both participants' read markers.
     public var readMarkers: [ReadMarker]
 
-    public init(id: String, peer: User, isFriend: Bool, canInteract: Bool, createdAt: String, readMarkers: [ReadMarker]) {
+    public init(id: String, peer: User, isFriend: Bool, canInteract: Bool, createdAt: String, readMarkers: [ReadMarker])
+    {
         self.id = id
         self.peer = peer
         self.isFriend = isFriend
@@ -206,7 +209,9 @@ public struct Group: Codable, Sendable, Equatable {
     public var members: [GroupMember]
     public var readMarkers: [ReadMarker]
 
-    public init(id: String, name: String, ownerId: String, createdAt: String, members: [GroupMember], readMarkers: [ReadMarker]) {
+    public init(
+        id: String, name: String, ownerId: String, createdAt: String, members: [GroupMember], readMarkers: [ReadMarker]
+    ) {
         self.id = id
         self.name = name
         self.ownerId = ownerId

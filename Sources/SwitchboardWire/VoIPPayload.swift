@@ -15,7 +15,8 @@ public struct VoIPPayload: Codable, Sendable, Equatable {
     public var ext: [String: String]?
 
     public init(
-        callId: String, scopeKind: ScopeKind, scopeId: String, mode: CallMode, callerName: String?, groupName: String? = nil,
+        callId: String, scopeKind: ScopeKind, scopeId: String, mode: CallMode, callerName: String?,
+        groupName: String? = nil,
         ext: [String: String]? = nil
     ) {
         self.callId = callId

@@ -9,7 +9,8 @@
 /// let state = CallState(rawValue: "ringing")     // .ringing
 /// let later = CallState(rawValue: "on_hold")     // .unknown("on_hold")
 /// ```
-public protocol WireEnum: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible where RawValue == String {
+public protocol WireEnum: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible
+where RawValue == String {
     /// Every case this version knows (all but `unknown`).
     static var known: [Self] { get }
     /// A string this version does not know. Never holds one of `known`'s strings when made by

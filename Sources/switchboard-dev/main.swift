@@ -17,17 +17,28 @@ let program = CommandLineProgram(
         binary, switchboard, does not contain them.
         """,
     commands: [
-        .init("demo", summary: "Play eight call scenarios: server, push emulator and simulated phones in one process.", help: DemoCommand.help),
+        .init(
+            "demo", summary: "Play eight call scenarios: server, push emulator and simulated phones in one process.",
+            help: DemoCommand.help),
         .init("bench", help: BenchCommand.help, listed: false),
-        .init("bench wakeup", summary: "Wake-up latency and call setup of simulated phones over weak networks.", help: BenchCommand.help(of: "wakeup")!),
-        .init("bench relay", summary: "The built-in audio relay under load (concurrent calls, loss, latency, CPU).", help: BenchCommand.help(of: "relay")!),
-        .init("proxy", summary: "A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).", help: ProxyCommand.help),
+        .init(
+            "bench wakeup", summary: "Wake-up latency and call setup of simulated phones over weak networks.",
+            help: BenchCommand.help(of: "wakeup")!),
+        .init(
+            "bench relay", summary: "The built-in audio relay under load (concurrent calls, loss, latency, CPU).",
+            help: BenchCommand.help(of: "relay")!),
+        .init(
+            "proxy", summary: "A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).",
+            help: ProxyCommand.help),
         .init(
             "push-emulator", aliases: ["apns-emulator"],
-            summary: "Run local stand-ins for APNs, FCM, Huawei, Xiaomi, OPPO and vivo.", help: APNsEmulatorCommand.help),
+            summary: "Run local stand-ins for APNs, FCM, Huawei, Xiaomi, OPPO and vivo.", help: APNsEmulatorCommand.help
+        ),
     ],
-    elsewhere: ["serve": "the server is 'switchboard serve'.", "backup": "it is the server's: 'switchboard backup'.",
-                "copy-to-postgres": "it is the server's: 'switchboard copy-to-postgres'."])
+    elsewhere: [
+        "serve": "the server is 'switchboard serve'.", "backup": "it is the server's: 'switchboard backup'.",
+        "copy-to-postgres": "it is the server's: 'switchboard copy-to-postgres'.",
+    ])
 
 let runs: [String: ([String]) -> Int32] = [
     "demo": DemoCommand.run,

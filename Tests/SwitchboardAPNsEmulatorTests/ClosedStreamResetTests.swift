@@ -28,7 +28,8 @@ import SwitchboardTesting
                 for seed in 0..<30 {
                     let token = Fixture.deviceToken(0x500 + seed)
                     let response = try await client.send(
-                        HTTP2Request(method: "POST", path: "/3/device/\(token)", headers: headers, body: Fixture.payload()))
+                        HTTP2Request(
+                            method: "POST", path: "/3/device/\(token)", headers: headers, body: Fixture.payload()))
                     statuses[response.status, default: 0] += 1
                 }
                 for batch in 0..<5 {
@@ -37,7 +38,9 @@ import SwitchboardTesting
                             let token = Fixture.deviceToken(0x600 + batch * 20 + seed)
                             group.addTask {
                                 try await client.send(
-                                    HTTP2Request(method: "POST", path: "/3/device/\(token)", headers: headers, body: Fixture.payload())
+                                    HTTP2Request(
+                                        method: "POST", path: "/3/device/\(token)", headers: headers,
+                                        body: Fixture.payload())
                                 ).status
                             }
                         }

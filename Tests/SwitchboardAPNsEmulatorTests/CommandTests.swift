@@ -53,15 +53,18 @@ import SwitchboardCLI
     }
 
     @Test func readsThePublicKeyAndFaultFilesIntoTheConfiguration() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-emulator-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "apns-emulator-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("key.pem").path
         let faultsFile = directory.appendingPathComponent("faults.json").path
         try Fixture.key.publicKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
-        try #"{"faults":[{"kind":"refuseStream","count":1}]}"#.write(toFile: faultsFile, atomically: true, encoding: .utf8)
+        try #"{"faults":[{"kind":"refuseStream","count":1}]}"#.write(
+            toFile: faultsFile, atomically: true, encoding: .utf8)
 
-        let configuration = try Options(parsing: ["--public-key", keyFile, "--faults", faultsFile, "--tls"]).configuration()
+        let configuration = try Options(parsing: ["--public-key", keyFile, "--faults", faultsFile, "--tls"])
+            .configuration()
         #expect(configuration.publicKey?.pem == Fixture.key.publicKeyPEM)
         #expect(configuration.faults == [APNsFault(.refuseStream, count: 1)])
         #expect(configuration.tls == APNsEmulatorTLS())
@@ -77,7 +80,8 @@ import SwitchboardCLI
     @Test func theHelpDocumentsTheEndpointsAndTheUnsignedMode() {
         for needle in [
             "--public-key FILE", "the signature is NOT", "GET /inbox/<token>?after=N&wait=S", "POST /control/faults",
-            "DELETE /control/faults", "GET /control/stats", "goawayAfter", "refuseStream", "BadPayload", "--ca-out FILE",
+            "DELETE /control/faults", "GET /control/stats", "goawayAfter", "refuseStream", "BadPayload",
+            "--ca-out FILE",
         ] {
             #expect(APNsEmulatorCommand.help.contains(needle), "\(needle)")
         }

@@ -116,7 +116,8 @@ import SwitchboardTesting
     @Test func aLongPollReturnsAsSoonAsAPushArrives() async throws {
         try await withEmulator { emulator, port in
             let token = Fixture.deviceToken(4)
-            async let polled = exchange(port: port, [TestRequest("GET", "/inbox/\(token)?after=0&wait=30")], timeout: 40)
+            async let polled = exchange(
+                port: port, [TestRequest("GET", "/inbox/\(token)?after=0&wait=30")], timeout: 40)
             #expect(await eventually { emulator.stats.longPollsWaiting == 1 })
             let pushed = try await exchange(port: port, [Fixture.push(to: token, callID: "ring")])
             #expect(pushed.responses[0].status == 200)
@@ -157,7 +158,8 @@ import SwitchboardTesting
                     TestRequest("POST", "/control/faults", body: Array(#"{"kind":"nonsense"}"#.utf8)),
                 ])
             #expect(setUp.responses[0].status == 200)
-            #expect(setUp.responses[0].bodyText == #"{"faults":[{"kind":"unregistered","token":"\#(token)","count":1}]}"#)
+            #expect(
+                setUp.responses[0].bodyText == #"{"faults":[{"kind":"unregistered","token":"\#(token)","count":1}]}"#)
             #expect(setUp.responses[1].status == 400)
             #expect(setUp.responses[1].bodyText.contains("unknown kind"))
 

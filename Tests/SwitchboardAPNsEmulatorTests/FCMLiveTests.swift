@@ -25,30 +25,36 @@ struct FCMLiveTests {
     }
 
     static func serviceAccount(tokenURI: String) throws -> [UInt8] {
-        Array(try JSONSerialization.data(withJSONObject: [
-            "type": "service_account", "project_id": "switchboard-test", "private_key_id": "k1", "private_key": try key.pkcs8PEM(),
-            "client_email": "push@switchboard-test.iam.gserviceaccount.com", "token_uri": tokenURI,
-        ]))
+        Array(
+            try JSONSerialization.data(withJSONObject: [
+                "type": "service_account", "project_id": "switchboard-test", "private_key_id": "k1",
+                "private_key": try key.pkcs8PEM(),
+                "client_email": "push@switchboard-test.iam.gserviceaccount.com", "token_uri": tokenURI,
+            ]))
     }
 
     static func rig(account accountKey: RS256PrivateKey = key) async throws -> Rig {
         var configuration = APNsEmulatorConfiguration(port: 0)
         configuration.fcmAccount = FCMEmulatorAccount(
-            projectID: "switchboard-test", clientEmail: "push@switchboard-test.iam.gserviceaccount.com", publicKey: accountKey.publicKey)
+            projectID: "switchboard-test", clientEmail: "push@switchboard-test.iam.gserviceaccount.com",
+            publicKey: accountKey.publicKey)
         let emulator = APNsEmulator(configuration: configuration)
         let address = try emulator.start()
         let base = "http://127.0.0.1:\(address.port)"
         let account = try FCMServiceAccount(json: try serviceAccount(tokenURI: base + "/token"))
-        let transport = try FCMTransport(account: account, baseURL: base, caFile: nil, connections: 1, requestTimeout: .seconds(10))
+        let transport = try FCMTransport(
+            account: account, baseURL: base, caFile: nil, connections: 1, requestTimeout: .seconds(10))
         return Rig(emulator: emulator, transport: transport, base: base)
     }
 
     static func job(_ token: String, id: String = UUID().uuidString.lowercased()) throws -> PushJob {
         let data = try FCMMessage.ringData(
-            callID: "call-1", scopeKind: "conversation", scopeID: "conv-1", mode: "audio", callerName: "Ada", groupName: nil,
+            callID: "call-1", scopeKind: "conversation", scopeID: "conv-1", mode: "audio", callerName: "Ada",
+            groupName: nil,
             expiresAt: Date().addingTimeInterval(30), now: Date())
         return PushJob(
-            id: id, callID: "call-1", userID: "u1", channel: "fcm", token: token, environment: "", payload: data, headers: [], attempts: 0,
+            id: id, callID: "call-1", userID: "u1", channel: "fcm", token: token, environment: "", payload: data,
+            headers: [], attempts: 0,
             expiresAt: Date().addingTimeInterval(30))
     }
 
@@ -58,7 +64,8 @@ struct FCMLiveTests {
         for _ in 0..<5 {
             #expect(await rig.transport.send(try Self.job(token)) == .response(status: 200, reason: nil))
         }
-        #expect(rig.transport.tokenFetches == 1 && rig.emulator.fcmAccessTokensIssued == 1, "the access token is cached")
+        #expect(
+            rig.transport.tokenFetches == 1 && rig.emulator.fcmAccessTokensIssued == 1, "the access token is cached")
         let inbox = rig.emulator.fcmInbox(token: token)
         #expect(inbox.count == 5)
         let first = try #require(inbox.first)
@@ -79,21 +86,33 @@ struct FCMLiveTests {
         var settings = HTTP2ClientConfiguration(baseURL: rig.base)
         settings.priorKnowledge = true
         let control = try HTTP2Client(configuration: settings)
-        let script = #"{"faults":[{"token":"gone","error":"UNREGISTERED"},{"token":"busy","error":"QUOTA_EXCEEDED","retryAfter":7},{"token":"stale","error":"UNAUTHENTICATED"}]}"#
-        let added = try await control.send(HTTP2Request(method: "POST", path: "/fcm/control/faults", headers: [("content-type", "application/json")], body: Array(script.utf8)))
+        let script =
+            #"{"faults":[{"token":"gone","error":"UNREGISTERED"},{"token":"busy","error":"QUOTA_EXCEEDED","retryAfter":7},{"token":"stale","error":"UNAUTHENTICATED"}]}"#
+        let added = try await control.send(
+            HTTP2Request(
+                method: "POST", path: "/fcm/control/faults", headers: [("content-type", "application/json")],
+                body: Array(script.utf8)))
         await control.shutdown()
         #expect(added.status == 204)
         #expect(await rig.transport.send(try Self.job("gone")) == .response(status: 404, reason: "UNREGISTERED"))
-        #expect(await rig.transport.send(try Self.job("busy")) == .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 7))
-        #expect(await rig.transport.send(try Self.job("bad token")) == .response(status: 400, reason: FCMError.invalidRegistrationToken))
+        #expect(
+            await rig.transport.send(try Self.job("busy"))
+                == .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 7))
+        #expect(
+            await rig.transport.send(try Self.job("bad token"))
+                == .response(status: 400, reason: FCMError.invalidRegistrationToken))
         #expect(rig.transport.tokenFetches == 1)
         // FCM rejects the access token: the next request fetches a new one, and later ones reuse it.
         #expect(await rig.transport.send(try Self.job("stale")) == .response(status: 401, reason: "UNAUTHENTICATED"))
         #expect(await rig.transport.send(try Self.job("fine")) == .response(status: 200, reason: nil))
         #expect(await rig.transport.send(try Self.job("fine")) == .response(status: 200, reason: nil))
-        #expect(rig.transport.tokenFetches == 2 && rig.emulator.fcmAccessTokensIssued == 2, "one refresh after the rejection")
+        #expect(
+            rig.transport.tokenFetches == 2 && rig.emulator.fcmAccessTokensIssued == 2,
+            "one refresh after the rejection")
         let channel = FCMChannel(transport: rig.transport)
-        #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 90)) == PushVerdict(action: .retry, reason: "QUOTA_EXCEEDED", retryAfter: 90))
+        #expect(
+            channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 90))
+                == PushVerdict(action: .retry, reason: "QUOTA_EXCEEDED", retryAfter: 90))
         #expect(channel.verdict(for: .response(status: 404, reason: "UNREGISTERED")).action == .deleteToken)
         await rig.stop()
     }
@@ -104,7 +123,8 @@ struct FCMLiveTests {
         let offset = Mutex<TimeInterval>(0)
         var configuration = APNsEmulatorConfiguration(port: 0)
         configuration.fcmAccount = FCMEmulatorAccount(
-            projectID: "switchboard-test", clientEmail: "push@switchboard-test.iam.gserviceaccount.com", publicKey: Self.key.publicKey)
+            projectID: "switchboard-test", clientEmail: "push@switchboard-test.iam.gserviceaccount.com",
+            publicKey: Self.key.publicKey)
         configuration.fcmAccessTokenSeconds = 330  // 5 min 30 s
         let emulator = APNsEmulator(configuration: configuration)
         let base = "http://127.0.0.1:\(try emulator.start().port)"
@@ -116,7 +136,9 @@ struct FCMLiveTests {
         #expect(transport.tokenFetches == 1)
         offset.withLock { $0 = 40 }  // inside the token's last five minutes (and within the assertion's 60 s of slack)
         #expect(await transport.send(try Self.job("a")) == .response(status: 200, reason: nil))
-        #expect(await eventually { transport.tokenFetches == 2 && emulator.fcmAccessTokensIssued == 2 }, "refreshed in the background")
+        #expect(
+            await eventually { transport.tokenFetches == 2 && emulator.fcmAccessTokensIssued == 2 },
+            "refreshed in the background")
         #expect(await transport.send(try Self.job("a")) == .response(status: 200, reason: nil))
         #expect(transport.tokenFetches == 2, "the new token is used from then on")
         await transport.shutdown()
@@ -144,15 +166,18 @@ struct HuaweiLiveTests {
         let emulator = APNsEmulator(configuration: configuration)
         let base = "http://127.0.0.1:\(try emulator.start().port)"
         let transport = try HuaweiTransport(
-            appID: "104857600", appSecret: secret, baseURL: base, tokenURL: base + "/oauth2/v3/token", caFile: nil, connections: 1,
+            appID: "104857600", appSecret: secret, baseURL: base, tokenURL: base + "/oauth2/v3/token", caFile: nil,
+            connections: 1,
             requestTimeout: .seconds(10))
         return (emulator, transport)
     }
 
     static func job(_ token: String) throws -> PushJob {
         PushJob(
-            id: UUID().uuidString.lowercased(), callID: "call-9", userID: "u", channel: "huawei", token: token, environment: "",
-            payload: Array(#"{"callId":"call-9","type":"call"}"#.utf8), headers: [], attempts: 0, expiresAt: Date().addingTimeInterval(30))
+            id: UUID().uuidString.lowercased(), callID: "call-9", userID: "u", channel: "huawei", token: token,
+            environment: "",
+            payload: Array(#"{"callId":"call-9","type":"call"}"#.utf8), headers: [], attempts: 0,
+            expiresAt: Date().addingTimeInterval(30))
     }
 
     @Test func ringsArriveAndTheResultCodesComeBack() async throws {
@@ -171,12 +196,16 @@ struct HuaweiLiveTests {
         var settings = HTTP2ClientConfiguration(baseURL: "http://127.0.0.1:\(try #require(emulator.address).port)")
         settings.priorKnowledge = true
         let control = try HTTP2Client(configuration: settings)
-        let scripted = try await control.send(HTTP2Request(
-            method: "POST", path: "/huawei/control/faults", headers: [("content-type", "application/json")],
-            body: Array(#"{"token":"busy","codes":["80100003"]}"#.utf8)))
+        let scripted = try await control.send(
+            HTTP2Request(
+                method: "POST", path: "/huawei/control/faults", headers: [("content-type", "application/json")],
+                body: Array(#"{"token":"busy","codes":["80100003"]}"#.utf8)))
         #expect(scripted.status == 204)
-        let read = try await control.send(HTTP2Request(method: "GET", path: "/huawei/inbox/\(token)?after=0", headers: [], body: []))
-        #expect(((try JSONSerialization.jsonObject(with: Data(read.body)) as? [String: Any])?["messages"] as? [Any])?.count == 2)
+        let read = try await control.send(
+            HTTP2Request(method: "GET", path: "/huawei/inbox/\(token)?after=0", headers: [], body: []))
+        #expect(
+            ((try JSONSerialization.jsonObject(with: Data(read.body)) as? [String: Any])?["messages"] as? [Any])?.count
+                == 2)
         await control.shutdown()
         #expect(await transport.send(try Self.job("busy")) == .response(status: 200, reason: "80100003"))
         emulator.addHuaweiCodes(["80300007"], token: "dead")

@@ -14,13 +14,16 @@ import SwitchboardTesting
 
     static let answerFaults: [AnswerFault] = [
         AnswerFault(fault: APNsFault(.unregistered, count: 1), status: 410, reason: "Unregistered"),
-        AnswerFault(fault: APNsFault(.unregistered, count: 1, reason: "ExpiredToken"), status: 410, reason: "ExpiredToken"),
+        AnswerFault(
+            fault: APNsFault(.unregistered, count: 1, reason: "ExpiredToken"), status: 410, reason: "ExpiredToken"),
         AnswerFault(fault: APNsFault(.badDeviceToken, count: 1), status: 400, reason: "BadDeviceToken"),
         AnswerFault(fault: APNsFault(.tooManyRequests, count: 1), status: 429, reason: "TooManyRequests"),
         AnswerFault(fault: APNsFault(.internalServerError, count: 1), status: 500, reason: "InternalServerError"),
         AnswerFault(fault: APNsFault(.serviceUnavailable, count: 1), status: 503, reason: "ServiceUnavailable"),
-        AnswerFault(fault: APNsFault(.serviceUnavailable, count: 1, reason: "Shutdown"), status: 503, reason: "Shutdown"),
-        AnswerFault(fault: APNsFault(.respond(status: 403), count: 1, reason: "Forbidden"), status: 403, reason: "Forbidden"),
+        AnswerFault(
+            fault: APNsFault(.serviceUnavailable, count: 1, reason: "Shutdown"), status: 503, reason: "Shutdown"),
+        AnswerFault(
+            fault: APNsFault(.respond(status: 403), count: 1, reason: "Forbidden"), status: 403, reason: "Forbidden"),
     ]
 
     @Test(arguments: answerFaults)
@@ -34,7 +37,9 @@ import SwitchboardTesting
             #expect(faulted.status == case_.status)
             #expect(faulted.reason == case_.reason)
             #expect(faulted.header("apns-id") == apnsID)
-            #expect((faulted.json?["timestamp"] as? Int).map(Int64.init) == (case_.status == 410 ? Fixture.nowMilliseconds : nil))
+            #expect(
+                (faulted.json?["timestamp"] as? Int).map(Int64.init)
+                    == (case_.status == 410 ? Fixture.nowMilliseconds : nil))
             #expect(second.responses[0].status == 200)
             #expect(emulator.inbox(token: token).count == 1)
         }
@@ -43,7 +48,8 @@ import SwitchboardTesting
     @Test func aTokenFaultTouchesOnlyItsToken() async throws {
         let dead = Fixture.deviceToken(11)
         let alive = Fixture.deviceToken(12)
-        try await withEmulator(Fixture.configuration(faults: [APNsFault(.unregistered, token: dead)])) { emulator, port in
+        try await withEmulator(Fixture.configuration(faults: [APNsFault(.unregistered, token: dead)])) {
+            emulator, port in
             let result = try await exchange(
                 port: port, [Fixture.push(to: dead), Fixture.push(to: alive), Fixture.push(to: dead)])
             #expect(result.responses.map(\.status) == [410, 200, 410])
@@ -116,7 +122,12 @@ import SwitchboardTesting
         let token = Fixture.deviceToken(18)
         let apnsID = UUID().uuidString.lowercased()
         try await withEmulator(Fixture.configuration()) { emulator, port in
-            let first = try await exchange(port: port, [Fixture.push(to: token, apnsID: apnsID), Fixture.push(to: token, apnsID: UUID().uuidString.lowercased())])
+            let first = try await exchange(
+                port: port,
+                [
+                    Fixture.push(to: token, apnsID: apnsID),
+                    Fixture.push(to: token, apnsID: UUID().uuidString.lowercased()),
+                ])
             #expect(first.responses.map(\.status) == [200, 200], "\(first.responses)")
             #expect(emulator.stats.duplicateDeliveries == 0)
             let again = try await exchange(port: port, [Fixture.push(to: token, apnsID: apnsID)])
@@ -144,7 +155,8 @@ import SwitchboardTesting
 
     @Test func faultsFromAScriptCombine() async throws {
         let token = Fixture.deviceToken(18)
-        let script = #"{"faults":[{"kind":"serviceUnavailable","count":1},{"kind":"delay","milliseconds":300,"count":1}]}"#
+        let script =
+            #"{"faults":[{"kind":"serviceUnavailable","count":1},{"kind":"delay","milliseconds":300,"count":1}]}"#
         let faults = try APNsFault.parseScript(Array(script.utf8))
         try await withEmulator(Fixture.configuration(faults: faults)) { _, port in
             let result = try await exchange(port: port, [Fixture.push(to: token)])

@@ -31,7 +31,8 @@ import Testing
                 APNsFault(.refuseStream, count: 2),
             ])
         #expect(try APNsFault.parseScript(Array(#"{"kind":"refuseStream"}"#.utf8)) == [APNsFault(.refuseStream)])
-        #expect(try APNsFault.parseScript(Array(#"[{"kind":"tooManyRequests"}]"#.utf8)) == [APNsFault(.tooManyRequests)])
+        #expect(
+            try APNsFault.parseScript(Array(#"[{"kind":"tooManyRequests"}]"#.utf8)) == [APNsFault(.tooManyRequests)])
     }
 
     @Test(arguments: [

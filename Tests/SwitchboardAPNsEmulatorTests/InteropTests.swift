@@ -6,11 +6,14 @@ import Testing
 
 /// Debian's curl (built with nghttp2) as an independent client: h2c with prior knowledge, and
 /// TLS with ALPN h2 against the certificate the emulator writes out.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs /usr/bin/curl"), .timeLimit(.minutes(5)))
+@Suite(
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs /usr/bin/curl"),
+    .timeLimit(.minutes(5)))
 struct CurlInteropTests {
     /// Runs curl on a thread of its own and returns its exit status and standard output.
     static func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await ProcessLauncher.output(of: "/usr/bin/curl", ["--silent", "--max-time", "\(Int(generousWait))"] + arguments)
+        try await ProcessLauncher.output(
+            of: "/usr/bin/curl", ["--silent", "--max-time", "\(Int(generousWait))"] + arguments)
     }
 
     static func pushArguments(_ url: String) -> [String] {
@@ -39,7 +42,8 @@ struct CurlInteropTests {
             #expect(emulator.address?.mode == "h2")
             let pem = try #require(emulator.certificatePEM)
             #expect(pem.hasPrefix("-----BEGIN CERTIFICATE-----"))
-            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-emulator-ca-\(port).pem").path
+            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-emulator-ca-\(port).pem")
+                .path
             try pem.write(toFile: caFile, atomically: true, encoding: .utf8)
             defer { try? FileManager.default.removeItem(atPath: caFile) }
 

@@ -16,8 +16,9 @@ import SwitchboardPushCore
 
     @Test(arguments: ValidationCase.all)
     mutating func rejects(_ invalid: ValidationCase) {
-        guard case .rejected(let rejection, _, _) = validator.validate(
-            Self.request(invalid.request), nowMilliseconds: Fixture.nowMilliseconds)
+        guard
+            case .rejected(let rejection, _, _) = validator.validate(
+                Self.request(invalid.request), nowMilliseconds: Fixture.nowMilliseconds)
         else {
             Issue.record("accepted")
             return
@@ -38,15 +39,23 @@ import SwitchboardPushCore
         #expect(push.deviceToken == token.lowercased())
         #expect(push.apnsID == apnsID)
         #expect(push.payload == Fixture.payload())
-        #expect(push.headers.map(\.name) == ["apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"])
+        #expect(
+            push.headers.map(\.name) == [
+                "apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id",
+            ])
     }
 
     /// Notices: alert and background pushes go to the app's own topic.
     @Test(arguments: ["alert", "background"]) mutating func acceptsOrdinaryPushesToTheAppTopic(type: String) {
-        let headers = Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
+        let headers =
+            Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
             + [("apns-topic", Fixture.bundleID), ("apns-push-type", type)]
-        let request = TestRequest("POST", "/3/device/\(ValidationCase.token)", headers: headers, body: Fixture.payload())
-        guard case .accepted(let push) = validator.validate(Self.request(request), nowMilliseconds: Fixture.nowMilliseconds) else {
+        let request = TestRequest(
+            "POST", "/3/device/\(ValidationCase.token)", headers: headers, body: Fixture.payload())
+        guard
+            case .accepted(let push) = validator.validate(
+                Self.request(request), nowMilliseconds: Fixture.nowMilliseconds)
+        else {
             Issue.record("\(type) push to the app topic rejected")
             return
         }
@@ -55,7 +64,8 @@ import SwitchboardPushCore
 
     @Test mutating func acceptsAPayloadOfExactly5120Bytes() {
         let request = ValidationCase.with("apns-priority", "5", body: ValidationCase.bigPayload(5120))
-        guard case .accepted = validator.validate(Self.request(request), nowMilliseconds: Fixture.nowMilliseconds) else {
+        guard case .accepted = validator.validate(Self.request(request), nowMilliseconds: Fixture.nowMilliseconds)
+        else {
             Issue.record("5120 bytes rejected")
             return
         }
@@ -70,7 +80,9 @@ import SwitchboardPushCore
             return
         }
         // The same token, now cached as verified, still has its age checked.
-        guard case .rejected(let rejection, _, _) = validator.validate(request, nowMilliseconds: Fixture.nowMilliseconds + 3_601_000)
+        guard
+            case .rejected(let rejection, _, _) = validator.validate(
+                request, nowMilliseconds: Fixture.nowMilliseconds + 3_601_000)
         else {
             Issue.record("accepted at 60:01")
             return
@@ -85,14 +97,16 @@ import SwitchboardPushCore
         let forged = try! ES256PrivateKey.generate()
         let accepted = lenient.validate(
             Self.request(
-                Fixture.push(to: ValidationCase.token, headers: Fixture.pushHeaders(token: Fixture.providerToken(key: forged)))),
+                Fixture.push(
+                    to: ValidationCase.token, headers: Fixture.pushHeaders(token: Fixture.providerToken(key: forged)))),
             nowMilliseconds: Fixture.nowMilliseconds)
         guard case .accepted = accepted else {
             Issue.record("a structurally valid token was rejected: \(accepted)")
             return
         }
         let garbage = lenient.validate(
-            Self.request(ValidationCase.with("authorization", "bearer a.b.c")), nowMilliseconds: Fixture.nowMilliseconds)
+            Self.request(ValidationCase.with("authorization", "bearer a.b.c")), nowMilliseconds: Fixture.nowMilliseconds
+        )
         guard case .rejected(let rejection, _, _) = garbage else {
             Issue.record("garbage accepted")
             return
@@ -121,8 +135,11 @@ import SwitchboardPushCore
 
     @Test func everyDocumentedReasonHasTheStatusAPNsAnswersWith() {
         #expect(APNsReason.documented.count == 34)
-        let byStatus = Dictionary(grouping: APNsReason.documented.map(\.1), by: { $0.status ?? 0 }).mapValues { $0.count }
+        let byStatus = Dictionary(grouping: APNsReason.documented.map(\.1), by: { $0.status ?? 0 }).mapValues {
+            $0.count
+        }
         #expect(byStatus == [400: 15, 403: 9, 404: 1, 405: 1, 410: 2, 413: 1, 429: 2, 500: 1, 503: 2])
-        #expect(APNsRejection(.unregistered, timestamp: 5).body == Array(#"{"reason":"Unregistered","timestamp":5}"#.utf8))
+        #expect(
+            APNsRejection(.unregistered, timestamp: 5).body == Array(#"{"reason":"Unregistered","timestamp":5}"#.utf8))
     }
 }

@@ -29,24 +29,42 @@ struct ValidationCase: Sendable, CustomTestStringConvertible {
         let other = try! ES256PrivateKey.generate()
         let valid = Fixture.pushHeaders()
         var cases: [ValidationCase] = [
-            make("unknown path", TestRequest("POST", "/3/devices/\(token)", headers: valid, body: Fixture.payload()), 404, "BadPath"),
-            make("GET on a push path", TestRequest("GET", "/3/device/\(token)", headers: valid), 405, "MethodNotAllowed"),
-            make("no device token", TestRequest("POST", "/3/device/", headers: valid, body: Fixture.payload()), 400, "MissingDeviceToken"),
+            make(
+                "unknown path", TestRequest("POST", "/3/devices/\(token)", headers: valid, body: Fixture.payload()),
+                404, "BadPath"),
+            make(
+                "GET on a push path", TestRequest("GET", "/3/device/\(token)", headers: valid), 405, "MethodNotAllowed"),
+            make(
+                "no device token", TestRequest("POST", "/3/device/", headers: valid, body: Fixture.payload()), 400,
+                "MissingDeviceToken"),
             make(
                 "duplicate apns-topic",
-                TestRequest("POST", "/3/device/\(token)", headers: valid + [("apns-topic", Fixture.topic)], body: Fixture.payload()),
+                TestRequest(
+                    "POST", "/3/device/\(token)", headers: valid + [("apns-topic", Fixture.topic)],
+                    body: Fixture.payload()),
                 400, "DuplicateHeaders"),
             make("no authorization", with("authorization", nil), 403, "MissingProviderToken"),
             make("basic instead of bearer", with("authorization", "basic abc"), 403, "InvalidProviderToken"),
             make("garbage JWT", with("authorization", "bearer not.a.jwt"), 403, "InvalidProviderToken"),
-            make("JWT from another key", with("authorization", "bearer \(Fixture.providerToken(key: other))"), 403, "InvalidProviderToken"),
-            make("JWT with another kid", with("authorization", "bearer \(Fixture.providerToken(keyID: "ZZZ999ZZZZ"))"), 403, "InvalidProviderToken"),
-            make("JWT with another iss", with("authorization", "bearer \(Fixture.providerToken(teamID: "ZZZ999ZZZZ"))"), 403, "InvalidProviderToken"),
-            make("JWT issued 61 minutes ago", with("authorization", "bearer \(Fixture.providerToken(age: 3660))"), 403, "ExpiredProviderToken"),
-            make("JWT issued 2 minutes ahead", with("authorization", "bearer \(Fixture.providerToken(age: -120))"), 403, "InvalidProviderToken"),
+            make(
+                "JWT from another key", with("authorization", "bearer \(Fixture.providerToken(key: other))"), 403,
+                "InvalidProviderToken"),
+            make(
+                "JWT with another kid", with("authorization", "bearer \(Fixture.providerToken(keyID: "ZZZ999ZZZZ"))"),
+                403, "InvalidProviderToken"),
+            make(
+                "JWT with another iss", with("authorization", "bearer \(Fixture.providerToken(teamID: "ZZZ999ZZZZ"))"),
+                403, "InvalidProviderToken"),
+            make(
+                "JWT issued 61 minutes ago", with("authorization", "bearer \(Fixture.providerToken(age: 3660))"), 403,
+                "ExpiredProviderToken"),
+            make(
+                "JWT issued 2 minutes ahead", with("authorization", "bearer \(Fixture.providerToken(age: -120))"), 403,
+                "InvalidProviderToken"),
             make(
                 "token not hex",
-                TestRequest("POST", "/3/device/\(String(repeating: "zz", count: 32))", headers: valid, body: Fixture.payload()),
+                TestRequest(
+                    "POST", "/3/device/\(String(repeating: "zz", count: 32))", headers: valid, body: Fixture.payload()),
                 400, "BadDeviceToken"),
             make(
                 "token too short",
@@ -57,18 +75,26 @@ struct ValidationCase: Sendable, CustomTestStringConvertible {
             make("another app's .voip topic", with("apns-topic", "com.other.app.voip"), 400, "TopicDisallowed"),
             make("no apns-push-type", with("apns-push-type", nil), 400, "InvalidPushType"),
             make("alert push type on the .voip topic", with("apns-push-type", "alert"), 400, "InvalidPushType"),
-            make("location push type on the app topic", TestRequest(
-                "POST", "/3/device/\(token)",
-                headers: Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
-                    + [("apns-topic", Fixture.bundleID), ("apns-push-type", "location")], body: Fixture.payload()), 400, "InvalidPushType"),
-            make("alert push for another app", TestRequest(
-                "POST", "/3/device/\(token)",
-                headers: Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
-                    + [("apns-topic", "com.other.app"), ("apns-push-type", "alert")], body: Fixture.payload()), 400, "TopicDisallowed"),
+            make(
+                "location push type on the app topic",
+                TestRequest(
+                    "POST", "/3/device/\(token)",
+                    headers: Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
+                        + [("apns-topic", Fixture.bundleID), ("apns-push-type", "location")], body: Fixture.payload()),
+                400, "InvalidPushType"),
+            make(
+                "alert push for another app",
+                TestRequest(
+                    "POST", "/3/device/\(token)",
+                    headers: Fixture.pushHeaders().filter { $0.0 != "apns-topic" && $0.0 != "apns-push-type" }
+                        + [("apns-topic", "com.other.app"), ("apns-push-type", "alert")], body: Fixture.payload()), 400,
+                "TopicDisallowed"),
             make("priority 1", with("apns-priority", "1"), 400, "BadPriority"),
             make("priority high", with("apns-priority", "high"), 400, "BadPriority"),
             make("expiration not an integer", with("apns-expiration", "tomorrow"), 400, "BadExpirationDate"),
-            make("collapse id of 65 bytes", with("apns-collapse-id", String(repeating: "c", count: 65)), 400, "BadCollapseId"),
+            make(
+                "collapse id of 65 bytes", with("apns-collapse-id", String(repeating: "c", count: 65)), 400,
+                "BadCollapseId"),
             make("apns-id uppercase", with("apns-id", "0F8FAD5B-D9CB-469F-A165-70867728950E"), 400, "BadMessageId"),
             make("apns-id not a UUID", with("apns-id", "call-42"), 400, "BadMessageId"),
             make("empty payload", with("apns-priority", "10", body: []), 400, "PayloadEmpty"),

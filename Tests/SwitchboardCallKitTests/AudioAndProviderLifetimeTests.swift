@@ -15,7 +15,9 @@ extension CallKitAdapterSuite {
             try withCallSystem { system, provider, delegate in
                 let cxDelegate = try providerDelegate(of: provider)
                 let incoming = UUID(), outgoing = UUID()
-                system.reportNewIncomingCall(uuid: incoming, update: CallUpdate(handle: "user-5", hasVideo: true)) { _ in }
+                system.reportNewIncomingCall(uuid: incoming, update: CallUpdate(handle: "user-5", hasVideo: true)) {
+                    _ in
+                }
                 #expect(session._stubCategoryCalls.count == categoryCallsBefore)  // not before an action
 
                 ProviderAction.answer.perform(on: cxDelegate, provider: provider, callUUID: incoming)
@@ -28,10 +30,13 @@ extension CallKitAdapterSuite {
                 cxDelegate.providerDidReset(provider)
 
                 let configured = Array(session._stubCategoryCalls.dropFirst(categoryCallsBefore))
-                #expect(configured == [
-                    .init(category: .playAndRecord, mode: .voiceChat, options: [.allowBluetoothHFP, .defaultToSpeaker]),
-                    .init(category: .playAndRecord, mode: .voiceChat, options: [.allowBluetoothHFP]),
-                ])
+                #expect(
+                    configured == [
+                        .init(
+                            category: .playAndRecord, mode: .voiceChat,
+                            options: [.allowBluetoothHFP, .defaultToSpeaker]),
+                        .init(category: .playAndRecord, mode: .voiceChat, options: [.allowBluetoothHFP]),
+                    ])
                 #expect(session._stubActiveCalls.isEmpty)
             }
         }
@@ -47,7 +52,8 @@ extension CallKitAdapterSuite {
             let session = AVAudioSession.sharedInstance()
             let before = session._stubCategoryCalls.count
             try withCallSystem(audioSession: nil) { _, provider, delegate in
-                ProviderAction.answer.perform(on: try providerDelegate(of: provider), provider: provider, callUUID: UUID())
+                ProviderAction.answer.perform(
+                    on: try providerDelegate(of: provider), provider: provider, callUUID: UUID())
                 #expect(delegate.performed.count == 1)
             }
             #expect(session._stubCategoryCalls.count == before)
@@ -62,7 +68,8 @@ extension CallKitAdapterSuite {
             try withCallSystem(audioSessionFailed: { error in
                 if error is Busy { failures.withLock { $0 += 1 } }
             }) { _, provider, delegate in
-                ProviderAction.answer.perform(on: try providerDelegate(of: provider), provider: provider, callUUID: UUID())
+                ProviderAction.answer.perform(
+                    on: try providerDelegate(of: provider), provider: provider, callUUID: UUID())
                 #expect(delegate.names == ["perform answer"])
             }
             #expect(failures.withLock { $0 } == 1)

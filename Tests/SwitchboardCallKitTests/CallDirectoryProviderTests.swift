@@ -24,17 +24,24 @@ struct CallDirectoryProviderTests {
     }
 
     static func list(_ blocking: [Int64], _ labels: [Int64: String], version: Int64) -> CallDirectoryContents {
-        CallDirectoryContents(userID: "u1", version: version, blocking: blocking, identification: labels.map { .init(number: $0.key, label: $0.value) })
+        CallDirectoryContents(
+            userID: "u1", version: version, blocking: blocking,
+            identification: labels.map { .init(number: $0.key, label: $0.value) })
     }
 
     @Test func aFullRequestAddsEverythingAscendingAndCountsOnlyOnceAccepted() throws {
         let storage = InMemoryCallDirectoryStorage()
-        try storage.write(Self.list([18_005_550_002, 18_005_550_001], [18_005_550_003: "Acme"], version: 1), to: .current)
+        try storage.write(
+            Self.list([18_005_550_002, 18_005_550_001], [18_005_550_003: "Acme"], version: 1), to: .current)
         let provider = Provider(storage: storage)
 
         let expired = CXCallDirectoryExtensionContext(_stubIncremental: false)
         provider.beginRequest(with: expired)
-        #expect(expired._stubOperations == [.addBlocking(18_005_550_001), .addBlocking(18_005_550_002), .addIdentification(18_005_550_003, "Acme"), .complete])
+        #expect(
+            expired._stubOperations == [
+                .addBlocking(18_005_550_001), .addBlocking(18_005_550_002), .addIdentification(18_005_550_003, "Acme"),
+                .complete,
+            ])
         #expect(expired.delegate === provider)
         expired._stubCompleteRequest(expired: true)
         #expect(try storage.read(.loaded) == nil, "an expired request loaded nothing")
@@ -48,16 +55,19 @@ struct CallDirectoryProviderTests {
 
     @Test func anIncrementalRequestSendsOnlyTheChangesSinceTheLastAcceptedOne() throws {
         let storage = InMemoryCallDirectoryStorage()
-        try storage.write(Self.list([18_005_550_001, 18_005_550_002], [18_005_550_003: "Acme"], version: 1), to: .loaded)
-        try storage.write(Self.list([18_005_550_002, 18_005_550_004], [18_005_550_003: "Acme support"], version: 2), to: .current)
+        try storage.write(
+            Self.list([18_005_550_001, 18_005_550_002], [18_005_550_003: "Acme"], version: 1), to: .loaded)
+        try storage.write(
+            Self.list([18_005_550_002, 18_005_550_004], [18_005_550_003: "Acme support"], version: 2), to: .current)
         let provider = Provider(storage: storage)
 
         let context = CXCallDirectoryExtensionContext(_stubIncremental: true)
         provider.beginRequest(with: context)
-        #expect(context._stubOperations == [
-            .removeBlocking(18_005_550_001), .removeIdentification(18_005_550_003),
-            .addBlocking(18_005_550_004), .addIdentification(18_005_550_003, "Acme support"), .complete,
-        ])
+        #expect(
+            context._stubOperations == [
+                .removeBlocking(18_005_550_001), .removeIdentification(18_005_550_003),
+                .addBlocking(18_005_550_004), .addIdentification(18_005_550_003, "Acme support"), .complete,
+            ])
         context._stubFail(CXErrorCodeCallDirectoryManagerError(.loadingInterrupted))
         #expect(try storage.read(.loaded)?.version == 1, "a failed request records nothing")
         #expect(provider.failures.withLock { $0.count } == 1)
@@ -84,7 +94,9 @@ struct CallDirectoryProviderTests {
         let damaged = Provider(storage: FileCallDirectoryStorage(directory: directory))
         let second = CXCallDirectoryExtensionContext(_stubIncremental: false)
         damaged.beginRequest(with: second)
-        #expect(second._stubOperations.isEmpty && second._stubCancelledWith != nil, "a damaged list never empties the system's entries")
+        #expect(
+            second._stubOperations.isEmpty && second._stubCancelledWith != nil,
+            "a damaged list never empties the system's entries")
         #expect(damaged.failures.withLock { $0.count } == 1)
     }
 
@@ -92,7 +104,10 @@ struct CallDirectoryProviderTests {
         let manager = CXCallDirectoryManager.sharedInstance
         var reloader = CallDirectoryReloader(extensionIdentifier: "com.example.phone.directory")
         reloader.pause = .milliseconds(1)
-        manager._stubReset(reloadErrors: [CXErrorCodeCallDirectoryManagerError(.currentlyLoading), CXErrorCodeCallDirectoryManagerError(.currentlyLoading)])
+        manager._stubReset(reloadErrors: [
+            CXErrorCodeCallDirectoryManagerError(.currentlyLoading),
+            CXErrorCodeCallDirectoryManagerError(.currentlyLoading),
+        ])
         try await reloader.reload()
         #expect(manager._stubReloads == Array(repeating: "com.example.phone.directory", count: 3))
 
@@ -102,7 +117,8 @@ struct CallDirectoryProviderTests {
         #expect(try await reloader.isEnabled() == false)
 
         reloader.attempts = 2
-        manager._stubReset(reloadErrors: Array(repeating: CXErrorCodeCallDirectoryManagerError(.currentlyLoading), count: 3))
+        manager._stubReset(
+            reloadErrors: Array(repeating: CXErrorCodeCallDirectoryManagerError(.currentlyLoading), count: 3))
         await #expect(throws: CXErrorCodeCallDirectoryManagerError(.currentlyLoading)) { try await reloader.reload() }
         #expect(manager._stubReloads.count == 2)
         manager._stubReset()

@@ -40,7 +40,9 @@ extension CallKitAdapterSuite {
                 let results = Mutex<[CallSystemError?]>([])
                 let update = CallUpdate(handle: "group-9", callerName: "Design team", hasVideo: true, isGroup: true)
 
-                system.reportNewIncomingCall(uuid: call, update: update) { error in results.withLock { $0.append(error) } }
+                system.reportNewIncomingCall(uuid: call, update: update) { error in
+                    results.withLock { $0.append(error) }
+                }
 
                 let report = try #require(provider._stubIncomingCallReports.first)
                 #expect(report.uuid == call)
@@ -49,7 +51,8 @@ extension CallKitAdapterSuite {
                 #expect(report.update.localizedCallerName == "Design team")
                 #expect(report.update.hasVideo)
                 #expect(report.update.supportsHolding)
-                #expect(!report.update.supportsGrouping && !report.update.supportsUngrouping && !report.update.supportsDTMF)
+                #expect(
+                    !report.update.supportsGrouping && !report.update.supportsUngrouping && !report.update.supportsDTMF)
                 #expect(results.withLock { $0.isEmpty })  // not before the system answered
 
                 provider._stubCompleteIncomingCallReport(0, error: nil)
@@ -80,7 +83,8 @@ extension CallKitAdapterSuite {
                 let reports = provider._stubOtherReports
                 #expect(reports.count == 3)
                 if case .updated(let uuid, let update) = reports[0] {
-                    #expect(uuid == call && update.remoteHandle?.value == "user-2" && update.localizedCallerName == "Ada")
+                    #expect(
+                        uuid == call && update.remoteHandle?.value == "user-2" && update.localizedCallerName == "Ada")
                 } else {
                     Issue.record("first report is \(reports[0])")
                 }
@@ -173,7 +177,9 @@ extension CallKitAdapterSuite {
             (.callIsProtected, .callIsProtected),
             (.filteredBySensitiveParticipants, .filteredBySensitiveParticipants),
         ])
-        func everyIncomingCallRefusalIsNamed(_ code: CXErrorCodeIncomingCallError.Code, _ expected: IncomingCallError) throws {
+        func everyIncomingCallRefusalIsNamed(
+            _ code: CXErrorCodeIncomingCallError.Code, _ expected: IncomingCallError
+        ) throws {
             let error = NSError(domain: "com.apple.CallKit.error.incomingcall", code: code.rawValue)
             #expect(try reportRefused(with: error) == .incomingCall(expected))
             #expect(code.rawValue == expected.rawValue)
@@ -190,14 +196,18 @@ extension CallKitAdapterSuite {
             (.maximumCallGroupsReached, .maximumCallGroupsReached),
             (.callIsProtected, .callIsProtected),
         ])
-        func everyTransactionRefusalIsNamed(_ code: CXErrorCodeRequestTransactionError.Code, _ expected: TransactionError) throws {
+        func everyTransactionRefusalIsNamed(
+            _ code: CXErrorCodeRequestTransactionError.Code, _ expected: TransactionError
+        ) throws {
             let error = NSError(domain: "com.apple.CallKit.error.requesttransaction", code: code.rawValue)
             #expect(try transactionRefused(with: error) == .transaction(expected))
             #expect(code.rawValue == expected.rawValue)
         }
 
         @Test func theTypedSwiftErrorsMapLikeTheirNSErrors() throws {
-            #expect(try reportRefused(with: CXErrorCodeIncomingCallError(.filteredByBlockList)) == .incomingCall(.filteredByBlockList))
+            #expect(
+                try reportRefused(with: CXErrorCodeIncomingCallError(.filteredByBlockList))
+                    == .incomingCall(.filteredByBlockList))
             #expect(
                 try transactionRefused(with: CXErrorCodeRequestTransactionError(.maximumCallGroupsReached))
                     == .transaction(.maximumCallGroupsReached))
@@ -210,7 +220,9 @@ extension CallKitAdapterSuite {
             #expect(
                 try transactionRefused(with: NSError(domain: "com.apple.CallKit.error.requesttransaction", code: -1))
                     == .other("com.apple.CallKit.error.requesttransaction -1"))
-            #expect(try reportRefused(with: NSError(domain: "com.apple.CallKit.error", code: 3)) == .other("com.apple.CallKit.error 3"))
+            #expect(
+                try reportRefused(with: NSError(domain: "com.apple.CallKit.error", code: 3))
+                    == .other("com.apple.CallKit.error 3"))
             // The domain decides, not the call that failed: code 3 is "empty transaction" here,
             // not "Do Not Disturb".
             #expect(

@@ -26,7 +26,9 @@ extension CallKitAdapterSuite {
         }
 
         @Test(arguments: ProviderAction.allCases, [CallSystemAction.Completion.fulfilled, .failed])
-        func completingTheActionCompletesTheCallKitAction(_ kind: ProviderAction, _ completion: CallSystemAction.Completion) throws {
+        func completingTheActionCompletesTheCallKitAction(
+            _ kind: ProviderAction, _ completion: CallSystemAction.Completion
+        ) throws {
             try withCallSystem { _, provider, delegate in
                 let action = kind.perform(on: try providerDelegate(of: provider), provider: provider, callUUID: UUID())
                 let handedOver = try #require(delegate.performed.first)
@@ -63,7 +65,9 @@ extension CallKitAdapterSuite {
                 cxDelegate.provider(provider, timedOutPerforming: answer)
 
                 #expect(delegate.names == ["perform answer", "timedOut answer"])
-                guard case .perform(let handedOver) = delegate.events[0], case .timedOut(let timedOut) = delegate.events[1] else {
+                guard case .perform(let handedOver) = delegate.events[0],
+                    case .timedOut(let timedOut) = delegate.events[1]
+                else {
                     Issue.record("unexpected events \(delegate.names)")
                     return
                 }

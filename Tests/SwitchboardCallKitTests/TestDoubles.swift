@@ -68,7 +68,8 @@ final class RecordingVoIPPushHandler: VoIPPushHandling {
             completion()
             return
         }
-        callSystem.reportNewIncomingCall(uuid: CallIdentity.uuid(forCallID: push.callID), update: push.update) { error in
+        callSystem.reportNewIncomingCall(uuid: CallIdentity.uuid(forCallID: push.callID), update: push.update) {
+            error in
             self.reportResults.withLock { $0.append(error) }
             completion()
         }
@@ -94,20 +95,28 @@ final class RecordingDeviceRegistrar: VoIPDeviceRegistering {
 
     func fail(_ fail: Bool) { failing.withLock { $0 = fail } }
 
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice {
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice
+    {
         callsInput.yield(.register(deviceID: deviceID, pushToken: pushToken, environment: environment))
         if failing.withLock({ $0 }) { throw Refused() }
         return VoIPDevice(
-            deviceId: deviceID.uuidString.lowercased(), environment: environment, tokenSuffix: String(pushToken.suffix(8)),
+            deviceId: deviceID.uuidString.lowercased(), environment: environment,
+            tokenSuffix: String(pushToken.suffix(8)),
             updatedAt: "2026-01-01T00:00:00.000Z")
     }
 
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?) async throws -> VoIPDevice {
-        guard let payloadKey else { return try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment) }
-        callsInput.yield(.registerWithKey(deviceID: deviceID, pushToken: pushToken, environment: environment, keyID: payloadKey.id))
+    func registerVoIPDevice(
+        deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?
+    ) async throws -> VoIPDevice {
+        guard let payloadKey else {
+            return try await registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment)
+        }
+        callsInput.yield(
+            .registerWithKey(deviceID: deviceID, pushToken: pushToken, environment: environment, keyID: payloadKey.id))
         if failing.withLock({ $0 }) { throw Refused() }
         return VoIPDevice(
-            deviceId: deviceID.uuidString.lowercased(), environment: environment, tokenSuffix: String(pushToken.suffix(8)),
+            deviceId: deviceID.uuidString.lowercased(), environment: environment,
+            tokenSuffix: String(pushToken.suffix(8)),
             payloadKeyId: payloadKey.id, updatedAt: "2026-01-01T00:00:00.000Z")
     }
 

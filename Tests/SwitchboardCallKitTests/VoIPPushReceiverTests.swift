@@ -11,7 +11,9 @@ import SwitchboardWire
 /// A server that cannot be reached: every request fails at once.
 private struct UnreachableBackend: CallBackend {
     var unreachable: SwitchboardAPIError { SwitchboardAPIError(status: 0, code: .transport, message: "unreachable") }
-    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo { throw unreachable }
+    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo {
+        throw unreachable
+    }
     func call(_ callID: String) async throws -> CallInfo { throw unreachable }
     func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo { throw unreachable }
     func mediaToken(forCall callID: String) async throws -> MediaToken { throw unreachable }
@@ -78,9 +80,13 @@ struct VoIPTokenTests {
         defer { runner.cancel() }
         var calls = registrar.calls.makeAsyncIterator()
         try registryDelegate(of: receiver).pushRegistry(
-            receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data(repeating: 0x11, count: 32)), for: .voIP)
-        #expect(await calls.next() == .registerWithKey(
-            deviceID: deviceID, pushToken: String(repeating: "11", count: 32), environment: .production, keyID: "phone-1"))
+            receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data(repeating: 0x11, count: 32)),
+            for: .voIP)
+        #expect(
+            await calls.next()
+                == .registerWithKey(
+                    deviceID: deviceID, pushToken: String(repeating: "11", count: 32), environment: .production,
+                    keyID: "phone-1"))
     }
 
     @Test func anInvalidatedTokenIsUnregistered() async throws {
@@ -101,9 +107,11 @@ struct VoIPTokenTests {
         let delegate = try registryDelegate(of: receiver)
         var calls = registrar.calls.makeAsyncIterator()
         // Three changes before the receiver runs: a stale token must never be bound again.
-        delegate.pushRegistry(receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([0xaa])), for: .voIP)
+        delegate.pushRegistry(
+            receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([0xaa])), for: .voIP)
         delegate.pushRegistry(receiver.registry, didInvalidatePushTokenFor: .voIP)
-        delegate.pushRegistry(receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([0xbb])), for: .voIP)
+        delegate.pushRegistry(
+            receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([0xbb])), for: .voIP)
 
         let runner = Task { await receiver.run() }
         defer { runner.cancel() }
@@ -122,9 +130,12 @@ struct VoIPTokenTests {
         let delegate = try registryDelegate(of: receiver)
         let fileProvider = PKPushType(rawValue: "PKPushTypeFileProvider")
 
-        delegate.pushRegistry(receiver.registry, didUpdate: PKPushCredentials(_stubType: fileProvider, token: Data([1])), for: fileProvider)
+        delegate.pushRegistry(
+            receiver.registry, didUpdate: PKPushCredentials(_stubType: fileProvider, token: Data([1])),
+            for: fileProvider)
         delegate.pushRegistry(receiver.registry, didInvalidatePushTokenFor: fileProvider)
-        delegate.pushRegistry(receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([2])), for: .voIP)
+        delegate.pushRegistry(
+            receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([2])), for: .voIP)
 
         #expect(await calls.next() == .register(deviceID: deviceID, pushToken: "02", environment: .sandbox))
     }
@@ -152,7 +163,8 @@ struct VoIPTokenTests {
         var failed = failures.makeAsyncIterator()
         let delegate = try registryDelegate(of: receiver)
 
-        delegate.pushRegistry(receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([1])), for: .voIP)
+        delegate.pushRegistry(
+            receiver.registry, didUpdate: PKPushCredentials(_stubType: .voIP, token: Data([1])), for: .voIP)
         let registerFailure = try #require(await failed.next())
         #expect(registerFailure.operation == .register)
         #expect(registerFailure.underlying is RecordingDeviceRegistrar.Refused)
@@ -170,7 +182,8 @@ struct VoIPIncomingPushTests {
         let completed = Flag()
 
         try registryDelegate(of: receiver).pushRegistry(
-            receiver.registry, didReceiveIncomingPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
+            receiver.registry,
+            didReceiveIncomingPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
             for: .voIP, completion: { completed.set() })
 
         #expect(handler.pushes == [.init(callID: "8e7a2a6c-1b2c-4d3e-8f40-0123456789ab", mustReport: true)])
@@ -183,7 +196,8 @@ struct VoIPIncomingPushTests {
         let completed = Flag()
 
         try registryDelegate(of: receiver).pushRegistry(
-            receiver.registry, didReceiveIncomingVoIPPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
+            receiver.registry,
+            didReceiveIncomingVoIPPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
             metadata: PKVoIPPushMetadata(_stubMustReport: false), withCompletionHandler: { completed.set() })
 
         #expect(handler.pushes == [.init(callID: "8e7a2a6c-1b2c-4d3e-8f40-0123456789ab", mustReport: false)])
@@ -224,7 +238,9 @@ extension CallKitAdapterSuite {
 
                 switch path {
                 case .beforeIOS264:
-                    delegate.pushRegistry(receiver.registry, didReceiveIncomingPushWith: payload, for: .voIP) { completed.set() }
+                    delegate.pushRegistry(receiver.registry, didReceiveIncomingPushWith: payload, for: .voIP) {
+                        completed.set()
+                    }
                 case .iOS264MustReport:
                     delegate.pushRegistry(
                         receiver.registry, didReceiveIncomingVoIPPushWith: payload,
@@ -258,9 +274,11 @@ extension CallKitAdapterSuite {
                 let receiver = makeReceiver(handler: coordinator)
                 let completed = Flag()
                 try registryDelegate(of: receiver).pushRegistry(
-                    receiver.registry, didReceiveIncomingPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
+                    receiver.registry,
+                    didReceiveIncomingPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
                     for: .voIP, completion: { completed.set() })
-                let report = try #require(provider._stubIncomingCallReports.first, "reported before PushKit's callback returned")
+                let report = try #require(
+                    provider._stubIncomingCallReports.first, "reported before PushKit's callback returned")
                 #expect(report.uuid == CallIdentity.uuid(forCallID: "8e7a2a6c-1b2c-4d3e-8f40-0123456789ab"))
                 #expect(completed.timesSet == 0)
                 provider._stubCompleteIncomingCallReport(0, error: nil)
@@ -276,7 +294,8 @@ extension CallKitAdapterSuite {
                 let completed = Flag()
 
                 try registryDelegate(of: receiver).pushRegistry(
-                    receiver.registry, didReceiveIncomingPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
+                    receiver.registry,
+                    didReceiveIncomingPushWith: PKPushPayload(_stubType: .voIP, dictionaryPayload: callPayload()),
                     for: .voIP, completion: { completed.set() })
                 #expect(completed.timesSet == 0)
 

@@ -15,26 +15,41 @@ struct CallAnswerTests {
         ActionRow(.convActive, "bob", .unchanged),
         // Ringing group: the first accept makes the call active with the caller and the acceptor; the rest keep ringing.
         ActionRow(.groupRinging, "alice", .refused(.invitationNotRinging)),
-        ActionRow(.groupRinging, "bob", .changed("active answered@20 | bob accepted@20, cora ringing@0, dan declined@3 | alice 20-, bob 20-")),
-        ActionRow(.groupRinging, "cora", .changed("active answered@20 | bob ringing@0, cora accepted@20, dan declined@3 | alice 20-, cora 20-")),
+        ActionRow(
+            .groupRinging, "bob",
+            .changed("active answered@20 | bob accepted@20, cora ringing@0, dan declined@3 | alice 20-, bob 20-")),
+        ActionRow(
+            .groupRinging, "cora",
+            .changed("active answered@20 | bob ringing@0, cora accepted@20, dan declined@3 | alice 20-, cora 20-")),
         ActionRow(.groupRinging, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupRingingLast, "alice", .refused(.invitationNotRinging)),
-        ActionRow(.groupRingingLast, "bob", .changed("active answered@20 | bob accepted@20, cora declined@3, dan busy@0 | alice 20-, bob 20-")),
+        ActionRow(
+            .groupRingingLast, "bob",
+            .changed("active answered@20 | bob accepted@20, cora declined@3, dan busy@0 | alice 20-, bob 20-")),
         ActionRow(.groupRingingLast, "cora", .refused(.invitationNotRinging)),
         ActionRow(.groupRingingLast, "dan", .refused(.invitationNotRinging)),
         // Active group: a still-ringing invitee accepts into the running call; answeredAt stays the first answer.
         ActionRow(.groupActive, "alice", .refused(.invitationNotRinging)),
         ActionRow(.groupActive, "bob", .unchanged),
-        ActionRow(.groupActive, "cora", .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-, cora 20-")),
+        ActionRow(
+            .groupActive, "cora",
+            .changed(
+                "active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-, cora 20-")),
         ActionRow(.groupActive, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveOneLeft, "alice", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveOneLeft, "bob", .unchanged),
-        ActionRow(.groupActiveOneLeft, "cora", .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-8, bob 5-, cora 20-")),
+        ActionRow(
+            .groupActiveOneLeft, "cora",
+            .changed(
+                "active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-8, bob 5-, cora 20-")),
         ActionRow(.groupActiveOneLeft, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveWithGuest, "alice", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveWithGuest, "bob", .refused(.invitationNotRinging)),
-        ActionRow(.groupActiveWithGuest, "cora",
-                  .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-8, erin 9-, cora 20-")),
+        ActionRow(
+            .groupActiveWithGuest, "cora",
+            .changed(
+                "active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-8, erin 9-, cora 20-"
+            )),
         ActionRow(.groupActiveWithGuest, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveWithGuest, "erin", .refused(.invitationNotRinging)),
     ]
@@ -73,22 +88,30 @@ struct CallAnswerTests {
         ActionRow(.groupRinging, "dan", .refused(.invitationNotRinging)),
         // The last ringing invitee declines and nobody accepted: ended `declined`, even though dan was busy.
         ActionRow(.groupRingingLast, "alice", .refused(.invitationNotRinging)),
-        ActionRow(.groupRingingLast, "bob", .changed("ended:declined ended@20 | bob declined@20, cora declined@3, dan busy@0 | none")),
+        ActionRow(
+            .groupRingingLast, "bob",
+            .changed("ended:declined ended@20 | bob declined@20, cora declined@3, dan busy@0 | none")),
         ActionRow(.groupRingingLast, "cora", .refused(.invitationNotRinging)),
         ActionRow(.groupRingingLast, "dan", .refused(.invitationNotRinging)),
         // Active group: a decline never ends a call somebody answered.
         ActionRow(.groupActive, "alice", .refused(.invitationNotRinging)),
         ActionRow(.groupActive, "bob", .refused(.invitationNotRinging)),
-        ActionRow(.groupActive, "cora", .changed("active answered@5 | bob accepted@5, cora declined@20, dan declined@3 | alice 5-, bob 5-")),
+        ActionRow(
+            .groupActive, "cora",
+            .changed("active answered@5 | bob accepted@5, cora declined@20, dan declined@3 | alice 5-, bob 5-")),
         ActionRow(.groupActive, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveOneLeft, "alice", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveOneLeft, "bob", .refused(.invitationNotRinging)),
-        ActionRow(.groupActiveOneLeft, "cora", .changed("active answered@5 | bob accepted@5, cora declined@20, dan declined@3 | alice 5-8, bob 5-")),
+        ActionRow(
+            .groupActiveOneLeft, "cora",
+            .changed("active answered@5 | bob accepted@5, cora declined@20, dan declined@3 | alice 5-8, bob 5-")),
         ActionRow(.groupActiveOneLeft, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveWithGuest, "alice", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveWithGuest, "bob", .refused(.invitationNotRinging)),
-        ActionRow(.groupActiveWithGuest, "cora",
-                  .changed("active answered@5 | bob accepted@5, cora declined@20, dan declined@3 | alice 5-, bob 5-8, erin 9-")),
+        ActionRow(
+            .groupActiveWithGuest, "cora",
+            .changed(
+                "active answered@5 | bob accepted@5, cora declined@20, dan declined@3 | alice 5-, bob 5-8, erin 9-")),
         ActionRow(.groupActiveWithGuest, "dan", .refused(.invitationNotRinging)),
         ActionRow(.groupActiveWithGuest, "erin", .refused(.invitationNotRinging)),
     ]

@@ -7,11 +7,13 @@ import SwitchboardWire
 @Suite("Calls: create and the call record", .timeLimit(.minutes(3)))
 struct CallCreateTests {
     func create(
-        _ scope: ScopeKind = .group, mode: CallMode = .video, invitees: [String], busy: Set<String> = [], now: Date = at(0),
+        _ scope: ScopeKind = .group, mode: CallMode = .video, invitees: [String], busy: Set<String> = [],
+        now: Date = at(0),
         timeout: TimeInterval = ringTimeout
     ) -> CallStateMachine.Transition {
         CallStateMachine.create(
-            id: "call-7", scopeKind: scope, scopeID: "scope-7", mode: mode, caller: "alice", invitees: invitees, busy: busy,
+            id: "call-7", scopeKind: scope, scopeID: "scope-7", mode: mode, caller: "alice", invitees: invitees,
+            busy: busy,
             roomName: "room-7", now: now, ringTimeout: timeout)
     }
 
@@ -48,18 +50,30 @@ struct CallCreateTests {
     }
 
     static let busyRows: [BusyRow] = [
-        BusyRow(scope: .group, invitees: ["bob", "cora", "dan"], busy: ["cora"], expected: "ringing | bob ringing@0, cora busy@0, dan ringing@0 | none",
-                ring: ["bob", "dan"]),
-        BusyRow(scope: .group, invitees: ["bob", "cora", "dan"], busy: ["bob", "dan"], expected: "ringing | bob busy@0, cora ringing@0, dan busy@0 | none",
-                ring: ["cora"]),
+        BusyRow(
+            scope: .group, invitees: ["bob", "cora", "dan"], busy: ["cora"],
+            expected: "ringing | bob ringing@0, cora busy@0, dan ringing@0 | none",
+            ring: ["bob", "dan"]),
+        BusyRow(
+            scope: .group, invitees: ["bob", "cora", "dan"], busy: ["bob", "dan"],
+            expected: "ringing | bob busy@0, cora ringing@0, dan busy@0 | none",
+            ring: ["cora"]),
         // Busy users who are not invited (or the caller) change nothing.
-        BusyRow(scope: .group, invitees: ["bob", "cora"], busy: ["alice", "zed"], expected: "ringing | bob ringing@0, cora ringing@0 | none",
-                ring: ["bob", "cora"]),
-        BusyRow(scope: .conversation, invitees: ["bob"], busy: ["zed"], expected: "ringing | bob ringing@0 | none", ring: ["bob"]),
+        BusyRow(
+            scope: .group, invitees: ["bob", "cora"], busy: ["alice", "zed"],
+            expected: "ringing | bob ringing@0, cora ringing@0 | none",
+            ring: ["bob", "cora"]),
+        BusyRow(
+            scope: .conversation, invitees: ["bob"], busy: ["zed"], expected: "ringing | bob ringing@0 | none",
+            ring: ["bob"]),
         // Everyone busy: born ended `busy`, nobody rung, but everyone told.
-        BusyRow(scope: .conversation, invitees: ["bob"], busy: ["bob"], expected: "ended:busy ended@0 | bob busy@0 | none", ring: []),
-        BusyRow(scope: .group, invitees: ["bob", "cora", "bob"], busy: ["bob", "cora"], expected: "ended:busy ended@0 | bob busy@0, cora busy@0 | none",
-                ring: []),
+        BusyRow(
+            scope: .conversation, invitees: ["bob"], busy: ["bob"], expected: "ended:busy ended@0 | bob busy@0 | none",
+            ring: []),
+        BusyRow(
+            scope: .group, invitees: ["bob", "cora", "bob"], busy: ["bob", "cora"],
+            expected: "ended:busy ended@0 | bob busy@0, cora busy@0 | none",
+            ring: []),
     ]
 
     @Test("invitees already in another call are busy; when all are, the call is born ended", arguments: busyRows)
@@ -67,7 +81,9 @@ struct CallCreateTests {
         let created = create(row.scope, invitees: row.invitees, busy: row.busy)
         #expect(summary(created.call) == row.expected)
         #expect(created.effects.ring == row.ring)
-        #expect(created.effects.notify == ["alice"] + row.invitees.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } })
+        #expect(
+            created.effects.notify == ["alice"]
+                + row.invitees.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } })
         #expect(created.effects.media == [])
     }
 
@@ -100,8 +116,9 @@ struct CallCreateTests {
 
     @Test("involved users: caller, invitees, then uninvited participants, once each")
     func involvedUserIDs() {
-        let call = makeCall(.group, .active, answered: 5, invitations: [("bob", .accepted, 5), ("cora", .declined, 3)],
-                            participants: [("alice", 5, nil), ("bob", 5, 8), ("erin", 9, nil), ("frank", 10, 11)])
+        let call = makeCall(
+            .group, .active, answered: 5, invitations: [("bob", .accepted, 5), ("cora", .declined, 3)],
+            participants: [("alice", 5, nil), ("bob", 5, 8), ("erin", 9, nil), ("frank", 10, 11)])
         #expect(call.involvedUserIDs == ["alice", "bob", "cora", "erin", "frank"])
         #expect(call.presentUserIDs == ["alice", "erin"])
         #expect(Fixture.groupRinging.call.ringingUserIDs == ["bob", "cora"])

@@ -48,17 +48,28 @@ struct CallInvariantTests {
         for seed in 0..<2_000 {
             runSequence(seed: UInt64(seed), violations: &violations, coverage: &coverage)
         }
-        #expect(violations.isEmpty, "\(violations.count) violations, first: \(violations.prefix(5).joined(separator: "\n"))")
+        #expect(
+            violations.isEmpty, "\(violations.count) violations, first: \(violations.prefix(5).joined(separator: "\n"))"
+        )
         // The generator reaches every ending and every kind of event and media work.
-        #expect(coverage.endReasons == Set(CallInfo.EndReason.known), "reached \(coverage.endReasons.map(\.rawValue).sorted())")
-        #expect(coverage.succeeded == ["accept", "decline", "join", "leave", "cancel", "ringTimedOut", "mediaCounted", "scopeEnded", "memberRemoved"])
+        #expect(
+            coverage.endReasons == Set(CallInfo.EndReason.known),
+            "reached \(coverage.endReasons.map(\.rawValue).sorted())")
+        #expect(
+            coverage.succeeded == [
+                "accept", "decline", "join", "leave", "cancel", "ringTimedOut", "mediaCounted", "scopeEnded",
+                "memberRemoved",
+            ])
         #expect(coverage.media == ["deleteRoom", "removeParticipant"])
         #expect(coverage.transitions > 2_000)
         let paths: Set<String> = [
             "ringing->active accept", "ringing->ringing decline", "ringing->ended decline", "ringing->ended cancel",
-            "ringing->ended ringTimedOut", "ringing->ended scopeEnded", "ringing->ringing memberRemoved", "ringing->ended memberRemoved",
-            "active->active accept", "active->active decline", "active->active join", "active->active leave", "active->ended leave",
-            "active->active ringTimedOut", "active->active mediaCounted", "active->ended mediaCounted", "active->ended scopeEnded",
+            "ringing->ended ringTimedOut", "ringing->ended scopeEnded", "ringing->ringing memberRemoved",
+            "ringing->ended memberRemoved",
+            "active->active accept", "active->active decline", "active->active join", "active->active leave",
+            "active->ended leave",
+            "active->active ringTimedOut", "active->active mediaCounted", "active->ended mediaCounted",
+            "active->ended scopeEnded",
             "active->active memberRemoved", "active->ended memberRemoved",
         ]
         #expect(paths.isSubset(of: coverage.paths), "never reached: \(paths.subtracting(coverage.paths).sorted())")
@@ -71,7 +82,8 @@ struct CallInvariantTests {
         let busy = Set(invitees.filter { _ in random.chance(scope == .group ? 20 : 8) })
         var now = at(0)
         let created = CallStateMachine.create(
-            id: "call-\(seed)", scopeKind: scope, scopeID: "scope", mode: .audio, caller: "alice", invitees: invitees, busy: busy,
+            id: "call-\(seed)", scopeKind: scope, scopeID: "scope", mode: .audio, caller: "alice", invitees: invitees,
+            busy: busy,
             roomName: room, now: now, ringTimeout: ringTimeout)
         var problems = checkCreate(created, invitees: invitees, busy: busy)
         problems += check(before: nil, created, now: now)
@@ -97,7 +109,8 @@ struct CallInvariantTests {
                 transition = try? CallStateMachine.decline(call, by: actor, now: now)
             case 24..<38:
                 name = "join"
-                transition = try? CallStateMachine.join(call, by: actor, now: now, isMember: members.contains(actor), busyElsewhere: busyElsewhere)
+                transition = try? CallStateMachine.join(
+                    call, by: actor, now: now, isMember: members.contains(actor), busyElsewhere: busyElsewhere)
             case 38..<48:
                 name = "leave"
                 transition = try? CallStateMachine.leave(call, by: actor, now: now)
@@ -109,7 +122,8 @@ struct CallInvariantTests {
                 transition = CallStateMachine.ringTimedOut(call, now: now)
             case 56..<72:
                 name = "mediaCounted"
-                transition = CallStateMachine.mediaCounted(call, participants: random.pick([nil, 0, 0, 0, 0, 1, 2]), now: now, grace: Self.grace)
+                transition = CallStateMachine.mediaCounted(
+                    call, participants: random.pick([nil, 0, 0, 0, 0, 1, 2]), now: now, grace: Self.grace)
             case 72:
                 name = "scopeEnded"
                 let reasons: [CallInfo.EndReason] = scope == .group ? [.groupDissolved] : [.unfriended, .blocked]
@@ -145,8 +159,12 @@ struct CallInvariantTests {
         var problems: [String] = []
         let ringing = invitees.filter { !busy.contains($0) }
         if created.effects.ring != ringing { problems.append("create rang \(created.effects.ring), not \(ringing)") }
-        if created.call.ringingUserIDs != ringing { problems.append("create left \(created.call.ringingUserIDs) ringing") }
-        if (created.call.state == .ended) != ringing.isEmpty { problems.append("create state \(created.call.state) with \(ringing) ringing") }
+        if created.call.ringingUserIDs != ringing {
+            problems.append("create left \(created.call.ringingUserIDs) ringing")
+        }
+        if (created.call.state == .ended) != ringing.isEmpty {
+            problems.append("create state \(created.call.state) with \(ringing) ringing")
+        }
         return problems
     }
 
@@ -173,19 +191,22 @@ struct CallInvariantTests {
             require(false, "a state the rules never make: \(state)")
         case .ringing:
             require(call.participants.isEmpty, "ringing with participants")
-            require(call.answeredAt == nil && call.endedAt == nil && call.endReason == nil, "ringing with answeredAt/ending")
+            require(
+                call.answeredAt == nil && call.endedAt == nil && call.endReason == nil, "ringing with answeredAt/ending"
+            )
             require(!call.ringingUserIDs.isEmpty, "ringing with no invitation ringing: nothing would ever end it")
             require(call.emptySince == nil, "ringing with a watchdog memory")
         }
         require(Set(call.participants.map(\.userID)).count == call.participants.count, "a participant listed twice")
         require(Set(call.invitations.map(\.userID)).count == call.invitations.count, "an invitation listed twice")
         require(!call.invitations.contains { $0.userID == call.createdBy }, "the caller is invited")
-        require(effects.media.allSatisfy {
-            switch $0 {
-            case .deleteRoom(let name): name == call.roomName
-            case .removeParticipant(let name, _): name == call.roomName
-            }
-        }, "media action for another room: \(effects.media)")
+        require(
+            effects.media.allSatisfy {
+                switch $0 {
+                case .deleteRoom(let name): name == call.roomName
+                case .removeParticipant(let name, _): name == call.roomName
+                }
+            }, "media action for another room: \(effects.media)")
 
         guard let before else {
             require(effects.notify == involved(call), "create notified \(effects.notify)")
@@ -197,19 +218,27 @@ struct CallInvariantTests {
         let rank: [CallState: Int] = [.ringing: 0, .active: 1, .ended: 2]
         require(rank[call.state]! >= rank[before.state]!, "went from \(before.state) to \(call.state)")
         require(effects.ring.isEmpty, "rang \(effects.ring) outside create")
-        require(call.id == before.id && call.createdAt == before.createdAt && call.ringDeadline == before.ringDeadline
-                && call.roomName == before.roomName && call.createdBy == before.createdBy && call.mode == before.mode, "identity changed")
+        require(
+            call.id == before.id && call.createdAt == before.createdAt && call.ringDeadline == before.ringDeadline
+                && call.roomName == before.roomName && call.createdBy == before.createdBy && call.mode == before.mode,
+            "identity changed")
         if let answered = before.answeredAt { require(call.answeredAt == answered, "answeredAt changed") }
         require(call.invitations.map(\.userID) == before.invitations.map(\.userID), "invitees changed")
         for (old, new) in zip(before.invitations, call.invitations) where old != new {
-            require(old.state == .ringing || new.state == old.state, "\(new.userID)'s \(old.state) invitation became \(new.state)")
+            require(
+                old.state == .ringing || new.state == old.state,
+                "\(new.userID)'s \(old.state) invitation became \(new.state)")
             require(new.state != .ringing, "\(new.userID)'s invitation rings again")
             require(new.updatedAt == now, "\(new.userID)'s invitation changed without updatedAt = now")
         }
-        require(Array(call.participants.map(\.userID).prefix(before.participants.count)) == before.participants.map(\.userID),
-                "participants removed or reordered")
+        require(
+            Array(call.participants.map(\.userID).prefix(before.participants.count))
+                == before.participants.map(\.userID),
+            "participants removed or reordered")
         for participant in call.participants {
-            if let leftAt = participant.leftAt { require(leftAt >= participant.joinedAt, "\(participant.userID) left before joining") }
+            if let leftAt = participant.leftAt {
+                require(leftAt >= participant.joinedAt, "\(participant.userID) left before joining")
+            }
         }
         for (old, new) in zip(before.participants, call.participants) where old.isPresent && !new.isPresent {
             require(new.leftAt == now, "\(new.userID) left at \(new.leftAt.map(offset) ?? "-"), not now")
@@ -219,7 +248,9 @@ struct CallInvariantTests {
         var withoutMemory = call
         withoutMemory.emptySince = before.emptySince
         if withoutMemory == before && call.emptySince != before.emptySince {
-            require(effects.notify.isEmpty && effects.media.isEmpty, "watchdog bookkeeping notified \(effects.notify) / media \(effects.media)")
+            require(
+                effects.notify.isEmpty && effects.media.isEmpty,
+                "watchdog bookkeeping notified \(effects.notify) / media \(effects.media)")
         } else {
             require(effects.notify == involved(call), "notified \(effects.notify), involved \(involved(call))")
         }
@@ -228,18 +259,23 @@ struct CallInvariantTests {
         let endsAnswered = call.state == .ended && call.answeredAt != nil
         if call.state == .ended {
             require(call.endedAt == now, "ended at \(call.endedAt.map(offset) ?? "-"), not now")
-            require(effects.media == (endsAnswered ? [.deleteRoom(call.roomName)] : []), "ending did media work \(effects.media)")
+            require(
+                effects.media == (endsAnswered ? [.deleteRoom(call.roomName)] : []),
+                "ending did media work \(effects.media)")
         } else {
             for action in effects.media {
                 guard case .removeParticipant(_, let user) = action else {
                     problems.append("deleteRoom without ending the call")
                     continue
                 }
-                require(before.presentUserIDs.contains(user) && !call.presentUserIDs.contains(user), "removed \(user), who was not leaving")
+                require(
+                    before.presentUserIDs.contains(user) && !call.presentUserIDs.contains(user),
+                    "removed \(user), who was not leaving")
             }
             let leavers = before.presentUserIDs.filter { !call.presentUserIDs.contains($0) }
-            require(leavers.map { MediaAction.removeParticipant(room: call.roomName, identity: $0) } == effects.media,
-                    "\(leavers) left the call but media work was \(effects.media)")
+            require(
+                leavers.map { MediaAction.removeParticipant(room: call.roomName, identity: $0) } == effects.media,
+                "\(leavers) left the call but media work was \(effects.media)")
         }
         return problems
     }

@@ -26,23 +26,49 @@ struct CallParticipationTests {
         // an invitee who declined, and a member nobody invited, may still join.
         ActionRow(.groupActive, "alice", .refused(.alreadyParticipant)),
         ActionRow(.groupActive, "bob", .refused(.alreadyParticipant)),
-        ActionRow(.groupActive, "cora", .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-, cora 20-")),
-        ActionRow(.groupActive, "dan", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-, dan 20-")),
-        ActionRow(.groupActive, "erin", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-, erin 20-",
-                                                 notify: ["alice", "bob", "cora", "dan", "erin"])),
+        ActionRow(
+            .groupActive, "cora",
+            .changed(
+                "active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-, cora 20-")),
+        ActionRow(
+            .groupActive, "dan",
+            .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-, dan 20-")),
+        ActionRow(
+            .groupActive, "erin",
+            .changed(
+                "active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-, erin 20-",
+                notify: ["alice", "bob", "cora", "dan", "erin"])),
         // Someone who left comes back: same participant row, joined again, present again.
-        ActionRow(.groupActiveOneLeft, "alice", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 20-, bob 5-")),
+        ActionRow(
+            .groupActiveOneLeft, "alice",
+            .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 20-, bob 5-")),
         ActionRow(.groupActiveOneLeft, "bob", .refused(.alreadyParticipant)),
-        ActionRow(.groupActiveOneLeft, "cora", .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-8, bob 5-, cora 20-")),
-        ActionRow(.groupActiveOneLeft, "dan", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-8, bob 5-, dan 20-")),
-        ActionRow(.groupActiveOneLeft, "erin", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-8, bob 5-, erin 20-",
-                                                        notify: ["alice", "bob", "cora", "dan", "erin"])),
+        ActionRow(
+            .groupActiveOneLeft, "cora",
+            .changed(
+                "active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-8, bob 5-, cora 20-")),
+        ActionRow(
+            .groupActiveOneLeft, "dan",
+            .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-8, bob 5-, dan 20-")),
+        ActionRow(
+            .groupActiveOneLeft, "erin",
+            .changed(
+                "active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-8, bob 5-, erin 20-",
+                notify: ["alice", "bob", "cora", "dan", "erin"])),
         ActionRow(.groupActiveWithGuest, "alice", .refused(.alreadyParticipant)),
-        ActionRow(.groupActiveWithGuest, "bob", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 20-, erin 9-")),
-        ActionRow(.groupActiveWithGuest, "cora",
-                  .changed("active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-8, erin 9-, cora 20-")),
-        ActionRow(.groupActiveWithGuest, "dan",
-                  .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-8, erin 9-, dan 20-")),
+        ActionRow(
+            .groupActiveWithGuest, "bob",
+            .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 20-, erin 9-")),
+        ActionRow(
+            .groupActiveWithGuest, "cora",
+            .changed(
+                "active answered@5 | bob accepted@5, cora accepted@20, dan declined@3 | alice 5-, bob 5-8, erin 9-, cora 20-"
+            )),
+        ActionRow(
+            .groupActiveWithGuest, "dan",
+            .changed(
+                "active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-8, erin 9-, dan 20-"
+            )),
         ActionRow(.groupActiveWithGuest, "erin", .refused(.alreadyParticipant)),
     ]
 
@@ -75,7 +101,9 @@ struct CallParticipationTests {
         ActionRow(.groupRinging, "dan", .refused(.notMember)),
     ]
 
-    @Test("an involved user who is no longer a member of the group cannot join: 403 NOT_MEMBER", arguments: formerMemberRows)
+    @Test(
+        "an involved user who is no longer a member of the group cannot join: 403 NOT_MEMBER",
+        arguments: formerMemberRows)
     func formerMemberCannotJoin(row: ActionRow) {
         check(.join, row, isMember: false)
     }
@@ -95,33 +123,56 @@ struct CallParticipationTests {
         ActionRow(.convRinging, "alice", .refused(.notParticipant)),
         ActionRow(.convRinging, "bob", .refused(.notParticipant)),
         // Either side hanging up ends a conversation call and deletes its room.
-        ActionRow(.convActive, "alice", .changed("ended:completed answered@5 ended@20 | bob accepted@5 | alice 5-20, bob 5-20", media: [.deleteRoom(room)])),
-        ActionRow(.convActive, "bob", .changed("ended:completed answered@5 ended@20 | bob accepted@5 | alice 5-20, bob 5-20", media: [.deleteRoom(room)])),
+        ActionRow(
+            .convActive, "alice",
+            .changed(
+                "ended:completed answered@5 ended@20 | bob accepted@5 | alice 5-20, bob 5-20",
+                media: [.deleteRoom(room)])),
+        ActionRow(
+            .convActive, "bob",
+            .changed(
+                "ended:completed answered@5 ended@20 | bob accepted@5 | alice 5-20, bob 5-20",
+                media: [.deleteRoom(room)])),
         ActionRow(.groupRinging, "alice", .refused(.notParticipant)),
         ActionRow(.groupRinging, "bob", .refused(.notParticipant)),
         ActionRow(.groupRinging, "dan", .refused(.notParticipant)),
         ActionRow(.groupRingingLast, "alice", .refused(.notParticipant)),
         ActionRow(.groupRingingLast, "bob", .refused(.notParticipant)),
         // Group: a leaver who is not the last is removed from the room; the call goes on.
-        ActionRow(.groupActive, "alice", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-20, bob 5-",
-                                                  media: [.removeParticipant(room: room, identity: "alice")])),
-        ActionRow(.groupActive, "bob", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-20",
-                                                media: [.removeParticipant(room: room, identity: "bob")])),
+        ActionRow(
+            .groupActive, "alice",
+            .changed(
+                "active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-20, bob 5-",
+                media: [.removeParticipant(room: room, identity: "alice")])),
+        ActionRow(
+            .groupActive, "bob",
+            .changed(
+                "active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-20",
+                media: [.removeParticipant(room: room, identity: "bob")])),
         ActionRow(.groupActive, "cora", .refused(.notParticipant)),
         ActionRow(.groupActive, "dan", .refused(.notParticipant)),
         // The last one out ends the call `completed`, deletes the room, and cora's unanswered ring is missed.
         ActionRow(.groupActiveOneLeft, "alice", .refused(.notParticipant)),
-        ActionRow(.groupActiveOneLeft, "bob", .changed("ended:completed answered@5 ended@20 | bob accepted@5, cora missed@20, dan declined@3 | alice 5-8, bob 5-20",
-                                                       media: [.deleteRoom(room)])),
+        ActionRow(
+            .groupActiveOneLeft, "bob",
+            .changed(
+                "ended:completed answered@5 ended@20 | bob accepted@5, cora missed@20, dan declined@3 | alice 5-8, bob 5-20",
+                media: [.deleteRoom(room)])),
         ActionRow(.groupActiveOneLeft, "cora", .refused(.notParticipant)),
         ActionRow(.groupActiveOneLeft, "dan", .refused(.notParticipant)),
-        ActionRow(.groupActiveWithGuest, "alice", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-20, bob 5-8, erin 9-",
-                                                           media: [.removeParticipant(room: room, identity: "alice")])),
+        ActionRow(
+            .groupActiveWithGuest, "alice",
+            .changed(
+                "active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-20, bob 5-8, erin 9-",
+                media: [.removeParticipant(room: room, identity: "alice")])),
         ActionRow(.groupActiveWithGuest, "bob", .refused(.notParticipant)),
         ActionRow(.groupActiveWithGuest, "cora", .refused(.notParticipant)),
         ActionRow(.groupActiveWithGuest, "dan", .refused(.notParticipant)),
-        ActionRow(.groupActiveWithGuest, "erin", .changed("active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-8, erin 9-20",
-                                                          media: [.removeParticipant(room: room, identity: "erin")])),
+        ActionRow(
+            .groupActiveWithGuest, "erin",
+            .changed(
+                "active answered@5 | bob accepted@5, cora ringing@0, dan declined@3 | alice 5-, bob 5-8, erin 9-20",
+                media: [.removeParticipant(room: room, identity: "erin")])),
     ]
 
     @Test("leave: exact result for every live call and actor", arguments: leaveRows)
@@ -135,11 +186,15 @@ struct CallParticipationTests {
         ActionRow(.convActive, "alice", .refused(.callNotRinging)),
         ActionRow(.convActive, "bob", .refused(.notCaller)),
         // Only ringing invitations become cancelled; other answers stay as they were.
-        ActionRow(.groupRinging, "alice", .changed("ended:cancelled ended@20 | bob cancelled@20, cora cancelled@20, dan declined@3 | none")),
+        ActionRow(
+            .groupRinging, "alice",
+            .changed("ended:cancelled ended@20 | bob cancelled@20, cora cancelled@20, dan declined@3 | none")),
         ActionRow(.groupRinging, "bob", .refused(.notCaller)),
         ActionRow(.groupRinging, "cora", .refused(.notCaller)),
         ActionRow(.groupRinging, "dan", .refused(.notCaller)),
-        ActionRow(.groupRingingLast, "alice", .changed("ended:cancelled ended@20 | bob cancelled@20, cora declined@3, dan busy@0 | none")),
+        ActionRow(
+            .groupRingingLast, "alice",
+            .changed("ended:cancelled ended@20 | bob cancelled@20, cora declined@3, dan busy@0 | none")),
         ActionRow(.groupRingingLast, "bob", .refused(.notCaller)),
         ActionRow(.groupRingingLast, "dan", .refused(.notCaller)),
         ActionRow(.groupActive, "alice", .refused(.callNotRinging)),
@@ -157,8 +212,9 @@ struct CallParticipationTests {
         check(.cancel, row)
     }
 
-    @Test("someone the call does not involve gets 404 NOT_FOUND from accept, decline, leave and cancel",
-          arguments: Fixture.allCases, [UserAction.accept, .decline, .leave, .cancel])
+    @Test(
+        "someone the call does not involve gets 404 NOT_FOUND from accept, decline, leave and cancel",
+        arguments: Fixture.allCases, [UserAction.accept, .decline, .leave, .cancel])
     func notInvolved(fixture: Fixture, action: UserAction) {
         let strangers = everyone.filter { !fixture.involved.contains($0) }
         #expect(!strangers.isEmpty)
@@ -167,9 +223,13 @@ struct CallParticipationTests {
         }
     }
 
-    @Test("every action on an ended call is 409 CALL_ENDED for everyone who can see it", arguments: Fixture.ended, UserAction.allCases)
+    @Test(
+        "every action on an ended call is 409 CALL_ENDED for everyone who can see it", arguments: Fixture.ended,
+        UserAction.allCases)
     func endedCall(fixture: Fixture, action: UserAction) {
-        let canSee = everyone.filter { fixture.involved.contains($0) || (action == .join && fixture.members.contains($0)) }
+        let canSee = everyone.filter {
+            fixture.involved.contains($0) || (action == .join && fixture.members.contains($0))
+        }
         for user in canSee {
             check(action, ActionRow(fixture, user, .refused(.callEnded)))
         }
@@ -178,7 +238,8 @@ struct CallParticipationTests {
     @Test("no two refusals share a message")
     func errorCodesDistinct() {
         let all: [CallTransitionError] = [
-            .notInvolved, .notCaller, .notMember, .invitationNotRinging, .callEnded, .callNotRinging, .callNotActive, .notJoinable,
+            .notInvolved, .notCaller, .notMember, .invitationNotRinging, .callEnded, .callNotRinging, .callNotActive,
+            .notJoinable,
             .notParticipant, .alreadyParticipant, .busy,
         ]
         #expect(Set(all.map(\.message)).count == all.count)

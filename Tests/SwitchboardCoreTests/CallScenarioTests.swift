@@ -13,7 +13,8 @@ struct CallScenarioTests {
 
         init(_ scope: ScopeKind, invitees: [String], busy: Set<String> = []) {
             let created = CallStateMachine.create(
-                id: "call-1", scopeKind: scope, scopeID: "scope-1", mode: .audio, caller: "alice", invitees: invitees, busy: busy,
+                id: "call-1", scopeKind: scope, scopeID: "scope-1", mode: .audio, caller: "alice", invitees: invitees,
+                busy: busy,
                 roomName: room, now: at(0), ringTimeout: ringTimeout)
             call = created.call
             last = created
@@ -24,14 +25,24 @@ struct CallScenarioTests {
             sourceLocation: SourceLocation = #_sourceLocation
         ) {
             let call = call
-            last = expectSuccess({ () throws(CallTransitionError) in try perform(action, on: call, by: user, now: at(seconds), isMember: isMember) },
-                                 sourceLocation: sourceLocation)
+            last = expectSuccess(
+                { () throws(CallTransitionError) in
+                    try perform(action, on: call, by: user, now: at(seconds), isMember: isMember)
+                },
+                sourceLocation: sourceLocation)
             if let last { self.call = last.call }
         }
 
-        func refused(_ error: CallTransitionError, _ action: UserAction, _ user: String, at seconds: Double, sourceLocation: SourceLocation = #_sourceLocation) {
-            expectRefusal(error, { () throws(CallTransitionError) in try perform(action, on: call, by: user, now: at(seconds), isMember: true) },
-                          sourceLocation: sourceLocation)
+        func refused(
+            _ error: CallTransitionError, _ action: UserAction, _ user: String, at seconds: Double,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
+            expectRefusal(
+                error,
+                { () throws(CallTransitionError) in
+                    try perform(action, on: call, by: user, now: at(seconds), isMember: true)
+                },
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -39,18 +50,25 @@ struct CallScenarioTests {
     func groupLifecycle() {
         var story = Story(.group, invitees: ["bob", "cora", "dan", "erin"], busy: ["dan"])
         #expect(summary(story.call) == "ringing | bob ringing@0, cora ringing@0, dan busy@0, erin ringing@0 | none")
-        #expect(story.last?.effects == CallEffects(notify: ["alice", "bob", "cora", "dan", "erin"], ring: ["bob", "cora", "erin"]))
+        #expect(
+            story.last?.effects
+                == CallEffects(notify: ["alice", "bob", "cora", "dan", "erin"], ring: ["bob", "cora", "erin"]))
 
         story.run(.decline, "cora", at: 3)
         #expect(summary(story.call) == "ringing | bob ringing@0, cora declined@3, dan busy@0, erin ringing@0 | none")
         story.refused(.callNotActive, .join, "frank", at: 4)
 
         story.run(.accept, "bob", at: 5)
-        #expect(summary(story.call) == "active answered@5 | bob accepted@5, cora declined@3, dan busy@0, erin ringing@0 | alice 5-, bob 5-")
+        #expect(
+            summary(story.call)
+                == "active answered@5 | bob accepted@5, cora declined@3, dan busy@0, erin ringing@0 | alice 5-, bob 5-")
         #expect(story.last?.effects == CallEffects(notify: ["alice", "bob", "cora", "dan", "erin"]))
 
         story.run(.join, "erin", at: 8)
-        #expect(summary(story.call) == "active answered@5 | bob accepted@5, cora declined@3, dan busy@0, erin accepted@8 | alice 5-, bob 5-, erin 8-")
+        #expect(
+            summary(story.call)
+                == "active answered@5 | bob accepted@5, cora declined@3, dan busy@0, erin accepted@8 | alice 5-, bob 5-, erin 8-"
+        )
 
         story.run(.join, "frank", at: 10)  // joined the group after the call started
         #expect(summary(story.call).hasSuffix("| alice 5-, bob 5-, erin 8-, frank 10-"))
@@ -67,14 +85,20 @@ struct CallScenarioTests {
         #expect(story.call.presentUserIDs == ["frank"])
 
         story.run(.leave, "frank", at: 30)
-        #expect(summary(story.call) == "ended:completed answered@5 ended@30 | bob accepted@5, cora declined@3, dan busy@0, erin accepted@8 | "
+        #expect(
+            summary(story.call)
+                == "ended:completed answered@5 ended@30 | bob accepted@5, cora declined@3, dan busy@0, erin accepted@8 | "
                 + "alice 5-20, bob 5-21, erin 8-22, frank 10-30")
-        #expect(story.last?.effects == CallEffects(notify: ["alice", "bob", "cora", "dan", "erin", "frank"], media: [.deleteRoom(room)]))
+        #expect(
+            story.last?.effects
+                == CallEffects(notify: ["alice", "bob", "cora", "dan", "erin", "frank"], media: [.deleteRoom(room)]))
         story.refused(.callEnded, .leave, "frank", at: 31)
         story.refused(.callEnded, .join, "bob", at: 31)
     }
 
-    @Test("group call: every invitee declines before anyone accepts; the last decline ends it", arguments: [Set<String>(), ["dan"]])
+    @Test(
+        "group call: every invitee declines before anyone accepts; the last decline ends it",
+        arguments: [Set<String>(), ["dan"]])
     func groupAllDecline(busy: Set<String>) {
         var story = Story(.group, invitees: ["bob", "cora", "dan"], busy: busy)
         let decliners = ["bob", "cora", "dan"].filter { !busy.contains($0) }
@@ -96,7 +120,9 @@ struct CallScenarioTests {
         story.run(.accept, "bob", at: 5)
         #expect(CallStateMachine.ringTimedOut(story.call, now: at(44.999)) == nil)
         let timedOut = try #require(CallStateMachine.ringTimedOut(story.call, now: at(45)))
-        #expect(summary(timedOut.call) == "active answered@5 | bob accepted@5, cora missed@45, dan declined@2 | alice 5-, bob 5-")
+        #expect(
+            summary(timedOut.call)
+                == "active answered@5 | bob accepted@5, cora missed@45, dan declined@2 | alice 5-, bob 5-")
         #expect(timedOut.effects == CallEffects(notify: ["alice", "bob", "cora", "dan"]))
         #expect(CallStateMachine.ringTimedOut(timedOut.call, now: at(46)) == nil)
         story.call = timedOut.call
@@ -115,7 +141,8 @@ struct CallScenarioTests {
         #expect(story.last?.effects == CallEffects(notify: ["alice", "bob"]))
     }
 
-    @Test("conversation call: accepted, then either side hangs up: completed, room deleted", arguments: ["alice", "bob"])
+    @Test(
+        "conversation call: accepted, then either side hangs up: completed, room deleted", arguments: ["alice", "bob"])
     func conversationHangUp(leaver: String) {
         var story = Story(.conversation, invitees: ["bob"])
         story.run(.accept, "bob", at: 6)
@@ -150,7 +177,9 @@ struct CallScenarioTests {
         story.refused(.callEnded, .accept, "bob", at: 4)
     }
 
-    @Test("watchdog after a quiet stretch: the call is lost only after a full grace of emptiness, and says so to everyone")
+    @Test(
+        "watchdog after a quiet stretch: the call is lost only after a full grace of emptiness, and says so to everyone"
+    )
     func watchdogLosesCall() throws {
         var story = Story(.group, invitees: ["bob", "cora"])
         story.run(.accept, "bob", at: 5)
@@ -162,11 +191,15 @@ struct CallScenarioTests {
         #expect(CallStateMachine.mediaCounted(call, participants: nil, now: at(38), grace: 30) == nil)
         #expect(CallStateMachine.mediaCounted(call, participants: 0, now: at(39.999), grace: 30) == nil)
         let lost = try #require(CallStateMachine.mediaCounted(call, participants: 0, now: at(40), grace: 30))
-        #expect(summary(lost.call) == "ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40 | alice 5-40, bob 5-40")
+        #expect(
+            summary(lost.call)
+                == "ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40 | alice 5-40, bob 5-40")
         #expect(lost.effects == CallEffects(notify: ["alice", "bob", "cora"], media: [.deleteRoom(room)]))
     }
 
-    @Test("someone who just joined is not cut off by the watchdog: joining restarts its grace", arguments: [UserAction.accept, .join])
+    @Test(
+        "someone who just joined is not cut off by the watchdog: joining restarts its grace",
+        arguments: [UserAction.accept, .join])
     func joinRestartsWatchdog(action: UserAction) throws {
         // The room has been empty since 10 (grace 30). At 38 cora answers (or erin joins) and starts connecting
         // to the media room. A reading at 40 still sees 0: ending the call "connection lost" two seconds after
@@ -174,7 +207,11 @@ struct CallScenarioTests {
         var call = Fixture.groupActive.call
         call.emptySince = at(10)
         let joiner = action == .accept ? "cora" : "erin"
-        call = try #require(expectSuccess { () throws(CallTransitionError) in try perform(action, on: call, by: joiner, now: at(38), isMember: true) }).call
+        call = try #require(
+            expectSuccess { () throws(CallTransitionError) in
+                try perform(action, on: call, by: joiner, now: at(38), isMember: true)
+            }
+        ).call
         #expect(call.presentUserIDs.contains(joiner))
         var ended: Date?
         for seconds in [40.0, 50, 60, 68, 70] where ended == nil {
@@ -184,6 +221,8 @@ struct CallScenarioTests {
             }
         }
         #expect(ended != nil, "a call that stays empty is still lost eventually")
-        #expect(ended.map { $0 >= at(68) } ?? false, "lost at \(ended.map(offset) ?? "-"), 2 s after \(joiner) came in at 38")
+        #expect(
+            ended.map { $0 >= at(68) } ?? false,
+            "lost at \(ended.map(offset) ?? "-"), 2 s after \(joiner) came in at 38")
     }
 }

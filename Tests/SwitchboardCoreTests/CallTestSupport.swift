@@ -41,8 +41,10 @@ func summary(_ call: CallRecord) -> String {
     if let emptySince = call.emptySince { head += " empty@" + offset(emptySince) }
     let invitations = call.invitations.map { "\($0.userID) \($0.state.rawValue)@\(offset($0.updatedAt))" }
     let participants = call.participants.map { "\($0.userID) \(offset($0.joinedAt))-\($0.leftAt.map(offset) ?? "")" }
-    return [head, invitations.isEmpty ? "none" : invitations.joined(separator: ", "),
-            participants.isEmpty ? "none" : participants.joined(separator: ", ")].joined(separator: " | ")
+    return [
+        head, invitations.isEmpty ? "none" : invitations.joined(separator: ", "),
+        participants.isEmpty ? "none" : participants.joined(separator: ", "),
+    ].joined(separator: " | ")
 }
 
 /// Everyone a call concerns, computed here independently of `CallRecord.involvedUserIDs`:
@@ -57,13 +59,15 @@ func involved(_ call: CallRecord) -> [String] {
 
 /// A call record written out literally, so a fixture does not depend on the transitions under test.
 func makeCall(
-    _ scope: ScopeKind, _ state: CallState, reason: CallInfo.EndReason? = nil, answered: Double? = nil, ended: Double? = nil,
+    _ scope: ScopeKind, _ state: CallState, reason: CallInfo.EndReason? = nil, answered: Double? = nil,
+    ended: Double? = nil,
     invitations: [(String, InvitationState, Double)], participants: [(String, Double, Double?)] = []
 ) -> CallRecord {
     CallRecord(
         id: "call-1", scopeKind: scope, scopeID: scope == .group ? "group-1" : "conversation-1",
         mode: scope == .group ? .video : .audio, state: state, endReason: reason, createdBy: "alice", createdAt: t0,
-        answeredAt: answered.map(at), endedAt: ended.map(at), ringDeadline: at(ringTimeout), roomName: room, emptySince: nil,
+        answeredAt: answered.map(at), endedAt: ended.map(at), ringDeadline: at(ringTimeout), roomName: room,
+        emptySince: nil,
         invitations: invitations.map { CallInvitation(userID: $0.0, state: $0.1, updatedAt: at($0.2)) },
         participants: participants.map { CallParticipant(userID: $0.0, joinedAt: at($0.1), leftAt: $0.2.map(at)) })
 }
@@ -83,59 +87,104 @@ enum Fixture: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// As `groupActive`, but bob left at 8 and erin (never invited) joined at 9.
     case groupActiveWithGuest
     // Ended calls, each way a call can end.
-    case convEndedDeclined, convEndedCancelled, convEndedMissed, convEndedBusy, convEndedCompleted, convEndedConnectionLost
+    case convEndedDeclined, convEndedCancelled, convEndedMissed, convEndedBusy, convEndedCompleted,
+        convEndedConnectionLost
     case convEndedUnfriended, convEndedBlocked
     case groupEndedDeclined, groupEndedCancelled, groupEndedMissed, groupEndedBusy, groupEndedCompleted
     case groupEndedConnectionLost, groupEndedDissolved
 
     var testDescription: String { rawValue }
 
-    static let live: [Fixture] = [.convRinging, .convActive, .groupRinging, .groupRingingLast, .groupActive, .groupActiveOneLeft, .groupActiveWithGuest]
+    static let live: [Fixture] = [
+        .convRinging, .convActive, .groupRinging, .groupRingingLast, .groupActive, .groupActiveOneLeft,
+        .groupActiveWithGuest,
+    ]
     static let ended: [Fixture] = allCases.filter { !live.contains($0) }
     static let active: [Fixture] = [.convActive, .groupActive, .groupActiveOneLeft, .groupActiveWithGuest]
 
     var call: CallRecord {
-        let answeredGroup: [(String, InvitationState, Double)] = [("bob", .accepted, 5), ("cora", .ringing, 0), ("dan", .declined, 3)]
+        let answeredGroup: [(String, InvitationState, Double)] = [
+            ("bob", .accepted, 5), ("cora", .ringing, 0), ("dan", .declined, 3),
+        ]
         switch self {
         case .convRinging: return makeCall(.conversation, .ringing, invitations: [("bob", .ringing, 0)])
         case .convActive:
-            return makeCall(.conversation, .active, answered: 5, invitations: [("bob", .accepted, 5)], participants: [("alice", 5, nil), ("bob", 5, nil)])
-        case .groupRinging: return makeCall(.group, .ringing, invitations: [("bob", .ringing, 0), ("cora", .ringing, 0), ("dan", .declined, 3)])
-        case .groupRingingLast: return makeCall(.group, .ringing, invitations: [("bob", .ringing, 0), ("cora", .declined, 3), ("dan", .busy, 0)])
-        case .groupActive: return makeCall(.group, .active, answered: 5, invitations: answeredGroup, participants: [("alice", 5, nil), ("bob", 5, nil)])
-        case .groupActiveOneLeft: return makeCall(.group, .active, answered: 5, invitations: answeredGroup, participants: [("alice", 5, 8), ("bob", 5, nil)])
+            return makeCall(
+                .conversation, .active, answered: 5, invitations: [("bob", .accepted, 5)],
+                participants: [("alice", 5, nil), ("bob", 5, nil)])
+        case .groupRinging:
+            return makeCall(
+                .group, .ringing, invitations: [("bob", .ringing, 0), ("cora", .ringing, 0), ("dan", .declined, 3)])
+        case .groupRingingLast:
+            return makeCall(
+                .group, .ringing, invitations: [("bob", .ringing, 0), ("cora", .declined, 3), ("dan", .busy, 0)])
+        case .groupActive:
+            return makeCall(
+                .group, .active, answered: 5, invitations: answeredGroup,
+                participants: [("alice", 5, nil), ("bob", 5, nil)])
+        case .groupActiveOneLeft:
+            return makeCall(
+                .group, .active, answered: 5, invitations: answeredGroup,
+                participants: [("alice", 5, 8), ("bob", 5, nil)])
         case .groupActiveWithGuest:
-            return makeCall(.group, .active, answered: 5, invitations: answeredGroup, participants: [("alice", 5, nil), ("bob", 5, 8), ("erin", 9, nil)])
-        case .convEndedDeclined: return makeCall(.conversation, .ended, reason: .declined, ended: 3, invitations: [("bob", .declined, 3)])
-        case .convEndedCancelled: return makeCall(.conversation, .ended, reason: .cancelled, ended: 4, invitations: [("bob", .cancelled, 4)])
-        case .convEndedMissed: return makeCall(.conversation, .ended, reason: .missed, ended: 45, invitations: [("bob", .missed, 45)])
-        case .convEndedBusy: return makeCall(.conversation, .ended, reason: .busy, ended: 0, invitations: [("bob", .busy, 0)])
+            return makeCall(
+                .group, .active, answered: 5, invitations: answeredGroup,
+                participants: [("alice", 5, nil), ("bob", 5, 8), ("erin", 9, nil)])
+        case .convEndedDeclined:
+            return makeCall(.conversation, .ended, reason: .declined, ended: 3, invitations: [("bob", .declined, 3)])
+        case .convEndedCancelled:
+            return makeCall(.conversation, .ended, reason: .cancelled, ended: 4, invitations: [("bob", .cancelled, 4)])
+        case .convEndedMissed:
+            return makeCall(.conversation, .ended, reason: .missed, ended: 45, invitations: [("bob", .missed, 45)])
+        case .convEndedBusy:
+            return makeCall(.conversation, .ended, reason: .busy, ended: 0, invitations: [("bob", .busy, 0)])
         case .convEndedCompleted:
-            return makeCall(.conversation, .ended, reason: .completed, answered: 5, ended: 30, invitations: [("bob", .accepted, 5)],
-                            participants: [("alice", 5, 30), ("bob", 5, 30)])
+            return makeCall(
+                .conversation, .ended, reason: .completed, answered: 5, ended: 30, invitations: [("bob", .accepted, 5)],
+                participants: [("alice", 5, 30), ("bob", 5, 30)])
         case .convEndedConnectionLost:
-            return makeCall(.conversation, .ended, reason: .connectionLost, answered: 5, ended: 200, invitations: [("bob", .accepted, 5)],
-                            participants: [("alice", 5, 200), ("bob", 5, 200)])
+            return makeCall(
+                .conversation, .ended, reason: .connectionLost, answered: 5, ended: 200,
+                invitations: [("bob", .accepted, 5)],
+                participants: [("alice", 5, 200), ("bob", 5, 200)])
         case .convEndedUnfriended:
-            return makeCall(.conversation, .ended, reason: .unfriended, answered: 5, ended: 30, invitations: [("bob", .accepted, 5)],
-                            participants: [("alice", 5, 30), ("bob", 5, 30)])
-        case .convEndedBlocked: return makeCall(.conversation, .ended, reason: .blocked, ended: 10, invitations: [("bob", .cancelled, 10)])
+            return makeCall(
+                .conversation, .ended, reason: .unfriended, answered: 5, ended: 30,
+                invitations: [("bob", .accepted, 5)],
+                participants: [("alice", 5, 30), ("bob", 5, 30)])
+        case .convEndedBlocked:
+            return makeCall(.conversation, .ended, reason: .blocked, ended: 10, invitations: [("bob", .cancelled, 10)])
         case .groupEndedDeclined:
-            return makeCall(.group, .ended, reason: .declined, ended: 6, invitations: [("bob", .declined, 4), ("cora", .declined, 6), ("dan", .busy, 0)])
+            return makeCall(
+                .group, .ended, reason: .declined, ended: 6,
+                invitations: [("bob", .declined, 4), ("cora", .declined, 6), ("dan", .busy, 0)])
         case .groupEndedCancelled:
-            return makeCall(.group, .ended, reason: .cancelled, ended: 7, invitations: [("bob", .cancelled, 7), ("cora", .cancelled, 7), ("dan", .declined, 3)])
+            return makeCall(
+                .group, .ended, reason: .cancelled, ended: 7,
+                invitations: [("bob", .cancelled, 7), ("cora", .cancelled, 7), ("dan", .declined, 3)])
         case .groupEndedMissed:
-            return makeCall(.group, .ended, reason: .missed, ended: 45, invitations: [("bob", .missed, 45), ("cora", .missed, 45), ("dan", .declined, 3)])
-        case .groupEndedBusy: return makeCall(.group, .ended, reason: .busy, ended: 0, invitations: [("bob", .busy, 0), ("cora", .busy, 0), ("dan", .busy, 0)])
+            return makeCall(
+                .group, .ended, reason: .missed, ended: 45,
+                invitations: [("bob", .missed, 45), ("cora", .missed, 45), ("dan", .declined, 3)])
+        case .groupEndedBusy:
+            return makeCall(
+                .group, .ended, reason: .busy, ended: 0,
+                invitations: [("bob", .busy, 0), ("cora", .busy, 0), ("dan", .busy, 0)])
         case .groupEndedCompleted:
-            return makeCall(.group, .ended, reason: .completed, answered: 5, ended: 60, invitations: [("bob", .accepted, 5), ("cora", .missed, 45), ("dan", .declined, 3)],
-                            participants: [("alice", 5, 30), ("bob", 5, 60), ("erin", 9, 50)])
+            return makeCall(
+                .group, .ended, reason: .completed, answered: 5, ended: 60,
+                invitations: [("bob", .accepted, 5), ("cora", .missed, 45), ("dan", .declined, 3)],
+                participants: [("alice", 5, 30), ("bob", 5, 60), ("erin", 9, 50)])
         case .groupEndedConnectionLost:
-            return makeCall(.group, .ended, reason: .connectionLost, answered: 5, ended: 200,
-                            invitations: [("bob", .accepted, 5), ("cora", .missed, 45), ("dan", .declined, 3)], participants: [("alice", 5, 200), ("bob", 5, 200)])
+            return makeCall(
+                .group, .ended, reason: .connectionLost, answered: 5, ended: 200,
+                invitations: [("bob", .accepted, 5), ("cora", .missed, 45), ("dan", .declined, 3)],
+                participants: [("alice", 5, 200), ("bob", 5, 200)])
         case .groupEndedDissolved:
-            return makeCall(.group, .ended, reason: .groupDissolved, answered: 5, ended: 20,
-                            invitations: [("bob", .accepted, 5), ("cora", .cancelled, 20), ("dan", .declined, 3)], participants: [("alice", 5, 20), ("bob", 5, 20)])
+            return makeCall(
+                .group, .ended, reason: .groupDissolved, answered: 5, ended: 20,
+                invitations: [("bob", .accepted, 5), ("cora", .cancelled, 20), ("dan", .declined, 3)],
+                participants: [("alice", 5, 20), ("bob", 5, 20)])
         }
     }
 
@@ -165,7 +214,8 @@ func perform(
     switch action {
     case .accept:
         // A repeated accept changes nothing: the same call, no effects.
-        try CallStateMachine.accept(call, by: user, now: now, busyElsewhere: busyElsewhere) ?? .init(call: call, effects: CallEffects())
+        try CallStateMachine.accept(call, by: user, now: now, busyElsewhere: busyElsewhere)
+            ?? .init(call: call, effects: CallEffects())
     case .decline: try CallStateMachine.decline(call, by: user, now: now)
     case .join: try CallStateMachine.join(call, by: user, now: now, isMember: isMember, busyElsewhere: busyElsewhere)
     case .leave: try CallStateMachine.leave(call, by: user, now: now)
@@ -202,18 +252,22 @@ struct ActionRow: Sendable, CustomTestStringConvertible {
 }
 
 /// Performs `action` for the row at `at(20)` (before the ring deadline) and checks the whole outcome.
-func check(_ action: UserAction, _ row: ActionRow, isMember: Bool? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+func check(
+    _ action: UserAction, _ row: ActionRow, isMember: Bool? = nil, sourceLocation: SourceLocation = #_sourceLocation
+) {
     let before = row.fixture.call
     let member = isMember ?? row.fixture.members.contains(row.actor)
     let now = at(20)
     do {
-        let transition = try perform(action, on: before, by: row.actor, now: now, isMember: member, busyElsewhere: row.busyElsewhere)
+        let transition = try perform(
+            action, on: before, by: row.actor, now: now, isMember: member, busyElsewhere: row.busyElsewhere)
         switch row.expected {
         case .refused(let error):
             Issue.record("expected \(error), got \(summary(transition.call))", sourceLocation: sourceLocation)
         case .changed(let expected, let media, let notify):
-            expectTransition(transition, from: before, summary: expected, notify: notify ?? row.fixture.involved, media: media,
-                             sourceLocation: sourceLocation)
+            expectTransition(
+                transition, from: before, summary: expected, notify: notify ?? row.fixture.involved, media: media,
+                sourceLocation: sourceLocation)
         case .unchanged:
             #expect(transition.call == before && transition.effects == CallEffects(), sourceLocation: sourceLocation)
         }
@@ -248,14 +302,20 @@ func expectTransition(
 
 /// The fields no transition may change.
 func expectIdentityKept(_ call: CallRecord, _ before: CallRecord, sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(call.id == before.id && call.scopeKind == before.scopeKind && call.scopeID == before.scopeID, sourceLocation: sourceLocation)
-    #expect(call.mode == before.mode && call.createdBy == before.createdBy && call.createdAt == before.createdAt, sourceLocation: sourceLocation)
-    #expect(call.ringDeadline == before.ringDeadline && call.roomName == before.roomName, sourceLocation: sourceLocation)
+    #expect(
+        call.id == before.id && call.scopeKind == before.scopeKind && call.scopeID == before.scopeID,
+        sourceLocation: sourceLocation)
+    #expect(
+        call.mode == before.mode && call.createdBy == before.createdBy && call.createdAt == before.createdAt,
+        sourceLocation: sourceLocation)
+    #expect(
+        call.ringDeadline == before.ringDeadline && call.roomName == before.roomName, sourceLocation: sourceLocation)
 }
 
 /// Unwraps a transition the test expects to succeed, recording an issue (and returning `nil`) if it throws.
 func expectSuccess(
-    _ body: () throws(CallTransitionError) -> CallStateMachine.Transition, sourceLocation: SourceLocation = #_sourceLocation
+    _ body: () throws(CallTransitionError) -> CallStateMachine.Transition,
+    sourceLocation: SourceLocation = #_sourceLocation
 ) -> CallStateMachine.Transition? {
     do {
         return try body()

@@ -27,14 +27,21 @@ struct CallTimerTests {
         RingRow(.convActive, 500, nil),
         RingRow(.groupRinging, 44.999, nil),
         RingRow(.groupRinging, 45, "ended:missed ended@45 | bob missed@45, cora missed@45, dan declined@3 | none"),
-        RingRow(.groupRinging, 46.5, "ended:missed ended@46.500 | bob missed@46.500, cora missed@46.500, dan declined@3 | none"),
+        RingRow(
+            .groupRinging, 46.5,
+            "ended:missed ended@46.500 | bob missed@46.500, cora missed@46.500, dan declined@3 | none"),
         RingRow(.groupRingingLast, 44.999, nil),
         RingRow(.groupRingingLast, 45, "ended:missed ended@45 | bob missed@45, cora declined@3, dan busy@0 | none"),
         // An active group call stays active: only the invitations still ringing become missed.
         RingRow(.groupActive, 44.999, nil),
-        RingRow(.groupActive, 45, "active answered@5 | bob accepted@5, cora missed@45, dan declined@3 | alice 5-, bob 5-"),
-        RingRow(.groupActiveOneLeft, 60, "active answered@5 | bob accepted@5, cora missed@60, dan declined@3 | alice 5-8, bob 5-"),
-        RingRow(.groupActiveWithGuest, 45, "active answered@5 | bob accepted@5, cora missed@45, dan declined@3 | alice 5-, bob 5-8, erin 9-"),
+        RingRow(
+            .groupActive, 45, "active answered@5 | bob accepted@5, cora missed@45, dan declined@3 | alice 5-, bob 5-"),
+        RingRow(
+            .groupActiveOneLeft, 60,
+            "active answered@5 | bob accepted@5, cora missed@60, dan declined@3 | alice 5-8, bob 5-"),
+        RingRow(
+            .groupActiveWithGuest, 45,
+            "active answered@5 | bob accepted@5, cora missed@45, dan declined@3 | alice 5-, bob 5-8, erin 9-"),
     ]
 
     @Test("ring timeout: nothing before the deadline; at and after it, exactly this", arguments: ringRows)
@@ -56,7 +63,11 @@ struct CallTimerTests {
 
     @Test("an active group call where nothing rings any more has no ring timeout")
     func ringTimeoutNothingRinging() throws {
-        let call = try #require(expectSuccess { () throws(CallTransitionError) in try CallStateMachine.decline(Fixture.groupActive.call, by: "cora", now: at(20)) }).call
+        let call = try #require(
+            expectSuccess { () throws(CallTransitionError) in
+                try CallStateMachine.decline(Fixture.groupActive.call, by: "cora", now: at(20))
+            }
+        ).call
         #expect(CallStateMachine.ringTimedOut(call, now: at(45)) == nil)
         #expect(CallStateMachine.ringTimedOut(call, now: at(4_000)) == nil)
     }
@@ -64,7 +75,8 @@ struct CallTimerTests {
     @Test("the ring deadline is exact to the millisecond for any configured timeout", arguments: [45.0, 30, 0.25, 120])
     func ringDeadlineBoundary(timeout: Double) {
         let created = CallStateMachine.create(
-            id: "call-1", scopeKind: .group, scopeID: "group-1", mode: .audio, caller: "alice", invitees: ["bob", "cora"], busy: [],
+            id: "call-1", scopeKind: .group, scopeID: "group-1", mode: .audio, caller: "alice",
+            invitees: ["bob", "cora"], busy: [],
             roomName: room, now: at(10), ringTimeout: timeout)
         #expect(created.call.ringDeadline == at(10 + timeout))
         #expect(CallStateMachine.ringTimedOut(created.call, now: at(10 + timeout - 0.001)) == nil)
@@ -114,26 +126,44 @@ struct CallTimerTests {
         WatchRow(.groupActive, emptySince: 10, count: nil, at: 40, .nothing),
         WatchRow(.groupActive, emptySince: 10, count: nil, at: 1_000, .nothing),
         // The first empty reading only starts the watchdog's memory.
-        WatchRow(.groupActive, emptySince: nil, count: 0, at: 12, .remembers("active answered@5 empty@12 | " + groupIn)),
-        WatchRow(.convActive, emptySince: nil, count: 0, at: 12, .remembers("active answered@5 empty@12 | bob accepted@5 | alice 5-, bob 5-")),
+        WatchRow(
+            .groupActive, emptySince: nil, count: 0, at: 12, .remembers("active answered@5 empty@12 | " + groupIn)),
+        WatchRow(
+            .convActive, emptySince: nil, count: 0, at: 12,
+            .remembers("active answered@5 empty@12 | bob accepted@5 | alice 5-, bob 5-")),
         // Empty for less than the grace: nothing new.
         WatchRow(.groupActive, emptySince: 10, count: 0, at: 20, .nothing),
         WatchRow(.groupActive, emptySince: 10, count: 0, at: 39.999, .nothing),
         // Exactly the grace, or more: connection lost; the ringing invitation is missed, everyone present leaves.
-        WatchRow(.groupActive, emptySince: 10, count: 0, at: 40,
-                 .ends("ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40, dan declined@3 | alice 5-40, bob 5-40")),
-        WatchRow(.groupActive, emptySince: 10, count: 0, at: 44,
-                 .ends("ended:connection_lost answered@5 ended@44 | bob accepted@5, cora missed@44, dan declined@3 | alice 5-44, bob 5-44")),
-        WatchRow(.convActive, emptySince: 10, count: 0, at: 40,
-                 .ends("ended:connection_lost answered@5 ended@40 | bob accepted@5 | alice 5-40, bob 5-40")),
-        WatchRow(.groupActiveOneLeft, emptySince: 10, count: 0, at: 40,
-                 .ends("ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40, dan declined@3 | alice 5-8, bob 5-40")),
-        WatchRow(.groupActiveWithGuest, emptySince: 10, count: 0, at: 40,
-                 .ends("ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40, dan declined@3 | alice 5-40, bob 5-8, erin 9-40")),
+        WatchRow(
+            .groupActive, emptySince: 10, count: 0, at: 40,
+            .ends(
+                "ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40, dan declined@3 | alice 5-40, bob 5-40"
+            )),
+        WatchRow(
+            .groupActive, emptySince: 10, count: 0, at: 44,
+            .ends(
+                "ended:connection_lost answered@5 ended@44 | bob accepted@5, cora missed@44, dan declined@3 | alice 5-44, bob 5-44"
+            )),
+        WatchRow(
+            .convActive, emptySince: 10, count: 0, at: 40,
+            .ends("ended:connection_lost answered@5 ended@40 | bob accepted@5 | alice 5-40, bob 5-40")),
+        WatchRow(
+            .groupActiveOneLeft, emptySince: 10, count: 0, at: 40,
+            .ends(
+                "ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40, dan declined@3 | alice 5-8, bob 5-40"
+            )),
+        WatchRow(
+            .groupActiveWithGuest, emptySince: 10, count: 0, at: 40,
+            .ends(
+                "ended:connection_lost answered@5 ended@40 | bob accepted@5, cora missed@40, dan declined@3 | alice 5-40, bob 5-8, erin 9-40"
+            )),
         // Anyone in the room forgets the emptiness, even a moment before the grace runs out.
         WatchRow(.groupActive, emptySince: 10, count: 1, at: 20, .remembers("active answered@5 | " + groupIn)),
         WatchRow(.groupActive, emptySince: 10, count: 2, at: 39.999, .remembers("active answered@5 | " + groupIn)),
-        WatchRow(.convActive, emptySince: 10, count: 1, at: 40, .remembers("active answered@5 | bob accepted@5 | alice 5-, bob 5-")),
+        WatchRow(
+            .convActive, emptySince: 10, count: 1, at: 40,
+            .remembers("active answered@5 | bob accepted@5 | alice 5-, bob 5-")),
         WatchRow(.groupActive, emptySince: nil, count: 1, at: 20, .nothing),
         WatchRow(.groupActive, emptySince: nil, count: 3, at: 1_000, .nothing),
     ]
@@ -142,7 +172,8 @@ struct CallTimerTests {
     func watchdog(row: WatchRow) {
         var before = row.fixture.call
         before.emptySince = row.emptySince.map(at)
-        let result = CallStateMachine.mediaCounted(before, participants: row.count, now: at(row.seconds), grace: Self.grace)
+        let result = CallStateMachine.mediaCounted(
+            before, participants: row.count, now: at(row.seconds), grace: Self.grace)
         switch row.outcome {
         case .nothing:
             #expect(result == nil)
@@ -150,11 +181,14 @@ struct CallTimerTests {
             #expect(result.map { summary($0.call) } == expected)
             #expect(result?.effects == CallEffects())
         case .ends(let expected):
-            expectTransition(result, from: before, summary: expected, notify: row.fixture.involved, media: [.deleteRoom(room)])
+            expectTransition(
+                result, from: before, summary: expected, notify: row.fixture.involved, media: [.deleteRoom(room)])
         }
     }
 
-    @Test("watchdog never touches a call that is not active", arguments: Fixture.allCases.filter { !Fixture.active.contains($0) }, [nil, 0, 1])
+    @Test(
+        "watchdog never touches a call that is not active",
+        arguments: Fixture.allCases.filter { !Fixture.active.contains($0) }, [nil, 0, 1])
     func watchdogIgnoresInactive(fixture: Fixture, count: Int?) {
         var call = fixture.call
         #expect(CallStateMachine.mediaCounted(call, participants: count, now: at(1_000), grace: Self.grace) == nil)
@@ -163,11 +197,16 @@ struct CallTimerTests {
     }
 
     /// Feeds readings `(seconds, count)` in order, returning the call after each (unchanged when `nil`).
-    func watch(_ call: CallRecord, _ readings: [(Double, Int?)], grace: TimeInterval = CallTimerTests.grace) -> [CallRecord] {
+    func watch(
+        _ call: CallRecord, _ readings: [(Double, Int?)], grace: TimeInterval = CallTimerTests.grace
+    ) -> [CallRecord] {
         var call = call
         return readings.map { seconds, count in
-            if let transition = CallStateMachine.mediaCounted(call, participants: count, now: at(seconds), grace: grace) {
-                if transition.call.state != .ended { #expect(transition.effects == CallEffects(), "bookkeeping notifies nobody") }
+            if let transition = CallStateMachine.mediaCounted(call, participants: count, now: at(seconds), grace: grace)
+            {
+                if transition.call.state != .ended {
+                    #expect(transition.effects == CallEffects(), "bookkeeping notifies nobody")
+                }
                 call = transition.call
             }
             return call
@@ -195,6 +234,8 @@ struct CallTimerTests {
     func defaultGrace() {
         let calls = watch(Fixture.convActive.call, [(10, 0), (20, 0), (99.999, 0), (100, 0)], grace: 90)
         #expect(calls.map(\.state) == [.active, .active, .active, .ended])
-        #expect(calls.last.map(summary) == "ended:connection_lost answered@5 ended@100 | bob accepted@5 | alice 5-100, bob 5-100")
+        #expect(
+            calls.last.map(summary)
+                == "ended:connection_lost answered@5 ended@100 | bob accepted@5 | alice 5-100, bob 5-100")
     }
 }

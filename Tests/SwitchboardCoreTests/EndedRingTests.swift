@@ -9,15 +9,19 @@ struct EndedRingTests {
 
     static func group() -> CallRecord {
         CallStateMachine.create(
-            id: "c", scopeKind: .group, scopeID: "g", mode: .audio, caller: "a", invitees: ["b", "c", "d"], busy: ["d"], roomName: "r",
+            id: "c", scopeKind: .group, scopeID: "g", mode: .audio, caller: "a", invitees: ["b", "c", "d"], busy: ["d"],
+            roomName: "r",
             now: now, ringTimeout: 30
         ).call
     }
 
     @Test func eachWayARingEndsIsNamed() throws {
         let ringing = Self.group()
-        let accepted = try #require(try CallStateMachine.accept(ringing, by: "b", now: Self.now, busyElsewhere: false)).call
-        #expect(EndedRing.between(ringing, accepted) == [EndedRing(userID: "b", outcome: .accepted)], "c still rings; d never rang")
+        let accepted = try #require(try CallStateMachine.accept(ringing, by: "b", now: Self.now, busyElsewhere: false))
+            .call
+        #expect(
+            EndedRing.between(ringing, accepted) == [EndedRing(userID: "b", outcome: .accepted)],
+            "c still rings; d never rang")
         #expect(EndedRing.between(ringing, accepted).first?.noticeReason == "answered_elsewhere")
         #expect(EndedRing.between(ringing, accepted).first?.byTheUser == true)
         let missed = try #require(CallStateMachine.ringTimedOut(accepted, now: Self.now.addingTimeInterval(31))).call

@@ -50,7 +50,9 @@ struct RateLimiterTests {
         #expect(decision == .refused(retryAfterMS: 43_000))
         #expect(decision.retryAfterSeconds == 43)
         #expect(RateLimiter.check(1, of: limit, in: counter, nowMS: 63_000).isAllowed)
-        #expect(RateLimiter.check(3, of: limit, in: RateCounter(), nowMS: 0) == .refused(retryAfterMS: 60_000), "more than the limit at once: never")
+        #expect(
+            RateLimiter.check(3, of: limit, in: RateCounter(), nowMS: 0) == .refused(retryAfterMS: 60_000),
+            "more than the limit at once: never")
     }
 
     @Test func costsCountAsManyUnits() {
@@ -69,7 +71,9 @@ struct RateLimiterTests {
         counters = next
         (decision, next) = RateLimiter.takeAll(1, of: [perCaller, perCallee], from: counters, nowMS: 1_000)
         #expect(!decision.isAllowed)
-        #expect(RateLimiter.used(next[0], perCaller, nowMS: 1_000) == 1, "the caller's counter took nothing for the refused call")
+        #expect(
+            RateLimiter.used(next[0], perCaller, nowMS: 1_000) == 1,
+            "the caller's counter took nothing for the refused call")
     }
 
     @Test func backOffDoublesAndForgivingTakesOneFailureBack() {
@@ -91,11 +95,14 @@ struct RateLimiterTests {
     }
 
     @Test func storedSlotsRoundTripAndDamageIsAnError() throws {
-        let counter = RateCounter(slots: [.init(startMS: 3_000, units: 2), .init(startMS: 6_000, units: 1)], failures: 4, blockedUntilMS: 9)
+        let counter = RateCounter(
+            slots: [.init(startMS: 3_000, units: 2), .init(startMS: 6_000, units: 1)], failures: 4, blockedUntilMS: 9)
         #expect(try RateCounter(slotText: counter.slotText, failures: 4, blockedUntilMS: 9) == counter)
         #expect(try RateCounter(slotText: "", failures: 0, blockedUntilMS: 0).isEmpty)
         for damaged in ["3000", "3000:x", "a:1", "3000:-1", ",", "1:1,"] {
-            #expect(throws: RateCounterFormatError.self, "\(damaged)") { try RateCounter(slotText: damaged, failures: 0, blockedUntilMS: 0) }
+            #expect(throws: RateCounterFormatError.self, "\(damaged)") {
+                try RateCounter(slotText: damaged, failures: 0, blockedUntilMS: 0)
+            }
         }
     }
 }

@@ -20,7 +20,9 @@ struct RelayAudioTests {
     }
 
     @Test func loudVoicesClipInsteadOfWrappingAround() {
-        let mixes = AudioMixer.mixMinusOne([Self.frame(30000), Self.frame(30000), Self.frame(-30000), Self.frame(-30000), Self.frame(0)])
+        let mixes = AudioMixer.mixMinusOne([
+            Self.frame(30000), Self.frame(30000), Self.frame(-30000), Self.frame(-30000), Self.frame(0),
+        ])
         #expect(mixes[0] == Self.frame(-30000))
         #expect(mixes[4] == Self.frame(0))
         let loud = AudioMixer.mixMinusOne([Self.frame(.max), Self.frame(.max), Self.frame(0)])

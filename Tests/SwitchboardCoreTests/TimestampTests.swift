@@ -28,7 +28,10 @@ struct TimestampTests {
     @Test func theHandWrittenFormatterAgreesWithPrintfEverywhere() {
         func reference(_ milliseconds: Int64) -> String {
             var (quotient, millis) = milliseconds.quotientAndRemainder(dividingBy: 1000)
-            if millis < 0 { millis += 1000; quotient -= 1 }
+            if millis < 0 {
+                millis += 1000
+                quotient -= 1
+            }
             var seconds = time_t(quotient)
             var parts = tm()
             gmtime_r(&seconds, &parts)
@@ -38,11 +41,14 @@ struct TimestampTests {
         }
         var generator = SystemRandomNumberGenerator()
         // Year 1 to year 9999.
-        let range: ClosedRange<Int64> = -62_135_596_800_000 ... 253_402_300_799_999
+        let range: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
         var instants: [Int64] = [range.lowerBound, range.upperBound, 0, -1, 951_782_400_000, 4_107_542_399_999]
         for _ in 0..<20_000 { instants.append(Int64.random(in: range, using: &generator)) }
         let mismatches = instants.filter { Timestamp.iso8601(milliseconds: $0) != reference($0) }
-        #expect(mismatches.count == 0, "first: \(mismatches.first.map { "\($0) -> \(Timestamp.iso8601(milliseconds: $0)) vs \(reference($0))" } ?? "")")
+        #expect(
+            mismatches.count == 0,
+            "first: \(mismatches.first.map { "\($0) -> \(Timestamp.iso8601(milliseconds: $0)) vs \(reference($0))" } ?? "")"
+        )
         // Outside four-digit years it still answers (as printf does).
         #expect(Timestamp.iso8601(milliseconds: range.upperBound + 1) == reference(range.upperBound + 1))
     }

@@ -10,14 +10,22 @@ struct AESGCMTests {
     @Test("the GCM specification's AES-256 vectors, sealed and opened")
     func knownAnswers() throws {
         let cases: [(key: String, nonce: String, plaintext: String, aad: String, ciphertext: String, tag: String)] = [
-            (String(repeating: "00", count: 32), String(repeating: "00", count: 12), "", "", "", "530f8afbc74536b9a963b4f1c4cb738b"),
-            (String(repeating: "00", count: 32), String(repeating: "00", count: 12), String(repeating: "00", count: 16), "",
-             "cea7403d4d606b6e074ec5d3baf39d18", "d0d1c8a799996bf0265b98b5d48ab919"),
-            ("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308", "cafebabefacedbaddecaf888",
-             "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39",
-             "feedfacedeadbeeffeedfacedeadbeefabaddad2",
-             "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662",
-             "76fc6ece0f4e1768cddf8853bb2d551b"),
+            (
+                String(repeating: "00", count: 32), String(repeating: "00", count: 12), "", "", "",
+                "530f8afbc74536b9a963b4f1c4cb738b"
+            ),
+            (
+                String(repeating: "00", count: 32), String(repeating: "00", count: 12),
+                String(repeating: "00", count: 16), "",
+                "cea7403d4d606b6e074ec5d3baf39d18", "d0d1c8a799996bf0265b98b5d48ab919"
+            ),
+            (
+                "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308", "cafebabefacedbaddecaf888",
+                "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39",
+                "feedfacedeadbeeffeedfacedeadbeefabaddad2",
+                "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662",
+                "76fc6ece0f4e1768cddf8853bb2d551b"
+            ),
         ]
         for vector in cases {
             let box = try AESGCM.seal(
@@ -25,7 +33,9 @@ struct AESGCMTests {
                 authenticating: bytes(hex: vector.aad))
             #expect(box.ciphertext == bytes(hex: vector.ciphertext))
             #expect(box.tag == bytes(hex: vector.tag))
-            #expect(try AESGCM.open(box, key: bytes(hex: vector.key), authenticating: bytes(hex: vector.aad)) == bytes(hex: vector.plaintext))
+            #expect(
+                try AESGCM.open(box, key: bytes(hex: vector.key), authenticating: bytes(hex: vector.aad))
+                    == bytes(hex: vector.plaintext))
         }
     }
 
@@ -71,14 +81,17 @@ struct AESGCMTests {
         #expect(refused(box, aad: []))
         #expect(throws: CryptoError.self) { try AESGCM.seal([1], key: [0, 1, 2]) }
         #expect(throws: CryptoError.self) { try AESGCM.seal([1], key: key, nonce: [0]) }
-        #expect(throws: CryptoError.self) { try AESGCM.open(AESGCM.SealedBox(nonce: [0], ciphertext: [], tag: box.tag), key: key) }
+        #expect(throws: CryptoError.self) {
+            try AESGCM.open(AESGCM.SealedBox(nonce: [0], ciphertext: [], tag: box.tag), key: key)
+        }
     }
 
     /// Python's `cryptography` (the reference) opens what this seals, and this opens what it seals.
     @Test("boxes cross over with Python's cryptography, both ways")
     func pythonCrossCheck() throws {
         let key = SecureRandom.bytes(32), aad = Array("device-key-7".utf8)
-        let message = Array("{\"aps\":{},\"callId\":\"0f8fad5b-d9cb-469f-a165-70867728950e\",\"callerName\":\"Zoë ☎\"}".utf8)
+        let message = Array(
+            "{\"aps\":{},\"callId\":\"0f8fad5b-d9cb-469f-a165-70867728950e\",\"callerName\":\"Zoë ☎\"}".utf8)
         let ours = try AESGCM.seal(message, key: key, authenticating: aad)
         let script = """
             import sys
@@ -89,13 +102,16 @@ struct AESGCMTests {
             theirs_nonce = bytes(range(12))
             print(theirs_nonce.hex(), aes.encrypt(theirs_nonce, message[::-1], aad).hex())
             """
-        let output = try runPython(script, arguments: [
-            hex(key), hex(aad), hex(ours.nonce), hex(ours.ciphertext + ours.tag), hex(message),
-        ])
+        let output = try runPython(
+            script,
+            arguments: [
+                hex(key), hex(aad), hex(ours.nonce), hex(ours.ciphertext + ours.tag), hex(message),
+            ])
         let words = output.split(separator: " ").map(String.init)
         try #require(words.count == 2)
         let combined = bytes(hex: words[1])
-        let theirs = AESGCM.SealedBox(nonce: bytes(hex: words[0]), ciphertext: Array(combined.dropLast(16)), tag: Array(combined.suffix(16)))
+        let theirs = AESGCM.SealedBox(
+            nonce: bytes(hex: words[0]), ciphertext: Array(combined.dropLast(16)), tag: Array(combined.suffix(16)))
         #expect(try AESGCM.open(theirs, key: key, authenticating: aad) == Array(message.reversed()))
     }
 

@@ -193,7 +193,9 @@ struct ES256Tests {
         }
         // Zero r or s, and r = s = 2^256 - 1 (above the group order n).
         #expect(!key.publicKey.verify(signature: [UInt8](repeating: 0, count: 64), message: Self.message))
-        #expect(!key.publicKey.verify(signature: Array(signature.prefix(32)) + [UInt8](repeating: 0, count: 32), message: Self.message))
+        #expect(
+            !key.publicKey.verify(
+                signature: Array(signature.prefix(32)) + [UInt8](repeating: 0, count: 32), message: Self.message))
         #expect(!key.publicKey.verify(signature: [UInt8](repeating: 0xFF, count: 64), message: Self.message))
     }
 
@@ -299,7 +301,9 @@ struct ES256Tests {
     static let refusedPrivateKeys: [RefusedKey] = [
         RefusedKey("empty", "", .malformedInput),
         RefusedKey("garbage", "hello, I am not a key", .malformedInput),
-        RefusedKey("garbage inside PEM armour", "-----BEGIN PRIVATE KEY-----\nAAAA////\n-----END PRIVATE KEY-----\n", .malformedInput),
+        RefusedKey(
+            "garbage inside PEM armour", "-----BEGIN PRIVATE KEY-----\nAAAA////\n-----END PRIVATE KEY-----\n",
+            .malformedInput),
         RefusedKey("truncated", String(ExternalES256.pkcs8.dropLast(40)), .malformedInput),
         RefusedKey("a public key", ExternalES256.spki, .malformedInput),
         RefusedKey("an encrypted key (no passphrase prompt)", ExternalES256.encrypted, .malformedInput),
@@ -343,10 +347,12 @@ struct ES256Tests {
         #expect(Base64URL.decode(String(token.split(separator: ".")[2]))?.count == 64)
     }
 
-    @Test("APNs team and key IDs must be 10 ASCII letters or digits", arguments: [
-        ("DEF123GHI", "ABC123DEFG"), ("DEF123GHIJ", "ABC123DEFG\n"), ("DEF123GHI\"", "ABC123DEFG"),
-        ("DEF123GHIJ", ""), ("DEF123GHIÉ", "ABC123DEFG"),
-    ])
+    @Test(
+        "APNs team and key IDs must be 10 ASCII letters or digits",
+        arguments: [
+            ("DEF123GHI", "ABC123DEFG"), ("DEF123GHIJ", "ABC123DEFG\n"), ("DEF123GHI\"", "ABC123DEFG"),
+            ("DEF123GHIJ", ""), ("DEF123GHIÉ", "ABC123DEFG"),
+        ])
     func refusesMalformedAPNsIDs(teamID: String, keyID: String) throws {
         let key = try ES256PrivateKey.generate()
         let error = #expect(throws: CryptoError.self) {
@@ -366,8 +372,10 @@ struct ES256Tests {
         #expect(JWT.verifyES256(good, key: key.publicKey)?.claims == claims)
 
         // Validly signed, but the header does not say ES256 or asks for an extension.
-        for header in [#"{"alg":"HS256"}"#, #"{"alg":"none"}"#, #"{"alg":"es256"}"#, #"{"typ":"JWT"}"#,
-                       #"{"alg":"ES256","crit":["exp"]}"#, #"["ES256"]"#, "not json"] {
+        for header in [
+            #"{"alg":"HS256"}"#, #"{"alg":"none"}"#, #"{"alg":"es256"}"#, #"{"typ":"JWT"}"#,
+            #"{"alg":"ES256","crit":["exp"]}"#, #"["ES256"]"#, "not json",
+        ] {
             #expect(JWT.verifyES256(try token(header), key: key.publicKey) == nil, "\(header)")
         }
 
@@ -406,15 +414,21 @@ struct Ed25519Tests {
     }
 
     static let vectors: [(seed: String, publicKey: String, message: String, signature: String)] = [
-        ("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
-         "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
-         "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"),
-        ("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
-         "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
-         "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"),
-        ("c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
-         "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025", "af82",
-         "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"),
+        (
+            "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
+            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+        ),
+        (
+            "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+            "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
+            "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"
+        ),
+        (
+            "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+            "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025", "af82",
+            "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"
+        ),
     ]
 
     @Test func theRFCVectorsSignAndVerify() throws {
@@ -436,8 +450,9 @@ struct Ed25519Tests {
         signature[10] ^= 1
         #expect(!key.verify(signature: signature, message: Self.hex(vector.message)))
         #expect(!key.verify(signature: Array(signature.prefix(63)), message: Self.hex(vector.message)))
-        #expect(!(try Ed25519PublicKey(rawBytes: Self.hex(Self.vectors[0].publicKey))).verify(
-            signature: Self.hex(vector.signature), message: Self.hex(vector.message)))
+        #expect(
+            !(try Ed25519PublicKey(rawBytes: Self.hex(Self.vectors[0].publicKey))).verify(
+                signature: Self.hex(vector.signature), message: Self.hex(vector.message)))
         #expect(throws: CryptoError.self) { try Ed25519PublicKey(rawBytes: [1, 2, 3]) }
         // Points of small order and unreduced encodings: with them a forgery could verify.
         var identity = [UInt8](repeating: 0, count: 32)
@@ -447,7 +462,10 @@ struct Ed25519Tests {
         unreduced[31] = 0x7F
         var negativeZero = [UInt8](repeating: 0, count: 32)
         negativeZero[31] = 0x80
-        for weak in [identity, unreduced, negativeZero, [UInt8](repeating: 0, count: 32), Self.hex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa")] {
+        for weak in [
+            identity, unreduced, negativeZero, [UInt8](repeating: 0, count: 32),
+            Self.hex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa"),
+        ] {
             #expect(throws: CryptoError.self) { try Ed25519PublicKey(rawBytes: weak) }
         }
         let fresh = try Ed25519PrivateKey.generate()

@@ -28,7 +28,7 @@ struct EncodingTests {
         "invalid input decodes to nil",
         arguments: [
             "+/8", "ab/c", "ab+c",  // standard-alphabet characters
-            "aGVs bG8", "aGVsbG8\n", "aGV$", "é", // whitespace, symbols, non-ASCII
+            "aGVs bG8", "aGVsbG8\n", "aGV$", "é",  // whitespace, symbols, non-ASCII
             "a", "abcde",  // impossible lengths
             "aGVsbG8==", "aG=VsbG8", "=", "====", "ab=c",  // misplaced or wrong padding
             "aGVsbG9", "-_-", "QR",  // non-zero unused bits in the last character

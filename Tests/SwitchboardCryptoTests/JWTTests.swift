@@ -54,8 +54,10 @@ struct JWTTests {
 
     @Test(
         "a correctly MACed token whose header is not plain HS256 gives nil",
-        arguments: [#"{"alg":"none","typ":"JWT"}"#, #"{"alg":"HS512"}"#, #"{"typ":"JWT"}"#, #"["HS256"]"#,
-                    #"{"alg":"HS256","crit":["exp"]}"#, "not json"])
+        arguments: [
+            #"{"alg":"none","typ":"JWT"}"#, #"{"alg":"HS512"}"#, #"{"typ":"JWT"}"#, #"["HS256"]"#,
+            #"{"alg":"HS256","crit":["exp"]}"#, "not json",
+        ])
     func rejectsHeader(header: String) {
         let token = JWT.signHS256(claimsJSON: Self.claims, secret: Self.secret, headerJSON: utf8(header))
         #expect(JWT.verifyHS256(token, secret: Self.secret) == nil)
@@ -70,9 +72,11 @@ struct JWTTests {
 
     @Test(
         "unsigned and structurally broken tokens give nil",
-        arguments: ["", ".", "..", "a.b", "a.b.c.d",
-                    "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyLTQyIn0.",  // alg none, empty signature
-                    pythonToken + "=", pythonToken + ".x", " " + pythonToken])
+        arguments: [
+            "", ".", "..", "a.b", "a.b.c.d",
+            "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyLTQyIn0.",  // alg none, empty signature
+            pythonToken + "=", pythonToken + ".x", " " + pythonToken,
+        ])
     func structurallyBroken(token: String) {
         #expect(JWT.verifyHS256(token, secret: Self.secret) == nil)
     }

@@ -86,8 +86,10 @@ struct PasswordHasherTests {
 
     @Test(
         "absurd stored parameters throw unsupportedParameters without trying to compute",
-        arguments: ["ln=21,r=8,p=1", "ln=63,r=8,p=1", "ln=64,r=8,p=1", "ln=9999999999,r=1,p=1",
-                    "ln=20,r=8,p=1", "ln=14,r=1024,p=1024", "ln=10,r=8,p=0", "ln=0,r=8,p=1"])
+        arguments: [
+            "ln=21,r=8,p=1", "ln=63,r=8,p=1", "ln=64,r=8,p=1", "ln=9999999999,r=1,p=1",
+            "ln=20,r=8,p=1", "ln=14,r=1024,p=1024", "ln=10,r=8,p=0", "ln=0,r=8,p=1",
+        ])
     func absurdParametersThrow(parameters: String) {
         let stored = "$scrypt$\(parameters)$\(Self.salt)$\(Self.key)"
         let error = #expect(throws: CryptoError.self) { try hasher.verify("pw", against: stored) }

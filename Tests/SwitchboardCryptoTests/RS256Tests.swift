@@ -5,7 +5,8 @@ import Testing
 struct RS256Tests {
     @Test func aSignedTokenVerifiesAndATamperedOneDoesNot() throws {
         let key = try RS256PrivateKey.generate()
-        let token = try JWT.signRS256(headerJSON: Array(#"{"alg":"RS256","typ":"JWT"}"#.utf8), claimsJSON: Array(#"{"iss":"a"}"#.utf8), key: key)
+        let token = try JWT.signRS256(
+            headerJSON: Array(#"{"alg":"RS256","typ":"JWT"}"#.utf8), claimsJSON: Array(#"{"iss":"a"}"#.utf8), key: key)
         let verified = try #require(JWT.verifyRS256(token, key: key.publicKey))
         #expect(String(decoding: verified.claims, as: UTF8.self) == #"{"iss":"a"}"#)
         // Another claim under the same signature, another key, another algorithm: all refused.

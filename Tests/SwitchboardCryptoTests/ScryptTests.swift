@@ -9,19 +9,25 @@ struct ScryptTests {
     func rfcPasswordNaCl() throws {
         let key = try PasswordHasher.scrypt(
             password: utf8("password"), salt: utf8("NaCl"), cost: Cost(n: 1024, r: 8, p: 16), length: 64)
-        #expect(key == bytes(hex: """
-            fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162\
-            2eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640
-            """))
+        #expect(
+            key
+                == bytes(
+                    hex: """
+                        fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162\
+                        2eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640
+                        """))
     }
 
     @Test("RFC 7914 §12 vector: empty password and salt, N=16, r=1, p=1, 64 bytes")
     func rfcEmpty() throws {
         let key = try PasswordHasher.scrypt(password: [], salt: [], cost: Cost(n: 16, r: 1, p: 1), length: 64)
-        #expect(key == bytes(hex: """
-            77d6576238657b203b19ca42c18a0497f16b4844e3074ae8dfdffa3fede21442\
-            fcd0069ded0948f8326a753a0fc81f17e8d3e0fb2e0d3628cf35e20c38d18906
-            """))
+        #expect(
+            key
+                == bytes(
+                    hex: """
+                        77d6576238657b203b19ca42c18a0497f16b4844e3074ae8dfdffa3fede21442\
+                        fcd0069ded0948f8326a753a0fc81f17e8d3e0fb2e0d3628cf35e20c38d18906
+                        """))
     }
 
     @Test(

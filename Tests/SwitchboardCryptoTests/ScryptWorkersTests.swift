@@ -65,7 +65,11 @@ struct ScryptWorkersTests {
         let gate = DispatchSemaphore(value: 0)
         let record = JobRecord()
         let blocker = Task {
-            try await workers.run(.later) { record.started.store(true, ordering: .relaxed); gate.wait(); record.append("blocker") }
+            try await workers.run(.later) {
+                record.started.store(true, ordering: .relaxed)
+                gate.wait()
+                record.append("blocker")
+            }
         }
         func enqueue(_ name: String, _ priority: ScryptWorkers.Priority) -> Task<Void, any Error> {
             Task { try await workers.run(priority) { record.append(name) } }
@@ -75,7 +79,9 @@ struct ScryptWorkersTests {
             for _ in 0..<6_000 where workers.waiting != (first, later) { try await Task.sleep(for: .milliseconds(5)) }
             #expect(workers.waiting == (first, later))
         }
-        for _ in 0..<6_000 where !record.started.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<6_000 where !record.started.load(ordering: .relaxed) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         let hashes = [enqueue("hash 1", .later)]
         try await waitUntil(first: 0, later: 1)
         let second = enqueue("hash 2", .later)

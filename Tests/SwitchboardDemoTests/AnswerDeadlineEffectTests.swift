@@ -8,7 +8,8 @@ import SwitchboardDemo
 struct AnswerDeadlineEffectTests {
     static func answered(connectedAfter milliseconds: Double?, deadline: Double?) -> WakeupSample {
         WakeupSample(
-            wakeupMilliseconds: 300, setupSucceeded: milliseconds != nil, setupMilliseconds: milliseconds, wokenBy: "push", failure: nil,
+            wakeupMilliseconds: 300, setupSucceeded: milliseconds != nil, setupMilliseconds: milliseconds,
+            wokenBy: "push", failure: nil,
             calleeConnectedMilliseconds: milliseconds, adaptiveAnswerDeadlineSeconds: deadline)
     }
 

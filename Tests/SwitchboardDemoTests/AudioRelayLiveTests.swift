@@ -33,7 +33,8 @@ struct AudioRelayLiveTests {
                 // other work) cannot measure time: the real-time figures are printed, and the
                 // path is then judged in lockstep, where only a broken path fails.
                 if !report.passes(maxLossPercent: limit) {
-                    report = try await AudioProbe.run(stack: stack, profile: profile, sound: name, mouth: mouth, pacing: .lockstep)
+                    report = try await AudioProbe.run(
+                        stack: stack, profile: profile, sound: name, mouth: mouth, pacing: .lockstep)
                     print(report.line)
                 }
                 #expect(report.framesSent >= mouth.count / 960 - 2, "\(report.line)")

@@ -11,14 +11,21 @@ struct KernelLinkRulesTests {
         let script = KernelLink.ruleset(interface: "sbw123-0b", ports: [7001, 7000, 7000], percent: 30)
         let lines = script.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         // Created if missing, then deleted and made again: one transaction, whatever was there.
-        #expect(Array(lines.prefix(3)) == ["table inet switchboard_loss {}", "delete table inet switchboard_loss", "table inet switchboard_loss {"])
+        #expect(
+            Array(lines.prefix(3)) == [
+                "table inet switchboard_loss {}", "delete table inet switchboard_loss", "table inet switchboard_loss {",
+            ])
         #expect(lines.contains("elements = { 7000, 7001 }"))
         #expect(lines.contains("type filter hook input priority 0; policy accept;"))
         #expect(lines.contains("type filter hook output priority 0; policy accept;"))
         #expect(lines.contains(#"iifname "sbw123-0b" tcp dport @ports numgen random mod 100 < 30 drop"#))
-        #expect(lines.contains(#"iifname "sbw123-0b" tcp sport @ports tcp dport != @ports numgen random mod 100 < 30 drop"#))
+        #expect(
+            lines.contains(#"iifname "sbw123-0b" tcp sport @ports tcp dport != @ports numgen random mod 100 < 30 drop"#)
+        )
         #expect(lines.contains(#"oifname "sbw123-0b" tcp sport @ports numgen random mod 100 < 30 drop"#))
-        #expect(lines.contains(#"oifname "sbw123-0b" tcp dport @ports tcp sport != @ports numgen random mod 100 < 30 drop"#))
+        #expect(
+            lines.contains(#"oifname "sbw123-0b" tcp dport @ports tcp sport != @ports numgen random mod 100 < 30 drop"#)
+        )
     }
 
     @Test(arguments: [(ports: [7000], percent: 0), (ports: [], percent: 50)])
@@ -96,25 +103,33 @@ struct KernelLinkLiveTests {
         #expect(link.rootInterface.count <= 15 && link.namespaceInterface.count <= 15)
         #expect(try Self.namespaces().contains(link.namespace))
 
-        let echoed = try await offPool { try TestConnection.roundTrip(Array("hello".utf8), host: link.namespaceAddress, port: 7000) }
+        let echoed = try await offPool {
+            try TestConnection.roundTrip(Array("hello".utf8), host: link.namespaceAddress, port: 7000)
+        }
         #expect(echoed == Array("hello".utf8))
 
         try await offPool { try link.setLoss(percent: 99) }
         #expect(link.lossPercent == 99)
         // Both the SYN and the SYN-ACK must get through: 1 in 10,000 per attempt, and two
         // attempts fit in the 2 s.
-        let refusedConnect = await offPool { TestConnection.connect(host: link.namespaceAddress, port: 7000, timeout: 2) }
+        let refusedConnect = await offPool {
+            TestConnection.connect(host: link.namespaceAddress, port: 7000, timeout: 2)
+        }
         #expect(refusedConnect == nil, "a connect got through 99 % loss")
         refusedConnect.map { _ = close($0) }
 
         try await offPool { try link.setLoss(percent: 0) }
-        let restored = try await offPool { try TestConnection.roundTrip(Array("again".utf8), host: link.namespaceAddress, port: 7000) }
+        let restored = try await offPool {
+            try TestConnection.roundTrip(Array("again".utf8), host: link.namespaceAddress, port: 7000)
+        }
         #expect(restored == Array("again".utf8))
 
         await offPool { link.destroy() }
         #expect(try !Self.namespaces().contains(link.namespace))
         #expect(await eventually { !echo.isRunning }, "destroy stops what was launched")
-        #expect(await eventually { (try? Command.run(Tools.ip, ["link", "show", link.rootInterface])) == nil }, "the root end goes with the namespace")
+        #expect(
+            await eventually { (try? Command.run(Tools.ip, ["link", "show", link.rootInterface])) == nil },
+            "the root end goes with the namespace")
         await offPool { link.destroy() }  // a second time does nothing
         #expect(throws: KernelLinkError.self) { try link.setLoss(percent: 1) }
     }
@@ -135,7 +150,8 @@ struct KernelLinkLiveTests {
             // Linux backs its retransmission timer off while retransmissions and their ACKs keep
             // being lost (200 ms doubling); at 30 % a fresh-clone run once went 60 s without a
             // byte. The read still waits up to 150 s for the rare long stall at 15 %.
-            try TestConnection.roundTripCountingRetransmissions(payload, host: link.namespaceAddress, port: 7000, readTimeout: 150)
+            try TestConnection.roundTripCountingRetransmissions(
+                payload, host: link.namespaceAddress, port: 7000, readTimeout: 150)
         }
         #expect(echoed.count == payload.count)
         #expect(echoed == payload, "the echo differs from what was sent")
@@ -151,7 +167,10 @@ struct KernelLinkLiveTests {
             try link.setLoss(percent: 50)
         }
         #expect(link.impairedPorts == [7100, 7101] && link.lossPercent == 50)
-        let rules = try await offPool { try Command.run(Tools.ip, ["netns", "exec", link.namespace, Tools.nft, "list", "table", "inet", "switchboard_loss"]) }
+        let rules = try await offPool {
+            try Command.run(
+                Tools.ip, ["netns", "exec", link.namespace, Tools.nft, "list", "table", "inet", "switchboard_loss"])
+        }
         #expect(rules.contains("7100") && rules.contains("numgen random mod 100 < 50"))
         #expect(throws: KernelLinkError.self) { try link.setLoss(percent: 100) }
         #expect(throws: KernelLinkError.self) { try link.setImpairedPorts([0]) }
@@ -175,7 +194,8 @@ struct KernelLinkLiveTests {
             try Command.run(Tools.ip, ["netns", "add", stale])
             try Command.run(Tools.ip, ["netns", "add", live])
             // A root end left behind by a namespace that lived on (its peer is in `live` here).
-            try Command.run(Tools.ip, ["link", "add", staleInterface, "type", "veth", "peer", "name", "stalepeer", "netns", live])
+            try Command.run(
+                Tools.ip, ["link", "add", staleInterface, "type", "veth", "peer", "name", "stalepeer", "netns", live])
             try Command.run(Tools.ip, ["link", "set", "dev", staleInterface, "alias", stale])
         }
         defer { _ = try? Command.run(Tools.ip, ["netns", "delete", live]) }
@@ -195,13 +215,16 @@ enum TestConnection {
 
     /// A blocking connection to `host:port` made within `timeout` seconds, or `nil`.
     static func connect(host: String, port: Int, timeout: Double) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
         inet_pton(AF_INET, host, &address.sin_addr)
         let started = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if started != 0, errno == EINPROGRESS {
             var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
@@ -250,7 +273,9 @@ enum TestConnection {
         var scratch = [UInt8](repeating: 0, count: 65536)
         while echoed.count < bytes.count {
             let count = recv(fd, &scratch, scratch.count, 0)
-            guard count > 0 else { throw Failure(description: "the echo ended after \(echoed.count) of \(bytes.count) bytes") }
+            guard count > 0 else {
+                throw Failure(description: "the echo ended after \(echoed.count) of \(bytes.count) bytes")
+            }
             echoed += scratch[0..<count]
         }
         var info = tcp_info()

@@ -22,14 +22,17 @@ struct PushRelayFormatTests {
         #expect(PushRelayRequest(line: String(request.line.dropLast())) == request, "the line it sends parses back")
     }
 
-    @Test(arguments: ["", " 1", "abc -1", "abc 1 2", "abc x", "xyz 1", "abc  1", String(repeating: "a", count: 201), "ａｂ 1"])
+    @Test(arguments: [
+        "", " 1", "abc -1", "abc 1 2", "abc x", "xyz 1", "abc  1", String(repeating: "a", count: 201), "ａｂ 1",
+    ])
     func badLinesAreRefused(line: String) {
         #expect(PushRelayRequest(line: line) == nil)
     }
 
     @Test func framesSurviveAnySplitAndKeepThePayload() throws {
         let payload = Array(#"{"aps":{},"callId":"c1","nested":{"n":[1,2]}}"#.utf8)
-        let stream = PushRelayFrame.encode(index: 7, receivedAtMs: 1_700_000_000_123, payload: payload)
+        let stream =
+            PushRelayFrame.encode(index: 7, receivedAtMs: 1_700_000_000_123, payload: payload)
             + PushRelayFrame.encode(index: 8, receivedAtMs: 1_700_000_000_456, payload: Array(#"{"b":true}"#.utf8))
         for split in 1..<stream.count {
             var decoder = PushRelayFrame.Decoder()
@@ -85,9 +88,10 @@ struct PushRelayLiveTests {
     static func withEmulator(_ body: (APNsEmulator, APNsProvider) async throws -> Void) async throws {
         let emulator = APNsEmulator(configuration: APNsEmulatorConfiguration(port: 0))
         let address = try emulator.start()
-        let provider = try APNsProvider(configuration: APNsConfiguration(
-            credentials: .token(teamID: "TEAM000001", keyID: "KEY0000001", key: key),
-            productionURL: "http://127.0.0.1:\(address.port)", sandboxURL: "http://127.0.0.1:\(address.port)"))
+        let provider = try APNsProvider(
+            configuration: APNsConfiguration(
+                credentials: .token(teamID: "TEAM000001", keyID: "KEY0000001", key: key),
+                productionURL: "http://127.0.0.1:\(address.port)", sandboxURL: "http://127.0.0.1:\(address.port)"))
         do {
             try await body(emulator, provider)
         } catch {
@@ -102,7 +106,10 @@ struct PushRelayLiveTests {
     static func push(_ provider: APNsProvider, to token: String, callID: String) async -> APNsResult {
         await provider.send(
             deviceToken: token, environment: "sandbox",
-            headers: [("apns-topic", "com.example.app.voip"), ("apns-push-type", "voip"), ("apns-priority", "10"), ("apns-expiration", "0")],
+            headers: [
+                ("apns-topic", "com.example.app.voip"), ("apns-push-type", "voip"), ("apns-priority", "10"),
+                ("apns-expiration", "0"),
+            ],
             payload: Array(#"{"aps":{},"callId":"\#(callID)"}"#.utf8))
     }
 
@@ -140,7 +147,9 @@ struct PushRelayLiveTests {
             defer { relay.stop() }
             let token = Self.token()
             let delivered = Recorder<RelayedPush>()
-            let source = RelayedPushSource(relay: .loopback(port: port), token: token.uppercased()) { delivered.append($0) }
+            let source = RelayedPushSource(relay: .loopback(port: port), token: token.uppercased()) {
+                delivered.append($0)
+            }
             defer { source.stop() }
             try source.start()
             #expect(await eventually { source.isConnected && relay.openConnections == 1 })
@@ -158,7 +167,9 @@ struct PushRelayLiveTests {
             let push = try #require(delivered.values.first)
             #expect(push.index == 1)
             #expect(push.receivedAtMs == accepted.receivedAt)
-            #expect(push.deliveredAt >= before && push.deliveredAt.timeIntervalSince1970 * 1000 >= Double(accepted.receivedAt) - 1)
+            #expect(
+                push.deliveredAt >= before
+                    && push.deliveredAt.timeIntervalSince1970 * 1000 >= Double(accepted.receivedAt) - 1)
             // Nothing new after the cursor: an empty answer once the (short) wait passes.
             let (none, same) = try await source.pushes(after: cursor, wait: 0.05)
             #expect(none.isEmpty && same == cursor)
@@ -194,7 +205,9 @@ struct PushRelayLiveTests {
             let port = try first.start()
             let token = Self.token()
             let indices = Recorder<Int>()
-            let source = RelayedPushSource(relay: .loopback(port: port), token: token, reconnectDelay: .milliseconds(20)) {
+            let source = RelayedPushSource(
+                relay: .loopback(port: port), token: token, reconnectDelay: .milliseconds(20)
+            ) {
                 indices.append($0.index)
             }
             defer { source.stop() }
@@ -229,9 +242,11 @@ struct PushRelayLiveTests {
             let sources = (0..<3).map { _ in RelayedPushSource(relay: .loopback(port: port), token: Self.token()) }
             for source in sources { try source.start() }
             #expect(await eventually { relay.openConnections == 3 })
-            #expect(await eventually { Self.threads(named: "sb-push-relay") == 4 }, "the acceptor and one per connection")
+            #expect(
+                await eventually { Self.threads(named: "sb-push-relay") == 4 }, "the acceptor and one per connection")
             #expect(Self.threads(named: "sb-push-source") == 3)
-            #expect(await eventually { Self.socketsOnPort(port) == 7 }, "the listener and both ends of three connections")
+            #expect(
+                await eventually { Self.socketsOnPort(port) == 7 }, "the listener and both ends of three connections")
             _ = await Self.push(provider, to: sources[0].token, callID: "x")
             #expect(await eventually { sources[0].lastIndex == 1 })
 
@@ -268,17 +283,21 @@ struct PushRelayLiveTests {
     static func threads(named name: String) -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.filter { task in
-            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == name
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(
+                in: .whitespacesAndNewlines) == name
         }.count
     }
 
     /// This process's open TCP sockets with `port` as their local or remote port.
     static func socketsOnPort(_ port: Int) -> Int {
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        let inodes = Set(descriptors.compactMap { fd -> String? in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"), target.hasPrefix("socket:[") else { return nil }
-            return String(target.dropFirst("socket:[".count).dropLast())
-        })
+        let inodes = Set(
+            descriptors.compactMap { fd -> String? in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+                    target.hasPrefix("socket:[")
+                else { return nil }
+                return String(target.dropFirst("socket:[".count).dropLast())
+            })
         let table = readWhole("/proc/self/net/tcp")
         let hexPort = String(format: "%04X", port)
         return table.split(separator: "\n").dropFirst().filter { row in

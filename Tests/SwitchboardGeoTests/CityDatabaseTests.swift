@@ -25,7 +25,9 @@ struct CityDatabaseTests {
         try writer.insertCity(network: "2001:480::/32", city: "San Diego", countryCode: "US")
         try withDatabase(writer) { database in
             #expect(database.city(for: "2001:480::1") == CityMatch(city: "San Diego", countryCode: "US"))
-            #expect(database.city(for: "2001:480:ffff:ffff:ffff:ffff:ffff:ffff") == CityMatch(city: "San Diego", countryCode: "US"))
+            #expect(
+                database.city(for: "2001:480:ffff:ffff:ffff:ffff:ffff:ffff")
+                    == CityMatch(city: "San Diego", countryCode: "US"))
             #expect(database.city(for: "2001:481::1") == nil)
         }
     }
@@ -87,7 +89,10 @@ struct CityDatabaseTests {
         }
     }
 
-    @Test(arguments: ["", "not an ip", "1.2.3", "81.2.69.160:443", "[2001:480::1]", " 81.2.69.160", "81.2.69.160\0", "2001:480::1%eth0", "81.2.69.0/24"])
+    @Test(arguments: [
+        "", "not an ip", "1.2.3", "81.2.69.160:443", "[2001:480::1]", " 81.2.69.160", "81.2.69.160\0",
+        "2001:480::1%eth0", "81.2.69.0/24",
+    ])
     func textThatIsNotAnAddressHasNoMatch(text: String) throws {
         try withDatabase(Self.everywhere()) { database in
             #expect(database.city(for: text) == nil)
@@ -126,7 +131,10 @@ struct CityDatabaseTests {
         try writer.insertCity(network: "81.2.69.0/24", city: nil, countryCode: nil)
         try writer.insert(network: "2.125.160.0/24", value: .string("not a map"))
         try writer.insert(
-            network: "175.16.199.0/24", value: .map([("continent", .map([("code", .string("AS"))])), ("location", .map([("latitude", .double(43.88))]))]))
+            network: "175.16.199.0/24",
+            value: .map([
+                ("continent", .map([("code", .string("AS"))])), ("location", .map([("latitude", .double(43.88))])),
+            ]))
         try withDatabase(writer) { database in
             #expect(database.city(for: "81.2.69.160") == nil)
             #expect(database.city(for: "2.125.160.216") == nil)
@@ -211,7 +219,11 @@ struct CityDatabaseTests {
         var writer = MMDBWriter()
         try writer.insert(
             network: "81.2.69.0/24",
-            value: .map(filler + [("country", .map([("iso_code", .string("GB"))])), ("city", .map([("names", .map([("en", .string("London"))]))]))]))
+            value: .map(
+                filler + [
+                    ("country", .map([("iso_code", .string("GB"))])),
+                    ("city", .map([("names", .map([("en", .string("London"))]))])),
+                ]))
         try withDatabase(writer) { database in
             #expect(database.city(for: "81.2.69.160") == CityMatch(city: "London", countryCode: "GB"))
         }
@@ -224,7 +236,8 @@ struct CityDatabaseTests {
     @Test(arguments: [28, 32])
     func largerRecordSizesAreReadable(recordSize: Int) throws {
         var writer = MMDBWriter(recordSize: recordSize)
-        try writer.insert(network: "175.16.199.0/24", value: .map([("padding", .string(String(repeating: "p", count: 16_800_000)))]))
+        try writer.insert(
+            network: "175.16.199.0/24", value: .map([("padding", .string(String(repeating: "p", count: 16_800_000)))]))
         try writer.insertCity(network: "81.2.69.0/25", city: "Left", countryCode: "GB")
         try writer.insertCity(network: "81.2.69.128/25", city: "Right", countryCode: "GB")
         try writer.insertCity(network: "2001:480::/32", city: "San Diego", countryCode: "US")
@@ -287,7 +300,8 @@ struct CityDatabaseTests {
                     (0..<500).filter { index in
                         let v4 = database.city(for: "81.2.69.\((index + task) % 256)")
                         let v6 = database.city(for: "2001:480::\(String(index, radix: 16))")
-                        return v4 != CityMatch(city: "London", countryCode: "GB") || v6 != CityMatch(city: "San Diego", countryCode: "US")
+                        return v4 != CityMatch(city: "London", countryCode: "GB")
+                            || v6 != CityMatch(city: "San Diego", countryCode: "US")
                     }.count
                 }
             }
@@ -299,17 +313,24 @@ struct CityDatabaseTests {
     // MARK: - AddressScope
 
     @Test(arguments: [
-        ("81.2.69.160", true), ("2.125.160.216", true), ("175.16.199.0", true), ("1.1.1.1", true), ("223.255.255.255", true),
-        ("172.15.255.255", true), ("172.32.0.0", true), ("100.63.255.255", true), ("100.128.0.0", true), ("192.0.1.255", true),
+        ("81.2.69.160", true), ("2.125.160.216", true), ("175.16.199.0", true), ("1.1.1.1", true),
+        ("223.255.255.255", true),
+        ("172.15.255.255", true), ("172.32.0.0", true), ("100.63.255.255", true), ("100.128.0.0", true),
+        ("192.0.1.255", true),
         ("198.17.255.255", true), ("198.20.0.0", true), ("2001:480::1", true), ("2a00:1450:4009:81f::200e", true),
         ("::ffff:81.2.69.160", true),
         ("0.0.0.0", false), ("0.1.2.3", false), ("10.0.0.1", false), ("172.16.0.1", false), ("172.31.255.255", false),
-        ("192.168.1.1", false), ("100.64.0.1", false), ("100.127.255.255", false), ("127.0.0.1", false), ("127.255.255.254", false),
-        ("169.254.169.254", false), ("192.0.0.8", false), ("192.0.2.1", false), ("198.51.100.7", false), ("203.0.113.9", false),
-        ("198.18.0.1", false), ("198.19.255.255", false), ("224.0.0.1", false), ("239.255.255.250", false), ("240.0.0.1", false),
+        ("192.168.1.1", false), ("100.64.0.1", false), ("100.127.255.255", false), ("127.0.0.1", false),
+        ("127.255.255.254", false),
+        ("169.254.169.254", false), ("192.0.0.8", false), ("192.0.2.1", false), ("198.51.100.7", false),
+        ("203.0.113.9", false),
+        ("198.18.0.1", false), ("198.19.255.255", false), ("224.0.0.1", false), ("239.255.255.250", false),
+        ("240.0.0.1", false),
         ("255.255.255.255", false),
-        ("::", false), ("::1", false), ("fe80::1", false), ("febf::1", false), ("fc00::1", false), ("fdff:ffff::1", false),
-        ("ff02::1", false), ("2001:db8::1", false), ("3fff::1", false), ("2001:2::1", false), ("::ffff:10.0.0.1", false),
+        ("::", false), ("::1", false), ("fe80::1", false), ("febf::1", false), ("fc00::1", false),
+        ("fdff:ffff::1", false),
+        ("ff02::1", false), ("2001:db8::1", false), ("3fff::1", false), ("2001:2::1", false),
+        ("::ffff:10.0.0.1", false),
         ("::ffff:192.168.0.1", false), ("::ffff:100.64.0.1", false),
         ("", false), ("not an ip", false), ("1.2.3", false), ("81.2.69.160:443", false), ("fe80::1%eth0", false),
         ("2001:480::1/32", false), ("081.2.69.160", false), ("1.2.3.256", false),

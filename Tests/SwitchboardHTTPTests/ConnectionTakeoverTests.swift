@@ -52,7 +52,8 @@ struct ConnectionTakeoverTests {
 
     @Test func theHandlerGetsTheBytesSentBehindTheHeadThenEverythingElseAndWritesBack() async throws {
         let echo = EchoTakeover()
-        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: echo) }) { server, port in
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: echo) }) {
+            server, port in
             let client = try RawClient(port: port)
             // The first bytes of the new protocol ride behind the request head.
             client.send(Self.upgradeRequest + "early")
@@ -78,7 +79,8 @@ struct ConnectionTakeoverTests {
             #expect(last.closed)
             #expect(last.text == "echo:bye")
             #expect(await eventually { echo.log.last == "closed" })
-            #expect(echo.log == ["started", "received early", "received GET / HTTP/1.1\r\n\r\n", "received bye", "closed"])
+            #expect(
+                echo.log == ["started", "received early", "received GET / HTTP/1.1\r\n\r\n", "received bye", "closed"])
             #expect(await eventually { server.openConnectionCount == 0 })
         }
     }
@@ -89,13 +91,20 @@ struct ConnectionTakeoverTests {
         final class Keeper: HTTPConnectionHandler, Sendable {
             let inner: EchoTakeover
             let taken: @Sendable (HTTPTakenConnection) -> Void
-            init(inner: EchoTakeover, taken: @escaping @Sendable (HTTPTakenConnection) -> Void) { self.inner = inner; self.taken = taken }
-            func connectionStarted(_ connection: HTTPTakenConnection) { taken(connection); inner.connectionStarted(connection) }
+            init(inner: EchoTakeover, taken: @escaping @Sendable (HTTPTakenConnection) -> Void) {
+                self.inner = inner
+                self.taken = taken
+            }
+            func connectionStarted(_ connection: HTTPTakenConnection) {
+                taken(connection)
+                inner.connectionStarted(connection)
+            }
             func connectionReceived(_ bytes: UnsafeRawBufferPointer) { inner.connectionReceived(bytes) }
             func connectionClosed() { inner.connectionClosed() }
         }
         let keeper = Keeper(inner: echo) { connection in taken.withLock { $0 = connection } }
-        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: keeper) }) { server, port in
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: keeper) }) {
+            server, port in
             do {
                 let client = try RawClient(port: port)
                 client.send(Self.upgradeRequest)
@@ -136,7 +145,9 @@ struct ConnectionTakeoverTests {
         let echo = EchoTakeover()
         var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, loopCount: 1)
         configuration.idleTimeout = .seconds(60)
-        let server = HTTPServer(configuration: configuration) { _ in HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: echo) }
+        let server = HTTPServer(configuration: configuration) { _ in
+            HTTPResponse(switchingProtocols: ["Upgrade": "echo"], to: echo)
+        }
         let port = try server.start().port
         let client = try RawClient(port: port)
         client.send(Self.upgradeRequest + "hello")
@@ -157,9 +168,15 @@ struct ConnectionTakeoverTests {
             func connectionClosed() {}
         }
         let ticks = Ticks()
-        try await withServer({ $0.idleTimeout = .milliseconds(200); $0.loopCount = 1 }, handler: { _ in
-            HTTPResponse(switchingProtocols: ["Upgrade": "tick"], to: ticks)
-        }) { server, port in
+        try await withServer(
+            {
+                $0.idleTimeout = .milliseconds(200)
+                $0.loopCount = 1
+            },
+            handler: { _ in
+                HTTPResponse(switchingProtocols: ["Upgrade": "tick"], to: ticks)
+            }
+        ) { server, port in
             let client = try RawClient(port: port)
             client.send(Self.upgradeRequest)
             _ = await client.receive { $0.contains("\r\n\r\n") }
@@ -185,7 +202,8 @@ struct ConnectionTakeoverTests {
             func connectionReceived(_ bytes: UnsafeRawBufferPointer) {}
             func connectionClosed() {}
         }
-        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "burst"], to: Burst()) }) { _, port in
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "burst"], to: Burst()) }) {
+            _, port in
             let client = try RawClient(port: port)
             client.send(Self.upgradeRequest)
             let all = await client.receiveBytes()
@@ -215,7 +233,8 @@ struct ConnectionTakeoverTests {
             }
             func connectionClosed() {}
         }
-        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "abrupt"], to: Abrupt()) }) { server, port in
+        try await withServer(handler: { _ in HTTPResponse(switchingProtocols: ["Upgrade": "abrupt"], to: Abrupt()) }) {
+            server, port in
             let client = try RawClient(port: port)
             client.send(Self.upgradeRequest)
             _ = await client.receive { $0.contains("\r\n\r\n") }

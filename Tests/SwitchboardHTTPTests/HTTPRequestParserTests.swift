@@ -2,7 +2,9 @@ import Testing
 @testable import SwitchboardHTTP
 
 /// Feeds `text` to a fresh parser and collects every step until it needs more data or fails.
-private func parse(_ text: String, limits: HTTPParserLimits = HTTPParserLimits(), pieceSize: Int? = nil) -> [HTTPParseStep] {
+private func parse(
+    _ text: String, limits: HTTPParserLimits = HTTPParserLimits(), pieceSize: Int? = nil
+) -> [HTTPParseStep] {
     var parser = HTTPRequestParser(limits: limits)
     let bytes = Array(text.utf8)
     var steps: [HTTPParseStep] = []
@@ -44,7 +46,8 @@ struct MalformedInput: Sendable, CustomTestStringConvertible {
 @Suite("HTTP request parser", .timeLimit(.minutes(3)))
 struct HTTPRequestParserTests {
     @Test func simpleGet() {
-        let parsed = requests(parse("GET /calls/abc?after=5&wait=20 HTTP/1.1\r\nHost: example\r\nX-A:  padded value \t\r\n\r\n"))
+        let parsed = requests(
+            parse("GET /calls/abc?after=5&wait=20 HTTP/1.1\r\nHost: example\r\nX-A:  padded value \t\r\n\r\n"))
         #expect(parsed.count == 1)
         let head = parsed[0].0
         #expect(head.method == "GET")
@@ -62,7 +65,8 @@ struct HTTPRequestParserTests {
     }
 
     @Test func chunkedBodyWithExtensionsAndTrailers() {
-        let raw = "POST /m HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let raw =
+            "POST /m HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
             + "5;name=value\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: yes\r\n\r\n"
         let parsed = requests(parse(raw))
         #expect(parsed.map(\.1) == ["hello 0123456789"])
@@ -70,13 +74,15 @@ struct HTTPRequestParserTests {
     }
 
     @Test func pipelinedRequestsComeOutInOrder() {
-        let raw = "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /3 HTTP/1.1\r\nHost: a\r\n\r\n"
+        let raw =
+            "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /3 HTTP/1.1\r\nHost: a\r\n\r\n"
         #expect(requests(parse(raw)).map(\.0.path) == ["/1", "/2", "/3"])
     }
 
     @Test(arguments: [1, 2, 3, 5, 7, 13])
     func requestSplitAcrossManyReads(pieceSize: Int) {
-        let raw = "POST /split?q=1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+        let raw =
+            "POST /split?q=1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
             + "GET /next HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nwxyz"
         let whole = parse(raw)
         let pieces = parse(raw, pieceSize: pieceSize)
@@ -99,16 +105,22 @@ struct HTTPRequestParserTests {
 
     @Test func keepAliveRules() {
         #expect(requests(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).first?.0.keepAlive == false)
-        #expect(requests(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, Upgrade\r\n\r\n")).first?.0.keepAlive == true)
+        #expect(
+            requests(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, Upgrade\r\n\r\n")).first?.0.keepAlive
+                == true)
         #expect(requests(parse("GET / HTTP/1.0\r\n\r\n")).first?.0.keepAlive == false)
         #expect(requests(parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")).first?.0.keepAlive == true)
     }
 
     @Test func requestTargetForms() {
-        #expect(requests(parse("GET http://example.com/a/b?c=d HTTP/1.1\r\nHost: example.com\r\n\r\n")).first?.0.path == "/a/b")
+        #expect(
+            requests(parse("GET http://example.com/a/b?c=d HTTP/1.1\r\nHost: example.com\r\n\r\n")).first?.0.path
+                == "/a/b")
         #expect(requests(parse("GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n")).first?.0.path == "/")
         #expect(requests(parse("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n")).first?.0.path == "*")
-        #expect(requests(parse("\r\n\r\nGET /after-empty-lines HTTP/1.1\r\nHost: a\r\n\r\n")).first?.0.path == "/after-empty-lines")
+        #expect(
+            requests(parse("\r\n\r\nGET /after-empty-lines HTTP/1.1\r\nHost: a\r\n\r\n")).first?.0.path
+                == "/after-empty-lines")
     }
 
     static let malformed: [MalformedInput] = [
@@ -133,25 +145,72 @@ struct HTTPRequestParserTests {
         .init(name: "obs-fold", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", error: .obsoleteLineFolding),
         .init(name: "missing Host", raw: "GET / HTTP/1.1\r\nX: a\r\n\r\n", error: .missingHost),
         .init(name: "two Host", raw: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", error: .multipleHost),
-        .init(name: "duplicate Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", error: .conflictingContentLength),
-        .init(name: "conflicting Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", error: .conflictingContentLength),
-        .init(name: "list Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\nabc", error: .invalidContentLength),
-        .init(name: "negative Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", error: .invalidContentLength),
-        .init(name: "signed Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +3\r\n\r\nabc", error: .invalidContentLength),
-        .init(name: "hex Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x3\r\n\r\nabc", error: .invalidContentLength),
-        .init(name: "huge Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n", error: .invalidContentLength),
-        .init(name: "TE and CL", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", error: .conflictingFraming),
-        .init(name: "chunked in 1.0", raw: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", error: .conflictingFraming),
-        .init(name: "gzip TE", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", error: .unsupportedTransferEncoding),
-        .init(name: "two TE", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", error: .unsupportedTransferEncoding),
-        .init(name: "chunk size not hex", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", error: .invalidChunk),
-        .init(name: "chunk size empty", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\r\n", error: .invalidChunk),
-        .init(name: "chunk size negative", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n", error: .invalidChunk),
-        .init(name: "chunk size overflow", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF\r\n", error: .invalidChunk),
-        .init(name: "chunk data too long", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", error: .invalidChunk),
-        .init(name: "chunk bare LF", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n", error: .invalidChunk),
-        .init(name: "unknown expectation", raw: "POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na", error: .unsupportedExpectation),
-        .init(name: "too many empty lines", raw: String(repeating: "\r\n", count: 9) + "GET / HTTP/1.1\r\nHost: a\r\n\r\n", error: .malformedRequestLine),
+        .init(
+            name: "duplicate Content-Length",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+            error: .conflictingContentLength),
+        .init(
+            name: "conflicting Content-Length",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+            error: .conflictingContentLength),
+        .init(
+            name: "list Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\nabc",
+            error: .invalidContentLength),
+        .init(
+            name: "negative Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n",
+            error: .invalidContentLength),
+        .init(
+            name: "signed Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +3\r\n\r\nabc",
+            error: .invalidContentLength),
+        .init(
+            name: "hex Content-Length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x3\r\n\r\nabc",
+            error: .invalidContentLength),
+        .init(
+            name: "huge Content-Length",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+            error: .invalidContentLength),
+        .init(
+            name: "TE and CL",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            error: .conflictingFraming),
+        .init(
+            name: "chunked in 1.0", raw: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            error: .conflictingFraming),
+        .init(
+            name: "gzip TE", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            error: .unsupportedTransferEncoding),
+        .init(
+            name: "two TE",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            error: .unsupportedTransferEncoding),
+        .init(
+            name: "chunk size not hex", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            error: .invalidChunk),
+        .init(
+            name: "chunk size empty", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\r\n",
+            error: .invalidChunk),
+        .init(
+            name: "chunk size negative", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n",
+            error: .invalidChunk),
+        .init(
+            name: "chunk size overflow",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF\r\n",
+            error: .invalidChunk),
+        .init(
+            name: "chunk data too long",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n",
+            error: .invalidChunk),
+        .init(
+            name: "chunk bare LF", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n",
+            error: .invalidChunk),
+        .init(
+            name: "unknown expectation",
+            raw: "POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na",
+            error: .unsupportedExpectation),
+        .init(
+            name: "too many empty lines",
+            raw: String(repeating: "\r\n", count: 9) + "GET / HTTP/1.1\r\nHost: a\r\n\r\n", error: .malformedRequestLine
+        ),
     ]
 
     @Test(arguments: malformed)
@@ -199,7 +258,9 @@ struct HTTPRequestParserTests {
         }
         // A chunk-size line may have 4,096 bytes (extensions included), not one more.
         for extra in [4094, 4095, 4096] {
-            let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;" + String(repeating: "e", count: extra)
+            let text =
+                "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;"
+                + String(repeating: "e", count: extra)
                 + "\r\nx\r\n0\r\n\r\n"
             let whole = parse(text)
             #expect(failure(whole) == failure(parse(text, pieceSize: pieceSize)), "extension \(extra)")
@@ -216,7 +277,9 @@ struct HTTPRequestParserTests {
 
     @Test func bodyLimitAppliesBeforeTheBodyArrives() {
         let limits = HTTPParserLimits(maxBodyBytes: 10)
-        #expect(requests(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123456789", limits: limits)).count == 1)
+        #expect(
+            requests(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123456789", limits: limits)).count
+                == 1)
         let steps = parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n", limits: limits)
         #expect(failure(steps) == .bodyTooLarge)
         #expect(HTTPParseError.bodyTooLarge.status == 413)

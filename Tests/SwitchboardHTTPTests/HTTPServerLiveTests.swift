@@ -42,7 +42,9 @@ final class Latch: Sendable {
 }
 
 private let echo: HTTPHandler = { request in
-    HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.path) \(request.body.count)".utf8))
+    HTTPResponse(
+        status: 200, headers: ["Content-Type": "text/plain"],
+        body: Array("\(request.method) \(request.path) \(request.body.count)".utf8))
 }
 
 @Suite("HTTP server over loopback", .serialized, .timeLimit(.minutes(5)))
@@ -50,10 +52,15 @@ struct HTTPServerLiveTests {
     @Test func keepAliveAndPipelining() async throws {
         try await withServer(handler: echo) { _, port in
             let client = try RawClient(port: port)
-            client.send("GET /one HTTP/1.1\r\nHost: a\r\n\r\nPOST /two HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /three HTTP/1.1\r\nHost: a\r\n\r\n")
+            client.send(
+                "GET /one HTTP/1.1\r\nHost: a\r\n\r\nPOST /two HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /three HTTP/1.1\r\nHost: a\r\n\r\n"
+            )
             let responses = await client.receiveResponses(3)
             #expect(responses.count == 3)
-            #expect(responses.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" } == ["GET /one 0", "POST /two 3", "GET /three 0"])
+            #expect(
+                responses.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" } == [
+                    "GET /one 0", "POST /two 3", "GET /three 0",
+                ])
             // The same connection serves a later request too.
             client.send("GET /four HTTP/1.1\r\nHost: a\r\n\r\n")
             #expect(await client.receiveResponses(1).first?.hasSuffix("GET /four 0") == true)
@@ -311,7 +318,12 @@ struct HTTPServerLiveTests {
     }
 
     @Test func connectionCapAnswers503() async throws {
-        try await withServer({ $0.maxConnections = 2; $0.loopCount = 1 }, handler: echo) { server, port in
+        try await withServer(
+            {
+                $0.maxConnections = 2
+                $0.loopCount = 1
+            }, handler: echo
+        ) { server, port in
             let first = try RawClient(port: port)
             let second = try RawClient(port: port)
             #expect(await eventually { server.openConnectionCount == 2 })
@@ -335,7 +347,11 @@ struct HTTPServerLiveTests {
                         var answered = 0
                         for request in 0..<25 {
                             client.send("GET /w\(worker)/r\(request) HTTP/1.1\r\nHost: a\r\n\r\n")
-                            if await client.receiveResponses(1).first?.hasSuffix("GET /w\(worker)/r\(request) 0") == true { answered += 1 }
+                            if await client.receiveResponses(1).first?.hasSuffix("GET /w\(worker)/r\(request) 0")
+                                == true
+                            {
+                                answered += 1
+                            }
                         }
                         return answered
                     }
@@ -347,4 +363,3 @@ struct HTTPServerLiveTests {
         }
     }
 }
-

@@ -38,7 +38,9 @@ struct TCPSocketTests {
     }
 
     @Test func anUnknownHostIsAClearErrorNotACrash() {
-        let failure = #expect(throws: SystemCallError.self) { try TCPSocket.listen(host: "no-such-host.invalid", port: 0) }
+        let failure = #expect(throws: SystemCallError.self) {
+            try TCPSocket.listen(host: "no-such-host.invalid", port: 0)
+        }
         #expect(failure?.call.hasPrefix("getaddrinfo no-such-host.invalid") == true)
     }
 
@@ -53,7 +55,9 @@ struct TCPSocketTests {
         peer.sin_port = in_port_t(UInt16(address.port).bigEndian)
         inet_pton(AF_INET, "127.0.0.1", &peer.sin_addr)
         let connected = withUnsafePointer(to: &peer) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         #expect(connected == 0)
         // The handshake is done by the kernel; wait for the listener to become readable.

@@ -45,17 +45,19 @@ struct TransportFailureTests {
     @Test(arguments: [EMFILE, ENFILE, ENOBUFS, ENOMEM])
     func outOfDescriptorsPausesAcceptingServesOpenConnectionsAndRecovers(_ code: Int32) async throws {
         let accept = Failing(), problems = Problems()
-        try await withServer({
-            $0.loopCount = 1
-            $0.reportProblem = { problems.append($0) }
-            $0.acceptCall = { fd, address, length in
-                if let failure = accept.failure() {
-                    errno = failure
-                    return -1
+        try await withServer(
+            {
+                $0.loopCount = 1
+                $0.reportProblem = { problems.append($0) }
+                $0.acceptCall = { fd, address, length in
+                    if let failure = accept.failure() {
+                        errno = failure
+                        return -1
+                    }
+                    return switchboard_accept4(fd, address, length)
                 }
-                return switchboard_accept4(fd, address, length)
-            }
-        }, handler: Self.ok) { _, port in
+            }, handler: Self.ok
+        ) { _, port in
             let open = try RawClient(port: port)
             #expect(await Self.status(open) == 200)
 
@@ -74,32 +76,40 @@ struct TransportFailureTests {
             let failedSoFar = accept.failedCalls
             #expect(await eventually { problems.all.count >= failedSoFar }, "every failure is reported")
             let reported = problems.all
-            #expect(reported.first == HTTPTransportProblem(operation: .accept, cause: .error(code), pause: .milliseconds(100)))
+            #expect(
+                reported.first
+                    == HTTPTransportProblem(operation: .accept, cause: .error(code), pause: .milliseconds(100)))
             #expect(reported.dropFirst().first?.pause == .milliseconds(200), "the pause doubles: \(reported)")
             #expect(reported.allSatisfy { $0.isResourceExhaustion && ($0.pause ?? .zero) <= .seconds(1) })
 
             accept.fail(with: nil)
             let answer = await waiting.receiveResponses(1, timeout: 15).first ?? ""
             #expect(problems.all.count == accept.failedCalls, "every failure is reported, once")
-            #expect(answer.hasPrefix("HTTP/1.1 200"), "the waiting client is accepted once accept works again: \(answer)")
+            #expect(
+                answer.hasPrefix("HTTP/1.1 200"), "the waiting client is accepted once accept works again: \(answer)")
         }
     }
 
     @Test func aConnectionThatFailsOnItsWayInIsReportedAndAcceptingGoesOn() async throws {
         let accept = Failing(), problems = Problems()
         let once = Mutex(true)
-        try await withServer({
-            $0.loopCount = 1
-            $0.reportProblem = { problems.append($0) }
-            $0.acceptCall = { fd, address, length in
-                if once.withLock({ first in defer { first = false }; return first }) {
-                    errno = EPROTO
-                    return -1
+        try await withServer(
+            {
+                $0.loopCount = 1
+                $0.reportProblem = { problems.append($0) }
+                $0.acceptCall = { fd, address, length in
+                    if once.withLock({ first in
+                        defer { first = false }
+                        return first
+                    }) {
+                        errno = EPROTO
+                        return -1
+                    }
+                    _ = accept.failure()
+                    return switchboard_accept4(fd, address, length)
                 }
-                _ = accept.failure()
-                return switchboard_accept4(fd, address, length)
-            }
-        }, handler: Self.ok) { _, port in
+            }, handler: Self.ok
+        ) { _, port in
             let client = try RawClient(port: port)
             #expect(await Self.status(client) == 200, "not paused: served at once")
             #expect(problems.all == [HTTPTransportProblem(operation: .accept, cause: .error(EPROTO), pause: nil)])
@@ -108,17 +118,19 @@ struct TransportFailureTests {
 
     @Test func epollWaitFailingBacksOffInsteadOfSpinningOrStopping() async throws {
         let poll = Failing(), problems = Problems()
-        try await withServer({
-            $0.loopCount = 1
-            $0.reportProblem = { problems.append($0) }
-            $0.pollCall = { fd, events, count, timeout in
-                if let failure = poll.failure() {
-                    errno = failure
-                    return -1
+        try await withServer(
+            {
+                $0.loopCount = 1
+                $0.reportProblem = { problems.append($0) }
+                $0.pollCall = { fd, events, count, timeout in
+                    if let failure = poll.failure() {
+                        errno = failure
+                        return -1
+                    }
+                    return epoll_wait(fd, events, count, timeout)
                 }
-                return epoll_wait(fd, events, count, timeout)
-            }
-        }, handler: Self.ok) { _, port in
+            }, handler: Self.ok
+        ) { _, port in
             let client = try RawClient(port: port)
             #expect(await Self.status(client) == 200)
 
@@ -129,7 +141,9 @@ struct TransportFailureTests {
             let before = poll.failedCalls
             try await Task.sleep(for: .milliseconds(1500))
             #expect(poll.failedCalls - before < 50, "epoll_wait was called \(poll.failedCalls - before) times in 1.5 s")
-            #expect(problems.all.first == HTTPTransportProblem(operation: .poll, cause: .error(EBADF), pause: .milliseconds(100)))
+            #expect(
+                problems.all.first
+                    == HTTPTransportProblem(operation: .poll, cause: .error(EBADF), pause: .milliseconds(100)))
             #expect(problems.all.allSatisfy { $0.operation == .poll })
 
             poll.fail(with: nil)
@@ -204,7 +218,8 @@ struct FailureBackoffTests {
 
     @Test(arguments: [
         (EINTR, AcceptFailure.retry), (ECONNABORTED, .retry), (EAGAIN, .caughtUp), (EWOULDBLOCK, .caughtUp),
-        (EPROTO, .connectionFailed), (ENETDOWN, .connectionFailed), (EHOSTUNREACH, .connectionFailed), (EPERM, .connectionFailed),
+        (EPROTO, .connectionFailed), (ENETDOWN, .connectionFailed), (EHOSTUNREACH, .connectionFailed),
+        (EPERM, .connectionFailed),
         (EMFILE, .pause), (ENFILE, .pause), (ENOBUFS, .pause), (ENOMEM, .pause), (EBADF, .pause), (EINVAL, .pause),
     ])
     func acceptErrorsAreSortedByWhatTheLoopDoes(_ code: Int32, _ expected: AcceptFailure) {
@@ -216,7 +231,8 @@ struct FailureBackoffTests {
         #expect(emfile.reason == "EMFILE")
         #expect(emfile.isResourceExhaustion)
         #expect(emfile.description.contains("accepting paused for 200 ms"), "\(emfile)")
-        let reserve = HTTPTransportProblem(operation: .accept, cause: .descriptorReserve(limit: 64, reserve: 16), pause: nil)
+        let reserve = HTTPTransportProblem(
+            operation: .accept, cause: .descriptorReserve(limit: 64, reserve: 16), pause: nil)
         #expect(reserve.reason == "descriptor_reserve")
         #expect(reserve.isResourceExhaustion)
         #expect(reserve.description.contains("64"))

@@ -5,32 +5,41 @@ import Testing
 import SwitchboardTesting
 
 /// An echo endpoint: echoes every message; "close:CODE:REASON" makes the server close.
-func echoWebSocket(_ request: HTTPRequest, limits: WebSocketLimits, closes: Collected<WebSocketCloseInfo>) -> HTTPResponse {
-    WebSocket.upgrade(request, limits: limits, handlers: .init(
-        onMessage: { socket, message in
-            if case .text(let text) = message, text.hasPrefix("close:") {
-                let parts = text.split(separator: ":", maxSplits: 2)
-                socket.close(code: UInt16(parts[1]) ?? 1000, reason: parts.count > 2 ? String(parts[2]) : "")
-                return
-            }
-            socket.send(message)
-        },
-        onClose: { _, info in closes.append(info) }))
+func echoWebSocket(
+    _ request: HTTPRequest, limits: WebSocketLimits, closes: Collected<WebSocketCloseInfo>
+) -> HTTPResponse {
+    WebSocket.upgrade(
+        request, limits: limits,
+        handlers: .init(
+            onMessage: { socket, message in
+                if case .text(let text) = message, text.hasPrefix("close:") {
+                    let parts = text.split(separator: ":", maxSplits: 2)
+                    socket.close(code: UInt16(parts[1]) ?? 1000, reason: parts.count > 2 ? String(parts[2]) : "")
+                    return
+                }
+                socket.send(message)
+            },
+            onClose: { _, info in closes.append(info) }))
 }
 
 /// Our WebSocket against an independent implementation (Python's `websockets`) both ways, and
 /// through our own client.
 @Suite("WebSocket over loopback", .serialized, .timeLimit(.minutes(3)))
 struct WebSocketLiveTests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("websocket_interop.py").path
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "websocket_interop.py"
+    ).path
     static let limits = WebSocketLimits(maxFrameBytes: 256 * 1024, maxMessageBytes: 256 * 1024)
 
     @Test func anIndependentClientTalksToOurServer() async throws {
         let closes = Collected<WebSocketCloseInfo>()
         try await withServer(handler: { echoWebSocket($0, limits: Self.limits, closes: closes) }) { server, port in
-            let run = try await ProcessLauncher.output(of: "/usr/bin/env", ["python3", Self.script, "client", "ws://127.0.0.1:\(port)/echo"])
+            let run = try await ProcessLauncher.output(
+                of: "/usr/bin/env", ["python3", Self.script, "client", "ws://127.0.0.1:\(port)/echo"])
             #expect(run.status == 0)
-            let seen = try #require(try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "output: \(run.output)")
+            let seen = try #require(
+                try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "output: \(run.output)"
+            )
             #expect(seen["text"] as? String == "héllo")
             #expect(seen["binary"] as? [Int] == [0, 125, 126, 65535, 65536, 200000])
             #expect(seen["fragmented"] as? String == "abcdef")
@@ -60,8 +69,10 @@ struct WebSocketLiveTests {
         let port = try #require(Int(await lines.next() ?? ""))
         let received = Collected<WebSocketMessage>()
         let client = try await offPool {
-            try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/", limits: Self.limits, handlers: .init(
-                onMessage: { message in received.append(message) }))
+            try WebSocketClient.connect(
+                host: "127.0.0.1", port: port, path: "/", limits: Self.limits,
+                handlers: .init(
+                    onMessage: { message in received.append(message) }))
         }
         #expect(client.send(.text("héllo")))
         #expect(client.send(.binary([UInt8](repeating: 7, count: 100_000))))
@@ -74,7 +85,8 @@ struct WebSocketLiveTests {
         client.close(code: 1000, reason: "done")
         let info = await client.closed()
         #expect(info == WebSocketCloseInfo(code: 1000, reason: "done", initiatedByPeer: false))
-        let seen = try #require(try JSONSerialization.jsonObject(with: Data((await lines.next() ?? "").utf8)) as? [String: Any])
+        let seen = try #require(
+            try JSONSerialization.jsonObject(with: Data((await lines.next() ?? "").utf8)) as? [String: Any])
         #expect(seen["messages"] as? [Int] == [5, 100_000])  // characters of the text, bytes of the binary
         #expect(seen["closeCode"] as? Int == 1000)
         #expect(seen["timedOut"] == nil)
@@ -103,17 +115,25 @@ struct WebSocketLiveTests {
 
             let received = Collected<WebSocketMessage>()
             let client = try await offPool {
-                try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/echo", limits: Self.limits, handlers: .init(
-                    onMessage: { message in received.append(message) }))
+                try WebSocketClient.connect(
+                    host: "127.0.0.1", port: port, path: "/echo", limits: Self.limits,
+                    handlers: .init(
+                        onMessage: { message in received.append(message) }))
             }
             for index in 0..<200 { client.send(.binary([UInt8(index)] + [UInt8](repeating: 1, count: 320))) }
             #expect(await eventually { received.items.count == 200 })
             // Order is kept.
-            #expect(received.items.enumerated().allSatisfy { $0.element == .binary([UInt8($0.offset)] + [UInt8](repeating: 1, count: 320)) })
+            #expect(
+                received.items.enumerated().allSatisfy {
+                    $0.element == .binary([UInt8($0.offset)] + [UInt8](repeating: 1, count: 320))
+                })
             client.send(.text("close:4002:server says so"))
             let info = await client.closed()
             #expect(info == WebSocketCloseInfo(code: 4002, reason: "server says so", initiatedByPeer: true))
-            #expect(await eventually { closes.items == [WebSocketCloseInfo(code: 4002, reason: "server says so", initiatedByPeer: false)] })
+            #expect(
+                await eventually {
+                    closes.items == [WebSocketCloseInfo(code: 4002, reason: "server says so", initiatedByPeer: false)]
+                })
             #expect(await eventually { server.openConnectionCount == 0 })
         }
     }
@@ -124,10 +144,15 @@ struct WebSocketLiveTests {
         configuration.idleTimeout = .seconds(60)
         let server = HTTPServer(configuration: configuration) { echoWebSocket($0, limits: Self.limits, closes: closes) }
         let port = try server.start().port
-        let vanishing = try await offPool { try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/", handlers: .init()) }
+        let vanishing = try await offPool {
+            try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/", handlers: .init())
+        }
         vanishing.abort()
-        #expect(await eventually { closes.items == [WebSocketCloseInfo(code: 1006, reason: "", initiatedByPeer: true)] })
-        let staying = try await offPool { try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/", handlers: .init()) }
+        #expect(
+            await eventually { closes.items == [WebSocketCloseInfo(code: 1006, reason: "", initiatedByPeer: true)] })
+        let staying = try await offPool {
+            try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/", handlers: .init())
+        }
         await server.shutdown(gracePeriod: .seconds(30))
         let info = await staying.closed()
         #expect(info == WebSocketCloseInfo(code: 1001, reason: "server shutting down", initiatedByPeer: true))
@@ -156,7 +181,9 @@ final class LineReader: Sendable {
                     guard let newline = buffer.firstIndex(of: 10) else { return nil }
                     defer { buffer.removeSubrange(0...newline) }
                     return String(decoding: buffer[..<newline], as: UTF8.self)
-                }) { return line }
+                }) {
+                    return line
+                }
                 let data = self.handle.availableData
                 if data.isEmpty { return nil }
                 self.buffer.withLock { $0.append(contentsOf: data) }

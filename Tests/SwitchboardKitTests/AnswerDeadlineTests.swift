@@ -9,7 +9,8 @@ import SwitchboardWire
 struct NetworkQualityEstimatorTests {
     @Test(arguments: [
         (0.0, 0.0, 1.5), (0.1, 0, 1.7), (0.5, 0, 2.5), (1, 0, 3.5), (3, 0, 3.5),
-        (0, 0.1, 2.0), (0.2, 0.2, 2.9), (0.1, 0.3, 3.2), (0.2, 0.3, 3.4), (0.3, 0.3, 3.5), (0, 1, 3.5), (-1, -1, 1.5), (0, 7, 3.5),
+        (0, 0.1, 2.0), (0.2, 0.2, 2.9), (0.1, 0.3, 3.2), (0.2, 0.3, 3.4), (0.3, 0.3, 3.5), (0, 1, 3.5), (-1, -1, 1.5),
+        (0, 7, 3.5),
     ])
     func theDeadlineIsTheClampedFormula(_ rtt: Double, _ loss: Double, _ expected: Double) {
         #expect(abs(NetworkQualityEstimator.answerDeadline(roundTrip: rtt, loss: loss) - expected) < 1e-9)
@@ -68,12 +69,14 @@ struct NetworkQualityEstimatorTests {
         let now = ManualClock()
         let quality = NetworkQualityMonitor(now: { now.elapsed })
         let up = ScriptedTransport(status: 200, body: #"[]"#)
-        let client = SwitchboardClient(baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: up, networkQuality: quality)
+        let client = SwitchboardClient(
+            baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: up, networkQuality: quality)
         _ = try? await client.activeCalls()
         #expect(quality.current.samples == 1)
         #expect(quality.current.loss == 0)
         let down = ScriptedTransport { _ in throw URLError(.timedOut) }
-        let failing = SwitchboardClient(baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: down, networkQuality: quality)
+        let failing = SwitchboardClient(
+            baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: down, networkQuality: quality)
         _ = try? await failing.activeCalls()
         _ = try? await failing.events(after: 0, wait: 20)
         #expect(quality.current.samples == 2, "a long poll's hold is no round trip")
@@ -101,8 +104,10 @@ struct AdaptiveAnswerDeadlineTests {
             let media = SimulatedMedia(clock: clock)
             media.attach(system)
             coordinator = CallCoordinator(
-                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) }, clock: clock,
-                configuration: CallLedger.Configuration(adaptiveAnswerDeadline: adaptive), networkQuality: viaBackend ? nil : quality)
+                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) },
+                clock: clock,
+                configuration: CallLedger.Configuration(adaptiveAnswerDeadline: adaptive),
+                networkQuality: viaBackend ? nil : quality)
         }
 
         deinit { coordinator.shutdown() }
@@ -119,7 +124,9 @@ struct AdaptiveAnswerDeadlineTests {
             return call
         }
 
-        func state(_ call: CallInfo) -> SimulatedCallSystem.Call.State? { system.call(CallIdentity.uuid(forCallID: call.id))?.state }
+        func state(_ call: CallInfo) -> SimulatedCallSystem.Call.State? {
+            system.call(CallIdentity.uuid(forCallID: call.id))?.state
+        }
 
         func endings(_ call: CallInfo) -> Int {
             let short = String(CallIdentity.uuid(forCallID: call.id).uuidString.prefix(8)).lowercased()

@@ -17,7 +17,8 @@ struct BugClassScenarioTests {
         let call = rig.backend.ring()
         rig.push(call)
         await rig.run(seconds: 1)
-        let correct = rig.system.violations.isEmpty && rig.device.offences == 0
+        let correct =
+            rig.system.violations.isEmpty && rig.device.offences == 0
             && rig.system.call(rig.uuid(call))?.state == .ringing
         #expect(correct == (implementation == .ours), "\(rig.system.violations)")
     }
@@ -64,7 +65,8 @@ struct BugClassScenarioTests {
         await rig.run(seconds: 2)
         await rig.events(rig.backend.endCall(call.id, reason: .completed))
         await rig.run(seconds: 1)
-        let correct = rig.system.liveCalls.isEmpty && rig.system.calls.first?.endReason == .remoteEnded
+        let correct =
+            rig.system.liveCalls.isEmpty && rig.system.calls.first?.endReason == .remoteEnded
             && !rig.system.audioSessionActive
         #expect(correct == (implementation == .ours), "\(rig.system.calls)")
     }
@@ -86,7 +88,8 @@ struct BugClassScenarioTests {
     @Test(arguments: Implementation.allCases)
     func maximumCallGroupsReachedAfterAFailedDial(_ implementation: Implementation) async throws {
         let rig = ScenarioRig(implementation) { $0.maximumCallGroups = 1 }
-        let first = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
+        let first = try await rig.coordinator.startCall(
+            scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         rig.backend.fail("mediaToken", times: 2)  // the media service is down (an early ask and the retry)
         let accepted = rig.backend.change(first) { call in
@@ -95,10 +98,12 @@ struct BugClassScenarioTests {
         }
         await rig.events(accepted)
         await rig.run(seconds: 1)
-        let second = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
+        let second = try await rig.coordinator.startCall(
+            scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         let secondCall = rig.system.call(CallIdentity.uuid(forCallID: second))
-        let correct = secondCall != nil && secondCall?.state != .ended
+        let correct =
+            secondCall != nil && secondCall?.state != .ended
             && rig.system.call(CallIdentity.uuid(forCallID: first))?.state == .ended
         #expect(correct == (implementation == .ours), "\(rig.system.log)")
         if implementation == .ours {
@@ -122,7 +127,8 @@ struct BugClassScenarioTests {
         }
         try rig.system.userAnswers(shown.uuid)
         await rig.run(seconds: 2)
-        let correct = rig.backend.info(call.id)?.state == .active && rig.media.session(call.id)?.status.audioFlowing == true
+        let correct =
+            rig.backend.info(call.id)?.state == .active && rig.media.session(call.id)?.status.audioFlowing == true
         #expect(correct == (implementation == .ours))
     }
 
@@ -155,7 +161,8 @@ struct BugClassScenarioTests {
         rig.backend.endCall(call.id, reason: .missed)
         rig.push(call)
         await rig.run(seconds: 1)
-        let correct = rig.system.violations.isEmpty && rig.system.liveCalls.isEmpty
+        let correct =
+            rig.system.violations.isEmpty && rig.system.liveCalls.isEmpty
             && rig.system.call(rig.uuid(call))?.endReason == .unanswered
         #expect(correct == (implementation == .ours), "\(rig.system.violations) \(rig.system.calls)")
     }

@@ -72,9 +72,10 @@ struct CallCoordinatorContractTests {
         #expect(rig.backend.requests.contains("decline"))
         #expect(rig.backend.info(call.id)?.state == .ended, "the caller is not left ringing")
         #expect(rig.backend.info(call.id)?.endReason == .declined)
-        #expect(rig.notices.all.contains { notice in
-            if case .ended(call.id, _, .filteredByDoNotDisturb) = notice { true } else { false }
-        }, "\(rig.notices.all)")
+        #expect(
+            rig.notices.all.contains { notice in
+                if case .ended(call.id, _, .filteredByDoNotDisturb) = notice { true } else { false }
+            }, "\(rig.notices.all)")
         #expect(rig.coordinator.liveCallIDs.isEmpty)
     }
 
@@ -103,7 +104,8 @@ struct CallCoordinatorContractTests {
 
     @Test func anUnansweredDialEndsAfter45Seconds() async throws {
         let rig = ContractRig()
-        let callID = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob")
+        let callID = try await rig.coordinator.startCall(
+            scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob")
         let uuid = CallIdentity.uuid(forCallID: callID)
         await rig.run(seconds: 44.5, step: 0.5)
         #expect(rig.system.call(uuid)?.state == .connecting, "still dialing at 44.5 s")
@@ -156,7 +158,9 @@ struct CallCoordinatorContractTests {
     }
 
     @Test(arguments: [(CallInfo.EndReason.cancelled, CallEndReason.remoteEnded), (.missed, .unanswered)])
-    func aRingingCallEndedOnTheServerEndsWithItsReason(_ serverReason: CallInfo.EndReason, _ expected: CallEndReason) async {
+    func aRingingCallEndedOnTheServerEndsWithItsReason(
+        _ serverReason: CallInfo.EndReason, _ expected: CallEndReason
+    ) async {
         let rig = ContractRig()
         let call = rig.backend.ring()
         rig.push(call)
@@ -262,7 +266,9 @@ private final class ContractRig: Sendable {
     func settle() async { await system.settle() }
 
     /// Runs the clock forward in steps, settling between them.
-    func run(seconds: Double, step: Double = 0.1) async { await clock.run(seconds: seconds, step: step, settling: system) }
+    func run(seconds: Double, step: Double = 0.1) async {
+        await clock.run(seconds: seconds, step: step, settling: system)
+    }
 
     @discardableResult
     func push(_ call: CallInfo, mustReport: Bool = true) -> Bool {
@@ -319,7 +325,9 @@ private final class ReportGate: CallSystem {
 
     func setDelegate(_ delegate: any CallSystemDelegate) { inner.setDelegate(delegate) }
 
-    func reportNewIncomingCall(uuid: UUID, update: CallUpdate, completion: @escaping @Sendable (CallSystemError?) -> Void) {
+    func reportNewIncomingCall(
+        uuid: UUID, update: CallUpdate, completion: @escaping @Sendable (CallSystemError?) -> Void
+    ) {
         inner.reportNewIncomingCall(uuid: uuid, update: update) { [self] error in
             let now = state.withLock { state -> Bool in
                 guard state.holding else { return true }
@@ -331,9 +339,15 @@ private final class ReportGate: CallSystem {
     }
 
     func reportCallUpdated(uuid: UUID, update: CallUpdate) { inner.reportCallUpdated(uuid: uuid, update: update) }
-    func reportOutgoingCallStartedConnecting(uuid: UUID, at date: Date?) { inner.reportOutgoingCallStartedConnecting(uuid: uuid, at: date) }
-    func reportOutgoingCallConnected(uuid: UUID, at date: Date?) { inner.reportOutgoingCallConnected(uuid: uuid, at: date) }
-    func reportCallEnded(uuid: UUID, at date: Date?, reason: CallEndReason) { inner.reportCallEnded(uuid: uuid, at: date, reason: reason) }
+    func reportOutgoingCallStartedConnecting(uuid: UUID, at date: Date?) {
+        inner.reportOutgoingCallStartedConnecting(uuid: uuid, at: date)
+    }
+    func reportOutgoingCallConnected(uuid: UUID, at date: Date?) {
+        inner.reportOutgoingCallConnected(uuid: uuid, at: date)
+    }
+    func reportCallEnded(uuid: UUID, at date: Date?, reason: CallEndReason) {
+        inner.reportCallEnded(uuid: uuid, at: date, reason: reason)
+    }
 
     func requestTransaction(_ request: CallActionRequest, completion: @escaping @Sendable (CallSystemError?) -> Void) {
         inner.requestTransaction(request, completion: completion)

@@ -12,8 +12,12 @@ import SwitchboardKitTesting
 struct CallDirectorySyncTests {
     typealias Entry = CallDirectoryIdentification
 
-    static func contents(_ blocking: [Int64], _ labels: [Int64: String], user: String = "u1", version: Int64 = 1) -> CallDirectoryContents {
-        CallDirectoryContents(userID: user, version: version, blocking: blocking, identification: labels.map { Entry(number: $0.key, label: $0.value) })
+    static func contents(
+        _ blocking: [Int64], _ labels: [Int64: String], user: String = "u1", version: Int64 = 1
+    ) -> CallDirectoryContents {
+        CallDirectoryContents(
+            userID: user, version: version, blocking: blocking,
+            identification: labels.map { Entry(number: $0.key, label: $0.value) })
     }
 
     /// Loads `load` into `directory` as the extension would, and completes the request.
@@ -29,28 +33,39 @@ struct CallDirectorySyncTests {
     // MARK: The list
 
     @Test func aWholeAnswerReplacesTheListAndAnIncrementalOneAppliesRemovalsThenAdditions() throws {
-        let held = Self.contents([18_005_550_003, 18_005_550_001], [18_005_550_009: "old", 18_005_550_005: "keep"], version: 4)
+        let held = Self.contents(
+            [18_005_550_003, 18_005_550_001], [18_005_550_009: "old", 18_005_550_005: "keep"], version: 4)
         #expect(held.blocking == [18_005_550_001, 18_005_550_003], "sorted on the way in")
         #expect(held.identification.map(\.number) == [18_005_550_005, 18_005_550_009])
 
         let whole = CallDirectoryList(
-            version: 9, incremental: false, blocking: .init(add: [18_005_550_007]), identification: .init(add: [Entry(number: 18_005_550_002, label: "a")]))
+            version: 9, incremental: false, blocking: .init(add: [18_005_550_007]),
+            identification: .init(add: [Entry(number: 18_005_550_002, label: "a")]))
         let replaced = try held.applying(whole, userID: "u2")
         #expect(replaced == Self.contents([18_005_550_007], [18_005_550_002: "a"], user: "u2", version: 9))
 
         let changes = CallDirectoryList(
             version: 6, incremental: true,
             blocking: .init(add: [18_005_550_000, 18_005_550_003], remove: [18_005_550_001, 18_005_550_004]),
-            identification: .init(add: [Entry(number: 18_005_550_009, label: "new"), Entry(number: 18_005_550_008, label: "b")], remove: [18_005_550_009]))
+            identification: .init(
+                add: [Entry(number: 18_005_550_009, label: "new"), Entry(number: 18_005_550_008, label: "b")],
+                remove: [18_005_550_009]))
         let applied = try held.applying(changes, userID: "u1")
-        #expect(applied == Self.contents(
-            [18_005_550_000, 18_005_550_003], [18_005_550_005: "keep", 18_005_550_008: "b", 18_005_550_009: "new"], version: 6),
+        #expect(
+            applied
+                == Self.contents(
+                    [18_005_550_000, 18_005_550_003],
+                    [18_005_550_005: "keep", 18_005_550_008: "b", 18_005_550_009: "new"], version: 6),
             "removed, then added: a relabelled number is in both")
 
-        #expect(throws: CallDirectorySyncError.self, "another user's changes") { try held.applying(changes, userID: "u2") }
+        #expect(throws: CallDirectorySyncError.self, "another user's changes") {
+            try held.applying(changes, userID: "u2")
+        }
         var behind = changes
         behind.version = 3
-        #expect(throws: CallDirectorySyncError.self, "changes older than the list") { try held.applying(behind, userID: "u1") }
+        #expect(throws: CallDirectorySyncError.self, "changes older than the list") {
+            try held.applying(behind, userID: "u1")
+        }
     }
 
     // MARK: The extension's request
@@ -69,8 +84,11 @@ struct CallDirectorySyncTests {
         let incremental = CallDirectoryLoad.between(loaded: loaded, current: current, systemIsIncremental: true)
         #expect(incremental.form == .incremental)
         #expect(incremental.blockingRemovals == [18_005_550_005] && incremental.blockingAdditions == [18_005_550_002])
-        #expect(incremental.identificationRemovals == [18_005_550_003] && incremental.identificationAdditions == [Entry(number: 18_005_550_003, label: "c")])
-        #expect(CallDirectoryLoad.between(loaded: current, current: current, systemIsIncremental: true).changeCount == 0)
+        #expect(
+            incremental.identificationRemovals == [18_005_550_003]
+                && incremental.identificationAdditions == [Entry(number: 18_005_550_003, label: "c")])
+        #expect(
+            CallDirectoryLoad.between(loaded: current, current: current, systemIsIncremental: true).changeCount == 0)
 
         // More changes than the list itself: remove everything and add the list instead.
         let many = Self.contents((0..<50).map { 18_005_560_000 + $0 }, [:])
@@ -99,7 +117,8 @@ struct CallDirectorySyncTests {
         for (index, from) in lists.enumerated() where index % 37 == 0 {
             for to in lists {
                 let directory = SimulatedCallDirectory()
-                Self.run(CallDirectoryLoad.between(loaded: nil, current: from, systemIsIncremental: false), in: directory)
+                Self.run(
+                    CallDirectoryLoad.between(loaded: nil, current: from, systemIsIncremental: false), in: directory)
                 let load = CallDirectoryLoad.between(loaded: from, current: to, systemIsIncremental: true)
                 let faults = Self.run(load, in: directory)
                 guard faults.isEmpty, directory.database.contents().hasSameEntries(as: to) else {
@@ -111,14 +130,18 @@ struct CallDirectorySyncTests {
             }
         }
         #expect(checked == (lists.count + 36) / 37 * lists.count)
-        #expect(forms[.incremental, default: 0] > 0 && forms[.replacement, default: 0] > 0, "both forms were exercised: \(forms)")
+        #expect(
+            forms[.incremental, default: 0] > 0 && forms[.replacement, default: 0] > 0,
+            "both forms were exercised: \(forms)")
     }
 
     @Test func entriesGoInAscendingOrderRemovalsFirst() {
         final class Log: CallDirectoryEntrySink {
             var lines: [String] = []
             func addBlockingEntry(withNextSequentialPhoneNumber phoneNumber: Int64) { lines.append("+b\(phoneNumber)") }
-            func addIdentificationEntry(withNextSequentialPhoneNumber phoneNumber: Int64, label: String) { lines.append("+i\(phoneNumber)=\(label)") }
+            func addIdentificationEntry(withNextSequentialPhoneNumber phoneNumber: Int64, label: String) {
+                lines.append("+i\(phoneNumber)=\(label)")
+            }
             func removeBlockingEntry(withPhoneNumber phoneNumber: Int64) { lines.append("-b\(phoneNumber)") }
             func removeIdentificationEntry(withPhoneNumber phoneNumber: Int64) { lines.append("-i\(phoneNumber)") }
             func removeAllBlockingEntries() { lines.append("-b*") }
@@ -131,7 +154,8 @@ struct CallDirectorySyncTests {
         #expect(log.lines == ["-b3000000", "-i2000000", "+b2000000", "+b4000000", "+i1500000=z", "+i2000000=y"])
         let replacement = Log()
         CallDirectoryLoad.between(loaded: nil, current: current, systemIsIncremental: true).apply(to: replacement)
-        #expect(replacement.lines == ["-b*", "-i*", "+b1000000", "+b2000000", "+b4000000", "+i1500000=z", "+i2000000=y"])
+        #expect(
+            replacement.lines == ["-b*", "-i*", "+b1000000", "+b2000000", "+b4000000", "+i1500000=z", "+i2000000=y"])
     }
 
     // MARK: Shared storage
@@ -142,20 +166,26 @@ struct CallDirectorySyncTests {
         let storage = FileCallDirectoryStorage(directory: directory)
         #expect(try storage.read(.current) == nil)
         let list = Self.contents(
-            (0..<2_000).map { 18_005_550_000 + $0 * 3 }, [18_005_550_001: "Acme support", 447_700_900_123: "two\nlines", 999_999_999_999_999: "ü 📞  spaced "],
+            (0..<2_000).map { 18_005_550_000 + $0 * 3 },
+            [18_005_550_001: "Acme support", 447_700_900_123: "two\nlines", 999_999_999_999_999: "ü 📞  spaced "],
             user: "user one", version: 42)
         try storage.write(list, to: .current)
         let read = try #require(try storage.read(.current))
         #expect(read.userID == "user one" && read.version == 42)
         #expect(read.blocking.count == 2_000 && read.blocking == list.blocking)
-        #expect(read.identification.map(\.label) == ["Acme support", "two lines", "ü 📞  spaced "], "line breaks become spaces")
+        #expect(
+            read.identification.map(\.label) == ["Acme support", "two lines", "ü 📞  spaced "],
+            "line breaks become spaces")
         #expect(try storage.read(.loaded) == nil, "the other slot is apart")
 
         let file = directory.appendingPathComponent("current.txt")
         let good = try Data(contentsOf: file)
         for damaged in [
             Data(good.dropLast(5)), Data("nonsense\n".utf8), Data(), good + Data("b 12\n".utf8),
-            Data(String(decoding: good, as: UTF8.self).replacingOccurrences(of: "b 18005550003\n", with: "b 18005550000\n").utf8),
+            Data(
+                String(decoding: good, as: UTF8.self).replacingOccurrences(
+                    of: "b 18005550003\n", with: "b 18005550000\n"
+                ).utf8),
         ] {
             try damaged.write(to: file)
             #expect(throws: CallDirectorySyncError.self) { try storage.read(.current) }
@@ -199,12 +229,16 @@ struct CallDirectorySyncTests {
                     let newLabels = Dictionary(uniqueKeysWithValues: now.identification.map { ($0.number, $0.label) })
                     return CallDirectoryList(
                         version: now.version, incremental: true,
-                        blocking: .init(add: now.blocking.filter { !old.blocking.contains($0) }, remove: old.blocking.filter { !now.blocking.contains($0) }),
+                        blocking: .init(
+                            add: now.blocking.filter { !old.blocking.contains($0) },
+                            remove: old.blocking.filter { !now.blocking.contains($0) }),
                         identification: .init(
                             add: now.identification.filter { oldLabels[$0.number] != $0.label },
                             remove: old.identification.filter { newLabels[$0.number] != $0.label }.map(\.number)))
                 }
-                return CallDirectoryList(version: now.version, incremental: false, blocking: .init(add: now.blocking), identification: .init(add: now.identification))
+                return CallDirectoryList(
+                    version: now.version, incremental: false, blocking: .init(add: now.blocking),
+                    identification: .init(add: now.identification))
             }
         }
     }
@@ -225,7 +259,9 @@ struct CallDirectorySyncTests {
                 return (200, String(decoding: try JSONEncoder().encode(answer), as: UTF8.self))
             }
             transports.withLock { $0.append(transport) }
-            return CallDirectorySync(client: CallDirectoryClient(client: makeClient(transport)), userID: user, storage: storage) { [self] in
+            return CallDirectorySync(
+                client: CallDirectoryClient(client: makeClient(transport)), userID: user, storage: storage
+            ) { [self] in
                 reloads.wrappingAdd(1, ordering: .relaxed)
                 if failReloads.load(ordering: .relaxed) { throw CocoaLikeError.extensionDisabled }
             }
@@ -260,7 +296,9 @@ struct CallDirectorySyncTests {
         #expect(try await sync.refresh() == .unchanged(version: 1), "nothing new: no reload")
         #expect(phone.reloads.load(ordering: .relaxed) == 1)
 
-        phone.server.change("u1", blocking: [18_005_550_001, 18_005_550_003], labels: [18_005_550_009: "Acme support", 18_005_550_004: "Bank"])
+        phone.server.change(
+            "u1", blocking: [18_005_550_001, 18_005_550_003],
+            labels: [18_005_550_009: "Acme support", 18_005_550_004: "Bank"])
         #expect(try await sync.refresh() == .reloaded(version: 2, blocking: 2, identification: 2))
         let incremental = try phone.extensionRuns()
         #expect(incremental.form == .incremental && incremental.changeCount == 5)
@@ -283,7 +321,9 @@ struct CallDirectorySyncTests {
         phone.failReloads.store(true, ordering: .relaxed)
         await #expect(throws: CallDirectorySyncError.self) { try await sync.refresh() }
         phone.failReloads.store(false, ordering: .relaxed)
-        #expect(try await sync.refresh() == .reloaded(version: 1, blocking: 1, identification: 0), "the system never got it: reloaded again")
+        #expect(
+            try await sync.refresh() == .reloaded(version: 1, blocking: 1, identification: 0),
+            "the system never got it: reloaded again")
         try phone.extensionRuns()
 
         // A request that did not complete is sent again in full next time.
@@ -334,9 +374,12 @@ struct CallDirectorySyncTests {
             for _ in 0..<8 { group.addTask { try await sync.refresh() } }
             for try await _ in group {}
         }
-        #expect(phone.sinces.first == .some(nil) && phone.sinces.dropFirst().allSatisfy { $0 == "1" }, "\(phone.sinces)")
+        #expect(
+            phone.sinces.first == .some(nil) && phone.sinces.dropFirst().allSatisfy { $0 == "1" }, "\(phone.sinces)")
         #expect(phone.reloads.load(ordering: .relaxed) == 8, "the system holds nothing until the extension runs")
-        let event = Event(id: 1, kind: EventKind.callDirectoryChanged, conversationId: nil, groupId: nil, messageId: nil, callId: nil, createdAt: "2026-12-01T10:00:00.000Z")
+        let event = Event(
+            id: 1, kind: EventKind.callDirectoryChanged, conversationId: nil, groupId: nil, messageId: nil, callId: nil,
+            createdAt: "2026-12-01T10:00:00.000Z")
         var other = event
         other.kind = EventKind.message
         #expect(CallDirectorySync.needsRefresh([other, event]) && !CallDirectorySync.needsRefresh([other]))

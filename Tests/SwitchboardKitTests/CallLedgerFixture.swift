@@ -50,7 +50,9 @@ enum Fixture {
     static func uuid(_ call: CallInfo) -> UUID { CallIdentity.uuid(forCallID: call.id) }
 
     static func push(_ call: CallInfo) -> IncomingCallPush {
-        IncomingCallPush(callID: call.id, scopeKind: call.scopeKind, scopeID: call.scopeId, mode: call.mode, callerName: call.createdBy)
+        IncomingCallPush(
+            callID: call.id, scopeKind: call.scopeKind, scopeID: call.scopeId, mode: call.mode,
+            callerName: call.createdBy)
     }
 
     /// Push, report, answer action, server accept, media token; media joined when `join`.
@@ -60,11 +62,13 @@ enum Fixture {
             _ = ledger.pushReceived(push(call), mustReport: true, placeholder: UUID())
             _ = ledger.reportCompleted(uuid, error: nil)
         }
-        #expect(ledger.actionPerformed(id: action, CallActionRequest(callUUID: uuid, kind: .answer)) == [
-            .server(callID: call.id, .accept),
-            .schedule(callID: call.id, .answerDeadline, afterSeconds: 10),
-        ])
-        #expect(ledger.serverAnswered(call.id, .accept, .call(accepted(call))) == [.server(callID: call.id, .mediaToken)])
+        #expect(
+            ledger.actionPerformed(id: action, CallActionRequest(callUUID: uuid, kind: .answer)) == [
+                .server(callID: call.id, .accept),
+                .schedule(callID: call.id, .answerDeadline, afterSeconds: 10),
+            ])
+        #expect(
+            ledger.serverAnswered(call.id, .accept, .call(accepted(call))) == [.server(callID: call.id, .mediaToken)])
         #expect(ledger.serverAnswered(call.id, .mediaToken, .mediaToken(token)) == [.joinMedia(callID: call.id, token)])
         if join { _ = ledger.mediaJoined(call.id, succeeded: true) }
     }

@@ -19,7 +19,8 @@ struct CrossedTimeoutTests {
         #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.fulfil(answer)))
         let effects = ledger.actionTimedOut(id: answer, request: request)
         #expect(effects.contains(.server(callID: call.id, .leave)) && effects.contains(.leaveMedia(callID: call.id)))
-        #expect(!effects.contains { if case .reportEnded = $0 { true } else { false } }, "the call system already ended it")
+        #expect(
+            !effects.contains { if case .reportEnded = $0 { true } else { false } }, "the call system already ended it")
         #expect(ledger.entries[call.id]?.stage == .ended)
         let muted = CallActionRequest(callUUID: uuid, kind: .setMuted(true))
         #expect(ledger.actionTimedOut(id: UUID(), request: muted).isEmpty)
@@ -51,7 +52,10 @@ struct StaleReportRaceTests {
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
         _ = ledger.callRead(Fixture.ended(call, reason: .cancelled))  // ends while the report is pending
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
-        #expect(ledger.reportCompleted(uuid, error: .incomingCall(.callUUIDAlreadyExists)) == [.reportEnded(uuid, .remoteEnded)])
+        #expect(
+            ledger.reportCompleted(uuid, error: .incomingCall(.callUUIDAlreadyExists)) == [
+                .reportEnded(uuid, .remoteEnded)
+            ])
         #expect(ledger.reportCompleted(uuid, error: nil).isEmpty)
     }
 }
@@ -85,15 +89,28 @@ struct WithdrawalTests {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.outgoing()
         _ = ledger.callCreated(call, handle: "bob")
-        _ = ledger.transactionCompleted(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .start(handle: "bob", hasVideo: false)), error: nil)
-        #expect(ledger.endRequested(call.id) == [.requestTransaction(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end))])
-        let ended = ledger.transactionCompleted(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end), error: .transaction(.unknownCallUUID))
+        _ = ledger.transactionCompleted(
+            CallActionRequest(
+                callUUID: CallIdentity.uuid(forCallID: call.id), kind: .start(handle: "bob", hasVideo: false)),
+            error: nil)
+        #expect(
+            ledger.endRequested(call.id) == [
+                .requestTransaction(CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end))
+            ])
+        let ended = ledger.transactionCompleted(
+            CallActionRequest(callUUID: CallIdentity.uuid(forCallID: call.id), kind: .end),
+            error: .transaction(.unknownCallUUID))
         #expect(ended.contains(.server(callID: call.id, .cancel)))
-        #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 409, code: .callNotRinging)) == [.server(callID: call.id, .fetch)])
+        #expect(
+            ledger.serverAnswered(call.id, .cancel, .failure(status: 409, code: .callNotRinging)) == [
+                .server(callID: call.id, .fetch)
+            ])
         var answered = call
         answered.state = .active
         answered.invitations[0].state = .accepted
-        #expect(ledger.serverAnswered(call.id, .fetch, .call(answered)) == [.server(callID: call.id, .leave)], "still in the call: leave")
+        #expect(
+            ledger.serverAnswered(call.id, .fetch, .call(answered)) == [.server(callID: call.id, .leave)],
+            "still in the call: leave")
     }
 
     @Test func aCalleeWhoseAcceptFailedDeclinesSoTheCallerStopsRinging() {
@@ -131,20 +148,27 @@ struct EarlyMediaTokenTests {
     @Test func aRingingDialAsksForTheHeldTokenAtOnceAndOneAtATime() {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.outgoing()
-        #expect(ledger.callCreated(call, handle: "bob").filter { $0 == .server(callID: call.id, .earlyMediaToken) }.count == 1)
+        #expect(
+            ledger.callCreated(call, handle: "bob").filter { $0 == .server(callID: call.id, .earlyMediaToken) }.count
+                == 1)
         #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .fetch)], "one early ask at a time")
         var busy = CallLedger(userID: "me")
         var ended = Fixture.outgoing()
         ended.state = .ended
         ended.endReason = .busy
-        #expect(!busy.callCreated(ended, handle: "bob").contains(.server(callID: ended.id, .earlyMediaToken)), "nothing to wait for")
+        #expect(
+            !busy.callCreated(ended, handle: "bob").contains(.server(callID: ended.id, .earlyMediaToken)),
+            "nothing to wait for")
         var incoming = CallLedger(userID: "me")
         #expect(incoming.callChanged("other") == [.server(callID: "other", .fetch)])
     }
 
     @Test func anEarlyTokenJoinsAtOnceAndTheRereadAsksNothingMore() {
         var (ledger, call) = Self.dialing()
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: call.id, Fixture.token)])
+        #expect(
+            ledger.serverAnswered(call.id, .earlyMediaToken, .mediaToken(Fixture.token)) == [
+                .joinMedia(callID: call.id, Fixture.token)
+            ])
         #expect(ledger.entries[call.id]?.stage == .connecting)
         #expect(ledger.callRead(Self.answered(call)).isEmpty)
         #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.reportConnected(ledger.entries[call.id]!.uuid)))
@@ -155,36 +179,63 @@ struct EarlyMediaTokenTests {
     @Test func aRereadThatSeesTheAnswerAsksTooAndTheFirstTokenWins() {
         var (ledger, call) = Self.dialing()
         #expect(ledger.callRead(Self.answered(call)) == [.server(callID: call.id, .mediaToken)])
-        #expect(ledger.serverAnswered(call.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: call.id, Fixture.token)])
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .mediaToken(Fixture.token)).isEmpty, "the late one is not used")
+        #expect(
+            ledger.serverAnswered(call.id, .mediaToken, .mediaToken(Fixture.token)) == [
+                .joinMedia(callID: call.id, Fixture.token)
+            ])
+        #expect(
+            ledger.serverAnswered(call.id, .earlyMediaToken, .mediaToken(Fixture.token)).isEmpty,
+            "the late one is not used")
         var (other, otherCall) = Self.dialing()
         _ = other.callRead(Self.answered(otherCall))
-        #expect(other.serverAnswered(otherCall.id, .earlyMediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: otherCall.id, Fixture.token)])
-        #expect(other.serverAnswered(otherCall.id, .mediaToken, .mediaToken(Fixture.token)).isEmpty, "the late one is not used")
+        #expect(
+            other.serverAnswered(otherCall.id, .earlyMediaToken, .mediaToken(Fixture.token)) == [
+                .joinMedia(callID: otherCall.id, Fixture.token)
+            ])
+        #expect(
+            other.serverAnswered(otherCall.id, .mediaToken, .mediaToken(Fixture.token)).isEmpty,
+            "the late one is not used")
     }
 
     /// With both out, one failing leaves the other to decide; the call fails only when both did.
     @Test func theCallFailsOnlyWhenBothTokenRequestsFailed() {
         var (ledger, call) = Self.dialing()
         _ = ledger.callRead(Self.answered(call))
-        #expect(ledger.serverAnswered(call.id, .mediaToken, .failure(status: 0, code: .transport)).isEmpty, "the held one may still come")
+        #expect(
+            ledger.serverAnswered(call.id, .mediaToken, .failure(status: 0, code: .transport)).isEmpty,
+            "the held one may still come")
         _ = ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: .transport))
         #expect(ledger.entries[call.id]?.stage == .ended && ledger.entries[call.id]?.endReason == .failed)
         var (early, earlyCall) = Self.dialing()
         _ = early.callRead(Self.answered(earlyCall))
         #expect(early.serverAnswered(earlyCall.id, .earlyMediaToken, .failure(status: 0, code: .transport)).isEmpty)
-        #expect(early.serverAnswered(earlyCall.id, .mediaToken, .mediaToken(Fixture.token)) == [.joinMedia(callID: earlyCall.id, Fixture.token)])
+        #expect(
+            early.serverAnswered(earlyCall.id, .mediaToken, .mediaToken(Fixture.token)) == [
+                .joinMedia(callID: earlyCall.id, Fixture.token)
+            ])
     }
 
     @Test func aHoldThatRanOutWhileStillRingingIsHeldOnceMoreAndTheNextChangeAsksAgain() {
         var (ledger, call) = Self.dialing()
         // 45 s of ringing, 25 s a hold: the first refusal while dialing asks once more.
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: .notParticipant)) == [.server(callID: call.id, .earlyMediaToken)])
+        #expect(
+            ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: .notParticipant)) == [
+                .server(callID: call.id, .earlyMediaToken)
+            ])
         #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .fetch)], "one early ask at a time")
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: .notParticipant)).isEmpty, "not a third hold")
+        #expect(
+            ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 403, code: .notParticipant)).isEmpty,
+            "not a third hold")
         #expect(ledger.entries[call.id]?.stage == .dialing)
-        #expect(ledger.callChanged(call.id) == [.server(callID: call.id, .earlyMediaToken), .server(callID: call.id, .fetch)])
-        #expect(ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: .transport)).isEmpty, "a lost one is not re-sent")
-        #expect(ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)), "the next change asks again")
+        #expect(
+            ledger.callChanged(call.id) == [
+                .server(callID: call.id, .earlyMediaToken), .server(callID: call.id, .fetch),
+            ])
+        #expect(
+            ledger.serverAnswered(call.id, .earlyMediaToken, .failure(status: 0, code: .transport)).isEmpty,
+            "a lost one is not re-sent")
+        #expect(
+            ledger.callChanged(call.id).contains(.server(callID: call.id, .earlyMediaToken)),
+            "the next change asks again")
     }
 }

@@ -13,12 +13,13 @@ struct CallLedgerTests {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.ringing()
         let effects = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
-        #expect(effects == [
-            .reportIncoming(Fixture.uuid(call), Fixture.push(call).update, report: 1),
-            .notify(.incoming(callID: call.id, origin: .push)),
-            .server(callID: call.id, .fetch),
-            .watch,
-        ])
+        #expect(
+            effects == [
+                .reportIncoming(Fixture.uuid(call), Fixture.push(call).update, report: 1),
+                .notify(.incoming(callID: call.id, origin: .push)),
+                .server(callID: call.id, .fetch),
+                .watch,
+            ])
         #expect(ledger.liveCallIDs == [call.id])
     }
 
@@ -29,8 +30,9 @@ struct CallLedgerTests {
         _ = ledger.reportCompleted(Fixture.uuid(call), error: nil)
         let action = UUID()
         _ = ledger.actionPerformed(id: action, CallActionRequest(callUUID: Fixture.uuid(call), kind: .answer))
-        #expect(ledger.serverAnswered(call.id, .accept, .callAndToken(Fixture.accepted(call), Fixture.token))
-            == [.joinMedia(callID: call.id, Fixture.token)])
+        #expect(
+            ledger.serverAnswered(call.id, .accept, .callAndToken(Fixture.accepted(call), Fixture.token))
+                == [.joinMedia(callID: call.id, Fixture.token)])
         #expect(ledger.mediaJoined(call.id, succeeded: true).contains(.fulfil(action)))
         #expect(ledger.entries[call.id]?.stage == .active)
         // A token that comes with an accept after the call ended is not used.
@@ -41,22 +43,27 @@ struct CallLedgerTests {
         var ended = Fixture.accepted(call)
         ended.state = .ended
         ended.endReason = .cancelled
-        #expect(!late.serverAnswered(call.id, .accept, .callAndToken(ended, Fixture.token)).contains { if case .joinMedia = $0 { true } else { false } })
+        #expect(
+            !late.serverAnswered(call.id, .accept, .callAndToken(ended, Fixture.token)).contains {
+                if case .joinMedia = $0 { true } else { false }
+            })
     }
 
     @Test func aForegroundCallFromTheEventStreamTakesThePushPath() {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.ringing()
         let effects = ledger.callRead(call)
-        #expect(effects == [
-            .reportIncoming(Fixture.uuid(call), CallUpdate(handle: call.scopeId), report: 1),
-            .notify(.incoming(callID: call.id, origin: .eventStream)),
-            .server(callID: call.id, .fetch),
-            .watch,
-        ])
+        #expect(
+            effects == [
+                .reportIncoming(Fixture.uuid(call), CallUpdate(handle: call.scopeId), report: 1),
+                .notify(.incoming(callID: call.id, origin: .eventStream)),
+                .server(callID: call.id, .fetch),
+                .watch,
+            ])
         // The push for the same call is reported again under the same UUID: no second screen.
-        #expect(ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
-            == [.reportIncoming(Fixture.uuid(call), CallUpdate(handle: call.scopeId), report: 2)])
+        #expect(
+            ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+                == [.reportIncoming(Fixture.uuid(call), CallUpdate(handle: call.scopeId), report: 2)])
     }
 
     @Test func holdClosesTheMicrophoneAndUnholdKeepsTheUsersOwnMute() {
@@ -113,8 +120,9 @@ struct CallLedgerTests {
     @Test func aPushWithoutACallIDIsReportedAsAPlaceholderAndEndedAsFailed() {
         var ledger = CallLedger(userID: "me")
         let placeholder = UUID()
-        #expect(ledger.pushReceived(nil, mustReport: true, placeholder: placeholder)
-            == [.reportIncoming(placeholder, CallUpdate(handle: "unknown"), report: 1)])
+        #expect(
+            ledger.pushReceived(nil, mustReport: true, placeholder: placeholder)
+                == [.reportIncoming(placeholder, CallUpdate(handle: "unknown"), report: 1)])
         #expect(ledger.reportCompleted(placeholder, error: nil) == [.reportEnded(placeholder, .failed)])
         #expect(ledger.liveCallIDs.isEmpty)
     }
@@ -127,8 +135,9 @@ struct CallLedgerTests {
         _ = ledger.reportCompleted(uuid, error: nil)
         #expect(ledger.callRead(Fixture.ended(call, reason: .missed)).contains(.reportEnded(uuid, .unanswered)))
         // The same push again, after the call system dropped the call.
-        #expect(ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
-            == [.reportIncoming(uuid, Fixture.push(call).update, report: 2)])
+        #expect(
+            ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
+                == [.reportIncoming(uuid, Fixture.push(call).update, report: 2)])
         #expect(ledger.reportCompleted(uuid, error: nil) == [.reportEnded(uuid, .unanswered)])
     }
 
@@ -161,10 +170,11 @@ struct CallLedgerTests {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.ringing()
         _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
-        #expect(ledger.reportCompleted(Fixture.uuid(call), error: .incomingCall(refusal)) == [
-            .server(callID: call.id, .decline),
-            .notify(.ended(callID: call.id, reason: .failed, refusal: refusal)),
-        ])
+        #expect(
+            ledger.reportCompleted(Fixture.uuid(call), error: .incomingCall(refusal)) == [
+                .server(callID: call.id, .decline),
+                .notify(.ended(callID: call.id, reason: .failed, refusal: refusal)),
+            ])
     }
 
     // MARK: End reasons (rule 4)
@@ -183,7 +193,9 @@ struct CallLedgerTests {
     }
 
     @Test func answeredOrDeclinedOnAnotherDeviceIsReportedAsElsewhereWithoutTellingTheServer() {
-        for (invitation, expected) in [(InvitationState.accepted, CallEndReason.answeredElsewhere), (.declined, .declinedElsewhere)] {
+        for (invitation, expected) in [
+            (InvitationState.accepted, CallEndReason.answeredElsewhere), (.declined, .declinedElsewhere),
+        ] {
             var ledger = CallLedger(userID: "me")
             let call = Fixture.ringing()
             _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
@@ -192,17 +204,21 @@ struct CallLedgerTests {
             changed.invitations[0].state = invitation
             changed.state = invitation == .accepted ? .active : .ended
             changed.endReason = invitation == .accepted ? nil : .declined
-            #expect(ledger.callRead(changed) == [
-                .reportEnded(Fixture.uuid(call), expected),
-                .notify(.ended(callID: call.id, reason: expected, refusal: nil)),
-            ], "\(invitation)")
+            #expect(
+                ledger.callRead(changed) == [
+                    .reportEnded(Fixture.uuid(call), expected),
+                    .notify(.ended(callID: call.id, reason: expected, refusal: nil)),
+                ], "\(invitation)")
         }
     }
 
     @Test func anOutgoingCallEveryoneWasBusyForEndsWithoutTheCallSystem() {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.ended(Fixture.outgoing(), reason: .busy)
-        #expect(ledger.callCreated(call, handle: "bob") == [.notify(.ended(callID: call.id, reason: .remoteEnded, refusal: nil))])
+        #expect(
+            ledger.callCreated(call, handle: "bob") == [
+                .notify(.ended(callID: call.id, reason: .remoteEnded, refusal: nil))
+            ])
         #expect(ledger.liveCallIDs.isEmpty)
     }
 
@@ -222,13 +238,14 @@ struct CallLedgerTests {
         let call = Fixture.ringing()
         let answer = UUID()
         Fixture.answer(&ledger, call, action: answer, join: false)
-        #expect(ledger.timerFired(call.id, .answerDeadline) == [
-            .fail(answer),
-            .reportEnded(Fixture.uuid(call), .failed),
-            .leaveMedia(callID: call.id),
-            .server(callID: call.id, .leave),
-            .notify(.ended(callID: call.id, reason: .failed, refusal: nil)),
-        ])
+        #expect(
+            ledger.timerFired(call.id, .answerDeadline) == [
+                .fail(answer),
+                .reportEnded(Fixture.uuid(call), .failed),
+                .leaveMedia(callID: call.id),
+                .server(callID: call.id, .leave),
+                .notify(.ended(callID: call.id, reason: .failed, refusal: nil)),
+            ])
         // Media that joins afterwards is left again; the action is not completed twice.
         #expect(ledger.mediaJoined(call.id, succeeded: true) == [.leaveMedia(callID: call.id)])
     }
@@ -237,21 +254,25 @@ struct CallLedgerTests {
         var ledger = CallLedger(userID: "me")
         let call = Fixture.outgoing()
         let uuid = Fixture.uuid(call)
-        #expect(ledger.callCreated(call, handle: "bob") == [
-            .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false))),
-            .notify(.dialing(callID: call.id)),
-            .schedule(callID: call.id, .dialTimeout, afterSeconds: 45),
-            .watch,
-            .server(callID: call.id, .earlyMediaToken),
-        ])
+        #expect(
+            ledger.callCreated(call, handle: "bob") == [
+                .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false))),
+                .notify(.dialing(callID: call.id)),
+                .schedule(callID: call.id, .dialTimeout, afterSeconds: 45),
+                .watch,
+                .server(callID: call.id, .earlyMediaToken),
+            ])
         let start = UUID()
-        #expect(ledger.actionPerformed(id: start, CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)))
-            == [.reportConnecting(uuid), .fulfil(start)])
-        #expect(ledger.timerFired(call.id, .dialTimeout) == [
-            .reportEnded(uuid, .unanswered),
-            .server(callID: call.id, .cancel),
-            .notify(.ended(callID: call.id, reason: .unanswered, refusal: nil)),
-        ])
+        #expect(
+            ledger.actionPerformed(
+                id: start, CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)))
+                == [.reportConnecting(uuid), .fulfil(start)])
+        #expect(
+            ledger.timerFired(call.id, .dialTimeout) == [
+                .reportEnded(uuid, .unanswered),
+                .server(callID: call.id, .cancel),
+                .notify(.ended(callID: call.id, reason: .unanswered, refusal: nil)),
+            ])
     }
 
     // MARK: Audio (rule 7)
@@ -287,9 +308,11 @@ struct CallLedgerTests {
         let call = Fixture.ringing()
         Fixture.answer(&ledger, call, action: UUID(), join: true)
         _ = ledger.audioSessionActivated()
-        #expect(ledger.audioSessionDeactivated() == [.stopAudio(callID: call.id), .notify(.audioStopped(callID: call.id))])
+        #expect(
+            ledger.audioSessionDeactivated() == [.stopAudio(callID: call.id), .notify(.audioStopped(callID: call.id))])
         #expect(ledger.audioSessionDeactivated().isEmpty)
-        #expect(ledger.audioSessionActivated() == [.startAudio(callID: call.id), .notify(.audioStarted(callID: call.id))])
+        #expect(
+            ledger.audioSessionActivated() == [.startAudio(callID: call.id), .notify(.audioStarted(callID: call.id))])
     }
 
     @Test func aResetStopsAudioLeavesMediaAndTheServerWithoutReportingAnEnd() {
@@ -297,13 +320,14 @@ struct CallLedgerTests {
         let call = Fixture.ringing()
         Fixture.answer(&ledger, call, action: UUID(), join: true)
         _ = ledger.audioSessionActivated()
-        #expect(ledger.callSystemReset() == [
-            .stopAudio(callID: call.id),
-            .notify(.audioStopped(callID: call.id)),
-            .leaveMedia(callID: call.id),
-            .server(callID: call.id, .leave),
-            .notify(.ended(callID: call.id, reason: nil, refusal: nil)),
-        ])
+        #expect(
+            ledger.callSystemReset() == [
+                .stopAudio(callID: call.id),
+                .notify(.audioStopped(callID: call.id)),
+                .leaveMedia(callID: call.id),
+                .server(callID: call.id, .leave),
+                .notify(.ended(callID: call.id, reason: nil, refusal: nil)),
+            ])
         #expect(ledger.audioSessionActivated().isEmpty, "no audio for a call that is gone")
     }
 
@@ -333,7 +357,8 @@ struct CallLedgerTests {
         var effects: [CallLedger.Effect] = []
         if outgoing {
             _ = ledger.callCreated(call, handle: "bob")
-            _ = ledger.transactionCompleted(CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)), error: nil)
+            _ = ledger.transactionCompleted(
+                CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)), error: nil)
         } else {
             _ = ledger.pushReceived(Fixture.push(call), mustReport: true, placeholder: UUID())
             if path != .reportRefused { _ = ledger.reportCompleted(uuid, error: nil) }
@@ -381,7 +406,9 @@ struct CallLedgerTests {
         #expect(!late.contains { if case .fail = $0 { true } else { false } }, "\(late)")
         // An end action for it is still fulfilled (never failed).
         let endAction = UUID()
-        #expect(ledger.actionPerformed(id: endAction, CallActionRequest(callUUID: uuid, kind: .end)) == [.fulfil(endAction)])
+        #expect(
+            ledger.actionPerformed(id: endAction, CallActionRequest(callUUID: uuid, kind: .end)) == [.fulfil(endAction)]
+        )
     }
 
     private static func endedNotices(_ effects: [CallLedger.Effect]) -> Int {

@@ -21,7 +21,8 @@ struct CoordinatorRaceAndFailureTests {
     @Test
     func aHangUpThatLosesTheRaceWithTheAnswerLeavesTheServerCall() async throws {
         let rig = ScenarioRig(.ours)
-        let id = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
+        let id = try await rig.coordinator.startCall(
+            scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         rig.backend.hold("cancel")
         ours(rig).end(id)  // the user hangs up while it rings
@@ -39,7 +40,9 @@ struct CoordinatorRaceAndFailureTests {
         await rig.run(seconds: 2)
         #expect(rig.system.liveCalls.isEmpty)
         let server = try #require(rig.backend.info(id))
-        #expect(!CallLedger.isStillParticipant("me", in: server), "me still a participant: \(server.state) \(rig.backend.requests)")
+        #expect(
+            !CallLedger.isStillParticipant("me", in: server),
+            "me still a participant: \(server.state) \(rig.backend.requests)")
     }
 
     @Test
@@ -73,16 +76,18 @@ struct CoordinatorRaceAndFailureTests {
     @Test
     func aMuteBeforeMediaJoinedMutesTheMicrophone() async throws {
         let rig = ScenarioRig(.ours)
-        let id = try await rig.coordinator.startCall(scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
+        let id = try await rig.coordinator.startCall(
+            scopeKind: .conversation, scopeID: "conv-bob", mode: .audio, handle: "bob", clientID: UUID())
         await rig.run(seconds: 1)
         try rig.system.userMutes(CallIdentity.uuid(forCallID: id), true)
         await rig.run(seconds: 0.5)
         #expect(rig.system.call(CallIdentity.uuid(forCallID: id))?.muted == true)
-        await rig.events(rig.backend.change(id) { call in
-            call.state = .active
-            call.invitations[0].state = .accepted
-            call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: call.createdAt, leftAt: nil))
-        })
+        await rig.events(
+            rig.backend.change(id) { call in
+                call.state = .active
+                call.invitations[0].state = .accepted
+                call.participants.append(CallParticipantInfo(userId: "bob", joinedAt: call.createdAt, leftAt: nil))
+            })
         await rig.run(seconds: 2)
         let session = try #require(rig.media.session(id))
         try #require(session.status.audioFlowing)
@@ -92,14 +97,17 @@ struct CoordinatorRaceAndFailureTests {
     @Test
     func anEndTheCallSystemRefusedStillReportsTheCallEnded() {
         var ledger = CallLedger(userID: "me")
-        let push = IncomingCallPush(callID: "call-1", scopeKind: .conversation, scopeID: "conv-alice", mode: .audio, callerName: "alice")
+        let push = IncomingCallPush(
+            callID: "call-1", scopeKind: .conversation, scopeID: "conv-alice", mode: .audio, callerName: "alice")
         let uuid = CallIdentity.uuid(forCallID: "call-1")
         _ = ledger.pushReceived(push, mustReport: true, placeholder: UUID())
         _ = ledger.reportCompleted(uuid, error: nil)
         let request = CallActionRequest(callUUID: uuid, kind: .end)
         #expect(ledger.endRequested("call-1") == [.requestTransaction(request)])
         let effects = ledger.transactionCompleted(request, error: .transaction(.unknown))
-        #expect(effects.contains(.reportEnded(uuid, .failed)) || effects.contains(.reportEnded(uuid, .remoteEnded)), "\(effects)")
+        #expect(
+            effects.contains(.reportEnded(uuid, .failed)) || effects.contains(.reportEnded(uuid, .remoteEnded)),
+            "\(effects)")
     }
 
     @Test

@@ -47,7 +47,9 @@ final class InMemoryCallBackend: CallBackend {
     }
 
     /// A pre-authorisation the server accepts once, for a join of `callID`.
-    func allowPreauthorization(_ token: String, forCall callID: String) { state.withLock { $0.preauthorizations[token] = callID } }
+    func allowPreauthorization(_ token: String, forCall callID: String) {
+        state.withLock { $0.preauthorizations[token] = callID }
+    }
 
     /// Requests of this kind wait until `release` (a slow network).
     func hold(_ operation: String) { state.withLock { _ = $0.hold.insert(operation) } }
@@ -77,7 +79,10 @@ final class InMemoryCallBackend: CallBackend {
 
     /// The push payload the server would send for a call.
     func push(for call: CallInfo) -> [String: Any] {
-        ["aps": [String: Any](), "callId": call.id, "scopeKind": call.scopeKind.rawValue, "scopeId": call.scopeId, "mode": call.mode.rawValue, "callerName": call.createdBy]
+        [
+            "aps": [String: Any](), "callId": call.id, "scopeKind": call.scopeKind.rawValue, "scopeId": call.scopeId,
+            "mode": call.mode.rawValue, "callerName": call.createdBy,
+        ]
     }
 
     @discardableResult
@@ -100,7 +105,8 @@ final class InMemoryCallBackend: CallBackend {
     func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo {
         try await gate("create")
         let call = CallInfo(
-            id: UUID().uuidString.lowercased(), scopeKind: scopeKind, scopeId: scopeID, mode: mode, state: .ringing, endReason: nil,
+            id: UUID().uuidString.lowercased(), scopeKind: scopeKind, scopeId: scopeID, mode: mode, state: .ringing,
+            endReason: nil,
             createdBy: me, createdAt: stamp, answeredAt: nil, endedAt: nil,
             invitations: [CallInvitationInfo(userId: "bob", state: .ringing, updatedAt: stamp)],
             participants: [CallParticipantInfo(userId: me, joinedAt: stamp, leftAt: nil)])
@@ -110,7 +116,9 @@ final class InMemoryCallBackend: CallBackend {
 
     func call(_ callID: String) async throws -> CallInfo {
         try await gate("fetch")
-        guard let call = info(callID) else { throw SwitchboardAPIError(status: 404, code: .notFound, message: "no such call", field: nil) }
+        guard let call = info(callID) else {
+            throw SwitchboardAPIError(status: 404, code: .notFound, message: "no such call", field: nil)
+        }
         return call
     }
 
@@ -130,7 +138,9 @@ final class InMemoryCallBackend: CallBackend {
         defer { wakeEventReaders() }
         let me = self.me, stamp = self.stamp
         return try state.withLock { state throws(SwitchboardAPIError) -> CallInfo in
-            guard var call = state.calls[callID] else { throw SwitchboardAPIError(status: 404, code: .notFound, message: "", field: nil) }
+            guard var call = state.calls[callID] else {
+                throw SwitchboardAPIError(status: 404, code: .notFound, message: "", field: nil)
+            }
             let conflict = SwitchboardAPIError(status: 409, code: .callNotRinging, message: "", field: nil)
             let mine = call.invitations.firstIndex { $0.userId == me }
             switch action {
@@ -152,7 +162,8 @@ final class InMemoryCallBackend: CallBackend {
                 for index in call.invitations.indices { call.invitations[index].state = .cancelled }
             case .join:
                 guard call.state == .active, call.scopeKind == .group,
-                      !call.participants.contains(where: { $0.userId == me && $0.leftAt == nil }) else { throw conflict }
+                    !call.participants.contains(where: { $0.userId == me && $0.leftAt == nil })
+                else { throw conflict }
                 call.participants.append(CallParticipantInfo(userId: me, joinedAt: stamp, leftAt: nil))
             case .leave:
                 guard call.state == .active else { throw conflict }
@@ -180,7 +191,8 @@ final class InMemoryCallBackend: CallBackend {
         let call = try await perform(.join, onCall: callID)
         guard accepted else { return CallWithMedia(call: call, media: nil) }
         state.withLock { _ = $0.preauthorizations.removeValue(forKey: preauthorization) }
-        return CallWithMedia(call: call, media: MediaToken(url: "wss://media.test", token: "joined-\(callID)", expiresAt: stamp))
+        return CallWithMedia(
+            call: call, media: MediaToken(url: "wss://media.test", token: "joined-\(callID)", expiresAt: stamp))
     }
 
     func mediaToken(forCall callID: String) async throws -> MediaToken {
@@ -233,7 +245,8 @@ final class InMemoryCallBackend: CallBackend {
             return failure
         }
         if let failure {
-            throw SwitchboardAPIError(status: failure.status, code: ErrorCode(rawValue: failure.code), message: "injected", field: nil)
+            throw SwitchboardAPIError(
+                status: failure.status, code: ErrorCode(rawValue: failure.code), message: "injected", field: nil)
         }
     }
 
@@ -256,7 +269,8 @@ final class InMemoryCallBackend: CallBackend {
 
     private static func event(_ callID: String, _ state: inout State) -> Event {
         state.nextEvent += 1
-        let event = Event(id: state.nextEvent, kind: EventKind.callChanged, callId: callID, createdAt: "2026-11-30T00:00:00.000Z")
+        let event = Event(
+            id: state.nextEvent, kind: EventKind.callChanged, callId: callID, createdAt: "2026-11-30T00:00:00.000Z")
         state.events.append(event)
         return event
     }
@@ -265,7 +279,9 @@ final class InMemoryCallBackend: CallBackend {
 /// What a scenario drives: our coordinator or a naive one.
 protocol CoordinatorUnderTest: CallSystemDelegate, VoIPPushHandling {
     func handle(events: [Event]) async
-    func startCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID) async throws -> String
+    func startCall(
+        scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID
+    ) async throws -> String
 }
 
 extension CallCoordinator: CoordinatorUnderTest {}
@@ -303,10 +319,12 @@ final class ScenarioRig: Sendable {
         switch implementation {
         case .ours:
             coordinator = CallCoordinator(
-                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) }, clock: clock,
+                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) },
+                clock: clock,
                 preauthorizations: preauthorizations, onNotice: { notice in notices.append(notice) })
         case .naive:
-            coordinator = NaiveCoordinator(backend: backend, callSystem: system, media: { media.makeSession($0) }, audio: naiveAudio)
+            coordinator = NaiveCoordinator(
+                backend: backend, callSystem: system, media: { media.makeSession($0) }, audio: naiveAudio)
         }
     }
 
@@ -314,7 +332,9 @@ final class ScenarioRig: Sendable {
     func settle() async { await system.settle() }
 
     /// Runs time forward in small steps, settling between them.
-    func run(seconds: Double, step: Double = 0.1) async { await clock.run(seconds: seconds, step: step, settling: system) }
+    func run(seconds: Double, step: Double = 0.1) async {
+        await clock.run(seconds: seconds, step: step, settling: system)
+    }
 
     /// A push as PushKit delivers it.
     @discardableResult
@@ -335,4 +355,3 @@ final class NoticeLog: Sendable {
     func append(_ notice: CallLedger.Notice) { entries.withLock { $0.append(notice) } }
     var all: [CallLedger.Notice] { entries.withLock { $0 } }
 }
-

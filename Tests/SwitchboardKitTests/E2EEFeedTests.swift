@@ -31,7 +31,8 @@ final class SimulatedE2EEQueue: Sendable {
 
     static func item(_ sequence: Int64) -> E2EEItem {
         E2EEItem(
-            sequence: sequence, messageId: "m\(sequence)", kind: "application", senderUserId: "u2", senderDeviceId: "d2",
+            sequence: sequence, messageId: "m\(sequence)", kind: "application", senderUserId: "u2",
+            senderDeviceId: "d2",
             ciphertext: "AAEC", conversationId: nil, groupId: "g", createdAt: "2026-12-01T10:00:00.000Z")
     }
 
@@ -51,7 +52,9 @@ final class SimulatedE2EEQueue: Sendable {
             state.acknowledged = after
             state.sequences.removeAll { $0 <= after }
             let batch = Array(state.sequences.prefix(pageSize))
-            return .answer(status: 200, body: Self.pageBody(batch, cursor: batch.last ?? after, hasMore: state.sequences.count > batch.count))
+            return .answer(
+                status: 200,
+                body: Self.pageBody(batch, cursor: batch.last ?? after, hasMore: state.sequences.count > batch.count))
         }
         switch reply {
         case .answer(let status, let body): return (status, body)
@@ -88,7 +91,12 @@ final class RecordingBatchHandler: Sendable {
             $0.batches.append(items.map(\.sequence))
             $0.storedCursors.append(stored)
         }
-        if let failingOnce, items.first?.sequence == failingOnce, failed.withLock({ done in defer { done = true }; return !done }) {
+        if let failingOnce, items.first?.sequence == failingOnce,
+            failed.withLock({ done in
+                defer { done = true }
+                return !done
+            })
+        {
             throw DiskFull()
         }
     }
@@ -109,19 +117,24 @@ struct E2EEFeedTests {
         let client: SwitchboardClient
 
         init(
-            sequences: [Int64], pageSize: Int = 100, acknowledged: Int64 = 0, overrides: [Int: SimulatedE2EEQueue.Reply] = [:],
+            sequences: [Int64], pageSize: Int = 100, acknowledged: Int64 = 0,
+            overrides: [Int: SimulatedE2EEQueue.Reply] = [:],
             failingOnce: Int64? = nil
         ) {
-            let queue = SimulatedE2EEQueue(sequences: sequences, pageSize: pageSize, acknowledged: acknowledged, overrides: overrides)
+            let queue = SimulatedE2EEQueue(
+                sequences: sequences, pageSize: pageSize, acknowledged: acknowledged, overrides: overrides)
             self.queue = queue
             transport = ScriptedTransport { try queue.respond(to: $0) }
             store = InMemoryE2EECursorStore()
-            handler = RecordingBatchHandler(store: store, scope: E2EEFeedTests.scope, deviceID: E2EEFeedTests.device, failingOnce: failingOnce)
+            handler = RecordingBatchHandler(
+                store: store, scope: E2EEFeedTests.scope, deviceID: E2EEFeedTests.device, failingOnce: failingOnce)
             client = makeClient(transport)
         }
 
         func feed(maxBatches: Int = 100, deviceID: String = E2EEFeedTests.device) -> E2EEFeed {
-            E2EEFeed(client: client, deviceID: deviceID, scope: E2EEFeedTests.scope, cursorStore: store, maxBatches: maxBatches)
+            E2EEFeed(
+                client: client, deviceID: deviceID, scope: E2EEFeedTests.scope, cursorStore: store,
+                maxBatches: maxBatches)
         }
 
         func sync(maxBatches: Int = 100) async throws -> E2EESyncResult {
@@ -146,7 +159,10 @@ struct E2EEFeedTests {
             case ("POST", "/e2ee/devices"): (201, device)
             case ("DELETE", _): (204, "")
             case (_, let path) where path.hasSuffix("/messages"):
-                (201, #"{"messageId":"m1","deliveries":[{"deviceId":"d2","sequence":7}],"createdAt":"2026-12-01T10:00:00.000Z"}"#)
+                (
+                    201,
+                    #"{"messageId":"m1","deliveries":[{"deviceId":"d2","sequence":7}],"createdAt":"2026-12-01T10:00:00.000Z"}"#
+                )
             case (_, let path) where path.hasSuffix("/events"): (200, SimulatedE2EEQueue.pageBody([6], cursor: 6))
             default: (200, #"{"devices":[\#(device)]}"#)
             }
@@ -170,7 +186,8 @@ struct E2EEFeedTests {
         #expect(transport.requests.last?.line == "DELETE /e2ee/devices/d%2F1")
 
         let message = SendE2EEMessage(
-            senderDeviceId: "d/1", kind: "commit", recipients: [E2EERecipient(deviceId: "d2", ciphertext: "AAEC")], clientId: "k1")
+            senderDeviceId: "d/1", kind: "commit", recipients: [E2EERecipient(deviceId: "d2", ciphertext: "AAEC")],
+            clientId: "k1")
         let result = try await e2ee.send(message, in: .conversation("c/1"))
         #expect(result.deliveries == [E2EEDelivery(deviceId: "d2", sequence: 7)])
         let sent = try #require(transport.requests.last)
@@ -201,7 +218,10 @@ struct E2EEFeedTests {
         #expect(fixture.handler.storedCursors == [nil, 2, 4])
         #expect(await fixture.stored == 5)
         #expect(fixture.afters == ["0", "2", "4", "5"])
-        #expect(fixture.transport.requests.allSatisfy { $0.queryValue("deviceId") == Self.device && $0.path == "/e2ee/groups/g/events" })
+        #expect(
+            fixture.transport.requests.allSatisfy {
+                $0.queryValue("deviceId") == Self.device && $0.path == "/e2ee/groups/g/events"
+            })
         #expect(fixture.queue.acknowledged == 5)
     }
 
@@ -325,7 +345,9 @@ struct E2EEFeedTests {
         #expect(await fixture.stored == 2)
         let other = fixture.feed(deviceID: "d2")
         #expect(try await other.sync { _ in } == .caughtUp(cursor: 1, batches: 1))
-        let asked = fixture.transport.requests.dropFirst(2).map { "\($0.queryValue("deviceId") ?? "-") \($0.queryValue("after") ?? "-")" }
+        let asked = fixture.transport.requests.dropFirst(2).map {
+            "\($0.queryValue("deviceId") ?? "-") \($0.queryValue("after") ?? "-")"
+        }
         #expect(asked == ["d2 0", "d2 1"])
         #expect(await fixture.store.load(scope: Self.scope, deviceID: "d2") == 1)
         #expect(await fixture.stored == 2)
@@ -395,7 +417,8 @@ struct E2EEFeedTests {
     /// A bad page in the middle stops the sync after the batches before it.
     @Test func aBadPageAfterGoodOnesKeepsTheirCursor() async throws {
         let fixture = Fixture(
-            sequences: [1, 2, 3, 4], pageSize: 2, overrides: [1: .answer(status: 200, body: SimulatedE2EEQueue.pageBody([1], cursor: 1))])
+            sequences: [1, 2, 3, 4], pageSize: 2,
+            overrides: [1: .answer(status: 200, body: SimulatedE2EEQueue.pageBody([1], cursor: 1))])
         await #expect(throws: E2EEFeedError.self) { _ = try await fixture.sync() }
         #expect(fixture.handler.batches == [[1, 2]])
         #expect(await fixture.stored == 2)

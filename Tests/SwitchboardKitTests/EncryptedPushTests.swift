@@ -31,12 +31,14 @@ struct EncryptedPushTests {
         let key = SecureRandom.bytes(32)
 
         init(decrypts: Bool = true) {
-            system = SimulatedCallSystem(device: device, clock: clock, configuration: SimulatedCallSystem.Configuration())
+            system = SimulatedCallSystem(
+                device: device, clock: clock, configuration: SimulatedCallSystem.Configuration())
             media = SimulatedMedia(clock: clock)
             media.attach(system)
             let media = self.media
             coordinator = CallCoordinator(
-                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) }, clock: clock,
+                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) },
+                clock: clock,
                 payloadDecryptor: decrypts ? KeyringDecryptor(keys: ["k1": key]) : nil)
         }
 
@@ -49,7 +51,8 @@ struct EncryptedPushTests {
             let inner = try JSONSerialization.data(withJSONObject: backend.push(for: call), options: [.sortedKeys])
             let box = try AESGCM.seal(Array(inner), key: key ?? self.key, authenticating: Array(keyID.utf8))
             return [
-                "aps": [String: Any](), "v": 1, "enc": "AES256-GCM", "kid": keyID, "nonce": Data(box.nonce).base64EncodedString(),
+                "aps": [String: Any](), "v": 1, "enc": "AES256-GCM", "kid": keyID,
+                "nonce": Data(box.nonce).base64EncodedString(),
                 "ct": Data(box.ciphertext).base64EncodedString(), "tag": Data(box.tag).base64EncodedString(),
             ]
         }
@@ -116,7 +119,9 @@ struct EncryptedPushTests {
         await rig.run(seconds: 0.3)
         let placeholder = try #require(rig.system.calls.first)
         // The foreground app's feed reads the call before /calls/active answers.
-        await rig.coordinator.handle(events: [Event(id: 1, kind: EventKind.callChanged, callId: call.id, createdAt: "2026-11-30T00:00:00.000Z")])
+        await rig.coordinator.handle(events: [
+            Event(id: 1, kind: EventKind.callChanged, callId: call.id, createdAt: "2026-11-30T00:00:00.000Z")
+        ])
         await rig.run(seconds: 0.3)
         #expect(rig.system.calls.count == 1, "the feed's read took the placeholder: no second screen")
         #expect(rig.coordinator.call(call.id)?.uuid == placeholder.uuid)
@@ -177,7 +182,9 @@ struct EncryptedPushTests {
         rig.backend.release("active")
         await rig.run(seconds: 20)
         #expect(rig.system.violations.isEmpty, "\(rig.system.violations)")
-        #expect(!rig.system.log.contains { $0.text.hasPrefix("timed out") }, "the answer action was completed, not left to time out")
+        #expect(
+            !rig.system.log.contains { $0.text.hasPrefix("timed out") },
+            "the answer action was completed, not left to time out")
         #expect(rig.system.liveCalls.isEmpty && rig.system.calls.first?.endReason == .failed)
     }
 
@@ -215,7 +222,9 @@ struct EncryptedPushTests {
     @Test func anUnreadablePushForACallTheFeedAlreadyShowsIsReportedUnderItsUUID() async throws {
         let rig = Rig(decrypts: false)
         let call = rig.backend.ring(from: "jay")
-        await rig.coordinator.handle(events: [Event(id: 1, kind: EventKind.callChanged, callId: call.id, createdAt: "2026-11-30T00:00:00.000Z")])
+        await rig.coordinator.handle(events: [
+            Event(id: 1, kind: EventKind.callChanged, callId: call.id, createdAt: "2026-11-30T00:00:00.000Z")
+        ])
         await rig.run(seconds: 0.3)
         #expect(rig.system.liveCalls.map(\.uuid) == [CallIdentity.uuid(forCallID: call.id)])
         #expect(rig.push(try rig.sealedPush(for: call)))
@@ -229,8 +238,13 @@ struct EncryptedPushTests {
         let decryptor = KeyringDecryptor(keys: ["k1": SecureRandom.bytes(32)])
         #expect(EncryptedVoIPPush.isEncrypted(["enc": "AES256-GCM"]))
         #expect(!EncryptedVoIPPush.isEncrypted(["callId": "c1"]))
-        #expect(EncryptedVoIPPush.open(["v": 2, "enc": "AES256-GCM", "kid": "k1", "nonce": "", "ct": "", "tag": ""], with: decryptor) == nil)
-        #expect(EncryptedVoIPPush.open(["v": 1, "enc": "AES256-GCM", "kid": "k1", "nonce": "AAAA", "ct": "", "tag": "AAAA"], with: decryptor) == nil)
+        #expect(
+            EncryptedVoIPPush.open(
+                ["v": 2, "enc": "AES256-GCM", "kid": "k1", "nonce": "", "ct": "", "tag": ""], with: decryptor) == nil)
+        #expect(
+            EncryptedVoIPPush.open(
+                ["v": 1, "enc": "AES256-GCM", "kid": "k1", "nonce": "AAAA", "ct": "", "tag": "AAAA"], with: decryptor)
+                == nil)
         #expect(EncryptedVoIPPush.open(["v": 1, "enc": "AES256-GCM"], with: nil) == nil)
     }
 }

@@ -37,7 +37,9 @@ private final class ScriptedLane: HTTPTransport {
             // Warming requests are answered at once.
             state.withLock { $0.warmed += 1 }
             if failsWarming { throw URLError(.cannotConnectToHost) }
-            return (Data(), HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!)
+            return (
+                Data(), HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!
+            )
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -56,7 +58,8 @@ private final class ScriptedLane: HTTPTransport {
         let continuation = state.withLock { $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }
         switch reply {
         case .status(let status):
-            let response = HTTPURLResponse(url: URL(string: "http://test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])!
+            let response = HTTPURLResponse(
+                url: URL(string: "http://test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])!
             continuation?.resume(returning: (Data("\(status)".utf8), response))
         case .transportFailure:
             continuation?.resume(throwing: URLError(.networkConnectionLost))
@@ -239,7 +242,8 @@ struct HedgingTransportTests {
     @Test func theFirstRequestWarmsTheOtherLanesAndAWarmLaneIsLeftAlone() async throws {
         let clock = Mutex(0.0)
         let lanes = [ScriptedLane(), ScriptedLane(), ScriptedLane()]
-        let transport = HedgingTransport(lanes: lanes, sleep: { _ in try await Task.sleep(for: .seconds(3600)) }, now: { clock.withLock { $0 } })
+        let transport = HedgingTransport(
+            lanes: lanes, sleep: { _ in try await Task.sleep(for: .seconds(3600)) }, now: { clock.withLock { $0 } })
         var request = URLRequest(url: URL(string: "http://test/me")!)
         request.httpMethod = "GET"
         let first = Task { try await transport.send(request, repeatable: false) }
@@ -308,7 +312,8 @@ struct HedgingTransportTests {
         let clock = Mutex(0.0)
         let timers = ManualTimers()
         let lanes = [ScriptedLane(failsWarming: true), ScriptedLane(failsWarming: true)]
-        let transport = HedgingTransport(lanes: lanes, sleep: { try await timers.sleep($0) }, now: { clock.withLock { $0 } })
+        let transport = HedgingTransport(
+            lanes: lanes, sleep: { try await timers.sleep($0) }, now: { clock.withLock { $0 } })
         var accept = URLRequest(url: URL(string: "http://test/calls/c1/accept")!)
         accept.httpMethod = "POST"
         let task = Task { try await transport.send(accept, repeatable: true) }
@@ -325,7 +330,8 @@ struct HedgingTransportTests {
         lanes[0].reply(.transportFailure)
         lanes[0].reply(.transportFailure)
         #expect(await eventually { lanes.allSatisfy { $0.waiting == 0 } })
-        #expect(await eventually { transport.warmLaneCount == 1 }, "lane 1 answered after its loser went out: still warm")
+        #expect(
+            await eventually { transport.warmLaneCount == 1 }, "lane 1 answered after its loser went out: still warm")
     }
 
     /// Held copies go on idle lanes only: a loser still out on a lane is not joined by another.
@@ -349,7 +355,8 @@ struct HedgingTransportTests {
     /// it, not all but one (that one would be the request's only when no lane is warm).
     @Test func aRequestOnAWarmLaneWarmsEveryColdOne() async throws {
         let lanes = [ScriptedLane(), ScriptedLane(failsWarming: true), ScriptedLane(failsWarming: true)]
-        let transport = HedgingTransport(lanes: lanes, sleep: { _ in try await Task.sleep(for: .seconds(3600)) }, now: { 0 })
+        let transport = HedgingTransport(
+            lanes: lanes, sleep: { _ in try await Task.sleep(for: .seconds(3600)) }, now: { 0 })
         var read = URLRequest(url: URL(string: "http://test/me")!)
         read.httpMethod = "GET"
         let first = Task { try await transport.send(read, repeatable: false) }
@@ -359,7 +366,8 @@ struct HedgingTransportTests {
         #expect(await eventually { transport.warmLaneCount == 1 }, "lanes 1 and 2 failed to warm: cold")
         let second = Task { try await transport.send(read, repeatable: false) }
         #expect(await eventually { lanes[0].waiting == 1 }, "the warm lane takes the request")
-        #expect(await eventually { lanes[1].warmed == 2 && lanes[2].warmed == 2 }, "both cold lanes are warmed beside it")
+        #expect(
+            await eventually { lanes[1].warmed == 2 && lanes[2].warmed == 2 }, "both cold lanes are warmed beside it")
         lanes[0].reply(.status(200))
         _ = try await value(of: second)
     }
@@ -395,7 +403,8 @@ struct HedgePolicyTests {
         #expect(HedgePolicy.step(after: .transportFailure, inFlight: 1, unusedLanes: 1) == .sendCopy)
         #expect(HedgePolicy.step(after: .transportFailure, inFlight: 1, unusedLanes: 0) == .wait)
         #expect(HedgePolicy.step(after: .transportFailure, inFlight: 0, unusedLanes: 0) == .finish)
-        #expect(HedgePolicy.preferred([.transportFailure, .conflict]) == 1, "the server's word before a lost connection")
+        #expect(
+            HedgePolicy.preferred([.transportFailure, .conflict]) == 1, "the server's word before a lost connection")
         #expect(HedgePolicy.preferred([.transportFailure, .transportFailure]) == 0)
         #expect(HedgePolicy.preferred([]) == nil)
     }

@@ -57,12 +57,15 @@ final class ScriptedTransport: HTTPTransport {
         let url = try #require(request.url)
         let parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
         let recorded = RecordedRequest(
-            method: request.httpMethod ?? "GET", path: parts?.percentEncodedPath ?? "", query: parts?.percentEncodedQuery,
+            method: request.httpMethod ?? "GET", path: parts?.percentEncodedPath ?? "",
+            query: parts?.percentEncodedQuery,
             body: request.httpBody, repeatable: repeatable)
         log.withLock { $0.append(recorded) }
         let (status, body) = try respond(recorded)
         let response = try #require(
-            HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "application/json"]))
+            HTTPURLResponse(
+                url: url, statusCode: status, httpVersion: "HTTP/1.1",
+                headerFields: ["Content-Type": "application/json"]))
         return (Data(body.utf8), response)
     }
 }
@@ -83,7 +86,8 @@ func makeClient(_ transport: ScriptedTransport) -> SwitchboardClient {
 struct LiveLocationClientTests {
     static let share = LiveLocation(
         userId: "u1", conversationId: "c/1 +x", groupId: nil, latitude: 52.52, longitude: 13.405, accuracy: 15,
-        startedAt: "2026-12-01T10:00:00.000Z", updatedAt: "2026-12-01T10:05:00.250Z", expiresAt: "2026-12-01T11:00:00.000Z")
+        startedAt: "2026-12-01T10:00:00.000Z", updatedAt: "2026-12-01T10:05:00.250Z",
+        expiresAt: "2026-12-01T11:00:00.000Z")
 
     static func json(_ value: some Encodable) throws -> String {
         String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
@@ -98,13 +102,16 @@ struct LiveLocationClientTests {
     @Test func startPostsThePositionToTheScopesPath() async throws {
         let transport = ScriptedTransport(status: 201, body: try Self.json(Self.share))
         let location = LiveLocationClient(client: makeClient(transport))
-        let started = try await location.start(in: .conversation("c/1 +x"), at: Self.here, duration: .milliseconds(900_600))
+        let started = try await location.start(
+            in: .conversation("c/1 +x"), at: Self.here, duration: .milliseconds(900_600))
         #expect(started == Self.share)
         let sent = try #require(transport.requests.first)
         #expect(sent.line == "POST /conversations/c%2F1%20%2Bx/live-locations")
         #expect(sent.repeatable)
         let body = try #require(sent.jsonBody())
-        #expect(body["latitude"] as? Double == 52.52 && body["longitude"] as? Double == 13.405 && body["accuracy"] as? Double == 15)
+        #expect(
+            body["latitude"] as? Double == 52.52 && body["longitude"] as? Double == 13.405
+                && body["accuracy"] as? Double == 15)
         #expect(body["durationSeconds"] as? Int == 901)
 
         _ = try await location.start(in: .group("g 2"), at: Self.here)
@@ -118,12 +125,15 @@ struct LiveLocationClientTests {
     @Test func updatePutsTheNewPosition() async throws {
         let transport = ScriptedTransport(body: try Self.json(Self.share))
         let location = LiveLocationClient(client: makeClient(transport))
-        let moved = try await location.update(in: .group("g+1"), to: Position(latitude: -33.9, longitude: 151.2, accuracy: 0))
+        let moved = try await location.update(
+            in: .group("g+1"), to: Position(latitude: -33.9, longitude: 151.2, accuracy: 0))
         #expect(moved.updatedAt == Self.share.updatedAt)
         let sent = try #require(transport.requests.first)
         #expect(sent.line == "PUT /groups/g%2B1/live-locations")
         let body = try #require(sent.jsonBody())
-        #expect(body["latitude"] as? Double == -33.9 && body["longitude"] as? Double == 151.2 && body["accuracy"] as? Double == 0)
+        #expect(
+            body["latitude"] as? Double == -33.9 && body["longitude"] as? Double == 151.2
+                && body["accuracy"] as? Double == 0)
         #expect(body.count == 3)
     }
 
@@ -131,7 +141,8 @@ struct LiveLocationClientTests {
     @Test func listMineAndStop() async throws {
         let other = LiveLocation(
             userId: "u2", conversationId: nil, groupId: "g", latitude: 1, longitude: 2, accuracy: 3,
-            startedAt: "2026-12-01T09:00:00.000Z", updatedAt: "2026-12-01T09:00:00.000Z", expiresAt: "2026-12-01T10:00:00.000Z")
+            startedAt: "2026-12-01T09:00:00.000Z", updatedAt: "2026-12-01T09:00:00.000Z",
+            expiresAt: "2026-12-01T10:00:00.000Z")
         let listing = try Self.json(LiveLocationList(liveLocations: [Self.share, other]))
         let transport = ScriptedTransport { request in
             request.method == "DELETE" ? (204, "") : (200, listing)
@@ -186,7 +197,10 @@ struct LiveLocationClientTests {
     }
 
     /// Other refusals stay `SwitchboardAPIError`s with the server's status, code and field.
-    @Test(arguments: [(403, "NOT_FRIENDS", nil), (403, "BLOCKED", nil), (404, "NOT_FOUND", nil), (400, "VALIDATION_FAILED", "latitude")])
+    @Test(arguments: [
+        (403, "NOT_FRIENDS", nil), (403, "BLOCKED", nil), (404, "NOT_FOUND", nil),
+        (400, "VALIDATION_FAILED", "latitude"),
+    ])
     func otherRefusalsAreAPIErrors(status: Int, code: String, field: String?) async throws {
         let transport = ScriptedTransport(status: status, body: errorBody(code, field: field))
         let location = LiveLocationClient(client: makeClient(transport))
@@ -251,7 +265,8 @@ struct LiveLocationClientTests {
 
     /// The usual ISO-8601 spellings read alike: no fraction, more digits, an offset.
     @Test(arguments: [
-        "2026-12-01T10:05:00.250Z", "2026-12-01T10:05:00.25Z", "2026-12-01T10:05:00.250000Z", "2026-12-01t10:05:00.250z",
+        "2026-12-01T10:05:00.250Z", "2026-12-01T10:05:00.25Z", "2026-12-01T10:05:00.250000Z",
+        "2026-12-01t10:05:00.250z",
         "2026-12-01T12:05:00.250+02:00", "2026-12-01T05:05:00.250-0500", "2026-12-01 10:05:00.250Z",
     ])
     func datesParseRobustly(updatedAt: String) {
@@ -261,12 +276,17 @@ struct LiveLocationClientTests {
 
     /// A date that cannot be read counts as stale with an infinite age (never as fresh).
     @Test(arguments: [
-        ("yesterday", "2026-12-01T11:00:00.000Z"), ("", "2026-12-01T11:00:00.000Z"), ("2026-13-01T10:05:00.000Z", "2026-12-01T11:00:00.000Z"),
-        ("2026-02-30T10:05:00.000Z", "2026-12-01T11:00:00.000Z"), ("2026-12-01T10:05:00.000", "2026-12-01T11:00:00.000Z"),
-        ("2026-12-01T10:05:00.Z", "2026-12-01T11:00:00.000Z"), ("2026-12-01T10:05:00.000Zjunk", "2026-12-01T11:00:00.000Z"),
+        ("yesterday", "2026-12-01T11:00:00.000Z"), ("", "2026-12-01T11:00:00.000Z"),
+        ("2026-13-01T10:05:00.000Z", "2026-12-01T11:00:00.000Z"),
+        ("2026-02-30T10:05:00.000Z", "2026-12-01T11:00:00.000Z"),
+        ("2026-12-01T10:05:00.000", "2026-12-01T11:00:00.000Z"),
+        ("2026-12-01T10:05:00.Z", "2026-12-01T11:00:00.000Z"),
+        ("2026-12-01T10:05:00.000Zjunk", "2026-12-01T11:00:00.000Z"),
         ("2026-12-01T10:05:00.250Z", "soon"),
     ])
     func unreadableDatesAreStale(updatedAt: String, expiresAt: String) {
-        #expect(Self.sharing(updatedAt: updatedAt, expiresAt: expiresAt).freshness(at: Self.updated + 1) == .stale(age: .infinity))
+        #expect(
+            Self.sharing(updatedAt: updatedAt, expiresAt: expiresAt).freshness(at: Self.updated + 1)
+                == .stale(age: .infinity))
     }
 }

@@ -11,7 +11,9 @@ struct MeetingPreloadPlannerTests {
 
     static func at(_ seconds: Double) -> Date { now.addingTimeInterval(seconds) }
 
-    static func meeting(_ id: String, startsIn seconds: Double, group: String = "g", callID: String? = nil) -> Planner.Meeting {
+    static func meeting(
+        _ id: String, startsIn seconds: Double, group: String = "g", callID: String? = nil
+    ) -> Planner.Meeting {
         Planner.Meeting(id: id, groupID: group, startsAt: at(seconds), callID: callID)
     }
 
@@ -23,14 +25,14 @@ struct MeetingPreloadPlannerTests {
 
     /// (start relative to now, requested now, the wake relative to now).
     static let firstRequests: [(Double, Bool, Double?)] = [
-        (20 * 60, false, 12 * 60),          // due in 12 min
-        (8 * 60 + 0.001, false, 0.001),     // a millisecond before it is due
-        (8 * 60, true, 3600 + 8 * 60),      // due now; only the window's end is left to wake for
+        (20 * 60, false, 12 * 60),  // due in 12 min
+        (8 * 60 + 0.001, false, 0.001),  // a millisecond before it is due
+        (8 * 60, true, 3600 + 8 * 60),  // due now; only the window's end is left to wake for
         (60, true, 3600 + 60),
         (0, true, 3600),
-        (-10 * 60, true, 50 * 60),          // under way: still worth holding one
+        (-10 * 60, true, 50 * 60),  // under way: still worth holding one
         (-3599, true, 1),
-        (-3600, false, nil),                // started an hour ago: no longer looked after
+        (-3600, false, nil),  // started an hour ago: no longer looked after
         (-7200, false, nil),
     ]
 
@@ -46,18 +48,23 @@ struct MeetingPreloadPlannerTests {
 
     /// (start, held expiry, requested now, wake), relative to now.
     static let replacements: [(Double, Double, Bool, Double?)] = [
-        (8 * 60, 10 * 60, false, 9 * 60),         // issued now: good until a minute after the start
+        (8 * 60, 10 * 60, false, 9 * 60),  // issued now: good until a minute after the start
         (5 * 60, 6 * 60 + 1, false, 5 * 60 + 1),  // good just past start + margin
-        (5 * 60, 6 * 60, true, 6 * 60),           // exactly start + margin: replaced now (kept until it expires)
-        (5 * 60, 4 * 60, true, 4 * 60),           // expires before the start: replaced
-        (-5 * 60, 2 * 60, false, 60),             // under way: good while it outlives now by a minute
-        (-5 * 60, 60, true, 60),                  // under way, a minute left: replaced
-        (20 * 60, 10 * 60, false, 10 * 60),       // not due yet, held anyway (an older policy): kept to its expiry
+        (5 * 60, 6 * 60, true, 6 * 60),  // exactly start + margin: replaced now (kept until it expires)
+        (5 * 60, 4 * 60, true, 4 * 60),  // expires before the start: replaced
+        (-5 * 60, 2 * 60, false, 60),  // under way: good while it outlives now by a minute
+        (-5 * 60, 60, true, 60),  // under way, a minute left: replaced
+        (20 * 60, 10 * 60, false, 10 * 60),  // not due yet, held anyway (an older policy): kept to its expiry
     ]
 
     @Test(arguments: replacements)
-    func aHeldOneIsReplacedWhenItWouldNotCoverTheStartOrNowByAMinute(start: Double, expiry: Double, requested: Bool, wake: Double?) {
-        let plan = planner.plan(.init(now: Self.now, meetings: [Self.meeting("m", startsIn: start)], held: [Self.held("m", expiresIn: expiry)]))
+    func aHeldOneIsReplacedWhenItWouldNotCoverTheStartOrNowByAMinute(
+        start: Double, expiry: Double, requested: Bool, wake: Double?
+    ) {
+        let plan = planner.plan(
+            .init(
+                now: Self.now, meetings: [Self.meeting("m", startsIn: start)], held: [Self.held("m", expiresIn: expiry)]
+            ))
         #expect(plan.request == (requested ? ["m"] : []))
         #expect(plan.drop.isEmpty, "an unexpired one of a candidate is kept while its replacement is asked for")
         #expect(plan.wake == wake.map(Self.at))
@@ -65,7 +72,9 @@ struct MeetingPreloadPlannerTests {
 
     @Test(arguments: [0.0, -1, -600])
     func anExpiredOneIsDroppedAndAskedForAgain(expiry: Double) {
-        let plan = planner.plan(.init(now: Self.now, meetings: [Self.meeting("m", startsIn: 60)], held: [Self.held("m", expiresIn: expiry)]))
+        let plan = planner.plan(
+            .init(now: Self.now, meetings: [Self.meeting("m", startsIn: 60)], held: [Self.held("m", expiresIn: expiry)])
+        )
         #expect(plan.drop == ["m"])
         #expect(plan.request == ["m"])
     }
@@ -88,24 +97,33 @@ struct MeetingPreloadPlannerTests {
     }
 
     @Test func aMeetingScheduledEarlierPushesTheThirdOut() {
-        let meetings = [Self.meeting("a", startsIn: 60), Self.meeting("b", startsIn: 120), Self.meeting("c", startsIn: 180)]
+        let meetings = [
+            Self.meeting("a", startsIn: 60), Self.meeting("b", startsIn: 120), Self.meeting("c", startsIn: 180),
+        ]
         let held = meetings.map { Self.held($0.id, expiresIn: 600) }
-        #expect(planner.plan(.init(now: Self.now, meetings: meetings, held: held)) == .init(request: [], drop: [], wake: Self.at(540)))
+        #expect(
+            planner.plan(.init(now: Self.now, meetings: meetings, held: held))
+                == .init(request: [], drop: [], wake: Self.at(540)))
 
-        let plan = planner.plan(.init(now: Self.now, meetings: meetings + [Self.meeting("new", startsIn: 30)], held: held))
+        let plan = planner.plan(
+            .init(now: Self.now, meetings: meetings + [Self.meeting("new", startsIn: 30)], held: held))
         #expect(plan.request == ["new"])
         #expect(plan.drop == ["c"])
     }
 
     @Test func aMeetingGoneFromTheListIsDropped() {
-        let plan = planner.plan(.init(now: Self.now, meetings: [Self.meeting("b", startsIn: 60)], held: [Self.held("a", expiresIn: 600), Self.held("b", expiresIn: 600)]))
+        let plan = planner.plan(
+            .init(
+                now: Self.now, meetings: [Self.meeting("b", startsIn: 60)],
+                held: [Self.held("a", expiresIn: 600), Self.held("b", expiresIn: 600)]))
         #expect(plan.drop == ["a"])
         #expect(plan.request.isEmpty)
     }
 
     @Test func anEndedMeetingIsNeitherAskedForNorCountedAmongTheThree() {
         let meetings = (1...4).map { Self.meeting("m\($0)", startsIn: Double($0) * 60) }
-        let plan = planner.plan(.init(now: Self.now, meetings: meetings, held: [Self.held("m1", expiresIn: 600)], ended: ["m1"]))
+        let plan = planner.plan(
+            .init(now: Self.now, meetings: meetings, held: [Self.held("m1", expiresIn: 600)], ended: ["m1"]))
         #expect(plan.drop == ["m1"])
         #expect(plan.request == ["m2", "m3", "m4"])
     }
@@ -127,11 +145,14 @@ struct MeetingPreloadPlannerTests {
     // MARK: Failures
 
     /// (seconds since the failed request, requested now, wake relative to now).
-    static let retries: [(Double, Bool, Double?)] = [(0, false, 30), (10, false, 20), (29.999, false, 0.001), (30, true, 3660), (600, true, 3660)]
+    static let retries: [(Double, Bool, Double?)] = [
+        (0, false, 30), (10, false, 20), (29.999, false, 0.001), (30, true, 3660), (600, true, 3660),
+    ]
 
     @Test(arguments: retries)
     func aFailedRequestIsAskedAgainThirtySecondsLater(since: Double, requested: Bool, wake: Double?) throws {
-        let plan = planner.plan(.init(now: Self.now, meetings: [Self.meeting("m", startsIn: 60)], failedAt: ["m": Self.at(-since)]))
+        let plan = planner.plan(
+            .init(now: Self.now, meetings: [Self.meeting("m", startsIn: 60)], failedAt: ["m": Self.at(-since)]))
         #expect(plan.request == (requested ? ["m"] : []))
         let expected = try #require(wake)
         #expect(abs(try #require(plan.wake).timeIntervalSince(Self.at(expected))) < 1e-6)

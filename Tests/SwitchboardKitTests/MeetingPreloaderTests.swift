@@ -37,7 +37,8 @@ final class SimulatedMeetingServer: MeetingPreloadBackend {
     @discardableResult
     func schedule(_ id: String, startsIn seconds: Double, group: String = "g1") -> ScheduledCall {
         let call = ScheduledCall(
-            id: id, groupId: group, title: nil, mode: .audio, startsAt: Self.stamp(clock.now.addingTimeInterval(seconds)), createdBy: "u2",
+            id: id, groupId: group, title: nil, mode: .audio,
+            startsAt: Self.stamp(clock.now.addingTimeInterval(seconds)), createdBy: "u2",
             createdAt: Self.stamp(clock.now), callId: nil)
         state.withLock { $0.calls.append(call) }
         return call
@@ -77,10 +78,15 @@ final class SimulatedMeetingServer: MeetingPreloadBackend {
                 state.failures -= 1
                 throw SwitchboardAPIError(status: 0, code: .transport, message: "offline")
             }
-            guard state.calls.contains(where: { $0.id == scheduledCallID }) else { throw SwitchboardAPIError(status: 404, code: .notFound, message: "") }
-            if state.ended.contains(scheduledCallID) { throw SwitchboardAPIError(status: 409, code: .scheduledCallEnded, message: "") }
+            guard state.calls.contains(where: { $0.id == scheduledCallID }) else {
+                throw SwitchboardAPIError(status: 404, code: .notFound, message: "")
+            }
+            if state.ended.contains(scheduledCallID) {
+                throw SwitchboardAPIError(status: 409, code: .scheduledCallEnded, message: "")
+            }
             let preauthorization = CallPreauthorization(
-                token: "pa-\(scheduledCallID)-\(state.issued.count)", scheduledCallId: scheduledCallID, expiresAt: Self.stamp(now.addingTimeInterval(statedValidity)))
+                token: "pa-\(scheduledCallID)-\(state.issued.count)", scheduledCallId: scheduledCallID,
+                expiresAt: Self.stamp(now.addingTimeInterval(statedValidity)))
             state.issued.append(preauthorization)
             return preauthorization
         }
@@ -114,7 +120,9 @@ struct MeetingPreloaderTests {
         await preloader.refresh()
         #expect(await held() == ["a", "b", "c"])
         #expect(server.preauthorizationRequests == ["a", "b", "c"])
-        #expect(await preloader.nextWake == clock.now.addingTimeInterval(9 * 60), "a's is replaced a minute after its start")
+        #expect(
+            await preloader.nextWake == clock.now.addingTimeInterval(9 * 60), "a's is replaced a minute after its start"
+        )
     }
 
     @Test func aMeetingFurtherOutIsPreauthorizedAtItsWakeEightMinutesBefore() async {
@@ -142,8 +150,12 @@ struct MeetingPreloaderTests {
         server.cancel("a")
         server.schedule("b", startsIn: 60)
         preloader.handle(events: [Event(id: 1, kind: EventKind.callChanged, createdAt: "2026-12-03T00:00:00.000Z")])
-        #expect(!MeetingPreloader.needsRefresh([Event(id: 1, kind: EventKind.callChanged, createdAt: "2026-12-03T00:00:00.000Z")]))
-        let changed = Event(id: 2, kind: EventKind.scheduledCallChanged, groupId: "g1", createdAt: "2026-12-03T00:00:00.000Z")
+        #expect(
+            !MeetingPreloader.needsRefresh([
+                Event(id: 1, kind: EventKind.callChanged, createdAt: "2026-12-03T00:00:00.000Z")
+            ]))
+        let changed = Event(
+            id: 2, kind: EventKind.scheduledCallChanged, groupId: "g1", createdAt: "2026-12-03T00:00:00.000Z")
         #expect(MeetingPreloader.needsRefresh([changed]))
         preloader.handle(events: [changed])
         await eventually { await held() == ["b"] }
@@ -164,7 +176,9 @@ struct MeetingPreloaderTests {
         let preloader = MeetingPreloader(backend: server, clock: clock)
         server.schedule("m", startsIn: 60)
         await preloader.refresh()
-        #expect(await preloader.nextWake == clock.now.addingTimeInterval(540), "replaced a minute before ten minutes are up")
+        #expect(
+            await preloader.nextWake == clock.now.addingTimeInterval(540), "replaced a minute before ten minutes are up"
+        )
         clock.advance(by: 600)
         #expect(await preloader.take(forGroup: "g1") == nil)
     }
@@ -201,7 +215,9 @@ struct MeetingPreloaderTests {
         await preloader.refresh()
         server.start("early", callID: "c-early")
         await preloader.refresh()
-        #expect(await preloader.take(forCall: "c-new", groupID: "g1")?.scheduledCallId == "soon", "early belongs to c-early")
+        #expect(
+            await preloader.take(forCall: "c-new", groupID: "g1")?.scheduledCallId == "soon", "early belongs to c-early"
+        )
         #expect(await preloader.take(forCall: "c-new", groupID: "g1") == nil)
         #expect(await preloader.take(forCall: "c-early", groupID: nil)?.scheduledCallId == "early")
         #expect(await held() == ["other-group"])

@@ -67,9 +67,11 @@ struct MemoryPressurePolicyTests {
     @Test func eachLevelShedsMoreThanTheOneBelow() {
         let plans = Level.allCases.map(MemoryShedPlan.plan(for:))
         #expect(plans.map(\.caches) == [.keep, .trimOptional, .purgeAll, .purgeAll])
-        #expect(plans.map(\.video) == [
-            .unlimited, .capped(maxHeight: 720, maxBitrate: 1_200_000), .capped(maxHeight: 360, maxBitrate: 400_000), .off,
-        ])
+        #expect(
+            plans.map(\.video) == [
+                .unlimited, .capped(maxHeight: 720, maxBitrate: 1_200_000),
+                .capped(maxHeight: 360, maxBitrate: 400_000), .off,
+            ])
         #expect(plans.map(\.endsCalls) == [false, false, false, true])
     }
 
@@ -111,7 +113,8 @@ struct MemoryPressureCoordinatorTests {
             memory = MemoryPressureMonitor(sampler: footprint)
             let media = media
             coordinator = CallCoordinator(
-                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) }, clock: clock, memoryPressure: memory)
+                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) },
+                clock: clock, memoryPressure: memory)
         }
 
         deinit { coordinator.shutdown() }

@@ -32,7 +32,10 @@ final class NaiveCoordinator: CoordinatorUnderTest {
     let makeMedia: @Sendable (String) -> any MediaSession
     private let state = Mutex(State())
 
-    init(backend: any CallBackend, callSystem: any CallSystem, media: @escaping @Sendable (String) -> any MediaSession, audio: AudioStrategy = .startOnJoin) {
+    init(
+        backend: any CallBackend, callSystem: any CallSystem, media: @escaping @Sendable (String) -> any MediaSession,
+        audio: AudioStrategy = .startOnJoin
+    ) {
         self.audio = audio
         self.backend = backend
         self.callSystem = callSystem
@@ -69,14 +72,17 @@ final class NaiveCoordinator: CoordinatorUnderTest {
         }
     }
 
-    func startCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID) async throws -> String {
+    func startCall(
+        scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID
+    ) async throws -> String {
         let call = try await backend.createCall(scopeKind: scopeKind, scopeID: scopeID, mode: mode, clientID: clientID)
         let uuid = CallIdentity.uuid(forCallID: call.id)
         state.withLock { state in
             state.calls[call.id] = Call(uuid: uuid)
             state.byUUID[uuid] = call.id
         }
-        callSystem.requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: false))) { _ in }
+        callSystem.requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: false)))
+        { _ in }
         return call.id
     }
 

@@ -9,9 +9,12 @@ private final class AppCallBackend: CallBackend {
     let call = CallInfo(
         id: "call-1", scopeKind: .conversation, scopeId: "conv-1", mode: .video, state: .ringing, endReason: nil,
         createdBy: "alice", createdAt: "2026-11-30T00:00:00.000Z", answeredAt: nil, endedAt: nil,
-        invitations: [CallInvitationInfo(userId: "me", state: .ringing, updatedAt: "2026-11-30T00:00:00.000Z")], participants: [])
+        invitations: [CallInvitationInfo(userId: "me", state: .ringing, updatedAt: "2026-11-30T00:00:00.000Z")],
+        participants: [])
 
-    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo { call }
+    func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo {
+        call
+    }
     func call(_ callID: String) async throws -> CallInfo { call }
     func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo {
         var answered = call

@@ -10,8 +10,10 @@ import SwitchboardWire
 struct PreauthorizedJoinTests {
     static let stamp = "2026-12-03T09:00:00.000Z"
     static let groupCall = CallInfo(
-        id: "c1", scopeKind: .group, scopeId: "g1", mode: .audio, state: .active, endReason: nil, createdBy: "bob", createdAt: stamp,
-        answeredAt: stamp, endedAt: nil, invitations: [], participants: [CallParticipantInfo(userId: "bob", joinedAt: stamp, leftAt: nil)])
+        id: "c1", scopeKind: .group, scopeId: "g1", mode: .audio, state: .active, endReason: nil, createdBy: "bob",
+        createdAt: stamp,
+        answeredAt: stamp, endedAt: nil, invitations: [],
+        participants: [CallParticipantInfo(userId: "bob", joinedAt: stamp, leftAt: nil)])
     static let token = MediaToken(url: "wss://media.test", token: "with-join", expiresAt: stamp)
 
     // MARK: The ledger
@@ -23,7 +25,11 @@ struct PreauthorizedJoinTests {
         #expect(!effects.contains(.server(callID: "c1", .mediaToken)))
         #expect(ledger.entries["c1"]?.stage == .connecting)
         // A token that came anyway (it was never asked for) joins nothing a second time.
-        #expect(ledger.serverAnswered("c1", .mediaToken, .mediaToken(MediaToken(url: "wss://media.test", token: "late", expiresAt: Self.stamp))).isEmpty)
+        #expect(
+            ledger.serverAnswered(
+                "c1", .mediaToken,
+                .mediaToken(MediaToken(url: "wss://media.test", token: "late", expiresAt: Self.stamp))
+            ).isEmpty)
         #expect(ledger.mediaJoined("c1", succeeded: true).contains(.notify(.connected(callID: "c1"))))
     }
 
@@ -39,7 +45,9 @@ struct PreauthorizedJoinTests {
     /// The requests from the join on.
     static func requests(afterJoinOf rig: ScenarioRig) -> [String] {
         let requests = rig.backend.requests
-        let last = requests.lastIndex { $0 == "preauthorized" || $0 == "preauthorizationRefused" } ?? requests.lastIndex(of: "join") ?? 0
+        let last =
+            requests.lastIndex { $0 == "preauthorized" || $0 == "preauthorizationRefused" } ?? requests.lastIndex(
+                of: "join") ?? 0
         return Array(requests[last...])
     }
 
@@ -94,7 +102,8 @@ struct PreauthorizedJoinTests {
         let issued = try #require(meetings.issued.first)
         rig.backend.allowPreauthorization(issued.token, forCall: call.id)
         let coordinator = CallCoordinator(
-            userID: rig.backend.me, backend: rig.backend, callSystem: rig.system, media: { [media = rig.media] in media.makeSession($0) },
+            userID: rig.backend.me, backend: rig.backend, callSystem: rig.system,
+            media: { [media = rig.media] in media.makeSession($0) },
             clock: rig.clock, preauthorizations: preloader)
         if expired { rig.clock.advance(by: 600) }
 
@@ -121,7 +130,8 @@ extension PreauthorizedJoinTests {
         let preloader = MeetingPreloader(backend: meetings, clock: rig.clock)
         await preloader.refresh()
         let coordinator = CallCoordinator(
-            userID: rig.backend.me, backend: rig.backend, callSystem: rig.system, media: { [media = rig.media] in media.makeSession($0) },
+            userID: rig.backend.me, backend: rig.backend, callSystem: rig.system,
+            media: { [media = rig.media] in media.makeSession($0) },
             clock: rig.clock, preauthorizations: preloader)
         rig.backend.fail("join", status: 0, code: "TRANSPORT")
         await #expect(throws: SwitchboardAPIError.self) { try await coordinator.joinCall(call.id, handle: "Team") }

@@ -34,7 +34,10 @@ private final class FlakyServer: HTTPTransport {
     func prune(below id: Int64) { wake { $0.keptFrom = id } }
 
     func write(_ id: Int64) {
-        wake { $0.events.append(Event(id: id, kind: EventKind(rawValue: "message_created"), createdAt: "2026-12-03T00:00:00.000Z")) }
+        wake {
+            $0.events.append(
+                Event(id: id, kind: EventKind(rawValue: "message_created"), createdAt: "2026-12-03T00:00:00.000Z"))
+        }
     }
 
     private func wake(_ change: (inout State) -> Void) {
@@ -65,7 +68,9 @@ private final class FlakyServer: HTTPTransport {
                         if after < state.keptFrom { return .some("410") }
                         let fresh = state.events.filter { $0.id > after }
                         if !fresh.isEmpty {
-                            let body = String(decoding: try! JSONEncoder().encode(EventsPage(events: fresh, cursor: fresh.last!.id)), as: UTF8.self)
+                            let body = String(
+                                decoding: try! JSONEncoder().encode(EventsPage(events: fresh, cursor: fresh.last!.id)),
+                                as: UTF8.self)
                             return .some(body)
                         }
                         if Task.isCancelled { return .some(nil) }
@@ -80,10 +85,12 @@ private final class FlakyServer: HTTPTransport {
             guard let answer else { continue }  // woken: look again
             guard let body = answer else { throw URLError(.notConnectedToInternet) }
             if body == "410" {
-                let response = try #require(HTTPURLResponse(url: url, statusCode: 410, httpVersion: "HTTP/1.1", headerFields: nil))
+                let response = try #require(
+                    HTTPURLResponse(url: url, statusCode: 410, httpVersion: "HTTP/1.1", headerFields: nil))
                 return (Data(#"{"error":{"code":"CURSOR_EXPIRED","message":"gone"}}"#.utf8), response)
             }
-            let response = try #require(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil))
+            let response = try #require(
+                HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil))
             return (Data(body.utf8), response)
         }
     }
@@ -113,25 +120,31 @@ struct ReconnectFeedTests {
         init(refresh: Bool) {
             let clock = clock
             monitor = ReconnectMonitor(now: { clock.elapsed })
-            let client = SwitchboardClient(baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: server, eventTransport: server)
+            let client = SwitchboardClient(
+                baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: server, eventTransport: server)
             let refreshes = refreshes
             let count: @Sendable () async throws -> Void = { refreshes.withLock { $0 += 1 } }
             let feed = EventFeed(
-                client: client, cursorStore: store, startCursor: 0, sleep: { try await clock.sleep(for: .milliseconds(Int($0 * 1000))) },
+                client: client, cursorStore: store, startCursor: 0,
+                sleep: { try await clock.sleep(for: .milliseconds(Int($0 * 1000))) },
                 jitter: { 0.5 }, reconnect: monitor, refresh: refresh ? count : nil)
             let updates = updates
-            task.withLock { $0 = Task {
-                do {
-                    for try await update in feed { updates.withLock { $0.append(update) } }
-                } catch {}
-            } }
+            task.withLock {
+                $0 = Task {
+                    do {
+                        for try await update in feed { updates.withLock { $0.append(update) } }
+                    } catch {}
+                }
+            }
         }
 
         deinit { task.withLock { $0?.cancel() } }
 
         var polls: Int { server.count("/events") }
         var eventIDs: [Int64] {
-            updates.withLock { $0 }.flatMap { update -> [Int64] in if case .events(let events) = update { events.map(\.id) } else { [] } }
+            updates.withLock { $0 }.flatMap { update -> [Int64] in
+                if case .events(let events) = update { events.map(\.id) } else { [] }
+            }
         }
 
         /// Waits until the feed sleeps on the clock (a retry pause) or holds a poll.
@@ -175,7 +188,10 @@ struct ReconnectFeedTests {
         for id in Int64(7)...9 { rig.server.write(id) }
         rig.server.setOffline(false)
         rig.monitor.networkChanged(isOnline: true)
-        #expect(await eventually { rig.server.count("/me") == 1 && rig.polls > 0 && rig.server.lines.last == "/events?after=9&wait=20" })
+        #expect(
+            await eventually {
+                rig.server.count("/me") == 1 && rig.polls > 0 && rig.server.lines.last == "/events?after=9&wait=20"
+            })
         #expect(rig.refreshes.withLock { $0 } == 1)
         #expect(rig.monitor.plans.last == .fullSnapshot)
         #expect(await rig.store.load() == 9)
@@ -207,7 +223,9 @@ struct ReconnectFeedTests {
         // The device was away long enough for the server to prune past its cursor.
         rig.server.prune(below: 9)
         for id in Int64(9)...12 { rig.server.write(id) }
-        #expect(await eventually { rig.server.count("/me") == 1 && rig.server.lines.last == "/events?after=12&wait=20" }, "\(rig.server.lines)")
+        #expect(
+            await eventually { rig.server.count("/me") == 1 && rig.server.lines.last == "/events?after=12&wait=20" },
+            "\(rig.server.lines)")
         #expect(rig.refreshes.withLock { $0 } == 1)
         #expect(rig.updates.withLock { $0 }.contains(.snapshotRequired) == false, "the feed did not end")
         rig.server.write(13)
@@ -249,14 +267,19 @@ struct ReconnectFeedTests {
             let media = SimulatedMedia(clock: clock)
             media.attach(system)
             coordinator = CallCoordinator(
-                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) }, clock: clock, reconnect: monitor)
+                userID: backend.me, backend: backend, callSystem: system, media: { media.makeSession($0) },
+                clock: clock, reconnect: monitor)
         }
 
         deinit { coordinator.shutdown() }
     }
 
-    @Test(arguments: [(29.9, true, false), (30.0, true, true), (120.0, true, true), (400.0, true, true), (10, false, true)])
-    func aCallThatRangDuringTheOutageShowsWhenTheCallsAreReread(_ seconds: Double, _ cursorLive: Bool, _ reread: Bool) async {
+    @Test(arguments: [
+        (29.9, true, false), (30.0, true, true), (120.0, true, true), (400.0, true, true), (10, false, true),
+    ])
+    func aCallThatRangDuringTheOutageShowsWhenTheCallsAreReread(
+        _ seconds: Double, _ cursorLive: Bool, _ reread: Bool
+    ) async {
         let rig = CallRig()
         // As a running event feed does (without one, every reconnect is a full snapshot).
         rig.monitor.feedCursor(live: cursorLive)

@@ -40,7 +40,9 @@ struct ReconnectPlannerTests {
         #expect(planner.networkLost(at: 10) == .holdFeed)
         #expect(planner.networkLost(at: 25) == .none)
         #expect(planner.outageStart == 10)
-        #expect(planner.networkRestored(at: 41, cursorLive: true) == .reconnect(.resumeAndRereadCalls), "31 s from the first moment offline")
+        #expect(
+            planner.networkRestored(at: 41, cursorLive: true) == .reconnect(.resumeAndRereadCalls),
+            "31 s from the first moment offline")
     }
 
     @Test func blipsThatGetNoRequestThroughAreOneOutage() {
@@ -50,7 +52,9 @@ struct ReconnectPlannerTests {
         #expect(planner.networkRestored(at: 20, cursorLive: true) == .reconnect(.resumeFeed))
         #expect(planner.requestFailed(at: 20.5) == .none, "the blip's poll failed")
         #expect(planner.networkLost(at: 21) == .holdFeed)
-        #expect(planner.networkRestored(at: 41, cursorLive: true) == .reconnect(.resumeAndRereadCalls), "41 s since the first moment")
+        #expect(
+            planner.networkRestored(at: 41, cursorLive: true) == .reconnect(.resumeAndRereadCalls),
+            "41 s since the first moment")
         _ = planner.networkLost(at: 42)
         #expect(planner.networkRestored(at: 301, cursorLive: true) == .reconnect(.fullSnapshot))
         #expect(planner.outageStart == 0)
@@ -132,7 +136,9 @@ struct ReconnectPlannerTests {
         _ = planner.networkLost(at: 0)
         #expect(planner.networkRestored(at: 5, cursorLive: false) == .reconnect(.fullSnapshot))
         _ = planner.networkLost(at: 6)
-        #expect(planner.networkRestored(at: 7, cursorLive: true) == .reconnect(.resumeFeed), "the same outage, a live cursor now")
+        #expect(
+            planner.networkRestored(at: 7, cursorLive: true) == .reconnect(.resumeFeed),
+            "the same outage, a live cursor now")
         #expect(planner.planned == .fullSnapshot, "the strongest plan given is remembered")
         #expect(planner.requestSucceeded(sentAt: 8, cursorLive: true) == .none)
     }

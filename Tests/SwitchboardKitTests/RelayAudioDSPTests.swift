@@ -44,7 +44,9 @@ struct AudioResamplerTests {
     }
 
     /// Content above the 8 kHz rate's Nyquist frequency must not fold back into the band.
-    @Test(arguments: [(5000.0, 3000.0), (6000, 2000), (7000, 1000), (9000, 1000), (11000, 3000), (4600, 3400)] as [(Double, Double)])
+    @Test(
+        arguments: [(5000.0, 3000.0), (6000, 2000), (7000, 1000), (9000, 1000), (11000, 3000), (4600, 3400)]
+            as [(Double, Double)])
     func whatWouldAliasIsStopped(input: Double, alias: Double) {
         var down = AudioResampler.Downsampler()
         let narrow = down.process(tone(input, sampleRate: 48_000, seconds: 1.2))
@@ -53,7 +55,9 @@ struct AudioResamplerTests {
     }
 
     /// Upsampling must not leave images of the band at multiples of 8 kHz.
-    @Test(arguments: [(1000.0, [7000.0, 9000, 15000, 17000, 23000]), (3000.0, [5000.0, 11000, 13000, 19000])] as [(Double, [Double])])
+    @Test(
+        arguments: [(1000.0, [7000.0, 9000, 15000, 17000, 23000]), (3000.0, [5000.0, 11000, 13000, 19000])]
+            as [(Double, [Double])])
     func imagesAreStopped(frequency: Double, images: [Double]) {
         var up = AudioResampler.Upsampler()
         let wide = up.process(tone(frequency, sampleRate: 8_000, seconds: 1.2))
@@ -84,7 +88,9 @@ struct AudioResamplerTests {
         var upWhole = AudioResampler.Upsampler()
         let upExpected = upWhole.process(narrow)
         var upPieces = AudioResampler.Upsampler()
-        let upOutput = stride(from: 0, to: narrow.count, by: 160).flatMap { upPieces.process(Array(narrow[$0..<min(narrow.count, $0 + 160)])) }
+        let upOutput = stride(from: 0, to: narrow.count, by: 160).flatMap {
+            upPieces.process(Array(narrow[$0..<min(narrow.count, $0 + 160)]))
+        }
         #expect(upOutput.count == upExpected.count)
         #expect(zip(upOutput, upExpected).allSatisfy { abs($0 - $1) < 1e-6 })
     }
@@ -136,7 +142,9 @@ struct JitterBufferTests {
     /// Frames arriving at `arrivals` (ms) and a pull every 20 ms from `start` (ms): what played,
     /// and the most frames that ever waited.
     @discardableResult
-    static func run(_ buffer: inout JitterBuffer, arrivals: [Double], pulls: Int, start: Double) -> (played: [[Int16]], deepest: Int) {
+    static func run(
+        _ buffer: inout JitterBuffer, arrivals: [Double], pulls: Int, start: Double
+    ) -> (played: [[Int16]], deepest: Int) {
         var played: [[Int16]] = []
         var next = 0, deepest = 0
         for pull in 0..<pulls {

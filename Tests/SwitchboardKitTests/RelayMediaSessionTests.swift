@@ -56,10 +56,16 @@ struct RelayMediaSessionTests {
     static let server = URL(string: "http://192.168.1.20:8080")!
 
     @Test func theTokensPathBecomesASocketURLOnTheServer() {
-        #expect(RelayMediaSession.socketURL("/calls/c1/audio", server: Self.server)?.absoluteString == "ws://192.168.1.20:8080/calls/c1/audio")
-        #expect(RelayMediaSession.socketURL("/calls/c1/audio", server: URL(string: "https://chat.example.com/api/")!)?.absoluteString
-            == "wss://chat.example.com/api/calls/c1/audio")
-        #expect(RelayMediaSession.socketURL("wss://media.example.com/x", server: Self.server)?.absoluteString == "wss://media.example.com/x")
+        #expect(
+            RelayMediaSession.socketURL("/calls/c1/audio", server: Self.server)?.absoluteString
+                == "ws://192.168.1.20:8080/calls/c1/audio")
+        #expect(
+            RelayMediaSession.socketURL("/calls/c1/audio", server: URL(string: "https://chat.example.com/api/")!)?
+                .absoluteString
+                == "wss://chat.example.com/api/calls/c1/audio")
+        #expect(
+            RelayMediaSession.socketURL("wss://media.example.com/x", server: Self.server)?.absoluteString
+                == "wss://media.example.com/x")
         #expect(RelayMediaSession.socketURL("ftp://nope", server: Self.server) == nil)
     }
 
@@ -68,7 +74,9 @@ struct RelayMediaSessionTests {
         let io = SimulatedAudioIO()
         let session = RelayMediaSession(server: Self.server, transport: transport, audio: io)
         try await session.join(url: "/calls/c1/audio", token: "tok")
-        #expect(transport.opened?.url.absoluteString == "ws://192.168.1.20:8080/calls/c1/audio" && transport.opened?.token == "tok")
+        #expect(
+            transport.opened?.url.absoluteString == "ws://192.168.1.20:8080/calls/c1/audio"
+                && transport.opened?.token == "tok")
         // Joined, but the call system has not activated audio: nothing is captured or sent.
         io.speak([Float](repeating: 0.1, count: 960))
         #expect(!io.isRunning && transport.sent == 0)
@@ -115,7 +123,9 @@ struct RelayMediaSessionTests {
         }
         let measured = AudioAnalysis.compareThroughTheBand(mouth: mouth, ear: ear, maxLag: 4_800)
         // Delay: both filters (6 ms) and the jitter buffer's prefill (about 40 ms here).
-        #expect(measured.delayMilliseconds > 35 && measured.delayMilliseconds < 80, "mouth to ear \(measured.delayMilliseconds) ms")
+        #expect(
+            measured.delayMilliseconds > 35 && measured.delayMilliseconds < 80,
+            "mouth to ear \(measured.delayMilliseconds) ms")
         // Nothing lost in memory: what plays is the band-limited sound itself.
         #expect(measured.snr > 30, "SNR \(measured.snr) dB")
         #expect(measured.medianSegmentSNR > 30, "median SNR \(measured.medianSegmentSNR) dB")

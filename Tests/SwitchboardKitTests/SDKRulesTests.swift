@@ -59,7 +59,8 @@ struct EventConsumerPolicyTests {
     @Test func theCursorAdvancesOnlyAfterTheBatchWasHandled() {
         var policy = EventConsumerPolicy(cursor: 10)
         _ = policy.start()
-        let action = policy.received(.events(EventsPage(events: [event(11), event(12)], cursor: 12)), sentGeneration: 0, jitter: 0.5)
+        let action = policy.received(
+            .events(EventsPage(events: [event(11), event(12)], cursor: 12)), sentGeneration: 0, jitter: 0.5)
         #expect(action == .handle([event(11), event(12)], cursor: 12))
         #expect(policy.cursor == 10, "not yet: the app may crash while handling")
         #expect(policy.handled(through: 12) == .poll(after: 12, wait: 20, generation: 0))
@@ -69,13 +70,16 @@ struct EventConsumerPolicyTests {
     @Test func anEmptyBatchPollsAgainFromTheSameCursor() {
         var policy = EventConsumerPolicy(cursor: 7)
         _ = policy.start()
-        #expect(policy.received(.events(EventsPage(events: [], cursor: 7)), sentGeneration: 0, jitter: 0) == .poll(after: 7, wait: 20, generation: 0))
+        #expect(
+            policy.received(.events(EventsPage(events: [], cursor: 7)), sentGeneration: 0, jitter: 0)
+                == .poll(after: 7, wait: 20, generation: 0))
     }
 
     @Test func oldEventsNeverGoBackward() {
         var policy = EventConsumerPolicy(cursor: 20)
         _ = policy.start()
-        let action = policy.received(.events(EventsPage(events: [event(19), event(21)], cursor: 21)), sentGeneration: 0, jitter: 0)
+        let action = policy.received(
+            .events(EventsPage(events: [event(19), event(21)], cursor: 21)), sentGeneration: 0, jitter: 0)
         #expect(action == .handle([event(21)], cursor: 21))
         _ = policy.handled(through: 21)
         #expect(policy.handled(through: 5) == .poll(after: 21, wait: 20, generation: 0))
@@ -93,7 +97,10 @@ struct EventConsumerPolicyTests {
     func otherFailuresRetryAfterAboutThreeSeconds(jitter: Double, seconds: Double) {
         var policy = EventConsumerPolicy(cursor: 3)
         _ = policy.start()
-        guard case .retry(let delay, let after, let generation) = policy.received(.failure, sentGeneration: 0, jitter: jitter) else {
+        guard
+            case .retry(let delay, let after, let generation) = policy.received(
+                .failure, sentGeneration: 0, jitter: jitter)
+        else {
             Issue.record("expected a retry")
             return
         }
@@ -108,7 +115,9 @@ struct EventConsumerPolicyTests {
         // The old token's long poll comes back late, even with a 401: neither its events nor
         // its verdict apply to the new session.
         #expect(policy.received(.unauthorized, sentGeneration: 0, jitter: 0) == .discard)
-        #expect(policy.received(.events(EventsPage(events: [event(4)], cursor: 4)), sentGeneration: 0, jitter: 0) == .discard)
+        #expect(
+            policy.received(.events(EventsPage(events: [event(4)], cursor: 4)), sentGeneration: 0, jitter: 0)
+                == .discard)
         #expect(policy.cursor == 50)
     }
 

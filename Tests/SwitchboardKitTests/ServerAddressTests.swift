@@ -84,7 +84,9 @@ struct ServerAddressTests {
         let address = try ServerAddress(parsing: input)
         let again = try ServerAddress(parsing: address.description)
         #expect(again.baseURL == address.baseURL)
-        #expect(again.scheme == address.scheme && again.host == address.host && again.port == address.port && again.path == address.path)
+        #expect(
+            again.scheme == address.scheme && again.host == address.host && again.port == address.port
+                && again.path == address.path)
         #expect(again.schemeWasWritten)
     }
 
@@ -97,7 +99,9 @@ struct ServerAddressTests {
         #expect(v6.host == .ipv6("fe80::1") && v6.host.description == "[fe80::1]" && v6.port == 9000)
 
         let public_ = try ServerAddress(parsing: "https://Example.com:443/")
-        #expect(public_.scheme == .https && public_.host == .name("example.com") && public_.port == nil && public_.path == "")
+        #expect(
+            public_.scheme == .https && public_.host == .name("example.com") && public_.port == nil
+                && public_.path == "")
         #expect(public_.schemeWasWritten && !public_.host.isLocal)
         #expect(URLComponents(url: public_.baseURL, resolvingAgainstBaseURL: false)?.host == "example.com")
     }
@@ -218,6 +222,8 @@ struct ServerAddressTests {
         #expect(socket?.absoluteString == "wss://example.com/switchboard/calls/c1/audio")
 
         let lan = try ServerAddress(parsing: "[::1]:8080")
-        #expect(RelayMediaSession.socketURL("/calls/c1/audio", server: lan.baseURL)?.absoluteString == "ws://[::1]:8080/calls/c1/audio")
+        #expect(
+            RelayMediaSession.socketURL("/calls/c1/audio", server: lan.baseURL)?.absoluteString
+                == "ws://[::1]:8080/calls/c1/audio")
     }
 }

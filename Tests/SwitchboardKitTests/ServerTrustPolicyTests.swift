@@ -6,7 +6,9 @@ import SwitchboardKit
 @Suite("Self-signed trust for one host", .timeLimit(.minutes(3)))
 struct ServerTrustPolicyTests {
     static let der = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })
-    static let pem = "-----BEGIN CERTIFICATE-----\n" + der.base64EncodedString(options: [.lineLength64Characters]) + "\n-----END CERTIFICATE-----\n"
+    static let pem =
+        "-----BEGIN CERTIFICATE-----\n" + der.base64EncodedString(options: [.lineLength64Characters])
+        + "\n-----END CERTIFICATE-----\n"
 
     @Test func theConfiguredHostWithThePinnedCertificateIsTrusted() throws {
         let policy = try ServerTrustPolicy(host: "calls.example.test", certificatePEM: Self.pem)
@@ -31,6 +33,8 @@ struct ServerTrustPolicyTests {
 
     @Test(arguments: ["", "no certificate here", "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----"])
     func aBrokenPEMIsAClearError(_ text: String) {
-        #expect(throws: ServerTrustPolicy.InvalidCertificate.self) { try ServerTrustPolicy(host: "h", certificatePEM: text) }
+        #expect(throws: ServerTrustPolicy.InvalidCertificate.self) {
+            try ServerTrustPolicy(host: "h", certificatePEM: text)
+        }
     }
 }

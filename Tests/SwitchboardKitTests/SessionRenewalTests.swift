@@ -15,7 +15,8 @@ struct SessionRenewalTests {
         let rig = RenewalRig()
         let call = try await rig.connectedIncomingCall()
         rig.token.expire()
-        #expect(await rig.token.eventually { $0.rejectedEventReads >= 1 }, "the coordinator's own event read got the 401")
+        #expect(
+            await rig.token.eventually { $0.rejectedEventReads >= 1 }, "the coordinator's own event read got the 401")
         await rig.settle()
 
         rig.coordinator.use(backend: rig.refreshedToken())
@@ -23,7 +24,8 @@ struct SessionRenewalTests {
         rig.server.endCall(call.id, reason: .completed)
         await rig.run(seconds: 2)
 
-        #expect(rig.system.call(rig.uuid(call))?.state == .ended, "\(String(describing: rig.system.call(rig.uuid(call))))")
+        #expect(
+            rig.system.call(rig.uuid(call))?.state == .ended, "\(String(describing: rig.system.call(rig.uuid(call))))")
         #expect(rig.system.call(rig.uuid(call))?.endReason == .remoteEnded)
         #expect(rig.coordinator.liveCallIDs.isEmpty)
         #expect(rig.media.session(call.id)?.status.left == true)
@@ -106,7 +108,9 @@ struct SessionRenewalTests {
         rig.token.expireCursors(before: ended.id)
         rig.token.holdEventReads(false)
         await rig.run(seconds: 5)
-        #expect(rig.system.call(rig.uuid(call))?.endReason == .remoteEnded, "410 CURSOR_EXPIRED: a new cursor, then a re-read")
+        #expect(
+            rig.system.call(rig.uuid(call))?.endReason == .remoteEnded,
+            "410 CURSOR_EXPIRED: a new cursor, then a re-read")
         #expect(rig.coordinator.liveCallIDs.isEmpty)
     }
 }
@@ -248,7 +252,8 @@ struct LedgerSessionRenewalTests {
     static func dialing() -> (CallLedger, CallInfo) {
         var ledger = CallLedger(userID: "me")
         let call = CallInfo(
-            id: "call-out", scopeKind: .conversation, scopeId: "conv-bob", mode: .audio, state: .ringing, endReason: nil,
+            id: "call-out", scopeKind: .conversation, scopeId: "conv-bob", mode: .audio, state: .ringing,
+            endReason: nil,
             createdBy: "me", createdAt: stamp, answeredAt: nil, endedAt: nil,
             invitations: [CallInvitationInfo(userId: "bob", state: .ringing, updatedAt: stamp)],
             participants: [CallParticipantInfo(userId: "me", joinedAt: stamp, leftAt: nil)])
@@ -269,11 +274,16 @@ struct LedgerSessionRenewalTests {
     @Test func aWithdrawalRefusedWith401WaitsForTheNewTokenAndGoesOnce() {
         var (ledger, call) = Self.dialing()
         let uuid = CallIdentity.uuid(forCallID: call.id)
-        _ = ledger.transactionCompleted(CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)), error: nil)
+        _ = ledger.transactionCompleted(
+            CallActionRequest(callUUID: uuid, kind: .start(handle: "bob", hasVideo: false)), error: nil)
         let ended = ledger.actionPerformed(id: UUID(), CallActionRequest(callUUID: uuid, kind: .end))
         #expect(ended.contains(.server(callID: call.id, .cancel)))
-        #expect(ledger.serverAnswered(call.id, .cancel, .failure(status: 401, code: .unauthorized)).isEmpty, "no retry with a refused token")
-        #expect(ledger.sessionRenewed() == [.server(callID: call.id, .cancel)], "the call is over: only the cancel goes again")
+        #expect(
+            ledger.serverAnswered(call.id, .cancel, .failure(status: 401, code: .unauthorized)).isEmpty,
+            "no retry with a refused token")
+        #expect(
+            ledger.sessionRenewed() == [.server(callID: call.id, .cancel)],
+            "the call is over: only the cancel goes again")
         #expect(ledger.sessionRenewed().isEmpty, "once")
     }
 }

@@ -158,7 +158,9 @@ struct SimulatedCallSystemTests {
         #expect(await rig.report(UUID()) == nil)
         #expect(await rig.request(UUID(), .start(handle: "bob", hasVideo: false)) == nil)
         let third = UUID()
-        #expect(await rig.request(third, .start(handle: "carol", hasVideo: false)) == .transaction(.maximumCallGroupsReached))
+        #expect(
+            await rig.request(third, .start(handle: "carol", hasVideo: false))
+                == .transaction(.maximumCallGroupsReached))
         #expect(rig.system.call(third) == nil)
         #expect(rig.system.liveCalls.count == 2)
     }
@@ -167,7 +169,9 @@ struct SimulatedCallSystemTests {
         let rig = CallSystemRig { $0.maximumCallGroups = 1 }
         let first = UUID()
         #expect(await rig.report(first) == nil)
-        #expect(await rig.request(UUID(), .start(handle: "bob", hasVideo: false)) == .transaction(.maximumCallGroupsReached))
+        #expect(
+            await rig.request(UUID(), .start(handle: "bob", hasVideo: false)) == .transaction(.maximumCallGroupsReached)
+        )
         rig.system.reportCallEnded(uuid: first, at: nil, reason: .remoteEnded)
         #expect(await rig.request(UUID(), .start(handle: "bob", hasVideo: false)) == nil)
     }
@@ -178,7 +182,8 @@ struct SimulatedCallSystemTests {
         #expect(await rig.request(uuid, .start(handle: "bob", hasVideo: false)) == nil)
         #expect(await rig.request(uuid, .start(handle: "bob", hasVideo: false)) == .transaction(.callUUIDAlreadyExists))
         await rig.system.drain()
-        #expect(rig.delegate.events == [.perform(.start(handle: "bob", hasVideo: false), uuid)], "only one start action")
+        #expect(
+            rig.delegate.events == [.perform(.start(handle: "bob", hasVideo: false), uuid)], "only one start action")
     }
 
     // MARK: Actions: completed exactly once, or timed out
@@ -388,14 +393,18 @@ private final class CallSystemRig: Sendable {
     /// `reportNewIncomingCall`, waiting for its completion.
     func report(_ uuid: UUID, handle: String = "alice") async -> CallSystemError? {
         await withCheckedContinuation { continuation in
-            system.reportNewIncomingCall(uuid: uuid, update: CallUpdate(handle: handle)) { continuation.resume(returning: $0) }
+            system.reportNewIncomingCall(uuid: uuid, update: CallUpdate(handle: handle)) {
+                continuation.resume(returning: $0)
+            }
         }
     }
 
     /// `requestTransaction`, waiting for its completion.
     func request(_ uuid: UUID, _ kind: CallActionKind) async -> CallSystemError? {
         await withCheckedContinuation { continuation in
-            system.requestTransaction(CallActionRequest(callUUID: uuid, kind: kind)) { continuation.resume(returning: $0) }
+            system.requestTransaction(CallActionRequest(callUUID: uuid, kind: kind)) {
+                continuation.resume(returning: $0)
+            }
         }
     }
 
@@ -481,10 +490,14 @@ struct CheckContractTests {
         system.reportNewIncomingCall(uuid: uuid, update: CallUpdate(handle: "alice")) { _ in }
         await system.drain()
         try system.checkContract()
-        #expect(throws: SimulatedCallSystem.ContractError(violations: [], callsLeft: [uuid])) { try system.checkContract(expectingNoCalls: true) }
+        #expect(throws: SimulatedCallSystem.ContractError(violations: [], callsLeft: [uuid])) {
+            try system.checkContract(expectingNoCalls: true)
+        }
         system.reportCallEnded(uuid: uuid, at: nil, reason: .remoteEnded)
         try system.checkContract(expectingNoCalls: true)
         system.reportCallEnded(uuid: uuid, at: nil, reason: .remoteEnded)
-        #expect(throws: SimulatedCallSystem.ContractError(violations: [.endedTwice(uuid)], callsLeft: [])) { try system.checkContract() }
+        #expect(throws: SimulatedCallSystem.ContractError(violations: [.endedTwice(uuid)], callsLeft: [])) {
+            try system.checkContract()
+        }
     }
 }

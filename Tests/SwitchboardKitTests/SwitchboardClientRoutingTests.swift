@@ -37,8 +37,17 @@ private final class RecordingTransport: HTTPTransport {
         let url = request.url!
         let parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
         let target = (parts?.percentEncodedPath ?? "") + (parts?.percentEncodedQuery.map { "?" + $0 } ?? "")
-        sent.withLock { $0.append(Sent(line: "\(request.httpMethod ?? "GET") \(target)", timeout: request.timeoutInterval, repeatable: repeatable)) }
-        return (body, HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "application/json"])!)
+        sent.withLock {
+            $0.append(
+                Sent(
+                    line: "\(request.httpMethod ?? "GET") \(target)", timeout: request.timeoutInterval,
+                    repeatable: repeatable))
+        }
+        return (
+            body,
+            HTTPURLResponse(
+                url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "application/json"])!
+        )
     }
 }
 
@@ -80,12 +89,17 @@ struct SwitchboardClientRoutingTests {
     /// A device's tokens go as one repeatable `POST /push/devices` (registering the same set
     /// twice is harmless), by channel; the answer decodes into the registered device.
     @Test func pushDevicesAreRegisteredByChannel() async throws {
-        let answer = #"{"deviceId":"d","platform":"android","brand":"huawei","tokens":[{"channel":"fcm","tokenSuffix":"abcdefgh"}],"updatedAt":"2026-12-02T00:00:00.000Z"}"#
+        let answer =
+            #"{"deviceId":"d","platform":"android","brand":"huawei","tokens":[{"channel":"fcm","tokenSuffix":"abcdefgh"}],"updatedAt":"2026-12-02T00:00:00.000Z"}"#
         let transport = RecordingTransport(body: answer)
-        let client = SwitchboardClient(baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: transport)
-        let device = try await client.registerPushDevice(RegisterPushDevice(
-            deviceId: "d", platform: .android, brand: "huawei", tokens: ["fcm": PushTokenRegistration(token: "x")]))
-        #expect(device.tokens == [PushTokenInfo(channel: "fcm", environment: nil, tokenSuffix: "abcdefgh")] && device.brand == "huawei")
+        let client = SwitchboardClient(
+            baseURL: URL(string: "http://switchboard.test")!, token: "t", transport: transport)
+        let device = try await client.registerPushDevice(
+            RegisterPushDevice(
+                deviceId: "d", platform: .android, brand: "huawei", tokens: ["fcm": PushTokenRegistration(token: "x")]))
+        #expect(
+            device.tokens == [PushTokenInfo(channel: "fcm", environment: nil, tokenSuffix: "abcdefgh")]
+                && device.brand == "huawei")
         #expect(transport.requests.first?.line == "POST /push/devices" && transport.requests.first?.repeatable == true)
         let id = UUID()
         try await client.unregisterPushDevice(deviceID: id)

@@ -27,7 +27,10 @@ private final class SocialScriptTransport: HTTPTransport {
             return state.bodies.isEmpty ? "" : state.bodies.removeFirst()
         }
         let status = answer.isEmpty ? 204 : 200
-        return (Data(answer.utf8), HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: nil)!)
+        return (
+            Data(answer.utf8),
+            HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: nil)!
+        )
     }
 }
 
@@ -36,7 +39,8 @@ private final class SocialScriptTransport: HTTPTransport {
 struct SwitchboardClientSocialTests {
     static let alice = #"{"id":"u1","username":"alice","displayName":"Alice"}"#
     static let bob = #"{"id":"u 2","username":"bob","displayName":"Bob"}"#
-    static let request = #"{"id":"r/1","from":\#(Self.alice),"to":\#(Self.bob),"state":"pending","createdAt":"t","updatedAt":"t"}"#
+    static let request =
+        #"{"id":"r/1","from":\#(Self.alice),"to":\#(Self.bob),"state":"pending","createdAt":"t","updatedAt":"t"}"#
 
     @Test func readsAndChangesTheGraph() async throws {
         let transport = SocialScriptTransport(bodies: [
@@ -46,7 +50,8 @@ struct SwitchboardClientSocialTests {
             Self.request, Self.request, "", "",
         ])
         let client = SwitchboardClient(
-            baseURL: URL(string: "http://switchboard.test/sb")!, token: "t", transport: transport, eventTransport: transport)
+            baseURL: URL(string: "http://switchboard.test/sb")!, token: "t", transport: transport,
+            eventTransport: transport)
 
         let friends = try await client.friends()
         #expect(friends.map(\.conversationId) == ["c1"] && friends.first?.user.username == "bob")
@@ -61,14 +66,15 @@ struct SwitchboardClientSocialTests {
         try await client.removeFriend(userID: "u 2")
 
         // Ids are percent-encoded in the path, under the base URL's prefix.
-        #expect(transport.sent == [
-            "GET /sb/friends",
-            "GET /sb/friend-requests",
-            "GET /sb/groups",
-            #"POST /sb/friend-requests {"username":"bob"}"#,
-            "POST /sb/friend-requests/r%2F1/decline",
-            "DELETE /sb/friend-requests/r%2F1",
-            "DELETE /sb/friends/u%202",
-        ])
+        #expect(
+            transport.sent == [
+                "GET /sb/friends",
+                "GET /sb/friend-requests",
+                "GET /sb/groups",
+                #"POST /sb/friend-requests {"username":"bob"}"#,
+                "POST /sb/friend-requests/r%2F1/decline",
+                "DELETE /sb/friend-requests/r%2F1",
+                "DELETE /sb/friends/u%202",
+            ])
     }
 }

@@ -8,10 +8,13 @@ struct WireEnumTests {
         #expect(ScopeKind.known.map(\.rawValue) == ["conversation", "group"])
         #expect(CallMode.known.map(\.rawValue) == ["audio", "video"])
         #expect(CallState.known.map(\.rawValue) == ["ringing", "active", "ended"])
-        #expect(InvitationState.known.map(\.rawValue) == ["ringing", "accepted", "declined", "busy", "missed", "cancelled"])
-        #expect(CallInfo.EndReason.known.map(\.rawValue) == [
-            "declined", "completed", "cancelled", "missed", "busy", "connection_lost", "unfriended", "blocked", "group_dissolved",
-        ])
+        #expect(
+            InvitationState.known.map(\.rawValue) == ["ringing", "accepted", "declined", "busy", "missed", "cancelled"])
+        #expect(
+            CallInfo.EndReason.known.map(\.rawValue) == [
+                "declined", "completed", "cancelled", "missed", "busy", "connection_lost", "unfriended", "blocked",
+                "group_dissolved",
+            ])
     }
 
     @Test func everyKnownCaseRoundTripsThroughItsString() throws {
@@ -23,26 +26,36 @@ struct WireEnumTests {
     }
 
     @Test func aCallWithValuesThisVersionDoesNotKnowDecodesAndEncodesBackUnchanged() throws {
-        let json = #"{"id":"c1","scopeKind":"channel","scopeId":"s1","mode":"screen","state":"on_hold","endReason":"#
+        let json =
+            #"{"id":"c1","scopeKind":"channel","scopeId":"s1","mode":"screen","state":"on_hold","endReason":"#
             + #""moved","createdBy":"u1","createdAt":"2026-11-30T00:00:00.000Z","answeredAt":null,"endedAt":null,"#
             + #""invitations":[{"userId":"u2","state":"snoozed","updatedAt":"2026-11-30T00:00:00.000Z"}],"participants":[]}"#
         let call = try JSONDecoder().decode(CallInfo.self, from: Data(json.utf8))
-        #expect(call.scopeKind == .unknown("channel") && call.mode == .unknown("screen") && call.state == .unknown("on_hold"))
+        #expect(
+            call.scopeKind == .unknown("channel") && call.mode == .unknown("screen")
+                && call.state == .unknown("on_hold"))
         #expect(call.endReason == .unknown("moved") && call.invitations.first?.state == .unknown("snoozed"))
         #expect(try Self.sameJSON(Self.encoder.encode(call), Data(json.utf8)))
     }
 
     @Test func knownValuesEncodeExactlyAsTheServerWritesThem() throws {
         let call = CallInfo(
-            id: "c1", scopeKind: .group, scopeId: "g1", mode: .video, state: .ended, endReason: .groupDissolved, createdBy: "u1",
+            id: "c1", scopeKind: .group, scopeId: "g1", mode: .video, state: .ended, endReason: .groupDissolved,
+            createdBy: "u1",
             createdAt: "2026-11-30T00:00:00.000Z", answeredAt: nil, endedAt: "2026-11-30T00:01:00.000Z",
-            invitations: [CallInvitationInfo(userId: "u2", state: .missed, updatedAt: "2026-11-30T00:00:00.000Z")], participants: [])
+            invitations: [CallInvitationInfo(userId: "u2", state: .missed, updatedAt: "2026-11-30T00:00:00.000Z")],
+            participants: [])
         let text = String(decoding: try Self.encoder.encode(call), as: UTF8.self)
-        #expect(text.contains(#""scopeKind":"group""#) && text.contains(#""mode":"video""#) && text.contains(#""state":"ended""#))
+        #expect(
+            text.contains(#""scopeKind":"group""#) && text.contains(#""mode":"video""#)
+                && text.contains(#""state":"ended""#))
         #expect(text.contains(#""endReason":"group_dissolved""#) && text.contains(#""state":"missed""#))
         #expect(try JSONDecoder().decode(CallInfo.self, from: Data(text.utf8)) == call)
-        let create = try Self.encoder.encode(CreateCall(scopeKind: .conversation, scopeId: "c", mode: .audio, clientId: "x"))
-        #expect(try Self.sameJSON(create, Data(#"{"scopeKind":"conversation","scopeId":"c","mode":"audio","clientId":"x"}"#.utf8)))
+        let create = try Self.encoder.encode(
+            CreateCall(scopeKind: .conversation, scopeId: "c", mode: .audio, clientId: "x"))
+        #expect(
+            try Self.sameJSON(
+                create, Data(#"{"scopeKind":"conversation","scopeId":"c","mode":"audio","clientId":"x"}"#.utf8)))
     }
 
     @Test func anUnknownValueMadeByHandEqualsTheKnownCaseItSpells() {

@@ -47,7 +47,10 @@ struct ServiceGroupTests {
         let journal = Journal()
         let reasons = Mutex<[ServiceGroup.StopReason]>([])
         let group = ServiceGroup(
-            [("a", Recorder(name: "a", journal: journal)), ("b", Recorder(name: "b", journal: journal)), ("c", Recorder(name: "c", journal: journal))],
+            [
+                ("a", Recorder(name: "a", journal: journal)), ("b", Recorder(name: "b", journal: journal)),
+                ("c", Recorder(name: "c", journal: journal)),
+            ],
             willStop: { reason in reasons.withLock { $0.append(reason) } })
         let running = Task { try await group.run() }
         #expect(await eventually { journal.all.count == 3 })
@@ -85,7 +88,8 @@ struct ServiceGroupTests {
         let reasons = Mutex<[ServiceGroup.StopReason]>([])
         // SIGUSR2 stands in for SIGTERM: the group handles it while it runs.
         let group = ServiceGroup(
-            [("a", Recorder(name: "a", journal: journal)), ("b", Recorder(name: "b", journal: journal))], stopSignals: [SIGUSR2],
+            [("a", Recorder(name: "a", journal: journal)), ("b", Recorder(name: "b", journal: journal))],
+            stopSignals: [SIGUSR2],
             willStop: { reason in reasons.withLock { $0.append(reason) } })
         let running = Task { try await group.run() }
         #expect(await eventually { journal.all.count == 2 })
@@ -123,12 +127,16 @@ struct ServiceGroupTests {
     /// it back). SIGWINCH: ignored by default, and no other test uses it.
     @Test func theHandlerThreadUnblocksAHandledSignalAndGivesItBack() async throws {
         func readerBlocksSIGWINCH() -> Bool? {
-            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
+            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else {
+                return nil
+            }
             for task in tasks {
-                guard (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix("sb-stop-signals") == true,
-                      let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8),
-                      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
-                      let mask = UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+                guard
+                    (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix(
+                        "sb-stop-signals") == true,
+                    let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8),
+                    let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
+                    let mask = UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16)
                 else { continue }
                 return mask & (1 << UInt64(SIGWINCH - 1)) != 0
             }

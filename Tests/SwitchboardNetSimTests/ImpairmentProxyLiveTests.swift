@@ -10,15 +10,22 @@ private func withEchoProxy(
     profile: NetworkProfile, seed: UInt64 = 1, _ body: (ImpairmentProxy, Int, EchoServer) async throws -> Void
 ) async throws {
     let echo = try EchoServer()
-    let proxy = ImpairmentProxy(configuration: .init(upstream: .loopback(port: echo.port), profile: profile, seed: seed))
+    let proxy = ImpairmentProxy(
+        configuration: .init(upstream: .loopback(port: echo.port), profile: profile, seed: seed))
     do {
         let port = try proxy.start()
         try await body(proxy, port, echo)
     } catch {
-        await offPool { proxy.stop(); echo.stop() }
+        await offPool {
+            proxy.stop()
+            echo.stop()
+        }
         throw error
     }
-    await offPool { proxy.stop(); echo.stop() }
+    await offPool {
+        proxy.stop()
+        echo.stop()
+    }
 }
 
 private func plain(_ name: String, latency: Duration, downlinkBytesPerSecond: Int? = nil) -> NetworkProfile {
@@ -51,7 +58,10 @@ struct ImpairmentProxyLiveTests {
             #expect(firstDifference(echoed, payload) == nil, "the echo differs from the payload")
             // The proxy counts a chunk after writing it: on a loaded machine the client can read
             // the last bytes before the count moves.
-            #expect(await eventually { proxy.statistics.downlinkBytes == payload.count && proxy.statistics.uplinkBytes == payload.count })
+            #expect(
+                await eventually {
+                    proxy.statistics.downlinkBytes == payload.count && proxy.statistics.uplinkBytes == payload.count
+                })
             let statistics = proxy.statistics
             #expect(statistics.uplinkBytes == payload.count)
             #expect(statistics.downlinkBytes == payload.count)
@@ -157,15 +167,17 @@ struct ImpairmentProxyLiveTests {
             }
             #expect(await eventually { echo.accepted == 1 })
             let acceptedAt = try #require(echo.firstAcceptedAt)
-            #expect(seconds(acceptedAt - opened) >= 0.75, "accepted \(seconds(acceptedAt - opened)) s after the connect")
+            #expect(
+                seconds(acceptedAt - opened) >= 0.75, "accepted \(seconds(acceptedAt - opened)) s after the connect")
         }
     }
 
     @Test func anUnreachableUpstreamClosesTheClientAndSaysWhy() async throws {
         let messages = Mutex<[String]>([])
-        let proxy = ImpairmentProxy(configuration: .init(
-            upstream: .loopback(port: try TestSocket.unusedPort()), profile: .good,
-            diagnostics: { message in messages.withLock { $0.append(message) } }))
+        let proxy = ImpairmentProxy(
+            configuration: .init(
+                upstream: .loopback(port: try TestSocket.unusedPort()), profile: .good,
+                diagnostics: { message in messages.withLock { $0.append(message) } }))
         let port = try proxy.start()
         let client = try TestSocket.connect(port: port)
         defer { Glibc.close(client) }
@@ -196,9 +208,10 @@ struct ImpairmentProxyLiveTests {
         #expect(end == .endOfStream || end == .reset)
         Glibc.close(client)
         #expect(throws: TestFailure.self) { Glibc.close(try TestSocket.connect(port: port)) }
-        #expect(await eventually {
-            echo.openConnections == 0 && socketDescriptors(localPort: port, peerPort: echo.port).isEmpty
-        }, "\(socketDescriptors(localPort: port, peerPort: echo.port)) still open")
+        #expect(
+            await eventually {
+                echo.openConnections == 0 && socketDescriptors(localPort: port, peerPort: echo.port).isEmpty
+            }, "\(socketDescriptors(localPort: port, peerPort: echo.port)) still open")
         proxy.stop()  // again: nothing happens
         await offPool { echo.stop() }
     }
@@ -226,7 +239,8 @@ struct ImpairmentProxyLiveTests {
         #expect(taken?.message.contains("cannot listen on 127.0.0.1:\(heldPort)") == true)
         #expect(taken?.message.contains("Address already in use") == true)
 
-        let open = startError(.init(upstream: .loopback(port: 1), profile: .good, listen: IPv4Endpoint(host: "0.0.0.0", port: 0)))
+        let open = startError(
+            .init(upstream: .loopback(port: 1), profile: .good, listen: IPv4Endpoint(host: "0.0.0.0", port: 0)))
         #expect(open?.code == .nonLoopbackListen)
 
         var broken = NetworkProfile.good
@@ -237,6 +251,9 @@ struct ImpairmentProxyLiveTests {
         defer { proxy.stop() }
         _ = try proxy.start()
         #expect(proxy.port != nil)
-        #expect(throws: NetSimError(.alreadyStarted, "a proxy starts once: this one was started or stopped before; make a new one")) { try proxy.start() }
+        #expect(
+            throws: NetSimError(
+                .alreadyStarted, "a proxy starts once: this one was started or stopped before; make a new one")
+        ) { try proxy.start() }
     }
 }

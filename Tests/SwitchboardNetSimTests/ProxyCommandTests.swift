@@ -37,10 +37,16 @@ struct ProxyCommandTests {
         }
         #expect(message(["--profile", "good"]) == "--upstream HOST:PORT is required")
         #expect(message(["--upstream", "127.0.0.1:1"]).hasPrefix("--profile NAME is required; known profiles: good"))
-        #expect(message(["--upstream", "127.0.0.1:1", "--profile", "lte"]).contains("unknown network profile 'lte'; known profiles: good, poor_4g, poor_3g"))
+        #expect(
+            message(["--upstream", "127.0.0.1:1", "--profile", "lte"]).contains(
+                "unknown network profile 'lte'; known profiles: good, poor_4g, poor_3g"))
         #expect(message(["--upstream", "db:5432", "--profile", "good"]).contains("must be an IPv4 address"))
-        #expect(message(["--upstream", "127.0.0.1:1", "--profile", "good", "--listen", "0.0.0.0:0"]).contains("--allow-non-loopback"))
-        #expect(message(["--upstream", "127.0.0.1:1", "--profile", "good", "--frobnicate"]) == "unknown option '--frobnicate'")
+        #expect(
+            message(["--upstream", "127.0.0.1:1", "--profile", "good", "--listen", "0.0.0.0:0"]).contains(
+                "--allow-non-loopback"))
+        #expect(
+            message(["--upstream", "127.0.0.1:1", "--profile", "good", "--frobnicate"])
+                == "unknown option '--frobnicate'")
     }
 
     @Test func defaultsAndEveryOption() throws {
@@ -50,7 +56,8 @@ struct ProxyCommandTests {
         #expect(defaults.profile == .poor3G)
         #expect(defaults.seed == 1)
         let every = try Options(parsing: [
-            "--upstream=127.0.0.1:9", "--profile=wifi_50_loss", "--listen=0.0.0.0:7000", "--seed", "18446744073709551615",
+            "--upstream=127.0.0.1:9", "--profile=wifi_50_loss", "--listen=0.0.0.0:7000", "--seed",
+            "18446744073709551615",
             "--allow-non-loopback",
         ])
         #expect(every.listen == IPv4Endpoint(host: "0.0.0.0", port: 7000))
@@ -62,13 +69,19 @@ struct ProxyCommandTests {
         #expect(delays.profile.uplink.latency == NetworkProfile.wifi50Loss.uplink.latency)
         #expect(delays.profile.downlink.bytesPerSecond == NetworkProfile.wifi50Loss.downlink.bytesPerSecond)
         #expect(delays.profile.downlink.jitter == NetworkProfile.wifi50Loss.downlink.jitter)
-        #expect(delays.profile.uplink.loss == .none && delays.profile.downlink.loss == .none && delays.profile.resets == .none)
+        #expect(
+            delays.profile.uplink.loss == .none && delays.profile.downlink.loss == .none
+                && delays.profile.resets == .none)
         #expect(delays.profile.name == "wifi_50_loss")
     }
 
     @Test func helpNamesEveryFlagAndProfile() {
-        for needle in ["--upstream", "--listen", "--profile", "--seed", "--delay-only", "--allow-non-loopback", "listening on 127.0.0.1:PORT profile NAME"]
-            + NetworkProfile.all.map(\.name) {
+        for needle in [
+            "--upstream", "--listen", "--profile", "--seed", "--delay-only", "--allow-non-loopback",
+            "listening on 127.0.0.1:PORT profile NAME",
+        ]
+            + NetworkProfile.all.map(\.name)
+        {
             #expect(ProxyCommand.help.contains(needle), "\(needle)")
         }
         #expect(ProxyCommand.run(["--help"]) == 0)

@@ -15,7 +15,10 @@ struct SplitMix64Tests {
     @Test func matchesTheReferenceSequence() {
         // From the reference algorithm (Steele, Lea, Flood), computed independently.
         var random = SplitMix64(seed: 0)
-        #expect([random.next(), random.next(), random.next()] == [0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4, 0x06C4_5D18_8009_454F])
+        #expect(
+            [random.next(), random.next(), random.next()] == [
+                0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4, 0x06C4_5D18_8009_454F,
+            ])
     }
 
     @Test func sameSeedSameSequenceAndSplitStreamsDiffer() {
@@ -50,7 +53,8 @@ struct LinkScheduleTests {
     @Test func bandwidthPacesSegmentsOneAfterAnother() {
         // 1000 B/s: a 100-byte segment takes 0.1 s to send, then 0.05 s to arrive.
         var schedule = LinkSchedule(
-            link: link(bytesPerSecond: 1000, loss: .init(probability: 0, segmentBytes: 100)), random: SplitMix64(seed: 1))
+            link: link(bytesPerSecond: 1000, loss: .init(probability: 0, segmentBytes: 100)),
+            random: SplitMix64(seed: 1))
         let burst = schedule.bytesArrived(300, at: 0)
         #expect(zip(burst.map(\.releaseAt), [0.15, 0.25, 0.35]).allSatisfy { approximately($0, $1) })
         // The link is still busy until 0.3: a segment arriving at 0.2 waits for it.
@@ -81,7 +85,8 @@ struct LinkScheduleTests {
     }
 
     @Test func aLostSegmentStallsForOneTimeoutAndTheBackoffResetsOnACleanOne() {
-        let loss = NetworkProfile.LossStall(probability: 0.3, initialTimeout: .milliseconds(200), maximumTimeout: .seconds(1))
+        let loss = NetworkProfile.LossStall(
+            probability: 0.3, initialTimeout: .milliseconds(200), maximumTimeout: .seconds(1))
         // Draws: lost, then through; then through at once; then lost, through.
         var schedule = LinkSchedule(link: link(loss: loss), random: ScriptedRandom([0.1, 0.9]))
         let first = schedule.segmentArrived(byteCount: 10, at: 0)
@@ -96,7 +101,8 @@ struct LinkScheduleTests {
     }
 
     @Test func consecutiveLossesDoubleTheTimeoutUpToTheCap() {
-        let loss = NetworkProfile.LossStall(probability: 0.5, initialTimeout: .milliseconds(200), maximumTimeout: .seconds(1))
+        let loss = NetworkProfile.LossStall(
+            probability: 0.5, initialTimeout: .milliseconds(200), maximumTimeout: .seconds(1))
         var schedule = LinkSchedule(link: link(loss: loss), random: ScriptedRandom([0, 0, 0, 0, 0, 0.9]))
         let release = schedule.segmentArrived(byteCount: 10, at: 0)
         #expect(release.losses == 5)
@@ -129,7 +135,8 @@ struct LinkScheduleTests {
     }
 
     @Test func aSegmentIsLostAtMostTheRetransmissionLimit() {
-        let loss = NetworkProfile.LossStall(probability: 0.99, initialTimeout: .milliseconds(200), maximumTimeout: .seconds(1))
+        let loss = NetworkProfile.LossStall(
+            probability: 0.99, initialTimeout: .milliseconds(200), maximumTimeout: .seconds(1))
         var schedule = LinkSchedule(link: link(loss: loss), random: ScriptedRandom([0]))
         let release = schedule.segmentArrived(byteCount: 10, at: 0)
         #expect(release.losses == LinkSchedule<ScriptedRandom>.maximumRetransmissions)
@@ -216,15 +223,23 @@ struct ConnectionScheduleTests {
     }
     @Test func theDelayFloorOfAQuantileIsTheLatencyPlusTheLossesItCovers() {
         // 30 %: 0.3³ = 2.7 % ≤ 5 % < 0.3² = 9 %, so the p95 waits for two losses (200 + 400 ms).
-        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi30Loss.downlink, quantile: 0.95) - 0.61) < 1e-9)
+        #expect(
+            abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi30Loss.downlink, quantile: 0.95) - 0.61)
+                < 1e-9)
         // 50 %: four losses, 200 + 400 + 800 + 1600 ms.
-        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi50Loss.downlink, quantile: 0.95) - 3.01) < 1e-9)
+        #expect(
+            abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi50Loss.downlink, quantile: 0.95) - 3.01)
+                < 1e-9)
         // The median at 50 %: 0.5¹ = 50 % ≤ 50 %, no loss.
-        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi50Loss.downlink, quantile: 0.5) - 0.01) < 1e-9)
+        #expect(
+            abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.wifi50Loss.downlink, quantile: 0.5) - 0.01)
+                < 1e-9)
         #expect(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.good.downlink, quantile: 0.99) == 0.01)
         // poor_3g: 1 % loss never reaches the p95; its 400 ms RTO counts from the p99.5 on.
-        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.poor3G.downlink, quantile: 0.95) - 0.1) < 1e-9)
-        #expect(abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.poor3G.downlink, quantile: 0.995) - 0.5) < 1e-9)
+        #expect(
+            abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.poor3G.downlink, quantile: 0.95) - 0.1) < 1e-9)
+        #expect(
+            abs(LinkSchedule<SplitMix64>.delayFloor(of: NetworkProfile.poor3G.downlink, quantile: 0.995) - 0.5) < 1e-9)
     }
 
     @Test func theFloorHoldsForSimulatedSegments() {
@@ -237,7 +252,9 @@ struct ConnectionScheduleTests {
             }
             delays.sort()
             let p95 = delays[Int(0.95 * Double(delays.count)) - 1]
-            #expect(p95 >= LinkSchedule<SplitMix64>.delayFloor(of: profile.downlink, quantile: 0.95) - 1e-9, "\(profile.name)")
+            #expect(
+                p95 >= LinkSchedule<SplitMix64>.delayFloor(of: profile.downlink, quantile: 0.95) - 1e-9,
+                "\(profile.name)")
         }
     }
 }

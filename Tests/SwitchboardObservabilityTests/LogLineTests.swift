@@ -38,7 +38,10 @@ struct LogLineTests {
             return ours != reference && !(ours == "0.000" && reference == "-0.000")
                 && abs((abs(value) * 1000).truncatingRemainder(dividingBy: 1) - 0.5) > 1e-6
         }
-        #expect(mismatches.count == 0, "first: \(mismatches.first.map { "\($0): \(LogValue.thousandths($0)) vs \(String(format: "%.3f", $0))" } ?? "")")
+        #expect(
+            mismatches.count == 0,
+            "first: \(mismatches.first.map { "\($0): \(LogValue.thousandths($0)) vs \(String(format: "%.3f", $0))" } ?? "")"
+        )
         #expect(LogValue.thousandths(.infinity) == "null")
         #expect(LogValue.thousandths(.nan) == "null")
         #expect(LogValue.thousandths(1e300) == String(format: "%.3f", 1e300))
@@ -47,7 +50,9 @@ struct LogLineTests {
     @Test func aLogLineIsOneJSONObjectWithEveryField() throws {
         let lines = Lines()
         let logger = Logger(level: .info, sink: lines).with(["request.id": .string("abc")])
-        logger.info("request \"x\"", ["status": .int(200), "duration_ms": .double(1.25), "ok": .bool(true), "path": .string("/a\nb")])
+        logger.info(
+            "request \"x\"",
+            ["status": .int(200), "duration_ms": .double(1.25), "ok": .bool(true), "path": .string("/a\nb")])
         logger.debug("not written")
         let written = lines.all.withLock { $0 }
         #expect(written.count == 1)

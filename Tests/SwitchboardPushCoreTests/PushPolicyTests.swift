@@ -9,13 +9,15 @@ struct APNsResponsePolicyTests {
     static let table: [(Int, String, PushAction)] = [
         (400, "BadCollapseId", .fail), (400, "BadDeviceToken", .reclassifyToken), (400, "BadExpirationDate", .fail),
         (400, "BadMessageId", .fail), (400, "BadPriority", .fail), (400, "BadTopic", .fail),
-        (400, "DeviceTokenNotForTopic", .reclassifyToken), (400, "DuplicateHeaders", .fail), (400, "IdleTimeout", .retry),
+        (400, "DeviceTokenNotForTopic", .reclassifyToken), (400, "DuplicateHeaders", .fail),
+        (400, "IdleTimeout", .retry),
         (400, "InvalidPushType", .fail), (400, "MissingDeviceToken", .fail), (400, "MissingTopic", .fail),
         (400, "PayloadEmpty", .fail), (400, "TopicDisallowed", .fail),
         (400, "BadPayload", .fail),  // the emulator's own reason for a body that is not JSON
         (403, "BadCertificate", .fail), (403, "BadCertificateEnvironment", .fail),
         (403, "ExpiredProviderToken", .refreshProviderTokenAndRetry), (403, "Forbidden", .fail),
-        (403, "InvalidProviderToken", .fail), (403, "MissingProviderToken", .fail), (403, "UnrelatedKeyIdInToken", .fail),
+        (403, "InvalidProviderToken", .fail), (403, "MissingProviderToken", .fail),
+        (403, "UnrelatedKeyIdInToken", .fail),
         (403, "BadEnvironmentKeyIdInToken", .fail), (403, "BadEnvironmentKeyInToken", .fail),
         (404, "BadPath", .fail), (405, "MethodNotAllowed", .fail),
         (410, "ExpiredToken", .deleteToken), (410, "Unregistered", .deleteToken),
@@ -58,9 +60,13 @@ struct PushRetryPolicyTests {
 
     @Test func noAttemptAtOrAfterTheExpiration() {
         let now = Date(timeIntervalSince1970: 1000)
-        #expect(PushRetryPolicy.nextAttempt(after: now, attempt: 0, jitter: 0, expiresAt: now.addingTimeInterval(1.01)) == now.addingTimeInterval(1))
-        #expect(PushRetryPolicy.nextAttempt(after: now, attempt: 0, jitter: 0, expiresAt: now.addingTimeInterval(1)) == nil)
-        #expect(PushRetryPolicy.nextAttempt(after: now, attempt: 3, jitter: 0, expiresAt: now.addingTimeInterval(5)) == nil)
+        #expect(
+            PushRetryPolicy.nextAttempt(after: now, attempt: 0, jitter: 0, expiresAt: now.addingTimeInterval(1.01))
+                == now.addingTimeInterval(1))
+        #expect(
+            PushRetryPolicy.nextAttempt(after: now, attempt: 0, jitter: 0, expiresAt: now.addingTimeInterval(1)) == nil)
+        #expect(
+            PushRetryPolicy.nextAttempt(after: now, attempt: 3, jitter: 0, expiresAt: now.addingTimeInterval(5)) == nil)
     }
 }
 
@@ -124,8 +130,11 @@ struct VoIPPushTests {
 
     @Test func headersAndPayloadFollowSPEC() throws {
         let push = try VoIPPush.build(
-            VoIPPayload(callId: "c1", scopeKind: .group, scopeId: "g1", mode: .video, callerName: "Alice \"A\"", groupName: "Team"),
-            bundleID: "com.example.app", apnsID: "8e7a2a6c-0000-4000-8000-000000000001", expiresAt: now.addingTimeInterval(44.9), now: now)
+            VoIPPayload(
+                callId: "c1", scopeKind: .group, scopeId: "g1", mode: .video, callerName: "Alice \"A\"",
+                groupName: "Team"),
+            bundleID: "com.example.app", apnsID: "8e7a2a6c-0000-4000-8000-000000000001",
+            expiresAt: now.addingTimeInterval(44.9), now: now)
         let headers = Dictionary(uniqueKeysWithValues: push.headers)
         #expect(headers["apns-push-type"] == "voip")
         #expect(headers["apns-topic"] == "com.example.app.voip")
@@ -135,8 +144,12 @@ struct VoIPPushTests {
         #expect(headers["apns-id"] == "8e7a2a6c-0000-4000-8000-000000000001")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
         #expect(object["aps"] as? [String: Any] != nil && (object["aps"] as? [String: Any])?.isEmpty == true)
-        #expect(object["callId"] as? String == "c1" && object["scopeKind"] as? String == "group" && object["scopeId"] as? String == "g1")
-        #expect(object["mode"] as? String == "video" && object["callerName"] as? String == "Alice \"A\"" && object["groupName"] as? String == "Team")
+        #expect(
+            object["callId"] as? String == "c1" && object["scopeKind"] as? String == "group"
+                && object["scopeId"] as? String == "g1")
+        #expect(
+            object["mode"] as? String == "video" && object["callerName"] as? String == "Alice \"A\""
+                && object["groupName"] as? String == "Team")
         #expect(Set(object.keys) == ["aps", "callId", "scopeKind", "scopeId", "mode", "callerName", "groupName"])
     }
 
@@ -146,9 +159,12 @@ struct VoIPPushTests {
         let payload = VoIPPayload(
             callId: "c/1", scopeKind: .group, scopeId: "g1", mode: .video, callerName: "张三", groupName: "Team",
             ext: ["room": "r/9"])
-        let push = try VoIPPush.build(payload, bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
-        #expect(String(decoding: push.payload, as: UTF8.self)
-            == #"{"aps":{},"callId":"c/1","callerName":"张三","ext":{"room":"r/9"},"groupName":"Team","mode":"video","scopeId":"g1","scopeKind":"group"}"#)
+        let push = try VoIPPush.build(
+            payload, bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
+        #expect(
+            String(decoding: push.payload, as: UTF8.self)
+                == #"{"aps":{},"callId":"c/1","callerName":"张三","ext":{"room":"r/9"},"groupName":"Team","mode":"video","scopeId":"g1","scopeKind":"group"}"#
+        )
         #expect(try VoIPPayload(json: Data(push.payload)) == payload)
         // Lenient as a phone must be: only callId is required.
         let bare = try VoIPPayload(json: Data(#"{"aps":{},"callId":"c2","mode":7}"#.utf8))
@@ -158,7 +174,8 @@ struct VoIPPushTests {
 
     @Test func conversationPushHasNoGroupName() throws {
         let push = try VoIPPush.build(
-            VoIPPayload(callId: "c1", scopeKind: .conversation, scopeId: "x", mode: .audio, callerName: "A", groupName: nil),
+            VoIPPayload(
+                callId: "c1", scopeKind: .conversation, scopeId: "x", mode: .audio, callerName: "A", groupName: nil),
             bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
         #expect(object["groupName"] == nil)
@@ -167,18 +184,23 @@ struct VoIPPushTests {
     @Test func oversizedPayloadExpiredWindowAndLongCollapseIDAreRefusedBeforeSending() {
         #expect(throws: VoIPPush.Problem.self) {
             try VoIPPush.build(
-            VoIPPayload(callId: "c", scopeKind: .group, scopeId: "g", mode: .audio, callerName: String(repeating: "x", count: 6000), groupName: nil),
-            bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
+                VoIPPayload(
+                    callId: "c", scopeKind: .group, scopeId: "g", mode: .audio,
+                    callerName: String(repeating: "x", count: 6000), groupName: nil),
+                bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(10), now: now)
         }
         #expect(throws: VoIPPush.Problem.expired) {
             try VoIPPush.build(
-            VoIPPayload(callId: "c", scopeKind: .group, scopeId: "g", mode: .audio, callerName: "a", groupName: nil),
-            bundleID: "b", apnsID: "id", expiresAt: now, now: now)
+                VoIPPayload(
+                    callId: "c", scopeKind: .group, scopeId: "g", mode: .audio, callerName: "a", groupName: nil),
+                bundleID: "b", apnsID: "id", expiresAt: now, now: now)
         }
         #expect(throws: VoIPPush.Problem.collapseIDTooLong(65)) {
             try VoIPPush.build(
-            VoIPPayload(callId: String(repeating: "c", count: 60), scopeKind: .group, scopeId: "g", mode: .audio, callerName: "a", groupName: nil),
-            bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(5), now: now)
+                VoIPPayload(
+                    callId: String(repeating: "c", count: 60), scopeKind: .group, scopeId: "g", mode: .audio,
+                    callerName: "a", groupName: nil),
+                bundleID: "b", apnsID: "id", expiresAt: now.addingTimeInterval(5), now: now)
         }
     }
 }

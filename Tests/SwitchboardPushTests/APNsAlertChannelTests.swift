@@ -17,8 +17,12 @@ struct APNsAlertChannelTests {
     @Test func aMissedCallIsAnAlertAndEveryOtherEndingABackgroundPush() throws {
         let missed = try #require(try Self.channel.noticeRequest(for: Self.notice("missed")))
         let headers = Dictionary(uniqueKeysWithValues: missed.headers)
-        #expect(headers["apns-push-type"] == "alert" && headers["apns-priority"] == "10" && headers["apns-topic"] == "com.example.phone")
-        #expect(headers["apns-collapse-id"] == "call_c1" && headers["apns-id"] == "job-1" && headers["apns-expiration"] == "1900000060")
+        #expect(
+            headers["apns-push-type"] == "alert" && headers["apns-priority"] == "10"
+                && headers["apns-topic"] == "com.example.phone")
+        #expect(
+            headers["apns-collapse-id"] == "call_c1" && headers["apns-id"] == "job-1"
+                && headers["apns-expiration"] == "1900000060")
         let payload = try #require(try JSONSerialization.jsonObject(with: Data(missed.payload)) as? [String: Any])
         #expect(payload["type"] as? String == "call_missed")
         #expect(((payload["aps"] as? [String: Any])?["alert"] as? [String: String])?["body"] == "Missed call from Ada")
@@ -26,21 +30,28 @@ struct APNsAlertChannelTests {
         for reason in ["cancelled", "answered_elsewhere", "declined_elsewhere"] {
             let request = try #require(try Self.channel.noticeRequest(for: Self.notice(reason)))
             let headers = Dictionary(uniqueKeysWithValues: request.headers)
-            #expect(headers["apns-push-type"] == "background" && headers["apns-priority"] == "5", "background pushes must be priority 5")
+            #expect(
+                headers["apns-push-type"] == "background" && headers["apns-priority"] == "5",
+                "background pushes must be priority 5")
             let payload = try #require(try JSONSerialization.jsonObject(with: Data(request.payload)) as? [String: Any])
             #expect(payload["type"] as? String == "call_ended" && payload["reason"] as? String == reason)
             #expect((payload["aps"] as? [String: Any])?["alert"] == nil)
         }
-        #expect(try Self.channel.noticeRequest(for: Self.notice("missed", caller: "")).map { String(decoding: $0.payload, as: UTF8.self) }?
+        #expect(
+            try Self.channel.noticeRequest(for: Self.notice("missed", caller: "")).map {
+                String(decoding: $0.payload, as: UTF8.self)
+            }?
             .contains("Missed call from someone") == true)
     }
 
     @Test func itNeverRingsAndTheVoIPChannelNeverCarriesANotice() throws {
         let ring = PushRing(
-            callID: "c", scopeKind: "conversation", scopeID: "s", mode: "audio", callerName: "", groupName: nil, jobID: "j",
+            callID: "c", scopeKind: "conversation", scopeID: "s", mode: "audio", callerName: "", groupName: nil,
+            jobID: "j",
             expiresAt: Self.now.addingTimeInterval(30), now: Self.now)
         #expect(throws: NotARingChannel.self) { try Self.channel.ringRequest(for: ring) }
-        #expect(try APNsVoIPChannel(unconfiguredFor: "com.example.phone").noticeRequest(for: Self.notice("missed")) == nil)
+        #expect(
+            try APNsVoIPChannel(unconfiguredFor: "com.example.phone").noticeRequest(for: Self.notice("missed")) == nil)
         #expect(!Self.channel.summary.configured, "configured exactly when the VoIP channel is")
     }
 }
@@ -53,16 +64,21 @@ struct FCMVerdictTests {
         let bare = channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED"))
         #expect(bare.action == .retry && bare.retryAfter == 60)
         #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 5)).retryAfter == 60)
-        #expect(channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 120)).retryAfter == 120)
+        #expect(
+            channel.verdict(for: .response(status: 429, reason: "QUOTA_EXCEEDED", retryAfter: 120)).retryAfter == 120)
         #expect(channel.verdict(for: .response(status: 503, reason: "UNAVAILABLE", retryAfter: 5)).retryAfter == 5)
         #expect(channel.verdict(for: .response(status: 503, reason: "UNAVAILABLE")).retryAfter == nil)
     }
 
     /// The makers' day quotas wait an hour; their rate limits do not.
     @Test func aMakersDailyQuotaWaitsAnHour() {
-        for (channel, quota, rate) in [(VendorChannel.oppo(transport: nil), "33", "55"), (.vivo(transport: nil), "10070", "10072"), (.xiaomi(transport: nil), "200001", "10027")] {
+        for (channel, quota, rate) in [
+            (VendorChannel.oppo(transport: nil), "33", "55"), (.vivo(transport: nil), "10070", "10072"),
+            (.xiaomi(transport: nil), "200001", "10027"),
+        ] {
             let over = channel.verdict(for: .response(status: 200, reason: quota))
-            #expect(over.action == .retry && over.retryAfter == ResultCodeTable.quotaRetryFloor, "\(channel.name) \(quota)")
+            #expect(
+                over.action == .retry && over.retryAfter == ResultCodeTable.quotaRetryFloor, "\(channel.name) \(quota)")
             let busy = channel.verdict(for: .response(status: 200, reason: rate))
             #expect(busy.action == .retry && busy.retryAfter == nil, "\(channel.name) \(rate)")
         }

@@ -15,7 +15,10 @@ struct AccessTokenCacheTests {
         let gate = Mutex(true)
         func fetch() async throws -> (token: String, lifetime: TimeInterval) {
             while gate.withLock({ !$0 }) { try await Task.sleep(nanoseconds: 1_000_000) }
-            let number = fetched.withLock { $0 += 1; return $0 }
+            let number = fetched.withLock {
+                $0 += 1
+                return $0
+            }
             return ("token-\(number)", 24 * 3600)
         }
     }

@@ -12,7 +12,8 @@ import SwitchboardObservability
 @Suite("API contract", .timeLimit(.minutes(2)))
 struct APIContractTests {
     private static func register(_ app: TestApplication, _ username: String, password: String) async -> HTTPResponse {
-        let body = #"{"username":"\#(username)","password":"\#(JSONText.escape(password))","displayName":"\#(username)"}"#
+        let body =
+            #"{"username":"\#(username)","password":"\#(JSONText.escape(password))","displayName":"\#(username)"}"#
         return await app.request("POST", "/auth/register", body: body)
     }
 
@@ -109,27 +110,38 @@ struct APIContractTests {
         configuration.adminKey = key
         let app = try TestApplication(configuration: configuration)
         defer { app.close() }
-        let response = await app.request("GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer \(key)"])
+        let response = await app.request(
+            "GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer \(key)"])
         #expect(response.status == 200)
         let object = try #require(response.json)
         #expect(Set(object.keys) == ["pending", "oldestPendingAgeSeconds", "outcomes", "newestFailures"])
         #expect(object["oldestPendingAgeSeconds"] is NSNull)
 
         let encoder = JSONBody.makeEncoder()
-        let outcome = try JSONSerialization.jsonObject(
-            with: encoder.encode(AdminRoutes.Outcome(provider: "apns", channel: "ios-voip", state: "delivered", reason: nil, count: 3))) as? [String: Any]
+        let outcome =
+            try JSONSerialization.jsonObject(
+                with: encoder.encode(
+                    AdminRoutes.Outcome(
+                        provider: "apns", channel: "ios-voip", state: "delivered", reason: nil, count: 3)))
+            as? [String: Any]
         #expect(outcome?["reason"] is NSNull)
-        let failure = try JSONSerialization.jsonObject(
-            with: encoder.encode(AdminRoutes.Failure(
-                jobId: "j", callId: "c", userId: "u", provider: "apns", channel: "ios-voip", tokenSuffix: "0011aabb", state: "expired", reason: nil,
-                lastError: nil, attempts: 1, finishedAt: nil))
-        ) as? [String: Any]
+        let failure =
+            try JSONSerialization.jsonObject(
+                with: encoder.encode(
+                    AdminRoutes.Failure(
+                        jobId: "j", callId: "c", userId: "u", provider: "apns", channel: "ios-voip",
+                        tokenSuffix: "0011aabb", state: "expired", reason: nil,
+                        lastError: nil, attempts: 1, finishedAt: nil))
+            ) as? [String: Any]
         #expect(failure?["reason"] is NSNull && failure?["finishedAt"] is NSNull && failure?["lastError"] is NSNull)
     }
 
     /// Without an admin key the admin endpoints are off: a request without credentials is 401
     /// (as the contract says for every admin route), one with a key 403 `ADMIN_DISABLED`.
-    @Test(arguments: [([String: String](), 401, "UNAUTHORIZED"), (["Authorization": "Bearer admin-key-0123456789"], 403, "ADMIN_DISABLED")])
+    @Test(arguments: [
+        ([String: String](), 401, "UNAUTHORIZED"),
+        (["Authorization": "Bearer admin-key-0123456789"], 403, "ADMIN_DISABLED"),
+    ])
     func adminEndpointsAreDisabledWithoutAKey(extra: [String: String], status: Int, code: String) async throws {
         let app = try TestApplication()
         defer { app.close() }

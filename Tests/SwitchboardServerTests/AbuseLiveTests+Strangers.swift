@@ -5,11 +5,15 @@ import Testing
 /// What a stranger, or one account, can cost the server: bodies, password hashing, held
 /// connections; and the operator's paths on a listener of their own.
 extension AbuseLiveTests {
-    private static let streamRequest = "GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %@\r\n\r\n"
+    private static let streamRequest =
+        "GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %@\r\n\r\n"
 
     @Test func signInBodiesAreSmallUnroutedBodiesAreNeverReadAndOneUserHoldsFewStreams() async throws {
         let (server, data) = try await launchAbuse(["SWITCHBOARD_MAX_STREAMS_PER_USER": "2"])
-        defer { _ = server.stop(); data.remove() }
+        defer {
+            _ = server.stop()
+            data.remove()
+        }
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
         // A sign-in body past 8 KiB is refused before it is read or decoded.
         let padded = #"{"username":"x","password":"\#(String(repeating: "p", count: 9000))"}"#
@@ -30,14 +34,18 @@ extension AbuseLiveTests {
         let third = await fetch(server.address, "GET", "/events/stream?after=0", headers: erin.auth)
         #expect(third.status == 429 && Self.errorCode(third.body) == "RATE_LIMITED", "\(third.body)")
         #expect(third.headers.lowercased().contains("retry-after:"))
-        #expect(await fetch(server.address, "GET", "/events?after=0&wait=1", headers: erin.auth).status == 429, "long polls count too")
+        #expect(
+            await fetch(server.address, "GET", "/events?after=0&wait=1", headers: erin.auth).status == 429,
+            "long polls count too")
         streams[0].hangUp()
         let again = try RawClient(port: port)
-        #expect(await eventually {
-            let probe = try? RawClient(port: port)
-            probe?.send(String(format: Self.streamRequest, erin.token))
-            return await probe?.receive(timeout: 2) { $0.contains("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200 ") == true
-        })
+        #expect(
+            await eventually {
+                let probe = try? RawClient(port: port)
+                probe?.send(String(format: Self.streamRequest, erin.token))
+                return await probe?.receive(timeout: 2) { $0.contains("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200 ")
+                    == true
+            })
         _ = again
         // Another user is not held back by erin's streams.
         let fay = try await liveRegister(server.address, "fay")
@@ -48,19 +56,24 @@ extension AbuseLiveTests {
         let (server, data) = try await launchAbuse([
             "SWITCHBOARD_PASSWORD_HASH_QUEUE": "1", "SWITCHBOARD_LIMIT_REGISTRATIONS_PER_ADDRESS": "1000000/3600",
         ])
-        defer { _ = server.stop(); data.remove() }
+        defer {
+            _ = server.stop()
+            data.remove()
+        }
         _ = try await liveRegister(server.address, "gina")
         let replies = await withTaskGroup(of: (Int, String, String).self) { group in
             for index in 0..<40 {
                 group.addTask {
                     let reply = await fetch(
-                        server.address, "POST", "/auth/register", body: #"{"username":"flood\#(index)","password":"long enough","displayName":"F"}"#)
+                        server.address, "POST", "/auth/register",
+                        body: #"{"username":"flood\#(index)","password":"long enough","displayName":"F"}"#)
                     return (reply.status, reply.headers, reply.body)
                 }
             }
             group.addTask {
                 try? await Task.sleep(for: .milliseconds(50))
-                let reply = await fetch(server.address, "POST", "/auth/login", body: #"{"username":"gina","password":"long enough"}"#)
+                let reply = await fetch(
+                    server.address, "POST", "/auth/login", body: #"{"username":"gina","password":"long enough"}"#)
                 return (reply.status, "login", reply.body)
             }
             var all: [(Int, String, String)] = []
@@ -78,8 +91,13 @@ extension AbuseLiveTests {
 
     @Test func metricsAndAdminCanLiveOnAListenerOfTheirOwn() async throws {
         let adminKey = "operator-admin-key-0123456789"
-        let (server, data) = try await launchAbuse(["SWITCHBOARD_OPERATOR_LISTEN": "127.0.0.1:0", "SWITCHBOARD_ADMIN_KEY": adminKey])
-        defer { _ = server.stop(); data.remove() }
+        let (server, data) = try await launchAbuse([
+            "SWITCHBOARD_OPERATOR_LISTEN": "127.0.0.1:0", "SWITCHBOARD_ADMIN_KEY": adminKey,
+        ])
+        defer {
+            _ = server.stop()
+            data.remove()
+        }
         let line = try #require(server.lines.first { $0.contains("operator listener") })
         let operatorAddress = try #require(liveJSON(line)["address"] as? String)
         let admin = ["Authorization": "Bearer \(adminKey)"]

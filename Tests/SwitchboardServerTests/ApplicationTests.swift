@@ -108,7 +108,9 @@ struct OpenAPIDocumentTests {
         let response = await app.request("GET", "/openapi.json")
         #expect(response.status == 200)
         #expect(response.text == openAPIDocumentJSON)
-        let onDisk = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/SwitchboardServerTests/ApplicationTests.swift", with: "openapi.json"), encoding: .utf8)
+        let onDisk = try String(
+            contentsOfFile: #filePath.replacingOccurrences(
+                of: "Tests/SwitchboardServerTests/ApplicationTests.swift", with: "openapi.json"), encoding: .utf8)
         #expect(onDisk == openAPIDocumentJSON)
     }
 
@@ -123,8 +125,12 @@ struct OpenAPIDocumentTests {
         let served = Set(app.application.router.routes.map { "\($0.method.lowercased()) \($0.pattern)" })
         let paths = try #require(try document()["paths"] as? [String: [String: Any]])
         let methods: Set<String> = ["get", "post", "put", "patch", "delete"]
-        let documented = Set(paths.flatMap { path, operations in operations.keys.filter(methods.contains).map { "\($0) \(path)" } })
-        #expect(served == documented, "undocumented: \(served.subtracting(documented).sorted()), unserved: \(documented.subtracting(served).sorted())")
+        let documented = Set(
+            paths.flatMap { path, operations in operations.keys.filter(methods.contains).map { "\($0) \(path)" } })
+        #expect(
+            served == documented,
+            "undocumented: \(served.subtracting(documented).sorted()), unserved: \(documented.subtracting(served).sorted())"
+        )
     }
 
     /// Every `$ref` points at something that exists.
@@ -161,7 +167,8 @@ struct OpenAPIDocumentTests {
     /// The error codes the document lists in the `Error` schema: each written `CODE (`.
     private func listedCodes(in doc: [String: Any]) throws -> Set<String> {
         let schemas = try #require((doc["components"] as? [String: Any])?["schemas"] as? [String: Any])
-        let error = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
+        let error = try #require(
+            ((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
         let code = try #require((error["properties"] as? [String: Any])?["code"] as? [String: Any])
         let text = try #require(code["description"] as? String)
         let names = try Regex(#"([A-Z][A-Z0-9_]+) (?:and [A-Z][A-Z0-9_]+ )?\("#)
@@ -187,18 +194,31 @@ struct OpenAPIDocumentTests {
                 let name = "\(method.uppercased()) \(path)"
                 let responses = try #require(operation["responses"] as? [String: [String: Any]])
                 let security = operation["security"] as? [[String: Any]] ?? []
-                if !security.allSatisfy(\.isEmpty) { #expect(responses["401"] != nil, "\(name) needs a credential but documents no 401") }
-                if operation["requestBody"] != nil { #expect(responses["400"] != nil, "\(name) takes a body but documents no 400") }
+                if !security.allSatisfy(\.isEmpty) {
+                    #expect(responses["401"] != nil, "\(name) needs a credential but documents no 401")
+                }
+                if operation["requestBody"] != nil {
+                    #expect(responses["400"] != nil, "\(name) takes a body but documents no 400")
+                }
                 // 1xx (the audio socket's 101) and 2xx are not errors.
-                for (status, response) in responses where !status.hasPrefix("2") && !status.hasPrefix("1") && path != "/healthz" && path != "/readyz" {
-                    let envelope = ((resolve(response, in: doc)["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"]
-                    #expect((envelope as? [String: Any])?["$ref"] as? String == "#/components/schemas/Error", "\(name) \(status)")
+                for (status, response) in responses
+                where !status.hasPrefix("2") && !status.hasPrefix("1") && path != "/healthz" && path != "/readyz" {
+                    let envelope =
+                        ((resolve(response, in: doc)["content"] as? [String: Any])?["application/json"]
+                        as? [String: Any])?["schema"]
+                    #expect(
+                        (envelope as? [String: Any])?["$ref"] as? String == "#/components/schemas/Error",
+                        "\(name) \(status)")
                     let description = response["description"] as? String ?? ""
                     #expect(description.hasPrefix("\(status) "), "\(name) \(status): \(description)")
-                    let named = description.prefix { $0 != ":" }.split(whereSeparator: { !$0.isUppercase && !$0.isNumber && $0 != "_" })
-                        .map(String.init).filter { $0.count > 2 && $0.first!.isLetter }
+                    let named = description.prefix { $0 != ":" }.split(whereSeparator: {
+                        !$0.isUppercase && !$0.isNumber && $0 != "_"
+                    })
+                    .map(String.init).filter { $0.count > 2 && $0.first!.isLetter }
                     #expect(!named.isEmpty, "\(name) \(status) names no code: \(description)")
-                    for code in named { #expect(codes.contains(code), "\(name) \(status): \(code) is not in the Error schema's list") }
+                    for code in named {
+                        #expect(codes.contains(code), "\(name) \(status): \(code) is not in the Error schema's list")
+                    }
                 }
             }
         }
@@ -216,8 +236,10 @@ struct OpenAPIDocumentTests {
         #expect(Set(catalogue).subtracting(listed).sorted() == [], "in the catalogue but not in the document")
         #expect(listed.subtracting(catalogue).sorted() == [], "in the document but not in the catalogue")
         let schemas = try #require((doc["components"] as? [String: Any])?["schemas"] as? [String: Any])
-        let error = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
-        let text = try #require(((error["properties"] as? [String: Any])?["code"] as? [String: Any])?["description"] as? String)
+        let error = try #require(
+            ((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
+        let text = try #require(
+            ((error["properties"] as? [String: Any])?["code"] as? [String: Any])?["description"] as? String)
         for code in ErrorCode.catalogue {
             // "CODE (503" or, for a pair, "CODE and OTHER (503".
             let documented = try Regex("\\b\(code.rawValue)(?: and [A-Z_]+)? \\(\(code.status)\\b")
@@ -226,11 +248,14 @@ struct OpenAPIDocumentTests {
         }
         #expect(ErrorCode(rawValue: "SOMETHING_NEW").status == 0)
 
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let literal = try Regex(#"(?:code: |case [^:\n]+: |default: )"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)""#)
         for folder in ["Sources/SwitchboardServer", "Sources/SwitchboardCore", "Sources/SwitchboardHTTP"] {
             let directory = root.appendingPathComponent(folder)
-            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
+            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap {
+                $0 as? String
+            }
             // HTTPResponse.swift's `case 200: "OK"` table holds reason phrases, not codes.
             for file in files where file.hasSuffix(".swift") && !file.hasSuffix("HTTPResponse.swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
@@ -251,8 +276,10 @@ struct OpenAPIDocumentTests {
         let expected: [(CallTransitionError, Int, String)] = [
             (.notInvolved, 404, "NOT_FOUND"), (.notCaller, 403, "NOT_CALLER"), (.notMember, 403, "NOT_MEMBER"),
             (.invitationNotRinging, 409, "INVITATION_NOT_RINGING"), (.callEnded, 409, "CALL_ENDED"),
-            (.callNotRinging, 409, "CALL_NOT_RINGING"), (.callNotActive, 409, "CALL_NOT_ACTIVE"), (.notJoinable, 409, "CALL_NOT_JOINABLE"),
-            (.notParticipant, 409, "NOT_PARTICIPANT"), (.alreadyParticipant, 409, "ALREADY_PARTICIPANT"), (.busy, 409, "CALL_BUSY"),
+            (.callNotRinging, 409, "CALL_NOT_RINGING"), (.callNotActive, 409, "CALL_NOT_ACTIVE"),
+            (.notJoinable, 409, "CALL_NOT_JOINABLE"),
+            (.notParticipant, 409, "NOT_PARTICIPANT"), (.alreadyParticipant, 409, "ALREADY_PARTICIPANT"),
+            (.busy, 409, "CALL_BUSY"),
         ]
         for (error, status, code) in expected {
             #expect(error.apiError.status == status && error.apiError.code.rawValue == code, "\(error)")
@@ -265,11 +292,15 @@ struct OpenAPIDocumentTests {
         let doc = try document()
         let paths = try #require(doc["paths"] as? [String: [String: Any]])
         for (path, operations) in paths {
-            let inPath = Set(path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) })
+            let inPath = Set(
+                path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) })
             let shared = (operations["parameters"] as? [[String: Any]] ?? []).map { resolve($0, in: doc) }
             for (method, value) in operations where Self.methods.contains(method) {
-                let own = ((value as? [String: Any])?["parameters"] as? [[String: Any]] ?? []).map { resolve($0, in: doc) }
-                let declared = Set((shared + own).filter { $0["in"] as? String == "path" }.compactMap { $0["name"] as? String })
+                let own = ((value as? [String: Any])?["parameters"] as? [[String: Any]] ?? []).map {
+                    resolve($0, in: doc)
+                }
+                let declared = Set(
+                    (shared + own).filter { $0["in"] as? String == "path" }.compactMap { $0["name"] as? String })
                 #expect(declared == inPath, "\(method.uppercased()) \(path): declared \(declared.sorted())")
             }
         }

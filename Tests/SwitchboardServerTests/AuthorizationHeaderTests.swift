@@ -23,9 +23,15 @@ struct AuthorizationHeaderTests {
 
     @Test(arguments: [
         ("Bearer \"\(good)\"", "malformed bearer token: the token is quoted; send it without quotes"),
-        ("Bearer null", "malformed bearer token: the token is 'null': the register or login request that should have given it failed"),
+        (
+            "Bearer null",
+            "malformed bearer token: the token is 'null': the register or login request that should have given it failed"
+        ),
         ("Bearer abc", "malformed bearer token: the token has 3 characters, not 43"),
-        ("Bearer \(String(repeating: "+", count: 43))", "malformed bearer token: the token has characters outside base64url"),
+        (
+            "Bearer \(String(repeating: "+", count: 43))",
+            "malformed bearer token: the token has characters outside base64url"
+        ),
         (good, "the word Bearer is missing before the token"),
         ("Basic dXNlcjpwYXNz", "Authorization scheme 'Basic' is not supported"),
         ("Bearer", "no token after Bearer"),
@@ -35,6 +41,9 @@ struct AuthorizationHeaderTests {
     func aWrongHeaderSaysWhatCameAndWhatWasExpected(header: String, start: String) {
         let text = message(header)
         #expect(text?.hasPrefix(start) == true, "\(text ?? "accepted")")
-        #expect(text?.hasSuffix("expected Authorization: Bearer <token>, with the 43-character token from /auth/register or /auth/login") == true)
+        #expect(
+            text?.hasSuffix(
+                "expected Authorization: Bearer <token>, with the 43-character token from /auth/register or /auth/login"
+            ) == true)
     }
 }

@@ -25,7 +25,9 @@ struct BackgroundLoopClockTests {
         // (nothing calls sweepRingTimeouts here; real time barely moves).
         world.clock.advance(seconds: 46)
         #expect(try await eventuallyTrying { try await world.get(call.id, by: alice).endReason == .missed })
-        #expect(await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 1 }, "and goes back to sleep on it")
+        #expect(
+            await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 1 }, "and goes back to sleep on it"
+        )
     }
 
     /// A held long poll times out on the manual clock: it is still held however long real time
@@ -35,7 +37,9 @@ struct BackgroundLoopClockTests {
         defer { world.close() }
         let alice = try await world.person("alice")
         let hub = world.app.application.store.hub
-        let me = try JSONSerialization.jsonObject(with: Data(await world.app.request("GET", "/me", headers: alice.headers).bodyBytes)) as? [String: Any]
+        let me =
+            try JSONSerialization.jsonObject(
+                with: Data(await world.app.request("GET", "/me", headers: alice.headers).bodyBytes)) as? [String: Any]
         let cursor = try #require(me?["eventCursor"] as? Int)
         let poll = Task { await world.app.request("GET", "/events?after=\(cursor)&wait=20", headers: alice.headers) }
         #expect(await eventually { hub.waiterCount == 1 })

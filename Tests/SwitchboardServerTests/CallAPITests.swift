@@ -21,7 +21,9 @@ struct CallAPITests {
         #expect(call.invitations.map(\.userId) == [bob.id] && call.invitations.first?.state == .ringing)
         #expect(call.participants.isEmpty && call.endReason == nil && call.answeredAt == nil)
         // Never the room name or the clientId.
-        #expect(!created.text.contains("call_\(call.id)") && !created.text.contains("clientId") && !created.text.contains("room"))
+        #expect(
+            !created.text.contains("call_\(call.id)") && !created.text.contains("clientId")
+                && !created.text.contains("room"))
         #expect(try await world.events(of: alice, after: aliceCursor).map(\.kind.rawValue) == ["call_changed"])
         let bobEvents = try await world.events(of: bob, after: bobCursor)
         #expect(bobEvents.map(\.kind.rawValue) == ["call_changed"] && bobEvents.first?.callId == call.id)
@@ -68,7 +70,8 @@ struct CallAPITests {
     @Test func nonMembersExFriendsAndBlocksInEitherDirectionAre403() async throws {
         let world = try CallWorld()
         defer { world.close() }
-        let alice = try await world.person("alice"), bob = try await world.person("bob"), mallory = try await world.person("mallory")
+        let alice = try await world.person("alice"), bob = try await world.person("bob"),
+            mallory = try await world.person("mallory")
         let conversation = try await world.befriend(alice, bob)
         let group = try await world.group(alice, [bob])
         let stranger = await world.call(mallory, "conversation", conversation)
@@ -90,7 +93,8 @@ struct CallAPITests {
     @Test func oneCallPerScopeAndOneCallPerCaller() async throws {
         let world = try CallWorld()
         defer { world.close() }
-        let alice = try await world.person("alice"), bob = try await world.person("bob"), carol = try await world.person("carol")
+        let alice = try await world.person("alice"), bob = try await world.person("bob"),
+            carol = try await world.person("carol")
         let ab = try await world.befriend(alice, bob)
         let ac = try await world.befriend(alice, carol)
         #expect(await world.call(alice, "conversation", ab).status == 201)
@@ -103,7 +107,8 @@ struct CallAPITests {
     @Test func anInviteeInAnotherCallIsBusyAndAllBusyIsBornEnded() async throws {
         let world = try CallWorld()
         defer { world.close() }
-        let alice = try await world.person("alice"), bob = try await world.person("bob"), carol = try await world.person("carol")
+        let alice = try await world.person("alice"), bob = try await world.person("bob"),
+            carol = try await world.person("carol")
         let bc = try await world.befriend(bob, carol)
         let ab = try await world.befriend(alice, bob)
         let first = try #require(await world.call(bob, "conversation", bc).call)
@@ -157,12 +162,14 @@ struct CallAPITests {
         let media = try #require(answer.media)
         #expect(!media.token.isEmpty && !media.url.isEmpty)
         // The same claims as a token from POST /calls/{id}/media-token.
-        let separate = try JSONDecoder().decode(MediaToken.self, from: Data(await world.act("media-token", call.id, by: bob).bodyBytes))
+        let separate = try JSONDecoder().decode(
+            MediaToken.self, from: Data(await world.act("media-token", call.id, by: bob).bodyBytes))
         #expect(separate.url == media.url)
         #expect(try payload(of: separate.token)["sub"] as? String == bob.id)
         #expect(try payload(of: media.token)["sub"] as? String == bob.id)
-        #expect(try (payload(of: media.token)["video"] as? [String: Any])?["room"] as? String
-            == (payload(of: separate.token)["video"] as? [String: Any])?["room"] as? String)
+        #expect(
+            try (payload(of: media.token)["video"] as? [String: Any])?["room"] as? String
+                == (payload(of: separate.token)["video"] as? [String: Any])?["room"] as? String)
         // The query form, for a request without a body (one packet on the way up).
         let viaQuery = await world.act("accept?mediaToken=true", call.id, by: bob)
         #expect(try JSONDecoder().decode(CallWithMedia.self, from: Data(viaQuery.bodyBytes)).media != nil)
@@ -185,9 +192,13 @@ struct CallAPITests {
         let conversation = try await world.befriend(alice, bob)
         let call = try #require(await world.call(alice, "conversation", conversation).call)
         for bad in ["26", "-1", "x", "", "1.5"] {
-            #expect(await world.act("media-token?wait=\(bad)", call.id, by: alice).errorCode == "VALIDATION_FAILED", "wait=\(bad)")
+            #expect(
+                await world.act("media-token?wait=\(bad)", call.id, by: alice).errorCode == "VALIDATION_FAILED",
+                "wait=\(bad)")
         }
-        #expect(await world.act("media-token", call.id, by: alice).errorCode == "NOT_PARTICIPANT", "no wait: at once, as before")
+        #expect(
+            await world.act("media-token", call.id, by: alice).errorCode == "NOT_PARTICIPANT",
+            "no wait: at once, as before")
         // The invitee is not held (only an accept of its own makes it a participant).
         #expect(await world.act("media-token?wait=25", call.id, by: bob).errorCode == "NOT_PARTICIPANT")
         #expect(hub.waiterCount == 0)
@@ -195,7 +206,8 @@ struct CallAPITests {
         let held = Task { await world.act("media-token?wait=25", call.id, by: alice) }
         #expect(await eventually { hub.waiterCount == 1 })
         // An event of another kind wakes it, it reads the call again and goes on waiting.
-        let message = await world.app.request("POST", "/conversations/\(conversation)/messages", headers: bob.headers, body: #"{"text":"hi"}"#)
+        let message = await world.app.request(
+            "POST", "/conversations/\(conversation)/messages", headers: bob.headers, body: #"{"text":"hi"}"#)
         #expect(message.status == 201)
         #expect(await eventually { hub.waiterCount == 1 }, "woken by the message, waiting again")
         #expect(await world.act("accept", call.id, by: bob).status == 200)
@@ -242,7 +254,8 @@ struct CallAPITests {
     @Test func strangersCannotSeeOrTouchACall() async throws {
         let world = try CallWorld()
         defer { world.close() }
-        let alice = try await world.person("alice"), bob = try await world.person("bob"), mallory = try await world.person("mallory")
+        let alice = try await world.person("alice"), bob = try await world.person("bob"),
+            mallory = try await world.person("mallory")
         let conversation = try await world.befriend(alice, bob)
         let call = try #require(await world.call(alice, "conversation", conversation).call)
         for action in ["accept", "decline", "join", "leave", "cancel", "media-token"] {
@@ -250,14 +263,19 @@ struct CallAPITests {
         }
         #expect(await world.app.request("GET", "/calls/\(call.id)", headers: mallory.headers).status == 404)
         #expect(await world.app.request("GET", "/calls/\(UUID().uuidString)", headers: alice.headers).status == 404)
-        #expect(await world.app.request("GET", "/calls/current?scopeKind=conversation&scopeId=\(conversation)", headers: mallory.headers).status == 403)
+        #expect(
+            await world.app.request(
+                "GET", "/calls/current?scopeKind=conversation&scopeId=\(conversation)", headers: mallory.headers
+            ).status == 403)
     }
 
     @Test func groupCallBusyDeclineAcceptJoinAndLastLeaverEndsIt() async throws {
         let world = try CallWorld()
         defer { world.close() }
         let owner = try await world.person("owner")
-        let members = try await [world.person("member1"), world.person("member2"), world.person("member3"), world.person("member4")]
+        let members = try await [
+            world.person("member1"), world.person("member2"), world.person("member3"), world.person("member4"),
+        ]
         let group = try await world.group(owner, members)
         // m4 is busy in a 1:1 call with a friend of theirs.
         let friend = try await world.person("friend")
@@ -272,13 +290,17 @@ struct CallAPITests {
         #expect(await world.act("decline", call.id, by: members[0]).call?.state == .ringing)
         let accepted = await world.act("accept", call.id, by: members[1])
         #expect(accepted.call?.state == .active)
-        #expect(states(await world.act("join", call.id, by: members[2]).call) == ["declined", "accepted", "accepted", "busy"])
+        #expect(
+            states(await world.act("join", call.id, by: members[2]).call) == [
+                "declined", "accepted", "accepted", "busy",
+            ])
         // The busy member joins once free; the one who declined can join too.
         _ = await world.act("cancel", sideCall.id, by: members[3])
         #expect(await world.act("join", call.id, by: members[3]).status == 200)
         let joined = await world.act("join", call.id, by: members[0], body: #"{"mediaToken":true}"#)
         #expect(joined.status == 200)
-        #expect(try JSONDecoder().decode(CallWithMedia.self, from: Data(joined.bodyBytes)).media?.token.isEmpty == false)
+        #expect(
+            try JSONDecoder().decode(CallWithMedia.self, from: Data(joined.bodyBytes)).media?.token.isEmpty == false)
         #expect(await world.act("join", call.id, by: members[0]).errorCode == "ALREADY_PARTICIPANT")
         for person in [owner, members[0], members[1], members[2]] {
             #expect(await world.act("leave", call.id, by: person).call?.state == .active)
@@ -290,7 +312,8 @@ struct CallAPITests {
     @Test func everyGroupInviteeDecliningEndsIt() async throws {
         let world = try CallWorld()
         defer { world.close() }
-        let owner = try await world.person("owner"), a = try await world.person("anna"), b = try await world.person("bert")
+        let owner = try await world.person("owner"), a = try await world.person("anna"),
+            b = try await world.person("bert")
         let group = try await world.group(owner, [a, b])
         let call = try #require(await world.call(owner, "group", group).call)
         _ = await world.act("decline", call.id, by: a)
@@ -321,11 +344,14 @@ struct CallAPITests {
         #expect(await world.app.request("GET", "/calls/current?\(scope)", headers: alice.headers).text == "null")
         let call = try #require(await world.call(alice, "conversation", conversation).call)
         for person in [alice, bob] {
-            let active = try JSONDecoder().decode([CallInfo].self, from: Data(await world.app.request("GET", "/calls/active", headers: person.headers).bodyBytes))
+            let active = try JSONDecoder().decode(
+                [CallInfo].self,
+                from: Data(await world.app.request("GET", "/calls/active", headers: person.headers).bodyBytes))
             #expect(active.map(\.id) == [call.id])
         }
         #expect(await world.app.request("GET", "/calls/current?\(scope)", headers: bob.headers).call?.id == call.id)
-        #expect(await world.app.request("GET", "/calls/current?scopeKind=conversation", headers: bob.headers).status == 400)
+        #expect(
+            await world.app.request("GET", "/calls/current?scopeKind=conversation", headers: bob.headers).status == 400)
         _ = await world.act("cancel", call.id, by: alice)
         // History: only ended calls, newest first, at most 100.
         for _ in 0..<101 {
@@ -335,7 +361,8 @@ struct CallAPITests {
         }
         _ = await world.call(alice, "conversation", conversation)  // one still ringing, not in history
         let history = try JSONDecoder().decode(
-            [CallInfo].self, from: Data(await world.app.request("GET", "/calls/history?\(scope)", headers: bob.headers).bodyBytes))
+            [CallInfo].self,
+            from: Data(await world.app.request("GET", "/calls/history?\(scope)", headers: bob.headers).bodyBytes))
         #expect(history.count == 100)
         #expect(history.allSatisfy { $0.state == .ended })
         #expect(history.map(\.endedAt!) == history.map(\.endedAt!).sorted(by: >))
@@ -356,12 +383,15 @@ struct CallAPITests {
         _ = await world.app.request("DELETE", "/friends/\(bob.id)", headers: alice.headers)
         #expect(try await world.get(second.id, by: alice).endReason == .unfriended)
 
-        let owner = try await world.person("owner"), m1 = try await world.person("member1"), m2 = try await world.person("member2")
+        let owner = try await world.person("owner"), m1 = try await world.person("member1"),
+            m2 = try await world.person("member2")
         let group = try await world.group(owner, [m1, m2])
         let groupCall = try #require(await world.call(owner, "group", group).call)
         _ = await world.act("accept", groupCall.id, by: m1)
         _ = await world.act("accept", groupCall.id, by: m2)
-        #expect(await world.app.request("DELETE", "/groups/\(group)/members/\(m1.id)", headers: owner.headers).status == 204)
+        #expect(
+            await world.app.request("DELETE", "/groups/\(group)/members/\(m1.id)", headers: owner.headers).status == 204
+        )
         let afterRemoval = try await world.get(groupCall.id, by: owner)
         #expect(afterRemoval.state == .active && afterRemoval.participants.first { $0.userId == m1.id }?.leftAt != nil)
         #expect(await world.app.request("POST", "/groups/\(group)/leave", headers: m2.headers).status == 204)
@@ -377,7 +407,9 @@ private func payload(of token: String) throws -> [String: Any] {
     guard parts.count == 3 else { throw TestFailure("not a JWT: \(token)") }
     var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
     while base64.count % 4 != 0 { base64 += "=" }
-    guard let data = Data(base64Encoded: base64), let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+    guard let data = Data(base64Encoded: base64),
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+    else {
         throw TestFailure("bad JWT payload")
     }
     return object

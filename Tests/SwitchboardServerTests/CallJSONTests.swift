@@ -8,26 +8,31 @@ import SwitchboardWire
 struct CallJSONTests {
     static let calls = [
         CallInfo(
-            id: "c1", scopeKind: .conversation, scopeId: "conv/1", mode: .audio, state: .ringing, endReason: nil, createdBy: "u\"1",
+            id: "c1", scopeKind: .conversation, scopeId: "conv/1", mode: .audio, state: .ringing, endReason: nil,
+            createdBy: "u\"1",
             createdAt: "2026-12-01T16:00:00.000Z", answeredAt: nil, endedAt: nil,
             invitations: [InvitationInfoSample.ringing, InvitationInfoSample.odd], participants: []),
         CallInfo(
-            id: "c2", scopeKind: .group, scopeId: "g1", mode: .video, state: .ended, endReason: .connectionLost, createdBy: "u2",
-            createdAt: "2026-12-01T16:00:00.000Z", answeredAt: "2026-12-01T16:00:01.000Z", endedAt: "2026-12-01T16:00:09.000Z",
+            id: "c2", scopeKind: .group, scopeId: "g1", mode: .video, state: .ended, endReason: .connectionLost,
+            createdBy: "u2",
+            createdAt: "2026-12-01T16:00:00.000Z", answeredAt: "2026-12-01T16:00:01.000Z",
+            endedAt: "2026-12-01T16:00:09.000Z",
             invitations: [],
             participants: [
                 CallParticipantInfo(userId: "u2", joinedAt: "2026-12-01T16:00:01.000Z", leftAt: nil),
                 CallParticipantInfo(userId: "ü☎️\\", joinedAt: "t\u{8}\u{c}\u{1}\n", leftAt: "2026-12-01T16:00:09.000Z"),
             ]),
         CallInfo(
-            id: "c3", scopeKind: .unknown("future_kind"), scopeId: "x", mode: .unknown("hologram"), state: .unknown("paused"),
+            id: "c3", scopeKind: .unknown("future_kind"), scopeId: "x", mode: .unknown("hologram"),
+            state: .unknown("paused"),
             endReason: .unknown("new_reason"), createdBy: "u3", createdAt: "t", answeredAt: nil, endedAt: nil,
             invitations: [CallInvitationInfo(userId: "u4", state: .unknown("maybe"), updatedAt: "t")], participants: []),
     ]
 
     enum InvitationInfoSample {
         static let ringing = CallInvitationInfo(userId: "u9", state: .ringing, updatedAt: "2026-12-01T16:00:00.000Z")
-        static let odd = CallInvitationInfo(userId: "tab\there", state: .declined, updatedAt: "2026-12-01T16:00:00.000Z")
+        static let odd = CallInvitationInfo(
+            userId: "tab\there", state: .declined, updatedAt: "2026-12-01T16:00:00.000Z")
     }
 
     /// The hand-written encoder must produce exactly what the response encoder does.
@@ -56,7 +61,9 @@ struct CallJSONTests {
         let media = MediaToken(url: "wss://media.example/rtc", token: "a.b\"c", expiresAt: "2026-12-01T16:00:30.000Z")
         for call in Self.calls {
             let expected = Array(try JSONBody.makeEncoder().encode(Expected(call: call, media: media)))
-            #expect(CallJSON.call(call, media: media) == expected, "\(String(decoding: CallJSON.call(call, media: media), as: UTF8.self))")
+            #expect(
+                CallJSON.call(call, media: media) == expected,
+                "\(String(decoding: CallJSON.call(call, media: media), as: UTF8.self))")
             let decoded = try JSONDecoder().decode(CallWithMedia.self, from: Data(CallJSON.call(call, media: media)))
             #expect(decoded == CallWithMedia(call: call, media: media))
             #expect(try JSONDecoder().decode(CallWithMedia.self, from: Data(CallJSON.call(call))).media == nil)

@@ -145,7 +145,8 @@ struct CallMediaTests {
         let livekit = try FakeLiveKit()
         let world = try CallWorld(configuration: livekit.configuration())
         defer { world.close() }
-        let owner = try await world.person("owner"), a = try await world.person("anna"), b = try await world.person("bert")
+        let owner = try await world.person("owner"), a = try await world.person("anna"),
+            b = try await world.person("bert")
         let group = try await world.group(owner, [a, b])
         let call = try #require(await world.call(owner, "group", group).call)
         _ = await world.act("accept", call.id, by: a)
@@ -192,7 +193,8 @@ struct CallMediaTests {
         #expect(token.url == "ws://127.0.0.1:7880")
         let parts = token.token.split(separator: ".").map(String.init)
         #expect(parts.count == 3)
-        let header = try #require(try JSONSerialization.jsonObject(with: Data(Base64URL.decode(parts[0]) ?? [])) as? [String: Any])
+        let header = try #require(
+            try JSONSerialization.jsonObject(with: Data(Base64URL.decode(parts[0]) ?? [])) as? [String: Any])
         #expect(header["alg"] as? String == "HS256" && header["typ"] as? String == "JWT")
         let claimsBytes = try #require(JWT.verifyHS256(token.token, secret: Array("secret".utf8)))
         let claims = try #require(try JSONSerialization.jsonObject(with: Data(claimsBytes)) as? [String: Any])
@@ -226,8 +228,11 @@ struct CallMediaTests {
         let call = try #require(await world.call(alice, "conversation", conversation, mode: "audio").call)
         #expect(await world.act("media-token", call.id, by: alice).errorCode == "NOT_PARTICIPANT")
         _ = await world.act("accept", call.id, by: bob)
-        let token = try JSONDecoder().decode(MediaToken.self, from: Data(await world.act("media-token", call.id, by: alice).bodyBytes))
-        let claims = try #require(try JSONSerialization.jsonObject(with: Data(JWT.verifyHS256(token.token, secret: Array("secret".utf8)) ?? [])) as? [String: Any])
+        let token = try JSONDecoder().decode(
+            MediaToken.self, from: Data(await world.act("media-token", call.id, by: alice).bodyBytes))
+        let claims = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(JWT.verifyHS256(token.token, secret: Array("secret".utf8)) ?? [])) as? [String: Any])
         #expect((claims["video"] as? [String: Any])?["canPublishSources"] as? [String] == ["microphone"])
     }
 }

@@ -9,19 +9,28 @@ import SwitchboardWire
 struct CallRepositoryContractTests {
     static let t0 = Date(timeIntervalSince1970: 1_900_000_000)
 
-    static func ringing(_ id: String, from caller: String, to invitees: [String], scope: String, at time: Date = t0) -> CallRecord {
+    static func ringing(
+        _ id: String, from caller: String, to invitees: [String], scope: String, at time: Date = t0
+    ) -> CallRecord {
         CallRecord(
-            id: id, scopeKind: .conversation, scopeID: scope, mode: .audio, state: .ringing, endReason: nil, createdBy: caller,
-            createdAt: time, answeredAt: nil, endedAt: nil, ringDeadline: time.addingTimeInterval(45), roomName: "room_\(id)", emptySince: nil,
-            invitations: invitees.map { CallInvitation(userID: $0, state: .ringing, updatedAt: time) }, participants: [])
+            id: id, scopeKind: .conversation, scopeID: scope, mode: .audio, state: .ringing, endReason: nil,
+            createdBy: caller,
+            createdAt: time, answeredAt: nil, endedAt: nil, ringDeadline: time.addingTimeInterval(45),
+            roomName: "room_\(id)", emptySince: nil,
+            invitations: invitees.map { CallInvitation(userID: $0, state: .ringing, updatedAt: time) }, participants: []
+        )
     }
 
     static func answered(_ call: CallRecord, by userID: String, at time: Date) -> CallRecord {
         var call = call
         call.state = .active
         call.answeredAt = time
-        call.invitations = call.invitations.map { $0.userID == userID ? CallInvitation(userID: userID, state: .accepted, updatedAt: time) : $0 }
-        call.participants = [CallParticipant(userID: call.createdBy, joinedAt: time), CallParticipant(userID: userID, joinedAt: time)]
+        call.invitations = call.invitations.map {
+            $0.userID == userID ? CallInvitation(userID: userID, state: .accepted, updatedAt: time) : $0
+        }
+        call.participants = [
+            CallParticipant(userID: call.createdBy, joinedAt: time), CallParticipant(userID: userID, joinedAt: time),
+        ]
         return call
     }
 
@@ -30,7 +39,9 @@ struct CallRepositoryContractTests {
         call.state = .ended
         call.endReason = reason
         call.endedAt = time
-        call.participants = call.participants.map { CallParticipant(userID: $0.userID, joinedAt: $0.joinedAt, leftAt: time) }
+        call.participants = call.participants.map {
+            CallParticipant(userID: $0.userID, joinedAt: $0.joinedAt, leftAt: time)
+        }
         return call
     }
 
@@ -64,7 +75,9 @@ struct CallRepositoryContractTests {
         let stored = try #require(try await rig.read { try $0.load("k1") })
         #expect(stored.call == call)
         #expect(try await rig.read { try $0.call(createdBy: rig.ann, clientID: "client-1") }?.call.id == "k1")
-        #expect(try await rig.read { try $0.call(createdBy: rig.bob, clientID: "client-1") } == nil, "a client id is the caller's")
+        #expect(
+            try await rig.read { try $0.call(createdBy: rig.bob, clientID: "client-1") } == nil,
+            "a client id is the caller's")
         #expect(try await rig.read { try $0.load("nope") } == nil)
         let active = Self.answered(call, by: rig.bob, at: Self.t0.addingTimeInterval(3))
         #expect(try await rig.write { try $0.update(active, from: stored.version) })
@@ -101,11 +114,15 @@ struct CallRepositoryContractTests {
         try await rig.write { try $0.insert(second, clientID: "c4") }
         let secondStored = try #require(try await rig.read { try $0.load("k4") })
         await #expect(throws: CallTransitionError.busy) {
-            try await rig.write { _ = try $0.update(Self.answered(second, by: bob, at: Self.t0), from: secondStored.version) }
+            try await rig.write {
+                _ = try $0.update(Self.answered(second, by: bob, at: Self.t0), from: secondStored.version)
+            }
         }
         // Ended: nobody occupies it and the scope is free.
         let again = try #require(try await rig.read { try $0.load("k1") })
-        try await rig.write { _ = try $0.update(Self.ended(again.call, at: Self.t0.addingTimeInterval(60)), from: again.version) }
+        try await rig.write {
+            _ = try $0.update(Self.ended(again.call, at: Self.t0.addingTimeInterval(60)), from: again.version)
+        }
         #expect(try await rig.read { try $0.busyUsers([ann, bob], excluding: nil) }.isEmpty)
         #expect(try await rig.read { try $0.liveCallID(scopeKind: .conversation, scopeID: "s1") } == nil)
     }
@@ -117,28 +134,47 @@ struct CallRepositoryContractTests {
         let (ann, bob, cid) = (rig.ann, rig.bob, rig.cid)
         // Two ended calls in scope s1, one ringing (ann → bob), one answered (cid → bob).
         for (index, id) in ["old", "older"].enumerated() {
-            let call = Self.ringing(id, from: ann, to: [bob], scope: "s1", at: Self.t0.addingTimeInterval(Double(index)))
+            let call = Self.ringing(
+                id, from: ann, to: [bob], scope: "s1", at: Self.t0.addingTimeInterval(Double(index)))
             try await rig.write { try $0.insert(call, clientID: id) }
             let stored = try #require(try await rig.read { try $0.load(id) })
-            try await rig.write { _ = try $0.update(Self.ended(call, at: Self.t0.addingTimeInterval(100 - Double(index)), reason: .cancelled), from: stored.version) }
+            try await rig.write {
+                _ = try $0.update(
+                    Self.ended(call, at: Self.t0.addingTimeInterval(100 - Double(index)), reason: .cancelled),
+                    from: stored.version)
+            }
         }
-        #expect(try await rig.read { try $0.endedCallIDs(scopeKind: .conversation, scopeID: "s1", limit: 10) } == ["old", "older"], "newest end first")
-        #expect(try await rig.read { try $0.endedCallIDs(scopeKind: .conversation, scopeID: "s1", limit: 1) } == ["old"])
+        #expect(
+            try await rig.read { try $0.endedCallIDs(scopeKind: .conversation, scopeID: "s1", limit: 10) } == [
+                "old", "older",
+            ], "newest end first")
+        #expect(
+            try await rig.read { try $0.endedCallIDs(scopeKind: .conversation, scopeID: "s1", limit: 1) } == ["old"])
         let ringing = Self.ringing("ring", from: ann, to: [bob], scope: "s2", at: Self.t0)
         try await rig.write { try $0.insert(ringing, clientID: "ring") }
         let talk = Self.ringing("talk", from: cid, to: [bob], scope: "s3", at: Self.t0.addingTimeInterval(1))
         try await rig.write { try $0.insert(talk, clientID: "talk") }
-        #expect(try await rig.read { try $0.liveCallIDs(involving: bob) } == ["ring", "talk"], "ringing invitations, oldest first")
+        #expect(
+            try await rig.read { try $0.liveCallIDs(involving: bob) } == ["ring", "talk"],
+            "ringing invitations, oldest first")
         #expect(try await rig.read { try $0.liveCallIDs(involving: ann) } == ["ring"], "the caller while it rings")
         #expect(try await rig.read { try $0.rings("ring", userID: bob) })
         #expect(try await !rig.read { try $0.rings("ring", userID: ann) })
         let talkStored = try #require(try await rig.read { try $0.load("talk") })
-        try await rig.write { _ = try $0.update(Self.answered(talk, by: bob, at: Self.t0.addingTimeInterval(2)), from: talkStored.version) }
+        try await rig.write {
+            _ = try $0.update(Self.answered(talk, by: bob, at: Self.t0.addingTimeInterval(2)), from: talkStored.version)
+        }
         #expect(try await rig.read { try $0.liveCallIDs(involving: cid) } == ["talk"], "a present participant")
         #expect(try await rig.read { try !$0.rings("talk", userID: bob) })
         #expect(try await rig.read { try $0.activeRooms() }.map { "\($0.callID):\($0.roomName)" } == ["talk:room_talk"])
         // Ring deadlines: the ringing call's passes at t0 + 45 s.
-        #expect(try await rig.read { try $0.ringTimedOutCallIDs(at: CallStore.milliseconds(Self.t0.addingTimeInterval(44))) }.isEmpty)
-        #expect(try await rig.read { try $0.ringTimedOutCallIDs(at: CallStore.milliseconds(Self.t0.addingTimeInterval(46))) } == ["ring"])
+        #expect(
+            try await rig.read {
+                try $0.ringTimedOutCallIDs(at: CallStore.milliseconds(Self.t0.addingTimeInterval(44)))
+            }.isEmpty)
+        #expect(
+            try await rig.read {
+                try $0.ringTimedOutCallIDs(at: CallStore.milliseconds(Self.t0.addingTimeInterval(46)))
+            } == ["ring"])
     }
 }

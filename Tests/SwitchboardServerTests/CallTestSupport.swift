@@ -57,7 +57,9 @@ final class CallTestClock: Sendable {
 
     /// The environment of an application on this clock.
     var environment: ServerEnvironment {
-        ServerEnvironment(now: { self.now }, newID: { UUID().uuidString.lowercased() }, sleepUntil: { try await self.sleep(until: $0) })
+        ServerEnvironment(
+            now: { self.now }, newID: { UUID().uuidString.lowercased() },
+            sleepUntil: { try await self.sleep(until: $0) })
     }
 }
 
@@ -86,7 +88,9 @@ struct CallWorld {
     }
 
     func person(_ name: String) async throws -> Person {
-        let response = await app.request("POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
+        let response = await app.request(
+            "POST", "/auth/register",
+            body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
         let session = try JSONDecoder().decode(AuthSession.self, from: Data(response.bodyBytes))
         return Person(token: session.token, id: session.user.id)
     }
@@ -94,9 +98,13 @@ struct CallWorld {
     /// Makes them friends; returns their conversation id.
     func befriend(_ a: Person, _ b: Person) async throws -> String {
         let request = await app.request("POST", "/friend-requests", headers: a.headers, body: #"{"userId":"\#(b.id)"}"#)
-        guard let id = request.json?["id"] as? String else { throw TestFailure("friend request failed: \(request.text)") }
+        guard let id = request.json?["id"] as? String else {
+            throw TestFailure("friend request failed: \(request.text)")
+        }
         let accepted = await app.request("POST", "/friend-requests/\(id)/accept", headers: b.headers)
-        guard let conversation = accepted.json?["conversationId"] as? String else { throw TestFailure("accept failed: \(accepted.text)") }
+        guard let conversation = accepted.json?["conversationId"] as? String else {
+            throw TestFailure("accept failed: \(accepted.text)")
+        }
         return conversation
     }
 
@@ -107,24 +115,30 @@ struct CallWorld {
             if !friends.contains(member.id) { _ = try await befriend(owner, member) }
         }
         let ids = members.map { "\"\($0.id)\"" }.joined(separator: ",")
-        let response = await app.request("POST", "/groups", headers: owner.headers, body: #"{"name":"team","memberIds":[\#(ids)]}"#)
+        let response = await app.request(
+            "POST", "/groups", headers: owner.headers, body: #"{"name":"team","memberIds":[\#(ids)]}"#)
         guard let id = response.json?["id"] as? String else { throw TestFailure("group failed: \(response.text)") }
         return id
     }
 
-    func call(_ caller: Person, _ kind: String, _ scope: String, mode: String = "audio", clientID: String = UUID().uuidString) async -> HTTPResponse {
+    func call(
+        _ caller: Person, _ kind: String, _ scope: String, mode: String = "audio", clientID: String = UUID().uuidString
+    ) async -> HTTPResponse {
         await app.request(
             "POST", "/calls", headers: caller.headers,
             body: #"{"scopeKind":"\#(kind)","scopeId":"\#(scope)","mode":"\#(mode)","clientId":"\#(clientID)"}"#)
     }
 
     func act(_ action: String, _ callID: String, by person: Person, body: String? = nil) async -> HTTPResponse {
-        if let body { return await app.request("POST", "/calls/\(callID)/\(action)", headers: person.headers, body: body) }
+        if let body {
+            return await app.request("POST", "/calls/\(callID)/\(action)", headers: person.headers, body: body)
+        }
         return await app.request("POST", "/calls/\(callID)/\(action)", headers: person.headers)
     }
 
     func get(_ callID: String, by person: Person) async throws -> CallInfo {
-        try JSONDecoder().decode(CallInfo.self, from: Data(await app.request("GET", "/calls/\(callID)", headers: person.headers).bodyBytes))
+        try JSONDecoder().decode(
+            CallInfo.self, from: Data(await app.request("GET", "/calls/\(callID)", headers: person.headers).bodyBytes))
     }
 
     /// The kinds and call ids of a person's events after `after`.

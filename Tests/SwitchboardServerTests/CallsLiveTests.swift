@@ -9,22 +9,29 @@ import Testing
 struct CallsLiveTests {
     private typealias Account = LiveAccount
     private func json(_ text: String) -> [String: Any] { liveJSON(text) }
-    private func register(_ address: String, _ name: String) async throws -> Account { try await liveRegister(address, name) }
+    private func register(_ address: String, _ name: String) async throws -> Account {
+        try await liveRegister(address, name)
+    }
 
     private func friendsWithConversation(_ address: String) async throws -> (Account, Account, String) {
         let alice = try await register(address, "alice"), bob = try await register(address, "bob")
         return (alice, bob, try await liveBefriend(address, alice, bob))
     }
 
-    private func startCall(_ address: String, _ caller: Account, _ conversation: String, mode: String) async throws -> String {
+    private func startCall(
+        _ address: String, _ caller: Account, _ conversation: String, mode: String
+    ) async throws -> String {
         try await createCall(address, caller, conversation, mode: mode).id
     }
 
     /// Rings the conversation; returns the call's id and the server's record of it.
-    private func createCall(_ address: String, _ caller: Account, _ conversation: String, mode: String) async throws -> (id: String, call: [String: Any]) {
+    private func createCall(
+        _ address: String, _ caller: Account, _ conversation: String, mode: String
+    ) async throws -> (id: String, call: [String: Any]) {
         let created = await fetch(
             address, "POST", "/calls",
-            body: #"{"scopeKind":"conversation","scopeId":"\#(conversation)","mode":"\#(mode)","clientId":"\#(UUID().uuidString)"}"#,
+            body:
+                #"{"scopeKind":"conversation","scopeId":"\#(conversation)","mode":"\#(mode)","clientId":"\#(UUID().uuidString)"}"#,
             headers: caller.auth)
         #expect(created.status == 201)
         let call = json(created.body)
@@ -44,10 +51,12 @@ struct CallsLiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let environment = Self.fastHashes.merging([
-            "SWITCHBOARD_LIVEKIT_API_KEY": "APIswitchboardTest", "SWITCHBOARD_LIVEKIT_API_SECRET": "a-long-test-secret-of-32-bytes-or-so",
+            "SWITCHBOARD_LIVEKIT_API_KEY": "APIswitchboardTest",
+            "SWITCHBOARD_LIVEKIT_API_SECRET": "a-long-test-secret-of-32-bytes-or-so",
             "SWITCHBOARD_LIVEKIT_URL": "wss://media.example.test", "SWITCHBOARD_MEDIA_BACKEND": "none",
         ]) { $1 }
-        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
+        let server = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
         defer { _ = server.stop() }
         let (alice, bob, conversation) = try await friendsWithConversation(server.address)
         let callID = try await startCall(server.address, alice, conversation, mode: "audio")
@@ -58,7 +67,8 @@ struct CallsLiveTests {
         #expect(body["url"] as? String == "wss://media.example.test")
         let token = try #require(body["token"] as? String)
 
-        let verified = try await runVerifier(token, key: "APIswitchboardTest", secret: "a-long-test-secret-of-32-bytes-or-so")
+        let verified = try await runVerifier(
+            token, key: "APIswitchboardTest", secret: "a-long-test-secret-of-32-bytes-or-so")
         #expect(verified.status == 0, "LiveKit rejected the token: \(verified.stderr)")
         let claims = json(verified.stdout)
         #expect(claims["identity"] as? String == bob.id)
@@ -70,7 +80,9 @@ struct CallsLiveTests {
         #expect(claims["can_publish_sources"] as? [String] == ["microphone"])
         #expect(claims["room_admin"] as? Bool != true && claims["room_create"] as? Bool != true)
         // A wrong secret is rejected by the same verifier.
-        #expect(try await runVerifier(token, key: "APIswitchboardTest", secret: "not-the-secret-at-all-32-bytes!!").status != 0)
+        #expect(
+            try await runVerifier(token, key: "APIswitchboardTest", secret: "not-the-secret-at-all-32-bytes!!").status
+                != 0)
     }
 
     @Test func aRingTimeoutThatPassedWhileTheServerWasDownIsAppliedAtStartUp() async throws {
@@ -80,10 +92,12 @@ struct CallsLiveTests {
         // milliseconds), so the deadline falls while no server runs.
         let ringSeconds = 10.0
         let environment = Self.fastHashes.merging(["SWITCHBOARD_RING_TIMEOUT_SECONDS": "\(Int(ringSeconds))"]) { $1 }
-        let first = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
+        let first = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
         defer { _ = first.stop() }
         let (alice, bob, conversation) = try await friendsWithConversation(first.address)
-        let cursor = try #require(json(await fetch(first.address, "GET", "/me", headers: bob.auth).body)["eventCursor"] as? Int)
+        let cursor = try #require(
+            json(await fetch(first.address, "GET", "/me", headers: bob.auth).body)["eventCursor"] as? Int)
         let (callID, created) = try await createCall(first.address, alice, conversation, mode: "video")
         let deadline = try #require(date(created["createdAt"])).addingTimeInterval(ringSeconds)
         #expect(await first.terminate() == 0)
@@ -92,38 +106,51 @@ struct CallsLiveTests {
         // The ring window passes while nothing runs: wait for the deadline itself (same machine,
         // same wall clock), not for a fixed time.
         while Date() <= deadline { try await Task.sleep(for: .milliseconds(100)) }
-        let second = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
+        let second = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: environment)
         defer { _ = second.stop() }
         let lastRead = Mutex("")
-        #expect(await eventually {
-            let body = await fetch(second.address, "GET", "/calls/\(callID)", headers: alice.auth).body
-            lastRead.withLock { $0 = body }
-            return liveJSON(body)["state"] as? String == "ended"
-        })
+        #expect(
+            await eventually {
+                let body = await fetch(second.address, "GET", "/calls/\(callID)", headers: alice.auth).body
+                lastRead.withLock { $0 = body }
+                return liveJSON(body)["state"] as? String == "ended"
+            })
         let call = json(lastRead.withLock { $0 })
         #expect(call["state"] as? String == "ended")
         #expect(call["endReason"] as? String == "missed")
         // Ended by the second server: the first one had stopped before its deadline.
         let endedAt = try #require(date(call["endedAt"]))
         #expect(stoppedAt < deadline, "the first server took the whole ring window to stop")
-        #expect(endedAt >= stoppedAt.addingTimeInterval(-0.001), "ended at \(endedAt), before the first server stopped at \(stoppedAt)")
+        #expect(
+            endedAt >= stoppedAt.addingTimeInterval(-0.001),
+            "ended at \(endedAt), before the first server stopped at \(stoppedAt)")
         #expect((call["invitations"] as? [[String: Any]])?.first?["state"] as? String == "missed")
         // Both events were written: the ring, then the miss.
-        let events = (json(await fetch(second.address, "GET", "/events?after=\(cursor)&wait=0", headers: bob.auth).body)["events"] as? [[String: Any]]) ?? []
+        let events =
+            (json(await fetch(second.address, "GET", "/events?after=\(cursor)&wait=0", headers: bob.auth).body)[
+                "events"] as? [[String: Any]]) ?? []
         #expect(events.map { $0["kind"] as? String } == ["call_changed", "call_changed"])
         #expect(events.allSatisfy { $0["callId"] as? String == callID })
     }
 
     /// Runs scripts/verify_livekit_token.py (LiveKit's Python verifier) on a thread of its own.
-    private func runVerifier(_ token: String, key: String, secret: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+    private func runVerifier(
+        _ token: String, key: String, secret: String
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         try await offPool { Result { try Self.runVerifierBlocking(token, key: key, secret: secret) } }.get()
     }
 
-    private static func runVerifierBlocking(_ token: String, key: String, secret: String) throws -> (status: Int32, stdout: String, stderr: String) {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    private static func runVerifierBlocking(
+        _ token: String, key: String, secret: String
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", root.appendingPathComponent("scripts/verify_livekit_token.py").path, token, key, secret]
+        process.arguments = [
+            "python3", root.appendingPathComponent("scripts/verify_livekit_token.py").path, token, key, secret,
+        ]
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

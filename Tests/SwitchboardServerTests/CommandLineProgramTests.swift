@@ -20,8 +20,9 @@ struct CommandLineProgramTests {
         for row in ["\n  run ", "\n  bench a ", "\n  emulate ", "\n  version ", "\n  help "] {
             #expect(overview.contains(row), "\(row)")
         }
-        #expect(!overview.split(separator: "\n").contains { $0.hasPrefix("  bench ") && !$0.hasPrefix("  bench a ") },
-                "a group whose subcommands are listed is not")
+        #expect(
+            !overview.split(separator: "\n").contains { $0.hasPrefix("  bench ") && !$0.hasPrefix("  bench a ") },
+            "a group whose subcommands are listed is not")
         #expect(overview.contains("Emulate (also: emu).") && overview.hasSuffix("See also other-tool."))
     }
 
@@ -49,7 +50,9 @@ struct CommandLineProgramTests {
 
     @Test func unknownCommandsFailWithAHint() {
         #expect(program.resolve(["frobnicate"]) == .fail("unknown command 'frobnicate'\nRun 'tool --help' for usage."))
-        #expect(program.resolve(["help", "frobnicate"]) == .fail("unknown command 'frobnicate'\nRun 'tool --help' for usage."))
+        #expect(
+            program.resolve(["help", "frobnicate"])
+                == .fail("unknown command 'frobnicate'\nRun 'tool --help' for usage."))
         #expect(program.resolve(["serve"]) == .fail("unknown command 'serve': the server is 'server serve'."))
     }
 

@@ -39,8 +39,12 @@ struct CrossInstanceEventTests {
         }
     }
 
-    static func register(_ name: String, on app: TestApplication) async throws -> (token: String, id: String, cursor: Int64) {
-        let response = await app.request("POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
+    static func register(
+        _ name: String, on app: TestApplication
+    ) async throws -> (token: String, id: String, cursor: Int64) {
+        let response = await app.request(
+            "POST", "/auth/register",
+            body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
         let session = try JSONDecoder().decode(AuthSession.self, from: Data(response.bodyBytes))
         return (session.token, session.user.id, session.eventCursor)
     }
@@ -50,16 +54,21 @@ struct CrossInstanceEventTests {
         let alice = try await register("alice", on: pair.a), bob = try await register("bob", on: pair.b)
         let b = pair.b
         let poll = Task {
-            await b.request("GET", "/events?after=\(bob.cursor)&wait=25", headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
+            await b.request(
+                "GET", "/events?after=\(bob.cursor)&wait=25",
+                headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
         }
         #expect(await eventually { b.application.store.hub.waiterCount == 1 }, "the poll is held on B")
         try await beforeCommit()
         let request = await pair.a.request(
-            "POST", "/friend-requests", headers: ["Host": "t", "Authorization": "Bearer \(alice.token)"], body: #"{"userId":"\#(bob.id)"}"#)
+            "POST", "/friend-requests", headers: ["Host": "t", "Authorization": "Bearer \(alice.token)"],
+            body: #"{"userId":"\#(bob.id)"}"#)
         #expect(request.status == 201)
         let answer = try await value(of: poll, within: 30)
         let events = answer.json?["events"] as? [[String: Any]] ?? []
-        #expect(answer.status == 200 && events.compactMap { $0["kind"] as? String } == ["friend_request"], "woken, not timed out: \(answer.text)")
+        #expect(
+            answer.status == 200 && events.compactMap { $0["kind"] as? String } == ["friend_request"],
+            "woken, not timed out: \(answer.text)")
     }
 
     @Test func aLongPollOnOneInstanceWakesForACommitOnAnother() async throws {
@@ -76,16 +85,22 @@ struct CrossInstanceEventTests {
         defer { app.close() }
         let alice = try await Self.register("alice", on: app), bob = try await Self.register("bob", on: app)
         let poll = Task {
-            await app.request("GET", "/events?after=\(bob.cursor)&wait=25", headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
+            await app.request(
+                "GET", "/events?after=\(bob.cursor)&wait=25",
+                headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
         }
         #expect(await eventually { app.application.store.hub.waiterCount == 1 })
-        let other = try PostgresDatabase(url: try #require(app.postgresURL), migrations: PostgresSchema.migrations, readerCount: 1)
+        let other = try PostgresDatabase(
+            url: try #require(app.postgresURL), migrations: PostgresSchema.migrations, readerCount: 1)
         defer { other.close() }
         try await other.write { executor in
-            try executor.run("INSERT INTO events (user_id, kind, created_at) VALUES (?, 'profile_changed', '2026-12-01T00:00:00.000Z')", [.text(bob.id)])
+            try executor.run(
+                "INSERT INTO events (user_id, kind, created_at) VALUES (?, 'profile_changed', '2026-12-01T00:00:00.000Z')",
+                [.text(bob.id)])
         }
         let request = await app.request(
-            "POST", "/friend-requests", headers: ["Host": "t", "Authorization": "Bearer \(alice.token)"], body: #"{"userId":"\#(bob.id)"}"#)
+            "POST", "/friend-requests", headers: ["Host": "t", "Authorization": "Bearer \(alice.token)"],
+            body: #"{"userId":"\#(bob.id)"}"#)
         #expect(request.status == 201)
         let answer = try await value(of: poll, within: 30)
         var events = answer.json?["events"] as? [[String: Any]] ?? []
@@ -93,7 +108,8 @@ struct CrossInstanceEventTests {
         // the poll with the first event before the local commit lands: then the next poll has
         // the second. Either way nothing is skipped and the order is the ids'.
         if events.count == 1, let last = events.last?["id"] as? Int {
-            let next = await app.request("GET", "/events?after=\(last)&wait=25", headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
+            let next = await app.request(
+                "GET", "/events?after=\(last)&wait=25", headers: ["Host": "t", "Authorization": "Bearer \(bob.token)"])
             events += next.json?["events"] as? [[String: Any]] ?? []
         }
         let kinds = events.compactMap { $0["kind"] as? String }
@@ -110,7 +126,8 @@ struct CrossInstanceEventTests {
             let admin = try PostgresConnection(url: url)
             defer { admin.close() }
             let ended = try admin.execute(
-                "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()")
+                "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()"
+            )
             // Both instances' listeners end; at least B's did.
             #expect(ended.rows.count >= 1)
         }
@@ -124,7 +141,8 @@ struct CrossInstanceEventTests {
 struct TimersOnEveryInstanceTests {
     @Test func aRingTimesOutOnceThoughEveryInstanceSweeps() async throws {
         let world = try CallWorld(store: .postgres)
-        let other = try TestApplication(environment: world.clock.environment, store: .postgres, sharing: world.app.postgresURL)
+        let other = try TestApplication(
+            environment: world.clock.environment, store: .postgres, sharing: world.app.postgresURL)
         defer {
             other.close()
             world.close()
@@ -132,13 +150,17 @@ struct TimersOnEveryInstanceTests {
         let alice = try await world.person("alice"), bob = try await world.person("bob")
         let conversation = try await world.befriend(alice, bob)
         let call = try #require(await world.call(alice, "conversation", conversation).call)
-        #expect(await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 2 }, "both instances' sweeps sleep on the clock")
+        #expect(
+            await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 2 },
+            "both instances' sweeps sleep on the clock")
         world.clock.advance(seconds: 46)
         #expect(try await eventuallyTrying { try await world.get(call.id, by: alice).endReason == .missed })
-        #expect(await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 2 }, "both swept and sleep again")
+        #expect(
+            await eventually { world.clock.sleeperCount(of: "ring timeout sweep") == 2 }, "both swept and sleep again")
         let changes = try await world.app.application.store.read { connection in
             try connection.query(
-                "SELECT count(*) AS n FROM events WHERE user_id = ? AND call_id = ? AND kind = 'call_changed'", [.text(bob.id), .text(call.id)]
+                "SELECT count(*) AS n FROM events WHERE user_id = ? AND call_id = ? AND kind = 'call_changed'",
+                [.text(bob.id), .text(call.id)]
             ).first?.int64("n")
         }
         #expect(changes == 2, "rang once, ended once")

@@ -19,8 +19,11 @@ struct DescriptorExhaustionLiveTests {
         defer { data.remove() }
         let server = try LimitedServerProcess(descriptorLimit: Self.descriptorLimit, dataDirectory: data.path)
         defer { server.kill() }
-        #expect(server.limits.contains { $0.hasPrefix("Max open files") && $0.split(separator: " ").suffix(3).prefix(2) == ["64", "64"] },
-                "the server runs with the limit: \(server.limits)")
+        #expect(
+            server.limits.contains {
+                $0.hasPrefix("Max open files") && $0.split(separator: " ").suffix(3).prefix(2) == ["64", "64"]
+            },
+            "the server runs with the limit: \(server.limits)")
 
         // Clients that connected before the flood keep their connections.
         let clients = try (0..<4).map { _ in try KeepAliveConnection(address: server.address) }
@@ -47,7 +50,9 @@ struct DescriptorExhaustionLiveTests {
         if let busiest = usage.busiestThread {
             #expect(busiest < 0.8, "a server thread was running or runnable \(Int(busiest * 100)) % of the time")
         }
-        #expect(server.lines.contains { $0.contains(#""msg":"cannot accept connections""#) }, "logged: \(server.lines.suffix(3))")
+        #expect(
+            server.lines.contains { $0.contains(#""msg":"cannot accept connections""#) },
+            "logged: \(server.lines.suffix(3))")
 
         // The connections it already had are served, also under load.
         let answered = await withTaskGroup(of: Int.self) { group in
@@ -67,10 +72,12 @@ struct DescriptorExhaustionLiveTests {
         #expect(answered.allSatisfy { $0 > 0 }, "answered per connection: \(answered)")
         #expect(server.process.isRunning, "the server is still running: \(server.lines.suffix(3))")
         let metrics = try clients[0].get("/metrics")
-        let refused = metrics.body.split(separator: "\n")
+        let refused =
+            metrics.body.split(separator: "\n")
             .first { $0.hasPrefix(#"switchboard_http_accept_errors_total{reason="descriptor_reserve"} "#) }
             .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-        #expect(refused > 0, "counted in /metrics: \(metrics.body.split(separator: "\n").filter { $0.contains("accept") })")
+        #expect(
+            refused > 0, "counted in /metrics: \(metrics.body.split(separator: "\n").filter { $0.contains("accept") })")
 
         // Once the flood leaves, new clients get in again.
         flood.forEach { Glibc.close($0) }
@@ -84,7 +91,6 @@ struct DescriptorExhaustionLiveTests {
         #expect(server.stop() == 0)
     }
 }
-
 
 /// `switchboard serve` under `ulimit -n <limit>` (soft and hard, so the server cannot raise it),
 /// started through `/bin/sh`, which `exec`s it: the process id is the server's.
@@ -131,12 +137,16 @@ private final class LimitedServerProcess: Sendable {
         address = found
     }
 
-    var lines: [String] { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+    var lines: [String] {
+        ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
 
     /// `/proc/<pid>/limits`, a line per resource.
     var limits: [String] {
         ((try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)) ?? "")
-            .split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+            .split(separator: "\n").map {
+                $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+            }
     }
 
     /// Descriptors the server has open now.
@@ -164,8 +174,12 @@ private final class LimitedServerProcess: Sendable {
         guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return nil }
         var times: [String: Double] = [:]
         for thread in threads {
-            guard let text = try? String(contentsOfFile: "\(tasks)/\(thread)/schedstat", encoding: .utf8) else { continue }
-            let fields = text.split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            guard let text = try? String(contentsOfFile: "\(tasks)/\(thread)/schedstat", encoding: .utf8) else {
+                continue
+            }
+            let fields = text.split(separator: " ").compactMap {
+                Double($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
             guard fields.count >= 2 else { return nil }
             times[thread] = fields[0] + fields[1]
         }
@@ -184,7 +198,8 @@ private final class LimitedServerProcess: Sendable {
         let elapsed = ContinuousClock.now - start
         let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         guard let runnableBefore, let runnableAfter else { return (cpu / wall, nil) }
-        let busiest = runnableAfter.map { thread, after in (after - (runnableBefore[thread] ?? after)) / 1e9 }.max() ?? 0
+        let busiest =
+            runnableAfter.map { thread, after in (after - (runnableBefore[thread] ?? after)) / 1e9 }.max() ?? 0
         return (cpu / wall, busiest / wall)
     }
 
@@ -222,7 +237,9 @@ private func connectSocket(_ address: String, timeoutSeconds: Int = 5) -> Int32?
     sin.sin_port = port.bigEndian
     inet_pton(AF_INET, String(parts[0]), &sin.sin_addr)
     let connected = withUnsafePointer(to: &sin) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard connected == 0 else {
         Glibc.close(fd)
@@ -241,7 +258,9 @@ private final class KeepAliveConnection: @unchecked Sendable {
     private var buffered: [UInt8] = []
 
     init(address: String) throws {
-        guard let fd = connectSocket(address, timeoutSeconds: 10) else { throw TestFailure("cannot connect to \(address)") }
+        guard let fd = connectSocket(address, timeoutSeconds: 10) else {
+            throw TestFailure("cannot connect to \(address)")
+        }
         self.fd = fd
     }
 
@@ -262,7 +281,9 @@ private final class KeepAliveConnection: @unchecked Sendable {
         let request = Array(String(repeating: "GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n", count: times).utf8)
         var offset = 0
         while offset < request.count {
-            let sent = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = request.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             guard sent > 0 else { throw TestFailure("send failed: errno \(errno)") }
             offset += sent
         }
@@ -277,7 +298,8 @@ private final class KeepAliveConnection: @unchecked Sendable {
         }
         let head = String(decoding: buffered[..<headEnd!], as: UTF8.self)
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        let length = head.split(separator: "\r\n")
+        let length =
+            head.split(separator: "\r\n")
             .first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.split(separator: ":").last!.trimmingCharacters(in: .whitespaces)) } ?? 0
         let bodyStart = headEnd! + 4

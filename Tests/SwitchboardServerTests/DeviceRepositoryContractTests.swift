@@ -8,7 +8,8 @@ struct DeviceRepositoryContractTests {
     static let channel = DeviceRoutes.voipPlatform
 
     static func registration(
-        _ deviceID: String, _ account: RepositoryFixture.Account, token: String, environment: String = "sandbox", channel: String = channel,
+        _ deviceID: String, _ account: RepositoryFixture.Account, token: String, environment: String = "sandbox",
+        channel: String = channel,
         brand: String? = nil
     ) -> DeviceRegistration {
         DeviceRegistration(
@@ -21,7 +22,9 @@ struct DeviceRepositoryContractTests {
         try await store.write { try $0.devices.register(device, at: $0.timestamp) }
     }
 
-    static func targets(_ account: RepositoryFixture.Account, in store: ServerStore, channel: String = channel) async throws -> [PushTarget] {
+    static func targets(
+        _ account: RepositoryFixture.Account, in store: ServerStore, channel: String = channel
+    ) async throws -> [PushTarget] {
         try await store.snapshot { try $0.devices.targets(of: account.userID, channel: channel) }
     }
 
@@ -32,15 +35,25 @@ struct DeviceRepositoryContractTests {
         let alice = try await fixture.account("alice"), bob = try await fixture.account("bob")
         let store = fixture.store
         try await Self.register(Self.registration("d-1", alice, token: "aa01"), in: store)
-        #expect(try await Self.targets(alice, in: store) == [PushTarget(deviceID: "d-1", token: "aa01", environment: "sandbox")])
+        #expect(
+            try await Self.targets(alice, in: store) == [
+                PushTarget(deviceID: "d-1", token: "aa01", environment: "sandbox")
+            ])
         #expect(try await Self.targets(alice, in: store, channel: "fcm").isEmpty, "another channel's tokens are apart")
-        #expect(try await store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: alice.userID) })
-        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: "ios-alert", of: alice.userID) })
-        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: bob.userID) })
+        #expect(
+            try await store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: alice.userID) })
+        #expect(
+            try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: "ios-alert", of: alice.userID) })
+        #expect(
+            try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: bob.userID) })
         // Registered again: the new token and environment replace the old ones.
         try await Self.register(Self.registration("d-1", alice, token: "aa02", environment: "production"), in: store)
-        #expect(try await Self.targets(alice, in: store) == [PushTarget(deviceID: "d-1", token: "aa02", environment: "production")])
-        #expect(try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: alice.userID) })
+        #expect(
+            try await Self.targets(alice, in: store) == [
+                PushTarget(deviceID: "d-1", token: "aa02", environment: "production")
+            ])
+        #expect(
+            try await !store.snapshot { try $0.devices.isLive(token: "aa01", channel: Self.channel, of: alice.userID) })
         // Only its owner removes it, once.
         #expect(try await !store.write { try $0.devices.remove(deviceID: "d-1", of: bob.userID) })
         #expect(try await store.write { try $0.devices.remove(deviceID: "d-1", of: alice.userID) })
@@ -71,7 +84,10 @@ struct DeviceRepositoryContractTests {
         try await Self.register(Self.registration("d-3", bob, token: "bb01"), in: store)
         try await Self.register(Self.registration("d-2", bob, token: "bb02"), in: store)
         #expect(try await Set(Self.targets(bob, in: store).map(\.deviceID)) == ["d-2", "d-3"])
-        let rows = try await store.read { try $0.query("SELECT count(*) AS n FROM push_devices WHERE user_id = ?", [.text(alice.userID)]).first?.int("n") }
+        let rows = try await store.read {
+            try $0.query("SELECT count(*) AS n FROM push_devices WHERE user_id = ?", [.text(alice.userID)]).first?.int(
+                "n")
+        }
         #expect(rows == 0, "her rows of d-1 (the token's old installation) and d-2 are gone")
     }
 
@@ -90,7 +106,8 @@ struct DeviceRepositoryContractTests {
         // A session that ended without unbinding: its device stays stored but is no target.
         try await fixture.endSessionOnly(laptop)
         #expect(try await Set(Self.targets(phone, in: store).map(\.deviceID)) == ["phone", "tablet"])
-        #expect(try await !store.snapshot { try $0.devices.isLive(token: "cc03", channel: Self.channel, of: phone.userID) })
+        #expect(
+            try await !store.snapshot { try $0.devices.isLive(token: "cc03", channel: Self.channel, of: phone.userID) })
         // Removing a session's devices leaves the others.
         try await store.write { try $0.devices.removeAll(boundTo: tablet.sessionID) }
         #expect(try await Self.targets(phone, in: store).map(\.deviceID) == ["phone"])
@@ -130,13 +147,16 @@ struct DeviceRepositoryContractTests {
         let store = fixture.store
         try await Self.register(Self.registration("phone", erin, token: "ee01"), in: store)
         try await Self.register(Self.registration("phone", erin, token: "ee02", channel: "ios-alert"), in: store)
-        try await Self.register(Self.registration("droid", erin, token: "fcm:AAA-1", channel: "fcm", brand: "huawei"), in: store)
-        try await Self.register(Self.registration("droid", erin, token: "HW.001", channel: "huawei", brand: "huawei"), in: store)
+        try await Self.register(
+            Self.registration("droid", erin, token: "fcm:AAA-1", channel: "fcm", brand: "huawei"), in: store)
+        try await Self.register(
+            Self.registration("droid", erin, token: "HW.001", channel: "huawei", brand: "huawei"), in: store)
         #expect(try await Self.targets(erin, in: store).map(\.token) == ["ee01"])
         #expect(try await Self.targets(erin, in: store, channel: "ios-alert").map(\.token) == ["ee02"])
         let devices = try await store.snapshot { try $0.devices.devices(of: erin.userID) }
         #expect(Set(devices.map(\.deviceID)) == ["phone", "droid"] && devices.count == 2)
-        let phone = try #require(devices.first { $0.deviceID == "phone" }), droid = try #require(devices.first { $0.deviceID == "droid" })
+        let phone = try #require(devices.first { $0.deviceID == "phone" }),
+            droid = try #require(devices.first { $0.deviceID == "droid" })
         #expect(Set(phone.tokens.keys) == ["ios-voip", "ios-alert"] && phone.platform == "ios" && phone.brand == nil)
         #expect(Set(droid.tokens.keys) == ["fcm", "huawei"] && droid.platform == "android" && droid.brand == "huawei")
         #expect(droid.tokens["fcm"] == PushTarget(deviceID: "droid", token: "fcm:AAA-1", environment: ""))
@@ -168,8 +188,11 @@ struct DeviceRepositoryContractTests {
         #expect(try await Self.targets(erin, in: store).map(\.deviceID) == ["phone-2"])
         // Once her session ended, an installation of hers may be registered by frank; nothing of hers follows.
         try await store.write { try $0.accounts.endSession(erin.sessionID, at: $0.timestamp) }
-        try await Self.register(Self.registration("droid", frank, token: "fcm:FRANK", channel: "fcm", brand: "huawei"), in: store)
-        #expect(try await store.snapshot { try $0.devices.devices(of: frank.userID) }.first?.tokens.keys.sorted() == ["fcm"])
+        try await Self.register(
+            Self.registration("droid", frank, token: "fcm:FRANK", channel: "fcm", brand: "huawei"), in: store)
+        #expect(
+            try await store.snapshot { try $0.devices.devices(of: frank.userID) }.first?.tokens.keys.sorted() == ["fcm"]
+        )
         try await Self.register(Self.registration("phone", frank, token: "ee09"), in: store)
         // Removing the device removes all its tokens.
         #expect(try await store.write { try $0.devices.remove(deviceID: "phone", of: frank.userID) })

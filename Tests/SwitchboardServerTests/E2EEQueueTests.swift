@@ -33,12 +33,19 @@ struct E2EEQueueTests {
             }
         }
 
-        func request(_ person: CallWorld.Person, _ method: String, _ path: String, _ body: String = "") async -> HTTPResponse {
+        func request(
+            _ person: CallWorld.Person, _ method: String, _ path: String, _ body: String = ""
+        ) async -> HTTPResponse {
             await world.app.request(method, path, headers: person.headers, body: body)
         }
 
-        static func body(from sender: String, kind: String = "application", to recipients: [(String, [UInt8])], clientId: String? = nil) -> String {
-            let list = recipients.map { #"{"deviceId":"\#($0.0)","ciphertext":"\#(Data($0.1).base64EncodedString())"}"# }.joined(separator: ",")
+        static func body(
+            from sender: String, kind: String = "application", to recipients: [(String, [UInt8])],
+            clientId: String? = nil
+        ) -> String {
+            let list = recipients.map {
+                #"{"deviceId":"\#($0.0)","ciphertext":"\#(Data($0.1).base64EncodedString())"}"#
+            }.joined(separator: ",")
             let client = clientId.map { #","clientId":"\#($0)""# } ?? ""
             return #"{"senderDeviceId":"\#(sender)","kind":"\#(kind)","recipients":[\#(list)]\#(client)}"#
         }
@@ -46,19 +53,26 @@ struct E2EEQueueTests {
         /// Sends and requires success.
         @discardableResult
         func send(
-            _ person: CallWorld.Person, device: String, to recipients: [(String, [UInt8])], scope: String? = nil, kind: String = "application"
+            _ person: CallWorld.Person, device: String, to recipients: [(String, [UInt8])], scope: String? = nil,
+            kind: String = "application"
         ) async throws -> E2EESendResult {
-            let response = await request(person, "POST", "\(scope ?? conversationScope)/messages", Self.body(from: device, kind: kind, to: recipients))
+            let response = await request(
+                person, "POST", "\(scope ?? conversationScope)/messages",
+                Self.body(from: device, kind: kind, to: recipients))
             try #require(response.status == 201, "send: \(response.status) \(response.text)")
             return try JSONDecoder().decode(E2EESendResult.self, from: Data(response.bodyBytes))
         }
 
-        func page(_ person: CallWorld.Person, device: String, after: Int64? = nil, scope: String? = nil) async -> HTTPResponse {
+        func page(
+            _ person: CallWorld.Person, device: String, after: Int64? = nil, scope: String? = nil
+        ) async -> HTTPResponse {
             let query = "deviceId=\(device)" + (after.map { "&after=\($0)" } ?? "")
             return await request(person, "GET", "\(scope ?? conversationScope)/events?\(query)")
         }
 
-        func read(_ person: CallWorld.Person, device: String, after: Int64? = nil, scope: String? = nil) async throws -> E2EEEventsPage {
+        func read(
+            _ person: CallWorld.Person, device: String, after: Int64? = nil, scope: String? = nil
+        ) async throws -> E2EEEventsPage {
             let response = await page(person, device: device, after: after, scope: scope)
             try #require(response.status == 200, "read: \(response.status) \(response.text)")
             return try JSONDecoder().decode(E2EEEventsPage.self, from: Data(response.bodyBytes))
@@ -66,7 +80,8 @@ struct E2EEQueueTests {
 
         func itemCount(device: String) async throws -> Int {
             try await world.app.application.store.read { connection in
-                try connection.query("SELECT COUNT(*) AS n FROM e2ee_items WHERE device_id = ?1", [.text(device)]).first?.int("n") ?? -1
+                try connection.query("SELECT COUNT(*) AS n FROM e2ee_items WHERE device_id = ?1", [.text(device)])
+                    .first?.int("n") ?? -1
             }
         }
 
@@ -75,14 +90,17 @@ struct E2EEQueueTests {
         func close() { world.close() }
     }
 
-    static func field(_ response: HTTPResponse) -> String? { (response.json?["error"] as? [String: Any])?["field"] as? String }
+    static func field(_ response: HTTPResponse) -> String? {
+        (response.json?["error"] as? [String: Any])?["field"] as? String
+    }
 
     // MARK: Devices
 
     @Test func devicesRegisterOnceListAndGoWithTheirQueue() async throws {
         let fixture = try await Fixture()
         defer { fixture.close() }
-        let again = await fixture.request(fixture.olivia, "POST", "/e2ee/devices", #"{"deviceId":"\#(fixture.o1.uppercased())"}"#)
+        let again = await fixture.request(
+            fixture.olivia, "POST", "/e2ee/devices", #"{"deviceId":"\#(fixture.o1.uppercased())"}"#)
         #expect(again.status == 200, "the owner registering again is 200: \(again.text)")
         let taken = await fixture.request(fixture.sam, "POST", "/e2ee/devices", #"{"deviceId":"\#(fixture.o1)"}"#)
         #expect(taken.status == 409 && taken.errorCode == "DEVICE_ID_TAKEN")
@@ -97,10 +115,12 @@ struct E2EEQueueTests {
 
         // The scope's devices: both participants', nobody else's.
         let scoped = try JSONDecoder().decode(
-            E2EEDeviceList.self, from: Data(await fixture.request(fixture.max, "GET", "\(fixture.conversationScope)/devices").bodyBytes))
+            E2EEDeviceList.self,
+            from: Data(await fixture.request(fixture.max, "GET", "\(fixture.conversationScope)/devices").bodyBytes))
         #expect(Set(scoped.devices.map(\.deviceId)) == [fixture.o1, fixture.o2, fixture.m1, fixture.m2])
         let grouped = try JSONDecoder().decode(
-            E2EEDeviceList.self, from: Data(await fixture.request(fixture.ann, "GET", "\(fixture.groupScope)/devices").bodyBytes))
+            E2EEDeviceList.self,
+            from: Data(await fixture.request(fixture.ann, "GET", "\(fixture.groupScope)/devices").bodyBytes))
         #expect(grouped.devices.count == 5)
         #expect(await fixture.request(fixture.sam, "GET", "\(fixture.conversationScope)/devices").status == 404)
 
@@ -120,18 +140,32 @@ struct E2EEQueueTests {
         let (olivia, max) = (fixture.olivia, fixture.max)
         var sent: [E2EESendResult] = []
         for index in 0..<3 {
-            sent.append(try await fixture.send(
-                olivia, device: fixture.o1, to: [(fixture.m1, [UInt8(index), 0xFF]), (fixture.m2, [UInt8(index), 0xEE]), (fixture.o2, [UInt8(index)])]))
+            sent.append(
+                try await fixture.send(
+                    olivia, device: fixture.o1,
+                    to: [
+                        (fixture.m1, [UInt8(index), 0xFF]), (fixture.m2, [UInt8(index), 0xEE]),
+                        (fixture.o2, [UInt8(index)]),
+                    ]))
         }
         #expect(sent.map { $0.deliveries.map(\.sequence) } == [[1, 1, 1], [2, 2, 2], [3, 3, 3]])
         let m1 = try await fixture.read(max, device: fixture.m1)
         #expect(m1.items.map(\.sequence) == [1, 2, 3] && m1.cursor == 3 && !m1.hasMore)
-        #expect(m1.items.map { Array(Data(base64Encoded: $0.ciphertext) ?? Data()) } == [[0, 0xFF], [1, 0xFF], [2, 0xFF]])
-        #expect(m1.items.allSatisfy { $0.senderUserId == olivia.id && $0.senderDeviceId == fixture.o1 && $0.kind == "application" })
+        #expect(
+            m1.items.map { Array(Data(base64Encoded: $0.ciphertext) ?? Data()) } == [
+                [0, 0xFF], [1, 0xFF], [2, 0xFF],
+            ])
+        #expect(
+            m1.items.allSatisfy {
+                $0.senderUserId == olivia.id && $0.senderDeviceId == fixture.o1 && $0.kind == "application"
+            })
         #expect(m1.items.map(\.messageId) == sent.map(\.messageId))
         #expect(m1.items.allSatisfy { $0.conversationId == fixture.conversation && $0.groupId == nil })
         let m2 = try await fixture.read(max, device: fixture.m2)
-        #expect(m2.items.map { Array(Data(base64Encoded: $0.ciphertext) ?? Data()) } == [[0, 0xEE], [1, 0xEE], [2, 0xEE]])
+        #expect(
+            m2.items.map { Array(Data(base64Encoded: $0.ciphertext) ?? Data()) } == [
+                [0, 0xEE], [1, 0xEE], [2, 0xEE],
+            ])
         // Olivia's other device got its own copies; a device reads only its own queue.
         #expect(try await fixture.read(olivia, device: fixture.o2).items.count == 3)
         #expect(try await fixture.read(olivia, device: fixture.o1).items.isEmpty)
@@ -149,12 +183,19 @@ struct E2EEQueueTests {
         let maxBefore = try await fixture.world.events(of: fixture.max).last?.id ?? 0
         let oliviaBefore = try await fixture.world.events(of: fixture.olivia).last?.id ?? 0
         try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, [1]), (fixture.m2, [2])])
-        let maxEvents = try await fixture.world.events(of: fixture.max, after: maxBefore).filter { $0.kind == EventKind.e2ee }
+        let maxEvents = try await fixture.world.events(of: fixture.max, after: maxBefore).filter {
+            $0.kind == EventKind.e2ee
+        }
         #expect(maxEvents.count == 1 && maxEvents.first?.conversationId == fixture.conversation)
-        #expect(try await fixture.world.events(of: fixture.olivia, after: oliviaBefore).filter { $0.kind == EventKind.e2ee }.isEmpty,
-                "the sender hears nothing when none of its devices was addressed")
-        try await fixture.send(fixture.ann, device: fixture.a1, to: [(fixture.o2, [3])], scope: fixture.groupScope, kind: "commit")
-        let groupEvents = try await fixture.world.events(of: fixture.olivia, after: oliviaBefore).filter { $0.kind == EventKind.e2ee }
+        #expect(
+            try await fixture.world.events(of: fixture.olivia, after: oliviaBefore).filter { $0.kind == EventKind.e2ee }
+                .isEmpty,
+            "the sender hears nothing when none of its devices was addressed")
+        try await fixture.send(
+            fixture.ann, device: fixture.a1, to: [(fixture.o2, [3])], scope: fixture.groupScope, kind: "commit")
+        let groupEvents = try await fixture.world.events(of: fixture.olivia, after: oliviaBefore).filter {
+            $0.kind == EventKind.e2ee
+        }
         #expect(groupEvents.count == 1 && groupEvents.first?.groupId == fixture.group)
     }
 
@@ -162,7 +203,8 @@ struct E2EEQueueTests {
         let fixture = try await Fixture()
         defer { fixture.close() }
         for index in 0..<250 {
-            try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, [UInt8(index % 256), UInt8(index / 256)])])
+            try await fixture.send(
+                fixture.olivia, device: fixture.o1, to: [(fixture.m1, [UInt8(index % 256), UInt8(index / 256)])])
         }
         let first = try await fixture.read(fixture.max, device: fixture.m1)
         #expect(first.items.count == 100 && first.hasMore && first.cursor == 100)
@@ -173,7 +215,8 @@ struct E2EEQueueTests {
         #expect(second.items.count == 100 && second.hasMore && second.items.first?.sequence == 101)
         #expect(try await fixture.itemCount(device: fixture.m1) == 150, "after=100 deleted the first hundred")
         // The same cursor again gives the same page (a retry after a lost answer).
-        #expect(try await fixture.read(fixture.max, device: fixture.m1, after: first.cursor).items.first?.sequence == 101)
+        #expect(
+            try await fixture.read(fixture.max, device: fixture.m1, after: first.cursor).items.first?.sequence == 101)
         let third = try await fixture.read(fixture.max, device: fixture.m1, after: second.cursor)
         #expect(third.items.count == 50 && !third.hasMore && third.cursor == 250)
         let done = try await fixture.read(fixture.max, device: fixture.m1, after: third.cursor)
@@ -186,7 +229,8 @@ struct E2EEQueueTests {
         let beyond = await fixture.page(fixture.max, device: fixture.m1, after: 251)
         #expect(beyond.status == 400 && Self.field(beyond) == "after")
         for bad in ["-1", "abc", "9007199254740992", ""] {
-            let response = await fixture.request(fixture.max, "GET", "\(fixture.conversationScope)/events?deviceId=\(fixture.m1)&after=\(bad)")
+            let response = await fixture.request(
+                fixture.max, "GET", "\(fixture.conversationScope)/events?deviceId=\(fixture.m1)&after=\(bad)")
             #expect(response.status == 400 && Self.field(response) == "after", "after=\(bad)")
         }
         let noDevice = await fixture.request(fixture.max, "GET", "\(fixture.conversationScope)/events")
@@ -222,26 +266,59 @@ struct E2EEQueueTests {
             (Fixture.body(from: fixture.o1, kind: "9lives", to: [(fixture.m1, [1])]), "kind"),
             (Fixture.body(from: fixture.o1, kind: String(repeating: "a", count: 33), to: [(fixture.m1, [1])]), "kind"),
             (Fixture.body(from: fixture.o1, to: []), "recipients"),
-            (Fixture.body(from: fixture.o1, to: [(fixture.m1, [1]), (fixture.m1.uppercased(), [2])]), "recipients[1].deviceId"),
+            (
+                Fixture.body(from: fixture.o1, to: [(fixture.m1, [1]), (fixture.m1.uppercased(), [2])]),
+                "recipients[1].deviceId"
+            ),
             (Fixture.body(from: fixture.o1, to: [(fixture.m1, big)]), "recipients[0].ciphertext"),
-            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"not base64!"}]}"#, "recipients[0].ciphertext"),
-            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":""}]}"#, "recipients[0].ciphertext"),
+            (
+                #"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"not base64!"}]}"#,
+                "recipients[0].ciphertext"
+            ),
+            (
+                #"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":""}]}"#,
+                "recipients[0].ciphertext"
+            ),
             // What Foundation's decoder alone would take, and the document's pattern does not.
-            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"===="}]}"#, "recipients[0].ciphertext"),
-            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"AAAA="}]}"#, "recipients[0].ciphertext"),
-            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"AA=A"}]}"#, "recipients[0].ciphertext"),
-            (#"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)"}]}"#, "recipients[0].ciphertext"),
-            (Fixture.body(from: fixture.o1, to: [(fixture.m1, [1])], clientId: String(repeating: "x", count: 65)), "clientId"),
+            (
+                #"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"===="}]}"#,
+                "recipients[0].ciphertext"
+            ),
+            (
+                #"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"AAAA="}]}"#,
+                "recipients[0].ciphertext"
+            ),
+            (
+                #"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)","ciphertext":"AA=A"}]}"#,
+                "recipients[0].ciphertext"
+            ),
+            (
+                #"{"senderDeviceId":"\#(fixture.o1)","kind":"commit","recipients":[{"deviceId":"\#(fixture.m1)"}]}"#,
+                "recipients[0].ciphertext"
+            ),
+            (
+                Fixture.body(from: fixture.o1, to: [(fixture.m1, [1])], clientId: String(repeating: "x", count: 65)),
+                "clientId"
+            ),
         ]
         for (body, field) in cases {
             let response = await fixture.request(fixture.olivia, "POST", path, body)
-            #expect(response.status == 400 && Self.field(response) == field, "\(field): \(response.status) \(response.text.prefix(200))")
+            #expect(
+                response.status == 400 && Self.field(response) == field,
+                "\(field): \(response.status) \(response.text.prefix(200))")
         }
-        let notMine = await fixture.request(fixture.olivia, "POST", path, Fixture.body(from: fixture.m2, to: [(fixture.m1, [1])]))
-        #expect(notMine.status == 403 && notMine.errorCode == "NOT_YOUR_DEVICE" && Self.field(notMine) == "senderDeviceId")
-        let outsider = await fixture.request(fixture.olivia, "POST", path, Fixture.body(from: fixture.o1, to: [(fixture.m1, [1]), (fixture.a1, [2])]))
-        #expect(outsider.status == 404 && Self.field(outsider) == "recipients[1].deviceId", "Ann is not in the conversation")
-        #expect(try await fixture.itemCount(device: fixture.m1) == 0, "a rejected send queues nothing, not even the valid copies")
+        let notMine = await fixture.request(
+            fixture.olivia, "POST", path, Fixture.body(from: fixture.m2, to: [(fixture.m1, [1])]))
+        #expect(
+            notMine.status == 403 && notMine.errorCode == "NOT_YOUR_DEVICE" && Self.field(notMine) == "senderDeviceId")
+        let outsider = await fixture.request(
+            fixture.olivia, "POST", path, Fixture.body(from: fixture.o1, to: [(fixture.m1, [1]), (fixture.a1, [2])]))
+        #expect(
+            outsider.status == 404 && Self.field(outsider) == "recipients[1].deviceId", "Ann is not in the conversation"
+        )
+        #expect(
+            try await fixture.itemCount(device: fixture.m1) == 0,
+            "a rejected send queues nothing, not even the valid copies")
         let maxSize = [UInt8](repeating: 9, count: 65_536)
         try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, maxSize)])
         let item = try #require(try await fixture.read(fixture.max, device: fixture.m1).items.first)
@@ -252,19 +329,26 @@ struct E2EEQueueTests {
         let fixture = try await Fixture()
         defer { fixture.close() }
         let (olivia, max, sam) = (fixture.olivia, fixture.max, fixture.sam)
-        let strangerSend = await fixture.request(sam, "POST", "\(fixture.conversationScope)/messages", Fixture.body(from: fixture.s1, to: [(fixture.m1, [1])]))
+        let strangerSend = await fixture.request(
+            sam, "POST", "\(fixture.conversationScope)/messages",
+            Fixture.body(from: fixture.s1, to: [(fixture.m1, [1])]))
         #expect(strangerSend.status == 404)
-        let strangerGroup = await fixture.request(sam, "POST", "\(fixture.groupScope)/messages", Fixture.body(from: fixture.s1, to: [(fixture.m1, [1])]))
+        let strangerGroup = await fixture.request(
+            sam, "POST", "\(fixture.groupScope)/messages", Fixture.body(from: fixture.s1, to: [(fixture.m1, [1])]))
         #expect(strangerGroup.status == 404)
         try await fixture.send(olivia, device: fixture.o1, to: [(fixture.m1, [1])])
         #expect(await fixture.request(max, "PUT", "/blocks/\(olivia.id)").status == 200)
-        let blocked = await fixture.request(olivia, "POST", "\(fixture.conversationScope)/messages", Fixture.body(from: fixture.o1, to: [(fixture.m1, [2])]))
+        let blocked = await fixture.request(
+            olivia, "POST", "\(fixture.conversationScope)/messages",
+            Fixture.body(from: fixture.o1, to: [(fixture.m1, [2])]))
         #expect(blocked.status == 403 && blocked.errorCode == "BLOCKED")
         // What was queued before stays readable by its device.
         #expect(try await fixture.read(max, device: fixture.m1).items.count == 1)
         #expect(await fixture.request(max, "DELETE", "/blocks/\(olivia.id)").status == 204)
         #expect(await fixture.request(max, "DELETE", "/friends/\(olivia.id)").status == 204)
-        let exFriend = await fixture.request(olivia, "POST", "\(fixture.conversationScope)/messages", Fixture.body(from: fixture.o1, to: [(fixture.m1, [3])]))
+        let exFriend = await fixture.request(
+            olivia, "POST", "\(fixture.conversationScope)/messages",
+            Fixture.body(from: fixture.o1, to: [(fixture.m1, [3])]))
         #expect(exFriend.status == 403 && exFriend.errorCode == "NOT_FRIENDS")
     }
 
@@ -278,17 +362,21 @@ struct E2EEQueueTests {
         let replay = await fixture.request(fixture.olivia, "POST", path, body)
         #expect(replay.status == 200 && replay.text == first.text, "the same answer, nothing new queued")
         #expect(try await fixture.itemCount(device: fixture.m1) == 1)
-        let other = await fixture.request(fixture.olivia, "POST", path, Fixture.body(from: fixture.o1, kind: "welcome", to: [(fixture.m1, [9])], clientId: "send-1"))
+        let other = await fixture.request(
+            fixture.olivia, "POST", path,
+            Fixture.body(from: fixture.o1, kind: "welcome", to: [(fixture.m1, [9])], clientId: "send-1"))
         #expect(other.status == 409 && other.errorCode == "CLIENT_ID_REUSED")
         let elsewhere = await fixture.request(
-            fixture.olivia, "POST", "\(fixture.groupScope)/messages", Fixture.body(from: fixture.o1, kind: "welcome", to: [(fixture.m1, [1, 2])], clientId: "send-1"))
+            fixture.olivia, "POST", "\(fixture.groupScope)/messages",
+            Fixture.body(from: fixture.o1, kind: "welcome", to: [(fixture.m1, [1, 2])], clientId: "send-1"))
         #expect(elsewhere.status == 409, "the same clientId in another scope is another send")
     }
 
     @Test func leavingAGroupDropsTheLeaversQueuedItemsThere() async throws {
         let fixture = try await Fixture()
         defer { fixture.close() }
-        try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.a1, [1]), (fixture.m1, [1])], scope: fixture.groupScope)
+        try await fixture.send(
+            fixture.olivia, device: fixture.o1, to: [(fixture.a1, [1]), (fixture.m1, [1])], scope: fixture.groupScope)
         #expect(await fixture.request(fixture.ann, "POST", "/groups/\(fixture.group)/leave").status == 204)
         #expect(try await fixture.itemCount(device: fixture.a1) == 0)
         #expect(try await fixture.itemCount(device: fixture.m1) == 1)
@@ -321,7 +409,9 @@ extension E2EEQueueTests {
         _ = try await fixture.read(fixture.max, device: fixture.m1, after: 1)
         #expect(await fixture.request(fixture.max, "DELETE", "/e2ee/devices/\(fixture.m1)").status == 204)
         #expect(await fixture.page(fixture.max, device: fixture.m1).status == 404, "a removed device has no queue")
-        let toRemoved = await fixture.request(fixture.olivia, "POST", "\(fixture.conversationScope)/messages", Fixture.body(from: fixture.o1, to: [(fixture.m1, [3])]))
+        let toRemoved = await fixture.request(
+            fixture.olivia, "POST", "\(fixture.conversationScope)/messages",
+            Fixture.body(from: fixture.o1, to: [(fixture.m1, [3])]))
         #expect(toRemoved.status == 404)
         let taken = await fixture.request(fixture.sam, "POST", "/e2ee/devices", #"{"deviceId":"\#(fixture.m1)"}"#)
         #expect(taken.status == 409 && taken.errorCode == "DEVICE_ID_TAKEN", "a removed id stays its owner's")
@@ -336,7 +426,8 @@ extension E2EEQueueTests {
     @Test func dissolvingAGroupDropsItsQueuedItems() async throws {
         let fixture = try await Fixture()
         defer { fixture.close() }
-        try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.a1, [1]), (fixture.m1, [1])], scope: fixture.groupScope)
+        try await fixture.send(
+            fixture.olivia, device: fixture.o1, to: [(fixture.a1, [1]), (fixture.m1, [1])], scope: fixture.groupScope)
         try await fixture.send(fixture.olivia, device: fixture.o1, to: [(fixture.m1, [2])])
         #expect(await fixture.request(fixture.olivia, "DELETE", "/groups/\(fixture.group)").status == 204)
         #expect(try await fixture.itemCount(device: fixture.a1) == 0)

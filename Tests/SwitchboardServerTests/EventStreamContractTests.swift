@@ -25,7 +25,9 @@ private func headers(_ token: String) -> HTTPHeaders { ["Host": "t", "Authorizat
 
 /// Appends `count` events for a user straight through the store (the feed does not care which
 /// service wrote them).
-private func appendEvents(_ app: TestApplication, to userID: String, count: Int, kind: String = "test_kind") async throws {
+private func appendEvents(
+    _ app: TestApplication, to userID: String, count: Int, kind: String = "test_kind"
+) async throws {
     _ = try await app.application.store.write { transaction in
         for _ in 0..<count { try transaction.appendEvent(EventKind(rawValue: kind), to: [userID]) }
     }
@@ -53,7 +55,9 @@ struct EventStreamContractTests {
         #expect(["after", "wait"].contains(error?["field"] as? String))
     }
 
-    @Test(arguments: ["after=0", "after=0&wait=0", "after=0&wait=25", "after=00&wait=7", "after=9007199254740991&wait=0"])
+    @Test(arguments: [
+        "after=0", "after=0&wait=0", "after=0&wait=25", "after=00&wait=7", "after=9007199254740991&wait=0",
+    ])
     func boundaryValuesAreAccepted(query: String) async throws {
         let app = try TestApplication()
         defer { app.close() }
@@ -79,7 +83,8 @@ struct EventStreamContractTests {
         defer { hub.release(waiter) }
         let recipients = users.map(\.id) + [users[0].id]
         _ = try await app.application.store.write { transaction in
-            try transaction.appendEvent(EventKind(rawValue: "batch_kind"), to: recipients, groupID: "g1", messageID: "m1")
+            try transaction.appendEvent(
+                EventKind(rawValue: "batch_kind"), to: recipients, groupID: "g1", messageID: "m1")
         }
         var ids: [Int64] = []
         for user in users {
@@ -106,7 +111,8 @@ struct EventStreamContractTests {
         let response = await app.request("GET", "/events?after=0&wait=0")
         #expect(response.status == 401)
         #expect((response.json?["error"] as? [String: Any])?["code"] as? String == "UNAUTHORIZED")
-        let ended = await app.request("GET", "/events?after=0&wait=0", headers: headers(String(repeating: "A", count: 43)))
+        let ended = await app.request(
+            "GET", "/events?after=0&wait=0", headers: headers(String(repeating: "A", count: 43)))
         #expect(ended.status == 401)
     }
 
@@ -133,7 +139,8 @@ struct EventStreamContractTests {
         var sizes: [Int] = []
         var seen: [Int64] = []
         for _ in 0..<4 {
-            let result = try page(await app.request("GET", "/events?after=\(cursor)&wait=0", headers: headers(alice.token)))
+            let result = try page(
+                await app.request("GET", "/events?after=\(cursor)&wait=0", headers: headers(alice.token)))
             sizes.append(result.events.count)
             seen += result.events.map(\.id)
             #expect(result.cursor == (result.events.last?.id ?? cursor))
@@ -217,10 +224,11 @@ struct EventStreamContractTests {
     @Test func theSecondQueryCatchesAnEventCommittedBeforeTheWaiterExisted() async throws {
         let holder = Mutex<TestApplication?>(nil)
         let alice = Mutex<String?>(nil)
-        let app = try TestApplication(eventHooks: EventRoutes.Hooks(afterFirstQuery: {
-            guard let app = holder.withLock({ $0 }), let id = alice.withLock({ $0 }) else { return }
-            try? await appendEvents(app, to: id, count: 1, kind: "raced")
-        }))
+        let app = try TestApplication(
+            eventHooks: EventRoutes.Hooks(afterFirstQuery: {
+                guard let app = holder.withLock({ $0 }), let id = alice.withLock({ $0 }) else { return }
+                try? await appendEvents(app, to: id, count: 1, kind: "raced")
+            }))
         defer { app.close() }
         holder.withLock { $0 = app }
         let user = try await signUp(app, "alice")
@@ -246,7 +254,8 @@ struct EventStreamContractTests {
 
     @Test func aCursorBeforeTheRetentionWindowIs410() async throws {
         let clock = MovableNow()
-        let app = try TestApplication(environment: ServerEnvironment(now: { clock.now }, newID: { UUID().uuidString.lowercased() }))
+        let app = try TestApplication(
+            environment: ServerEnvironment(now: { clock.now }, newID: { UUID().uuidString.lowercased() }))
         defer { app.close() }
         let alice = try await signUp(app, "alice"), bob = try await signUp(app, "bob")
         try await appendEvents(app, to: alice.id, count: 3)
@@ -256,7 +265,9 @@ struct EventStreamContractTests {
         // The application's own start-up prune may run late (after the clock moved) and get there
         // first: assert what is left, not who deleted it.
         _ = try await app.application.pruneEvents()
-        let left = try await app.application.store.read { try $0.query("SELECT count(*) AS n FROM events WHERE user_id = ?", [.text(alice.id)]).first?.int("n") }
+        let left = try await app.application.store.read {
+            try $0.query("SELECT count(*) AS n FROM events WHERE user_id = ?", [.text(alice.id)]).first?.int("n")
+        }
         #expect(left == 2)
 
         let expired = await app.request("GET", "/events?after=0&wait=0", headers: headers(alice.token))
@@ -265,8 +276,11 @@ struct EventStreamContractTests {
         #expect(await app.request("GET", "/events/stream?after=2", headers: headers(alice.token)).status == 410)
 
         // A fresh snapshot's cursor works, and a cursor at the last pruned id still sees the rest.
-        let me = try JSONDecoder().decode(Me.self, from: Data(await app.request("GET", "/me", headers: headers(alice.token)).bodyBytes))
-        #expect(try page(await app.request("GET", "/events?after=\(me.eventCursor)&wait=0", headers: headers(alice.token))).events.isEmpty)
+        let me = try JSONDecoder().decode(
+            Me.self, from: Data(await app.request("GET", "/me", headers: headers(alice.token)).bodyBytes))
+        #expect(
+            try page(await app.request("GET", "/events?after=\(me.eventCursor)&wait=0", headers: headers(alice.token)))
+                .events.isEmpty)
         let rest = try page(await app.request("GET", "/events?after=3&wait=0", headers: headers(alice.token)))
         #expect(rest.events.count == 2)
         // Another user had nothing pruned: cursor 0 is still fine for them.
@@ -275,17 +289,23 @@ struct EventStreamContractTests {
 
     @Test func meCursorSurvivesPruningEverything() async throws {
         let clock = MovableNow()
-        let app = try TestApplication(environment: ServerEnvironment(now: { clock.now }, newID: { UUID().uuidString.lowercased() }))
+        let app = try TestApplication(
+            environment: ServerEnvironment(now: { clock.now }, newID: { UUID().uuidString.lowercased() }))
         defer { app.close() }
         let alice = try await signUp(app, "alice")
         try await appendEvents(app, to: alice.id, count: 4)
         clock.advance(days: 31)
         _ = try await app.application.pruneEvents()
-        let left = try await app.application.store.read { try $0.query("SELECT count(*) AS n FROM events WHERE user_id = ?", [.text(alice.id)]).first?.int("n") }
+        let left = try await app.application.store.read {
+            try $0.query("SELECT count(*) AS n FROM events WHERE user_id = ?", [.text(alice.id)]).first?.int("n")
+        }
         #expect(left == 0)
-        let me = try JSONDecoder().decode(Me.self, from: Data(await app.request("GET", "/me", headers: headers(alice.token)).bodyBytes))
+        let me = try JSONDecoder().decode(
+            Me.self, from: Data(await app.request("GET", "/me", headers: headers(alice.token)).bodyBytes))
         #expect(me.eventCursor >= 4)
-        #expect(await app.request("GET", "/events?after=\(me.eventCursor)&wait=0", headers: headers(alice.token)).status == 200)
+        #expect(
+            await app.request("GET", "/events?after=\(me.eventCursor)&wait=0", headers: headers(alice.token)).status
+                == 200)
     }
 }
 
@@ -294,12 +314,18 @@ struct EventJSONTests {
     /// The hand-written encoder must produce exactly what JSONEncoder (sorted keys) does.
     @Test func matchesJSONEncoderByteForByte() throws {
         let events = [
-            Event(id: 1, kind: .message, conversationId: "c\"1", groupId: nil, messageId: "m\\1", callId: nil, createdAt: "2026-11-30T04:50:45.535Z"),
-            Event(id: 9_007_199_254_740_991, kind: EventKind(rawValue: "call_changed\n"), callId: "ü-☎️", createdAt: "t\u{01}"),
+            Event(
+                id: 1, kind: .message, conversationId: "c\"1", groupId: nil, messageId: "m\\1", callId: nil,
+                createdAt: "2026-11-30T04:50:45.535Z"),
+            Event(
+                id: 9_007_199_254_740_991, kind: EventKind(rawValue: "call_changed\n"), callId: "ü-☎️",
+                createdAt: "t\u{01}"),
         ]
         let expected = try JSONBody.makeEncoder().encode(EventsPage(events: events, cursor: 42))
         #expect(EventJSON.page(events, cursor: 42) == Array(expected))
-        #expect(EventJSON.page([], cursor: 7) == Array(try JSONBody.makeEncoder().encode(EventsPage(events: [], cursor: 7))))
+        #expect(
+            EventJSON.page([], cursor: 7) == Array(try JSONBody.makeEncoder().encode(EventsPage(events: [], cursor: 7)))
+        )
         #expect(Array(EventJSON.event(events[0]).utf8) == Array(try JSONBody.makeEncoder().encode(events[0])))
     }
 }

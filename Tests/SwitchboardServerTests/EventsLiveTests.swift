@@ -7,7 +7,9 @@ import SwitchboardTesting
 struct EventsLiveTests {
     private typealias Account = LiveAccount
     private func json(_ text: String) -> [String: Any] { liveJSON(text) }
-    private func register(_ address: String, _ name: String) async throws -> Account { try await liveRegister(address, name) }
+    private func register(_ address: String, _ name: String) async throws -> Account {
+        try await liveRegister(address, name)
+    }
     private func befriend(_ address: String, _ alice: Account, _ bob: Account) async throws -> String {
         try await liveBefriend(address, alice, bob)
     }
@@ -26,7 +28,9 @@ struct EventsLiveTests {
         // The poll is held (its waiter registered) before the message is sent, so only the
         // commit's wake-up can answer it with the message: a poll that times out answers [].
         #expect(await eventually { await liveMetric(server.address, "switchboard_event_waiters") == "1" })
-        let sent = await fetch(server.address, "POST", "/conversations/\(conversation)/messages", body: #"{"text":"hello bob"}"#, headers: alice.auth)
+        let sent = await fetch(
+            server.address, "POST", "/conversations/\(conversation)/messages", body: #"{"text":"hello bob"}"#,
+            headers: alice.auth)
         #expect(sent.status == 201)
         let messageID = try #require(json(sent.body)["id"] as? String)
 
@@ -37,7 +41,8 @@ struct EventsLiveTests {
         #expect(events.first?["kind"] as? String == "message")
         #expect(events.first?["messageId"] as? String == messageID)
         #expect(events.first?["conversationId"] as? String == conversation)
-        let history = json(await fetch(server.address, "GET", "/conversations/\(conversation)/messages", headers: bob.auth).body)
+        let history = json(
+            await fetch(server.address, "GET", "/conversations/\(conversation)/messages", headers: bob.auth).body)
         #expect((history["messages"] as? [[String: Any]])?.first?["text"] as? String == "hello bob")
     }
 
@@ -45,14 +50,19 @@ struct EventsLiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice"), bob = try await register(server.address, "bob")
         let conversation = try await befriend(server.address, alice, bob)
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
 
         func send(_ text: String) async -> String? {
-            json(await fetch(server.address, "POST", "/conversations/\(conversation)/messages", body: #"{"text":"\#(text)"}"#, headers: alice.auth).body)["id"] as? String
+            json(
+                await fetch(
+                    server.address, "POST", "/conversations/\(conversation)/messages", body: #"{"text":"\#(text)"}"#,
+                    headers: alice.auth
+                ).body)["id"] as? String
         }
         @Sendable func ids(in text: String) -> [Int] {
             // Split on any newline: "\r\n" (chunk framing) is one Character in Swift.
@@ -80,7 +90,9 @@ struct EventsLiveTests {
         // While disconnected: two more messages. Reconnect with Last-Event-ID.
         let missed = [await send("two"), await send("three")]
         let second = try RawClient(port: port)
-        second.send("GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(bob.token)\r\nLast-Event-ID: \(lastSeen)\r\n\r\n")
+        second.send(
+            "GET /events/stream?after=0 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(bob.token)\r\nLast-Event-ID: \(lastSeen)\r\n\r\n"
+        )
         let resumed = await second.receive { text in missed.allSatisfy { text.contains($0 ?? "-") } }
         let seenAfter = ids(in: resumed.text)
         #expect(seenAfter.count == 2, "exactly the two missed events, got \(seenAfter)")
@@ -93,7 +105,8 @@ struct EventsLiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["SWITCHBOARD_EVENT_HEARTBEAT_SECONDS": "1"])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice")
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
@@ -123,7 +136,9 @@ struct EventsLiveTests {
         client = nil  // the socket closes
         // Freed within 20 s: well before the poll's own timeout could free it, and normally in
         // milliseconds. Only a waiter that stays until its timeout runs into this bound.
-        #expect(await eventually(seconds: 20) { await waiters() == "0" }, "the waiter must go with the connection, not at its 25 s timeout")
+        #expect(
+            await eventually(seconds: 20) { await waiters() == "0" },
+            "the waiter must go with the connection, not at its 25 s timeout")
         #expect(ContinuousClock.now - registered < .seconds(25))
         withExtendedLifetime(client) {}
     }
@@ -132,7 +147,8 @@ struct EventsLiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": "120"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": "120"])
         defer { _ = server.stop() }
         let alice = try await register(server.address, "alice")
         let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
@@ -163,7 +179,8 @@ struct EventsLiveTests {
         #expect(after.status == 401)
         #expect(after.body.contains("unknown, ended or expired session"))
         // Logging in again gives a new, working token.
-        let login = await fetch(server.address, "POST", "/auth/login", body: #"{"username":"ALICE","password":"long enough"}"#)
+        let login = await fetch(
+            server.address, "POST", "/auth/login", body: #"{"username":"ALICE","password":"long enough"}"#)
         #expect(login.status == 200)
         let token = try #require(json(login.body)["token"] as? String)
         #expect(token != alice.token)

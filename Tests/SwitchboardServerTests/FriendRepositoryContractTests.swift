@@ -43,11 +43,16 @@ struct FriendRepositoryContractTests {
         let r1 = FriendRequest(id: "r1", from: ann, to: bob, state: .pending, createdAt: Self.t1, updatedAt: Self.t1)
         #expect(try await rig.read { try $0.request("r1") } == r1)
         #expect(try await rig.read { try $0.request("nope") } == nil)
-        #expect(try await rig.read { try $0.pendingRequest(between: bob.id, and: ann.id) } == r1, "either order names the pair")
+        #expect(
+            try await rig.read { try $0.pendingRequest(between: bob.id, and: ann.id) } == r1,
+            "either order names the pair")
         #expect(try await rig.read { try $0.pendingRequest(between: bob.id, and: cid.id) } == nil)
-        #expect(try await rig.read { try $0.pendingRequests(involving: ann.id) }.map(\.id) == ["r1", "r2"], "sent and received, oldest first")
+        #expect(
+            try await rig.read { try $0.pendingRequests(involving: ann.id) }.map(\.id) == ["r1", "r2"],
+            "sent and received, oldest first")
         try await rig.write { try $0.settleRequest("r1", as: .declined, at: Self.t3) }
-        #expect(try await rig.read { try $0.request("r1") }.map { "\($0.state) \($0.updatedAt)" } == "declined \(Self.t3)")
+        #expect(
+            try await rig.read { try $0.request("r1") }.map { "\($0.state) \($0.updatedAt)" } == "declined \(Self.t3)")
         #expect(try await rig.read { try $0.pendingRequests(involving: ann.id) }.map(\.id) == ["r2"])
         #expect(try await rig.write { try $0.cancelPendingRequests(between: ann.id, and: cid.id, at: Self.t3) } == 1)
         #expect(try await rig.write { try $0.cancelPendingRequests(between: ann.id, and: cid.id, at: Self.t3) } == 0)
@@ -68,12 +73,18 @@ struct FriendRepositoryContractTests {
         #expect(try await rig.read { try $0.conversationID(between: ann.id, and: bob.id) } == "c-ab")
         #expect(try await rig.read { try $0.conversationID(between: bob.id, and: cid.id) } == nil)
         let stored = try #require(try await rig.read { try $0.conversation("c-ab") })
-        #expect(Set([stored.userA, stored.userB]) == [ann.id, bob.id] && stored.userA < stored.userB && stored.createdAt == Self.t1)
+        #expect(
+            Set([stored.userA, stored.userB]) == [ann.id, bob.id] && stored.userA < stored.userB
+                && stored.createdAt == Self.t1)
         #expect(try await rig.read { try $0.conversationIDs(of: ann.id) } == ["c-ab", "c-ac"])
-        #expect(try await rig.read { try $0.friendship(between: ann.id, and: bob.id) } == Friendship(conversationID: "c-ab", since: Self.t1))
-        #expect(try await rig.read { try $0.friends(of: ann.id) } == [
-            Friend(user: bob, conversationId: "c-ab", since: Self.t1), Friend(user: cid, conversationId: "c-ac", since: Self.t2),
-        ], "by username")
+        #expect(
+            try await rig.read { try $0.friendship(between: ann.id, and: bob.id) }
+                == Friendship(conversationID: "c-ab", since: Self.t1))
+        #expect(
+            try await rig.read { try $0.friends(of: ann.id) } == [
+                Friend(user: bob, conversationId: "c-ab", since: Self.t1),
+                Friend(user: cid, conversationId: "c-ac", since: Self.t2),
+            ], "by username")
         // Unfriending leaves the conversation.
         try await rig.write { try $0.removeFriendship(between: ann.id, and: bob.id) }
         #expect(try await rig.read { try $0.friendship(between: bob.id, and: ann.id) } == nil)
@@ -94,7 +105,10 @@ struct FriendRepositoryContractTests {
         #expect(try await rig.read { try !$0.isBlocked(between: bob.id, and: cid.id) })
         #expect(try await rig.read { try $0.blockedAt(blocker: ann.id, blocked: cid.id) } == Self.t1)
         #expect(try await rig.read { try $0.blockedAt(blocker: cid.id, blocked: ann.id) } == nil)
-        #expect(try await rig.read { try $0.blocks(by: ann.id) } == [Block(user: bob, createdAt: Self.t2), Block(user: cid, createdAt: Self.t1)])
+        #expect(
+            try await rig.read { try $0.blocks(by: ann.id) } == [
+                Block(user: bob, createdAt: Self.t2), Block(user: cid, createdAt: Self.t1),
+            ])
         #expect(try await rig.read { try $0.blocks(by: bob.id) }.isEmpty)
         #expect(try await rig.write { try $0.removeBlock(blocker: ann.id, blocked: cid.id) })
         #expect(try await !rig.write { try $0.removeBlock(blocker: ann.id, blocked: cid.id) })

@@ -28,14 +28,18 @@ struct GroupRepositoryContractTests {
             try groups.addMember(bob.id, to: "g2", at: Self.t2)
             try groups.addMember(ann.id, to: "g2", at: Self.t2)
         }
-        #expect(try await store.snapshot { try $0.groups.group("g1", visibleTo: bob.id) } == StoredGroup(id: "g1", name: "team", ownerID: ann.id, createdAt: Self.t1))
+        #expect(
+            try await store.snapshot { try $0.groups.group("g1", visibleTo: bob.id) }
+                == StoredGroup(id: "g1", name: "team", ownerID: ann.id, createdAt: Self.t1))
         #expect(try await store.snapshot { try $0.groups.group("g2", visibleTo: cid.id) } == nil, "not a member")
         #expect(try await store.snapshot { try $0.groups.group("nope", visibleTo: ann.id) } == nil)
         // Joined at t1 (ann and cid, ties by id / by username), then bob at t2.
         #expect(try await store.snapshot { try $0.groups.memberIDs(of: "g1") } == [ann.id, cid.id].sorted() + [bob.id])
-        #expect(try await store.snapshot { try $0.groups.members(of: "g1") } == [
-            GroupMember(user: ann, joinedAt: Self.t1), GroupMember(user: cid, joinedAt: Self.t1), GroupMember(user: bob, joinedAt: Self.t2),
-        ])
+        #expect(
+            try await store.snapshot { try $0.groups.members(of: "g1") } == [
+                GroupMember(user: ann, joinedAt: Self.t1), GroupMember(user: cid, joinedAt: Self.t1),
+                GroupMember(user: bob, joinedAt: Self.t2),
+            ])
         #expect(try await store.snapshot { try $0.groups.groupIDs(of: ann.id) } == ["g1", "g2"], "oldest first")
         try await store.write { transaction in
             try transaction.groups.rename("g1", to: "crew")

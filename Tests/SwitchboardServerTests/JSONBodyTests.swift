@@ -21,7 +21,8 @@ struct JSONBodyTests {
     }
 
     @Test func validBodyDecodesAndUnknownFieldsAreIgnored() throws {
-        let payload = try JSONBody.decode(Payload.self, from: Array(#"{"name":"a","extra":[1,2],"inner":{"count":3}}"#.utf8))
+        let payload = try JSONBody.decode(
+            Payload.self, from: Array(#"{"name":"a","extra":[1,2],"inner":{"count":3}}"#.utf8))
         #expect(payload.name == "a")
         #expect(payload.inner?.count == 3)
     }
@@ -60,13 +61,14 @@ struct JSONBodyTests {
 
     /// NaN and infinities are not JSON; a body that writes them still gets a 400 naming the
     /// field, at any depth; a body that is otherwise broken names none.
-    @Test(arguments: [
-        (#"{"name":"a","inner":{"count": NaN}}"#, "count"),
-        (#"{"name":"a","flag": Infinity}"#, "flag"),
-        (#"{"name":"a","tags":[], "x": -Infinity}"#, "x"),
-        (#"{"name":"a","inner":{"count": 1e999}}"#, "count"),
-        (#"{"name":"a",}}"#, nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            (#"{"name":"a","inner":{"count": NaN}}"#, "count"),
+            (#"{"name":"a","flag": Infinity}"#, "flag"),
+            (#"{"name":"a","tags":[], "x": -Infinity}"#, "x"),
+            (#"{"name":"a","inner":{"count": 1e999}}"#, "count"),
+            (#"{"name":"a",}}"#, nil),
+        ] as [(String, String?)])
     func nonFiniteNumbersNameTheirField(json: String, field: String?) {
         let failure = error(json)
         #expect(failure?.status == 400)

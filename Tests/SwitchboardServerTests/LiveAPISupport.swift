@@ -15,10 +15,14 @@ func liveJSON(_ text: String) -> [String: Any] {
 
 /// Registers `name` (password "long enough") on the server at `address`.
 func liveRegister(_ address: String, _ name: String) async throws -> LiveAccount {
-    let reply = await fetch(address, "POST", "/auth/register", body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
+    let reply = await fetch(
+        address, "POST", "/auth/register",
+        body: #"{"username":"\#(name)","password":"long enough","displayName":"\#(name)"}"#)
     #expect(reply.status == 201, "register \(name): \(reply.body)")
     let object = liveJSON(reply.body)
-    return LiveAccount(token: try #require(object["token"] as? String), id: try #require((object["user"] as? [String: Any])?["id"] as? String))
+    return LiveAccount(
+        token: try #require(object["token"] as? String),
+        id: try #require((object["user"] as? [String: Any])?["id"] as? String))
 }
 
 /// Makes the two friends; returns their conversation id.

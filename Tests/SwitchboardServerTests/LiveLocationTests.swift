@@ -30,11 +30,15 @@ struct LiveLocationTests {
             group = try await world.group(olivia, [max, ann])
         }
 
-        func request(_ person: CallWorld.Person, _ method: String, _ path: String, _ body: String = "") async -> HTTPResponse {
+        func request(
+            _ person: CallWorld.Person, _ method: String, _ path: String, _ body: String = ""
+        ) async -> HTTPResponse {
             await world.app.request(method, path, headers: person.headers, body: body)
         }
 
-        func share(_ person: CallWorld.Person, _ path: String, _ body: String = LiveLocationTests.position) async throws -> LiveLocation {
+        func share(
+            _ person: CallWorld.Person, _ path: String, _ body: String = LiveLocationTests.position
+        ) async throws -> LiveLocation {
             let response = await request(person, "POST", path, body)
             try #require([200, 201].contains(response.status), "start: \(response.status) \(response.text)")
             return try JSONDecoder().decode(LiveLocation.self, from: Data(response.bodyBytes))
@@ -60,7 +64,9 @@ struct LiveLocationTests {
         /// clock moves would sleep a whole interval from the new time, past the moment the test
         /// means it to wake at.
         func advanceWithTheSweepAsleep(seconds: Double) async throws {
-            try #require(await eventually { world.clock.sleeperCount(of: "live location expiry") == 1 }, "the expiry sweep sleeps on the clock")
+            try #require(
+                await eventually { world.clock.sleeperCount(of: "live location expiry") == 1 },
+                "the expiry sweep sleeps on the clock")
             world.clock.advance(seconds: seconds)
         }
 
@@ -114,7 +120,9 @@ struct LiveLocationTests {
                 let response = await fixture.request(fixture.olivia, method, path, bad.body)
                 #expect(response.status == 400, "\(method) \(path): \(response.text)")
                 #expect(response.errorCode == "VALIDATION_FAILED")
-                #expect((response.json?["error"] as? [String: Any])?["field"] as? String == bad.field, "\(method): \(response.text)")
+                #expect(
+                    (response.json?["error"] as? [String: Any])?["field"] as? String == bad.field,
+                    "\(method): \(response.text)")
             }
         }
         // Nothing was changed by the rejected updates.
@@ -122,12 +130,15 @@ struct LiveLocationTests {
         #expect(shares.count == 1 && shares.first?.latitude == 52.52)
     }
 
-    @Test("durationSeconds must be an integer from 60 to 28800", arguments: ["59", "28801", "0", "-5", "1.5", #""3600""#, "null"])
+    @Test(
+        "durationSeconds must be an integer from 60 to 28800",
+        arguments: ["59", "28801", "0", "-5", "1.5", #""3600""#, "null"])
     func badDurations(_ value: String) async throws {
         let fixture = try await Fixture()
         defer { fixture.close() }
         let response = await fixture.request(
-            fixture.olivia, "POST", fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":\#(value)}"#)
+            fixture.olivia, "POST", fixture.conversationPath,
+            #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":\#(value)}"#)
         if value == "null" {
             // null is the same as leaving it out: the default hour.
             #expect(response.status == 201, "\(response.text)")
@@ -158,17 +169,21 @@ struct LiveLocationTests {
         let fixture = try await Fixture()
         defer { fixture.close() }
         let (olivia, max) = (fixture.olivia, fixture.max)
-        let started = try await fixture.share(olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":600}"#)
+        let started = try await fixture.share(
+            olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":600}"#)
         #expect(started.userId == olivia.id && started.conversationId == fixture.conversation && started.groupId == nil)
         #expect(started.startedAt == started.updatedAt)
         #expect(started.expiresAt == Timestamp.iso8601(fixture.world.clock.now.addingTimeInterval(600)))
 
         fixture.world.clock.advance(seconds: 30)
-        let moved = await fixture.request(olivia, "PUT", fixture.conversationPath, #"{"latitude":1.5,"longitude":2.5,"accuracy":4}"#)
+        let moved = await fixture.request(
+            olivia, "PUT", fixture.conversationPath, #"{"latitude":1.5,"longitude":2.5,"accuracy":4}"#)
         #expect(moved.status == 200, "\(moved.text)")
         let update = try JSONDecoder().decode(LiveLocation.self, from: Data(moved.bodyBytes))
         #expect(update.latitude == 1.5 && update.longitude == 2.5 && update.accuracy == 4)
-        #expect(update.startedAt == started.startedAt && update.expiresAt == started.expiresAt, "an update keeps the start and the end")
+        #expect(
+            update.startedAt == started.startedAt && update.expiresAt == started.expiresAt,
+            "an update keeps the start and the end")
         #expect(update.updatedAt == Timestamp.iso8601(fixture.world.clock.now))
 
         // Max shares too; the list is by user id; each sees both.
@@ -178,7 +193,9 @@ struct LiveLocationTests {
 
         // Starting again restarts the duration from now and keeps the start.
         fixture.world.clock.advance(seconds: 30)
-        let again = await fixture.request(olivia, "POST", fixture.conversationPath, #"{"latitude":7,"longitude":8,"accuracy":9,"durationSeconds":120}"#)
+        let again = await fixture.request(
+            olivia, "POST", fixture.conversationPath,
+            #"{"latitude":7,"longitude":8,"accuracy":9,"durationSeconds":120}"#)
         #expect(again.status == 200, "a running share started again is 200, not 201")
         let restarted = try JSONDecoder().decode(LiveLocation.self, from: Data(again.bodyBytes))
         #expect(restarted.startedAt == started.startedAt)
@@ -222,7 +239,9 @@ struct LiveLocationTests {
         _ = try await fixture.share(olivia, fixture.conversationPath)
         for person in [olivia, max] {
             let events = try await changed(person)
-            #expect(events.count == 1 && events.first?.conversationId == fixture.conversation && events.first?.groupId == nil)
+            #expect(
+                events.count == 1 && events.first?.conversationId == fixture.conversation
+                    && events.first?.groupId == nil)
         }
         let annHeard = try await changed(ann), samHeard = try await changed(sam)
         #expect(annHeard.isEmpty && samHeard.isEmpty)
@@ -250,14 +269,21 @@ struct LiveLocationTests {
         let world = fixture.world
         let (olivia, max, sam) = (fixture.olivia, fixture.max, fixture.sam)
         // Bob: Olivia's friend she blocked; Bea: her friend who blocked her; Eve: an ex-friend.
-        let bob = try await world.person("bob"), bea = try await world.person("bea"), eve = try await world.person("eve")
+        let bob = try await world.person("bob"), bea = try await world.person("bea"),
+            eve = try await world.person("eve")
         let withBob = try await world.befriend(olivia, bob), withBea = try await world.befriend(olivia, bea)
         let withEve = try await world.befriend(olivia, eve)
         #expect(await fixture.request(olivia, "PUT", "/blocks/\(bob.id)").status == 200)
         #expect(await fixture.request(bea, "PUT", "/blocks/\(olivia.id)").status == 200)
         #expect(await fixture.request(eve, "DELETE", "/friends/\(olivia.id)").status == 204)
 
-        struct Case { let who: CallWorld.Person; let path: String; let start: Int; let code: String?; let read: Int }
+        struct Case {
+            let who: CallWorld.Person
+            let path: String
+            let start: Int
+            let code: String?
+            let read: Int
+        }
         let conversation = { (id: String) in "/conversations/\(id)/live-locations" }
         let cases = [
             Case(who: olivia, path: fixture.conversationPath, start: 201, code: nil, read: 200),
@@ -270,8 +296,12 @@ struct LiveLocationTests {
             Case(who: olivia, path: fixture.groupPath, start: 201, code: nil, read: 200),
             Case(who: max, path: fixture.groupPath, start: 201, code: nil, read: 200),
             Case(who: sam, path: fixture.groupPath, start: 404, code: "NOT_FOUND", read: 404),
-            Case(who: olivia, path: "/conversations/\(UUID().uuidString.lowercased())/live-locations", start: 404, code: "NOT_FOUND", read: 404),
-            Case(who: olivia, path: "/groups/\(UUID().uuidString.lowercased())/live-locations", start: 404, code: "NOT_FOUND", read: 404),
+            Case(
+                who: olivia, path: "/conversations/\(UUID().uuidString.lowercased())/live-locations", start: 404,
+                code: "NOT_FOUND", read: 404),
+            Case(
+                who: olivia, path: "/groups/\(UUID().uuidString.lowercased())/live-locations", start: 404,
+                code: "NOT_FOUND", read: 404),
         ]
         for item in cases {
             let started = await fixture.request(item.who, "POST", item.path, LiveLocationTests.position)
@@ -280,10 +310,15 @@ struct LiveLocationTests {
             let updated = await fixture.request(item.who, "PUT", item.path, LiveLocationTests.position)
             #expect(updated.status == (item.start == 201 ? 200 : item.start), "update \(item.path): \(updated.text)")
             #expect(await fixture.request(item.who, "GET", item.path).status == item.read, "read \(item.path)")
-            #expect(await fixture.request(item.who, "DELETE", item.path).status == (item.read == 200 ? 204 : 404), "stop \(item.path)")
+            #expect(
+                await fixture.request(item.who, "DELETE", item.path).status == (item.read == 200 ? 204 : 404),
+                "stop \(item.path)")
         }
         // Without a token: 401 everywhere.
-        for (method, path) in [("POST", fixture.conversationPath), ("GET", fixture.groupPath), ("GET", "/live-locations/mine"), ("GET", "/location/city")] {
+        for (method, path) in [
+            ("POST", fixture.conversationPath), ("GET", fixture.groupPath), ("GET", "/live-locations/mine"),
+            ("GET", "/location/city"),
+        ] {
             let response = await world.app.request(method, path, body: LiveLocationTests.position)
             #expect(response.status == 401, "\(method) \(path)")
         }
@@ -295,7 +330,8 @@ struct LiveLocationTests {
         let fixture = try await Fixture()
         defer { fixture.close() }
         let (olivia, max) = (fixture.olivia, fixture.max)
-        _ = try await fixture.share(olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":60}"#)
+        _ = try await fixture.share(
+            olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":60}"#)
         _ = try await fixture.share(max, fixture.conversationPath)  // the default hour
         let cursor = try await fixture.cursor(max)
         try await fixture.advanceWithTheSweepAsleep(seconds: 59)
@@ -317,7 +353,10 @@ struct LiveLocationTests {
         #expect(again.status == 201)
         // The default hour: Max's share is gone an hour after it began.
         fixture.world.clock.advance(seconds: 3540)
-        #expect(try await eventuallyTrying { try await fixture.list(olivia, fixture.conversationPath).map(\.userId) == [olivia.id] })
+        #expect(
+            try await eventuallyTrying {
+                try await fixture.list(olivia, fixture.conversationPath).map(\.userId) == [olivia.id]
+            })
         #expect(try await fixture.world.app.application.liveLocations.sweepExpired() >= 0)
     }
 
@@ -344,7 +383,9 @@ struct LiveLocationTests {
             let (blocker, blocked) = blockerIsOlivia ? (fixture.olivia, fixture.max) : (fixture.max, fixture.olivia)
             #expect(await fixture.request(blocker, "PUT", "/blocks/\(blocked.id)").status == 200)
             #expect(try await fixture.list(fixture.olivia, fixture.conversationPath).isEmpty)
-            #expect(try await fixture.list(fixture.olivia, fixture.groupPath).count == 1, "the group's share is not the conversation's")
+            #expect(
+                try await fixture.list(fixture.olivia, fixture.groupPath).count == 1,
+                "the group's share is not the conversation's")
         }
     }
 
@@ -376,9 +417,13 @@ extension LiveLocationTests {
     @Test func startingAgainNeverKeepsAShareBeyondEightHoursFromItsStart() async throws {
         let fixture = try await Fixture()
         defer { fixture.close() }
-        let first = try await fixture.share(fixture.olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":28800}"#)
+        let first = try await fixture.share(
+            fixture.olivia, fixture.conversationPath,
+            #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":28800}"#)
         fixture.world.clock.advance(seconds: 7 * 3600)
-        let again = try await fixture.share(fixture.olivia, fixture.conversationPath, #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":28800}"#)
+        let again = try await fixture.share(
+            fixture.olivia, fixture.conversationPath,
+            #"{"latitude":1,"longitude":2,"accuracy":3,"durationSeconds":28800}"#)
         #expect(again.startedAt == first.startedAt)
         #expect(again.expiresAt == first.expiresAt, "capped at 8 h after the first start")
     }

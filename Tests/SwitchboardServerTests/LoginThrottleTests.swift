@@ -15,7 +15,9 @@ struct LoginThrottleTests {
         let throttle = LoginThrottle()
         let keys = throttle.keys(username: "ada", address: "192.0.2.7").map(\.text)
         #expect(keys.count == 3 && Set(keys).count == 3)
-        #expect(throttle.keysReset(username: "ada", address: "192.0.2.7").count == 2, "a success keeps the address's own counter")
+        #expect(
+            throttle.keysReset(username: "ada", address: "192.0.2.7").count == 2,
+            "a success keeps the address's own counter")
     }
 
     @Test func theClientAddressComesFromTrustedProxiesOnly() {
@@ -27,17 +29,30 @@ struct LoginThrottleTests {
             return request
         }
         let proxies: Set<String> = ["10.0.0.1", "::1"]
-        #expect(ClientAddress.of(request(peer: "198.51.100.4:5555", forwarded: "203.0.113.9"), trusting: proxies) == "198.51.100.4",
-                "a client's own X-Forwarded-For is ignored")
-        #expect(ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "203.0.113.9"), trusting: proxies) == "203.0.113.9")
-        #expect(ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "1.2.3.4, 203.0.113.9, 10.0.0.1"), trusting: proxies) == "203.0.113.9",
-                "the nearest untrusted hop: what the client wrote itself comes first and is skipped")
+        #expect(
+            ClientAddress.of(request(peer: "198.51.100.4:5555", forwarded: "203.0.113.9"), trusting: proxies)
+                == "198.51.100.4",
+            "a client's own X-Forwarded-For is ignored")
+        #expect(
+            ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "203.0.113.9"), trusting: proxies)
+                == "203.0.113.9")
+        #expect(
+            ClientAddress.of(
+                request(peer: "10.0.0.1:443", forwarded: "1.2.3.4, 203.0.113.9, 10.0.0.1"), trusting: proxies)
+                == "203.0.113.9",
+            "the nearest untrusted hop: what the client wrote itself comes first and is skipped")
         #expect(ClientAddress.of(request(peer: "[::1]:80", forwarded: nil), trusting: proxies) == "0:0:0:0::/64")
         // One spelling per address: a dual-stack listener's IPv4-mapped proxy is still trusted.
-        #expect(ClientAddress.of(request(peer: "[::ffff:10.0.0.1]:443", forwarded: "203.0.113.9"), trusting: proxies) == "203.0.113.9")
+        #expect(
+            ClientAddress.of(request(peer: "[::ffff:10.0.0.1]:443", forwarded: "203.0.113.9"), trusting: proxies)
+                == "203.0.113.9")
         // IPv6 clients count by their /64.
-        #expect(ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "2001:db8:1:2::abcd"), trusting: proxies) == "2001:db8:1:2::/64")
-        #expect(ClientAddress.of(request(peer: "[2001:db8:1:2:aaaa::1]:1", forwarded: nil), trusting: proxies) == "2001:db8:1:2::/64")
+        #expect(
+            ClientAddress.of(request(peer: "10.0.0.1:443", forwarded: "2001:db8:1:2::abcd"), trusting: proxies)
+                == "2001:db8:1:2::/64")
+        #expect(
+            ClientAddress.of(request(peer: "[2001:db8:1:2:aaaa::1]:1", forwarded: nil), trusting: proxies)
+                == "2001:db8:1:2::/64")
     }
 
     struct World {
@@ -63,14 +78,17 @@ struct LoginThrottleTests {
         let held = await env.login("ada", "long enough", from: "198.51.100.1")
         #expect(held.status == 429 && held.headers["Retry-After"] == "1", "even the right password waits")
         #expect(String(decoding: held.bodyBytes, as: UTF8.self).contains(#""code":"RATE_LIMITED""#))
-        #expect(await env.login("ada", "long enough", from: "203.0.113.5").status == 200, "her own phone elsewhere is not locked out")
+        #expect(
+            await env.login("ada", "long enough", from: "203.0.113.5").status == 200,
+            "her own phone elsewhere is not locked out")
         env.world.clock.advance(seconds: 1.1)
         #expect(await env.login("ada", "wrong password", from: "198.51.100.1").status == 401)
         #expect(await env.login("ada", "long enough", from: "198.51.100.1").headers["Retry-After"] == "2", "doubled")
         env.world.clock.advance(seconds: 2.1)
         #expect(await env.login("ada", "long enough", from: "198.51.100.1").status == 200)
         for _ in 0..<5 { #expect(await env.login("ada", "wrong password", from: "198.51.100.1").status == 401) }
-        #expect(await env.login("ada", "long enough", from: "198.51.100.1").status == 200, "the success reset her counter")
+        #expect(
+            await env.login("ada", "long enough", from: "198.51.100.1").status == 200, "the success reset her counter")
     }
 
     @Test func oneAddressTryingManyAccountsIsHeldBackForAll() async throws {
@@ -91,7 +109,9 @@ struct LoginThrottleTests {
             for _ in 0..<20 { group.addTask { await env.login("dora", "guess", from: "198.51.100.9").status } }
             return await group.reduce(into: [Int]()) { $0.append($1) }
         }
-        #expect(statuses.filter { $0 == 401 }.count <= 6, "at most the free five and the one that set the wait got to guess: \(statuses)")
+        #expect(
+            statuses.filter { $0 == 401 }.count <= 6,
+            "at most the free five and the one that set the wait got to guess: \(statuses)")
         #expect(statuses.filter { $0 == 429 }.count >= 14)
     }
 

@@ -57,13 +57,19 @@ struct MediaJobTests {
         let livekit = try FakeLiveKit()
         let world = try CallWorld(configuration: livekit.configuration())
         defer { world.close() }
-        let owner = try await world.person("owner"), anna = try await world.person("anna"), bert = try await world.person("bert")
+        let owner = try await world.person("owner"), anna = try await world.person("anna"),
+            bert = try await world.person("bert")
         let group = try await world.group(owner, [anna, bert])
         let call = try #require(await world.call(owner, "group", group).call)
         #expect(await world.act("accept", call.id, by: anna).status == 200)
-        #expect(await world.app.request("DELETE", "/groups/\(group)/members/\(anna.id)", headers: owner.headers).status == 204)
+        #expect(
+            await world.app.request("DELETE", "/groups/\(group)/members/\(anna.id)", headers: owner.headers).status
+                == 204)
         #expect(await eventually { livekit.requests.contains { $0.method == "RemoveParticipant" } })
-        #expect(livekit.requests.filter { $0.method == "RemoveParticipant" }.map(\.body) == [["room": "call_\(call.id)", "identity": anna.id]])
+        #expect(
+            livekit.requests.filter { $0.method == "RemoveParticipant" }.map(\.body) == [
+                ["room": "call_\(call.id)", "identity": anna.id]
+            ])
         #expect(await eventually { (try? await pending(world).isEmpty) == true })
         // Dissolving the group ends the call: the room goes.
         #expect(await world.app.request("DELETE", "/groups/\(group)", headers: owner.headers).status == 204)
@@ -81,7 +87,9 @@ struct MediaJobTests {
         let call = try #require(await world.call(owner, "group", group).call)
         #expect(await world.act("accept", call.id, by: anna).status == 200)
         // Anna is no owner: she may not remove the owner, nor dissolve the group.
-        #expect(await world.app.request("DELETE", "/groups/\(group)/members/\(owner.id)", headers: anna.headers).status == 403)
+        #expect(
+            await world.app.request("DELETE", "/groups/\(group)/members/\(owner.id)", headers: anna.headers).status
+                == 403)
         #expect(await world.app.request("DELETE", "/groups/\(group)", headers: anna.headers).status == 403)
         try await world.app.application.mediaJobs.runPass()
         #expect(livekit.requests.isEmpty)

@@ -25,8 +25,11 @@ struct PayloadKeyTests {
             world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }
 
-        func register(_ person: CallWorld.Person, device: String = UUID().uuidString, key: PayloadKey?) async -> HTTPResponse {
-            let keyField = key.map { #","payloadKey":{"id":"\#($0.id)","key":"\#(Data($0.bytes).base64EncodedString())"}"# } ?? ""
+        func register(
+            _ person: CallWorld.Person, device: String = UUID().uuidString, key: PayloadKey?
+        ) async -> HTTPResponse {
+            let keyField =
+                key.map { #","payloadKey":{"id":"\#($0.id)","key":"\#(Data($0.bytes).base64EncodedString())"}"# } ?? ""
             return await app.request(
                 "POST", "/voip/devices", headers: person.headers,
                 body: #"{"deviceId":"\#(device)","pushToken":"\#(voipToken)","environment":"production"\#(keyField)}"#)
@@ -72,7 +75,9 @@ struct PayloadKeyTests {
         let sent = try #require(env.provider.sent.first)
         let envelope = try #require(try JSONSerialization.jsonObject(with: Data(sent.payload)) as? [String: Any])
         #expect(Set(envelope.keys) == ["aps", "v", "enc", "kid", "nonce", "ct", "tag"])
-        #expect(envelope["v"] as? Int == 1 && envelope["enc"] as? String == "AES256-GCM" && envelope["kid"] as? String == key.id)
+        #expect(
+            envelope["v"] as? Int == 1 && envelope["enc"] as? String == "AES256-GCM"
+                && envelope["kid"] as? String == key.id)
         #expect((envelope["aps"] as? [String: Any])?.isEmpty == true)
         #expect(Data(base64Encoded: envelope["nonce"] as? String ?? "")?.count == 12)
         #expect(Data(base64Encoded: envelope["tag"] as? String ?? "")?.count == 16)
@@ -80,15 +85,20 @@ struct PayloadKeyTests {
         #expect(!text.contains(call.id) && !text.contains("alice"), "nothing about the call in the clear")
         // The headers stay those of any VoIP push.
         let headers = Dictionary(uniqueKeysWithValues: sent.headers)
-        #expect(headers["apns-push-type"] == "voip" && headers["apns-priority"] == "10" && headers["apns-id"] == sent.id)
+        #expect(
+            headers["apns-push-type"] == "voip" && headers["apns-priority"] == "10" && headers["apns-id"] == sent.id)
         let inner = try #require(EncryptedVoIPPayload.open(sent.payload, key: key))
         let payload = try #require(try JSONSerialization.jsonObject(with: Data(inner)) as? [String: Any])
-        #expect(payload["callId"] as? String == call.id && payload["callerName"] as? String == "alice" && payload["mode"] as? String == "video")
+        #expect(
+            payload["callId"] as? String == call.id && payload["callerName"] as? String == "alice"
+                && payload["mode"] as? String == "video")
         #expect(payload["scopeKind"] as? String == "conversation" && payload["aps"] != nil)
         // Another key, or the key id changed in the envelope (the additional data), opens nothing.
-        #expect(EncryptedVoIPPayload.open(sent.payload, key: PayloadKey(id: key.id, bytes: SecureRandom.bytes(32))) == nil)
+        #expect(
+            EncryptedVoIPPayload.open(sent.payload, key: PayloadKey(id: key.id, bytes: SecureRandom.bytes(32))) == nil)
         let relabelled = text.replacingOccurrences(of: #""kid":"\#(key.id)""#, with: #""kid":"other""#)
-        #expect(EncryptedVoIPPayload.open(Array(relabelled.utf8), key: PayloadKey(id: "other", bytes: key.bytes)) == nil)
+        #expect(
+            EncryptedVoIPPayload.open(Array(relabelled.utf8), key: PayloadKey(id: "other", bytes: key.bytes)) == nil)
     }
 
     @Test func theStoreKeepsTheKeySealedUnderTheConfiguredSecret() async throws {
@@ -100,20 +110,28 @@ struct PayloadKeyTests {
         #expect(await env.register(bob, device: device, key: key).status == 200)
         let dump = try await env.dump()
         #expect(dump.contains("k1"))
-        for spelling in [Data(key.bytes).base64EncodedString(), Base64URL.encode(key.bytes), key.bytes.map { String(format: "%02x", $0) }.joined()] {
+        for spelling in [
+            Data(key.bytes).base64EncodedString(), Base64URL.encode(key.bytes),
+            key.bytes.map { String(format: "%02x", $0) }.joined(),
+        ] {
             #expect(!dump.contains(spelling), "the key's bytes are not in the store")
         }
         let sealed: String? = try await env.app.application.store.read { connection in
-            try connection.query("SELECT payload_key_sealed FROM push_devices WHERE device_id = ?", [.text(device)]).first?.string("payload_key_sealed")
+            try connection.query("SELECT payload_key_sealed FROM push_devices WHERE device_id = ?", [.text(device)])
+                .first?.string("payload_key_sealed")
         }
         let sealedText = try #require(sealed)
         let stored = StoredPayloadKey(id: "k1", sealed: sealedText)
         let vault = PayloadKeyVault(secret: Array(try #require(Data(base64Encoded: secret))))
         #expect(vault.open(stored, owner: PayloadKeyVault.owner(device: device)) == key)
         // Another secret, another device's row, or another key id opens nothing.
-        #expect(PayloadKeyVault(secret: SecureRandom.bytes(32)).open(stored, owner: PayloadKeyVault.owner(device: device)) == nil)
+        #expect(
+            PayloadKeyVault(secret: SecureRandom.bytes(32)).open(stored, owner: PayloadKeyVault.owner(device: device))
+                == nil)
         #expect(vault.open(stored, owner: PayloadKeyVault.owner(device: UUID().uuidString.lowercased())) == nil)
-        #expect(vault.open(StoredPayloadKey(id: "k2", sealed: stored.sealed), owner: PayloadKeyVault.owner(device: device)) == nil)
+        #expect(
+            vault.open(StoredPayloadKey(id: "k2", sealed: stored.sealed), owner: PayloadKeyVault.owner(device: device))
+                == nil)
         #expect(PayloadKeyVault(secret: nil).open(stored, owner: PayloadKeyVault.owner(device: device)) == nil)
     }
 
@@ -123,7 +141,9 @@ struct PayloadKeyTests {
         let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
         let conversation = try await env.world.befriend(alice, bob)
         let device = UUID().uuidString.lowercased()
-        #expect(await env.register(bob, device: device, key: PayloadKey(id: "k1", bytes: SecureRandom.bytes(32))).status == 200)
+        #expect(
+            await env.register(bob, device: device, key: PayloadKey(id: "k1", bytes: SecureRandom.bytes(32))).status
+                == 200)
         let plain = await env.register(bob, device: device, key: nil)
         #expect(plain.status == 200 && plain.json?["payloadKeyId"] == nil)
         let first = try #require(await env.world.call(alice, "conversation", conversation).call)
@@ -134,11 +154,15 @@ struct PayloadKeyTests {
         #expect(await env.world.act("cancel", first.id, by: alice).status == 200)
         // A sealed key this server cannot open (another secret wrote it): the ring fails with a
         // reason rather than going out in the clear.
-        #expect(await env.register(bob, device: device, key: PayloadKey(id: "k2", bytes: SecureRandom.bytes(32))).status == 200)
+        #expect(
+            await env.register(bob, device: device, key: PayloadKey(id: "k2", bytes: SecureRandom.bytes(32))).status
+                == 200)
         let foreign = try PayloadKeyVault(secret: SecureRandom.bytes(32))
             .seal(PayloadKey(id: "k2", bytes: SecureRandom.bytes(32)), owner: PayloadKeyVault.owner(device: device))
         _ = try await env.app.application.store.write { transaction in
-            try transaction.connection.run("UPDATE push_devices SET payload_key_sealed = ? WHERE device_id = ?", [.text(foreign.sealed), .text(device)])
+            try transaction.connection.run(
+                "UPDATE push_devices SET payload_key_sealed = ? WHERE device_id = ?",
+                [.text(foreign.sealed), .text(device)])
         }
         _ = try #require(await env.world.call(alice, "conversation", conversation, clientID: UUID().uuidString).call)
         #expect(try await eventuallyTrying { try await env.jobs().count == 2 })
@@ -160,7 +184,9 @@ struct PayloadKeyTests {
         _ = try #require(await env.world.call(alice, "conversation", conversation).call)
         #expect(try await eventuallyTrying { env.provider.sent.count == 1 })
         // The phone registers a key while the plain ring waits for its retry.
-        #expect(await env.register(bob, device: device, key: PayloadKey(id: "k1", bytes: SecureRandom.bytes(32))).status == 200)
+        #expect(
+            await env.register(bob, device: device, key: PayloadKey(id: "k1", bytes: SecureRandom.bytes(32))).status
+                == 200)
         env.world.clock.advance(seconds: 3)
         #expect(try await eventuallyTrying { try await env.jobs().first?.reason == "payload_key_changed" })
         #expect(try await env.jobs().first?.state == "dropped")
@@ -173,7 +199,9 @@ struct PayloadKeyTests {
         let bob = try await env.world.person("bob")
         let refused = await env.register(bob, key: PayloadKey(id: "k1", bytes: SecureRandom.bytes(32)))
         #expect(refused.status == 409 && Self.error(refused).code == "DATA_ENCRYPTION_DISABLED")
-        let count = try await env.app.application.store.read { try $0.query("SELECT count(*) AS n FROM push_devices", []).first?.int("n") }
+        let count = try await env.app.application.store.read {
+            try $0.query("SELECT count(*) AS n FROM push_devices", []).first?.int("n")
+        }
         #expect(count == 0)
         #expect(await env.register(bob, key: nil).status == 200)
     }
@@ -183,7 +211,10 @@ struct PayloadKeyTests {
         (#""payloadKey":{"id":"k1","key":"not base64!"}"#, "payloadKey.key"),
         (#""payloadKey":{"id":"","key":"\#(Data(count: 32).base64EncodedString())"}"#, "payloadKey.id"),
         (#""payloadKey":{"id":"has space","key":"\#(Data(count: 32).base64EncodedString())"}"#, "payloadKey.id"),
-        (#""payloadKey":{"id":"\#(String(repeating: "k", count: 65))","key":"\#(Data(count: 32).base64EncodedString())"}"#, "payloadKey.id"),
+        (
+            #""payloadKey":{"id":"\#(String(repeating: "k", count: 65))","key":"\#(Data(count: 32).base64EncodedString())"}"#,
+            "payloadKey.id"
+        ),
     ])
     func badKeysAre400NamingTheField(field: String, expected: String) async throws {
         let env = try World(secret: secret)
@@ -191,8 +222,12 @@ struct PayloadKeyTests {
         let bob = try await env.world.person("bob")
         let response = await env.app.request(
             "POST", "/voip/devices", headers: bob.headers,
-            body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(voipToken)","environment":"production",\#(field)}"#)
-        #expect(response.status == 400 && Self.error(response).code == "VALIDATION_FAILED" && Self.error(response).field == expected)
+            body:
+                #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(voipToken)","environment":"production",\#(field)}"#
+        )
+        #expect(
+            response.status == 400 && Self.error(response).code == "VALIDATION_FAILED"
+                && Self.error(response).field == expected)
     }
 
     @Test func onPushDevicesAKeyBelongsToTheVoIPTokenOnly() async throws {
@@ -200,13 +235,17 @@ struct PayloadKeyTests {
         defer { env.world.close() }
         let bob = try await env.world.person("bob")
         let key = #"{"id":"k1","key":"\#(Data(SecureRandom.bytes(32)).base64EncodedString())"}"#
-        let wrong = await env.app.request("POST", "/push/devices", headers: bob.headers, body: #"""
-            {"deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-alert":{"token":"\#(voipToken)","environment":"sandbox","payloadKey":\#(key)}}}
-            """#)
+        let wrong = await env.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: #"""
+                {"deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-alert":{"token":"\#(voipToken)","environment":"sandbox","payloadKey":\#(key)}}}
+                """#)
         #expect(wrong.status == 400 && Self.error(wrong).field == "tokens.ios-alert.payloadKey")
-        let right = await env.app.request("POST", "/push/devices", headers: bob.headers, body: #"""
-            {"deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-voip":{"token":"\#(voipToken)","environment":"sandbox","payloadKey":\#(key)}}}
-            """#)
+        let right = await env.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: #"""
+                {"deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-voip":{"token":"\#(voipToken)","environment":"sandbox","payloadKey":\#(key)}}}
+                """#)
         #expect(right.status == 200)
         let tokens = try #require(right.json?["tokens"] as? [[String: Any]])
         #expect(tokens.first?["payloadKeyId"] as? String == "k1")
@@ -217,9 +256,11 @@ struct PayloadKeyTests {
         defer { env.world.close() }
         let key = PayloadKey(id: "gw-key", bytes: SecureRandom.bytes(32))
         let phone = UUID().uuidString
-        try await env.device("u-bob", phone, platform: "ios", tokens: #"""
-            {"ios-voip":{"token":"\#(voipToken)","environment":"production","payloadKey":{"id":"gw-key","key":"\#(Data(key.bytes).base64EncodedString())"}}}
-            """#)
+        try await env.device(
+            "u-bob", phone, platform: "ios",
+            tokens: #"""
+                {"ios-voip":{"token":"\#(voipToken)","environment":"production","payloadKey":{"id":"gw-key","key":"\#(Data(key.bytes).base64EncodedString())"}}}
+                """#)
         _ = try await env.signal("call-77", to: ["u-bob"])
         #expect(try await eventuallyTrying { !env.apns.sent.isEmpty })
         let sent = try #require(env.apns.sent.first)

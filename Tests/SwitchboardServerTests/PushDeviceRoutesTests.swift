@@ -20,10 +20,13 @@ struct PushDeviceRoutesTests {
         return try CallWorld(configuration: configuration, apnsTransport: ScriptedPushProvider())
     }
 
-    private static func body(_ device: String = UUID().uuidString, platform: String, brand: String? = nil, tokens: [String: [String: String]]) -> String {
+    private static func body(
+        _ device: String = UUID().uuidString, platform: String, brand: String? = nil, tokens: [String: [String: String]]
+    ) -> String {
         var object: [String: Any] = ["deviceId": device, "platform": platform, "tokens": tokens]
         if let brand { object["brand"] = brand }
-        return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        return String(
+            decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
     }
 
     @Test(arguments: [
@@ -31,13 +34,26 @@ struct PushDeviceRoutesTests {
         (body(platform: "ios", tokens: [:]), "tokens"),
         (body(platform: "ios", tokens: ["sms": ["token": "x"]]), "tokens.sms"),
         (body(platform: "ios", tokens: ["fcm": ["token": fcmToken]]), "tokens.fcm"),
-        (body(platform: "android", tokens: ["ios-voip": ["token": voipToken, "environment": "sandbox"]]), "tokens.ios-voip"),
+        (
+            body(platform: "android", tokens: ["ios-voip": ["token": voipToken, "environment": "sandbox"]]),
+            "tokens.ios-voip"
+        ),
         (body(platform: "ios", tokens: ["ios-voip": ["token": voipToken]]), "tokens.ios-voip.environment"),
-        (body(platform: "ios", tokens: ["ios-alert": ["token": "nothex", "environment": "sandbox"]]), "tokens.ios-alert.token"),
-        (body(platform: "android", tokens: ["fcm": ["token": fcmToken, "environment": "production"]]), "tokens.fcm.environment"),
+        (
+            body(platform: "ios", tokens: ["ios-alert": ["token": "nothex", "environment": "sandbox"]]),
+            "tokens.ios-alert.token"
+        ),
+        (
+            body(platform: "android", tokens: ["fcm": ["token": fcmToken, "environment": "production"]]),
+            "tokens.fcm.environment"
+        ),
         (body(platform: "android", tokens: ["fcm": ["token": "has space"]]), "tokens.fcm.token"),
         (body(platform: "android", tokens: ["fcm": ["token": ""]]), "tokens.fcm.token"),
-        (body(platform: "ios", brand: "apple", tokens: ["ios-voip": ["token": voipToken, "environment": "sandbox"]]), "brand"),
+        (
+            body(
+                platform: "ios", brand: "apple", tokens: ["ios-voip": ["token": voipToken, "environment": "sandbox"]]),
+            "brand"
+        ),
         (body(platform: "android", brand: "Huawei Inc.", tokens: ["fcm": ["token": fcmToken]]), "brand"),
         (body("not-a-uuid", platform: "android", tokens: ["fcm": ["token": fcmToken]]), "deviceId"),
     ])
@@ -56,25 +72,38 @@ struct PushDeviceRoutesTests {
         defer { world.close() }
         let alice = try await world.person("alice")
         let device = UUID().uuidString
-        let first = await world.app.request("POST", "/push/devices", headers: alice.headers, body: Self.body(
-            device, platform: "android", brand: "HUAWEI", tokens: ["fcm": ["token": fcmToken], "huawei": ["token": "HW0123456789"]]))
+        let first = await world.app.request(
+            "POST", "/push/devices", headers: alice.headers,
+            body: Self.body(
+                device, platform: "android", brand: "HUAWEI",
+                tokens: ["fcm": ["token": fcmToken], "huawei": ["token": "HW0123456789"]]))
         #expect(first.status == 200)
         #expect(first.json?["brand"] as? String == "huawei" && first.json?["platform"] as? String == "android")
         let tokens = try #require(first.json?["tokens"] as? [[String: Any]])
         #expect(tokens.map { $0["channel"] as? String } == ["fcm", "huawei"])
-        #expect(tokens.first?["tokenSuffix"] as? String == String(fcmToken.suffix(8)) && tokens.first?["environment"] == nil)
+        #expect(
+            tokens.first?["tokenSuffix"] as? String == String(fcmToken.suffix(8)) && tokens.first?["environment"] == nil
+        )
         #expect(!first.text.contains(fcmToken), "a token is never echoed whole")
-        let channels = { try await world.app.application.store.read { try $0.query("SELECT channel FROM push_devices ORDER BY channel", []).map { try $0.string("channel") } } }
+        let channels = {
+            try await world.app.application.store.read {
+                try $0.query("SELECT channel FROM push_devices ORDER BY channel", []).map { try $0.string("channel") }
+            }
+        }
         #expect(try await channels() == ["fcm", "huawei"])
         // The same device says it has only its FCM token now.
-        let again = await world.app.request("POST", "/push/devices", headers: alice.headers, body: Self.body(
-            device, platform: "android", tokens: ["fcm": ["token": fcmToken]]))
+        let again = await world.app.request(
+            "POST", "/push/devices", headers: alice.headers,
+            body: Self.body(
+                device, platform: "android", tokens: ["fcm": ["token": fcmToken]]))
         #expect(again.status == 200)
         #expect(try await channels() == ["fcm"])
         // /voip/devices adds an iPhone's VoIP token and leaves the device's other tokens alone.
         let phone = UUID().uuidString
-        _ = await world.app.request("POST", "/push/devices", headers: alice.headers, body: Self.body(
-            phone, platform: "ios", tokens: ["ios-alert": ["token": alertToken, "environment": "production"]]))
+        _ = await world.app.request(
+            "POST", "/push/devices", headers: alice.headers,
+            body: Self.body(
+                phone, platform: "ios", tokens: ["ios-alert": ["token": alertToken, "environment": "production"]]))
         let voip = await world.app.request(
             "POST", "/voip/devices", headers: alice.headers,
             body: #"{"deviceId":"\#(phone)","pushToken":"\#(voipToken)","environment":"production"}"#)
@@ -98,58 +127,104 @@ struct PushDeviceRoutesTests {
         defer { world.close() }
         let alice = try await world.person("alice"), bob = try await world.person("bob")
         let conversation = try await world.befriend(alice, bob)
-        _ = await world.app.request("POST", "/push/devices", headers: bob.headers, body: Self.body(
-            platform: "ios", tokens: [
-                "ios-voip": ["token": voipToken, "environment": "production"],
-                "ios-alert": ["token": alertToken, "environment": "production"],
-            ]))
-        _ = await world.app.request("POST", "/push/devices", headers: bob.headers, body: Self.body(
-            platform: "android", brand: "xiaomi", tokens: ["fcm": ["token": fcmToken], "xiaomi": ["token": "MI-regid-01"]]))
-        _ = await world.app.request("POST", "/push/devices", headers: bob.headers, body: Self.body(
-            platform: "android", brand: "oppo", tokens: ["oppo": ["token": "OPPO-regid-01"]]))
+        _ = await world.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: Self.body(
+                platform: "ios",
+                tokens: [
+                    "ios-voip": ["token": voipToken, "environment": "production"],
+                    "ios-alert": ["token": alertToken, "environment": "production"],
+                ]))
+        _ = await world.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: Self.body(
+                platform: "android", brand: "xiaomi",
+                tokens: ["fcm": ["token": fcmToken], "xiaomi": ["token": "MI-regid-01"]]))
+        _ = await world.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: Self.body(
+                platform: "android", brand: "oppo", tokens: ["oppo": ["token": "OPPO-regid-01"]]))
         _ = try #require(await world.call(alice, "conversation", conversation, mode: "audio").call)
         let jobs = {
             try await world.app.application.store.read { connection in
-                try connection.query("SELECT channel, provider, token, state, reason FROM push_jobs ORDER BY channel", []).map {
-                    [try $0.string("channel"), try $0.string("provider"), try $0.string("token"), try $0.string("state"), try $0.optionalString("reason") ?? ""]
+                try connection.query(
+                    "SELECT channel, provider, token, state, reason FROM push_jobs ORDER BY channel", []
+                ).map {
+                    [
+                        try $0.string("channel"), try $0.string("provider"), try $0.string("token"),
+                        try $0.string("state"), try $0.optionalString("reason") ?? "",
+                    ]
                 }
             }
         }
         #expect(try await eventuallyTrying { try await jobs().allSatisfy { $0[3] != "pending" } })
         let written = try await jobs()
         #expect(written.count == 3, "one ring per device")
-        #expect(written[0] == ["fcm", "fcm", fcmToken, "failed", PushChannelSummary.notConfiguredReason], "FCM is not configured here")
+        #expect(
+            written[0] == ["fcm", "fcm", fcmToken, "failed", PushChannelSummary.notConfiguredReason],
+            "FCM is not configured here")
         #expect(written[1] == ["ios-voip", "apns", voipToken, "delivered", ""])
-        #expect(written[2] == ["oppo", "oppo", "OPPO-regid-01", "failed", PushChannelSummary.notConfiguredReason], "OPPO is not configured here")
-        let status = await world.app.request("GET", "/admin/push/status", headers: ["Authorization": "Bearer admin-key-0123456789"])
+        #expect(
+            written[2] == ["oppo", "oppo", "OPPO-regid-01", "failed", PushChannelSummary.notConfiguredReason],
+            "OPPO is not configured here")
+        let status = await world.app.request(
+            "GET", "/admin/push/status", headers: ["Authorization": "Bearer admin-key-0123456789"])
         let outcomes = try #require(status.json?["outcomes"] as? [[String: Any]])
-        #expect(outcomes.contains { $0["channel"] as? String == "fcm" && $0["provider"] as? String == "fcm" && $0["reason"] as? String == "ProviderNotConfigured" })
-        #expect(outcomes.contains { $0["channel"] as? String == "oppo" && $0["reason"] as? String == "ProviderNotConfigured" })
+        #expect(
+            outcomes.contains {
+                $0["channel"] as? String == "fcm" && $0["provider"] as? String == "fcm"
+                    && $0["reason"] as? String == "ProviderNotConfigured"
+            })
+        #expect(
+            outcomes.contains {
+                $0["channel"] as? String == "oppo" && $0["reason"] as? String == "ProviderNotConfigured"
+            })
         #expect(outcomes.contains { $0["channel"] as? String == "ios-voip" && $0["state"] as? String == "delivered" })
     }
 
     @Test func routingPicksTheMakersChannelWhenConfiguredThenFCM() {
         let android: Set<String> = ["fcm", "huawei"]
-        #expect(PushRouting.ringChannel(platform: "android", tokens: android, configured: ["fcm", "huawei"]) == "huawei")
+        #expect(
+            PushRouting.ringChannel(platform: "android", tokens: android, configured: ["fcm", "huawei"]) == "huawei")
         #expect(PushRouting.ringChannel(platform: "android", tokens: android, configured: ["fcm"]) == "fcm")
-        #expect(PushRouting.ringChannel(platform: "android", tokens: android, configured: []) == "fcm", "FCM first when nothing is configured")
-        #expect(PushRouting.ringChannel(platform: "android", tokens: ["vivo"], configured: []) == "vivo", "the only token, so its failure is recorded")
+        #expect(
+            PushRouting.ringChannel(platform: "android", tokens: android, configured: []) == "fcm",
+            "FCM first when nothing is configured")
+        #expect(
+            PushRouting.ringChannel(platform: "android", tokens: ["vivo"], configured: []) == "vivo",
+            "the only token, so its failure is recorded")
         #expect(PushRouting.ringChannel(platform: "android", tokens: ["oppo", "vivo"], configured: ["vivo"]) == "vivo")
         // Of several makers' tokens (a phone that once ran another maker's push SDK), its own brand's first.
-        #expect(PushRouting.ringChannel(platform: "android", tokens: ["fcm", "huawei", "xiaomi"], configured: ["huawei", "xiaomi"]) == "huawei")
-        #expect(PushRouting.ringChannel(platform: "android", brand: "redmi", tokens: ["fcm", "huawei", "xiaomi"], configured: ["huawei", "xiaomi"]) == "xiaomi")
-        #expect(PushRouting.ringChannel(platform: "android", brand: "oneplus", tokens: ["fcm", "oppo"], configured: []) == "fcm")
-        #expect(PushRouting.noticeChannel(platform: "android", brand: "iqoo", tokens: ["vivo", "oppo"], configured: ["vivo", "oppo"]) == "vivo")
+        #expect(
+            PushRouting.ringChannel(
+                platform: "android", tokens: ["fcm", "huawei", "xiaomi"], configured: ["huawei", "xiaomi"]) == "huawei")
+        #expect(
+            PushRouting.ringChannel(
+                platform: "android", brand: "redmi", tokens: ["fcm", "huawei", "xiaomi"],
+                configured: ["huawei", "xiaomi"]) == "xiaomi")
+        #expect(
+            PushRouting.ringChannel(platform: "android", brand: "oneplus", tokens: ["fcm", "oppo"], configured: [])
+                == "fcm")
+        #expect(
+            PushRouting.noticeChannel(
+                platform: "android", brand: "iqoo", tokens: ["vivo", "oppo"], configured: ["vivo", "oppo"]) == "vivo")
         #expect(PushRouting.makerChannel(brand: "google") == nil && PushRouting.makerChannel(brand: "realme") == "oppo")
         #expect(PushRouting.ringChannel(platform: "android", tokens: [], configured: ["fcm"]) == nil)
-        #expect(PushRouting.ringChannel(platform: "ios", tokens: ["ios-voip", "ios-alert"], configured: []) == "ios-voip")
-        #expect(PushRouting.ringChannel(platform: "ios", tokens: ["ios-alert"], configured: ["ios-alert"]) == nil, "an alert cannot ring")
+        #expect(
+            PushRouting.ringChannel(platform: "ios", tokens: ["ios-voip", "ios-alert"], configured: []) == "ios-voip")
+        #expect(
+            PushRouting.ringChannel(platform: "ios", tokens: ["ios-alert"], configured: ["ios-alert"]) == nil,
+            "an alert cannot ring")
         #expect(PushRouting.ringChannel(platform: "web", tokens: ["fcm"], configured: ["fcm"]) == nil)
         #expect(PushRouting.provider(of: "ios-alert") == "apns" && PushRouting.provider(of: "huawei") == "huawei")
         // Notices: an iPhone's alert token only, never its VoIP token; an Android phone's ring channel.
-        #expect(PushRouting.noticeChannel(platform: "ios", tokens: ["ios-voip", "ios-alert"], configured: []) == "ios-alert")
+        #expect(
+            PushRouting.noticeChannel(platform: "ios", tokens: ["ios-voip", "ios-alert"], configured: []) == "ios-alert"
+        )
         #expect(PushRouting.noticeChannel(platform: "ios", tokens: ["ios-voip"], configured: ["ios-voip"]) == nil)
-        #expect(PushRouting.noticeChannel(platform: "android", tokens: ["fcm", "huawei"], configured: ["huawei"]) == "huawei")
+        #expect(
+            PushRouting.noticeChannel(platform: "android", tokens: ["fcm", "huawei"], configured: ["huawei"])
+                == "huawei")
         #expect(PushRouting.noticeChannel(platform: "android", tokens: ["fcm"], configured: []) == "fcm")
     }
 }

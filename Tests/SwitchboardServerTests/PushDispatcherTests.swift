@@ -27,7 +27,10 @@ final class HoldingPushProvider: PushTransport {
     /// Answers every held request with 200 and stops holding.
     func releaseAll() {
         let waiting = state.withLock { state in
-            defer { state.waiting.removeAll(); state.held.removeAll() }
+            defer {
+                state.waiting.removeAll()
+                state.held.removeAll()
+            }
             return state.waiting
         }
         for entry in waiting { entry.continuation.resume(returning: .response(status: 200, reason: nil)) }
@@ -41,7 +44,9 @@ final class HoldingPushProvider: PushTransport {
                     state.waiting.append((job.token, continuation))
                     return nil
                 }
-                guard var queue = state.script[job.token], !queue.isEmpty else { return .response(status: 200, reason: nil) }
+                guard var queue = state.script[job.token], !queue.isEmpty else {
+                    return .response(status: 200, reason: nil)
+                }
                 let next = queue.removeFirst()
                 state.script[job.token] = queue
                 return next
@@ -78,14 +83,20 @@ struct PushDispatcherTests {
 
         func job(_ token: String) async throws -> (state: String, attempts: Int)? {
             try await app.application.store.read { connection in
-                try connection.query("SELECT state, attempts FROM push_jobs WHERE token = ? ORDER BY created_at_ms DESC LIMIT 1", [.text(token)])
-                    .first.map { (try $0.string("state"), try $0.int("attempts")) }
+                try connection.query(
+                    "SELECT state, attempts FROM push_jobs WHERE token = ? ORDER BY created_at_ms DESC LIMIT 1",
+                    [.text(token)]
+                )
+                .first.map { (try $0.string("state"), try $0.int("attempts")) }
             }
         }
 
         /// The dispatcher has nothing to do but wait for held answers, and sleeps on the manual clock.
         func dispatcherAsleep() async throws -> Bool {
-            try await eventuallyTrying { dispatcher.inFlightCount == provider.heldRequests && world.clock.sleeperCount(of: PushDispatcher.loopName) >= 1 }
+            try await eventuallyTrying {
+                dispatcher.inFlightCount == provider.heldRequests
+                    && world.clock.sleeperCount(of: PushDispatcher.loopName) >= 1
+            }
         }
     }
 
@@ -157,7 +168,9 @@ struct PushDispatcherTests {
         // Bob's two devices ring together: the hung one must not hold back the other.
         _ = try #require(await env.world.call(alice, "conversation", toBob).call)
         #expect(try await eventuallyTrying { try await env.job(second)?.state == "delivered" })
-        #expect(await eventually { env.provider.heldRequests == 1 }, "the hung request is out (its task may reach the provider after the other finished)")
+        #expect(
+            await eventually { env.provider.heldRequests == 1 },
+            "the hung request is out (its task may reach the provider after the other finished)")
 
         // A brand-new ring while the hung request is still open goes out at once.
         _ = try #require(await env.world.call(dave, "conversation", toCarol).call)
@@ -230,12 +243,17 @@ struct PushDispatcherTests {
         #expect(sink.recorded.first?.contains("push channel not configured") == true)
         #expect(sink.recorded.first?.contains("\"level\":\"warning\"") == true)
         #expect(sink.recorded.first?.contains(#""channel":"ios-voip""#) == true)
-        #expect(sink.recorded.first?.contains("apnsKeyFile") == true, "the warning names the settings that configure the channel")
+        #expect(
+            sink.recorded.first?.contains("apnsKeyFile") == true,
+            "the warning names the settings that configure the channel")
         PushChannelSummary(
             channel: "ios-voip", provider: "apns", configured: true, auth: "token (team T, key K), topic a.voip",
-            endpoints: "production https://localhost:2197, sandbox https://localhost:2197", caFile: "/tmp/ca.pem", hint: ""
+            endpoints: "production https://localhost:2197, sandbox https://localhost:2197", caFile: "/tmp/ca.pem",
+            hint: ""
         ).log(to: Logger(level: .info, sink: sink))
-        #expect(sink.recorded.last?.contains(#""endpoints":"production https://localhost:2197, sandbox https://localhost:2197""#) == true)
+        #expect(
+            sink.recorded.last?.contains(
+                #""endpoints":"production https://localhost:2197, sandbox https://localhost:2197""#) == true)
         #expect(sink.recorded.last?.contains(#""caFile":"/tmp/ca.pem""#) == true)
     }
 
@@ -259,10 +277,12 @@ struct PushDispatcherTests {
 
     @Test func theAPNsRequestDeadlineIsASetting() throws {
         #expect(ServerConfiguration().push.apns.connection.requestTimeoutSeconds == 10)
-        let set = try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "3"], file: nil)
+        let set = try ServerConfiguration.resolve(
+            flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "3"], file: nil)
         #expect(set.push.apns.connection.requestTimeoutSeconds == 3)
         #expect(throws: ConfigurationError.self) {
-            try ServerConfiguration.resolve(flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "0"], file: nil)
+            try ServerConfiguration.resolve(
+                flags: [:], environment: ["SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "0"], file: nil)
         }
     }
 }

@@ -20,12 +20,18 @@ extension PushLiveTests {
             if index < 5 {
                 // Each of the first five reaches the phone before its call is cancelled (a ring
                 // cancelled before it went out is dropped, which is not what this test is about).
-                #expect(await eventually { ((try? await rig.pushes(for: token, wait: 1)) ?? []).count == index + 1 }, "ring \(index + 1)")
+                #expect(
+                    await eventually { ((try? await rig.pushes(for: token, wait: 1)) ?? []).count == index + 1 },
+                    "ring \(index + 1)")
             }
-            #expect(await fetch(rig.server.address, "POST", "/calls/\(callID)/cancel", headers: friend.auth).status == 200)
+            #expect(
+                await fetch(rig.server.address, "POST", "/calls/\(callID)/cancel", headers: friend.auth).status == 200)
         }
         let cutOff = try await rig.waitForOutcome {
-            $0.contains { $0["state"] as? String == "dropped" && $0["reason"] as? String == "device_cut_off" && $0["count"] as? Int == 2 }
+            $0.contains {
+                $0["state"] as? String == "dropped" && $0["reason"] as? String == "device_cut_off"
+                    && $0["count"] as? Int == 2
+            }
         }
         let outcomes = await rig.adminStatus()["outcomes"] ?? []
         #expect(cutOff, "\(outcomes)")

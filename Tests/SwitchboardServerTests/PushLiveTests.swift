@@ -32,29 +32,36 @@ struct PushLiveTests {
 
         init(serverSettings: [String: String] = [:], postgresURL: String? = nil, instances: Int = 1) throws {
             let key = try ES256PrivateKey.generate()
-            let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub", caFile = directory.path + "/emulator-ca.pem"
+            let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub",
+                caFile = directory.path + "/emulator-ca.pem"
             try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
             try key.publicKeyPEM.write(toFile: publicFile, atomically: true, encoding: .utf8)
             // FCM too: the emulator learns the service account's key; the server's copy of the
             // file names the emulator's token endpoint, known once it listens.
             let fcmKey = try RS256PrivateKey.generate()
-            let emulatorAccount = directory.path + "/fcm-emulator.json", serverAccount = directory.path + "/fcm-service-account.json"
+            let emulatorAccount = directory.path + "/fcm-emulator.json",
+                serverAccount = directory.path + "/fcm-service-account.json"
             func serviceAccount(tokenURI: String) throws -> Data {
                 try JSONSerialization.data(withJSONObject: [
                     "type": "service_account", "project_id": PushLiveTests.fcmProject, "private_key_id": "k1",
-                    "private_key": try fcmKey.pkcs8PEM(), "client_email": "push@\(PushLiveTests.fcmProject).iam.gserviceaccount.com",
+                    "private_key": try fcmKey.pkcs8PEM(),
+                    "client_email": "push@\(PushLiveTests.fcmProject).iam.gserviceaccount.com",
                     "token_uri": tokenURI,
                 ])
             }
             try serviceAccount(tokenURI: "https://localhost/token").write(to: URL(fileURLWithPath: emulatorAccount))
-            emulator = try ServerProcess(.developerTools, command: "push-emulator", arguments: [
-                "--listen", "127.0.0.1:0", "--bundle-id", PushLiveTests.bundleID, "--team-id", PushLiveTests.teamID,
-                "--key-id", PushLiveTests.keyID, "--public-key", publicFile, "--tls", "--ca-out", caFile,
-                "--fcm-service-account", emulatorAccount, "--xiaomi-app", "com.example.phone:xm-live-secret",
-                "--oppo-app", "oppo-live-key:oppo-live-master", "--vivo-app", "20001:vivo-live-key:vivo-live-secret",
-            ])
+            emulator = try ServerProcess(
+                .developerTools, command: "push-emulator",
+                arguments: [
+                    "--listen", "127.0.0.1:0", "--bundle-id", PushLiveTests.bundleID, "--team-id", PushLiveTests.teamID,
+                    "--key-id", PushLiveTests.keyID, "--public-key", publicFile, "--tls", "--ca-out", caFile,
+                    "--fcm-service-account", emulatorAccount, "--xiaomi-app", "com.example.phone:xm-live-secret",
+                    "--oppo-app", "oppo-live-key:oppo-live-master", "--vivo-app",
+                    "20001:vivo-live-key:vivo-live-secret",
+                ])
             let port = emulator.address.split(separator: ":").last.map(String.init) ?? "0"
-            try serviceAccount(tokenURI: "https://localhost:\(port)/token").write(to: URL(fileURLWithPath: serverAccount))
+            try serviceAccount(tokenURI: "https://localhost:\(port)/token").write(
+                to: URL(fileURLWithPath: serverAccount))
             var settings = HTTP2ClientConfiguration(baseURL: "https://localhost:\(port)")
             settings.caFile = caFile
             // Longer than any inbox wait a test asks for (up to 25 s, plus a loaded machine).
@@ -63,29 +70,43 @@ struct PushLiveTests {
             serverEnvironment = [
                 "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15", "SWITCHBOARD_APNS_TEAM_ID": PushLiveTests.teamID,
                 "SWITCHBOARD_APNS_KEY_ID": PushLiveTests.keyID, "SWITCHBOARD_APNS_KEY_FILE": keyFile,
-                "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)", "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
                 "SWITCHBOARD_APNS_CA_FILE": caFile, "SWITCHBOARD_APNS_BUNDLE_ID": PushLiveTests.bundleID,
                 "SWITCHBOARD_ADMIN_KEY": PushLiveTests.adminKey,
-                "SWITCHBOARD_FCM_SERVICE_ACCOUNT_FILE": serverAccount, "SWITCHBOARD_FCM_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_FCM_SERVICE_ACCOUNT_FILE": serverAccount,
+                "SWITCHBOARD_FCM_URL": "https://localhost:\(port)",
                 "SWITCHBOARD_FCM_CA_FILE": caFile,
-                "SWITCHBOARD_XIAOMI_APP_SECRET": "xm-live-secret", "SWITCHBOARD_XIAOMI_PACKAGE_NAME": "com.example.phone",
-                "SWITCHBOARD_XIAOMI_CHANNEL_ID": "calls", "SWITCHBOARD_XIAOMI_URL": "https://localhost:\(port)", "SWITCHBOARD_XIAOMI_CA_FILE": caFile,
+                "SWITCHBOARD_XIAOMI_APP_SECRET": "xm-live-secret",
+                "SWITCHBOARD_XIAOMI_PACKAGE_NAME": "com.example.phone",
+                "SWITCHBOARD_XIAOMI_CHANNEL_ID": "calls", "SWITCHBOARD_XIAOMI_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_XIAOMI_CA_FILE": caFile,
                 "SWITCHBOARD_OPPO_APP_KEY": "oppo-live-key", "SWITCHBOARD_OPPO_MASTER_SECRET": "oppo-live-master",
-                "SWITCHBOARD_OPPO_CHANNEL_ID": "calls", "SWITCHBOARD_OPPO_URL": "https://localhost:\(port)", "SWITCHBOARD_OPPO_CA_FILE": caFile,
-                "SWITCHBOARD_VIVO_APP_ID": "20001", "SWITCHBOARD_VIVO_APP_KEY": "vivo-live-key", "SWITCHBOARD_VIVO_APP_SECRET": "vivo-live-secret",
+                "SWITCHBOARD_OPPO_CHANNEL_ID": "calls", "SWITCHBOARD_OPPO_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_OPPO_CA_FILE": caFile,
+                "SWITCHBOARD_VIVO_APP_ID": "20001", "SWITCHBOARD_VIVO_APP_KEY": "vivo-live-key",
+                "SWITCHBOARD_VIVO_APP_SECRET": "vivo-live-secret",
                 "SWITCHBOARD_VIVO_URL": "https://localhost:\(port)", "SWITCHBOARD_VIVO_CA_FILE": caFile,
-            ].merging(serverSettings) { $1 }.merging(postgresURL.map { ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": $0] } ?? [:]) { $1 }
-            server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
+            ].merging(serverSettings) { $1 }.merging(
+                postgresURL.map { ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": $0] } ?? [:]
+            ) { $1 }
+            server = try ServerProcess(
+                arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"],
+                environment: serverEnvironment)
             for index in 1..<max(1, instances) {
-                others.append(try ServerProcess(
-                    arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data\(index)"], environment: serverEnvironment))
+                others.append(
+                    try ServerProcess(
+                        arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data\(index)"],
+                        environment: serverEnvironment))
             }
         }
 
         /// SIGKILL the server and start it again on the same data directory.
         func crashAndRestart() throws {
             server.crash()
-            server = try ServerProcess(arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"], environment: serverEnvironment)
+            server = try ServerProcess(
+                arguments: ["--listen", "127.0.0.1:0", "--data-dir", directory.path + "/data"],
+                environment: serverEnvironment)
         }
 
         func close() async {
@@ -98,14 +119,16 @@ struct PushLiveTests {
 
         /// The pushes the emulator accepted for a device token (waits up to `wait` seconds for the first).
         func pushes(for token: String, wait: Int = 10) async throws -> [[String: Any]] {
-            let response = try await inbox.send(HTTP2Request(method: "GET", path: "/inbox/\(token)?after=0&wait=\(wait)", headers: [], body: []))
+            let response = try await inbox.send(
+                HTTP2Request(method: "GET", path: "/inbox/\(token)?after=0&wait=\(wait)", headers: [], body: []))
             let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
             return object?["messages"] as? [[String: Any]] ?? []
         }
 
         /// The FCM messages the emulator accepted for an FCM token (case kept).
         func fcmMessages(for token: String, wait: Int = 10) async throws -> [[String: Any]] {
-            let path = "/fcm/inbox/\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)?after=0&wait=\(wait)"
+            let path =
+                "/fcm/inbox/\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)?after=0&wait=\(wait)"
             let response = try await inbox.send(HTTP2Request(method: "GET", path: path, headers: [], body: []))
             let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
             return object?["messages"] as? [[String: Any]] ?? []
@@ -113,7 +136,8 @@ struct PushLiveTests {
 
         /// The messages a vendor stand-in (`xiaomi`, `oppo`, `vivo`) accepted for a registration id.
         func vendorMessages(_ channel: String, for token: String, wait: Int = 10) async throws -> [[String: Any]] {
-            let path = "/\(channel)/inbox/\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)?after=0&wait=\(wait)"
+            let path =
+                "/\(channel)/inbox/\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)?after=0&wait=\(wait)"
             let response = try await inbox.send(HTTP2Request(method: "GET", path: path, headers: [], body: []))
             let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
             return object?["messages"] as? [[String: Any]] ?? []
@@ -121,31 +145,40 @@ struct PushLiveTests {
 
         func vendorCodes(_ channel: String, token: String, _ codes: [String]) async throws {
             let body = try JSONSerialization.data(withJSONObject: ["token": token, "codes": codes])
-            let response = try await inbox.send(HTTP2Request(
-                method: "POST", path: "/\(channel)/control/faults", headers: [("content-type", "application/json")], body: Array(body)))
+            let response = try await inbox.send(
+                HTTP2Request(
+                    method: "POST", path: "/\(channel)/control/faults", headers: [("content-type", "application/json")],
+                    body: Array(body)))
             #expect(response.status < 300, "codes not accepted: \(String(decoding: response.body, as: UTF8.self))")
         }
 
         func fcmFault(_ json: String) async throws {
-            let response = try await inbox.send(HTTP2Request(
-                method: "POST", path: "/fcm/control/faults", headers: [("content-type", "application/json")], body: Array(json.utf8)))
+            let response = try await inbox.send(
+                HTTP2Request(
+                    method: "POST", path: "/fcm/control/faults", headers: [("content-type", "application/json")],
+                    body: Array(json.utf8)))
             #expect(response.status < 300, "FCM fault not accepted: \(String(decoding: response.body, as: UTF8.self))")
         }
 
         func fault(_ json: String) async throws {
-            let response = try await inbox.send(HTTP2Request(
-                method: "POST", path: "/control/faults", headers: [("content-type", "application/json")], body: Array(json.utf8)))
+            let response = try await inbox.send(
+                HTTP2Request(
+                    method: "POST", path: "/control/faults", headers: [("content-type", "application/json")],
+                    body: Array(json.utf8)))
             #expect(response.status < 300, "fault not accepted: \(String(decoding: response.body, as: UTF8.self))")
         }
 
         /// Removes the APNs stand-in's faults still in force.
         func clearFaults() async throws {
-            let response = try await inbox.send(HTTP2Request(method: "DELETE", path: "/control/faults", headers: [], body: []))
+            let response = try await inbox.send(
+                HTTP2Request(method: "DELETE", path: "/control/faults", headers: [], body: []))
             #expect(response.status == 204)
         }
 
         func adminStatus() async -> [String: Any] {
-            let reply = await fetch(server.address, "GET", "/admin/push/status", headers: ["Authorization": "Bearer \(PushLiveTests.adminKey)"])
+            let reply = await fetch(
+                server.address, "GET", "/admin/push/status",
+                headers: ["Authorization": "Bearer \(PushLiveTests.adminKey)"])
             return (try? JSONSerialization.jsonObject(with: Data(reply.body.utf8)) as? [String: Any]) ?? [:]
         }
 
@@ -157,7 +190,8 @@ struct PushLiveTests {
 
         /// The emulator's answers so far, by `"<status>"` or `"<status> <reason>"`.
         func emulatorResponses() async throws -> [String: Int] {
-            let response = try await inbox.send(HTTP2Request(method: "GET", path: "/control/stats", headers: [], body: []))
+            let response = try await inbox.send(
+                HTTP2Request(method: "GET", path: "/control/stats", headers: [], body: []))
             let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
             return object?["responses"] as? [String: Int] ?? [:]
         }
@@ -186,7 +220,8 @@ struct PushLiveTests {
         if let device {
             let registered = await fetch(
                 rig.server.address, "POST", "/voip/devices",
-                body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(device)","environment":"production"}"#, headers: person.auth)
+                body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(device)","environment":"production"}"#,
+                headers: person.auth)
             #expect(registered.status == 200)
         }
         return person
@@ -196,10 +231,14 @@ struct PushLiveTests {
         try await liveBefriend(rig.server.address, a, b)
     }
 
-    static func call(_ rig: Rig, _ caller: Person, _ kind: String, _ scope: String, mode: String = "audio") async throws -> String {
+    static func call(
+        _ rig: Rig, _ caller: Person, _ kind: String, _ scope: String, mode: String = "audio"
+    ) async throws -> String {
         let reply = await fetch(
             rig.server.address, "POST", "/calls",
-            body: #"{"scopeKind":"\#(kind)","scopeId":"\#(scope)","mode":"\#(mode)","clientId":"\#(UUID().uuidString)"}"#, headers: caller.auth)
+            body:
+                #"{"scopeKind":"\#(kind)","scopeId":"\#(scope)","mode":"\#(mode)","clientId":"\#(UUID().uuidString)"}"#,
+            headers: caller.auth)
         #expect(reply.status == 201, "\(reply.body)")
         return try #require(json(reply.body)["id"] as? String)
     }
@@ -228,7 +267,10 @@ struct PushLiveTests {
         #expect(payload["callId"] as? String == callID && payload["mode"] as? String == "video")
         #expect(payload["scopeKind"] as? String == "conversation" && payload["scopeId"] as? String == conversation)
         #expect(payload["callerName"] as? String == "alice" && payload["aps"] != nil)
-        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 1 } })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 1 }
+            })
         await rig.close()
     }
 
@@ -242,7 +284,8 @@ struct PushLiveTests {
         let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob")
         let registered = await fetch(
             rig.server.address, "POST", "/push/devices",
-            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"google","tokens":{"fcm":{"token":"\#(token)"}}}"#,
+            body:
+                #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"google","tokens":{"fcm":{"token":"\#(token)"}}}"#,
             headers: bob.auth)
         #expect(registered.status == 200, "\(registered.body)")
         let conversation = try await Self.befriend(rig, alice, bob)
@@ -253,27 +296,48 @@ struct PushLiveTests {
         let message = try #require(body["message"] as? [String: Any])
         #expect(message["token"] as? String == token)
         let data = try #require(message["data"] as? [String: String])
-        #expect(data["type"] == "call" && data["callId"] == callID && data["mode"] == "video" && data["callerName"] == "alice")
+        #expect(
+            data["type"] == "call" && data["callId"] == callID && data["mode"] == "video"
+                && data["callerName"] == "alice")
         let android = try #require(message["android"] as? [String: Any])
         #expect(android["priority"] as? String == "HIGH" && android["collapse_key"] as? String == "call_\(callID)")
         let ttl = try #require((android["ttl"] as? String).flatMap { Int($0.dropLast()) })
         #expect((30...45).contains(ttl), "no longer than the ring window: \(ttl) s")
-        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "fcm" && $0["state"] as? String == "delivered" } })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["channel"] as? String == "fcm" && $0["state"] as? String == "delivered" }
+            })
         // The caller hangs up: the phone is told, under the same collapse key, to stop ringing.
         _ = await fetch(rig.server.address, "POST", "/calls/\(callID)/cancel", headers: alice.auth)
         #expect(try await eventuallyTrying { try await rig.fcmMessages(for: token, wait: 1).count == 2 })
-        let notice = try #require((try await rig.fcmMessages(for: token).last?["payload"] as? [String: Any])?["message"] as? [String: Any])
-        #expect((notice["data"] as? [String: String])?["type"] == "call_ended" && (notice["data"] as? [String: String])?["reason"] == "cancelled")
+        let notice = try #require(
+            (try await rig.fcmMessages(for: token).last?["payload"] as? [String: Any])?["message"] as? [String: Any])
+        #expect(
+            (notice["data"] as? [String: String])?["type"] == "call_ended"
+                && (notice["data"] as? [String: String])?["reason"] == "cancelled")
         #expect((notice["android"] as? [String: Any])?["collapse_key"] as? String == "call_\(callID)")
-        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "fcm" && $0["state"] as? String == "delivered" && $0["count"] as? Int == 2 } })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains {
+                    $0["channel"] as? String == "fcm" && $0["state"] as? String == "delivered"
+                        && $0["count"] as? Int == 2
+                }
+            })
 
         try await rig.fcmFault(#"{"faults":[{"token":"\#(token)","error":"UNREGISTERED"}]}"#)
         let second = try await Self.call(rig, alice, "conversation", conversation)
-        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "fcm" && $0["reason"] as? String == "UNREGISTERED" } })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["channel"] as? String == "fcm" && $0["reason"] as? String == "UNREGISTERED" }
+            })
         _ = await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth)
         _ = try await Self.call(rig, alice, "conversation", conversation)
-        let outcomes = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter { $0["channel"] as? String == "fcm" }
-        #expect(outcomes.reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3, "ring, notice, failed ring; nothing after: the token was deleted")
+        let outcomes = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter {
+            $0["channel"] as? String == "fcm"
+        }
+        #expect(
+            outcomes.reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3,
+            "ring, notice, failed ring; nothing after: the token was deleted")
         #expect(await rig.adminStatus()["pending"] as? Int == 0)
         await rig.close()
     }
@@ -289,41 +353,73 @@ struct PushLiveTests {
         for (channel, token) in tokens.sorted(by: { $0.key < $1.key }) {
             let registered = await fetch(
                 rig.server.address, "POST", "/push/devices",
-                body: #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"\#(channel)","tokens":{"fcm":{"token":"fcm-\#(channel)"},"\#(channel)":{"token":"\#(token)"}}}"#,
+                body:
+                    #"{"deviceId":"\#(UUID().uuidString)","platform":"android","brand":"\#(channel)","tokens":{"fcm":{"token":"fcm-\#(channel)"},"\#(channel)":{"token":"\#(token)"}}}"#,
                 headers: bob.auth)
             #expect(registered.status == 200, "\(registered.body)")
         }
         let conversation = try await Self.befriend(rig, alice, bob)
         let outcomes = { (channel: String) async -> [[String: Any]] in
-            ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter { $0["channel"] as? String == channel }
+            ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter {
+                $0["channel"] as? String == channel
+            }
         }
 
         // 1. One ring each, in each service's shape; the cancel reaches the Xiaomi phone only.
         let first = try await Self.call(rig, alice, "conversation", conversation, mode: "video")
-        let xiaomi = try #require(try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!).first?["payload"] as? [String: String])
-        #expect(xiaomi["registration_id"] == tokens["xiaomi"] && xiaomi["restricted_package_name"] == "com.example.phone")
-        #expect(xiaomi["title"] == "alice" && xiaomi["description"] == "Incoming video call" && xiaomi["extra.channel_id"] == "calls")
+        let xiaomi = try #require(
+            try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!).first?["payload"] as? [String: String])
+        #expect(
+            xiaomi["registration_id"] == tokens["xiaomi"] && xiaomi["restricted_package_name"] == "com.example.phone")
+        #expect(
+            xiaomi["title"] == "alice" && xiaomi["description"] == "Incoming video call"
+                && xiaomi["extra.channel_id"] == "calls")
         #expect(VendorNotification.fields(of: Array((xiaomi["payload"] ?? "").utf8))?["callId"] == first)
-        let oppo = try #require(try await rig.vendorMessages("oppo", for: tokens["oppo"]!).first?["payload"] as? [String: Any])
+        let oppo = try #require(
+            try await rig.vendorMessages("oppo", for: tokens["oppo"]!).first?["payload"] as? [String: Any])
         let notification = try #require(oppo["notification"] as? [String: Any])
         #expect(oppo["target_value"] as? String == tokens["oppo"] && notification["channel_id"] as? String == "calls")
-        #expect((notification["off_line_ttl"] as? Int).map { (30...45).contains($0) } == true, "no longer than the ring window")
-        let vivo = try #require(try await rig.vendorMessages("vivo", for: tokens["vivo"]!).first?["payload"] as? [String: Any])
-        #expect(vivo["regId"] as? String == tokens["vivo"] && (vivo["clientCustomMap"] as? [String: String])?["callId"] == first)
-        #expect(try await rig.waitForOutcome { rows in ["xiaomi", "oppo", "vivo"].allSatisfy { channel in
-            rows.contains { $0["channel"] as? String == channel && $0["state"] as? String == "delivered" } } })
+        #expect(
+            (notification["off_line_ttl"] as? Int).map { (30...45).contains($0) } == true,
+            "no longer than the ring window")
+        let vivo = try #require(
+            try await rig.vendorMessages("vivo", for: tokens["vivo"]!).first?["payload"] as? [String: Any])
+        #expect(
+            vivo["regId"] as? String == tokens["vivo"]
+                && (vivo["clientCustomMap"] as? [String: String])?["callId"] == first)
+        #expect(
+            try await rig.waitForOutcome { rows in
+                ["xiaomi", "oppo", "vivo"].allSatisfy { channel in
+                    rows.contains { $0["channel"] as? String == channel && $0["state"] as? String == "delivered" }
+                }
+            })
         _ = await fetch(rig.server.address, "POST", "/calls/\(first)/cancel", headers: alice.auth)
-        #expect(try await eventuallyTrying { try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!, wait: 1).count == 2 })
-        let ended = try #require(try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!).last?["payload"] as? [String: String])
-        #expect(ended["pass_through"] == "1" && VendorNotification.fields(of: Array((ended["payload"] ?? "").utf8))?["reason"] == "cancelled")
+        #expect(
+            try await eventuallyTrying {
+                try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!, wait: 1).count == 2
+            })
+        let ended = try #require(
+            try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!).last?["payload"] as? [String: String])
+        #expect(
+            ended["pass_through"] == "1"
+                && VendorNotification.fields(of: Array((ended["payload"] ?? "").utf8))?["reason"] == "cancelled")
 
         // 2. OPPO is busy once: retried and delivered. Xiaomi no longer knows its phone: the token goes.
         try await rig.vendorCodes("oppo", token: tokens["oppo"]!, ["-1"])
         try await rig.vendorCodes("xiaomi", token: tokens["xiaomi"]!, ["20301"])
         let second = try await Self.call(rig, alice, "conversation", conversation)
-        #expect(try await eventuallyTrying { try await rig.vendorMessages("oppo", for: tokens["oppo"]!, wait: 1).count == 2 })
-        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "xiaomi" && $0["reason"] as? String == "20301" } })
-        #expect(try await eventuallyTrying { try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 1).count == 2 })
+        #expect(
+            try await eventuallyTrying {
+                try await rig.vendorMessages("oppo", for: tokens["oppo"]!, wait: 1).count == 2
+            })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["channel"] as? String == "xiaomi" && $0["reason"] as? String == "20301" }
+            })
+        #expect(
+            try await eventuallyTrying {
+                try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 1).count == 2
+            })
         _ = await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth)
 
         // 3. vivo rate-limits: the ring cancelled while its retry waits is dropped, never sent.
@@ -333,14 +429,23 @@ struct PushLiveTests {
         let third = try await Self.call(rig, alice, "conversation", conversation)
         #expect(try await rig.waitForEmulatorAnswers("200 10072", count: 1))
         #expect(await fetch(rig.server.address, "POST", "/calls/\(third)/cancel", headers: alice.auth).status == 200)
-        #expect(try await rig.waitForOutcome { $0.contains { $0["channel"] as? String == "vivo" && $0["state"] as? String == "dropped" } })
-        #expect(try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 0).count == 2, "the first ring and the second; not the third")
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["channel"] as? String == "vivo" && $0["state"] as? String == "dropped" }
+            })
+        #expect(
+            try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 0).count == 2,
+            "the first ring and the second; not the third")
 
         // 4. The Xiaomi phone's token is gone: its rings go through FCM now; OPPO's and vivo's never did.
-        let overFCM = try await rig.fcmMessages(for: "fcm-xiaomi").compactMap { (($0["payload"] as? [String: Any])?["message"] as? [String: Any])?["data"] as? [String: String] }
+        let overFCM = try await rig.fcmMessages(for: "fcm-xiaomi").compactMap {
+            (($0["payload"] as? [String: Any])?["message"] as? [String: Any])?["data"] as? [String: String]
+        }
         #expect(overFCM.contains { $0["type"] == "call" && $0["callId"] == third })
-        #expect(await outcomes("xiaomi").reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3, "ring, notice, failed ring")
-        let oppoOverFCM = try await rig.fcmMessages(for: "fcm-oppo", wait: 0), vivoOverFCM = try await rig.fcmMessages(for: "fcm-vivo", wait: 0)
+        #expect(
+            await outcomes("xiaomi").reduce(0) { $0 + (($1["count"] as? Int) ?? 0) } == 3, "ring, notice, failed ring")
+        let oppoOverFCM = try await rig.fcmMessages(for: "fcm-oppo", wait: 0),
+            vivoOverFCM = try await rig.fcmMessages(for: "fcm-vivo", wait: 0)
         #expect(oppoOverFCM.isEmpty && vivoOverFCM.isEmpty)
         await rig.close()
     }
@@ -353,7 +458,8 @@ struct PushLiveTests {
         let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob")
         let registered = await fetch(
             rig.server.address, "POST", "/push/devices",
-            body: #"{"deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-voip":{"token":"\#(voip)","environment":"production"},"ios-alert":{"token":"\#(alert)","environment":"production"}}}"#,
+            body:
+                #"{"deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-voip":{"token":"\#(voip)","environment":"production"},"ios-alert":{"token":"\#(alert)","environment":"production"}}}"#,
             headers: bob.auth)
         #expect(registered.status == 200, "\(registered.body)")
         let conversation = try await Self.befriend(rig, alice, bob)
@@ -363,10 +469,14 @@ struct PushLiveTests {
         _ = await fetch(rig.server.address, "POST", "/calls/\(cancelled)/cancel", headers: alice.auth)
         let background = try #require(try await rig.pushes(for: alert).first)
         let headers = try #require(background["headers"] as? [String: String])
-        #expect(headers["apns-push-type"] == "background" && headers["apns-priority"] == "5" && headers["apns-topic"] == Self.bundleID)
+        #expect(
+            headers["apns-push-type"] == "background" && headers["apns-priority"] == "5"
+                && headers["apns-topic"] == Self.bundleID)
         #expect(headers["apns-collapse-id"] == "call_\(cancelled)")
         let payload = try #require(background["payload"] as? [String: Any])
-        #expect(payload["type"] as? String == "call_ended" && payload["reason"] as? String == "cancelled" && payload["callId"] as? String == cancelled)
+        #expect(
+            payload["type"] as? String == "call_ended" && payload["reason"] as? String == "cancelled"
+                && payload["callId"] as? String == cancelled)
         #expect((payload["aps"] as? [String: Any])?["content-available"] as? Int == 1)
 
         let missed = try await Self.call(rig, alice, "conversation", conversation)
@@ -404,21 +514,29 @@ struct PushLiveTests {
         let second = try await Self.call(rig, alice, "conversation", conversation)
         #expect(try await rig.waitForEmulatorAnswers("503 ServiceUnavailable", count: 1))  // the first attempt got its 503
         #expect(await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth).status == 200)
-        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "dropped" && $0["reason"] as? String == "call_not_ringing" } })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["state"] as? String == "dropped" && $0["reason"] as? String == "call_not_ringing" }
+            })
         #expect(try await rig.pushes(for: token, wait: 0).count == 1, "the cancelled ring must not reach the phone")
         try await rig.clearFaults()
 
         // 3. 410 Unregistered deletes the token: the next ring writes no job for it.
         try await rig.fault(#"{"kind":"unregistered","token":"\#(token)","count":1}"#)
         let third = try await Self.call(rig, alice, "conversation", conversation)
-        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "failed" && $0["reason"] as? String == "Unregistered" } })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["state"] as? String == "failed" && $0["reason"] as? String == "Unregistered" }
+            })
         _ = await fetch(rig.server.address, "POST", "/calls/\(third)/cancel", headers: alice.auth)
         _ = try await Self.call(rig, alice, "conversation", conversation)
         // Jobs are written in the transaction that starts the ring: had one been written, it
         // would be pending or finished by now.
         let pending = await rig.adminStatus()["pending"] as? Int
         #expect(pending == 0)
-        let failedOrDelivered = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).reduce(0) { $0 + (($1["count"] as? Int) ?? 0) }
+        let failedOrDelivered = ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).reduce(0) {
+            $0 + (($1["count"] as? Int) ?? 0)
+        }
         #expect(failedOrDelivered == 3, "no fourth job: the token was deleted")
         await rig.close()
     }
@@ -428,16 +546,26 @@ struct PushLiveTests {
         let tokens = [Self.deviceToken(0xc1), Self.deviceToken(0xc2), Self.deviceToken(0xc3)]
         let owner = try await Self.person(rig, "owner")
         var members: [Person] = []
-        for (index, token) in tokens.enumerated() { members.append(try await Self.person(rig, "member\(index)", device: token)) }
+        for (index, token) in tokens.enumerated() {
+            members.append(try await Self.person(rig, "member\(index)", device: token))
+        }
         for member in members { _ = try await Self.befriend(rig, owner, member) }
         let ids = members.map { "\"\($0.id)\"" }.joined(separator: ",")
-        let group = try #require(Self.json(await fetch(rig.server.address, "POST", "/groups", body: #"{"name":"team","memberIds":[\#(ids)]}"#, headers: owner.auth).body)["id"] as? String)
+        let group = try #require(
+            Self.json(
+                await fetch(
+                    rig.server.address, "POST", "/groups", body: #"{"name":"team","memberIds":[\#(ids)]}"#,
+                    headers: owner.auth
+                ).body)["id"] as? String)
 
         // Every first attempt gets a 503, so all three jobs are pending when the server dies.
         try await rig.fault(#"{"kind":"serviceUnavailable","count":3}"#)
         _ = try await Self.call(rig, owner, "group", group)
         #expect(try await rig.waitForEmulatorAnswers("503 ServiceUnavailable", count: 3))
-        #expect(try await eventuallyTrying { await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns",channel="ios-voip"}"#) == 3 })
+        #expect(
+            try await eventuallyTrying {
+                await rig.metric(#"switchboard_push_attempts_retried_total{provider="apns",channel="ios-voip"}"#) == 3
+            })
         #expect(await rig.adminStatus()["pending"] as? Int == 3)
         try rig.crashAndRestart()
 
@@ -448,7 +576,10 @@ struct PushLiveTests {
             seen += pushes.compactMap { $0["apnsId"] as? String }
         }
         #expect(Set(seen).count == 3, "one apns-id per job")
-        #expect(try await rig.waitForOutcome { $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 3 } })
+        #expect(
+            try await rig.waitForOutcome {
+                $0.contains { $0["state"] as? String == "delivered" && $0["count"] as? Int == 3 }
+            })
         await rig.close()
     }
 
@@ -458,10 +589,17 @@ struct PushLiveTests {
         let hung = Self.deviceToken(0xd1), prompt = Self.deviceToken(0xd2), retried = Self.deviceToken(0xd3)
         let owner = try await Self.person(rig, "owner")
         var members: [Person] = []
-        for (index, token) in [hung, prompt, retried].enumerated() { members.append(try await Self.person(rig, "member\(index)", device: token)) }
+        for (index, token) in [hung, prompt, retried].enumerated() {
+            members.append(try await Self.person(rig, "member\(index)", device: token))
+        }
         for member in members { _ = try await Self.befriend(rig, owner, member) }
         let ids = members.map { "\"\($0.id)\"" }.joined(separator: ",")
-        let group = try #require(Self.json(await fetch(rig.server.address, "POST", "/groups", body: #"{"name":"team","memberIds":[\#(ids)]}"#, headers: owner.auth).body)["id"] as? String)
+        let group = try #require(
+            Self.json(
+                await fetch(
+                    rig.server.address, "POST", "/groups", body: #"{"name":"team","memberIds":[\#(ids)]}"#,
+                    headers: owner.auth
+                ).body)["id"] as? String)
         try await rig.fault(#"{"kind":"delay","milliseconds":25000,"token":"\#(hung)","count":1}"#)
         try await rig.fault(#"{"kind":"internalServerError","token":"\#(retried)","count":1}"#)
 

@@ -18,7 +18,9 @@ final class ScriptedPushProvider: PushTransport {
     func send(_ job: PushJob) async -> PushSendResult {
         state.withLock { state in
             state.sent.append(job)
-            guard var queue = state.script[job.token], !queue.isEmpty else { return .response(status: 200, reason: nil) }
+            guard var queue = state.script[job.token], !queue.isEmpty else {
+                return .response(status: 200, reason: nil)
+            }
             let next = queue.removeFirst()
             state.script[job.token] = queue
             return next
@@ -45,7 +47,10 @@ struct PushOutboxTests {
             world = try CallWorld(configuration: configuration, apnsTransport: provider)
         }
 
-        func register(_ person: CallWorld.Person, device: String = UUID().uuidString, token: String, environment: String = "production") async -> HTTPResponse {
+        func register(
+            _ person: CallWorld.Person, device: String = UUID().uuidString, token: String,
+            environment: String = "production"
+        ) async -> HTTPResponse {
             await app.request(
                 "POST", "/voip/devices", headers: person.headers,
                 body: #"{"deviceId":"\#(device)","pushToken":"\#(token)","environment":"\#(environment)"}"#)
@@ -54,24 +59,35 @@ struct PushOutboxTests {
         func jobs() async throws -> [(state: String, reason: String?, token: String, attempts: Int, id: String)] {
             try await app.application.store.read { connection in
                 try connection.query("SELECT * FROM push_jobs ORDER BY created_at_ms, id", []).map {
-                    (try $0.string("state"), try $0.optionalString("reason"), try $0.string("token"), try $0.int("attempts"), try $0.string("id"))
+                    (
+                        try $0.string("state"), try $0.optionalString("reason"), try $0.string("token"),
+                        try $0.int("attempts"), try $0.string("id")
+                    )
                 }
             }
         }
 
         func devices() async throws -> [String] {
-            try await app.application.store.read { try $0.query("SELECT token FROM push_devices ORDER BY token", []).map { try $0.string("token") } }
+            try await app.application.store.read {
+                try $0.query("SELECT token FROM push_devices ORDER BY token", []).map { try $0.string("token") }
+            }
         }
 
         /// Polls until `condition` holds on the jobs (the real dispatcher runs in the background),
         /// with a generous bound.
-        func waitForJobs(_ condition: @escaping ([(state: String, reason: String?, token: String, attempts: Int, id: String)]) -> Bool) async throws -> Bool {
+        func waitForJobs(
+            _ condition:
+                @escaping ([(state: String, reason: String?, token: String, attempts: Int, id: String)]) -> Bool
+        ) async throws -> Bool {
             try await eventuallyTrying { condition(try await jobs()) }
         }
 
         /// The dispatcher has finished its sends and sleeps on the manual clock.
         func dispatcherAsleep() async throws -> Bool {
-            try await eventuallyTrying { app.application.dispatcher.inFlightCount == 0 && world.clock.sleeperCount(of: PushDispatcher.loopName) >= 1 }
+            try await eventuallyTrying {
+                app.application.dispatcher.inFlightCount == 0
+                    && world.clock.sleeperCount(of: PushDispatcher.loopName) >= 1
+            }
         }
     }
 
@@ -79,7 +95,10 @@ struct PushOutboxTests {
         (#"{"deviceId":"nope","pushToken":"\#(tokenA)","environment":"production"}"#, "deviceId"),
         (#"{"deviceId":"\#(UUID().uuidString)","pushToken":"xyz","environment":"production"}"#, "pushToken"),
         (#"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(tokenA)a","environment":"production"}"#, "pushToken"),
-        (#"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(String(repeating: "g", count: 64))","environment":"production"}"#, "pushToken"),
+        (
+            #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(String(repeating: "g", count: 64))","environment":"production"}"#,
+            "pushToken"
+        ),
         (#"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(tokenA)","environment":"development"}"#, "environment"),
         (#"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(tokenA)"}"#, "environment"),
     ])
@@ -164,7 +183,8 @@ struct PushOutboxTests {
         let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
         let conversation = try await env.world.befriend(alice, bob)
         _ = await env.register(bob, token: tokenA)
-        env.provider.script(tokenA, [.response(status: 500, reason: "InternalServerError"), .transportFailure("timed out")])
+        env.provider.script(
+            tokenA, [.response(status: 500, reason: "InternalServerError"), .transportFailure("timed out")])
         _ = await env.world.call(alice, "conversation", conversation)
         #expect(try await env.waitForJobs { $0.first?.attempts == 1 })
         env.world.clock.advance(seconds: 1.6)  // past min(2^0, 8) + jitter
@@ -218,7 +238,9 @@ struct PushOutboxTests {
         let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
         let conversation = try await env.world.befriend(alice, bob)
         _ = await env.register(bob, token: tokenA)
-        env.provider.script(tokenA, [.response(status: 400, reason: "BadDeviceToken"), .response(status: 400, reason: "BadDeviceToken")])
+        env.provider.script(
+            tokenA,
+            [.response(status: 400, reason: "BadDeviceToken"), .response(status: 400, reason: "BadDeviceToken")])
         let first = try #require(await env.world.call(alice, "conversation", conversation).call)
         #expect(try await env.waitForJobs { $0.count == 1 && $0[0].state == "failed" })
         #expect(try await env.devices() == [tokenA])  // one answer may be an environment mix-up
@@ -239,22 +261,31 @@ struct PushOutboxTests {
         _ = await env.world.call(alice, "conversation", conversation)
         #expect(try await env.waitForJobs { $0.first?.state == "failed" })
         #expect(await env.app.request("GET", "/admin/push/status").status == 401)
-        #expect(await env.app.request("GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer wrong-key-0123456789"]).status == 401)
+        #expect(
+            await env.app.request(
+                "GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer wrong-key-0123456789"]
+            ).status == 401)
         #expect(await env.app.request("GET", "/admin/push/status", headers: alice.headers).status == 401)
-        let status = await env.app.request("GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer \(key)"])
+        let status = await env.app.request(
+            "GET", "/admin/push/status", headers: ["Host": "t", "Authorization": "Bearer \(key)"])
         #expect(status.status == 200)
         let object = try #require(status.json)
         #expect(object["pending"] as? Int == 0)
         let outcomes = try #require(object["outcomes"] as? [[String: Any]])
-        #expect(outcomes.first?["state"] as? String == "failed" && outcomes.first?["reason"] as? String == "TopicDisallowed")
+        #expect(
+            outcomes.first?["state"] as? String == "failed" && outcomes.first?["reason"] as? String == "TopicDisallowed"
+        )
         let failures = try #require(object["newestFailures"] as? [[String: Any]])
         #expect(failures.first?["tokenSuffix"] as? String == String(tokenA.suffix(8)))
         #expect(!status.text.contains(tokenA))
         // The counter moves just after the outcome is stored.
-        #expect(try await eventuallyTrying {
-            await env.app.request("GET", "/metrics").text
-                .contains(#"switchboard_push_jobs_total{provider="apns",channel="ios-voip",outcome="failed",reason="TopicDisallowed"} 1"#)
-        })
+        #expect(
+            try await eventuallyTrying {
+                await env.app.request("GET", "/metrics").text
+                    .contains(
+                        #"switchboard_push_jobs_total{provider="apns",channel="ios-voip",outcome="failed",reason="TopicDisallowed"} 1"#
+                    )
+            })
         #expect(await env.app.request("GET", "/metrics").text.contains("switchboard_push_jobs_pending "))
     }
 
@@ -266,8 +297,9 @@ struct PushOutboxTests {
         defer { world.close() }
         let alice = try await world.person("alice"), bob = try await world.person("bob")
         let conversation = try await world.befriend(alice, bob)
-        _ = await world.app.request("POST", "/voip/devices", headers: bob.headers,
-                                    body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(tokenA)","environment":"sandbox"}"#)
+        _ = await world.app.request(
+            "POST", "/voip/devices", headers: bob.headers,
+            body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(tokenA)","environment":"sandbox"}"#)
         _ = await world.call(alice, "conversation", conversation)
         let failedVisibly = try await eventuallyTrying {
             try await world.app.application.store.read {

@@ -29,8 +29,11 @@ struct RepositoryFixture {
 
     /// Another live session of the same user (a second sign-in).
     func signIn(_ account: Account, name: String) async throws -> Account {
-        let response = await world.app.request("POST", "/auth/login", body: #"{"username":"\#(name)","password":"long enough"}"#)
-        guard let token = response.json?["token"] as? String else { throw TestFailure("login failed: \(response.text)") }
+        let response = await world.app.request(
+            "POST", "/auth/login", body: #"{"username":"\#(name)","password":"long enough"}"#)
+        guard let token = response.json?["token"] as? String else {
+            throw TestFailure("login failed: \(response.text)")
+        }
         let person = CallWorld.Person(token: token, id: account.userID)
         return Account(person: person, sessionID: try await session(of: person))
     }
@@ -52,23 +55,29 @@ struct RepositoryFixture {
     func call(from caller: Account) async throws -> String {
         let callee = try await world.person("callee-\(UUID().uuidString.prefix(8))")
         let conversation = try await world.befriend(caller.person, callee)
-        guard let id = await world.call(caller.person, "conversation", conversation).call?.id else { throw TestFailure("no call") }
+        guard let id = await world.call(caller.person, "conversation", conversation).call?.id else {
+            throw TestFailure("no call")
+        }
         return id
     }
 
     /// When the session ended, as stored (nil while it lives).
     func sessionEndedAt(_ sessionID: String) async throws -> String? {
         try await store.snapshot { snapshot in
-            try snapshot.connection.query("SELECT ended_at FROM sessions WHERE id = ?", [.text(sessionID)]).first?.optionalString("ended_at")
+            try snapshot.connection.query("SELECT ended_at FROM sessions WHERE id = ?", [.text(sessionID)]).first?
+                .optionalString("ended_at")
         }
     }
 
     /// The session a token opened.
     private func session(of person: CallWorld.Person) async throws -> String {
         guard let hash = Token(person.token)?.hash else { throw TestFailure("not a token: \(person.token)") }
-        return try await store.snapshot { try $0.accounts.principal(forTokenHash: hash, startedAfterMS: .min, seenAfterMS: .min)?.0.sessionID } ?? {
-            throw TestFailure("no live session for \(person.id)")
-        }()
+        return try await store.snapshot {
+            try $0.accounts.principal(forTokenHash: hash, startedAfterMS: .min, seenAfterMS: .min)?.0.sessionID
+        }
+            ?? {
+                throw TestFailure("no live session for \(person.id)")
+            }()
     }
 
     func close() { world.close() }

@@ -14,7 +14,8 @@ struct RouterTests {
     }
 
     @Test func matchesLiteralsAndParameters() {
-        guard case .found(let route, let parameters, _) = router().match(method: "POST", path: "/calls/abc/accept") else {
+        guard case .found(let route, let parameters, _) = router().match(method: "POST", path: "/calls/abc/accept")
+        else {
             Issue.record("no match")
             return
         }
@@ -23,7 +24,8 @@ struct RouterTests {
     }
 
     @Test func parametersArePercentDecoded() {
-        guard case .found(_, let parameters, _) = router().match(method: "DELETE", path: "/voip/devices/a%20b%2Fc") else {
+        guard case .found(_, let parameters, _) = router().match(method: "DELETE", path: "/voip/devices/a%20b%2Fc")
+        else {
             Issue.record("no match")
             return
         }
@@ -47,8 +49,14 @@ struct RouterTests {
 
     @Test func unknownPathIsNotFoundAndWrongMethodIs405() {
         if case .notFound = router().match(method: "GET", path: "/nope") {} else { Issue.record("expected notFound") }
-        if case .notFound = router().match(method: "GET", path: "/calls/abc/") {} else { Issue.record("trailing slash must not match") }
-        if case .notFound = router().match(method: "GET", path: "/calls//accept") {} else { Issue.record("empty parameter must not match") }
+        if case .notFound = router().match(method: "GET", path: "/calls/abc/") {
+        } else {
+            Issue.record("trailing slash must not match")
+        }
+        if case .notFound = router().match(method: "GET", path: "/calls//accept") {
+        } else {
+            Issue.record("empty parameter must not match")
+        }
         guard case .methodNotAllowed(let allowed) = router().match(method: "PUT", path: "/calls/x") else {
             Issue.record("expected 405")
             return
@@ -65,7 +73,13 @@ struct RouterTests {
     }
 
     @Test func malformedEscapeIsBadPath() {
-        if case .badPath = router().match(method: "GET", path: "/calls/%zz") {} else { Issue.record("expected badPath") }
-        if case .badPath = router().match(method: "GET", path: "/calls/%ff") {} else { Issue.record("non-UTF-8 must be badPath") }
+        if case .badPath = router().match(method: "GET", path: "/calls/%zz") {
+        } else {
+            Issue.record("expected badPath")
+        }
+        if case .badPath = router().match(method: "GET", path: "/calls/%ff") {
+        } else {
+            Issue.record("non-UTF-8 must be badPath")
+        }
     }
 }

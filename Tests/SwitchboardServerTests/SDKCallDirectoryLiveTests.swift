@@ -24,22 +24,36 @@ struct SDKCallDirectoryLiveTests {
         defer { _ = server.stop() }
         let admin = ["Authorization": "Bearer \(adminKey)"]
         let alice = try await liveRegister(server.address, "alice\(UInt32.random(in: 0...UInt32.max))")
-        let client = SwitchboardClient(baseURL: URL(string: "http://\(server.address)")!, token: alice.token, transport: URLSessionTransport())
+        let client = SwitchboardClient(
+            baseURL: URL(string: "http://\(server.address)")!, token: alice.token, transport: URLSessionTransport())
 
-        let created = await fetch(server.address, "POST", "/admin/organizations", body: #"{"name":"Acme"}"#, headers: admin)
+        let created = await fetch(
+            server.address, "POST", "/admin/organizations", body: #"{"name":"Acme"}"#, headers: admin)
         #expect(created.status == 201, "\(created.body)")
         let organization = try #require(liveJSON(created.body)["id"] as? String)
-        #expect(await fetch(server.address, "PUT", "/admin/organizations/\(organization)/members/\(alice.id)", headers: admin).status == 204)
-        let orgEntries = #"{"blocking":{"add":[18005550100,18005550101]},"identification":{"add":[{"number":18005550199,"label":"Acme support"}]}}"#
-        #expect(await fetch(server.address, "PATCH", "/admin/organizations/\(organization)/call-directory", body: orgEntries, headers: admin).status == 200)
+        #expect(
+            await fetch(
+                server.address, "PUT", "/admin/organizations/\(organization)/members/\(alice.id)", headers: admin
+            ).status == 204)
+        let orgEntries =
+            #"{"blocking":{"add":[18005550100,18005550101]},"identification":{"add":[{"number":18005550199,"label":"Acme support"}]}}"#
+        #expect(
+            await fetch(
+                server.address, "PATCH", "/admin/organizations/\(organization)/call-directory", body: orgEntries,
+                headers: admin
+            ).status == 200)
         let directory = CallDirectoryClient(client: client)
-        _ = try await directory.change(CallDirectoryChanges(
-            blocking: .init(add: [447_700_900_001]), identification: .init(add: [.init(number: 18_005_550_199, label: "My contact at Acme")])))
+        _ = try await directory.change(
+            CallDirectoryChanges(
+                blocking: .init(add: [447_700_900_001]),
+                identification: .init(add: [.init(number: 18_005_550_199, label: "My contact at Acme")])))
 
         let storage = InMemoryCallDirectoryStorage()
         let system = SimulatedCallDirectory()
         let reloads = Atomic<Int>(0)
-        let sync = CallDirectorySync(client: directory, userID: alice.id, storage: storage) { reloads.wrappingAdd(1, ordering: .relaxed) }
+        let sync = CallDirectorySync(client: directory, userID: alice.id, storage: storage) {
+            reloads.wrappingAdd(1, ordering: .relaxed)
+        }
         @discardableResult
         func extensionRuns() throws -> CallDirectoryLoad {
             let loader = CallDirectoryLoader(storage: storage)
@@ -61,13 +75,19 @@ struct SDKCallDirectoryLiveTests {
             return
         }
         #expect(try extensionRuns().form == .full)
-        #expect(system.database.labels[18_005_550_199] == "My contact at Acme", "one's own label beats the organisation's")
+        #expect(
+            system.database.labels[18_005_550_199] == "My contact at Acme", "one's own label beats the organisation's")
         #expect(system.database.contents().hasSameEntries(as: try await serverList()))
 
         // The organisation changes: Alice's feed says so, and the phone catches up incrementally.
         let cursor = try await client.me().eventCursor
-        let orgChange = #"{"blocking":{"remove":[18005550100]},"identification":{"add":[{"number":18005550150,"label":"Acme billing"}]}}"#
-        #expect(await fetch(server.address, "PATCH", "/admin/organizations/\(organization)/call-directory", body: orgChange, headers: admin).status == 200)
+        let orgChange =
+            #"{"blocking":{"remove":[18005550100]},"identification":{"add":[{"number":18005550150,"label":"Acme billing"}]}}"#
+        #expect(
+            await fetch(
+                server.address, "PATCH", "/admin/organizations/\(organization)/call-directory", body: orgChange,
+                headers: admin
+            ).status == 200)
         let page = try await client.events(after: cursor, wait: 5)
         #expect(CallDirectorySync.needsRefresh(page.events))
         #expect(try await sync.refresh() != .unchanged(version: 0))
@@ -76,10 +96,15 @@ struct SDKCallDirectoryLiveTests {
         #expect(system.database.contents().hasSameEntries(as: try await serverList()))
 
         // Leaving the organisation takes its entries away; her own stay.
-        #expect(await fetch(server.address, "DELETE", "/admin/organizations/\(organization)/members/\(alice.id)", headers: admin).status == 204)
+        #expect(
+            await fetch(
+                server.address, "DELETE", "/admin/organizations/\(organization)/members/\(alice.id)", headers: admin
+            ).status == 204)
         _ = try await sync.refresh()
         try extensionRuns()
-        #expect(system.database.blocking == [447_700_900_001] && system.database.labels == [18_005_550_199: "My contact at Acme"])
+        #expect(
+            system.database.blocking == [447_700_900_001]
+                && system.database.labels == [18_005_550_199: "My contact at Acme"])
         let version = try #require(try sync.stored()?.version)
         #expect(try await sync.refresh() == .unchanged(version: version))
         #expect(reloads.load(ordering: .relaxed) == 3)

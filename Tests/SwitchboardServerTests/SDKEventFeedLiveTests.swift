@@ -26,15 +26,20 @@ struct SDKEventFeedLiveTests {
         address.sin_family = sa_family_t(AF_INET)
         inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
     @Test func theFeedDeliversEventsAndSavesTheCursorOnlyAfterEachBatch() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
+        let server = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
         defer { _ = server.stop() }
         let anonymous = client(server)
         let alice = try await anonymous.register(username: "alice", password: "long enough", displayName: "Alice")
@@ -76,13 +81,17 @@ struct SDKEventFeedLiveTests {
     @Test func anEndedSessionEndsTheFeed() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
+        let server = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: Self.environment)
         defer { _ = server.stop() }
-        let session = try await client(server).register(username: "carol", password: "long enough", displayName: "Carol")
+        let session = try await client(server).register(
+            username: "carol", password: "long enough", displayName: "Carol")
         let signedIn = client(server, token: session.token)
         try await signedIn.logout()
         var updates: [EventFeedUpdate] = []
-        for try await update in EventFeed(client: signedIn, cursorStore: InMemoryCursorStore(), startCursor: 0, sleep: { _ in }) {
+        for try await update in EventFeed(
+            client: signedIn, cursorStore: InMemoryCursorStore(), startCursor: 0, sleep: { _ in })
+        {
             updates.append(update)
         }
         #expect(updates == [.sessionEnded])
@@ -142,7 +151,8 @@ struct SDKEventFeedLiveTests {
         // Bob declines the request: a second friend_request event for him, after the restart.
         var cancel = URLRequest(url: URL(string: "http://\(server.address)/friend-requests")!)
         cancel.setValue("Bearer \(bob.token)", forHTTPHeaderField: "Authorization")
-        let list = try JSONDecoder().decode(FriendRequestList.self, from: try await URLSessionTransport().send(cancel).0)
+        let list = try JSONDecoder().decode(
+            FriendRequestList.self, from: try await URLSessionTransport().send(cancel).0)
         let requestID = try #require(list.incoming.first?.id)
         var decline = URLRequest(url: URL(string: "http://\(server.address)/friend-requests/\(requestID)/decline")!)
         decline.httpMethod = "POST"

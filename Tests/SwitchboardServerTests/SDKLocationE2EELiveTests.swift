@@ -19,24 +19,29 @@ struct SDKLocationE2EELiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
         defer { _ = server.stop() }
         let alice = try await liveRegister(server.address, "alice\(UInt32.random(in: 0...UInt32.max))")
         let bob = try await liveRegister(server.address, "bob\(UInt32.random(in: 0...UInt32.max))")
         let conversation = try await liveBefriend(server.address, alice, bob)
         func client(_ account: LiveAccount) -> SwitchboardClient {
-            SwitchboardClient(baseURL: URL(string: "http://\(server.address)")!, token: account.token, transport: URLSessionTransport())
+            SwitchboardClient(
+                baseURL: URL(string: "http://\(server.address)")!, token: account.token,
+                transport: URLSessionTransport())
         }
         let scope = E2EEScope.conversation(conversation)
 
         // Live location through the SDK.
         let locations = LiveLocationClient(client: client(alice))
-        let started = try await locations.start(in: scope, at: Position(latitude: 48.8566, longitude: 2.3522, accuracy: 30), duration: .seconds(600))
+        let started = try await locations.start(
+            in: scope, at: Position(latitude: 48.8566, longitude: 2.3522, accuracy: 30), duration: .seconds(600))
         #expect(started.latitude == 48.8566)
         let seen = try await LiveLocationClient(client: client(bob)).list(in: scope)
         #expect(seen.count == 1 && seen.first?.freshness(at: Date()) != .expired)
         await #expect(throws: LiveLocationError.notSharing) {
-            try await LiveLocationClient(client: client(bob)).update(in: scope, to: Position(latitude: 1, longitude: 2, accuracy: 3))
+            try await LiveLocationClient(client: client(bob)).update(
+                in: scope, to: Position(latitude: 1, longitude: 2, accuracy: 3))
         }
         #expect(try await locations.city() == nil, "no city database configured: null")
 
@@ -47,8 +52,11 @@ struct SDKLocationE2EELiveTests {
         let sender = E2EEClient(client: client(alice))
         for index in 0..<5 {
             _ = try await sender.send(
-                SendE2EEMessage(senderDeviceId: aliceDevice, kind: "application",
-                                recipients: [E2EERecipient(deviceId: bobDevice, ciphertext: Data([UInt8(index), 42]).base64EncodedString())]),
+                SendE2EEMessage(
+                    senderDeviceId: aliceDevice, kind: "application",
+                    recipients: [
+                        E2EERecipient(deviceId: bobDevice, ciphertext: Data([UInt8(index), 42]).base64EncodedString())
+                    ]),
                 in: scope)
         }
         let store = InMemoryE2EECursorStore()
@@ -63,7 +71,9 @@ struct SDKLocationE2EELiveTests {
         #expect(await store.load(scope: scope, deviceID: bobDevice) == 5)
         // Caught up: the server deleted what the cursor acknowledged, and a new send arrives alone.
         _ = try await sender.send(
-            SendE2EEMessage(senderDeviceId: aliceDevice, kind: "commit", recipients: [E2EERecipient(deviceId: bobDevice, ciphertext: "AAE=")]), in: scope)
+            SendE2EEMessage(
+                senderDeviceId: aliceDevice, kind: "commit",
+                recipients: [E2EERecipient(deviceId: bobDevice, ciphertext: "AAE=")]), in: scope)
         let next = Mutex<[E2EEItem]>([])
         _ = try await feed.sync { items in next.withLock { $0 += items } }
         #expect(next.withLock { $0.map(\.sequence) } == [6] && next.withLock { $0.first?.kind } == "commit")

@@ -16,7 +16,8 @@ struct SDKMeetingPreloadLiveTests {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"])
         defer { _ = server.stop() }
         let suffix = UInt32.random(in: 0...UInt32.max)
         let alice = try await liveRegister(server.address, "alice\(suffix)")
@@ -25,17 +26,21 @@ struct SDKMeetingPreloadLiveTests {
         _ = try await liveBefriend(server.address, alice, bob)
         _ = try await liveBefriend(server.address, alice, carol)
         func client(_ account: LiveAccount) -> SwitchboardClient {
-            SwitchboardClient(baseURL: URL(string: "http://\(server.address)")!, token: account.token, transport: URLSessionTransport())
+            SwitchboardClient(
+                baseURL: URL(string: "http://\(server.address)")!, token: account.token,
+                transport: URLSessionTransport())
         }
         let group = try await client(alice).createGroup(name: "team", memberIDs: [bob.id, carol.id])
 
         let meeting = try await ScheduledCallClient(client: client(alice)).schedule(
-            ScheduleCall(startsAt: Timestamp.iso8601(Date().addingTimeInterval(300)), mode: .audio, title: "Stand-up"), inGroup: group.id)
+            ScheduleCall(startsAt: Timestamp.iso8601(Date().addingTimeInterval(300)), mode: .audio, title: "Stand-up"),
+            inGroup: group.id)
         let preloader = MeetingPreloader(backend: ScheduledCallClient(client: client(bob)))
         await preloader.refresh()
         await preloader.update()
         #expect(await preloader.upcoming.map(\.id) == [meeting.id])
-        #expect(await preloader.preauthorizations.map(\.scheduledCallId) == [meeting.id], "5 minutes ahead: held already")
+        #expect(
+            await preloader.preauthorizations.map(\.scheduledCallId) == [meeting.id], "5 minutes ahead: held already")
 
         // Alice starts the meeting's call, Carol answers, Bob declines the ring and joins later.
         let call = try await client(alice).createCall(scopeKind: .group, scopeID: group.id, mode: .audio)

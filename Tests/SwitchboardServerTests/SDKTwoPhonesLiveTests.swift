@@ -23,7 +23,9 @@ struct EmulatorInboxPushSource: PushSource {
     let token: String
 
     func pushes(after: Int, wait: Double) async throws -> (payloads: [Data], cursor: Int) {
-        let response = try await inbox.send(HTTP2Request(method: "GET", path: "/inbox/\(token)?after=\(after)&wait=\(Int(wait))", headers: [], body: []))
+        let response = try await inbox.send(
+            HTTP2Request(method: "GET", path: "/inbox/\(token)?after=\(after)&wait=\(Int(wait))", headers: [], body: [])
+        )
         let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:]
         let messages = object["messages"] as? [[String: Any]] ?? []
         let payloads = try messages.compactMap { $0["payload"] }.map { try JSONSerialization.data(withJSONObject: $0) }
@@ -38,7 +40,8 @@ struct EmulatorInboxPushSource: PushSource {
 struct SDKTwoPhonesLiveTests {
     @Test func aBackgroundedPhoneIsWokenByPushAnswersAndBothHangUpCleanly() async throws {
         let rig = try PushLiveTests.Rig()
-        let alice = try await liveRegister(rig.server.address, "alice"), bob = try await liveRegister(rig.server.address, "bob")
+        let alice = try await liveRegister(rig.server.address, "alice"),
+            bob = try await liveRegister(rig.server.address, "bob")
         let conversation = try await liveBefriend(rig.server.address, alice, bob)
         let base = try #require(URL(string: "http://\(rig.server.address)"))
         let token = PushLiveTests.deviceToken(0xb7)
@@ -49,10 +52,12 @@ struct SDKTwoPhonesLiveTests {
         system.actionTimeout = 4 * generousWait
         let ledger = CallLedger.Configuration(answerDeadline: 2 * generousWait, dialTimeout: 4 * generousWait)
         let alicePhone = SimulatedPhone(
-            name: "alice", userID: alice.id, client: SwitchboardClient(baseURL: base, token: alice.token), callSystem: system, ledger: ledger)
+            name: "alice", userID: alice.id, client: SwitchboardClient(baseURL: base, token: alice.token),
+            callSystem: system, ledger: ledger)
         let bobPhone = SimulatedPhone(
             name: "bob", userID: bob.id, client: SwitchboardClient(baseURL: base, token: bob.token),
-            pushSource: EmulatorInboxPushSource(inbox: rig.inbox, token: token), pushToken: token, callSystem: system, ledger: ledger)
+            pushSource: EmulatorInboxPushSource(inbox: rig.inbox, token: token), pushToken: token, callSystem: system,
+            ledger: ledger)
         defer {
             alicePhone.shutDown()
             bobPhone.shutDown()
@@ -70,32 +75,43 @@ struct SDKTwoPhonesLiveTests {
         #expect(await eventually { alicePhone.systemCall(callID)?.state == .connecting }, "\(alicePhone.timeline)")
 
         try bobPhone.answer(callID)
-        #expect(await eventually {
-            bobPhone.systemCall(callID)?.state == .connected && alicePhone.systemCall(callID)?.state == .connected
-        }, "\(alicePhone.timeline) \(bobPhone.timeline)")
-        #expect(await eventually {
-            bobPhone.media.session(callID)?.status.audioFlowing == true && alicePhone.media.session(callID)?.status.audioFlowing == true
-        })
+        #expect(
+            await eventually {
+                bobPhone.systemCall(callID)?.state == .connected && alicePhone.systemCall(callID)?.state == .connected
+            }, "\(alicePhone.timeline) \(bobPhone.timeline)")
+        #expect(
+            await eventually {
+                bobPhone.media.session(callID)?.status.audioFlowing == true
+                    && alicePhone.media.session(callID)?.status.audioFlowing == true
+            })
 
         try bobPhone.hangUp(callID)
         #expect(await eventually { alicePhone.systemCall(callID)?.state == .ended }, "\(alicePhone.timeline)")
         #expect(alicePhone.systemCall(callID)?.endReason == .remoteEnded)
         // Bob's own end completes on his phone once the server has answered his leave.
-        #expect(await eventually { bobPhone.systemCall(callID)?.state == .ended && bobPhone.coordinator?.call(callID)?.stage == .ended },
-                "\(bobPhone.timeline)")
+        #expect(
+            await eventually {
+                bobPhone.systemCall(callID)?.state == .ended && bobPhone.coordinator?.call(callID)?.stage == .ended
+            },
+            "\(bobPhone.timeline)")
         let server = try await SwitchboardClient(baseURL: base, token: alice.token).call(callID)
         #expect(server.state == .ended && server.endReason == .completed)
-        let history = try await SwitchboardClient(baseURL: base, token: bob.token).callHistory(scopeKind: .conversation, scopeID: conversation)
+        let history = try await SwitchboardClient(baseURL: base, token: bob.token).callHistory(
+            scopeKind: .conversation, scopeID: conversation)
         #expect(history.map(\.id) == [callID])
-        #expect(await eventually {
-            alicePhone.media.session(callID)?.status.left == true && bobPhone.media.session(callID)?.status.left == true
-        })
+        #expect(
+            await eventually {
+                alicePhone.media.session(callID)?.status.left == true
+                    && bobPhone.media.session(callID)?.status.left == true
+            })
         for phone in [alicePhone, bobPhone] {
             #expect(phone.callSystem?.violations == [], "\(phone.name)")
             #expect(phone.callSystem?.liveCalls.isEmpty == true, "\(phone.name)")
         }
         if ProcessInfo.processInfo.environment["SWITCHBOARD_PRINT_TIMELINE"] != nil {
-            for entry in (alicePhone.timeline + bobPhone.timeline).sorted(by: { $0.at < $1.at }) { print(entry.at.timeIntervalSince1970, entry) }
+            for entry in (alicePhone.timeline + bobPhone.timeline).sorted(by: { $0.at < $1.at }) {
+                print(entry.at.timeIntervalSince1970, entry)
+            }
         }
         await rig.close()
     }
@@ -108,7 +124,8 @@ struct SDKTwoPhonesLiveTests {
     func anEncryptedPushRingsThePhoneWithOrWithoutItsKey(phoneHasTheKey: Bool) async throws {
         let secret = Data(SecureRandom.bytes(32)).base64EncodedString()
         let rig = try PushLiveTests.Rig(serverSettings: ["SWITCHBOARD_DATA_ENCRYPTION_KEY": secret])
-        let alice = try await liveRegister(rig.server.address, "alice"), bob = try await liveRegister(rig.server.address, "bob")
+        let alice = try await liveRegister(rig.server.address, "alice"),
+            bob = try await liveRegister(rig.server.address, "bob")
         let conversation = try await liveBefriend(rig.server.address, alice, bob)
         let base = try #require(URL(string: "http://\(rig.server.address)"))
         let token = PushLiveTests.deviceToken(phoneHasTheKey ? 0xc1 : 0xc2)
@@ -118,18 +135,24 @@ struct SDKTwoPhonesLiveTests {
         let ledger = CallLedger.Configuration(answerDeadline: 2 * generousWait, dialTimeout: 4 * generousWait)
         let bobPhone = SimulatedPhone(
             name: "bob", userID: bob.id, client: SwitchboardClient(baseURL: base, token: bob.token),
-            pushSource: EmulatorInboxPushSource(inbox: rig.inbox, token: token), pushToken: token, callSystem: system, ledger: ledger,
+            pushSource: EmulatorInboxPushSource(inbox: rig.inbox, token: token), pushToken: token, callSystem: system,
+            ledger: ledger,
             payloadDecryptor: PhoneKeyring(keys: ["bob-1": phoneHasTheKey ? key : SecureRandom.bytes(32)]))
         defer { bobPhone.shutDown() }
-        try await bobPhone.registerForPushes(payloadKey: PayloadKeyRegistration(id: "bob-1", key: Data(key).base64EncodedString()))
+        try await bobPhone.registerForPushes(
+            payloadKey: PayloadKeyRegistration(id: "bob-1", key: Data(key).base64EncodedString()))
         bobPhone.sendToBackground()
         bobPhone.startReceivingPushes()
         let aliceClient = SwitchboardClient(baseURL: base, token: alice.token)
-        let call = try await aliceClient.createCall(scopeKind: .conversation, scopeID: conversation, mode: .audio, clientID: UUID())
+        let call = try await aliceClient.createCall(
+            scopeKind: .conversation, scopeID: conversation, mode: .audio, clientID: UUID())
         // What went through "Apple": the envelope only.
         let (payloads, _) = try await EmulatorInboxPushSource(inbox: rig.inbox, token: token).pushes(after: 0, wait: 30)
-        let envelope = try #require(try payloads.first.map { try JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? nil)
-        #expect(envelope["enc"] as? String == "AES256-GCM" && envelope["kid"] as? String == "bob-1" && envelope["callId"] == nil)
+        let envelope = try #require(
+            try payloads.first.map { try JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? nil)
+        #expect(
+            envelope["enc"] as? String == "AES256-GCM" && envelope["kid"] as? String == "bob-1"
+                && envelope["callId"] == nil)
         #expect(!String(decoding: try #require(payloads.first), as: UTF8.self).contains(call.id))
         // The phone rings under one UUID, named once the call is known.
         #expect(await eventually { bobPhone.coordinator?.call(call.id)?.stage == .ringing }, "\(bobPhone.timeline)")
@@ -138,10 +161,14 @@ struct SDKTwoPhonesLiveTests {
         // name after the report completed.
         if phoneHasTheKey {
             #expect(uuid == CallIdentity.uuid(forCallID: call.id))
-            #expect(await eventually { bobPhone.callSystem?.call(uuid)?.update.callerName == "alice" }, "\(bobPhone.timeline)")
+            #expect(
+                await eventually { bobPhone.callSystem?.call(uuid)?.update.callerName == "alice" },
+                "\(bobPhone.timeline)")
         } else {
             #expect(uuid != CallIdentity.uuid(forCallID: call.id), "reported before the call was known")
-            #expect(await eventually { bobPhone.callSystem?.call(uuid)?.update.handle == conversation }, "\(bobPhone.timeline)")
+            #expect(
+                await eventually { bobPhone.callSystem?.call(uuid)?.update.handle == conversation },
+                "\(bobPhone.timeline)")
         }
         #expect(bobPhone.callSystem?.calls.count == 1, "one incoming-call screen")
         try bobPhone.callSystem?.userAnswers(uuid)

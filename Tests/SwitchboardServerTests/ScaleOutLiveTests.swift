@@ -7,7 +7,9 @@ import SwitchboardTesting
 /// answered and ends through the others; a long poll on one wakes for a commit on another;
 /// and an instance killed mid-ring leaves its pending push and the ring timeout to the others,
 /// each done exactly once.
-@Suite("Several instances on one PostgreSQL database (binaries)", .serialized, .timeLimit(.minutes(5)), .enabled(if: TestPostgres.available))
+@Suite(
+    "Several instances on one PostgreSQL database (binaries)", .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: TestPostgres.available))
 struct ScaleOutLiveTests {
     typealias Person = LiveAccount
 
@@ -16,7 +18,8 @@ struct ScaleOutLiveTests {
     static func call(_ address: String, _ caller: Person, _ conversation: String) async throws -> String {
         let reply = await fetch(
             address, "POST", "/calls",
-            body: #"{"scopeKind":"conversation","scopeId":"\#(conversation)","mode":"audio","clientId":"\#(UUID().uuidString)"}"#,
+            body:
+                #"{"scopeKind":"conversation","scopeId":"\#(conversation)","mode":"audio","clientId":"\#(UUID().uuidString)"}"#,
             headers: caller.auth)
         #expect(reply.status == 201, "\(reply.body)")
         return try #require(json(reply.body)["id"] as? String)
@@ -50,22 +53,30 @@ struct ScaleOutLiveTests {
         let conversation = try await liveBefriend(c, alice, bob)
         let bobCursor = try await Self.cursor(c, bob)
         let poll = Task { await fetch(c, "GET", "/events?after=\(bobCursor)&wait=25", headers: bob.auth) }
-        #expect(try await eventuallyTrying { (await liveMetric(c, "switchboard_event_waiters")).map { Double($0) ?? 0 } == 1 })
+        #expect(
+            try await eventuallyTrying {
+                (await liveMetric(c, "switchboard_event_waiters")).map { Double($0) ?? 0 } == 1
+            })
         let first = try await Self.call(a, alice, conversation)
         let woken = try await value(of: poll, within: 40)
         let kinds = (Self.json(woken.body)["events"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String }
         #expect(kinds == ["call_changed"], "C's poll woke for A's commit: \(woken.body)")
         #expect(await fetch(b, "POST", "/calls/\(first)/accept", headers: bob.auth).status == 200)
-        #expect(Self.json(await fetch(c, "GET", "/calls/\(first)", headers: alice.auth).body)["state"] as? String == "active")
+        #expect(
+            Self.json(await fetch(c, "GET", "/calls/\(first)", headers: alice.auth).body)["state"] as? String
+                == "active")
         #expect(await fetch(c, "POST", "/calls/\(first)/leave", headers: alice.auth).status == 200)
-        #expect(Self.json(await fetch(a, "GET", "/calls/\(first)", headers: bob.auth).body)["endReason"] as? String == "completed")
+        #expect(
+            Self.json(await fetch(a, "GET", "/calls/\(first)", headers: bob.auth).body)["endReason"] as? String
+                == "completed")
 
         // Carol's phone is registered through B. A's first push attempt gets a 503, so the job
         // is pending (rescheduled, or still leased by A) when A is killed.
         let carol = try await liveRegister(b, "carol")
         let token = PushLiveTests.deviceToken(0xd7)
         let registered = await fetch(
-            b, "POST", "/voip/devices", body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(token)","environment":"production"}"#,
+            b, "POST", "/voip/devices",
+            body: #"{"deviceId":"\#(UUID().uuidString)","pushToken":"\#(token)","environment":"production"}"#,
             headers: carol.auth)
         #expect(registered.status == 200)
         let toCarol = try await liveBefriend(b, alice, carol)
@@ -78,9 +89,11 @@ struct ScaleOutLiveTests {
         let pushes = try await rig.pushes(for: token, wait: 25)
         #expect(pushes.count == 1, "the ring's push arrives once")
         // Nobody answers: B's and C's sweeps end the ring (missed), once.
-        #expect(try await eventuallyTrying {
-            Self.json(await fetch(b, "GET", "/calls/\(ring)", headers: carol.auth).body)["endReason"] as? String == "missed"
-        })
+        #expect(
+            try await eventuallyTrying {
+                Self.json(await fetch(b, "GET", "/calls/\(ring)", headers: carol.auth).body)["endReason"] as? String
+                    == "missed"
+            })
         #expect(await Self.callEvents(c, carol, callID: ring) == 2, "rang once, ended once")
         try await Task.sleep(for: .seconds(1))
         #expect(try await rig.pushes(for: token, wait: 0).count == 1, "and no second push")

@@ -27,15 +27,21 @@ struct ScheduledCallTests {
             group = try await world.group(alice, [bob, carol])
         }
 
-        func request(_ person: CallWorld.Person, _ method: String, _ path: String, _ body: String = "") async -> HTTPResponse {
+        func request(
+            _ person: CallWorld.Person, _ method: String, _ path: String, _ body: String = ""
+        ) async -> HTTPResponse {
             await world.app.request(method, path, headers: person.headers, body: body)
         }
 
         /// `startsAt` seconds from the clock's now.
-        func schedule(_ person: CallWorld.Person, in seconds: Double, title: String? = nil) async throws -> ScheduledCall {
+        func schedule(
+            _ person: CallWorld.Person, in seconds: Double, title: String? = nil
+        ) async throws -> ScheduledCall {
             let startsAt = Timestamp.iso8601(world.clock.now.addingTimeInterval(seconds))
             let title = title.map { #","title":"\#($0)""# } ?? ""
-            let response = await request(person, "POST", "/groups/\(group)/scheduled-calls", #"{"startsAt":"\#(startsAt)","mode":"audio"\#(title)}"#)
+            let response = await request(
+                person, "POST", "/groups/\(group)/scheduled-calls",
+                #"{"startsAt":"\#(startsAt)","mode":"audio"\#(title)}"#)
             try #require(response.status == 201, "schedule: \(response.status) \(response.text)")
             return try JSONDecoder().decode(ScheduledCall.self, from: Data(response.bodyBytes))
         }
@@ -63,7 +69,8 @@ struct ScheduledCallTests {
         }
 
         func join(_ person: CallWorld.Person, _ callID: String, preauthorization: String?) async -> HTTPResponse {
-            await world.act("join", callID, by: person, body: preauthorization.map { #"{"preauthorization":"\#($0)"}"# } ?? "")
+            await world.act(
+                "join", callID, by: person, body: preauthorization.map { #"{"preauthorization":"\#($0)"}"# } ?? "")
         }
 
         func close() { world.close() }
@@ -75,7 +82,8 @@ struct ScheduledCallTests {
         let before = try await fixture.world.events(of: fixture.bob).last?.id ?? 0
         let later = try await fixture.schedule(fixture.bob, in: 7200, title: "  Retro ")
         let sooner = try await fixture.schedule(fixture.alice, in: 600)
-        #expect(later.title == "Retro" && later.createdBy == fixture.bob.id && later.callId == nil && later.mode == .audio)
+        #expect(
+            later.title == "Retro" && later.createdBy == fixture.bob.id && later.callId == nil && later.mode == .audio)
         #expect(later.startsAt == Timestamp.iso8601(fixture.world.clock.now.addingTimeInterval(7200)))
         for person in [fixture.alice, fixture.bob, fixture.carol] {
             #expect(try await fixture.upcoming(person).map(\.id) == [sooner.id, later.id], "ascending by start")
@@ -84,23 +92,35 @@ struct ScheduledCallTests {
         #expect(try await fixture.upcoming(fixture.dave).isEmpty, "not a member")
         #expect(await fixture.request(fixture.dave, "GET", "/groups/\(fixture.group)/scheduled-calls").status == 404)
         #expect(try await fixture.upcoming(fixture.alice, "/scheduled-calls?limit=1").map(\.id) == [sooner.id])
-        let told = try await fixture.world.events(of: fixture.carol).filter { $0.kind == EventKind.scheduledCallChanged && $0.groupId == fixture.group }
+        let told = try await fixture.world.events(of: fixture.carol).filter {
+            $0.kind == EventKind.scheduledCallChanged && $0.groupId == fixture.group
+        }
         #expect(told.count == 2)
         _ = before
 
         // Cancelling: its creator or the owner; others 403; idempotent; everyone is told.
-        #expect(await fixture.request(fixture.carol, "DELETE", "/groups/\(fixture.group)/scheduled-calls/\(later.id)").status == 403)
-        #expect(await fixture.request(fixture.alice, "DELETE", "/groups/\(fixture.group)/scheduled-calls/\(later.id)").status == 204)
-        #expect(await fixture.request(fixture.bob, "DELETE", "/groups/\(fixture.group)/scheduled-calls/\(later.id)").status == 204)
+        #expect(
+            await fixture.request(fixture.carol, "DELETE", "/groups/\(fixture.group)/scheduled-calls/\(later.id)")
+                .status == 403)
+        #expect(
+            await fixture.request(fixture.alice, "DELETE", "/groups/\(fixture.group)/scheduled-calls/\(later.id)")
+                .status == 204)
+        #expect(
+            await fixture.request(fixture.bob, "DELETE", "/groups/\(fixture.group)/scheduled-calls/\(later.id)").status
+                == 204)
         #expect(try await fixture.upcoming(fixture.bob).map(\.id) == [sooner.id])
-        #expect(await fixture.request(fixture.bob, "POST", "/scheduled-calls/\(later.id)/preauthorization").errorCode == "SCHEDULED_CALL_ENDED")
+        #expect(
+            await fixture.request(fixture.bob, "POST", "/scheduled-calls/\(later.id)/preauthorization").errorCode
+                == "SCHEDULED_CALL_ENDED")
 
         // Listed until an hour after its start, then gone.
         fixture.world.clock.advance(seconds: 600 + 3599)
         #expect(try await fixture.upcoming(fixture.bob).count == 1)
         fixture.world.clock.advance(seconds: 2)
         #expect(try await fixture.upcoming(fixture.bob).isEmpty)
-        #expect(await fixture.request(fixture.bob, "POST", "/scheduled-calls/\(sooner.id)/preauthorization").errorCode == "SCHEDULED_CALL_ENDED")
+        #expect(
+            await fixture.request(fixture.bob, "POST", "/scheduled-calls/\(sooner.id)/preauthorization").errorCode
+                == "SCHEDULED_CALL_ENDED")
     }
 
     @Test func badSchedulesAreA400NamingTheField() async throws {
@@ -121,21 +141,30 @@ struct ScheduledCallTests {
             let response = await fixture.request(fixture.alice, "POST", path, body)
             #expect(response.status == 400 && E2EEQueueTests.field(response) == field, "\(body): \(response.text)")
         }
-        let offset = await fixture.request(fixture.alice, "POST", path, #"{"startsAt":"2027-01-15T12:00:00+02:00","mode":"video"}"#)
+        let offset = await fixture.request(
+            fixture.alice, "POST", path, #"{"startsAt":"2027-01-15T12:00:00+02:00","mode":"video"}"#)
         #expect(offset.status == 201, "a time zone offset is fine: \(offset.text)")
         for limit in ["0", "51", "x"] {
             #expect(await fixture.request(fixture.alice, "GET", "/scheduled-calls?limit=\(limit)").status == 400)
         }
-        #expect(await fixture.request(fixture.dave, "POST", path, #"{"startsAt":"2027-01-15T10:00:00Z","mode":"audio"}"#).status == 404)
+        #expect(
+            await fixture.request(fixture.dave, "POST", path, #"{"startsAt":"2027-01-15T10:00:00Z","mode":"audio"}"#)
+                .status == 404)
         #expect(await fixture.request(fixture.dave, "POST", "/scheduled-calls/nope/preauthorization").status == 404)
         let meeting = try await fixture.schedule(fixture.bob, in: 600)
-        #expect(await fixture.request(fixture.dave, "DELETE", "\(path)/\(meeting.id)").status == 404, "a stranger does not see the group")
-        #expect(await fixture.request(fixture.dave, "POST", "/scheduled-calls/\(meeting.id)/preauthorization").status == 404)
+        #expect(
+            await fixture.request(fixture.dave, "DELETE", "\(path)/\(meeting.id)").status == 404,
+            "a stranger does not see the group")
+        #expect(
+            await fixture.request(fixture.dave, "POST", "/scheduled-calls/\(meeting.id)/preauthorization").status == 404
+        )
         for (method, target) in [
             ("POST", path), ("GET", path), ("DELETE", "\(path)/\(meeting.id)"), ("GET", "/scheduled-calls"),
             ("POST", "/scheduled-calls/\(meeting.id)/preauthorization"),
         ] {
-            #expect(await fixture.world.app.request(method, target, body: "{}").status == 401, "\(method) \(target) without a token")
+            #expect(
+                await fixture.world.app.request(method, target, body: "{}").status == 401,
+                "\(method) \(target) without a token")
         }
     }
 
@@ -146,13 +175,19 @@ struct ScheduledCallTests {
         // 40 minutes early: an ordinary group call, not the meeting.
         let early = try await fixture.activeCall()
         #expect(try await fixture.upcoming(fixture.bob).first?.callId == nil)
-        for person in [fixture.alice, fixture.carol] { #expect(await fixture.world.act("leave", early, by: person).status == 200) }
+        for person in [fixture.alice, fixture.carol] {
+            #expect(await fixture.world.act("leave", early, by: person).status == 200)
+        }
 
         fixture.world.clock.advance(seconds: 35 * 60)  // 5 minutes before the start
         let bobs = try await fixture.preauthorize(fixture.bob, meeting.id)
-        #expect(bobs.scheduledCallId == meeting.id && bobs.expiresAt == Timestamp.iso8601(fixture.world.clock.now.addingTimeInterval(600)))
+        #expect(
+            bobs.scheduledCallId == meeting.id
+                && bobs.expiresAt == Timestamp.iso8601(fixture.world.clock.now.addingTimeInterval(600)))
         let carols = try await fixture.preauthorize(fixture.carol, meeting.id)
-        #expect(await fixture.request(fixture.dave, "POST", "/scheduled-calls/\(meeting.id)/preauthorization").status == 404)
+        #expect(
+            await fixture.request(fixture.dave, "POST", "/scheduled-calls/\(meeting.id)/preauthorization").status == 404
+        )
 
         let callID = try await fixture.activeCall()
         #expect(try await fixture.upcoming(fixture.bob).first?.callId == callID, "the call started the meeting")

@@ -33,21 +33,24 @@ final class ServerProcess: Sendable {
     /// With `blockedStopSignals`, the binary starts with SIGTERM and SIGINT blocked, as it does
     /// when a parent's blocked mask is inherited (Python's exec stands in for such a parent).
     init(
-        _ executable: Executable = .server, command: String = "serve", arguments: [String], environment: [String: String] = [:],
+        _ executable: Executable = .server, command: String = "serve", arguments: [String],
+        environment: [String: String] = [:],
         blockedStopSignals: Bool = false
     ) throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)")
+            .path
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         outputPath = path
         output = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         process = Process()
         if blockedStopSignals {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [
-                "-c",
-                "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}); os.execv(sys.argv[1], sys.argv[1:])",
-                executable.path, command,
-            ] + arguments
+            process.arguments =
+                [
+                    "-c",
+                    "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}); os.execv(sys.argv[1], sys.argv[1:])",
+                    executable.path, command,
+                ] + arguments
         } else {
             process.executableURL = URL(fileURLWithPath: executable.path)
             process.arguments = [command] + arguments
@@ -70,7 +73,8 @@ final class ServerProcess: Sendable {
         }
         guard let found else {
             process.terminate()
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "server printed no listening line"])
+            throw CocoaError(
+                .fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "server printed no listening line"])
         }
         address = found
     }
@@ -78,13 +82,15 @@ final class ServerProcess: Sendable {
     /// Starts the process like `init`, waiting for it on a thread of its own so the cooperative
     /// pool (two threads here) stays free for the tests running beside this one.
     static func launch(
-        _ executable: Executable = .server, command: String = "serve", arguments: [String], environment: [String: String] = [:],
+        _ executable: Executable = .server, command: String = "serve", arguments: [String],
+        environment: [String: String] = [:],
         blockedStopSignals: Bool = false
     ) async throws -> ServerProcess {
         try await offPool {
             Result {
                 try ServerProcess(
-                    executable, command: command, arguments: arguments, environment: environment, blockedStopSignals: blockedStopSignals)
+                    executable, command: command, arguments: arguments, environment: environment,
+                    blockedStopSignals: blockedStopSignals)
             }
         }.get()
     }
@@ -100,7 +106,9 @@ final class ServerProcess: Sendable {
         try? FileManager.default.removeItem(atPath: outputPath)
     }
 
-    var lines: [String] { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+    var lines: [String] {
+        ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
 
     /// Kills the process with SIGKILL (a crash) and waits for it to be gone.
     func crash() {
@@ -148,7 +156,9 @@ func fetch(
         var timeout = timeval(tv_sec: Int(generousWait), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &sin) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { return (0, "", "") }
         var request = "\(method) \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
@@ -182,7 +192,9 @@ struct ServeBinaryLiveTests {
     @Test func servesHealthMetricsOpenAPIAndErrorsThenStopsCleanly() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/nested/dir"])
+        let server = try await ServerProcess.launch(arguments: [
+            "--listen", "127.0.0.1:0", "--data-dir", data.path + "/nested/dir",
+        ])
 
         let health = await fetch(server.address, "GET", "/healthz")
         #expect(health.status == 200)
@@ -202,21 +214,27 @@ struct ServeBinaryLiveTests {
         #expect((try? JSONSerialization.jsonObject(with: Data(openapi.body.utf8))) != nil)
 
         let metrics = await fetch(server.address, "GET", "/metrics")
-        #expect(metrics.body.contains(#"switchboard_http_requests_total{route="/healthz",method="GET",status="200"} 1"#))
+        #expect(
+            metrics.body.contains(#"switchboard_http_requests_total{route="/healthz",method="GET",status="200"} 1"#))
         #expect(metrics.body.contains("switchboard_http_open_connections 1"))
 
         #expect(FileManager.default.fileExists(atPath: data.path + "/nested/dir/switchboard.sqlite3"))
         let lines = server.lines
         #expect(await server.terminate() == 0)
         #expect(lines.first?.contains(#""msg":"listening""#) == true)
-        #expect(lines.contains { $0.contains(#""msg":"request""#) && $0.contains(#""path":"/healthz""#) && $0.contains(#""request.id":""#) })
+        #expect(
+            lines.contains {
+                $0.contains(#""msg":"request""#) && $0.contains(#""path":"/healthz""#)
+                    && $0.contains(#""request.id":""#)
+            })
     }
 
     @Test func listeningLineComesFirstEvenAtWarningLevel() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
         let server = try await ServerProcess.launch(
-            arguments: ["--data-dir", data.path], environment: ["SWITCHBOARD_LISTEN": "127.0.0.1:0", "SWITCHBOARD_LOG_LEVEL": "warning"])
+            arguments: ["--data-dir", data.path],
+            environment: ["SWITCHBOARD_LISTEN": "127.0.0.1:0", "SWITCHBOARD_LOG_LEVEL": "warning"])
         #expect(await fetch(server.address, "GET", "/healthz").status == 200)
         let lines = server.lines
         #expect(await server.terminate() == 0)
@@ -224,7 +242,10 @@ struct ServeBinaryLiveTests {
         // Nothing below warning is written after it (no request lines); the warnings are that
         // APNs is not configured, said at start-up (the Android channels being off is info).
         #expect(lines.count == 2, "\(lines)")
-        #expect(lines.dropFirst().allSatisfy { $0.contains(#""level":"warning""#) && $0.contains("push channel not configured") })
+        #expect(
+            lines.dropFirst().allSatisfy {
+                $0.contains(#""level":"warning""#) && $0.contains("push channel not configured")
+            })
     }
 
     /// A parent's blocked mask is inherited through fork and exec (test runners, libdispatch
@@ -233,7 +254,8 @@ struct ServeBinaryLiveTests {
     @Test func sigtermStopsServeAndTheEmulatorEvenWhenTheyStartWithItBlocked() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let server = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], blockedStopSignals: true)
+        let server = try await ServerProcess.launch(
+            arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path], blockedStopSignals: true)
         #expect(await fetch(server.address, "GET", "/healthz").status == 200)
         #expect(await server.terminate() == 0)
         let emulator = try await ServerProcess.launch(
@@ -280,7 +302,9 @@ struct CommandLineTests {
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        return (
+            process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self)
+        )
     }
 
     @Test func helpForEveryCommand() async throws {
@@ -321,7 +345,9 @@ struct CommandLineTests {
             let help = try await run(["help", tool], in: .developerTools)
             #expect(help.status == 0)
             // apns-emulator is the push emulator's first name: the same help.
-            #expect(help.stdout.hasPrefix("Usage: switchboard-dev \(tool == "apns-emulator" ? "push-emulator" : tool) "), "\(help.stdout.prefix(80))")
+            #expect(
+                help.stdout.hasPrefix("Usage: switchboard-dev \(tool == "apns-emulator" ? "push-emulator" : tool) "),
+                "\(help.stdout.prefix(80))")
             #expect(try await run([tool, "--help"], in: .developerTools).stdout == help.stdout)
         }
         #expect(try await run(["version"], in: .developerTools).stdout.hasPrefix("switchboard-dev "))
@@ -353,7 +379,9 @@ struct CommandLineTests {
     @Test func servesFromPostgreSQLAndNeverLogsItsPassword() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let missing = try await run(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.path], environment: ["SWITCHBOARD_DATABASE": "postgres"])
+        let missing = try await run(
+            ["serve", "--listen", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["SWITCHBOARD_DATABASE": "postgres"])
         #expect(missing.status == 1 && missing.stderr.contains("postgresURL"))
         guard TestPostgres.available else { return }
         let fresh = try TestPostgres.freshDatabase()
@@ -364,14 +392,22 @@ struct CommandLineTests {
         let server = try await ServerProcess.launch(
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path],
             environment: ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": url])
-        let register = await fetch(server.address, "POST", "/auth/register", body: #"{"username":"pat","password":"long enough","displayName":"Pat"}"#)
+        let register = await fetch(
+            server.address, "POST", "/auth/register",
+            body: #"{"username":"pat","password":"long enough","displayName":"Pat"}"#)
         #expect(register.status == 201)
         #expect(await fetch(server.address, "GET", "/healthz").body == #"{"database":"ok","status":"ok"}"#)
         let lines = server.lines
         #expect(await server.terminate() == 0)
-        #expect(lines.contains { $0.contains(#""msg":"database ready""#) && $0.contains(#""database":"postgres""#) && $0.contains("password=***") })
+        #expect(
+            lines.contains {
+                $0.contains(#""msg":"database ready""#) && $0.contains(#""database":"postgres""#)
+                    && $0.contains("password=***")
+            })
         #expect(!lines.contains { $0.contains("hunter2") })
-        #expect(!FileManager.default.fileExists(atPath: data.path + "/switchboard.sqlite3"), "no SQLite file beside PostgreSQL")
+        #expect(
+            !FileManager.default.fileExists(atPath: data.path + "/switchboard.sqlite3"),
+            "no SQLite file beside PostgreSQL")
     }
 
     /// The one-shot move: a server's SQLite data copied by the binary into an empty
@@ -383,15 +419,21 @@ struct CommandLineTests {
         guard TestPostgres.available else { return }
         let fresh = try TestPostgres.freshDatabase()
         defer { fresh.drop() }
-        let missing = try await run(["copy-to-postgres", "--data-dir", data.path + "/none", "--postgres-url", fresh.url])
+        let missing = try await run([
+            "copy-to-postgres", "--data-dir", data.path + "/none", "--postgres-url", fresh.url,
+        ])
         #expect(missing.status == 1 && missing.stderr.contains("nothing was copied"))
         let sqlite = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path])
         let account = try await liveRegister(sqlite.address, "mover")
         #expect(await sqlite.terminate() == 0)
-        let copied = try await run(["copy-to-postgres", "--data-dir", data.path, "--postgres-url", fresh.url + "&password=hunter2-secret"])
+        let copied = try await run([
+            "copy-to-postgres", "--data-dir", data.path, "--postgres-url", fresh.url + "&password=hunter2-secret",
+        ])
         #expect(copied.status == 0 && copied.stdout.contains("users: 1 row(s)"), "\(copied.stderr)")
         #expect(!copied.stdout.contains("hunter2"))
-        #expect(try await run(["copy-to-postgres", "--data-dir", data.path, "--postgres-url", fresh.url]).status == 1, "not into a non-empty database")
+        #expect(
+            try await run(["copy-to-postgres", "--data-dir", data.path, "--postgres-url", fresh.url]).status == 1,
+            "not into a non-empty database")
         let postgres = try await ServerProcess.launch(
             arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/unused"],
             environment: ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": fresh.url])
@@ -403,7 +445,9 @@ struct CommandLineTests {
     @Test func portInUseFailsWithStatus1() async throws {
         let data = ScratchDirectory()
         defer { data.remove() }
-        let holder = try await ServerProcess.launch(arguments: ["--listen", "127.0.0.1:0", "--data-dir", data.path + "/a"])
+        let holder = try await ServerProcess.launch(arguments: [
+            "--listen", "127.0.0.1:0", "--data-dir", data.path + "/a",
+        ])
         let second = try await run(["serve", "--listen", holder.address, "--data-dir", data.path + "/b"])
         #expect(second.status == 1)
         #expect(second.stderr.contains("cannot listen"))

@@ -12,7 +12,8 @@ struct ScratchDirectory: Sendable {
     let path: String
 
     init() {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-test-\(UUID().uuidString)").path
+        path =
+            FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-test-\(UUID().uuidString)").path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
@@ -57,7 +58,8 @@ final class TestApplication: Sendable {
         switch store {
         case .sqlite:
             database = try Database(
-                configuration: DatabaseConfiguration(path: directory.path + "/switchboard.sqlite3"), migrations: Schema.migrations)
+                configuration: DatabaseConfiguration(path: directory.path + "/switchboard.sqlite3"),
+                migrations: Schema.migrations)
             dropDatabase = {}
             postgresURL = nil
         case .postgres:
@@ -90,7 +92,9 @@ final class TestApplication: Sendable {
         background = Task { await application.run() }
     }
 
-    func request(_ method: String, _ target: String, headers: HTTPHeaders = ["Host": "test"], body: String = "") async -> HTTPResponse {
+    func request(
+        _ method: String, _ target: String, headers: HTTPHeaders = ["Host": "test"], body: String = ""
+    ) async -> HTTPResponse {
         await application.handle(HTTPRequest(method: method, target: target, headers: headers, body: Array(body.utf8)))
     }
 
@@ -133,16 +137,23 @@ enum TestPostgres {
     /// A new empty database on the cluster, and how to drop it (after every connection to it
     /// closed).
     static func freshDatabase() throws -> (url: String, drop: @Sendable () -> Void) {
-        guard let url else { throw TestFailure("SWITCHBOARD_TEST_POSTGRES_URL is not set: run the tests through make test") }
+        guard let url else {
+            throw TestFailure("SWITCHBOARD_TEST_POSTGRES_URL is not set: run the tests through make test")
+        }
         let name = "sb_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let admin = try PostgresConnection(url: url)
         defer { admin.close() }
         try admin.executeScript("CREATE DATABASE \(name)")
-        let databaseURL = url.contains("/postgres?") ? url.replacingOccurrences(of: "/postgres?", with: "/\(name)?") : url + "&dbname=\(name)"
-        return (databaseURL, {
-            guard let admin = try? PostgresConnection(url: url) else { return }
-            try? admin.executeScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            admin.close()
-        })
+        let databaseURL =
+            url.contains("/postgres?")
+            ? url.replacingOccurrences(of: "/postgres?", with: "/\(name)?") : url + "&dbname=\(name)"
+        return (
+            databaseURL,
+            {
+                guard let admin = try? PostgresConnection(url: url) else { return }
+                try? admin.executeScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+                admin.close()
+            }
+        )
     }
 }

@@ -51,7 +51,8 @@ enum SocialEndpoint: String, Sendable, CaseIterable {
     case markGroupRead = "PUT /groups/{id}/read"
 
     var isAboutTheFriendRequest: Bool {
-        [.sendFriendRequest, .listFriendRequests, .acceptFriendRequest, .declineFriendRequest, .cancelFriendRequest].contains(self)
+        [.sendFriendRequest, .listFriendRequests, .acceptFriendRequest, .declineFriendRequest, .cancelFriendRequest]
+            .contains(self)
     }
 }
 
@@ -125,7 +126,8 @@ struct SocialMatrixFixture: Sendable {
         let api = SocialClient(try TestApplication())
         let olivia = try await api.register("olivia"), max = try await api.register("max")
         let rita = try await api.register("rita"), sam = try await api.register("sam")
-        let bob = try await api.register("bob"), bea = try await api.register("bea"), fay = try await api.register("fay")
+        let bob = try await api.register("bob"), bea = try await api.register("bea"),
+            fay = try await api.register("fay")
         let conversationID = try await api.befriend(olivia, max)
         let bobConversationID = try await api.befriend(olivia, bob)
         let beaConversationID = try await api.befriend(bea, olivia)
@@ -149,8 +151,10 @@ struct SocialMatrixFixture: Sendable {
     /// one that does not exist: what a caller who cannot see a resource must not tell apart.
     func withUnknownResources() -> SocialMatrixFixture {
         var copy = self
-        for keyPath in [\SocialMatrixFixture.conversationID, \.bobConversationID, \.beaConversationID, \.messageID, \.bobMessageID,
-                        \.beaMessageID, \.groupID, \.groupMessageID, \.requestID] {
+        for keyPath in [
+            \SocialMatrixFixture.conversationID, \.bobConversationID, \.beaConversationID, \.messageID, \.bobMessageID,
+            \.beaMessageID, \.groupID, \.groupMessageID, \.requestID,
+        ] {
             copy[keyPath: keyPath] = UUID().uuidString.lowercased()
         }
         return copy
@@ -178,7 +182,9 @@ struct SocialMatrixFixture: Sendable {
 
     /// The request for one cell: method, path, body, and (for lists) the id that shows whether
     /// the list names the row's resource.
-    func request(_ endpoint: SocialEndpoint, as actor: SocialActor) -> (method: String, path: String, body: String, probe: String?) {
+    func request(
+        _ endpoint: SocialEndpoint, as actor: SocialActor
+    ) -> (method: String, path: String, body: String, probe: String?) {
         let conversation = conversation(for: actor)
         switch endpoint {
         case .sendFriendRequest: return ("POST", "/friend-requests", #"{"userId":"\#(olivia.id)"}"#, nil)
@@ -197,7 +203,10 @@ struct SocialMatrixFixture: Sendable {
         case .getConversation: return ("GET", "/conversations/\(conversation.id)", "", nil)
         case .sendMessage: return ("POST", "/conversations/\(conversation.id)/messages", #"{"text":"ping"}"#, nil)
         case .listMessages: return ("GET", "/conversations/\(conversation.id)/messages", "", nil)
-        case .markRead: return ("PUT", "/conversations/\(conversation.id)/read", #"{"messageId":"\#(conversation.messageID)"}"#, nil)
+        case .markRead:
+            return (
+                "PUT", "/conversations/\(conversation.id)/read", #"{"messageId":"\#(conversation.messageID)"}"#, nil
+            )
         case .createGroup: return ("POST", "/groups", #"{"name":"Book club","memberIds":["\#(olivia.id)"]}"#, nil)
         case .listGroups: return ("GET", "/groups", "", groupID)
         case .getGroup: return ("GET", "/groups/\(groupID)", "", nil)
@@ -226,32 +235,38 @@ struct SocialAuthorizationMatrixTests {
     /// every endpoint is 401.
     static let table: [(SocialEndpoint, [SocialOutcome])] = [
         //                       owner                            member                         stranger                   blocked                blocker
-        (.sendFriendRequest,    [.conflict("CANNOT_BEFRIEND_SELF"), .conflict("REQUEST_PENDING"),  .created,                  .forbidden("BLOCKED"), .forbidden("BLOCKED")]),
-        (.listFriendRequests,   [.listed,                         .listed,                       .unlisted,                 .unlisted,             .unlisted]),
-        (.acceptFriendRequest,  [.forbidden("FORBIDDEN"),         .ok,                           .invisible,                .invisible,            .invisible]),
-        (.declineFriendRequest, [.forbidden("FORBIDDEN"),         .ok,                           .invisible,                .invisible,            .invisible]),
-        (.cancelFriendRequest,  [.noContent,                      .forbidden("FORBIDDEN"),       .invisible,                .invisible,            .invisible]),
-        (.listFriends,          [.listed,                         .listed,                       .unlisted,                 .listed,               .listed]),
-        (.removeFriend,         [.invisible,                      .noContent,                    .invisible,                .noContent,            .noContent]),
-        (.listBlocks,           [.listed,                         .unlisted,                     .unlisted,                 .unlisted,             .listed]),
-        (.block,                [.conflict("CANNOT_BLOCK_SELF"),  .ok,                           .ok,                       .ok,                   .ok]),
-        (.unblock,              [.noContent,                      .noContent,                    .noContent,                .noContent,            .noContent]),
-        (.listConversations,    [.listed,                         .listed,                       .unlisted,                 .listed,               .listed]),
-        (.getConversation,      [.ok,                             .ok,                           .invisible,                .ok,                   .ok]),
-        (.sendMessage,          [.created,                        .created,                      .invisible,                .forbidden("BLOCKED"), .forbidden("BLOCKED")]),
-        (.listMessages,         [.ok,                             .ok,                           .invisible,                .ok,                   .ok]),
-        (.markRead,             [.ok,                             .ok,                           .invisible,                .ok,                   .ok]),
-        (.createGroup,          [.created,                        .created,                      .forbidden("NOT_FRIENDS"), .forbidden("BLOCKED"), .forbidden("BLOCKED")]),
-        (.listGroups,           [.listed,                         .listed,                       .unlisted,                 .unlisted,             .unlisted]),
-        (.getGroup,             [.ok,                             .ok,                           .invisible,                .invisible,            .invisible]),
-        (.renameGroup,          [.ok,                             .forbidden("NOT_GROUP_OWNER"), .invisible,                .invisible,            .invisible]),
-        (.dissolveGroup,        [.noContent,                      .forbidden("NOT_GROUP_OWNER"), .invisible,                .invisible,            .invisible]),
-        (.addGroupMembers,      [.ok,                             .forbidden("NOT_GROUP_OWNER"), .invisible,                .invisible,            .invisible]),
-        (.removeGroupMember,    [.noContent,                      .forbidden("NOT_GROUP_OWNER"), .invisible,                .invisible,            .invisible]),
-        (.leaveGroup,           [.conflict("OWNER_CANNOT_LEAVE"), .noContent,                    .invisible,                .invisible,            .invisible]),
-        (.sendGroupMessage,     [.created,                        .created,                      .invisible,                .invisible,            .invisible]),
-        (.listGroupMessages,    [.ok,                             .ok,                           .invisible,                .invisible,            .invisible]),
-        (.markGroupRead,        [.ok,                             .ok,                           .invisible,                .invisible,            .invisible]),
+        (
+            .sendFriendRequest,
+            [
+                .conflict("CANNOT_BEFRIEND_SELF"), .conflict("REQUEST_PENDING"), .created, .forbidden("BLOCKED"),
+                .forbidden("BLOCKED"),
+            ]
+        ),
+        (.listFriendRequests, [.listed, .listed, .unlisted, .unlisted, .unlisted]),
+        (.acceptFriendRequest, [.forbidden("FORBIDDEN"), .ok, .invisible, .invisible, .invisible]),
+        (.declineFriendRequest, [.forbidden("FORBIDDEN"), .ok, .invisible, .invisible, .invisible]),
+        (.cancelFriendRequest, [.noContent, .forbidden("FORBIDDEN"), .invisible, .invisible, .invisible]),
+        (.listFriends, [.listed, .listed, .unlisted, .listed, .listed]),
+        (.removeFriend, [.invisible, .noContent, .invisible, .noContent, .noContent]),
+        (.listBlocks, [.listed, .unlisted, .unlisted, .unlisted, .listed]),
+        (.block, [.conflict("CANNOT_BLOCK_SELF"), .ok, .ok, .ok, .ok]),
+        (.unblock, [.noContent, .noContent, .noContent, .noContent, .noContent]),
+        (.listConversations, [.listed, .listed, .unlisted, .listed, .listed]),
+        (.getConversation, [.ok, .ok, .invisible, .ok, .ok]),
+        (.sendMessage, [.created, .created, .invisible, .forbidden("BLOCKED"), .forbidden("BLOCKED")]),
+        (.listMessages, [.ok, .ok, .invisible, .ok, .ok]),
+        (.markRead, [.ok, .ok, .invisible, .ok, .ok]),
+        (.createGroup, [.created, .created, .forbidden("NOT_FRIENDS"), .forbidden("BLOCKED"), .forbidden("BLOCKED")]),
+        (.listGroups, [.listed, .listed, .unlisted, .unlisted, .unlisted]),
+        (.getGroup, [.ok, .ok, .invisible, .invisible, .invisible]),
+        (.renameGroup, [.ok, .forbidden("NOT_GROUP_OWNER"), .invisible, .invisible, .invisible]),
+        (.dissolveGroup, [.noContent, .forbidden("NOT_GROUP_OWNER"), .invisible, .invisible, .invisible]),
+        (.addGroupMembers, [.ok, .forbidden("NOT_GROUP_OWNER"), .invisible, .invisible, .invisible]),
+        (.removeGroupMember, [.noContent, .forbidden("NOT_GROUP_OWNER"), .invisible, .invisible, .invisible]),
+        (.leaveGroup, [.conflict("OWNER_CANNOT_LEAVE"), .noContent, .invisible, .invisible, .invisible]),
+        (.sendGroupMessage, [.created, .created, .invisible, .invisible, .invisible]),
+        (.listGroupMessages, [.ok, .ok, .invisible, .invisible, .invisible]),
+        (.markGroupRead, [.ok, .ok, .invisible, .invisible, .invisible]),
     ]
 
     static let cells: [SocialMatrixCell] = table.flatMap { endpoint, outcomes in
@@ -265,10 +280,11 @@ struct SocialAuthorizationMatrixTests {
         defer { app.close() }
         // Live-location and scheduled-call routes live under the same paths; their matrices are
         // LiveLocationTests' and ScheduledCallTests'.
-        let social = Set(app.application.router.routes.filter { route in
-            ["/friend", "/blocks", "/conversations", "/groups"].contains { route.pattern.hasPrefix($0) }
-                && !route.pattern.hasSuffix("/live-locations") && !route.pattern.contains("/scheduled-calls")
-        }.map { "\($0.method) \($0.pattern)" })
+        let social = Set(
+            app.application.router.routes.filter { route in
+                ["/friend", "/blocks", "/conversations", "/groups"].contains { route.pattern.hasPrefix($0) }
+                    && !route.pattern.hasSuffix("/live-locations") && !route.pattern.contains("/scheduled-calls")
+            }.map { "\($0.method) \($0.pattern)" })
         #expect(social.count == SocialEndpoint.allCases.count)
         #expect(Self.table.map(\.0) == SocialEndpoint.allCases)
         for (endpoint, outcomes) in Self.table { #expect(outcomes.count == 5, "\(endpoint.rawValue)") }

@@ -62,7 +62,8 @@ struct SocialBehaviourTests {
         let (api, users) = try await Self.world("olivia", "max")
         defer { api.app.close() }
         let olivia = users[0]
-        let response = await api.call(olivia, "POST", "/friend-requests", body.replacingOccurrences(of: "SELF", with: olivia.id))
+        let response = await api.call(
+            olivia, "POST", "/friend-requests", body.replacingOccurrences(of: "SELF", with: olivia.id))
         #expect(response.status == status, "\(response.text)")
         #expect(response.apiErrorCode == code)
         try await api.expectEvents([], for: users)
@@ -106,7 +107,8 @@ struct SocialBehaviourTests {
         let requestID = try await api.requestFriendship(from: olivia, to: max)
         try await api.skipEvents(of: olivia, max)
 
-        let response = action == "decline"
+        let response =
+            action == "decline"
             ? await api.call(max, "POST", "/friend-requests/\(requestID)/decline")
             : await api.call(olivia, "DELETE", "/friend-requests/\(requestID)")
         if action == "decline" {
@@ -226,7 +228,9 @@ struct SocialBehaviourTests {
             let pending = try await api.call(user, "GET", "/friend-requests").decoded(FriendRequestList.self)
             #expect(pending.incoming.isEmpty && pending.outgoing.isEmpty)
             let kinds = try await api.events(of: user).kinds
-            #expect(kinds.map(\.rawValue).sorted() == [EventKind.blockChanged.rawValue, EventKind.friendRequest.rawValue], "events of \(user.username)")
+            #expect(
+                kinds.map(\.rawValue).sorted() == [EventKind.blockChanged.rawValue, EventKind.friendRequest.rawValue],
+                "events of \(user.username)")
         }
         let again = await api.call(blocked, "POST", "/friend-requests", #"{"userId":"\#(blocker.id)"}"#)
         #expect(again.status == 403)

@@ -15,7 +15,8 @@ struct SocialGroupBehaviourTests {
 
         static func make() async throws -> Circle {
             let api = SocialClient(try TestApplication())
-            let olivia = try await api.register("olivia"), max = try await api.register("max"), fay = try await api.register("fay")
+            let olivia = try await api.register("olivia"), max = try await api.register("max"),
+                fay = try await api.register("fay")
             let bob = try await api.register("bob"), sam = try await api.register("sam")
             for friend in [max, fay, bob] { _ = try await api.befriend(olivia, friend) }
             try await api.block(bob, by: olivia)
@@ -25,7 +26,9 @@ struct SocialGroupBehaviourTests {
 
         var everyone: [SocialUser] { [olivia, max, fay, bob, sam] }
 
-        func group(_ id: String, as user: SocialUser) async -> HTTPResponse { await api.call(user, "GET", "/groups/\(id)") }
+        func group(_ id: String, as user: SocialUser) async -> HTTPResponse {
+            await api.call(user, "GET", "/groups/\(id)")
+        }
 
         func groupIDs(of user: SocialUser) async throws -> [String] {
             try await api.call(user, "GET", "/groups").decoded([Group].self).map(\.id)
@@ -36,7 +39,8 @@ struct SocialGroupBehaviourTests {
         let circle = try await Circle.make()
         defer { circle.api.app.close() }
         let (api, olivia, max, fay) = (circle.api, circle.olivia, circle.max, circle.fay)
-        let response = await api.call(olivia, "POST", "/groups", #"{"name":"  Climbing  ","memberIds":["\#(max.id)","\#(fay.id)","\#(max.id)"]}"#)
+        let response = await api.call(
+            olivia, "POST", "/groups", #"{"name":"  Climbing  ","memberIds":["\#(max.id)","\#(fay.id)","\#(max.id)"]}"#)
         #expect(response.status == 201)
         let group = try response.decoded(Group.self)
         #expect(group.name == "Climbing" && group.ownerId == olivia.id)
@@ -52,12 +56,14 @@ struct SocialGroupBehaviourTests {
     func creatingAGroupNeedsFriends(who: String, status: Int, code: String) async throws {
         let circle = try await Circle.make()
         defer { circle.api.app.close() }
-        let id = switch who {
-        case "stranger": circle.sam.id
-        case "blocked": circle.bob.id
-        default: "00000000-0000-0000-0000-000000000000"
-        }
-        let response = await circle.api.call(circle.olivia, "POST", "/groups", #"{"name":"Mixed","memberIds":["\#(circle.max.id)","\#(id)"]}"#)
+        let id =
+            switch who {
+            case "stranger": circle.sam.id
+            case "blocked": circle.bob.id
+            default: "00000000-0000-0000-0000-000000000000"
+            }
+        let response = await circle.api.call(
+            circle.olivia, "POST", "/groups", #"{"name":"Mixed","memberIds":["\#(circle.max.id)","\#(id)"]}"#)
         #expect(response.status == status)
         #expect(response.apiErrorCode == code)
         #expect(response.apiErrorField == "memberIds")
@@ -100,7 +106,8 @@ struct SocialGroupBehaviourTests {
         try await api.expectEvents([EventKind.groupMembersChanged], for: [olivia, max, fay])
         #expect(try await circle.groupIDs(of: fay) == [groupID])
         // Adding someone already in the group changes nothing and tells nobody.
-        #expect(await api.call(olivia, "POST", "/groups/\(groupID)/members", #"{"userIds":["\#(fay.id)"]}"#).status == 200)
+        #expect(
+            await api.call(olivia, "POST", "/groups/\(groupID)/members", #"{"userIds":["\#(fay.id)"]}"#).status == 200)
         try await api.expectEvents([], for: [olivia, max, fay])
 
         #expect(await api.call(olivia, "DELETE", "/groups/\(groupID)/members/\(max.id)").status == 204)
@@ -199,7 +206,8 @@ struct SocialGroupBehaviourTests {
         let clientID = "8d0f5a4e-0000-4000-8000-000000000001"
         let first = await api.send("count me in", from: max, toGroup: groupID, clientId: clientID)
         #expect(first.status == 201)
-        let gone = how == "removed"
+        let gone =
+            how == "removed"
             ? await api.call(olivia, "DELETE", "/groups/\(groupID)/members/\(max.id)")
             : await api.call(olivia, "DELETE", "/groups/\(groupID)")
         #expect(gone.status == 204)
@@ -221,7 +229,8 @@ struct SocialGroupBehaviourTests {
         let api = circle.api
         #expect(await circle.group(groupID, as: user).status == 404, sourceLocation: sourceLocation)
         #expect(try await !circle.groupIDs(of: user).contains(groupID), sourceLocation: sourceLocation)
-        #expect(await api.call(user, "GET", "/groups/\(groupID)/messages").status == 404, sourceLocation: sourceLocation)
+        #expect(
+            await api.call(user, "GET", "/groups/\(groupID)/messages").status == 404, sourceLocation: sourceLocation)
         #expect(await api.send("hello?", from: user, toGroup: groupID).status == 404, sourceLocation: sourceLocation)
         #expect(await api.call(user, "POST", "/groups/\(groupID)/leave").status == 404, sourceLocation: sourceLocation)
     }

@@ -22,7 +22,8 @@ struct SocialMessagingBehaviourTests {
         let response = await api.send("hello Max", from: olivia, toConversation: conversationID)
         #expect(response.status == 201)
         let message = try response.decoded(Message.self)
-        #expect(message.text == "hello Max" && message.senderId == olivia.id && message.conversationId == conversationID)
+        #expect(
+            message.text == "hello Max" && message.senderId == olivia.id && message.conversationId == conversationID)
         #expect(message.groupId == nil && response.text.contains(#""groupId":null"#))
         let events = try await api.expectEvents([EventKind.message], for: [olivia, max])
         #expect(events.allSatisfy { $0.conversationId == conversationID && $0.messageId == message.id })
@@ -50,7 +51,8 @@ struct SocialMessagingBehaviourTests {
         #expect(reused.apiErrorCode == "CLIENT_ID_REUSED")
         #expect(reused.apiErrorField == "clientId")
         // The same key from the other participant is a different message.
-        #expect(await api.send("on my way", from: max, toConversation: conversationID, clientId: clientID).status == 201)
+        #expect(
+            await api.send("on my way", from: max, toConversation: conversationID, clientId: clientID).status == 201)
         try await api.expectEvents([EventKind.message], for: [olivia, max])
     }
 
@@ -80,7 +82,8 @@ struct SocialMessagingBehaviourTests {
         defer { api.app.close() }
         var sent: [String] = []
         for number in 1...7 {
-            sent.append(try await api.post("m\(number)", from: number % 2 == 0 ? max : olivia, toConversation: conversationID))
+            sent.append(
+                try await api.post("m\(number)", from: number % 2 == 0 ? max : olivia, toConversation: conversationID))
         }
         var pages: [MessagePage] = []
         var path = "/conversations/\(conversationID)/messages?limit=\(limit)"
@@ -162,7 +165,9 @@ struct SocialMessagingBehaviourTests {
         let (api, olivia, max, conversationID) = try await Self.friends()
         defer { api.app.close() }
         var ids: [String] = []
-        for text in ["one", "two", "three"] { ids.append(try await api.post(text, from: max, toConversation: conversationID)) }
+        for text in ["one", "two", "three"] {
+            ids.append(try await api.post(text, from: max, toConversation: conversationID))
+        }
         try await api.skipEvents(of: olivia, max)
         let path = "/conversations/\(conversationID)/read"
 
@@ -193,7 +198,8 @@ struct SocialMessagingBehaviourTests {
         let elsewhere = try await api.post("not yours", from: sam, toConversation: try await api.befriend(sam, max))
         try await api.skipEvents(of: olivia)
         for messageID in [elsewhere, "00000000-0000-0000-0000-000000000000"] {
-            let response = await api.call(olivia, "PUT", "/conversations/\(conversationID)/read", #"{"messageId":"\#(messageID)"}"#)
+            let response = await api.call(
+                olivia, "PUT", "/conversations/\(conversationID)/read", #"{"messageId":"\#(messageID)"}"#)
             #expect(response.status == 404)
             #expect(response.apiErrorCode == "NOT_FOUND")
             #expect(response.apiErrorField == "messageId")

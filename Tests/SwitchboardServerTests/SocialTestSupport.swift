@@ -39,7 +39,9 @@ final class SocialClient: Sendable {
     func register(_ username: String) async throws -> SocialUser {
         let response = await app.request(
             "POST", "/auth/register", headers: ["Host": "t"],
-            body: #"{"username":"\#(username)","password":"correct horse battery","displayName":"\#(username.capitalized)"}"#)
+            body:
+                #"{"username":"\#(username)","password":"correct horse battery","displayName":"\#(username.capitalized)"}"#
+        )
         try #require(response.status == 201, "register \(username): \(response.status) \(response.text)")
         let session = try response.decoded(AuthSession.self)
         return SocialUser(id: session.user.id, username: session.user.username, token: session.token)
@@ -75,12 +77,17 @@ final class SocialClient: Sendable {
     }
 
     /// Sends a text message to a conversation; returns the response.
-    func send(_ text: String, from sender: SocialUser, toConversation conversationID: String, clientId: String? = nil) async -> HTTPResponse {
-        await call(sender, "POST", "/conversations/\(conversationID)/messages", Self.messageBody(text, clientId: clientId))
+    func send(
+        _ text: String, from sender: SocialUser, toConversation conversationID: String, clientId: String? = nil
+    ) async -> HTTPResponse {
+        await call(
+            sender, "POST", "/conversations/\(conversationID)/messages", Self.messageBody(text, clientId: clientId))
     }
 
     /// Sends a text message to a group; returns the response.
-    func send(_ text: String, from sender: SocialUser, toGroup groupID: String, clientId: String? = nil) async -> HTTPResponse {
+    func send(
+        _ text: String, from sender: SocialUser, toGroup groupID: String, clientId: String? = nil
+    ) async -> HTTPResponse {
         await call(sender, "POST", "/groups/\(groupID)/messages", Self.messageBody(text, clientId: clientId))
     }
 
@@ -161,7 +168,6 @@ extension HTTPResponse {
             throw error
         }
     }
-
 
     /// The error envelope's `code`, if this is an error answer.
     var apiErrorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }

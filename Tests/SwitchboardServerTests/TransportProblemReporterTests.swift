@@ -16,7 +16,8 @@ struct TransportProblemReporterTests {
         for second in 1...9 {
             #expect(throttle.occurred("accept EMFILE", at: start + .seconds(second)) == .suppress)
         }
-        #expect(throttle.occurred("epoll_wait EBADF", at: start + .seconds(9)) == .log(suppressed: 0), "kinds are apart")
+        #expect(
+            throttle.occurred("epoll_wait EBADF", at: start + .seconds(9)) == .log(suppressed: 0), "kinds are apart")
         #expect(throttle.occurred("accept EMFILE", at: start + .seconds(10)) == .log(suppressed: 9))
         #expect(throttle.occurred("accept EMFILE", at: start + .seconds(11)) == .suppress)
         #expect(throttle.occurred("accept EMFILE", at: start + .seconds(60)) == .log(suppressed: 1))
@@ -28,14 +29,18 @@ struct TransportProblemReporterTests {
         for _ in 0..<1000 {
             reporter.report(HTTPTransportProblem(operation: .accept, cause: .error(EMFILE), pause: .milliseconds(100)))
         }
-        reporter.report(HTTPTransportProblem(operation: .accept, cause: .descriptorReserve(limit: 64, reserve: 16), pause: .seconds(1)))
+        reporter.report(
+            HTTPTransportProblem(
+                operation: .accept, cause: .descriptorReserve(limit: 64, reserve: 16), pause: .seconds(1)))
         let text = metrics.render()
         #expect(text.contains(#"switchboard_http_accept_errors_total{reason="EMFILE"} 1000"#), "\(text)")
         #expect(text.contains(#"switchboard_http_accept_errors_total{reason="descriptor_reserve"} 1"#))
         #expect(text.contains("# TYPE switchboard_http_accept_errors_total counter"))
         let lines = sink.recorded
         #expect(lines.count == 2, "\(lines)")
-        #expect(lines.first?.contains(#""level":"warning","msg":"cannot accept connections","reason":"EMFILE""#) == true, "\(lines)")
+        #expect(
+            lines.first?.contains(#""level":"warning","msg":"cannot accept connections","reason":"EMFILE""#) == true,
+            "\(lines)")
         #expect(lines.first?.contains(#""pauseMs":100"#) == true)
         #expect(lines.first?.contains(#""descriptorLimit":"#) == true)
         #expect(lines.last?.contains(#""reason":"descriptor_reserve""#) == true)
@@ -48,9 +53,12 @@ struct TransportProblemReporterTests {
         reporter.report(HTTPTransportProblem(operation: .poll, cause: .error(EBADF), pause: .milliseconds(200)))
         reporter.report(HTTPTransportProblem(operation: .watch, cause: .error(ENOMEM), pause: nil))
         let text = metrics.render()
-        #expect(text.contains(#"switchboard_http_event_loop_errors_total{call="epoll_wait",reason="EBADF"} 2"#), "\(text)")
+        #expect(
+            text.contains(#"switchboard_http_event_loop_errors_total{call="epoll_wait",reason="EBADF"} 2"#), "\(text)")
         #expect(text.contains(#"switchboard_http_event_loop_errors_total{call="epoll_ctl",reason="ENOMEM"} 1"#))
         #expect(sink.recorded.count == 2)
-        #expect(sink.recorded.first?.contains(#""level":"error","msg":"the event loop cannot wait for events""#) == true, "\(sink.recorded)")
+        #expect(
+            sink.recorded.first?.contains(#""level":"error","msg":"the event loop cannot wait for events""#) == true,
+            "\(sink.recorded)")
     }
 }

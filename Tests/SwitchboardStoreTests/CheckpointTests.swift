@@ -10,7 +10,9 @@ struct CheckpointTests {
             defer { database.close() }
             _ = try await database.write { try $0.execute("CREATE TABLE t (v BLOB)") }
             for _ in 0..<50 {
-                _ = try await database.write { try $0.run("INSERT INTO t (v) VALUES (?)", [.blob([UInt8](repeating: 7, count: 4000))]) }
+                _ = try await database.write {
+                    try $0.run("INSERT INTO t (v) VALUES (?)", [.blob([UInt8](repeating: 7, count: 4000))])
+                }
             }
             let first = try await database.checkpoint()
             #expect(first.walPages > 0)
@@ -25,7 +27,8 @@ struct CheckpointTests {
             try await writes
             let count = try await database.read { try $0.query("SELECT count(*) AS n FROM t").first?.int("n") }
             #expect(count == 100)
-            let file = try FileManager.default.attributesOfItem(atPath: directory.file("db.sqlite3"))[.size] as? Int ?? 0
+            let file =
+                try FileManager.default.attributesOfItem(atPath: directory.file("db.sqlite3"))[.size] as? Int ?? 0
             #expect(file > 50 * 4000, "the checkpoint must have written the rows into the database file")
         }
     }
@@ -37,10 +40,13 @@ struct CheckpointTests {
             _ = try await database.write { try $0.execute("CREATE TABLE t (v BLOB)") }
             // About 16 MiB in one transaction: the WAL grows past the limit.
             _ = try await database.write { connection in
-                for _ in 0..<4000 { try connection.run("INSERT INTO t (v) VALUES (?)", [.blob([UInt8](repeating: 9, count: 4096))]) }
+                for _ in 0..<4000 {
+                    try connection.run("INSERT INTO t (v) VALUES (?)", [.blob([UInt8](repeating: 9, count: 4096))])
+                }
             }
             func walBytes() -> Int {
-                (try? FileManager.default.attributesOfItem(atPath: directory.file("db.sqlite3-wal"))[.size] as? Int) ?? 0
+                (try? FileManager.default.attributesOfItem(atPath: directory.file("db.sqlite3-wal"))[.size] as? Int)
+                    ?? 0
             }
             #expect(walBytes() > Database.walSizeLimit)
             // Checkpointed in full (no reader holds an older snapshot), the next write starts the

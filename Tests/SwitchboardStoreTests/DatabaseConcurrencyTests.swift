@@ -9,7 +9,9 @@ import SwitchboardTesting
 struct DatabaseConcurrencyTests {
     @Test("200 concurrent writes all commit without busy errors")
     func concurrentWrites() async throws {
-        try await withDatabase(migrations: [Migration(version: 1, name: "t", sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER NOT NULL UNIQUE)")]) { database, _ in
+        try await withDatabase(migrations: [
+            Migration(version: 1, name: "t", sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER NOT NULL UNIQUE)")
+        ]) { database, _ in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for n in 0..<200 {
                     group.addTask { _ = try await database.write { try $0.run("INSERT INTO t (n) VALUES (?)", [n]) } }
@@ -25,15 +27,19 @@ struct DatabaseConcurrencyTests {
     func consistentSnapshots() async throws {
         let schema = Migration(
             version: 1, name: "accounts",
-            sql: "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO accounts VALUES (1, 1000), (2, 0);")
+            sql:
+                "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO accounts VALUES (1, 1000), (2, 0);"
+        )
         try await withDatabase(readerCount: 3, migrations: [schema]) { database, _ in
             let sums = try await withThrowingTaskGroup(of: [Int64].self) { group in
                 group.addTask {
                     for step in 1...300 {
                         try await database.write { connection in
                             let amount = Int64(step % 7 + 1)
-                            try connection.run("UPDATE accounts SET balance = balance - ? WHERE id = 1", [.integer(amount)])
-                            try connection.run("UPDATE accounts SET balance = balance + ? WHERE id = 2", [.integer(amount)])
+                            try connection.run(
+                                "UPDATE accounts SET balance = balance - ? WHERE id = 1", [.integer(amount)])
+                            try connection.run(
+                                "UPDATE accounts SET balance = balance + ? WHERE id = 2", [.integer(amount)])
                         }
                     }
                     return []
@@ -43,11 +49,12 @@ struct DatabaseConcurrencyTests {
                         var seen: [Int64] = []
                         for _ in 0..<150 {
                             // Two separate statements: only a shared snapshot keeps their sum constant.
-                            seen.append(try await database.read { connection in
-                                let first = try scalar(connection, "SELECT balance FROM accounts WHERE id = 1")
-                                let second = try scalar(connection, "SELECT balance FROM accounts WHERE id = 2")
-                                return first + second
-                            })
+                            seen.append(
+                                try await database.read { connection in
+                                    let first = try scalar(connection, "SELECT balance FROM accounts WHERE id = 1")
+                                    let second = try scalar(connection, "SELECT balance FROM accounts WHERE id = 2")
+                                    return first + second
+                                })
                         }
                         return seen
                     }
@@ -56,7 +63,9 @@ struct DatabaseConcurrencyTests {
             }
             #expect(sums.count == 450)
             #expect(sums.allSatisfy { $0 == 1000 }, "inconsistent sums: \(Set(sums).sorted())")
-            #expect(try await database.read { try scalar($0, "SELECT balance FROM accounts WHERE id = 2") } == (1...300).reduce(0) { $0 + Int64($1 % 7 + 1) })
+            #expect(
+                try await database.read { try scalar($0, "SELECT balance FROM accounts WHERE id = 2") }
+                    == (1...300).reduce(0) { $0 + Int64($1 % 7 + 1) })
         }
     }
 
@@ -81,7 +90,9 @@ struct DatabaseConcurrencyTests {
 
     @Test("a read runs while a write transaction is open and does not see its uncommitted rows")
     func readDuringWrite() async throws {
-        try await withDatabase(migrations: [Migration(version: 1, name: "t", sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)")]) { database, _ in
+        try await withDatabase(migrations: [
+            Migration(version: 1, name: "t", sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        ]) { database, _ in
             let writerInside = DispatchSemaphore(value: 0)
             let readDone = DispatchSemaphore(value: 0)
             async let write: Bool = database.write { connection in

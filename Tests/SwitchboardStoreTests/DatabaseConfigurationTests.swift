@@ -12,11 +12,15 @@ struct DatabaseConfigurationTests {
             let database = try Database(configuration: DatabaseConfiguration(path: path, readerCount: 2))
             defer { database.close() }
             #expect(FileManager.default.fileExists(atPath: path))
-            let writerMode = try await database.write { try $0.query("PRAGMA journal_mode").first?.string("journal_mode") }
+            let writerMode = try await database.write {
+                try $0.query("PRAGMA journal_mode").first?.string("journal_mode")
+            }
             #expect(writerMode == "wal")
             let readerModes = try await withThrowingTaskGroup(of: String?.self) { group in
                 for _ in 0..<2 {
-                    group.addTask { try await database.read { try $0.query("PRAGMA journal_mode").first?.string("journal_mode") } }
+                    group.addTask {
+                        try await database.read { try $0.query("PRAGMA journal_mode").first?.string("journal_mode") }
+                    }
                 }
                 return try await group.reduce(into: [String?]()) { $0.append($1) }
             }
@@ -25,13 +29,16 @@ struct DatabaseConfigurationTests {
         }
     }
 
-    @Test("the synchronous setting is applied", arguments: [
-        (DatabaseConfiguration.Synchronous.normal, Int64(1)), (.full, 2),
-    ])
+    @Test(
+        "the synchronous setting is applied",
+        arguments: [
+            (DatabaseConfiguration.Synchronous.normal, Int64(1)), (.full, 2),
+        ])
     func synchronous(setting: DatabaseConfiguration.Synchronous, pragmaValue: Int64) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Database(
-                configuration: DatabaseConfiguration(path: directory.file("db.sqlite"), readerCount: 1, synchronous: setting))
+                configuration: DatabaseConfiguration(
+                    path: directory.file("db.sqlite"), readerCount: 1, synchronous: setting))
             defer { database.close() }
             #expect(try await database.write { try scalar($0, "PRAGMA synchronous") } == pragmaValue)
             #expect(try await database.read { try scalar($0, "PRAGMA synchronous") } == pragmaValue)
@@ -70,7 +77,9 @@ struct DatabaseConfigurationTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("garbage.sqlite")
             try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
-            let error = try #require(throws: StoreError.self) { try Database(configuration: DatabaseConfiguration(path: path)) }
+            let error = try #require(throws: StoreError.self) {
+                try Database(configuration: DatabaseConfiguration(path: path))
+            }
             #expect(error.code == .corrupt)
         }
     }

@@ -3,7 +3,10 @@ import Testing
 
 @Suite("Database writes and reads", .timeLimit(.minutes(3)))
 struct DatabaseWriteTests {
-    static let schema = [Migration(version: 1, name: "items", sql: "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")]
+    static let schema = [
+        Migration(
+            version: 1, name: "items", sql: "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
+    ]
 
     @Test("write commits when the body returns")
     func commits() async throws {
@@ -12,7 +15,9 @@ struct DatabaseWriteTests {
                 try connection.run("INSERT INTO items (name) VALUES (?)", ["kept"])
                 return connection.lastInsertRowID
             }
-            let name = try await database.read { try $0.query("SELECT name FROM items WHERE id = ?", [.integer(id)]).first?.string("name") }
+            let name = try await database.read {
+                try $0.query("SELECT name FROM items WHERE id = ?", [.integer(id)]).first?.string("name")
+            }
             #expect(name == "kept")
         }
     }
@@ -47,7 +52,9 @@ struct DatabaseWriteTests {
                 }
             }
             #expect(error.constraint == .unique)
-            let names = try await database.read { try $0.query("SELECT name FROM items ORDER BY name").map { try $0.string("name") } }
+            let names = try await database.read {
+                try $0.query("SELECT name FROM items ORDER BY name").map { try $0.string("name") }
+            }
             #expect(names == ["a"])
         }
     }

@@ -4,16 +4,25 @@ import Testing
 @Suite("Migrations", .timeLimit(.minutes(3)))
 struct MigrationTests {
     /// CREATE TABLE without IF NOT EXISTS fails if it is ever run twice.
-    static let v1 = Migration(version: 1, name: "create_users", sql: "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+    static let v1 = Migration(
+        version: 1, name: "create_users", sql: "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
     static let v2 = Migration(version: 2, name: "add_nickname", sql: "ALTER TABLE users ADD COLUMN nickname TEXT")
-    static let v3 = Migration(version: 3, name: "create_rooms", sql: "CREATE TABLE rooms (id INTEGER PRIMARY KEY); CREATE INDEX users_name ON users (name);")
+    static let v3 = Migration(
+        version: 3, name: "create_rooms",
+        sql: "CREATE TABLE rooms (id INTEGER PRIMARY KEY); CREATE INDEX users_name ON users (name);")
 
     static func open(_ directory: TemporaryDirectory, _ migrations: [Migration]) throws -> Database {
-        try Database(configuration: DatabaseConfiguration(path: directory.file("db.sqlite"), readerCount: 1), migrations: migrations)
+        try Database(
+            configuration: DatabaseConfiguration(path: directory.file("db.sqlite"), readerCount: 1),
+            migrations: migrations)
     }
 
     static func tables(_ database: Database) async throws -> [String] {
-        try await database.read { try $0.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").map { try $0.string("name") } }
+        try await database.read {
+            try $0.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").map {
+                try $0.string("name")
+            }
+        }
     }
 
     @Test("migrations are applied once and recorded; reopening does not run them again")
@@ -98,14 +107,18 @@ struct MigrationTests {
             let tables = try await Self.tables(database)
             #expect(tables.contains("users"))
             #expect(!tables.contains("half_done"))
-            let versions = try await database.read { try $0.query("SELECT version FROM schema_migrations").map { try $0.int("version") } }
+            let versions = try await database.read {
+                try $0.query("SELECT version FROM schema_migrations").map { try $0.int("version") }
+            }
             #expect(versions == [1])
         }
     }
 
-    @Test("migration versions must be unique and ascending", arguments: [
-        [v1, v1], [v2, v1], [Migration(version: 0, name: "zero", sql: "SELECT 1")],
-    ])
+    @Test(
+        "migration versions must be unique and ascending",
+        arguments: [
+            [v1, v1], [v2, v1], [Migration(version: 0, name: "zero", sql: "SELECT 1")],
+        ])
     func invalidVersions(migrations: [Migration]) async throws {
         try await withTemporaryDirectory { directory in
             let error = try #require(throws: StoreError.self) { try Self.open(directory, migrations) }

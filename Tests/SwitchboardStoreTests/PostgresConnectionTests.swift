@@ -10,7 +10,9 @@ enum PostgresTestDatabase {
     static var available: Bool { url != nil || required }
 
     static func connect() throws -> PostgresConnection {
-        guard let url else { throw PostgresError(message: "SWITCHBOARD_TEST_POSTGRES_URL is not set: run the tests through make test") }
+        guard let url else {
+            throw PostgresError(message: "SWITCHBOARD_TEST_POSTGRES_URL is not set: run the tests through make test")
+        }
         return try PostgresConnection(url: url)
     }
 }
@@ -26,7 +28,10 @@ struct PostgresConnectionTests {
         let raw: [UInt8] = [0, 1, 0x7f, 0x80, 0xff, 0]
         let inserted = try connection.execute(
             "INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6), ($7, 0, '', false, $8, 'x')",
-            [.integer(Int64.max), .integer(-7), .text(text), .boolean(true), .bytes(raw), .null, .integer(Int64.min), .bytes([])])
+            [
+                .integer(Int64.max), .integer(-7), .text(text), .boolean(true), .bytes(raw), .null, .integer(Int64.min),
+                .bytes([]),
+            ])
         #expect(inserted.affectedRows == 2 && inserted.rows.isEmpty)
         let rows = try connection.execute("SELECT * FROM t ORDER BY n DESC").rows
         #expect(rows.count == 2)
@@ -38,7 +43,9 @@ struct PostgresConnectionTests {
         #expect(rows[1]["raw"] == .bytes([]))
         #expect(try rows[1].optionalString("maybe") == "x")
         #expect(throws: PostgresError.self) { try rows[0].int64("s") }
-        #expect(try connection.execute("SELECT count(*) AS c FROM t WHERE s = $1", [.text(text)]).rows.first?.int64("c") == 1)
+        #expect(
+            try connection.execute("SELECT count(*) AS c FROM t WHERE s = $1", [.text(text)]).rows.first?.int64("c")
+                == 1)
     }
 
     @Test func errorsCarryTheirSQLStateAndTheConnectionGoesOn() throws {
@@ -50,7 +57,8 @@ struct PostgresConnectionTests {
             try connection.execute("INSERT INTO u VALUES ($1)", [.text("a")])
             Issue.record("a duplicate key was accepted")
         } catch {
-            #expect(error.isUniqueViolation && error.sqlState == "23505" && error.sql?.contains("INSERT INTO u") == true)
+            #expect(
+                error.isUniqueViolation && error.sqlState == "23505" && error.sql?.contains("INSERT INTO u") == true)
             #expect(!error.isRetryable)
         }
         do {

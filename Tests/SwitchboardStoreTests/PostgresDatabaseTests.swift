@@ -11,21 +11,33 @@ struct PostgresParameterTests {
         #expect(PostgresExecutor.dollarParameters("a = ? AND b = ?") == "a = $1 AND b = $2")
         #expect(PostgresExecutor.dollarParameters("a = ?1 OR b = ?1 OR c = ?2") == "a = $1 OR b = $1 OR c = $2")
         // A bare ? is one more than the largest so far: ?, ?, ?2, ? is 1, 2, 2, 3.
-        #expect(PostgresExecutor.dollarParameters("x = ?, y = ?, z = ?2 WHERE id = ?") == "x = $1, y = $2, z = $2 WHERE id = $3")
+        #expect(
+            PostgresExecutor.dollarParameters("x = ?, y = ?, z = ?2 WHERE id = ?")
+                == "x = $1, y = $2, z = $2 WHERE id = $3")
         #expect(PostgresExecutor.dollarParameters("VALUES (?1, ?12, ?)") == "VALUES ($1, $12, $13)")
     }
 
     @Test func questionMarksInLiteralsAndQuotedNamesStay() {
-        #expect(PostgresExecutor.dollarParameters("SELECT '?', 'it''s ?' FROM \"t?\" WHERE a = ?") == "SELECT '?', 'it''s ?' FROM \"t?\" WHERE a = $1")
+        #expect(
+            PostgresExecutor.dollarParameters("SELECT '?', 'it''s ?' FROM \"t?\" WHERE a = ?")
+                == "SELECT '?', 'it''s ?' FROM \"t?\" WHERE a = $1")
         #expect(PostgresExecutor.dollarParameters("SELECT 1") == "SELECT 1")
     }
 
     @Test func connectionStringsAreShownWithoutTheirPassword() {
-        #expect(PostgresURL.redacted("postgresql://app:hunter2@db.internal:5432/switchboard") == "postgresql://app:***@db.internal:5432/switchboard")
-        #expect(PostgresURL.redacted("postgresql://app@db/sb?password=hunter2&sslmode=require") == "postgresql://app@db/sb?password=***&sslmode=require")
-        #expect(PostgresURL.redacted("host=db user=app password='hun ter2' dbname=sb") == "host=db user=app password=*** dbname=sb")
+        #expect(
+            PostgresURL.redacted("postgresql://app:hunter2@db.internal:5432/switchboard")
+                == "postgresql://app:***@db.internal:5432/switchboard")
+        #expect(
+            PostgresURL.redacted("postgresql://app@db/sb?password=hunter2&sslmode=require")
+                == "postgresql://app@db/sb?password=***&sslmode=require")
+        #expect(
+            PostgresURL.redacted("host=db user=app password='hun ter2' dbname=sb")
+                == "host=db user=app password=*** dbname=sb")
         #expect(PostgresURL.redacted("host=db password=hunter2") == "host=db password=***")
-        #expect(PostgresURL.redacted("postgresql:///postgres?host=/tmp/x&port=5") == "postgresql:///postgres?host=/tmp/x&port=5")
+        #expect(
+            PostgresURL.redacted("postgresql:///postgres?host=/tmp/x&port=5")
+                == "postgresql:///postgres?host=/tmp/x&port=5")
     }
 }
 
@@ -44,7 +56,9 @@ struct ScratchPostgres {
         let admin = try PostgresConnection(url: adminURL)
         defer { admin.close() }
         try admin.executeScript("CREATE DATABASE \(name)")
-        url = adminURL.contains("/postgres?") ? adminURL.replacingOccurrences(of: "/postgres?", with: "/\(name)?") : adminURL + "&dbname=\(name)"
+        url =
+            adminURL.contains("/postgres?")
+            ? adminURL.replacingOccurrences(of: "/postgres?", with: "/\(name)?") : adminURL + "&dbname=\(name)"
     }
 
     /// Ends every session of the database's but `except` (a backend pid), as a failover would.
@@ -67,11 +81,15 @@ struct ScratchPostgres {
 /// retries, reconnects, and errors in the shape SQLite's have.
 @Suite("PostgreSQL database", .timeLimit(.minutes(2)), .enabled(if: PostgresTestDatabase.available))
 struct PostgresDatabaseTests {
-    static let schema = [Migration(version: 1, name: "counter", sql: """
-        CREATE TABLE counter (id int4 PRIMARY KEY, n int8 NOT NULL, CHECK (n >= 0));
-        INSERT INTO counter VALUES (1, 0);
-        CREATE TABLE item (id text PRIMARY KEY, counter_id int4 REFERENCES counter(id), label text NOT NULL, raw bytea, ratio float8);
-        """)]
+    static let schema = [
+        Migration(
+            version: 1, name: "counter",
+            sql: """
+                CREATE TABLE counter (id int4 PRIMARY KEY, n int8 NOT NULL, CHECK (n >= 0));
+                INSERT INTO counter VALUES (1, 0);
+                CREATE TABLE item (id text PRIMARY KEY, counter_id int4 REFERENCES counter(id), label text NOT NULL, raw bytea, ratio float8);
+                """)
+    ]
 
     /// Two instances (two databases objects, each its own writer) increment one counter by
     /// reading it and writing it back: with no lock, READ COMMITTED would lose updates; the
@@ -122,15 +140,16 @@ struct PostgresDatabaseTests {
         // The first attempt loses (as a deadlock or serialization failure would); the second commits.
         runs.withLock { $0 = 0 }
         let committed = Mutex<[String]>([])
-        try await database.write({ executor in
-            let attempt = runs.withLock { count in
-                count += 1
-                return count
-            }
-            try executor.run("UPDATE counter SET n = n + 1 WHERE id = 1", [])
-            if attempt == 1 { throw StoreError(code: .busy, message: "lost to a concurrent transaction") }
-            return "attempt \(attempt)"
-        }, afterCommit: { value in committed.withLock { $0.append(value) } })
+        try await database.write(
+            { executor in
+                let attempt = runs.withLock { count in
+                    count += 1
+                    return count
+                }
+                try executor.run("UPDATE counter SET n = n + 1 WHERE id = 1", [])
+                if attempt == 1 { throw StoreError(code: .busy, message: "lost to a concurrent transaction") }
+                return "attempt \(attempt)"
+            }, afterCommit: { value in committed.withLock { $0.append(value) } })
         #expect(runs.withLock { $0 } == 2 && committed.withLock { $0 } == ["attempt 2"])
         let n = try await database.read { try $0.query("SELECT n FROM counter WHERE id = 1", []).first?.int64("n") }
         #expect(n == 1, "the rolled-back update and the lost attempt left nothing")
@@ -143,10 +162,13 @@ struct PostgresDatabaseTests {
         defer { database.close() }
         let raw: [UInt8] = [0, 0xff, 7]
         try await database.write { executor in
-            try executor.run("INSERT INTO item VALUES (?, 1, ?, ?, ?)", [.text("a"), .text("it's ?"), .blob(raw), .real(0.25)])
+            try executor.run(
+                "INSERT INTO item VALUES (?, 1, ?, ?, ?)", [.text("a"), .text("it's ?"), .blob(raw), .real(0.25)])
         }
         let row = try await database.read { executor in
-            try executor.query("SELECT id, label, raw, ratio, counter_id, id = 'a' AS matches, NULL AS nothing, count(*) OVER () AS total FROM item", [])
+            try executor.query(
+                "SELECT id, label, raw, ratio, counter_id, id = 'a' AS matches, NULL AS nothing, count(*) OVER () AS total FROM item",
+                [])
         }.first
         #expect(try row?.string("label") == "it's ?" && row?.blob("raw") == raw && row?.double("ratio") == 0.25)
         #expect(try row?.int64("counter_id") == 1 && row?.int64("matches") == 1 && row?.int64("total") == 1)
@@ -166,7 +188,9 @@ struct PostgresDatabaseTests {
         #expect(await failure("INSERT INTO item VALUES ('c', 1, NULL, NULL, NULL)", [])?.constraint == .notNull)
         #expect(await failure("UPDATE counter SET n = -1", [])?.constraint == .check)
         #expect(await failure("SELEKT", [])?.code == .sql)
-        #expect(await failure("INSERT INTO item VALUES ('d', ?, 'x', NULL, NULL)", [.text("not a number")])?.code == .typeMismatch)
+        #expect(
+            await failure("INSERT INTO item VALUES ('d', ?, 'x', NULL, NULL)", [.text("not a number")])?.code
+                == .typeMismatch)
         let reads = try await database.read { try $0.query("SELECT count(*) AS n FROM item", []).first?.int64("n") }
         #expect(reads == 1)
         await #expect(throws: StoreError.self) { try await database.read { try $0.run("DELETE FROM item", []) } }
@@ -216,21 +240,25 @@ struct PostgresDatabaseTests {
         defer { database.close() }
         let delivered = Mutex(false)
         await #expect(throws: StoreError.self) {
-            try await database.write({ executor in
-                try executor.run("UPDATE counter SET n = 7 WHERE id = 1", [])
-                _ = try? executor.run("UPDATE counter SET n = -1 WHERE id = 1", [])  // the CHECK fails; the error is dropped
-                return 1
-            }, afterCommit: { _ in delivered.withLock { $0 = true } })
+            try await database.write(
+                { executor in
+                    try executor.run("UPDATE counter SET n = 7 WHERE id = 1", [])
+                    _ = try? executor.run("UPDATE counter SET n = -1 WHERE id = 1", [])  // the CHECK fails; the error is dropped
+                    return 1
+                }, afterCommit: { _ in delivered.withLock { $0 = true } })
         }
         #expect(!delivered.withLock { $0 })
         #expect(try await database.read { try $0.query("SELECT n FROM counter", []).first?.int64("n") } == 0)
         try await database.write { try $0.run("UPDATE counter SET n = 1", []) }
-        #expect(try await database.read { try $0.query("SELECT n FROM counter", []).first?.int64("n") } == 1, "the connection goes on")
+        #expect(
+            try await database.read { try $0.query("SELECT n FROM counter", []).first?.int64("n") } == 1,
+            "the connection goes on")
     }
 
     @Test func anUnreachableServerIsAnIOErrorWithoutThePassword() {
         do {
-            _ = try PostgresDatabase(url: "postgresql://app:hunter2-secret@127.0.0.1:1/nothing?connect_timeout=2", migrations: [])
+            _ = try PostgresDatabase(
+                url: "postgresql://app:hunter2-secret@127.0.0.1:1/nothing?connect_timeout=2", migrations: [])
             Issue.record("opened a database on nothing")
         } catch let error as StoreError {
             #expect(error.code == .io && !error.description.contains("hunter2"))
@@ -271,7 +299,9 @@ struct PostgresListenerTests {
         #expect(await eventually { received.withLock { $0.count } == 3 })
         #expect(received.withLock { $0 } == ["n1", "n2", "n3"])
 
-        let writerPID = try await database.write { try $0.query("SELECT pg_backend_pid() AS pid", []).first?.int64("pid") }
+        let writerPID = try await database.write {
+            try $0.query("SELECT pg_backend_pid() AS pid", []).first?.int64("pid")
+        }
         try scratch.terminateSessions(except: writerPID)
         #expect(await eventually { listenings.withLock { $0 } == 2 }, "reconnected and listening again")
         #expect(listener.listenCount == 2)
@@ -279,7 +309,9 @@ struct PostgresListenerTests {
         #expect(await eventually { received.withLock { $0.last } == "after" })
         running.cancel()
         _ = await running.value
-        #expect(throws: StoreError.self) { try PostgresListener(url: scratch.url, channel: "Bad; DROP", onNotice: { _ in }) }
+        #expect(throws: StoreError.self) {
+            try PostgresListener(url: scratch.url, channel: "Bad; DROP", onNotice: { _ in })
+        }
     }
 }
 
@@ -289,10 +321,15 @@ struct PostgresPasswordTests {
         #expect(PostgresURL.redacted("host=db password = hunter2 dbname=sb") == "host=db password = *** dbname=sb")
         #expect(PostgresURL.passwords(in: "postgresql://app:s3cr%40t@db/sb") == ["s3cr%40t"])
         #expect(PostgresURL.passwords(in: "host=db password='a b' user=x password=c") == ["a b", "c"])
-        #expect(PostgresURL.scrub(#"invalid connection option "hunter2""#, of: "host=db password=hunter2") == #"invalid connection option "***""#)
+        #expect(
+            PostgresURL.scrub(#"invalid connection option "hunter2""#, of: "host=db password=hunter2")
+                == #"invalid connection option "***""#)
         #expect(PostgresURL.scrub("no secret here", of: "host=db") == "no secret here")
         // A short password is masked where it stands, not inside other words.
-        #expect(PostgresURL.scrub(#"connection to socket "/var/run/postgresql/.s.PGSQL.5432" failed (password=p)"#, of: "host=/var/run/postgresql password=p")
-            == #"connection to socket "/var/run/postgresql/.s.PGSQL.5432" failed (password=***)"#)
+        #expect(
+            PostgresURL.scrub(
+                #"connection to socket "/var/run/postgresql/.s.PGSQL.5432" failed (password=p)"#,
+                of: "host=/var/run/postgresql password=p")
+                == #"connection to socket "/var/run/postgresql/.s.PGSQL.5432" failed (password=***)"#)
     }
 }

@@ -28,7 +28,9 @@ struct SQLiteValueTests {
         try await withDatabase { database, _ in
             try await database.write { try $0.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v)") }
             for (index, value) in Self.values.enumerated() {
-                try await database.write { try $0.run("INSERT INTO t (id, v) VALUES (?, ?)", [.integer(Int64(index)), value]) }
+                try await database.write {
+                    try $0.run("INSERT INTO t (id, v) VALUES (?, ?)", [.integer(Int64(index)), value])
+                }
             }
             let stored = try await database.read { try $0.query("SELECT v FROM t ORDER BY id").map { $0[0] } }
             #expect(stored == Self.values)
@@ -44,7 +46,10 @@ struct SQLiteValueTests {
         let bindings: [any SQLiteValueConvertible] = [missing, present, 42, Int64(-7), true, 2.5, [UInt8]([1, 0, 2])]
         try connection.run("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?)", bindings)
         let row = try #require(try connection.query("SELECT * FROM t").first)
-        #expect(row.values == [.null, .text("here"), .integer(42), .integer(-7), .integer(1), .real(2.5), .blob([1, 0, 2])])
+        #expect(
+            row.values == [
+                .null, .text("here"), .integer(42), .integer(-7), .integer(1), .real(2.5), .blob([1, 0, 2]),
+            ])
     }
 
     @Test("call sites mix Swift values and literals without spelling SQLiteValue")

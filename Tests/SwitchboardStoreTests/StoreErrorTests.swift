@@ -43,11 +43,13 @@ struct StoreErrorTests {
         }
     }
 
-    @Test("primary result codes map to stable codes", arguments: [
-        (Int32(5), StoreError.Code.busy), (6, .locked), (19, .constraint), (11, .corrupt), (26, .corrupt),
-        (13, .full), (8, .readOnly), (10, .io), (14, .io), (21, .misuse), (25, .misuse), (20, .typeMismatch),
-        (1, .sql), (7, .unknown(7)),
-    ])
+    @Test(
+        "primary result codes map to stable codes",
+        arguments: [
+            (Int32(5), StoreError.Code.busy), (6, .locked), (19, .constraint), (11, .corrupt), (26, .corrupt),
+            (13, .full), (8, .readOnly), (10, .io), (14, .io), (21, .misuse), (25, .misuse), (20, .typeMismatch),
+            (1, .sql), (7, .unknown(7)),
+        ])
     func codeMapping(primary: Int32, code: StoreError.Code) {
         #expect(StoreError.Code(sqlitePrimaryCode: primary) == code)
     }

@@ -6,7 +6,8 @@ struct TemporaryDirectory: Sendable {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("switchboard-store-tests-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }

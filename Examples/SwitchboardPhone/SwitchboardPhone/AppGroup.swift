@@ -6,7 +6,8 @@ enum AppGroup {
     /// From the Info.plist key `SwitchboardAppGroup`, which project.yml fills from the build
     /// setting that also names the group in the entitlements.
     static var identifier: String {
-        Bundle.main.object(forInfoDictionaryKey: "SwitchboardAppGroup") as? String ?? "group.com.example.switchboard.phone"
+        Bundle.main.object(forInfoDictionaryKey: "SwitchboardAppGroup") as? String
+            ?? "group.com.example.switchboard.phone"
     }
 
     /// The Call Directory extension's bundle identifier: the app's, then `.directory`

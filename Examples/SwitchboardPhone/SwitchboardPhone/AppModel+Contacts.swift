@@ -14,7 +14,9 @@ extension AppModel {
             async let groups = client.groups()
             let (newFriends, newRequests, newGroups) = try await (friends, requests, groups)
             guard self.session === session else { return }  // signed out meanwhile
-            self.friends = newFriends.sorted { $0.user.displayName.localizedCaseInsensitiveCompare($1.user.displayName) == .orderedAscending }
+            self.friends = newFriends.sorted {
+                $0.user.displayName.localizedCaseInsensitiveCompare($1.user.displayName) == .orderedAscending
+            }
             self.requests = newRequests
             self.groups = newGroups
         } catch {

@@ -3,7 +3,9 @@ import SwitchboardKit
 
 /// Event kinds after which the contacts screen is read again.
 private enum SocialEvents {
-    static let kinds: Set<EventKind> = [.friendRequest, .friendAccepted, .friendRemoved, .blockChanged, .groupMembersChanged, .groupChanged]
+    static let kinds: Set<EventKind> = [
+        .friendRequest, .friendAccepted, .friendRemoved, .blockChanged, .groupMembersChanged, .groupChanged,
+    ]
 }
 
 // The session's event feed (SPEC §4 rule 10: the SDK's `EventFeed`) and the coordinator's notices.
@@ -15,7 +17,8 @@ extension AppModel {
         let feed = EventFeed(client: session.client, cursorStore: session.cursorStore, startCursor: startCursor)
         feedStatus = .following
         session.feedTask = Task {
-            let end = await Self.consume(feed, coordinator: session.coordinator, directory: session.callDirectory, model: self)
+            let end = await Self.consume(
+                feed, coordinator: session.coordinator, directory: session.callDirectory, model: self)
             guard !Task.isCancelled, self.session === session else { return }
             switch end {
             case .sessionEnded?:
@@ -40,7 +43,9 @@ extension AppModel {
                     // A call seen here takes the push's path (SPEC §4 rule 3).
                     await coordinator.handle(events: events)
                     await model.refreshCallRows()
-                    if events.contains(where: { SocialEvents.kinds.contains($0.kind) }) { await model.refreshContacts() }
+                    if events.contains(where: { SocialEvents.kinds.contains($0.kind) }) {
+                        await model.refreshContacts()
+                    }
                     // Beside the feed: a slow list read never holds up the next batch (refreshes queue).
                     if CallDirectorySync.needsRefresh(events) { Task { await refresh(directory) } }
                 case .sessionEnded, .snapshotRequired:

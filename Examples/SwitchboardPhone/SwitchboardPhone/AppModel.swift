@@ -25,7 +25,8 @@ final class SignedInSession {
     let callDirectory: CallDirectorySync?
 
     init(
-        address: ServerAddress, user: User, client: SwitchboardClient, coordinator: CallCoordinator, transports: [any HTTPTransport]
+        address: ServerAddress, user: User, client: SwitchboardClient, coordinator: CallCoordinator,
+        transports: [any HTTPTransport]
     ) {
         self.address = address
         self.user = user
@@ -123,7 +124,8 @@ final class AppModel: ObservableObject {
         var restored: SignedInSession?
         if let saved, let address = try? ServerAddress(parsing: saved.server) {
             let session = Self.makeSession(
-                address: address, user: saved.user, token: saved.token, callSystem: callSystem, audio: audio, notices: noticeInput)
+                address: address, user: saved.user, token: saved.token, callSystem: callSystem, audio: audio,
+                notices: noticeInput)
             router.install(client: session.client, coordinator: session.coordinator)
             restored = session
         }
@@ -236,9 +238,12 @@ final class AppModel: ObservableObject {
 
     /// Makes a fresh login the app's session and connects it.
     private func adopt(_ auth: AuthSession, at address: ServerAddress) {
-        store.save(SessionStore.Saved(server: address.description, token: auth.token, user: auth.user, eventCursor: auth.eventCursor))
+        store.save(
+            SessionStore.Saved(
+                server: address.description, token: auth.token, user: auth.user, eventCursor: auth.eventCursor))
         let session = Self.makeSession(
-            address: address, user: auth.user, token: auth.token, callSystem: callSystem, audio: audio, notices: noticeInput)
+            address: address, user: auth.user, token: auth.token, callSystem: callSystem, audio: audio,
+            notices: noticeInput)
         // A fresh login consumes events after its own cursor, not an older saved one.
         session.cursorStore.remove()
         router.install(client: session.client, coordinator: session.coordinator)
@@ -273,16 +278,23 @@ final class AppModel: ObservableObject {
     ) -> SignedInSession {
         let requests = HedgingTransport(), events = URLSessionTransport(), callEvents = HedgingTransport(lanes: 2)
         let client = SwitchboardClient(
-            baseURL: address.baseURL, token: token, transport: requests, eventTransport: events, callEventTransport: callEvents)
+            baseURL: address.baseURL, token: token, transport: requests, eventTransport: events,
+            callEventTransport: callEvents)
         let coordinator = CallCoordinator(
             userID: user.id, backend: client, callSystem: callSystem,
             // The server's built-in relay carries the audio; a new media session per call.
-            media: { _ in RelayMediaSession(server: address.baseURL, transport: URLSessionRelayTransport(), audio: audio) },
+            media: { _ in
+                RelayMediaSession(server: address.baseURL, transport: URLSessionRelayTransport(), audio: audio)
+            },
             onNotice: { notices.yield($0) })
-        return SignedInSession(address: address, user: user, client: client, coordinator: coordinator, transports: [requests, events, callEvents])
+        return SignedInSession(
+            address: address, user: user, client: client, coordinator: coordinator,
+            transports: [requests, events, callEvents])
     }
 
-    nonisolated private static func authenticate(_ credentials: Credentials, at address: ServerAddress) async throws -> AuthSession {
+    nonisolated private static func authenticate(
+        _ credentials: Credentials, at address: ServerAddress
+    ) async throws -> AuthSession {
         let transport = URLSessionTransport()
         defer { transport.invalidate() }
         let client = SwitchboardClient(baseURL: address.baseURL, transport: transport, eventTransport: transport)
@@ -322,7 +334,8 @@ final class AppModel: ObservableObject {
         }
         calls = coordinator.liveCallIDs.compactMap(coordinator.call).map { entry in
             CallRow(
-                id: entry.callID, name: entry.update.callerName ?? entry.update.handle, incoming: entry.direction == .incoming,
+                id: entry.callID, name: entry.update.callerName ?? entry.update.handle,
+                incoming: entry.direction == .incoming,
                 stage: entry.stage, muted: mutedCalls.contains(entry.callID))
         }
     }

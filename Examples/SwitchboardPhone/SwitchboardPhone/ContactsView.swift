@@ -21,7 +21,10 @@ struct ContactsView: View {
                 if !model.groups.isEmpty {
                     Section("Groups") {
                         ForEach(model.groups, id: \.id) { group in
-                            ContactRow(title: group.name, subtitle: "\(group.members.count) members", canCall: model.calls.isEmpty) {
+                            ContactRow(
+                                title: group.name, subtitle: "\(group.members.count) members",
+                                canCall: model.calls.isEmpty
+                            ) {
                                 Task { await model.call(group) }
                             }
                         }
@@ -47,10 +50,13 @@ struct ContactsView: View {
             .refreshable { await model.refreshContacts() }
             .toolbar {
                 ToolbarItem(placement: .primaryAction) {
-                    Label(model.feedStatus.rawValue, systemImage: model.feedStatus == .following ? "bolt.horizontal.circle.fill" : "bolt.slash")
-                        .labelStyle(.titleAndIcon)
-                        .font(.caption)
-                        .foregroundStyle(model.feedStatus == .following ? Color.green : Color.secondary)
+                    Label(
+                        model.feedStatus.rawValue,
+                        systemImage: model.feedStatus == .following ? "bolt.horizontal.circle.fill" : "bolt.slash"
+                    )
+                    .labelStyle(.titleAndIcon)
+                    .font(.caption)
+                    .foregroundStyle(model.feedStatus == .following ? Color.green : Color.secondary)
                 }
             }
         }
@@ -63,7 +69,9 @@ struct ContactsView: View {
                     .foregroundStyle(.secondary)
             }
             ForEach(model.friends, id: \.user.id) { friend in
-                ContactRow(title: friend.user.displayName, subtitle: "@\(friend.user.username)", canCall: model.calls.isEmpty) {
+                ContactRow(
+                    title: friend.user.displayName, subtitle: "@\(friend.user.username)", canCall: model.calls.isEmpty
+                ) {
                     Task { await model.call(friend) }
                 }
                 .swipeActions {
@@ -147,14 +155,26 @@ struct CallRowView: View {
             }
             Spacer()
             if row.canAnswer {
-                Button { model.answer(row) } label: { Image(systemName: "phone.fill") }
-                    .tint(.green)
-                    .accessibilityLabel("Answer")
+                Button {
+                    model.answer(row)
+                } label: {
+                    Image(systemName: "phone.fill")
+                }
+                .tint(.green)
+                .accessibilityLabel("Answer")
             }
-            Button { model.toggleMute(row) } label: { Image(systemName: row.muted ? "mic.slash.fill" : "mic.fill") }
-                .accessibilityLabel(row.muted ? "Unmute" : "Mute")
-            Button(role: .destructive) { model.end(row) } label: { Image(systemName: "phone.down.fill") }
-                .accessibilityLabel("End call")
+            Button {
+                model.toggleMute(row)
+            } label: {
+                Image(systemName: row.muted ? "mic.slash.fill" : "mic.fill")
+            }
+            .accessibilityLabel(row.muted ? "Unmute" : "Mute")
+            Button(role: .destructive) {
+                model.end(row)
+            } label: {
+                Image(systemName: "phone.down.fill")
+            }
+            .accessibilityLabel("End call")
         }
         .buttonStyle(.bordered)
     }

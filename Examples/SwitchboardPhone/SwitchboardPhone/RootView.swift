@@ -98,10 +98,14 @@ struct CredentialsFields: View {
         return filled(username) && !password.isEmpty && (!creatingAccount || filled(displayName))
     }
 
-    static func credentials(creatingAccount: Bool, username: String, password: String, displayName: String) -> Credentials {
+    static func credentials(
+        creatingAccount: Bool, username: String, password: String, displayName: String
+    ) -> Credentials {
         let name = username.trimmingCharacters(in: .whitespacesAndNewlines)
         return creatingAccount
-            ? .signUp(username: name, password: password, displayName: displayName.trimmingCharacters(in: .whitespacesAndNewlines))
+            ? .signUp(
+                username: name, password: password,
+                displayName: displayName.trimmingCharacters(in: .whitespacesAndNewlines))
             : .signIn(username: name, password: password)
     }
 }

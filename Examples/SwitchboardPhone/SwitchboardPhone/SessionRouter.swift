@@ -66,14 +66,17 @@ final class SessionRouter: VoIPPushHandling, VoIPDeviceRegistering, @unchecked S
 
     // MARK: VoIPDeviceRegistering
 
-    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice {
-        try await signedInClient().registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment)
+    func registerVoIPDevice(deviceID: UUID, pushToken: String, environment: PushEnvironment) async throws -> VoIPDevice
+    {
+        try await signedInClient().registerVoIPDevice(
+            deviceID: deviceID, pushToken: pushToken, environment: environment)
     }
 
     func registerVoIPDevice(
         deviceID: UUID, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration?
     ) async throws -> VoIPDevice {
-        try await signedInClient().registerVoIPDevice(deviceID: deviceID, pushToken: pushToken, environment: environment, payloadKey: payloadKey)
+        try await signedInClient().registerVoIPDevice(
+            deviceID: deviceID, pushToken: pushToken, environment: environment, payloadKey: payloadKey)
     }
 
     func unregisterVoIPDevice(deviceID: UUID) async throws {

@@ -42,7 +42,8 @@ struct SettingsView: View {
     private var changeServerSection: some View {
         Section {
             ServerField(text: $server)
-            CredentialsFields(creatingAccount: $creatingAccount, username: $username, password: $password, displayName: $displayName)
+            CredentialsFields(
+                creatingAccount: $creatingAccount, username: $username, password: $password, displayName: $displayName)
             if let failure {
                 Text(failure).foregroundStyle(Color.red)
             }
@@ -61,13 +62,15 @@ struct SettingsView: View {
         } footer: {
             Text(
                 "Switching signs you out of this server (it stops ringing this phone), forgets the contacts, calls and "
-                    + "event cursor kept for it, and connects the event feed to the new server with the account given here.")
+                    + "event cursor kept for it, and connects the event feed to the new server with the account given here."
+            )
         }
     }
 
     private var ready: Bool {
         (try? ServerAddress(parsing: server)) != nil
-            && CredentialsFields.ready(creatingAccount: creatingAccount, username: username, password: password, displayName: displayName)
+            && CredentialsFields.ready(
+                creatingAccount: creatingAccount, username: username, password: password, displayName: displayName)
     }
 
     private func changeServer() {

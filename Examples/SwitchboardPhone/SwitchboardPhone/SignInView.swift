@@ -25,7 +25,8 @@ struct SignInView: View {
                 }
                 Section {
                     CredentialsFields(
-                        creatingAccount: $creatingAccount, username: $username, password: $password, displayName: $displayName)
+                        creatingAccount: $creatingAccount, username: $username, password: $password,
+                        displayName: $displayName)
                 }
                 if let failure {
                     Section {
@@ -54,7 +55,8 @@ struct SignInView: View {
 
     private var ready: Bool {
         (try? ServerAddress(parsing: server)) != nil
-            && CredentialsFields.ready(creatingAccount: creatingAccount, username: username, password: password, displayName: displayName)
+            && CredentialsFields.ready(
+                creatingAccount: creatingAccount, username: username, password: password, displayName: displayName)
     }
 
     private func submit() {

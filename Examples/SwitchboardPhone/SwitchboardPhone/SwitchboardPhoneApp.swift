@@ -23,7 +23,8 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
     private(set) lazy var model = AppModel()
 
     func application(
-        _ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]? = nil
+        _ application: UIApplication,
+        didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]? = nil
     ) -> Bool {
         model.start()
         return true

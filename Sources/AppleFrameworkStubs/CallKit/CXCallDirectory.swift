@@ -58,7 +58,9 @@ open class CXCallDirectoryExtensionContext: NSExtensionContext {
         operations.withLock { $0.append(.removeAllBlocking) }
     }
 
-    open func addIdentificationEntry(withNextSequentialPhoneNumber phoneNumber: CXCallDirectoryPhoneNumber, label: String) {
+    open func addIdentificationEntry(
+        withNextSequentialPhoneNumber phoneNumber: CXCallDirectoryPhoneNumber, label: String
+    ) {
         operations.withLock { $0.append(.addIdentification(phoneNumber, label)) }
     }
 
@@ -114,7 +116,9 @@ open class CXCallDirectoryManager: NSObject, @unchecked Sendable {
         state.withLock { $0 = ([], reloadErrors, status) }
     }
 
-    open func reloadExtension(withIdentifier identifier: String, completionHandler completion: (@Sendable ((any Error)?) -> Void)? = nil) {
+    open func reloadExtension(
+        withIdentifier identifier: String, completionHandler completion: (@Sendable ((any Error)?) -> Void)? = nil
+    ) {
         let error = state.withLock { state -> (any Error)? in
             state.reloads.append(identifier)
             return state.errors.isEmpty ? nil : state.errors.removeFirst()
@@ -131,7 +135,8 @@ open class CXCallDirectoryManager: NSObject, @unchecked Sendable {
     }
 
     open func getEnabledStatusForExtension(
-        withIdentifier identifier: String, completionHandler completion: @escaping @Sendable (EnabledStatus, (any Error)?) -> Void
+        withIdentifier identifier: String,
+        completionHandler completion: @escaping @Sendable (EnabledStatus, (any Error)?) -> Void
     ) {
         completion(state.current.status, nil)
     }

@@ -102,7 +102,9 @@ open class CXProvider: NSObject {
     open func reportNewIncomingCall(
         with UUID: UUID, update: CXCallUpdate, completion: @escaping @Sendable ((any Error)?) -> Void
     ) {
-        records.withLock { $0.incoming.append(_StubIncomingCallReport(uuid: UUID, update: update, completion: completion)) }
+        records.withLock {
+            $0.incoming.append(_StubIncomingCallReport(uuid: UUID, update: update, completion: completion))
+        }
     }
 
     open func reportCall(with UUID: UUID, updated update: CXCallUpdate) {
@@ -111,7 +113,9 @@ open class CXProvider: NSObject {
 
     /// A `nil` date means now.
     open func reportCall(with UUID: UUID, endedAt dateEnded: Date?, reason endedReason: CXCallEndedReason) {
-        records.withLock { $0.ended.append(_StubEndedCallReport(uuid: UUID, dateEnded: dateEnded, reason: endedReason)) }
+        records.withLock {
+            $0.ended.append(_StubEndedCallReport(uuid: UUID, dateEnded: dateEnded, reason: endedReason))
+        }
     }
 
     open func reportOutgoingCall(with UUID: UUID, startedConnectingAt dateStartedConnecting: Date?) {

@@ -61,7 +61,9 @@ struct ProviderTokenVerifier {
         }
         if nowSeconds - issuedAt > policy.lifetimeSeconds {
             return .failure(
-                Failure(reason: .expiredProviderToken, detail: "iat is \(nowSeconds - issuedAt) s old, more than \(policy.lifetimeSeconds) s"))
+                Failure(
+                    reason: .expiredProviderToken,
+                    detail: "iat is \(nowSeconds - issuedAt) s old, more than \(policy.lifetimeSeconds) s"))
         }
         if issuedAt - nowSeconds > policy.futureSkewSeconds {
             return .failure(

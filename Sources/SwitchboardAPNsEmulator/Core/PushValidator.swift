@@ -100,9 +100,11 @@ struct PushValidator {
         } else if appTopic, pushType == "alert" || pushType == "background" {
             // An ordinary push to the app (a missed-call alert, a background notice).
         } else if appTopic, pushType != "voip" {
-            return reject(.invalidPushType, "apns-push-type \(pushType ?? "(missing)") with topic \(topic): alert or background")
+            return reject(
+                .invalidPushType, "apns-push-type \(pushType ?? "(missing)") with topic \(topic): alert or background")
         } else {
-            let allowed = policy.bundleID.map { "\($0).voip (voip) or \($0) (alert, background)" } ?? "<bundle>.voip or <bundle>"
+            let allowed =
+                policy.bundleID.map { "\($0).voip (voip) or \($0) (alert, background)" } ?? "<bundle>.voip or <bundle>"
             return reject(.topicDisallowed, "only \(allowed) is allowed")
         }
 

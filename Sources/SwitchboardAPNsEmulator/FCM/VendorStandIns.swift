@@ -86,7 +86,8 @@ struct VendorEmulatorState: Sendable {
 typealias VendorAnswer = (EmulatorResponse, (key: String, name: String, message: [UInt8])?)
 
 private func json(_ object: [String: Any]) -> [UInt8] {
-    (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
+    (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(
+        Array.init) ?? []
 }
 
 /// A push answer whose body carries the code (recorded as its reason unless it is success).
@@ -100,24 +101,42 @@ private func pushAnswer(_ status: Int, _ object: [String: Any], code: String, su
 struct XiaomiRouter {
     let app: XiaomiEmulatorApp?
 
-    func send(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> VendorAnswer {
+    func send(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> VendorAnswer
+    {
         func error(_ status: Int, _ code: Int, _ reason: String) -> VendorAnswer {
-            (pushAnswer(status, ["result": "error", "code": code, "reason": reason, "description": reason], code: String(code), success: false), nil)
+            (
+                pushAnswer(
+                    status, ["result": "error", "code": code, "reason": reason, "description": reason],
+                    code: String(code), success: false), nil
+            )
         }
         guard request.method == "POST" else { return error(405, 10012, "use POST") }
         guard let app else { return error(404, 22001, "this emulator was started without --xiaomi-app") }
         let authorization = request.headers.first { $0.name == "authorization" }?.value ?? ""
-        guard authorization.hasPrefix("key="), ConstantTime.equals(Array(authorization.dropFirst(4).utf8), Array(app.appSecret.utf8)) else {
+        guard authorization.hasPrefix("key="),
+            ConstantTime.equals(Array(authorization.dropFirst(4).utf8), Array(app.appSecret.utf8))
+        else {
             return error(401, 22008, "Invalid app secret in Authorization: key=")
         }
         let form = FormEncoding.fields(request.body)
-        guard let id = form["registration_id"], !id.isEmpty, !id.contains(",") else { return error(200, 10016, "one registration_id is required") }
-        guard form["restricted_package_name"] == app.packageName else { return error(200, 22022, "restricted_package_name is not this app's") }
-        guard let passThrough = form["pass_through"], ["0", "1"].contains(passThrough) else { return error(200, 10017, "pass_through must be 0 or 1") }
-        guard let payload = form["payload"], payload.utf8.count <= 4096 else { return error(200, 10017, "payload is missing or longer than 4 KB") }
-        if let ttl = form["time_to_live"], Int64(ttl).map({ $0 < 0 }) ?? true { return error(200, 10017, "time_to_live must be milliseconds") }
+        guard let id = form["registration_id"], !id.isEmpty, !id.contains(",") else {
+            return error(200, 10016, "one registration_id is required")
+        }
+        guard form["restricted_package_name"] == app.packageName else {
+            return error(200, 22022, "restricted_package_name is not this app's")
+        }
+        guard let passThrough = form["pass_through"], ["0", "1"].contains(passThrough) else {
+            return error(200, 10017, "pass_through must be 0 or 1")
+        }
+        guard let payload = form["payload"], payload.utf8.count <= 4096 else {
+            return error(200, 10017, "payload is missing or longer than 4 KB")
+        }
+        if let ttl = form["time_to_live"], Int64(ttl).map({ $0 < 0 }) ?? true {
+            return error(200, 10017, "time_to_live must be milliseconds")
+        }
         if passThrough == "0" {
-            guard let title = form["title"], !title.isEmpty, title.count <= 50, let description = form["description"], !description.isEmpty,
+            guard let title = form["title"], !title.isEmpty, title.count <= 50, let description = form["description"],
+                !description.isEmpty,
                 description.count <= 128
             else { return error(200, 10016, "a notification needs a title (≤ 50) and a description (≤ 128)") }
             if let notifyID = form["notify_id"], Int64(notifyID).map({ !(0...2_147_483_647).contains($0) }) ?? true {
@@ -127,13 +146,17 @@ struct XiaomiRouter {
         if let code = state.takeFault(token: id) {
             if code == "bad_regids" {
                 // Accepted, but the id is named as bad (a dead id in a batch).
-                let body: [String: Any] = ["result": "ok", "code": 0, "description": "成功", "data": ["id": "0", "bad_regids": id]]
+                let body: [String: Any] = [
+                    "result": "ok", "code": 0, "description": "成功", "data": ["id": "0", "bad_regids": id],
+                ]
                 return (pushAnswer(200, body, code: "bad_regids", success: false), nil)
             }
             return error(200, Int(code) ?? 10001, "scripted \(code)")
         }
         let name = state.messageName("xiaomi", now: now)
-        let answer = pushAnswer(200, ["result": "ok", "code": 0, "description": "成功", "data": ["id": name], "trace_id": name], code: "0", success: true)
+        let answer = pushAnswer(
+            200, ["result": "ok", "code": 0, "description": "成功", "data": ["id": name], "trace_id": name], code: "0",
+            success: true)
         return (answer, ("xiaomi:" + id, name, json(form)))
     }
 }
@@ -149,22 +172,32 @@ struct OPPORouter {
     static func isRecent(_ timestamp: Int64, now: Int64) -> Bool { withinTenMinutes(timestamp, now: now) }
     static let authTokenSeconds: Int64 = 24 * 3600
 
-    private static func answer(_ code: Int, _ message: String, data: [String: Any]? = nil, push: Bool) -> EmulatorResponse {
+    private static func answer(
+        _ code: Int, _ message: String, data: [String: Any]? = nil, push: Bool
+    ) -> EmulatorResponse {
         var object: [String: Any] = ["code": code, "message": message]
         if let data { object["data"] = data }
         if push { return pushAnswer(200, object, code: String(code), success: code == 0) }
         return .json(200, json(object))
     }
 
-    func auth(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> EmulatorResponse {
+    func auth(
+        _ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64
+    ) -> EmulatorResponse {
         guard request.method == "POST" else { return Self.answer(12, "Http Action Not Allowed", push: false) }
-        guard let app else { return Self.answer(14, "Invalid AppKey: this emulator was started without --oppo-app", push: false) }
+        guard let app else {
+            return Self.answer(14, "Invalid AppKey: this emulator was started without --oppo-app", push: false)
+        }
         let form = FormEncoding.fields(request.body)
         guard form["app_key"] == app.appKey else { return Self.answer(14, "Invalid AppKey", push: false) }
         guard let text = form["timestamp"], let timestamp = Int64(text), Self.isRecent(timestamp, now: now) else {
             return Self.answer(19, "Invalid Timestamp: milliseconds within 10 minutes", push: false)
         }
-        let expected = SHA256.hex(Array(OPPOMessage.signInput(appKey: app.appKey, timestampMilliseconds: timestamp, masterSecret: app.masterSecret).utf8))
+        let expected = SHA256.hex(
+            Array(
+                OPPOMessage.signInput(
+                    appKey: app.appKey, timestampMilliseconds: timestamp, masterSecret: app.masterSecret
+                ).utf8))
         guard ConstantTime.equals(Array((form["sign"] ?? "").utf8), Array(expected.utf8)) else {
             return Self.answer(16, "Invalid Signature", push: false)
         }
@@ -172,31 +205,58 @@ struct OPPORouter {
         return Self.answer(0, "success", data: ["auth_token": token, "create_time": now], push: false)
     }
 
-    func unicast(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> VendorAnswer {
+    func unicast(
+        _ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64
+    ) -> VendorAnswer {
         guard request.method == "POST" else { return (Self.answer(12, "Http Action Not Allowed", push: true), nil) }
-        guard app != nil else { return (Self.answer(14, "Invalid AppKey: this emulator was started without --oppo-app", push: true), nil) }
+        guard app != nil else {
+            return (Self.answer(14, "Invalid AppKey: this emulator was started without --oppo-app", push: true), nil)
+        }
         let form = FormEncoding.fields(request.body)
-        guard let token = form["auth_token"], !token.isEmpty else { return (Self.answer(29, "Missing Auth Token", push: true), nil) }
+        guard let token = form["auth_token"], !token.isEmpty else {
+            return (Self.answer(29, "Missing Auth Token", push: true), nil)
+        }
         guard state.isValid(token, now: now) else { return (Self.answer(11, "Invalid AuthToken", push: true), nil) }
-        guard let text = form["message"], let message = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
-            (message["target_type"] as? NSNumber)?.intValue == 2, let id = message["target_value"] as? String, !id.isEmpty,
+        guard let text = form["message"],
+            let message = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
+            (message["target_type"] as? NSNumber)?.intValue == 2, let id = message["target_value"] as? String,
+            !id.isEmpty,
             let notification = message["notification"] as? [String: Any]
-        else { return (Self.answer(41, "Invalid Arguments: message needs target_type 2, target_value and notification", push: true), nil) }
+        else {
+            return (
+                Self.answer(
+                    41, "Invalid Arguments: message needs target_type 2, target_value and notification", push: true),
+                nil
+            )
+        }
         guard let title = notification["title"] as? String, !title.isEmpty, title.count <= 50,
             let content = notification["content"] as? String, !content.isEmpty, content.count <= 200
-        else { return (Self.answer(41, "Invalid Arguments: title (≤ 50) and content (≤ 200) are required", push: true), nil) }
-        guard let channel = notification["channel_id"] as? String, !channel.isEmpty else {
-            return (Self.answer(41, "Invalid Arguments: channel_id is required (register the channel with OPPO)", push: true), nil)
+        else {
+            return (
+                Self.answer(41, "Invalid Arguments: title (≤ 50) and content (≤ 200) are required", push: true), nil
+            )
         }
-        if let ttl = notification["off_line_ttl"] { guard let seconds = (ttl as? NSNumber)?.intValue, (1...864_000).contains(seconds) else {
-            return (Self.answer(41, "Invalid Arguments: off_line_ttl is 1…864000 seconds", push: true), nil)
-        } }
+        guard let channel = notification["channel_id"] as? String, !channel.isEmpty else {
+            return (
+                Self.answer(
+                    41, "Invalid Arguments: channel_id is required (register the channel with OPPO)", push: true), nil
+            )
+        }
+        if let ttl = notification["off_line_ttl"] {
+            guard let seconds = (ttl as? NSNumber)?.intValue, (1...864_000).contains(seconds) else {
+                return (Self.answer(41, "Invalid Arguments: off_line_ttl is 1…864000 seconds", push: true), nil)
+            }
+        }
         if notification["notify_level"] != nil, notification["category"] == nil {
             return (Self.answer(67, "notify_level requires category", push: true), nil)
         }
-        if let code = state.takeFault(token: id) { return (Self.answer(Int(code) ?? -1, "scripted \(code)", push: true), nil) }
+        if let code = state.takeFault(token: id) {
+            return (Self.answer(Int(code) ?? -1, "scripted \(code)", push: true), nil)
+        }
         let name = state.messageName("oppo", now: now)
-        return (Self.answer(0, "Success", data: ["messageId": name], push: true), ("oppo:" + id, name, Array(text.utf8)))
+        return (
+            Self.answer(0, "Success", data: ["messageId": name], push: true), ("oppo:" + id, name, Array(text.utf8))
+        )
     }
 }
 
@@ -205,16 +265,24 @@ struct VivoRouter {
     static func isRecent(_ timestamp: Int64, now: Int64) -> Bool { withinTenMinutes(timestamp, now: now) }
     static let authTokenSeconds: Int64 = 24 * 3600
 
-    private static func answer(_ code: Int, _ description: String, extra: [String: Any] = [:], push: Bool) -> EmulatorResponse {
+    private static func answer(
+        _ code: Int, _ description: String, extra: [String: Any] = [:], push: Bool
+    ) -> EmulatorResponse {
         var object: [String: Any] = ["result": code, "desc": description]
         object.merge(extra) { $1 }
-        if push { return pushAnswer(200, object, code: String(code), success: code == 0 && extra["invalidUser"] == nil) }
+        if push {
+            return pushAnswer(200, object, code: String(code), success: code == 0 && extra["invalidUser"] == nil)
+        }
         return .json(200, json(object))
     }
 
-    func auth(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> EmulatorResponse {
+    func auth(
+        _ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64
+    ) -> EmulatorResponse {
         guard request.method == "POST" else { return .error(405, "use POST") }
-        guard let app else { return Self.answer(10205, "appId 不存在: this emulator was started without --vivo-app", push: false) }
+        guard let app else {
+            return Self.answer(10205, "appId 不存在: this emulator was started without --vivo-app", push: false)
+        }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any] else {
             return Self.answer(10200, "the body must be JSON", push: false)
         }
@@ -225,24 +293,36 @@ struct VivoRouter {
         guard let timestamp = (object["timestamp"] as? NSNumber)?.int64Value, Self.isRecent(timestamp, now: now) else {
             return Self.answer(10203, "timestamp 不合法: milliseconds within 10 minutes", push: false)
         }
-        let expected = MD5.hex(Array(VivoMessage.signInput(appID: app.appID, appKey: app.appKey, timestampMilliseconds: timestamp, appSecret: app.appSecret).utf8))
-        guard ConstantTime.equals(Array(((object["sign"] as? String) ?? "").lowercased().utf8), Array(expected.utf8)) else {
+        let expected = MD5.hex(
+            Array(
+                VivoMessage.signInput(
+                    appID: app.appID, appKey: app.appKey, timestampMilliseconds: timestamp, appSecret: app.appSecret
+                ).utf8))
+        guard ConstantTime.equals(Array(((object["sign"] as? String) ?? "").lowercased().utf8), Array(expected.utf8))
+        else {
             return Self.answer(10206, "sign 不合法", push: false)
         }
         let token = state.issue(prefix: "vivo-emu-", now: now, seconds: Self.authTokenSeconds)
         return Self.answer(0, "请求成功", extra: ["authToken": token], push: false)
     }
 
-    func send(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> VendorAnswer {
+    func send(_ request: EmulatorRequest, state: inout VendorEmulatorState, nowMilliseconds now: Int64) -> VendorAnswer
+    {
         guard request.method == "POST" else { return (Self.answer(10001, "use POST", push: true), nil) }
-        guard let app else { return (Self.answer(10205, "appId 不存在: this emulator was started without --vivo-app", push: true), nil) }
+        guard let app else {
+            return (Self.answer(10205, "appId 不存在: this emulator was started without --vivo-app", push: true), nil)
+        }
         let token = request.headers.first { $0.name == "authtoken" }?.value ?? ""
         guard state.isValid(token, now: now) else { return (Self.answer(10000, "authToken 不合法或已过期", push: true), nil) }
         guard let body = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any] else {
             return (Self.answer(10001, "the body must be JSON", push: true), nil)
         }
-        if let appID = body["appId"] as? String, appID != app.appID { return (Self.answer(10094, "appId 与 authToken 不匹配", push: true), nil) }
-        guard let id = body["regId"] as? String, !id.isEmpty else { return (Self.answer(10050, "alias 和 regId 不能都为空", push: true), nil) }
+        if let appID = body["appId"] as? String, appID != app.appID {
+            return (Self.answer(10094, "appId 与 authToken 不匹配", push: true), nil)
+        }
+        guard let id = body["regId"] as? String, !id.isEmpty else {
+            return (Self.answer(10050, "alias 和 regId 不能都为空", push: true), nil)
+        }
         guard let title = body["title"] as? String, !title.isEmpty, title.count <= 40 else {
             return (Self.answer(10056, "title 不能为空且不超过 40 个字符", push: true), nil)
         }
@@ -252,9 +332,11 @@ struct VivoRouter {
         guard let notifyType = (body["notifyType"] as? NSNumber)?.intValue, (1...4).contains(notifyType),
             let skipType = (body["skipType"] as? NSNumber)?.intValue, (1...4).contains(skipType)
         else { return (Self.answer(10001, "notifyType and skipType are 1…4", push: true), nil) }
-        if let ttl = body["timeToLive"] { guard let seconds = (ttl as? NSNumber)?.intValue, VivoMessage.ttlRange.contains(seconds) else {
-            return (Self.answer(10001, "timeToLive is 60…604800 seconds", push: true), nil)
-        } }
+        if let ttl = body["timeToLive"] {
+            guard let seconds = (ttl as? NSNumber)?.intValue, VivoMessage.ttlRange.contains(seconds) else {
+                return (Self.answer(10001, "timeToLive is 60…604800 seconds", push: true), nil)
+            }
+        }
         guard let requestID = body["requestId"] as? String, (1...64).contains(requestID.utf8.count) else {
             return (Self.answer(10001, "requestId (≤ 64) is required", push: true), nil)
         }
@@ -268,7 +350,10 @@ struct VivoRouter {
         }
         if let code = state.takeFault(token: id) {
             if code == "invalidUser" {
-                return (Self.answer(0, "请求成功", extra: ["taskId": "0", "invalidUser": ["userid": id, "status": 1]], push: true), nil)
+                return (
+                    Self.answer(
+                        0, "请求成功", extra: ["taskId": "0", "invalidUser": ["userid": id, "status": 1]], push: true), nil
+                )
             }
             return (Self.answer(Int(code) ?? 10001, "scripted \(code)", push: true), nil)
         }

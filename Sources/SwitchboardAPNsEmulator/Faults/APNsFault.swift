@@ -151,7 +151,9 @@ extension APNsFault {
         }
         func string(_ key: String) throws(APNsFaultScriptError) -> String? {
             guard let value = object[key] else { return nil }
-            guard let text = value as? String, !text.isEmpty else { throw fail("\"\(key)\" must be a non-empty string") }
+            guard let text = value as? String, !text.isEmpty else {
+                throw fail("\"\(key)\" must be a non-empty string")
+            }
             return text
         }
 

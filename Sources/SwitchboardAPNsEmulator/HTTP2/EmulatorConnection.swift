@@ -40,7 +40,9 @@ final class EmulatorConnection {
     /// The largest request body kept per stream; the rest is counted only.
     private let bodyLimit: Int
 
-    init(id: UInt64, transport: any ConnectionTransport, maxConcurrentStreams: UInt32, bodyLimit: Int) throws(NGHTTP2Error) {
+    init(
+        id: UInt64, transport: any ConnectionTransport, maxConcurrentStreams: UInt32, bodyLimit: Int
+    ) throws(NGHTTP2Error) {
         self.id = id
         self.transport = transport
         self.bodyLimit = bodyLimit
@@ -189,7 +191,8 @@ final class EmulatorConnection {
             let room = connection.bodyLimit - connection.streams[streamID]!.body.count
             if length > room { connection.streams[streamID]!.overflowed = true }
             if room > 0 {
-                connection.streams[streamID]!.body.append(contentsOf: UnsafeBufferPointer(start: data, count: min(room, length)))
+                connection.streams[streamID]!.body.append(
+                    contentsOf: UnsafeBufferPointer(start: data, count: min(room, length)))
             }
             return 0
         }
@@ -232,7 +235,8 @@ final class EmulatorConnection {
         }
         let count = min(length, stream.response.count - stream.responseOffset)
         stream.response.withUnsafeBytes { bytes in
-            UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + stream.responseOffset, byteCount: count)
+            UnsafeMutableRawPointer(buffer).copyMemory(
+                from: bytes.baseAddress! + stream.responseOffset, byteCount: count)
         }
         connection.streams[streamID]!.responseOffset += count
         if stream.responseOffset + count == stream.response.count {

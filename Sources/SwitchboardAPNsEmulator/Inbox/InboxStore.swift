@@ -53,7 +53,8 @@ struct InboxStore: Sendable {
         // Mutated in place: copying the inbox out and back would copy every stored message per push.
         inboxes[token, default: Inbox()].lastIndex += 1
         let index = inboxes[token]!.lastIndex
-        let message = APNsInboxMessage(index: index, apnsID: apnsID, headers: headers, payload: payload, receivedAt: receivedAt)
+        let message = APNsInboxMessage(
+            index: index, apnsID: apnsID, headers: headers, payload: payload, receivedAt: receivedAt)
         inboxes[token]!.messages.append(message)
         let excess = inboxes[token]!.messages.count - capacity
         if excess > 0 { inboxes[token]!.messages.removeFirst(excess) }

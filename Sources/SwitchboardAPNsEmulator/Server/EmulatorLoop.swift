@@ -237,7 +237,9 @@ final class EmulatorLoop: @unchecked Sendable {
             return
         }
         defer {
-            if connections[connection.id] != nil, connection.transport.hasBufferedInput { rereads.insert(connection.id) }
+            if connections[connection.id] != nil, connection.transport.hasBufferedInput {
+                rereads.insert(connection.id)
+            }
         }
         for _ in 0..<16 {
             switch connection.transport.read(into: scratch) {

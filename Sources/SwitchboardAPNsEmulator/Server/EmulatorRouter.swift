@@ -66,11 +66,17 @@ struct EmulatorRouter {
         }
         if path == "/token" {
             let now = clock.nowMilliseconds()
-            return Decision(action: .respond(shared.state.withLock { fcm.token(request, state: &$0.fcm, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+            return Decision(
+                action: .respond(
+                    shared.state.withLock { fcm.token(request, state: &$0.fcm, nowMilliseconds: now) }, delivery: nil),
+                goawayReason: nil)
         }
         if path == "/oauth2/v3/token" {
             let now = clock.nowMilliseconds()
-            return Decision(action: .respond(shared.state.withLock { huawei.token(request, state: &$0.huawei, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+            return Decision(
+                action: .respond(
+                    shared.state.withLock { huawei.token(request, state: &$0.huawei, nowMilliseconds: now) },
+                    delivery: nil), goawayReason: nil)
         }
         if let decision = routeVendor(request, path: path) { return decision }
         if path.hasPrefix("/v1/"), !path.hasPrefix("/v1/projects/"), path.hasSuffix("/messages:send") {
@@ -79,7 +85,11 @@ struct EmulatorRouter {
                 state.stats.pushRequests += 1
                 return huawei.send(request, state: &state.huawei, nowMilliseconds: now)
             }
-            let delivery = accepted.map { Delivery(push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: request.body), apnsID: $0.name) }
+            let delivery = accepted.map {
+                Delivery(
+                    push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: request.body),
+                    apnsID: $0.name)
+            }
             return Decision(action: .respond(response, delivery: delivery), goawayReason: nil)
         }
         if path.hasPrefix("/v1/projects/") {
@@ -88,7 +98,11 @@ struct EmulatorRouter {
                 state.stats.pushRequests += 1
                 return fcm.send(request, state: &state.fcm, nowMilliseconds: now)
             }
-            let delivery = accepted.map { Delivery(push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: request.body), apnsID: $0.name) }
+            let delivery = accepted.map {
+                Delivery(
+                    push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: request.body),
+                    apnsID: $0.name)
+            }
             return Decision(action: .respond(response, delivery: delivery), goawayReason: nil)
         }
         return Decision(action: routeSupport(request, path: path), goawayReason: nil)
@@ -100,9 +114,15 @@ struct EmulatorRouter {
         let answer: VendorAnswer
         switch path {
         case "/server/v1/auth":
-            return Decision(action: .respond(shared.state.withLock { vendors.oppo.auth(request, state: &$0.oppo, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+            return Decision(
+                action: .respond(
+                    shared.state.withLock { vendors.oppo.auth(request, state: &$0.oppo, nowMilliseconds: now) },
+                    delivery: nil), goawayReason: nil)
         case "/message/auth":
-            return Decision(action: .respond(shared.state.withLock { vendors.vivo.auth(request, state: &$0.vivo, nowMilliseconds: now) }, delivery: nil), goawayReason: nil)
+            return Decision(
+                action: .respond(
+                    shared.state.withLock { vendors.vivo.auth(request, state: &$0.vivo, nowMilliseconds: now) },
+                    delivery: nil), goawayReason: nil)
         case XiaomiMessage.path:
             answer = shared.state.withLock { state in
                 state.stats.pushRequests += 1
@@ -121,7 +141,11 @@ struct EmulatorRouter {
         default:
             return nil
         }
-        let delivery = answer.1.map { Delivery(push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: $0.message), apnsID: $0.name) }
+        let delivery = answer.1.map {
+            Delivery(
+                push: AcceptedPush(deviceToken: $0.key, apnsID: $0.name, headers: [], payload: $0.message),
+                apnsID: $0.name)
+        }
         return Decision(action: .respond(answer.0, delivery: delivery), goawayReason: nil)
     }
 
@@ -149,7 +173,8 @@ struct EmulatorRouter {
                 state.faults.takeGoaway(token: token, streamsOnConnection: pushStreamsOnConnection)
             }
             return Decision(
-                action: .respond(Self.response(rejection, apnsID: apnsID ?? makeID()), delivery: nil), goawayReason: goaway)
+                action: .respond(Self.response(rejection, apnsID: apnsID ?? makeID()), delivery: nil),
+                goawayReason: goaway)
         case .accepted(let push):
             let apnsID = push.apnsID ?? makeID()
             let (answer, delay, goaway) = shared.state.withLock { state in
@@ -211,7 +236,9 @@ struct EmulatorRouter {
     private func routeSupport(_ request: EmulatorRequest, path: Substring) -> Action {
         let segments = Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
         let method = request.method
-        if segments.count == 3, ["fcm", "huawei", "xiaomi", "oppo", "vivo"].contains(segments[0]), segments[1] == "inbox", !segments[2].isEmpty {
+        if segments.count == 3, ["fcm", "huawei", "xiaomi", "oppo", "vivo"].contains(segments[0]),
+            segments[1] == "inbox", !segments[2].isEmpty
+        {
             // FCM's and the vendors' tokens are case-sensitive: kept as sent, apart from APNs's.
             let key = "\(segments[0]):" + (segments[2].removingPercentEncoding ?? String(segments[2]))
             switch method {
@@ -222,7 +249,9 @@ struct EmulatorRouter {
             default: return .respond(.error(405, "use GET or DELETE on \(path)"), delivery: nil)
             }
         }
-        if segments.count == 3, EmulatorState.vendorChannels.contains(String(segments[0])), segments[1] == "control", segments[2] == "faults" {
+        if segments.count == 3, EmulatorState.vendorChannels.contains(String(segments[0])), segments[1] == "control",
+            segments[2] == "faults"
+        {
             guard method == "POST" else { return .respond(.error(405, "use POST on \(path)"), delivery: nil) }
             guard let object = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any],
                 let token = object["token"] as? String, let codes = object["codes"] as? [String], !codes.isEmpty

@@ -68,7 +68,8 @@ struct EmulatorResponse: Sendable {
 
     /// A JSON response (`content-type: application/json`).
     static func json(_ status: Int, _ body: [UInt8], headers: [APNsHeader] = []) -> EmulatorResponse {
-        EmulatorResponse(status: status, headers: headers + [APNsHeader("content-type", "application/json")], body: body)
+        EmulatorResponse(
+            status: status, headers: headers + [APNsHeader("content-type", "application/json")], body: body)
     }
 
     /// `{"error":"…"}` for the inbox and control endpoints.

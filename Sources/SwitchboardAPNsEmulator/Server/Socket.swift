@@ -56,7 +56,8 @@ final class PlainTransport: ConnectionTransport {
 
     func write(_ bytes: UnsafeRawBufferPointer) -> TransportResult {
         do {
-            return .transferred(try systemCall("send") { send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) })
+            return .transferred(
+                try systemCall("send") { send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) })
         } catch {
             return Self.result(of: error)
         }

@@ -18,7 +18,9 @@ public struct APNsEmulatorTLS: Sendable, Hashable {
     public var validityDays: Int
 
     /// Creates settings for `localhost`, `127.0.0.1` and `::1`, valid for 30 days.
-    public init(dnsNames: [String] = ["localhost"], ipAddresses: [String] = ["127.0.0.1", "::1"], validityDays: Int = 30) {
+    public init(
+        dnsNames: [String] = ["localhost"], ipAddresses: [String] = ["127.0.0.1", "::1"], validityDays: Int = 30
+    ) {
         self.dnsNames = dnsNames
         self.ipAddresses = ipAddresses
         self.validityDays = validityDays

@@ -6,7 +6,9 @@ internal import CTLS
 /// thread-local, and building the error drains it.
 enum TLSLibrary {
     /// Throws unless `result` is 1 (or, with `positive`, any value above 0).
-    static func check(_ result: Int32, _ operation: @autoclosure () -> String, positive: Bool = false) throws(APNsEmulatorTLSError) {
+    static func check(
+        _ result: Int32, _ operation: @autoclosure () -> String, positive: Bool = false
+    ) throws(APNsEmulatorTLSError) {
         guard result == 1 || (positive && result > 0) else { throw failure(operation()) }
     }
 
@@ -25,7 +27,8 @@ enum TLSLibrary {
             messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         return APNsEmulatorTLSError(
-            operation: operation, detail: messages.isEmpty ? "OpenSSL reported no detail" : messages.joined(separator: "; "))
+            operation: operation,
+            detail: messages.isEmpty ? "OpenSSL reported no detail" : messages.joined(separator: "; "))
     }
 }
 
@@ -75,7 +78,8 @@ final class TLSCertificate {
             (NID_subject_alt_name, alternativeNames),
         ]
         for (nid, value) in extensions {
-            let ext = try TLSLibrary.nonNull(X509V3_EXT_nconf_nid(nil, &context, nid, value), "X509V3_EXT_nconf_nid \(value)")
+            let ext = try TLSLibrary.nonNull(
+                X509V3_EXT_nconf_nid(nil, &context, nid, value), "X509V3_EXT_nconf_nid \(value)")
             defer { X509_EXTENSION_free(ext) }
             try TLSLibrary.check(X509_add_ext(handle, ext, -1), "X509_add_ext")
         }

@@ -53,7 +53,8 @@ public struct CallRecord: Sendable, Equatable {
     public var participants: [CallParticipant]
 
     public init(
-        id: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, state: CallState, endReason: CallInfo.EndReason?,
+        id: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, state: CallState,
+        endReason: CallInfo.EndReason?,
         createdBy: String, createdAt: Date, answeredAt: Date?, endedAt: Date?, ringDeadline: Date, roomName: String,
         emptySince: Date?, invitations: [CallInvitation], participants: [CallParticipant]
     ) {
@@ -78,7 +79,9 @@ public struct CallRecord: Sendable, Equatable {
     /// invitation (a member added to the group after the call started). In that order, once each.
     public var involvedUserIDs: [String] {
         var seen = Set<String>()
-        return ([createdBy] + invitations.map(\.userID) + participants.map(\.userID)).filter { seen.insert($0).inserted }
+        return ([createdBy] + invitations.map(\.userID) + participants.map(\.userID)).filter {
+            seen.insert($0).inserted
+        }
     }
 
     /// Users in the media session now.

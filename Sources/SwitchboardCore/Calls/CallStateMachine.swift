@@ -33,8 +33,10 @@ public enum CallStateMachine {
             CallInvitation(userID: $0, state: busy.contains($0) ? .busy : .ringing, updatedAt: now)
         }
         var call = CallRecord(
-            id: id, scopeKind: scopeKind, scopeID: scopeID, mode: mode, state: .ringing, endReason: nil, createdBy: caller,
-            createdAt: now, answeredAt: nil, endedAt: nil, ringDeadline: now.addingTimeInterval(ringTimeout), roomName: roomName,
+            id: id, scopeKind: scopeKind, scopeID: scopeID, mode: mode, state: .ringing, endReason: nil,
+            createdBy: caller,
+            createdAt: now, answeredAt: nil, endedAt: nil, ringDeadline: now.addingTimeInterval(ringTimeout),
+            roomName: roomName,
             emptySince: nil, invitations: invitations, participants: [])
         let ringing = call.ringingUserIDs
         if ringing.isEmpty {
@@ -52,9 +54,12 @@ public enum CallStateMachine {
     ///
     /// An accept repeated by an invitee who already accepted and is present in the active call
     /// changes nothing (`nil`): a retried or hedged request whose first copy got through.
-    public static func accept(_ call: CallRecord, by userID: String, now: Date, busyElsewhere: Bool) throws(CallTransitionError) -> Transition? {
+    public static func accept(
+        _ call: CallRecord, by userID: String, now: Date, busyElsewhere: Bool
+    ) throws(CallTransitionError) -> Transition? {
         if call.state == .active, call.presentUserIDs.contains(userID),
-           call.invitations.contains(where: { $0.userID == userID && $0.state == .accepted }) {
+            call.invitations.contains(where: { $0.userID == userID && $0.state == .accepted })
+        {
             return nil
         }
         var call = call
@@ -73,7 +78,9 @@ public enum CallStateMachine {
 
     /// A ringing invitee declines. A conversation call ends `declined`; a group call ends
     /// `declined` when nobody accepted and no invitation rings any more.
-    public static func decline(_ call: CallRecord, by userID: String, now: Date) throws(CallTransitionError) -> Transition {
+    public static func decline(
+        _ call: CallRecord, by userID: String, now: Date
+    ) throws(CallTransitionError) -> Transition {
         var call = call
         let index = try ringingInvitation(of: userID, in: call)
         call.invitations[index].state = .declined
@@ -110,7 +117,8 @@ public enum CallStateMachine {
 
     /// A participant leaves. A conversation call ends `completed` and its room is deleted; in a
     /// group call the participant is removed from the room, and the last one out ends it.
-    public static func leave(_ call: CallRecord, by userID: String, now: Date) throws(CallTransitionError) -> Transition {
+    public static func leave(_ call: CallRecord, by userID: String, now: Date) throws(CallTransitionError) -> Transition
+    {
         var call = call
         guard call.involvedUserIDs.contains(userID) else { throw .notInvolved }
         guard call.state != .ended else { throw .callEnded }
@@ -128,7 +136,9 @@ public enum CallStateMachine {
     }
 
     /// The caller ends a call that still rings.
-    public static func cancel(_ call: CallRecord, by userID: String, now: Date) throws(CallTransitionError) -> Transition {
+    public static func cancel(
+        _ call: CallRecord, by userID: String, now: Date
+    ) throws(CallTransitionError) -> Transition {
         var call = call
         guard call.involvedUserIDs.contains(userID) else { throw .notInvolved }
         guard call.state != .ended else { throw .callEnded }
@@ -160,7 +170,9 @@ public enum CallStateMachine {
     /// The empty-room watchdog's reading for an active call: `participants` is the media room's
     /// count, or `nil` when counting failed (which is not an empty room). After `grace` of
     /// continuous emptiness the call ends `connection_lost`. `nil` when nothing changes.
-    public static func mediaCounted(_ call: CallRecord, participants: Int?, now: Date, grace: TimeInterval) -> Transition? {
+    public static func mediaCounted(
+        _ call: CallRecord, participants: Int?, now: Date, grace: TimeInterval
+    ) -> Transition? {
         guard call.state == .active, let participants else { return nil }
         var call = call
         if participants > 0 {
@@ -226,7 +238,9 @@ public enum CallStateMachine {
     private static func ringingInvitation(of userID: String, in call: CallRecord) throws(CallTransitionError) -> Int {
         guard call.involvedUserIDs.contains(userID) else { throw .notInvolved }
         guard call.state != .ended else { throw .callEnded }
-        guard let index = call.invitations.firstIndex(where: { $0.userID == userID }), call.invitations[index].state == .ringing else {
+        guard let index = call.invitations.firstIndex(where: { $0.userID == userID }),
+            call.invitations[index].state == .ringing
+        else {
             throw .invitationNotRinging
         }
         return index
@@ -247,7 +261,8 @@ public enum CallStateMachine {
     /// (timeout, last leaver, lost connection) and `cancelled` otherwise; everyone still in the
     /// room leaves; a room that was ever used is deleted.
     private static func end(_ call: inout CallRecord, reason: CallInfo.EndReason, now: Date) -> [MediaAction] {
-        let unanswered: InvitationState = [.missed, .completed, .connectionLost].contains(reason) ? .missed : .cancelled
+        let unanswered: InvitationState =
+            [.missed, .completed, .connectionLost].contains(reason) ? .missed : .cancelled
         for index in call.invitations.indices where call.invitations[index].state == .ringing {
             call.invitations[index].state = unanswered
             call.invitations[index].updatedAt = now

@@ -153,7 +153,9 @@ public enum RateLimiter {
 
     /// Takes `cost` units when the limit allows them; otherwise refuses and, with a breaker,
     /// closes the key for the breaker's time. Returns the decision and the counter to store.
-    public static func take(_ cost: Int, of limit: RateLimit, from counter: RateCounter, nowMS: Int64) -> (RateDecision, RateCounter) {
+    public static func take(
+        _ cost: Int, of limit: RateLimit, from counter: RateCounter, nowMS: Int64
+    ) -> (RateDecision, RateCounter) {
         var counter = pruned(counter, limit, nowMS: nowMS)
         let decision = check(cost, of: limit, in: counter, nowMS: nowMS)
         switch decision {

@@ -373,9 +373,10 @@ public struct HTTPRequestParser: Sendable {
             }
         }
 
-        return .success(HTTPRequestHead(
-            method: method, target: target, path: path, query: query, version: version,
-            headers: headers, keepAlive: keepAlive, expectsContinue: expectsContinue, framing: framing))
+        return .success(
+            HTTPRequestHead(
+                method: method, target: target, path: path, query: query, version: version,
+                headers: headers, keepAlive: keepAlive, expectsContinue: expectsContinue, framing: framing))
     }
 
     private static func splitLines(_ bytes: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
@@ -413,7 +414,11 @@ public struct HTTPRequestParser: Sendable {
         if rest.first != "/" {
             let lowered = rest.lowercased()
             let scheme: Int
-            if lowered.hasPrefix("http://") { scheme = 7 } else if lowered.hasPrefix("https://") { scheme = 8 } else {
+            if lowered.hasPrefix("http://") {
+                scheme = 7
+            } else if lowered.hasPrefix("https://") {
+                scheme = 8
+            } else {
                 return nil
             }
             rest = rest.dropFirst(scheme)

@@ -34,11 +34,14 @@ public enum WebSocketHandshake {
                 message: "this resource is a WebSocket: send Upgrade: websocket", headers: ["Upgrade": "websocket"])
         }
         func bad(_ message: String) -> WebSocketHandshakeError {
-            WebSocketHandshakeError(status: 400, code: "WEBSOCKET_BAD_HANDSHAKE", message: message, headers: HTTPHeaders())
+            WebSocketHandshakeError(
+                status: 400, code: "WEBSOCKET_BAD_HANDSHAKE", message: message, headers: HTTPHeaders())
         }
         guard request.method == "GET" else { throw bad("a WebSocket handshake is a GET") }
         guard request.head.version == .http1_1 else { throw bad("a WebSocket handshake needs HTTP/1.1") }
-        guard tokens(headers.values("Connection")).contains("upgrade") else { throw bad("Connection must include upgrade") }
+        guard tokens(headers.values("Connection")).contains("upgrade") else {
+            throw bad("Connection must include upgrade")
+        }
         guard headers.values("Sec-WebSocket-Version").map({ $0.trimmingCharacters(in: .whitespaces) }) == ["13"] else {
             throw WebSocketHandshakeError(
                 status: 426, code: "WEBSOCKET_VERSION_UNSUPPORTED",
@@ -46,7 +49,8 @@ public enum WebSocketHandshake {
         }
         let keys = headers.values("Sec-WebSocket-Key")
         guard keys.count == 1, let key = keys.first?.trimmingCharacters(in: .whitespaces),
-              let decoded = Data(base64Encoded: key), decoded.count == 16 else {
+            let decoded = Data(base64Encoded: key), decoded.count == 16
+        else {
             throw bad("Sec-WebSocket-Key must be 16 bytes in base64")
         }
         return ["Upgrade": "websocket", "Sec-WebSocket-Accept": acceptValue(forKey: key)]
@@ -112,7 +116,10 @@ public final class WebSocket: HTTPConnectionHandler, Sendable {
     private let now: @Sendable () -> UInt64
 
     /// A socket that speaks once a handshake's `101` hands it the connection; see `upgrade`.
-    public init(limits: WebSocketLimits = WebSocketLimits(), handlers: Handlers, now: @escaping @Sendable () -> UInt64 = monotonicNanoseconds) {
+    public init(
+        limits: WebSocketLimits = WebSocketLimits(), handlers: Handlers,
+        now: @escaping @Sendable () -> UInt64 = monotonicNanoseconds
+    ) {
         self.handlers = handlers
         self.now = now
         state = Mutex(State(machine: WebSocketProtocolMachine(role: .server, limits: limits, now: now())))

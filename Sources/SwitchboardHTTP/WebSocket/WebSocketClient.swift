@@ -33,7 +33,10 @@ public final class WebSocketClient: Sendable {
         public var onMessage: @Sendable (WebSocketMessage) -> Void
         public var onClose: @Sendable (WebSocketCloseInfo) -> Void
 
-        public init(onMessage: @escaping @Sendable (WebSocketMessage) -> Void = { _ in }, onClose: @escaping @Sendable (WebSocketCloseInfo) -> Void = { _ in }) {
+        public init(
+            onMessage: @escaping @Sendable (WebSocketMessage) -> Void = { _ in },
+            onClose: @escaping @Sendable (WebSocketCloseInfo) -> Void = { _ in }
+        ) {
             self.onMessage = onMessage
             self.onClose = onClose
         }
@@ -53,10 +56,14 @@ public final class WebSocketClient: Sendable {
     private init(fd: Int32, limits: WebSocketLimits, handlers: Handlers) {
         self.fd = fd
         self.handlers = handlers
-        state = Mutex(State(machine: WebSocketProtocolMachine(role: .client, limits: limits, now: monotonicNanoseconds(), maskKeys: {
-            let key = SecureRandom.bytes(4)
-            return (key[0], key[1], key[2], key[3])
-        })))
+        state = Mutex(
+            State(
+                machine: WebSocketProtocolMachine(
+                    role: .client, limits: limits, now: monotonicNanoseconds(),
+                    maskKeys: {
+                        let key = SecureRandom.bytes(4)
+                        return (key[0], key[1], key[2], key[3])
+                    })))
     }
 
     /// Connects, performs the opening handshake and starts reading. Blocks the calling thread
@@ -73,10 +80,14 @@ public final class WebSocketClient: Sendable {
         inet_pton(AF_INET, host, &address.sin_addr)
         let (wholeSeconds, attoseconds) = timeout.components
         // Never 0 (which means no timeout at all): at least a millisecond.
-        var seconds = timeval(tv_sec: Int(max(0, wholeSeconds)), tv_usec: max(wholeSeconds > 0 ? 0 : 1000, Int(attoseconds / 1_000_000_000_000)))
+        var seconds = timeval(
+            tv_sec: Int(max(0, wholeSeconds)),
+            tv_usec: max(wholeSeconds > 0 ? 0 : 1000, Int(attoseconds / 1_000_000_000_000)))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if connected != 0 {
             let code = errno
@@ -108,7 +119,9 @@ public final class WebSocketClient: Sendable {
     }
 
     /// Reads the `101` head and checks it; returns the bytes that came behind it.
-    private static func readHandshakeAnswer(_ fd: Int32, key: String, deadline: UInt64) throws(WebSocketClientError) -> [UInt8] {
+    private static func readHandshakeAnswer(
+        _ fd: Int32, key: String, deadline: UInt64
+    ) throws(WebSocketClientError) -> [UInt8] {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         let terminator: [UInt8] = [13, 10, 13, 10]
@@ -132,7 +145,8 @@ public final class WebSocketClient: Sendable {
                 let head = String(decoding: received[0..<range.lowerBound], as: UTF8.self)
                 if head.hasPrefix("HTTP/1.1 101") { break }
                 for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
-                    contentLength = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+                    contentLength =
+                        Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
                 }
             }
         }
@@ -151,15 +165,21 @@ public final class WebSocketClient: Sendable {
             fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         guard fields["upgrade"]?.lowercased() == "websocket" else { throw .badHandshake("Upgrade is not websocket") }
-        guard WebSocketHandshake.tokens([fields["connection"] ?? ""]).contains("upgrade") else { throw .badHandshake("Connection is not upgrade") }
-        guard fields["sec-websocket-accept"] == WebSocketHandshake.acceptValue(forKey: key) else { throw .badHandshake("wrong Sec-WebSocket-Accept") }
+        guard WebSocketHandshake.tokens([fields["connection"] ?? ""]).contains("upgrade") else {
+            throw .badHandshake("Connection is not upgrade")
+        }
+        guard fields["sec-websocket-accept"] == WebSocketHandshake.acceptValue(forKey: key) else {
+            throw .badHandshake("wrong Sec-WebSocket-Accept")
+        }
         return Array(received[end...])
     }
 
     private static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if written < 0 && errno == EINTR { continue }
             if written <= 0 { return false }
             offset += written
@@ -227,7 +247,9 @@ public final class WebSocketClient: Sendable {
         }
         let info = state.withLock { state in
             state.transportClosed = true
-            let info = state.machine.closeInfo(transportClosed: true) ?? WebSocketCloseInfo(code: WebSocketCloseCode.abnormal, reason: "", initiatedByPeer: true)
+            let info =
+                state.machine.closeInfo(transportClosed: true)
+                ?? WebSocketCloseInfo(code: WebSocketCloseCode.abnormal, reason: "", initiatedByPeer: true)
             state.info = info
             return info
         }

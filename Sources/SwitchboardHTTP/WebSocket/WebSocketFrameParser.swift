@@ -155,10 +155,13 @@ public struct WebSocketFrameParser: Sendable {
         }
         if opcode.isControl {
             if !fin { return fail(WebSocketCloseCode.protocolError, "a control frame must not be fragmented") }
-            if length > 125 { return fail(WebSocketCloseCode.protocolError, "a control frame carries at most 125 bytes") }
+            if length > 125 {
+                return fail(WebSocketCloseCode.protocolError, "a control frame carries at most 125 bytes")
+            }
         }
         if length > UInt64(maxFrameBytes) {
-            return fail(WebSocketCloseCode.messageTooBig, "frame of \(length) bytes is over the limit of \(maxFrameBytes)")
+            return fail(
+                WebSocketCloseCode.messageTooBig, "frame of \(length) bytes is over the limit of \(maxFrameBytes)")
         }
         let payloadLength = Int(length)
         let maskOffset = start + headerLength
@@ -213,7 +216,9 @@ public enum WebSocketFrameEncoder {
             output.append(UInt8(count & 0xFF))
         } else {
             output.append(maskBit | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { output.append(UInt8((UInt64(count) >> UInt64(shift)) & 0xFF)) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                output.append(UInt8((UInt64(count) >> UInt64(shift)) & 0xFF))
+            }
         }
         if let maskKey {
             output.append(contentsOf: [maskKey.0, maskKey.1, maskKey.2, maskKey.3])

@@ -16,7 +16,8 @@ public struct WebSocketLimits: Sendable {
 
     public init(
         maxFrameBytes: Int = 64 * 1024, maxMessageBytes: Int = 1024 * 1024,
-        pingInterval: Duration = .seconds(20), idleTimeout: Duration = .seconds(60), closeTimeout: Duration = .seconds(5)
+        pingInterval: Duration = .seconds(20), idleTimeout: Duration = .seconds(60),
+        closeTimeout: Duration = .seconds(5)
     ) {
         self.maxFrameBytes = maxFrameBytes
         self.maxMessageBytes = max(maxFrameBytes, maxMessageBytes)
@@ -128,7 +129,8 @@ public struct WebSocketProtocolMachine: Sendable {
     /// decided, or 1006 when it ended without one.
     public func closeInfo(transportClosed: Bool) -> WebSocketCloseInfo? {
         if let closeInfo { return closeInfo }
-        return transportClosed ? WebSocketCloseInfo(code: WebSocketCloseCode.abnormal, reason: "", initiatedByPeer: true) : nil
+        return transportClosed
+            ? WebSocketCloseInfo(code: WebSocketCloseCode.abnormal, reason: "", initiatedByPeer: true) : nil
     }
 
     // MARK: Input
@@ -186,7 +188,8 @@ public struct WebSocketProtocolMachine: Sendable {
                 return fail(WebSocketCloseCode.protocolError, "a continuation frame without a message to continue")
             }
             if fragments.count + frame.payload.count > limits.maxMessageBytes {
-                return fail(WebSocketCloseCode.messageTooBig, "message over the limit of \(limits.maxMessageBytes) bytes")
+                return fail(
+                    WebSocketCloseCode.messageTooBig, "message over the limit of \(limits.maxMessageBytes) bytes")
             }
             fragments += frame.payload
             guard frame.fin else { return [] }
@@ -216,7 +219,9 @@ public struct WebSocketProtocolMachine: Sendable {
         if payload.count == 1 { return fail(WebSocketCloseCode.protocolError, "a close frame with a one-byte payload") }
         if payload.count >= 2 {
             code = UInt16(payload[0]) << 8 | UInt16(payload[1])
-            if !WebSocketCloseCode.isValidOnTheWire(code) { return fail(WebSocketCloseCode.protocolError, "close code \(code) may not be sent") }
+            if !WebSocketCloseCode.isValidOnTheWire(code) {
+                return fail(WebSocketCloseCode.protocolError, "close code \(code) may not be sent")
+            }
             guard let text = String(validating: payload[2...], as: UTF8.self) else {
                 return fail(WebSocketCloseCode.invalidPayload, "a close reason that is not UTF-8")
             }
@@ -244,11 +249,20 @@ public struct WebSocketProtocolMachine: Sendable {
     /// Fails the connection (RFC 6455 §7.1.7): our close frame if we have not sent one, then
     /// the transport ends without waiting for the peer.
     private mutating func fail(_ code: UInt16, _ reason: String) -> [Action] {
-        defer { state = .closed; fragments = [] }
+        defer {
+            state = .closed
+            fragments = []
+        }
         switch state {
         case .open:
             closeInfo = WebSocketCloseInfo(code: code, reason: reason, initiatedByPeer: false)
-            return [.write(encode(WebSocketFrame(opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason)))), .closeTransport]
+            return [
+                .write(
+                    encode(
+                        WebSocketFrame(
+                            opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason)))),
+                .closeTransport,
+            ]
         case .closeSent:
             return [.closeTransport]
         case .closed:
@@ -274,7 +288,12 @@ public struct WebSocketProtocolMachine: Sendable {
         let code = WebSocketCloseCode.isValidOnTheWire(code) ? code : WebSocketCloseCode.internalError
         state = .closeSent(deadline: now + closeTimeout)
         closeInfo = WebSocketCloseInfo(code: code, reason: reason, initiatedByPeer: false)
-        return [.write(encode(WebSocketFrame(opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason))))]
+        return [
+            .write(
+                encode(
+                    WebSocketFrame(
+                        opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason))))
+        ]
     }
 
     /// Timers: a ping after `pingInterval` of silence, the end after `idleTimeout`, and the

@@ -23,13 +23,17 @@ public struct CallDirectoryContents: Sendable, Equatable {
     /// The list after a server answer for `userID`: a whole list replaces this one; an
     /// incremental answer must be the changes since this list's version, and applies its
     /// removals, then its additions.
-    public func applying(_ answer: CallDirectoryList, userID: String) throws(CallDirectorySyncError) -> CallDirectoryContents {
+    public func applying(
+        _ answer: CallDirectoryList, userID: String
+    ) throws(CallDirectorySyncError) -> CallDirectoryContents {
         guard answer.incremental else {
             return CallDirectoryContents(
-                userID: userID, version: answer.version, blocking: answer.blocking.add, identification: answer.identification.add)
+                userID: userID, version: answer.version, blocking: answer.blocking.add,
+                identification: answer.identification.add)
         }
         guard userID == self.userID, answer.version >= version else {
-            throw .badAnswer("an incremental answer at version \(answer.version) does not follow the list held at \(version)")
+            throw .badAnswer(
+                "an incremental answer at version \(answer.version) does not follow the list held at \(version)")
         }
         var blocking = Set(self.blocking)
         blocking.subtract(answer.blocking.remove)
@@ -117,7 +121,8 @@ public struct CallDirectoryLoad: Sendable, Equatable {
         let blocking = difference(from: loaded.blocking, to: current.blocking, key: { $0 })
         let identification = difference(from: loaded.identification, to: current.identification, key: \.number)
         let incremental = CallDirectoryLoad(
-            form: .incremental, blockingRemovals: blocking.removed, identificationRemovals: identification.removed.map(\.number),
+            form: .incremental, blockingRemovals: blocking.removed,
+            identificationRemovals: identification.removed.map(\.number),
             blockingAdditions: blocking.added, identificationAdditions: identification.added, contents: current)
         // Removing everything is two calls: cheaper than removals beyond the list's size.
         return incremental.changeCount > whole.changeCount + 2 ? replacement : incremental
@@ -133,7 +138,9 @@ public struct CallDirectoryLoad: Sendable, Equatable {
         for number in blockingRemovals { sink.removeBlockingEntry(withPhoneNumber: number) }
         for number in identificationRemovals { sink.removeIdentificationEntry(withPhoneNumber: number) }
         for number in blockingAdditions { sink.addBlockingEntry(withNextSequentialPhoneNumber: number) }
-        for entry in identificationAdditions { sink.addIdentificationEntry(withNextSequentialPhoneNumber: entry.number, label: entry.label) }
+        for entry in identificationAdditions {
+            sink.addIdentificationEntry(withNextSequentialPhoneNumber: entry.number, label: entry.label)
+        }
     }
 
     /// The entries of `old` not in `new` and of `new` not in `old` (an entry whose key stays

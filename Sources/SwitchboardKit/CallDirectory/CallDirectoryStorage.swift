@@ -33,7 +33,9 @@ public struct FileCallDirectoryStorage: CallDirectoryStorage {
     /// The storage in the app group's container (the app and the extension must both have the
     /// App Groups capability with this identifier); nil when the container is not available.
     public init?(appGroup identifier: String) {
-        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: identifier) else { return nil }
+        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: identifier) else {
+            return nil
+        }
         self.init(directory: container.appendingPathComponent("SwitchboardCallDirectory", isDirectory: true))
     }
     #endif

@@ -76,7 +76,9 @@ public actor CallDirectorySync {
 
     /// Runs `work` after every refresh asked for before it (each waits for the one before, so
     /// they form a queue).
-    private func serialized(_ work: @escaping @Sendable (isolated CallDirectorySync) async throws -> CallDirectoryRefresh) async throws -> CallDirectoryRefresh {
+    private func serialized(
+        _ work: @escaping @Sendable (isolated CallDirectorySync) async throws -> CallDirectoryRefresh
+    ) async throws -> CallDirectoryRefresh {
         let previous = last
         let task = Task {
             _ = try? await previous?.value
@@ -97,7 +99,9 @@ public actor CallDirectorySync {
 
     /// Reloads the extension unless the system already holds `current`.
     private func reloadIfBehind(_ current: CallDirectoryContents) async throws -> CallDirectoryRefresh {
-        if let loaded = try? storage.read(.loaded), loaded.hasSameEntries(as: current) { return .unchanged(version: current.version) }
+        if let loaded = try? storage.read(.loaded), loaded.hasSameEntries(as: current) {
+            return .unchanged(version: current.version)
+        }
         do {
             try await reload()
         } catch is CancellationError {
@@ -105,7 +109,8 @@ public actor CallDirectorySync {
         } catch {
             throw CallDirectorySyncError.reloadFailed(String(describing: error))
         }
-        return .reloaded(version: current.version, blocking: current.blocking.count, identification: current.identification.count)
+        return .reloaded(
+            version: current.version, blocking: current.blocking.count, identification: current.identification.count)
     }
 }
 

@@ -59,7 +59,9 @@ extension CallCoordinator {
                         reconnect.requestFailed()
                     }
                     // Cut short the moment the network is back (rule 12).
-                    try? await reconnect.pause(pause, since: reconnects) { [clock] in try await clock.sleep(for: .milliseconds(Int($0 * 1000))) }
+                    try? await reconnect.pause(pause, since: reconnects) { [clock] in
+                        try await clock.sleep(for: .milliseconds(Int($0 * 1000)))
+                    }
                 } else {
                     try? await clock.sleep(for: .seconds(pause))
                 }

@@ -112,7 +112,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     /// A VoIP push: reported to the call system before this returns; `completion` runs once the
     /// report completed (rule 1).
-    public func handleVoIPPush(_ payload: [AnyHashable: Any], mustReport: Bool = true, completion: @escaping @Sendable () -> Void) {
+    public func handleVoIPPush(
+        _ payload: [AnyHashable: Any], mustReport: Bool = true, completion: @escaping @Sendable () -> Void
+    ) {
         // An encrypted payload is opened here, before the report; one that cannot be opened is
         // still reported (an unknown caller) and resolved from the server.
         var push: IncomingCallPush?
@@ -126,8 +128,11 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         }
         let placeholder = UUID()
         let effects = state.withLock { state -> [CallLedger.Effect] in
-            let effects = state.ledger.pushReceived(push, mustReport: mustReport || unreadable, placeholder: placeholder, resolvable: unreadable)
-            for case .reportIncoming(_, _, let report) in effects.prefix(1) { state.pushCompletions[report] = completion }
+            let effects = state.ledger.pushReceived(
+                push, mustReport: mustReport || unreadable, placeholder: placeholder, resolvable: unreadable)
+            for case .reportIncoming(_, _, let report) in effects.prefix(1) {
+                state.pushCompletions[report] = completion
+            }
             return effects
         }
         guard case .reportIncoming? = effects.first else {
@@ -156,7 +161,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// Places a call: the server first (its id names the call), then the call system's start
     /// transaction. Returns the call id.
     @discardableResult
-    public func startCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID = UUID()) async throws -> String {
+    public func startCall(
+        scopeKind: ScopeKind, scopeID: String, mode: CallMode, handle: String, clientID: UUID = UUID()
+    ) async throws -> String {
         let call = try await backend.createCall(scopeKind: scopeKind, scopeID: scopeID, mode: mode, clientID: clientID)
         input { $0.callCreated(call, handle: handle) }
         return call.id
@@ -170,7 +177,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// the join; when the server accepts it the answer carries the media token and media joins
     /// without asking for one. When it does not (expired, used, another call's) the join goes
     /// on as without it and the token is asked for as usual: the user notices nothing.
-    public func joinCall(_ callID: String, handle: String, groupID: String? = nil, preauthorization: String? = nil) async throws {
+    public func joinCall(
+        _ callID: String, handle: String, groupID: String? = nil, preauthorization: String? = nil
+    ) async throws {
         let taken = preauthorization == nil ? await preauthorizations?.take(forCall: callID, groupID: groupID) : nil
         let answer: CallWithMedia
         if let token = preauthorization ?? taken?.token {
@@ -282,7 +291,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     public func callSystem(timedOutPerforming action: CallSystemAction) {
         state.withLock { _ = $0.actions.removeValue(forKey: action.id) }
-        input { $0.actionTimedOut(id: action.id, request: CallActionRequest(callUUID: action.callUUID, kind: action.kind)) }
+        input {
+            $0.actionTimedOut(id: action.id, request: CallActionRequest(callUUID: action.callUUID, kind: action.kind))
+        }
     }
 
     public func callSystemDidActivateAudioSession() { input { $0.audioSessionActivated() } }
@@ -405,7 +416,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             input { $0.timerFired(callID, .answerDeadline) }
             return
         }
-        clock.schedule(after: .milliseconds(Int((min(deadline - waited, Self.deadlineRecheck) * 1000).rounded(.up)))) { [self] in
+        clock.schedule(after: .milliseconds(Int((min(deadline - waited, Self.deadlineRecheck) * 1000).rounded(.up)))) {
+            [self] in
             checkAnswerDeadline(callID, id, started: started)
         }
     }
@@ -422,7 +434,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         }
     }
 
-    private func send(_ request: CallLedger.ServerRequest, _ callID: String, to backend: any CallBackend) async -> CallLedger.ServerResult {
+    private func send(
+        _ request: CallLedger.ServerRequest, _ callID: String, to backend: any CallBackend
+    ) async -> CallLedger.ServerResult {
         do {
             switch request {
             case .fetch where callID.hasPrefix(CallLedger.placeholderPrefix):
@@ -437,7 +451,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             case .cancel: return .call(try await backend.perform(.cancel, onCall: callID))
             case .mediaToken: return .mediaToken(try await backend.mediaToken(forCall: callID))
             case .earlyMediaToken:
-                return .mediaToken(try await backend.mediaToken(forCall: callID, waitingUpTo: CallLedger.earlyTokenWaitSeconds))
+                return .mediaToken(
+                    try await backend.mediaToken(forCall: callID, waitingUpTo: CallLedger.earlyTokenWaitSeconds))
             }
         } catch let error as SwitchboardAPIError {
             return .failure(status: error.status, code: error.code)

@@ -62,7 +62,7 @@ extension CallLedger {
         // We fulfilled it in the same instant CallKit gave up on it: the call system ended the
         // call, so end it here and on the server too.
         guard let request, request.kind == .answer || { if case .start = request.kind { true } else { false } }(),
-              let callID = byUUID[request.callUUID], var entry = entries[callID], entry.stage != .ended
+            let callID = byUUID[request.callUUID], var entry = entries[callID], entry.stage != .ended
         else { return [] }
         entry.system = .ended
         entries[callID] = entry

@@ -9,7 +9,9 @@ extension CallLedger {
     /// A VoIP push (rule 1). `push` is nil when the payload had no usable call id: a placeholder
     /// under `placeholder` is reported and ended at once. Always reports unless `mustReport` is
     /// false and the call is already known.
-    public mutating func pushReceived(_ push: IncomingCallPush?, mustReport: Bool, placeholder: UUID, resolvable: Bool = false) -> [Effect] {
+    public mutating func pushReceived(
+        _ push: IncomingCallPush?, mustReport: Bool, placeholder: UUID, resolvable: Bool = false
+    ) -> [Effect] {
         if push == nil, resolvable { return unreadablePushReceived(placeholder: placeholder) }
         guard let push else {
             let key = "placeholder:" + placeholder.uuidString
@@ -43,7 +45,9 @@ extension CallLedger {
     /// A `call_changed` event named this call: re-read it (and, while our outgoing call rings,
     /// ask for a media token beside the re-read).
     public mutating func callChanged(_ callID: String) -> [Effect] {
-        guard var entry = entries[callID], entry.direction == .outgoing, entry.stage == .dialing, !entry.earlyTokenInFlight else {
+        guard var entry = entries[callID], entry.direction == .outgoing, entry.stage == .dialing,
+            !entry.earlyTokenInFlight
+        else {
             return [.server(callID: callID, .fetch)]
         }
         entry.earlyTokenInFlight = true
@@ -57,18 +61,21 @@ extension CallLedger {
         guard var entry = entries[call.id] else {
             // Foreground incoming calls follow the push path (rule 3).
             guard call.state == .ringing, call.createdBy != userID,
-                  call.invitations.contains(where: { $0.userId == userID && $0.state == .ringing })
+                call.invitations.contains(where: { $0.userId == userID && $0.state == .ringing })
             else { return [] }
             // A push we could not decrypt already rings for a call we could not name: this is
             // it (one incoming-call screen, never two).
             if let key = unresolvedPlaceholder { return adopt(key, as: call) }
-            let update = CallUpdate(handle: call.scopeId, callerName: nil, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
+            let update = CallUpdate(
+                handle: call.scopeId, callerName: nil, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
             return beginIncoming(callID: call.id, update: update, origin: .eventStream)
         }
         guard entry.stage != .ended else {
             // We left, but the server still has us in the call (an accept that landed late).
             // (Or our cancel lost the race with the callee's answer.)
-            if entry.answer.acceptedHere || entry.direction == .outgoing, call.state == .active, Self.isPresent(userID, in: call) {
+            if entry.answer.acceptedHere || entry.direction == .outgoing, call.state == .active,
+                Self.isPresent(userID, in: call)
+            {
                 return withdraw(call.id, .leave)
             }
             return []
@@ -127,7 +134,9 @@ extension CallLedger {
         let uuid = CallIdentity.uuid(forCallID: call.id)
         if entries[call.id] != nil { return [] }
         let update = CallUpdate(handle: handle, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
-        var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .dialing)
+        var entry = Entry(
+            callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting,
+            stage: .dialing)
         if call.state == .ended {
             // Busy at once: nothing to show in the call system.
             let reason = Self.endReason(serverReason: call.endReason)
@@ -144,7 +153,8 @@ extension CallLedger {
         entry.earlyTokenAsks = early ? 1 : 0
         insert(entry)
         return [
-            .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
+            .requestTransaction(
+                CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
             .notify(.dialing(callID: call.id)),
             .schedule(callID: call.id, .dialTimeout, afterSeconds: configuration.dialTimeout),
             .watch,
@@ -159,13 +169,16 @@ extension CallLedger {
         if let existing = entries[call.id], existing.stage != .ended { return [] }
         let uuid = CallIdentity.uuid(forCallID: call.id)
         let update = CallUpdate(handle: handle, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
-        var entry = Entry(callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting, stage: .connecting)
+        var entry = Entry(
+            callID: call.id, uuid: uuid, direction: .outgoing, origin: .dialed, update: update, system: .reporting,
+            stage: .connecting)
         entry.serverActive = true
         entry.media.request()
         entry.mediaJoinStarted = media != nil
         insert(entry)
         return [
-            .requestTransaction(CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
+            .requestTransaction(
+                CallActionRequest(callUUID: uuid, kind: .start(handle: handle, hasVideo: update.hasVideo))),
             .notify(.joining(callID: call.id)),
             media.map { .joinMedia(callID: call.id, $0) } ?? .server(callID: call.id, .mediaToken),
             .watch,
@@ -174,7 +187,8 @@ extension CallLedger {
 
     /// The app asks to answer (its own button): through the call system, like a lock-screen answer.
     public func answerRequested(_ callID: String) -> [Effect] {
-        guard let entry = entries[callID], entry.direction == .incoming, entry.stage == .ringing, entry.system == .live else { return [] }
+        guard let entry = entries[callID], entry.direction == .incoming, entry.stage == .ringing, entry.system == .live
+        else { return [] }
         return [.requestTransaction(CallActionRequest(callUUID: entry.uuid, kind: .answer))]
     }
 

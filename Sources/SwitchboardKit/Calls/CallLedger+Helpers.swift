@@ -14,7 +14,10 @@ extension CallLedger {
 
     mutating func beginIncoming(callID: String, update: CallUpdate, origin: Origin) -> [Effect] {
         let uuid = CallIdentity.uuid(forCallID: callID)
-        insert(Entry(callID: callID, uuid: uuid, direction: .incoming, origin: origin, update: update, system: .reporting, stage: .ringing))
+        insert(
+            Entry(
+                callID: callID, uuid: uuid, direction: .incoming, origin: origin, update: update, system: .reporting,
+                stage: .ringing))
         return [
             reportIncoming(uuid, update),
             .notify(.incoming(callID: callID, origin: origin)),
@@ -67,7 +70,8 @@ extension CallLedger {
     /// it there — `endInSystem` overrides), media and audio stop, the server is told when
     /// `server` is set.
     mutating func finish(
-        _ callID: String, _ reason: CallEndReason, server: ServerRequest?, local: Bool = false, endInSystem reportEnd: Bool? = nil,
+        _ callID: String, _ reason: CallEndReason, server: ServerRequest?, local: Bool = false,
+        endInSystem reportEnd: Bool? = nil,
         refusal: IncomingCallError? = nil
     ) -> [Effect] {
         guard var entry = entries[callID], entry.stage != .ended else { return [] }
@@ -158,7 +162,8 @@ extension CallLedger {
         }
         // Our own participation ended on the server (left from another device, or dropped).
         if call.state == .active, entry.stage == .active, !isPresent(userID, in: call),
-           call.participants.contains(where: { $0.userId == userID }) {
+            call.participants.contains(where: { $0.userId == userID })
+        {
             return .remoteEnded
         }
         guard call.state == .ended else { return nil }

@@ -6,7 +6,8 @@ extension CallLedger {
     // MARK: Server and media results
 
     /// A server request came back.
-    public mutating func serverAnswered(_ callID: String, _ request: ServerRequest, _ result: ServerResult) -> [Effect] {
+    public mutating func serverAnswered(_ callID: String, _ request: ServerRequest, _ result: ServerResult) -> [Effect]
+    {
         guard let entry = entries[callID] else {
             if case .call(let call) = result { return callRead(call) }
             if case .callAndToken(let call, _) = result { return callRead(call) }
@@ -18,7 +19,9 @@ extension CallLedger {
             // Only a participant of an active call gets one: the callee answered.
             guard var entry = entries[callID] else { return [] }
             entry.earlyTokenInFlight = false
-            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting, !entry.mediaJoinStarted else {
+            guard entry.direction == .outgoing, entry.stage == .dialing || entry.stage == .connecting,
+                !entry.mediaJoinStarted
+            else {
                 entries[callID] = entry
                 return []
             }
@@ -32,7 +35,9 @@ extension CallLedger {
             // Still ringing when the hold ran out, or the call ended: the events tell. (A re-read
             // that saw the answer has asked for a token of its own.)
             entries[callID]?.earlyTokenInFlight = false
-            if status == 403, entry.direction == .outgoing, entry.stage == .dialing, entry.earlyTokenAsks < Self.earlyTokenAskLimit {
+            if status == 403, entry.direction == .outgoing, entry.stage == .dialing,
+                entry.earlyTokenAsks < Self.earlyTokenAskLimit
+            {
                 // Most likely the hold ran out while it still rings (45 s of ringing, 25 s a
                 // hold): hold once more. An ended call answers at once and the events end it.
                 entries[callID]?.earlyTokenInFlight = true

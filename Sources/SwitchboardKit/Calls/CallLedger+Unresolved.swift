@@ -14,7 +14,9 @@ extension CallLedger {
     mutating func unreadablePushReceived(placeholder: UUID) -> [Effect] {
         // In the foreground the event stream often shows the call before its push: with one
         // such call ringing, this is its push (reported again under its UUID, no second screen).
-        let fromTheFeed = entries.values.filter { $0.direction == .incoming && $0.origin == .eventStream && $0.stage == .ringing }
+        let fromTheFeed = entries.values.filter {
+            $0.direction == .incoming && $0.origin == .eventStream && $0.stage == .ringing
+        }
         if fromTheFeed.count == 1, let known = fromTheFeed.first { return [reportIncoming(known.uuid, known.update)] }
         let key = Self.placeholderPrefix + placeholder.uuidString
         var entry = Entry(
@@ -29,7 +31,8 @@ extension CallLedger {
     /// The unresolved placeholder a ringing call the server shows may be: one still ringing, or
     /// one the user declined before it was named (any, should there be two: they cannot be told apart).
     var unresolvedPlaceholder: String? {
-        entries.values.filter { $0.unresolved && ($0.stage != .ended || $0.resolution.declinesWhenKnown) }.map(\.callID).min()
+        entries.values.filter { $0.unresolved && ($0.stage != .ended || $0.resolution.declinesWhenKnown) }.map(\.callID)
+            .min()
     }
 
     /// A read for an unresolved placeholder came back.
@@ -47,7 +50,8 @@ extension CallLedger {
                 return giveUp(key)
             }
             return adopt(key, as: call)
-        case .failure(let status, _) where (entry.stage != .ended || entry.resolution.declinesWhenKnown)
+        case .failure(let status, _)
+        where (entry.stage != .ended || entry.resolution.declinesWhenKnown)
             && (status == 0 || status == 429 || status >= 500) && entry.resolution.attempts < Self.resolveAttemptLimit:
             entries[key]?.resolution = entry.resolution.counted()
             return [.schedule(callID: key, .resolveRetry, afterSeconds: Double(entry.resolution.attempts))]
@@ -73,7 +77,8 @@ extension CallLedger {
         let waited = entry.resolution
         entry.callID = call.id
         entry.resolution = .known
-        entry.update = CallUpdate(handle: call.scopeId, callerName: nil, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
+        entry.update = CallUpdate(
+            handle: call.scopeId, callerName: nil, hasVideo: call.mode == .video, isGroup: call.scopeKind == .group)
         entries[call.id] = entry
         byUUID[entry.uuid] = call.id
         if let index = endedOrder.firstIndex(of: key) { endedOrder[index] = call.id }

@@ -47,7 +47,8 @@ extension CallBackend {
     /// A backend written before this existed cannot say: a push it could not decrypt then
     /// rings as an unknown caller until the event stream names the call, or ends as failed.
     public func activeCalls() async throws -> [CallInfo] {
-        throw SwitchboardAPIError(status: 501, code: .notImplemented, message: "this backend cannot list the active calls")
+        throw SwitchboardAPIError(
+            status: 501, code: .notImplemented, message: "this backend cannot list the active calls")
     }
 
     public func mediaToken(forCall callID: String, waitingUpTo seconds: Int) async throws -> MediaToken {

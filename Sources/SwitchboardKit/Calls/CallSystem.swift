@@ -95,7 +95,9 @@ public final class CallSystemAction: Sendable, CustomStringConvertible {
 
     /// - Parameter complete: receives every `fulfill()` and `fail()` (the call system judges
     ///   repeats; the adapter passes them to `CXAction`).
-    public init(callUUID: UUID, kind: CallActionKind, id: UUID = UUID(), complete: @escaping @Sendable (Completion) -> Void) {
+    public init(
+        callUUID: UUID, kind: CallActionKind, id: UUID = UUID(), complete: @escaping @Sendable (Completion) -> Void
+    ) {
         self.callUUID = callUUID
         self.kind = kind
         self.id = id
@@ -115,7 +117,8 @@ public protocol CallSystem: AnyObject, Sendable {
     /// The one delegate; held weakly, like `CXProvider`'s.
     func setDelegate(_ delegate: any CallSystemDelegate)
     /// `reportNewIncomingCall(with:update:completion:)`. A refusal means no call exists.
-    func reportNewIncomingCall(uuid: UUID, update: CallUpdate, completion: @escaping @Sendable (CallSystemError?) -> Void)
+    func reportNewIncomingCall(
+        uuid: UUID, update: CallUpdate, completion: @escaping @Sendable (CallSystemError?) -> Void)
     /// `reportCall(with:updated:)`.
     func reportCallUpdated(uuid: UUID, update: CallUpdate)
     /// `reportOutgoingCall(with:startedConnectingAt:)`.

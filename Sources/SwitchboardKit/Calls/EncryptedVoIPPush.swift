@@ -21,7 +21,9 @@ public enum EncryptedVoIPPush {
     /// The ordinary payload inside `payload`; nil when it cannot be opened: no decryptor, an
     /// unknown version, algorithm or key, a malformed field, a changed byte, or an inside
     /// that is not a JSON object.
-    public static func open(_ payload: [AnyHashable: Any], with decryptor: (any VoIPPayloadDecrypting)?) -> [AnyHashable: Any]? {
+    public static func open(
+        _ payload: [AnyHashable: Any], with decryptor: (any VoIPPayloadDecrypting)?
+    ) -> [AnyHashable: Any]? {
         guard let decryptor, (payload["v"] as? NSNumber)?.intValue == 1 || payload["v"] as? Int == 1,
             payload["enc"] as? String == "AES256-GCM", let keyID = payload["kid"] as? String, !keyID.isEmpty,
             let nonce = (payload["nonce"] as? String).flatMap({ Data(base64Encoded: $0) }), nonce.count == 12,

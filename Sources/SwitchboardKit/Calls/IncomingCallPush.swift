@@ -11,7 +11,10 @@ public struct IncomingCallPush: Sendable, Equatable {
     public var callerName: String?
     public var groupName: String?
 
-    public init(callID: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, callerName: String? = nil, groupName: String? = nil) {
+    public init(
+        callID: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, callerName: String? = nil,
+        groupName: String? = nil
+    ) {
         self.callID = callID
         self.scopeKind = scopeKind
         self.scopeID = scopeID
@@ -30,7 +33,9 @@ public struct IncomingCallPush: Sendable, Equatable {
         }
         // PushKit's payload came from JSON, but a hand-made dictionary may hold anything, and
         // JSONSerialization traps on what JSON cannot hold.
-        guard JSONSerialization.isValidJSONObject(object), let json = try? JSONSerialization.data(withJSONObject: object) else { return nil }
+        guard JSONSerialization.isValidJSONObject(object),
+            let json = try? JSONSerialization.data(withJSONObject: object)
+        else { return nil }
         self.init(json: json)
     }
 

@@ -62,6 +62,7 @@ public struct E2EEClient: Sendable {
     /// after `after`, at once (it never waits). Asking with `after` acknowledges every item up
     /// to it: the server deletes them, so pass only a cursor whose items are stored.
     public func events(in scope: E2EEScope, deviceID: String, after: Int64) async throws -> E2EEEventsPage {
-        try await client.call("GET", scope.e2eePath + "/events", query: [("deviceId", deviceID), ("after", String(after))])
+        try await client.call(
+            "GET", scope.e2eePath + "/events", query: [("deviceId", deviceID), ("after", String(after))])
     }
 }

@@ -99,7 +99,10 @@ public struct E2EEFeed: Sendable {
     /// - Parameters:
     ///   - deviceID: this device's E2EE id, as registered (``E2EEClient/registerDevice(id:)``).
     ///   - maxBatches: how many batches (of at most 100 items) one sync handles at most; ≥ 1.
-    public init(client: SwitchboardClient, deviceID: String, scope: E2EEScope, cursorStore: any E2EECursorStore, maxBatches: Int = 100) {
+    public init(
+        client: SwitchboardClient, deviceID: String, scope: E2EEScope, cursorStore: any E2EECursorStore,
+        maxBatches: Int = 100
+    ) {
         precondition(maxBatches >= 1, "E2EEFeed needs maxBatches ≥ 1")
         self.client = E2EEClient(client: client)
         self.deviceID = deviceID
@@ -133,7 +136,8 @@ public struct E2EEFeed: Sendable {
             await cursorStore.save(page.cursor, scope: scope, deviceID: deviceID)
             cursor = page.cursor
             if batches >= maxBatches {
-                return page.hasMore ? .moreRemain(cursor: cursor, batches: batches) : .caughtUp(cursor: cursor, batches: batches)
+                return page.hasMore
+                    ? .moreRemain(cursor: cursor, batches: batches) : .caughtUp(cursor: cursor, batches: batches)
             }
         }
     }
@@ -180,7 +184,8 @@ public struct E2EEFeed: Sendable {
             throw E2EEFeedError.badPage(reason: "item \(later.sequence) follows item \(earlier.sequence)")
         }
         guard page.cursor == last.sequence else {
-            throw E2EEFeedError.badPage(reason: "the page's cursor \(page.cursor) is not its last item's sequence \(last.sequence)")
+            throw E2EEFeedError.badPage(
+                reason: "the page's cursor \(page.cursor) is not its last item's sequence \(last.sequence)")
         }
     }
 }

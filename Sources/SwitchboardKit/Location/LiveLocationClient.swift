@@ -77,13 +77,17 @@ public struct LiveLocationClient: Sendable {
     /// Starts sharing `position` in `scope` (`POST {scope}/live-locations`); when a share
     /// already runs it starts again from now. `duration` nil: the server's default (1 h);
     /// it is sent in whole seconds (the server takes 60–28800).
-    public func start(in scope: LiveLocationScope, at position: Position, duration: Duration? = nil) async throws -> LiveLocation {
+    public func start(
+        in scope: LiveLocationScope, at position: Position, duration: Duration? = nil
+    ) async throws -> LiveLocation {
         try Self.checkFinite(position)
         let body = StartLiveLocation(
             latitude: position.latitude, longitude: position.longitude, accuracy: position.accuracy,
             durationSeconds: duration.map(Self.wholeSeconds))
         // Repeatable: a second copy restarts the same share at the same position.
-        return try await mapped { try await client.call("POST", scope.path + "/live-locations", body: body, repeatable: true) }
+        return try await mapped {
+            try await client.call("POST", scope.path + "/live-locations", body: body, repeatable: true)
+        }
     }
 
     /// Moves the running share in `scope` to `position` (`PUT {scope}/live-locations`).
@@ -91,8 +95,11 @@ public struct LiveLocationClient: Sendable {
     /// - Throws: ``LiveLocationError/notSharing`` when no share runs there.
     public func update(in scope: LiveLocationScope, to position: Position) async throws -> LiveLocation {
         try Self.checkFinite(position)
-        let body = UpdateLiveLocation(latitude: position.latitude, longitude: position.longitude, accuracy: position.accuracy)
-        return try await mapped { try await client.call("PUT", scope.path + "/live-locations", body: body, repeatable: true) }
+        let body = UpdateLiveLocation(
+            latitude: position.latitude, longitude: position.longitude, accuracy: position.accuracy)
+        return try await mapped {
+            try await client.call("PUT", scope.path + "/live-locations", body: body, repeatable: true)
+        }
     }
 
     /// Stops one's own share in `scope` (`DELETE {scope}/live-locations`); stopping a share
@@ -133,16 +140,21 @@ public struct LiveLocationClient: Sendable {
 
     /// Rejects NaN and infinities before sending: JSON has no such numbers.
     private static func checkFinite(_ position: Position) throws {
-        for (field, value) in [("latitude", position.latitude), ("longitude", position.longitude), ("accuracy", position.accuracy)]
+        for (field, value) in [
+            ("latitude", position.latitude), ("longitude", position.longitude), ("accuracy", position.accuracy),
+        ]
         where !value.isFinite {
-            throw SwitchboardAPIError(status: 0, code: .validationFailed, message: "\(field) must be a finite number", field: field)
+            throw SwitchboardAPIError(
+                status: 0, code: .validationFailed, message: "\(field) must be a finite number", field: field)
         }
     }
 
     /// `duration` rounded to the nearest second.
     private static func wholeSeconds(_ duration: Duration) -> Int {
         let (seconds, attoseconds) = duration.components
-        let rounded = attoseconds >= 500_000_000_000_000_000 ? seconds + 1 : attoseconds <= -500_000_000_000_000_000 ? seconds - 1 : seconds
+        let rounded =
+            attoseconds >= 500_000_000_000_000_000
+            ? seconds + 1 : attoseconds <= -500_000_000_000_000_000 ? seconds - 1 : seconds
         return Int(clamping: rounded)
     }
 }
@@ -173,7 +185,9 @@ extension LiveLocation {
     public func freshness(at now: Date, staleAfter: TimeInterval = 120) -> LiveLocationFreshness {
         let expires = ISO8601Timestamp.date(from: expiresAt)
         if let expires, now >= expires { return .expired }
-        guard expires != nil, let updated = ISO8601Timestamp.date(from: updatedAt) else { return .stale(age: .infinity) }
+        guard expires != nil, let updated = ISO8601Timestamp.date(from: updatedAt) else {
+            return .stale(age: .infinity)
+        }
         let age = max(0, now.timeIntervalSince(updated))
         return age > staleAfter ? .stale(age: age) : .fresh(age: age)
     }
@@ -218,7 +232,8 @@ enum ISO8601Timestamp {
         } else {
             return nil
         }
-        guard scanner.atEnd, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour <= 23, minute <= 59,
+        guard scanner.atEnd, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour <= 23,
+            minute <= 59,
             second <= 60
         else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)

@@ -140,7 +140,9 @@ public final class RelayMediaSession: MediaSession, @unchecked Sendable {
             life.joining = true
             return true
         }
-        guard first else { throw RelayMediaError.notOpened("a relay session joins once; make a new one for another call") }
+        guard first else {
+            throw RelayMediaError.notOpened("a relay session joins once; make a new one for another call")
+        }
         try await transport.open(url: socket, token: token)
         let frames = transport.frames
         let receiver = Task { [weak self] in
@@ -318,7 +320,11 @@ public final class URLSessionRelayTransport: RelayAudioTransport, @unchecked Sen
         do {
             try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
                 task.sendPing { error in
-                    if let error { done.resume(throwing: RelayMediaError.notOpened(String(describing: error))) } else { done.resume() }
+                    if let error {
+                        done.resume(throwing: RelayMediaError.notOpened(String(describing: error)))
+                    } else {
+                        done.resume()
+                    }
                 }
             }
         } catch {

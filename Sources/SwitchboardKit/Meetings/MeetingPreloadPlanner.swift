@@ -46,8 +46,13 @@ public struct MeetingPreloadPlanner: Sendable, Equatable {
         /// A failed request for a meeting is made again after this long.
         public var retryInterval: Double
 
-        public init(lead: Double = 480, margin: Double = 60, runningWindow: Double = 3600, count: Int = 3, retryInterval: Double = 30) {
-            precondition(lead > margin && margin >= 0 && count >= 1 && retryInterval > 0, "MeetingPreloadPlanner: lead > margin ≥ 0, count ≥ 1, retryInterval > 0")
+        public init(
+            lead: Double = 480, margin: Double = 60, runningWindow: Double = 3600, count: Int = 3,
+            retryInterval: Double = 30
+        ) {
+            precondition(
+                lead > margin && margin >= 0 && count >= 1 && retryInterval > 0,
+                "MeetingPreloadPlanner: lead > margin ≥ 0, count ≥ 1, retryInterval > 0")
             self.lead = lead
             self.margin = margin
             self.runningWindow = runningWindow
@@ -105,7 +110,8 @@ public struct MeetingPreloadPlanner: Sendable, Equatable {
         public var failedAt: [String: Date]
 
         public init(
-            now: Date, meetings: [Meeting], held: [Held] = [], used: Set<String> = [], ended: Set<String> = [], failedAt: [String: Date] = [:]
+            now: Date, meetings: [Meeting], held: [Held] = [], used: Set<String> = [], ended: Set<String> = [],
+            failedAt: [String: Date] = [:]
         ) {
             self.now = now
             self.meetings = meetings
@@ -141,7 +147,10 @@ public struct MeetingPreloadPlanner: Sendable, Equatable {
         let now = input.now
         return Array(
             input.meetings
-                .filter { !input.ended.contains($0.id) && !input.used.contains($0.id) && $0.startsAt.addingTimeInterval(configuration.runningWindow) > now }
+                .filter {
+                    !input.ended.contains($0.id) && !input.used.contains($0.id)
+                        && $0.startsAt.addingTimeInterval(configuration.runningWindow) > now
+                }
                 .sorted { ($0.startsAt, $0.id) < ($1.startsAt, $1.id) }
                 .prefix(configuration.count))
     }

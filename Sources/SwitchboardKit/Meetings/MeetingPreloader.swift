@@ -9,7 +9,9 @@ public protocol MeetingPreloadBackend: Sendable {
 }
 
 extension ScheduledCallClient: MeetingPreloadBackend {
-    public func upcomingScheduledCalls() async throws -> [ScheduledCall] { try await upcoming(limit: MeetingPreloader.listLimit) }
+    public func upcomingScheduledCalls() async throws -> [ScheduledCall] {
+        try await upcoming(limit: MeetingPreloader.listLimit)
+    }
 }
 
 /// Where a join finds a pre-authorisation held for its call: ``MeetingPreloader`` is the one
@@ -72,7 +74,10 @@ public actor MeetingPreloader: CallPreauthorizationSource {
 
     /// - Parameters:
     ///   - clock: the time it plans by and wakes on (a manual clock in tests).
-    public init(backend: any MeetingPreloadBackend, clock: any CallClock = SystemCallClock(), planner: MeetingPreloadPlanner = MeetingPreloadPlanner()) {
+    public init(
+        backend: any MeetingPreloadBackend, clock: any CallClock = SystemCallClock(),
+        planner: MeetingPreloadPlanner = MeetingPreloadPlanner()
+    ) {
         self.backend = backend
         self.clock = clock
         self.planner = planner
@@ -155,7 +160,8 @@ public actor MeetingPreloader: CallPreauthorizationSource {
     public func take(forCall callID: String, groupID: String?) -> CallPreauthorization? {
         let now = clock.now
         let valid = meetings.filter { held[$0.id].map { $0.expiresAt > now } ?? false }
-        let meeting = valid.first { $0.callID == callID }
+        let meeting =
+            valid.first { $0.callID == callID }
             ?? groupID.flatMap { group in
                 valid.filter { $0.groupID == group && $0.callID == nil }
                     .min { abs($0.startsAt.timeIntervalSince(now)) < abs($1.startsAt.timeIntervalSince(now)) }
@@ -183,8 +189,13 @@ public actor MeetingPreloader: CallPreauthorizationSource {
     /// The valid pre-authorisations held now, soonest meeting first.
     public var preauthorizations: [CallPreauthorization] {
         let now = clock.now
-        let order = Dictionary(meetings.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
-        return held.values.filter { $0.expiresAt > now }.map(\.preauthorization).sorted { (order[$0.scheduledCallId] ?? .max, $0.scheduledCallId) < (order[$1.scheduledCallId] ?? .max, $1.scheduledCallId) }
+        let order = Dictionary(
+            meetings.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
+        return held.values.filter { $0.expiresAt > now }.map(\.preauthorization).sorted {
+            (order[$0.scheduledCallId] ?? .max, $0.scheduledCallId) < (
+                order[$1.scheduledCallId] ?? .max, $1.scheduledCallId
+            )
+        }
     }
 
     /// When it wakes next; nil: nothing is due.
@@ -208,7 +219,8 @@ public actor MeetingPreloader: CallPreauthorizationSource {
             let received = clock.now
             // Trusted until the earlier of the server's expiry and its validity after arrival,
             // so a device clock behind the server's never keeps an expired one.
-            let stated = ISO8601Timestamp.date(from: preauthorization.expiresAt) ?? received.addingTimeInterval(Self.validity)
+            let stated =
+                ISO8601Timestamp.date(from: preauthorization.expiresAt) ?? received.addingTimeInterval(Self.validity)
             guard !used.contains(id) else { return }
             held[id] = (preauthorization, min(stated, received.addingTimeInterval(Self.validity)))
             failedAt[id] = nil
@@ -233,6 +245,8 @@ public actor MeetingPreloader: CallPreauthorizationSource {
         if let scheduled = scheduledWake, scheduled > now, scheduled <= wake { return }
         scheduledWake = wake
         let poke = self.poke
-        clock.schedule(after: .milliseconds(Int((max(wake.timeIntervalSince(now), 0) * 1000).rounded(.up)))) { poke.yield(.wake) }
+        clock.schedule(after: .milliseconds(Int((max(wake.timeIntervalSince(now), 0) * 1000).rounded(.up)))) {
+            poke.yield(.wake)
+        }
     }
 }

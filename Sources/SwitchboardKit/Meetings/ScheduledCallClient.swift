@@ -22,27 +22,31 @@ public struct ScheduledCallClient: Sendable {
     /// and did not start more than an hour ago, ascending by start time. `limit` is clamped to
     /// ``limits``; nil: the server's default (20).
     public func upcoming(limit: Int? = nil) async throws -> [ScheduledCall] {
-        let query = limit.map { [("limit", String(min(max($0, Self.limits.lowerBound), Self.limits.upperBound)))] } ?? []
+        let query =
+            limit.map { [("limit", String(min(max($0, Self.limits.lowerBound), Self.limits.upperBound)))] } ?? []
         let list: ScheduledCallList = try await client.call("GET", "/scheduled-calls", query: query)
         return list.scheduledCalls
     }
 
     /// `GET /groups/{id}/scheduled-calls`: the same, for one group.
     public func scheduledCalls(inGroup groupID: String) async throws -> [ScheduledCall] {
-        let list: ScheduledCallList = try await client.call("GET", "/groups/\(QueryEncoding.encode(groupID))/scheduled-calls")
+        let list: ScheduledCallList = try await client.call(
+            "GET", "/groups/\(QueryEncoding.encode(groupID))/scheduled-calls")
         return list.scheduledCalls
     }
 
     /// `POST /groups/{id}/scheduled-calls`: schedules a call for the group's members. Not
     /// repeatable (a copy would schedule a second one).
     public func schedule(_ call: ScheduleCall, inGroup groupID: String) async throws -> ScheduledCall {
-        try await client.call("POST", "/groups/\(QueryEncoding.encode(groupID))/scheduled-calls", body: call, repeatable: false)
+        try await client.call(
+            "POST", "/groups/\(QueryEncoding.encode(groupID))/scheduled-calls", body: call, repeatable: false)
     }
 
     /// `DELETE /groups/{id}/scheduled-calls/{scheduledCallId}`: cancels it.
     public func cancel(_ scheduledCallID: String, inGroup groupID: String) async throws {
         try await client.send(
-            "DELETE", "/groups/\(QueryEncoding.encode(groupID))/scheduled-calls/\(QueryEncoding.encode(scheduledCallID))")
+            "DELETE",
+            "/groups/\(QueryEncoding.encode(groupID))/scheduled-calls/\(QueryEncoding.encode(scheduledCallID))")
     }
 
     /// `POST /scheduled-calls/{id}/preauthorization`: a single-use pre-authorisation for this
@@ -50,7 +54,8 @@ public struct ScheduledCallClient: Sendable {
     /// `SCHEDULED_CALL_ENDED`: cancelled, or its call ended.
     public func preauthorize(_ scheduledCallID: String) async throws -> CallPreauthorization {
         // Repeatable: each copy issues a token of its own, and any one of them is as good.
-        try await client.call("POST", "/scheduled-calls/\(QueryEncoding.encode(scheduledCallID))/preauthorization", repeatable: true)
+        try await client.call(
+            "POST", "/scheduled-calls/\(QueryEncoding.encode(scheduledCallID))/preauthorization", repeatable: true)
     }
 
     /// `POST /calls/{id}/join` with a pre-authorisation: the call, and its media token when the
@@ -67,6 +72,7 @@ extension SwitchboardClient {
         // Repeatable as the plain join is: a repeat answers 409, held back by a hedging
         // transport while the first copy's answer is on its way.
         try await call(
-            "POST", "/calls/\(QueryEncoding.encode(callID))/join", body: JoinCall(preauthorization: preauthorization), repeatable: true)
+            "POST", "/calls/\(QueryEncoding.encode(callID))/join", body: JoinCall(preauthorization: preauthorization),
+            repeatable: true)
     }
 }

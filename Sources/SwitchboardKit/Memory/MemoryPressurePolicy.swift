@@ -64,8 +64,13 @@ public struct MemoryShedPlan: Sendable, Equatable {
     public static func plan(for level: MemoryPressureLevel) -> MemoryShedPlan {
         switch level {
         case .safe: MemoryShedPlan(level: level, caches: .keep, video: .unlimited, endsCalls: false)
-        case .warning: MemoryShedPlan(level: level, caches: .trimOptional, video: .capped(maxHeight: 720, maxBitrate: 1_200_000), endsCalls: false)
-        case .critical: MemoryShedPlan(level: level, caches: .purgeAll, video: .capped(maxHeight: 360, maxBitrate: 400_000), endsCalls: false)
+        case .warning:
+            MemoryShedPlan(
+                level: level, caches: .trimOptional, video: .capped(maxHeight: 720, maxBitrate: 1_200_000),
+                endsCalls: false)
+        case .critical:
+            MemoryShedPlan(
+                level: level, caches: .purgeAll, video: .capped(maxHeight: 360, maxBitrate: 400_000), endsCalls: false)
         case .fatal: MemoryShedPlan(level: level, caches: .purgeAll, video: .off, endsCalls: true)
         }
     }

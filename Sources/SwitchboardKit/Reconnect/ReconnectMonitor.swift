@@ -48,7 +48,9 @@ public final class ReconnectMonitor: Sendable {
     public func networkChanged(isOnline: Bool) {
         let moment = now()
         perform { state in
-            isOnline ? state.planner.networkRestored(at: moment, cursorLive: state.cursorLive) : state.planner.networkLost(at: moment)
+            isOnline
+                ? state.planner.networkRestored(at: moment, cursorLive: state.cursorLive)
+                : state.planner.networkLost(at: moment)
         }
     }
 
@@ -100,7 +102,9 @@ public final class ReconnectMonitor: Sendable {
 
     /// Waits `seconds` with `sleep` (while offline, up to ``offlineRetrySeconds``), or until a
     /// reconnect newer than `count` (``reconnectCount`` taken before the request that failed).
-    package func pause(_ seconds: Double, since count: Int, sleep: @escaping @Sendable (Double) async throws -> Void) async throws {
+    package func pause(
+        _ seconds: Double, since count: Int, sleep: @escaping @Sendable (Double) async throws -> Void
+    ) async throws {
         let duration = isOnline ? seconds : max(seconds, Self.offlineRetrySeconds)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await sleep(duration) }
@@ -127,7 +131,10 @@ public final class ReconnectMonitor: Sendable {
     }
 
     private func perform(_ decide: (inout State) -> ReconnectPlanner.Action) {
-        let (plan, waiters, handlers) = state.withLock { state -> (ReconnectPlanner.Plan?, [CheckedContinuation<Void, Never>], [@Sendable (ReconnectPlanner.Plan) -> Void]) in
+        let (plan, waiters, handlers) = state.withLock {
+            state -> (
+                ReconnectPlanner.Plan?, [CheckedContinuation<Void, Never>], [@Sendable (ReconnectPlanner.Plan) -> Void]
+            ) in
             guard case .reconnect(let plan) = decide(&state) else { return (nil, [], []) }
             state.reconnects += 1
             state.feedPlan = max(state.feedPlan ?? plan, plan)

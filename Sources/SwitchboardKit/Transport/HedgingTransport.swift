@@ -63,7 +63,9 @@ public final class HedgingTransport: HTTPTransport {
     /// and `now` (monotonic seconds) are injected for tests.
     public init(
         lanes: [any HTTPTransport], policy: HedgePolicy = HedgePolicy(),
-        sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(nanoseconds: UInt64(max(0, $0) * 1e9)) },
+        sleep: @escaping @Sendable (Double) async throws -> Void = {
+            try await Task.sleep(nanoseconds: UInt64(max(0, $0) * 1e9))
+        },
         now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
     ) {
         precondition(!lanes.isEmpty, "HedgingTransport needs at least one lane")
@@ -72,8 +74,10 @@ public final class HedgingTransport: HTTPTransport {
         self.lanes = lanes
         self.sleep = sleep
         self.now = now
-        state = LockedState(State(
-            policy: policy, inFlight: Array(repeating: 0, count: lanes.count), lastAnswer: Array(repeating: nil, count: lanes.count)))
+        state = LockedState(
+            State(
+                policy: policy, inFlight: Array(repeating: 0, count: lanes.count),
+                lastAnswer: Array(repeating: nil, count: lanes.count)))
     }
 
     /// Invalidates every lane.
@@ -149,7 +153,9 @@ public final class HedgingTransport: HTTPTransport {
         guard lanes.count > 1 else { return }
         let moment = now()
         let (cold, url) = state.withLock { state -> ([Int], URL?) in
-            if state.warmURL == nil, let url = request.url, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            if state.warmURL == nil, let url = request.url,
+                var parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
+            {
                 parts.path = "/healthz"
                 parts.query = nil
                 state.warmURL = parts.url
@@ -162,7 +168,8 @@ public final class HedgingTransport: HTTPTransport {
             // The request itself warms one of them, unless a warm idle lane takes it (``acquire``
             // prefers the lane that answered last).
             let warmIdle = state.inFlight.indices.contains { lane in
-                state.inFlight[lane] == 0 && (state.lastAnswer[lane].map { moment - $0 <= Self.keepWarmSeconds } ?? false)
+                state.inFlight[lane] == 0
+                    && (state.lastAnswer[lane].map { moment - $0 <= Self.keepWarmSeconds } ?? false)
             }
             let others = warmIdle ? cold : Array(cold.dropFirst())
             state.warming.formUnion(others)
@@ -178,7 +185,9 @@ public final class HedgingTransport: HTTPTransport {
     /// Lanes that answered within ``keepWarmSeconds``: their connection is likely open.
     private func warmLanes() -> Int {
         let moment = now()
-        return state.withLock { state in state.lastAnswer.filter { $0.map { moment - $0 <= Self.keepWarmSeconds } ?? false }.count }
+        return state.withLock { state in
+            state.lastAnswer.filter { $0.map { moment - $0 <= Self.keepWarmSeconds } ?? false }.count
+        }
     }
 
     private func warm(lane: Int, url: URL) {
@@ -274,11 +283,12 @@ public final class HedgingTransport: HTTPTransport {
         state.withLock { state in
             let unused = state.inFlight.indices.filter { !excluded.contains($0) }
             let candidates = unused.isEmpty ? Array(state.inFlight.indices) : unused
-            let lane = candidates.min { a, b in
-                if state.inFlight[a] != state.inFlight[b] { return state.inFlight[a] < state.inFlight[b] }
-                let answeredA = state.lastAnswer[a] ?? -.infinity, answeredB = state.lastAnswer[b] ?? -.infinity
-                return answeredA != answeredB ? answeredA > answeredB : a < b
-            } ?? 0
+            let lane =
+                candidates.min { a, b in
+                    if state.inFlight[a] != state.inFlight[b] { return state.inFlight[a] < state.inFlight[b] }
+                    let answeredA = state.lastAnswer[a] ?? -.infinity, answeredB = state.lastAnswer[b] ?? -.infinity
+                    return answeredA != answeredB ? answeredA > answeredB : a < b
+                } ?? 0
             state.inFlight[lane] += 1
             return lane
         }
@@ -295,7 +305,9 @@ public final class HedgingTransport: HTTPTransport {
         }
     }
 
-    private static func note(_ lane: Int, answered: Bool, at moment: Double, sentAt started: Double, in state: inout State) {
+    private static func note(
+        _ lane: Int, answered: Bool, at moment: Double, sentAt started: Double, in state: inout State
+    ) {
         if answered {
             state.lastAnswer[lane] = moment
         } else if let last = state.lastAnswer[lane], last < started {
@@ -388,7 +400,8 @@ final class HedgeRace: Sendable {
             // A success, or the server's final word: this answer, whatever else is out.
             if outcome == .success || outcome == .refused { return (.finish, answer) }
             state.kept.append((outcome, answer))
-            let step = HedgePolicy.step(after: outcome, inFlight: state.inFlight, unusedLanes: copies - state.used.count)
+            let step = HedgePolicy.step(
+                after: outcome, inFlight: state.inFlight, unusedLanes: copies - state.used.count)
             guard step == .finish else { return (step, nil) }
             let index = HedgePolicy.preferred(state.kept.map(\.0)) ?? (state.kept.count - 1)
             return (.finish, state.kept[index].1)
@@ -401,7 +414,8 @@ final class HedgeRace: Sendable {
     /// (unless the race leaves its losers be and `cancellingCopies` is not set).
     func finish(_ answer: HedgingTransport.Answer, cancellingCopies: Bool? = nil) {
         let cancelling = cancellingCopies ?? cancelsLosers
-        let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<HedgingTransport.Answer, Never>?, [Task<Void, Never>]) in
+        let (continuation, tasks) = state.withLock {
+            state -> (CheckedContinuation<HedgingTransport.Answer, Never>?, [Task<Void, Never>]) in
             let continuation = state.finished ? nil : state.continuation
             state.finished = true
             if cancelling { state.cancelled = true }

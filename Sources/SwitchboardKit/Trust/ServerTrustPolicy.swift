@@ -33,7 +33,8 @@ public struct ServerTrustPolicy: Sendable, Equatable {
     /// front of the server).
     public init(host: String, certificatePEM: String) throws(InvalidCertificate) {
         let begin = "-----BEGIN CERTIFICATE-----", end = "-----END CERTIFICATE-----"
-        guard let start = certificatePEM.range(of: begin), let stop = certificatePEM.range(of: end, range: start.upperBound..<certificatePEM.endIndex)
+        guard let start = certificatePEM.range(of: begin),
+            let stop = certificatePEM.range(of: end, range: start.upperBound..<certificatePEM.endIndex)
         else { throw InvalidCertificate(description: "no PEM certificate block") }
         let body = certificatePEM[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
         guard let der = Data(base64Encoded: String(body)), !der.isEmpty else {
@@ -44,7 +45,9 @@ public struct ServerTrustPolicy: Sendable, Equatable {
 
     /// The decision for `host` presenting `leafCertificateDER` (nil when none could be read).
     public func decision(host candidate: String, leafCertificateDER: Data?) -> Decision {
-        guard candidate.lowercased() == host, let leafCertificateDER, leafCertificateDER == certificateDER else { return .systemDefault }
+        guard candidate.lowercased() == host, let leafCertificateDER, leafCertificateDER == certificateDER else {
+            return .systemDefault
+        }
         return .trust
     }
 }
@@ -59,7 +62,8 @@ public final class PinnedCertificateTransport: HTTPTransport {
     private let session: URLSession
 
     public init(policy: ServerTrustPolicy, configuration: URLSessionConfiguration = .ephemeral) {
-        session = URLSession(configuration: configuration, delegate: PinnedTrustDelegate(policy: policy), delegateQueue: nil)
+        session = URLSession(
+            configuration: configuration, delegate: PinnedTrustDelegate(policy: policy), delegateQueue: nil)
     }
 
     /// Lets requests in flight finish, then releases the session and its delegate.
@@ -86,7 +90,7 @@ final class PinnedTrustDelegate: NSObject, URLSessionDelegate, Sendable {
         _ session: URLSession, didReceive challenge: URLAuthenticationChallenge
     ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
         guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
-              let trust = challenge.protectionSpace.serverTrust
+            let trust = challenge.protectionSpace.serverTrust
         else { return (.performDefaultHandling, nil) }
         let chain = SecTrustCopyCertificateChain(trust) as? [SecCertificate]
         let leaf = chain?.first.map { SecCertificateCopyData($0) as Data }

@@ -29,7 +29,9 @@ public protocol AccountRepository {
     /// The live session whose token hashes to `tokenHash`, and its user, unless it expired:
     /// started before `startedAfterMS` or last used before `seenAfterMS`; with when it was
     /// last used (ms).
-    func principal(forTokenHash tokenHash: [UInt8], startedAfterMS: Int64, seenAfterMS: Int64) throws -> (Principal, seenAtMS: Int64)?
+    func principal(
+        forTokenHash tokenHash: [UInt8], startedAfterMS: Int64, seenAfterMS: Int64
+    ) throws -> (Principal, seenAtMS: Int64)?
     /// Records that the session was used at `nowMS`.
     func touchSession(_ id: String, at nowMS: Int64) throws
     func isSessionLive(_ id: String) throws -> Bool

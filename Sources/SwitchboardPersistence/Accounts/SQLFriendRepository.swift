@@ -15,8 +15,10 @@ package struct SQLFriendRepository: FriendRepository {
 
     package func pendingRequest(between a: String, and b: String) throws -> FriendRequest? {
         try requests(
-            where: "r.state = 'pending' AND ((r.from_user = ?1 AND r.to_user = ?2) OR (r.from_user = ?2 AND r.to_user = ?1))",
-            [.text(a), .text(b)]).first
+            where:
+                "r.state = 'pending' AND ((r.from_user = ?1 AND r.to_user = ?2) OR (r.from_user = ?2 AND r.to_user = ?1))",
+            [.text(a), .text(b)]
+        ).first
     }
 
     package func pendingRequests(involving userID: String) throws -> [FriendRequest] {
@@ -30,7 +32,9 @@ package struct SQLFriendRepository: FriendRepository {
     }
 
     package func settleRequest(_ id: String, as state: FriendRequestState, at timestamp: String) throws {
-        try connection.run("UPDATE friend_requests SET state = ?, updated_at = ? WHERE id = ?", [.text(state.rawValue), .text(timestamp), .text(id)])
+        try connection.run(
+            "UPDATE friend_requests SET state = ?, updated_at = ? WHERE id = ?",
+            [.text(state.rawValue), .text(timestamp), .text(id)])
     }
 
     package func cancelPendingRequests(between a: String, and b: String, at timestamp: String) throws -> Int {
@@ -42,7 +46,8 @@ package struct SQLFriendRepository: FriendRepository {
     package func friendship(between a: String, and b: String) throws -> Friendship? {
         let (first, second) = Self.ordered(a, b)
         return try connection.query(
-            "SELECT conversation_id, created_at FROM friendships WHERE user_a = ? AND user_b = ?", [.text(first), .text(second)]
+            "SELECT conversation_id, created_at FROM friendships WHERE user_a = ? AND user_b = ?",
+            [.text(first), .text(second)]
         ).first.map { Friendship(conversationID: try $0.string("conversation_id"), since: try $0.string("created_at")) }
     }
 
@@ -66,22 +71,31 @@ package struct SQLFriendRepository: FriendRepository {
             WHERE f.user_a = ?1 OR f.user_b = ?1 ORDER BY u.username
             """,
             [.text(userID)]
-        ).map { Friend(user: try SQLAccountRepository.user(from: $0), conversationId: try $0.string("conversation_id"), since: try $0.string("created_at")) }
+        ).map {
+            Friend(
+                user: try SQLAccountRepository.user(from: $0), conversationId: try $0.string("conversation_id"),
+                since: try $0.string("created_at"))
+        }
     }
 
     package func isBlocked(between a: String, and b: String) throws -> Bool {
         try !connection.query(
-            "SELECT 1 FROM blocks WHERE (blocker = ?1 AND blocked = ?2) OR (blocker = ?2 AND blocked = ?1) LIMIT 1", [.text(a), .text(b)]
+            "SELECT 1 FROM blocks WHERE (blocker = ?1 AND blocked = ?2) OR (blocker = ?2 AND blocked = ?1) LIMIT 1",
+            [.text(a), .text(b)]
         ).isEmpty
     }
 
     package func blockedAt(blocker: String, blocked: String) throws -> String? {
-        try connection.query("SELECT created_at FROM blocks WHERE blocker = ? AND blocked = ?", [.text(blocker), .text(blocked)])
-            .first.map { try $0.string("created_at") }
+        try connection.query(
+            "SELECT created_at FROM blocks WHERE blocker = ? AND blocked = ?", [.text(blocker), .text(blocked)]
+        )
+        .first.map { try $0.string("created_at") }
     }
 
     package func addBlock(blocker: String, blocked: String, at timestamp: String) throws {
-        try connection.run("INSERT INTO blocks (blocker, blocked, created_at) VALUES (?, ?, ?)", [.text(blocker), .text(blocked), .text(timestamp)])
+        try connection.run(
+            "INSERT INTO blocks (blocker, blocked, created_at) VALUES (?, ?, ?)",
+            [.text(blocker), .text(blocked), .text(timestamp)])
     }
 
     package func removeBlock(blocker: String, blocked: String) throws -> Bool {
@@ -96,26 +110,34 @@ package struct SQLFriendRepository: FriendRepository {
     }
 
     package func conversation(_ id: String) throws -> StoredConversation? {
-        try connection.query("SELECT id, user_a, user_b, created_at FROM conversations WHERE id = ?", [.text(id)]).first.map {
-            StoredConversation(id: try $0.string("id"), userA: try $0.string("user_a"), userB: try $0.string("user_b"), createdAt: try $0.string("created_at"))
-        }
+        try connection.query("SELECT id, user_a, user_b, created_at FROM conversations WHERE id = ?", [.text(id)]).first
+            .map {
+                StoredConversation(
+                    id: try $0.string("id"), userA: try $0.string("user_a"), userB: try $0.string("user_b"),
+                    createdAt: try $0.string("created_at"))
+            }
     }
 
     package func conversationID(between a: String, and b: String) throws -> String? {
         let (first, second) = Self.ordered(a, b)
-        return try connection.query("SELECT id FROM conversations WHERE user_a = ? AND user_b = ?", [.text(first), .text(second)])
-            .first.map { try $0.string("id") }
+        return try connection.query(
+            "SELECT id FROM conversations WHERE user_a = ? AND user_b = ?", [.text(first), .text(second)]
+        )
+        .first.map { try $0.string("id") }
     }
 
     package func createConversation(id: String, between a: String, and b: String, at timestamp: String) throws {
         let (first, second) = Self.ordered(a, b)
         try connection.run(
-            "INSERT INTO conversations (id, user_a, user_b, created_at) VALUES (?, ?, ?, ?)", [.text(id), .text(first), .text(second), .text(timestamp)])
+            "INSERT INTO conversations (id, user_a, user_b, created_at) VALUES (?, ?, ?, ?)",
+            [.text(id), .text(first), .text(second), .text(timestamp)])
     }
 
     package func conversationIDs(of userID: String) throws -> [String] {
-        try connection.query("SELECT id FROM conversations WHERE user_a = ?1 OR user_b = ?1 ORDER BY created_at, id", [.text(userID)])
-            .map { try $0.string("id") }
+        try connection.query(
+            "SELECT id FROM conversations WHERE user_a = ?1 OR user_b = ?1 ORDER BY created_at, id", [.text(userID)]
+        )
+        .map { try $0.string("id") }
     }
 
     private func requests(where condition: String, _ bindings: [SQLiteValue]) throws -> [FriendRequest] {
@@ -131,7 +153,8 @@ package struct SQLFriendRepository: FriendRepository {
         ).map { row in
             FriendRequest(
                 id: try row.string("request_id"), from: try SQLAccountRepository.user(from: row, prefix: "f_"),
-                to: try SQLAccountRepository.user(from: row, prefix: "t_"), state: try row.known("state", as: FriendRequestState.self),
+                to: try SQLAccountRepository.user(from: row, prefix: "t_"),
+                state: try row.known("state", as: FriendRequestState.self),
                 createdAt: try row.string("created_at"), updatedAt: try row.string("updated_at"))
         }
     }

@@ -7,15 +7,20 @@ package struct SQLGroupRepository: GroupRepository {
     package let connection: any SQLExecutor
 
     package func createGroup(id: String, name: String, ownerID: String, at timestamp: String) throws {
-        try connection.run("INSERT INTO groups (id, name, owner_id, created_at) VALUES (?, ?, ?, ?)", [.text(id), .text(name), .text(ownerID), .text(timestamp)])
+        try connection.run(
+            "INSERT INTO groups (id, name, owner_id, created_at) VALUES (?, ?, ?, ?)",
+            [.text(id), .text(name), .text(ownerID), .text(timestamp)])
     }
 
     package func addMember(_ userID: String, to groupID: String, at timestamp: String) throws {
-        try connection.run("INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)", [.text(groupID), .text(userID), .text(timestamp)])
+        try connection.run(
+            "INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)",
+            [.text(groupID), .text(userID), .text(timestamp)])
     }
 
     package func removeMember(_ userID: String, from groupID: String) throws {
-        try connection.run("DELETE FROM group_members WHERE group_id = ? AND user_id = ?", [.text(groupID), .text(userID)])
+        try connection.run(
+            "DELETE FROM group_members WHERE group_id = ? AND user_id = ?", [.text(groupID), .text(userID)])
     }
 
     package func rename(_ groupID: String, to name: String) throws {
@@ -34,7 +39,11 @@ package struct SQLGroupRepository: GroupRepository {
             WHERE g.id = ? AND g.dissolved_at IS NULL
             """,
             [.text(userID), .text(groupID)]
-        ).first.map { StoredGroup(id: groupID, name: try $0.string("name"), ownerID: try $0.string("owner_id"), createdAt: try $0.string("created_at")) }
+        ).first.map {
+            StoredGroup(
+                id: groupID, name: try $0.string("name"), ownerID: try $0.string("owner_id"),
+                createdAt: try $0.string("created_at"))
+        }
     }
 
     package func name(of groupID: String) throws -> String? {
@@ -42,8 +51,10 @@ package struct SQLGroupRepository: GroupRepository {
     }
 
     package func memberIDs(of groupID: String) throws -> [String] {
-        try connection.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, user_id", [.text(groupID)])
-            .map { try $0.string("user_id") }
+        try connection.query(
+            "SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, user_id", [.text(groupID)]
+        )
+        .map { try $0.string("user_id") }
     }
 
     package func members(of groupID: String) throws -> [GroupMember] {

@@ -14,16 +14,22 @@ package struct SQLMessageRepository: MessageRepository {
     }
 
     package func message(sentBy senderID: String, clientID: String) throws -> Message? {
-        try connection.query("SELECT * FROM messages WHERE sender_id = ? AND client_id = ?", [.text(senderID), .text(clientID)])
-            .first.map(Self.message(from:))
+        try connection.query(
+            "SELECT * FROM messages WHERE sender_id = ? AND client_id = ?", [.text(senderID), .text(clientID)]
+        )
+        .first.map(Self.message(from:))
     }
 
     package func insert(_ message: Message, clientID: String?) throws {
-        let (column, scopeID) = message.groupId.map { ("group_id", $0) } ?? ("conversation_id", message.conversationId ?? "")
+        let (column, scopeID) =
+            message.groupId.map { ("group_id", $0) } ?? ("conversation_id", message.conversationId ?? "")
         try connection.run(
             "INSERT INTO messages (id, \(column), sender_id, client_id, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [.text(message.id), .text(scopeID), .text(message.senderId), clientID.map(SQLiteValue.text) ?? .null, .text(message.text),
-             .text(message.createdAt)])
+            [
+                .text(message.id), .text(scopeID), .text(message.senderId), clientID.map(SQLiteValue.text) ?? .null,
+                .text(message.text),
+                .text(message.createdAt),
+            ])
     }
 
     package func page(in scope: MessageScope, before messageID: String?, limit: Int) throws -> MessagePage? {
@@ -35,10 +41,13 @@ package struct SQLMessageRepository: MessageRepository {
         let rows = try connection.query(
             "SELECT * FROM messages WHERE \(Self.column(scope)) = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
             [.text(scope.id), .integer(beforeSeq), .integer(Int64(limit + 1))])
-        return MessagePage(messages: try rows.prefix(limit).reversed().map(Self.message(from:)), hasMore: rows.count > limit)
+        return MessagePage(
+            messages: try rows.prefix(limit).reversed().map(Self.message(from:)), hasMore: rows.count > limit)
     }
 
-    package func markRead(_ messageID: String, in scope: MessageScope, by userID: String, at timestamp: String) throws -> Bool? {
+    package func markRead(
+        _ messageID: String, in scope: MessageScope, by userID: String, at timestamp: String
+    ) throws -> Bool? {
         guard let seq = try seq(of: messageID, in: scope) else { return nil }
         return try connection.run(
             """
@@ -56,12 +65,18 @@ package struct SQLMessageRepository: MessageRepository {
             JOIN messages m ON m.seq = r.message_seq WHERE r.scope_id = ? ORDER BY r.user_id
             """,
             [.text(scope.id)]
-        ).map { ReadMarker(userId: try $0.string("user_id"), messageId: try $0.string("message_id"), updatedAt: try $0.string("updated_at")) }
+        ).map {
+            ReadMarker(
+                userId: try $0.string("user_id"), messageId: try $0.string("message_id"),
+                updatedAt: try $0.string("updated_at"))
+        }
     }
 
     private func seq(of messageID: String, in scope: MessageScope) throws -> Int64? {
-        try connection.query("SELECT seq FROM messages WHERE id = ? AND \(Self.column(scope)) = ?", [.text(messageID), .text(scope.id)])
-            .first?.int64("seq")
+        try connection.query(
+            "SELECT seq FROM messages WHERE id = ? AND \(Self.column(scope)) = ?", [.text(messageID), .text(scope.id)]
+        )
+        .first?.int64("seq")
     }
 
     private static func message(from row: SQLiteRow) throws -> Message {

@@ -141,10 +141,11 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
     }
 
     package func sourceCount(of owner: CallDirectoryOwner, kind: CallDirectoryKind) throws -> Int {
-        Int(try connection.query(
-            "SELECT count(*) AS n FROM call_directory_sources WHERE owner_id = ?1 AND owner_kind = ?2 AND kind = ?3",
-            [.text(owner.id), .text(owner.kindName), .text(kind.rawValue)]
-        ).first?.int64("n") ?? 0)
+        Int(
+            try connection.query(
+                "SELECT count(*) AS n FROM call_directory_sources WHERE owner_id = ?1 AND owner_kind = ?2 AND kind = ?3",
+                [.text(owner.id), .text(owner.kindName), .text(kind.rawValue)]
+            ).first?.int64("n") ?? 0)
     }
 
     package func putSource(_ entry: CallDirectoryEntry, of owner: CallDirectoryOwner) throws {
@@ -153,7 +154,10 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
             INSERT INTO call_directory_sources (owner_kind, owner_id, kind, number, label) VALUES (?1, ?2, ?3, ?4, ?5)
             ON CONFLICT (owner_id, kind, number, owner_kind) DO UPDATE SET label = excluded.label
             """,
-            [.text(owner.kindName), .text(owner.id), .text(entry.kind.rawValue), .integer(entry.number), entry.label.map { .text($0) } ?? .null])
+            [
+                .text(owner.kindName), .text(owner.id), .text(entry.kind.rawValue), .integer(entry.number),
+                entry.label.map { .text($0) } ?? .null,
+            ])
     }
 
     package func removeSource(kind: CallDirectoryKind, number: Int64, of owner: CallDirectoryOwner) throws -> Bool {
@@ -163,7 +167,9 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
     }
 
     package func removeSources(of owner: CallDirectoryOwner) throws {
-        try connection.run("DELETE FROM call_directory_sources WHERE owner_id = ?1 AND owner_kind = ?2", [.text(owner.id), .text(owner.kindName)])
+        try connection.run(
+            "DELETE FROM call_directory_sources WHERE owner_id = ?1 AND owner_kind = ?2",
+            [.text(owner.id), .text(owner.kindName)])
     }
 
     package func merged(for userID: String, kind: CallDirectoryKind, numbers: [Int64]) throws -> [Int64: String?] {
@@ -204,15 +210,19 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
 
     package func entries(of userID: String) throws -> [CallDirectoryEntry] {
         try connection.query(
-            "SELECT kind, number, label FROM call_directory_entries WHERE user_id = ?1 ORDER BY kind, number", [.text(userID)]
+            "SELECT kind, number, label FROM call_directory_entries WHERE user_id = ?1 ORDER BY kind, number",
+            [.text(userID)]
         ).compactMap { row in
             guard let kind = CallDirectoryKind(rawValue: try row.string("kind")) else { return nil }
-            return CallDirectoryEntry(kind: kind, number: try row.int64("number"), label: try row.optionalString("label"))
+            return CallDirectoryEntry(
+                kind: kind, number: try row.int64("number"), label: try row.optionalString("label"))
         }
     }
 
     package func entryCount(of userID: String) throws -> Int {
-        Int(try connection.query("SELECT count(*) AS n FROM call_directory_entries WHERE user_id = ?1", [.text(userID)]).first?.int64("n") ?? 0)
+        Int(
+            try connection.query("SELECT count(*) AS n FROM call_directory_entries WHERE user_id = ?1", [.text(userID)])
+                .first?.int64("n") ?? 0)
     }
 
     package func putEntry(_ entry: CallDirectoryEntry, of userID: String) throws {
@@ -231,9 +241,11 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
     }
 
     package func version(of userID: String) throws -> (version: Int64, floor: Int64) {
-        guard let row = try connection.query(
-            "SELECT version, floor FROM call_directory_versions WHERE user_id = ?1", [.text(userID)]
-        ).first else { return (0, 0) }
+        guard
+            let row = try connection.query(
+                "SELECT version, floor FROM call_directory_versions WHERE user_id = ?1", [.text(userID)]
+            ).first
+        else { return (0, 0) }
         return (try row.int64("version"), try row.int64("floor"))
     }
 
@@ -252,8 +264,11 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
             INSERT INTO call_directory_changes (user_id, version, seq, kind, number, label, op, created_at_ms)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
             """,
-            [.text(userID), .integer(change.version), .integer(Int64(seq)), .text(change.entry.kind.rawValue), .integer(change.entry.number),
-             change.entry.label.map { .text($0) } ?? .null, .text(change.added ? "add" : "remove"), .integer(nowMS)])
+            [
+                .text(userID), .integer(change.version), .integer(Int64(seq)), .text(change.entry.kind.rawValue),
+                .integer(change.entry.number),
+                change.entry.label.map { .text($0) } ?? .null, .text(change.added ? "add" : "remove"), .integer(nowMS),
+            ])
     }
 
     package func changes(of userID: String, after version: Int64) throws -> [CallDirectoryChange] {
@@ -264,15 +279,18 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
             guard let kind = CallDirectoryKind(rawValue: try row.string("kind")) else { return nil }
             return CallDirectoryChange(
                 version: try row.int64("version"),
-                entry: CallDirectoryEntry(kind: kind, number: try row.int64("number"), label: try row.optionalString("label")),
+                entry: CallDirectoryEntry(
+                    kind: kind, number: try row.int64("number"), label: try row.optionalString("label")),
                 added: try row.string("op") == "add")
         }
     }
 
     package func changeCount(of userID: String, after version: Int64) throws -> Int {
-        Int(try connection.query(
-            "SELECT count(*) AS n FROM call_directory_changes WHERE user_id = ?1 AND version > ?2", [.text(userID), .integer(version)]
-        ).first?.int64("n") ?? 0)
+        Int(
+            try connection.query(
+                "SELECT count(*) AS n FROM call_directory_changes WHERE user_id = ?1 AND version > ?2",
+                [.text(userID), .integer(version)]
+            ).first?.int64("n") ?? 0)
     }
 
     package func prune(before cutoffMS: Int64) throws -> Int {
@@ -294,14 +312,17 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
     }
 
     package func organization(_ id: String) throws -> StoredOrganization? {
-        try connection.query("SELECT id, name, created_at FROM organizations WHERE id = ?1", [.text(id)]).first.map { row in
-            StoredOrganization(id: try row.string("id"), name: try row.string("name"), createdAt: try row.string("created_at"))
+        try connection.query("SELECT id, name, created_at FROM organizations WHERE id = ?1", [.text(id)]).first.map {
+            row in
+            StoredOrganization(
+                id: try row.string("id"), name: try row.string("name"), createdAt: try row.string("created_at"))
         }
     }
 
     package func organizations() throws -> [StoredOrganization] {
         try connection.query("SELECT id, name, created_at FROM organizations ORDER BY name, id", []).map { row in
-            StoredOrganization(id: try row.string("id"), name: try row.string("name"), createdAt: try row.string("created_at"))
+            StoredOrganization(
+                id: try row.string("id"), name: try row.string("name"), createdAt: try row.string("created_at"))
         }
     }
 
@@ -317,14 +338,16 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
 
     package func members(of organizationID: String) throws -> [String] {
         try connection.query(
-            "SELECT user_id FROM organization_members WHERE organization_id = ?1 ORDER BY user_id", [.text(organizationID)]
+            "SELECT user_id FROM organization_members WHERE organization_id = ?1 ORDER BY user_id",
+            [.text(organizationID)]
         ).map { try $0.string("user_id") }
     }
 
     package func memberCount(of organizationID: String) throws -> Int {
-        Int(try connection.query(
-            "SELECT count(*) AS n FROM organization_members WHERE organization_id = ?1", [.text(organizationID)]
-        ).first?.int64("n") ?? 0)
+        Int(
+            try connection.query(
+                "SELECT count(*) AS n FROM organization_members WHERE organization_id = ?1", [.text(organizationID)]
+            ).first?.int64("n") ?? 0)
     }
 
     package func addMember(_ userID: String, to organizationID: String, at timestamp: String) throws -> Bool {
@@ -338,7 +361,8 @@ package struct SQLCallDirectoryRepository: CallDirectoryRepository {
 
     package func removeMember(_ userID: String, from organizationID: String) throws -> Bool {
         try connection.run(
-            "DELETE FROM organization_members WHERE organization_id = ?1 AND user_id = ?2", [.text(organizationID), .text(userID)]) > 0
+            "DELETE FROM organization_members WHERE organization_id = ?1 AND user_id = ?2",
+            [.text(organizationID), .text(userID)]) > 0
     }
 
     private static func chunks(_ numbers: [Int64]) -> [ArraySlice<Int64>] {

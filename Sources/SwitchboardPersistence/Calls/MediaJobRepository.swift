@@ -14,7 +14,10 @@ package struct MediaJob: Sendable, Equatable {
     package var createdAtMS: Int64
     package var lastError: String?
 
-    package init(id: String, callID: String, action: MediaAction, attempts: Int, nextAttemptMS: Int64, createdAtMS: Int64, lastError: String? = nil) {
+    package init(
+        id: String, callID: String, action: MediaAction, attempts: Int, nextAttemptMS: Int64, createdAtMS: Int64,
+        lastError: String? = nil
+    ) {
         self.id = id
         self.callID = callID
         self.action = action
@@ -47,10 +50,11 @@ package struct SQLMediaJobRepository: MediaJobRepository {
     package let connection: any SQLExecutor
 
     package func enqueue(id: String, callID: String, action: MediaAction, at nowMS: Int64) throws {
-        let (kind, room, identity): (String, String, String?) = switch action {
-        case .deleteRoom(let room): ("delete_room", room, nil)
-        case .removeParticipant(let room, let identity): ("remove_participant", room, identity)
-        }
+        let (kind, room, identity): (String, String, String?) =
+            switch action {
+            case .deleteRoom(let room): ("delete_room", room, nil)
+            case .removeParticipant(let room, let identity): ("remove_participant", room, identity)
+            }
         try connection.run(
             """
             INSERT INTO media_jobs (id, call_id, action, room, identity, attempts, next_attempt_ms, created_at_ms)
@@ -75,7 +79,8 @@ package struct SQLMediaJobRepository: MediaJobRepository {
             default: return nil
             }
             return MediaJob(
-                id: try row.string("id"), callID: try row.string("call_id"), action: action, attempts: try row.int("attempts"),
+                id: try row.string("id"), callID: try row.string("call_id"), action: action,
+                attempts: try row.int("attempts"),
                 nextAttemptMS: try row.int64("next_attempt_ms"), createdAtMS: try row.int64("created_at_ms"),
                 lastError: try row.optionalString("last_error"))
         }

@@ -12,7 +12,10 @@ package struct StoredScheduledCall: Sendable, Equatable {
     package var callID: String?
     package var cancelledAt: String?
 
-    package init(id: String, groupID: String, title: String? = nil, mode: String, startsAtMS: Int64, createdBy: String, createdAt: String, callID: String? = nil, cancelledAt: String? = nil) {
+    package init(
+        id: String, groupID: String, title: String? = nil, mode: String, startsAtMS: Int64, createdBy: String,
+        createdAt: String, callID: String? = nil, cancelledAt: String? = nil
+    ) {
         self.id = id
         self.groupID = groupID
         self.title = title
@@ -42,7 +45,9 @@ package protocol ScheduledCallRepository {
     /// Links the group's scheduled call starting nearest to `nowMS`, within
     /// `earliestMS...latestMS` of start times and not linked or cancelled, to `callID`;
     /// answers it, or nil when there is none.
-    func link(callID: String, inGroup groupID: String, nowMS: Int64, startsWithin earliestMS: Int64, _ latestMS: Int64) throws -> StoredScheduledCall?
+    func link(
+        callID: String, inGroup groupID: String, nowMS: Int64, startsWithin earliestMS: Int64, _ latestMS: Int64
+    ) throws -> StoredScheduledCall?
 
     func insertPreauthorization(tokenHash: [UInt8], scheduledCallID: String, userID: String, expiresAtMS: Int64) throws
     /// Marks the pre-authorisation used if it is `userID`'s, unused, unexpired at `nowMS` and
@@ -56,24 +61,32 @@ package protocol ScheduledCallRepository {
 package struct SQLScheduledCallRepository: ScheduledCallRepository {
     package let connection: any SQLExecutor
 
-    private static let columns = "id, group_id, title, mode, starts_at_ms, created_by, created_at, call_id, cancelled_at"
+    private static let columns =
+        "id, group_id, title, mode, starts_at_ms, created_by, created_at, call_id, cancelled_at"
 
     private static func row(_ row: SQLiteRow) throws -> StoredScheduledCall {
         StoredScheduledCall(
-            id: try row.string("id"), groupID: try row.string("group_id"), title: try row.optionalString("title"), mode: try row.string("mode"),
-            startsAtMS: try row.int64("starts_at_ms"), createdBy: try row.string("created_by"), createdAt: try row.string("created_at"),
+            id: try row.string("id"), groupID: try row.string("group_id"), title: try row.optionalString("title"),
+            mode: try row.string("mode"),
+            startsAtMS: try row.int64("starts_at_ms"), createdBy: try row.string("created_by"),
+            createdAt: try row.string("created_at"),
             callID: try row.optionalString("call_id"), cancelledAt: try row.optionalString("cancelled_at"))
     }
 
     package func insert(_ call: StoredScheduledCall) throws {
         try connection.run(
             "INSERT INTO scheduled_calls (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            [.text(call.id), .text(call.groupID), call.title.map { .text($0) } ?? .null, .text(call.mode), .integer(call.startsAtMS),
-             .text(call.createdBy), .text(call.createdAt), call.callID.map { .text($0) } ?? .null, call.cancelledAt.map { .text($0) } ?? .null])
+            [
+                .text(call.id), .text(call.groupID), call.title.map { .text($0) } ?? .null, .text(call.mode),
+                .integer(call.startsAtMS),
+                .text(call.createdBy), .text(call.createdAt), call.callID.map { .text($0) } ?? .null,
+                call.cancelledAt.map { .text($0) } ?? .null,
+            ])
     }
 
     package func scheduledCall(_ id: String) throws -> StoredScheduledCall? {
-        try connection.query("SELECT \(Self.columns) FROM scheduled_calls WHERE id = ?1", [.text(id)]).first.map(Self.row)
+        try connection.query("SELECT \(Self.columns) FROM scheduled_calls WHERE id = ?1", [.text(id)]).first.map(
+            Self.row)
     }
 
     package func upcoming(inGroup groupID: String, from fromMS: Int64) throws -> [StoredScheduledCall] {
@@ -101,10 +114,14 @@ package struct SQLScheduledCallRepository: ScheduledCallRepository {
     }
 
     package func cancel(_ id: String, at timestamp: String) throws {
-        try connection.run("UPDATE scheduled_calls SET cancelled_at = ?2 WHERE id = ?1 AND cancelled_at IS NULL", [.text(id), .text(timestamp)])
+        try connection.run(
+            "UPDATE scheduled_calls SET cancelled_at = ?2 WHERE id = ?1 AND cancelled_at IS NULL",
+            [.text(id), .text(timestamp)])
     }
 
-    package func link(callID: String, inGroup groupID: String, nowMS: Int64, startsWithin earliestMS: Int64, _ latestMS: Int64) throws -> StoredScheduledCall? {
+    package func link(
+        callID: String, inGroup groupID: String, nowMS: Int64, startsWithin earliestMS: Int64, _ latestMS: Int64
+    ) throws -> StoredScheduledCall? {
         let candidates = try connection.query(
             """
             SELECT \(Self.columns) FROM scheduled_calls
@@ -113,19 +130,25 @@ package struct SQLScheduledCallRepository: ScheduledCallRepository {
             """,
             [.text(groupID), .integer(earliestMS), .integer(latestMS)]
         ).map(Self.row)
-        guard var nearest = candidates.min(by: { abs($0.startsAtMS - nowMS) < abs($1.startsAtMS - nowMS) }) else { return nil }
+        guard var nearest = candidates.min(by: { abs($0.startsAtMS - nowMS) < abs($1.startsAtMS - nowMS) }) else {
+            return nil
+        }
         try connection.run("UPDATE scheduled_calls SET call_id = ?2 WHERE id = ?1", [.text(nearest.id), .text(callID)])
         nearest.callID = callID
         return nearest
     }
 
-    package func insertPreauthorization(tokenHash: [UInt8], scheduledCallID: String, userID: String, expiresAtMS: Int64) throws {
+    package func insertPreauthorization(
+        tokenHash: [UInt8], scheduledCallID: String, userID: String, expiresAtMS: Int64
+    ) throws {
         try connection.run(
             "INSERT INTO call_preauthorizations (token_hash, scheduled_call_id, user_id, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
             [.blob(tokenHash), .text(scheduledCallID), .text(userID), .integer(expiresAtMS)])
     }
 
-    package func redeem(tokenHash: [UInt8], userID: String, callID: String, nowMS: Int64, at timestamp: String) throws -> Bool {
+    package func redeem(
+        tokenHash: [UInt8], userID: String, callID: String, nowMS: Int64, at timestamp: String
+    ) throws -> Bool {
         try connection.run(
             """
             UPDATE call_preauthorizations SET used_at = ?5

@@ -13,7 +13,10 @@ package struct StoredE2EEItem: Sendable, Equatable {
     package var ciphertext: [UInt8]
     package var createdAt: String
 
-    package init(deviceID: String, sequence: Int64, scope: MessageScope, messageID: String, kind: String, senderUserID: String, senderDeviceID: String, ciphertext: [UInt8], createdAt: String) {
+    package init(
+        deviceID: String, sequence: Int64, scope: MessageScope, messageID: String, kind: String, senderUserID: String,
+        senderDeviceID: String, ciphertext: [UInt8], createdAt: String
+    ) {
         self.deviceID = deviceID
         self.sequence = sequence
         self.scope = scope
@@ -77,7 +80,9 @@ package protocol E2EERepository {
     /// Appends one item to the device's queue and returns its sequence.
     func append(_ item: StoredE2EEItem, atMS nowMS: Int64) throws -> Int64
     /// Up to `limit` items of the device in the scope after `sequence`, ascending.
-    func items(of deviceID: String, in scope: MessageScope, after sequence: Int64, limit: Int) throws -> [StoredE2EEItem]
+    func items(
+        of deviceID: String, in scope: MessageScope, after sequence: Int64, limit: Int
+    ) throws -> [StoredE2EEItem]
     /// How far the device acknowledged the scope (0 when never).
     func acknowledged(by deviceID: String, in scope: MessageScope) throws -> Int64
     /// The device processed its items of the scope up to `sequence`: they go.
@@ -98,7 +103,8 @@ package struct SQLE2EERepository: E2EERepository {
 
     package func device(_ deviceID: String) throws -> StoredE2EEDevice? {
         try connection.query(
-            "SELECT device_id, user_id, created_at, last_sequence, removed_at FROM e2ee_devices WHERE device_id = ?1", [.text(deviceID)]
+            "SELECT device_id, user_id, created_at, last_sequence, removed_at FROM e2ee_devices WHERE device_id = ?1",
+            [.text(deviceID)]
         ).first.map(Self.device(from:))
     }
 
@@ -128,19 +134,23 @@ package struct SQLE2EERepository: E2EERepository {
         try connection.run("DELETE FROM e2ee_items WHERE device_id = ?1", [.text(deviceID)])
         try connection.run("DELETE FROM e2ee_acks WHERE device_id = ?1", [.text(deviceID)])
         return try connection.run(
-            "UPDATE e2ee_devices SET removed_at = 'removed' WHERE device_id = ?1 AND removed_at IS NULL", [.text(deviceID)]) > 0
+            "UPDATE e2ee_devices SET removed_at = 'removed' WHERE device_id = ?1 AND removed_at IS NULL",
+            [.text(deviceID)]) > 0
     }
 
     package func dropScope(_ scope: MessageScope) throws {
-        try connection.run("DELETE FROM e2ee_items WHERE scope_id = ?1 AND scope_kind = ?2", [.text(scope.id), .text(scope.kindName)])
+        try connection.run(
+            "DELETE FROM e2ee_items WHERE scope_id = ?1 AND scope_kind = ?2", [.text(scope.id), .text(scope.kindName)])
         try connection.run("DELETE FROM e2ee_acks WHERE scope_id = ?1", [.text(scope.id)])
     }
 
     package func append(_ item: StoredE2EEItem, atMS nowMS: Int64) throws -> Int64 {
-        guard let sequence = try connection.query(
-            "UPDATE e2ee_devices SET last_sequence = last_sequence + 1 WHERE device_id = ?1 AND removed_at IS NULL RETURNING last_sequence",
-            [.text(item.deviceID)]
-        ).first?.int64("last_sequence") else {
+        guard
+            let sequence = try connection.query(
+                "UPDATE e2ee_devices SET last_sequence = last_sequence + 1 WHERE device_id = ?1 AND removed_at IS NULL RETURNING last_sequence",
+                [.text(item.deviceID)]
+            ).first?.int64("last_sequence")
+        else {
             throw NoSuchE2EEDevice(deviceID: item.deviceID)
         }
         try connection.run(
@@ -148,13 +158,19 @@ package struct SQLE2EERepository: E2EERepository {
             INSERT INTO e2ee_items (device_id, sequence, scope_kind, scope_id, message_id, kind, sender_user_id, sender_device_id,
                 ciphertext, created_at, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             """,
-            [.text(item.deviceID), .integer(sequence), .text(item.scope.kindName), .text(item.scope.id), .text(item.messageID),
-             .text(item.kind), .text(item.senderUserID), .text(item.senderDeviceID), .blob(item.ciphertext), .text(item.createdAt),
-             .integer(nowMS)])
+            [
+                .text(item.deviceID), .integer(sequence), .text(item.scope.kindName), .text(item.scope.id),
+                .text(item.messageID),
+                .text(item.kind), .text(item.senderUserID), .text(item.senderDeviceID), .blob(item.ciphertext),
+                .text(item.createdAt),
+                .integer(nowMS),
+            ])
         return sequence
     }
 
-    package func items(of deviceID: String, in scope: MessageScope, after sequence: Int64, limit: Int) throws -> [StoredE2EEItem] {
+    package func items(
+        of deviceID: String, in scope: MessageScope, after sequence: Int64, limit: Int
+    ) throws -> [StoredE2EEItem] {
         try connection.query(
             """
             SELECT device_id, sequence, scope_kind, scope_id, message_id, kind, sender_user_id, sender_device_id, ciphertext, created_at
@@ -162,17 +178,23 @@ package struct SQLE2EERepository: E2EERepository {
             """,
             [.text(deviceID), .text(scope.id), .text(scope.kindName), .integer(sequence), .integer(Int64(limit))]
         ).compactMap { row in
-            guard let scope = MessageScope(kindName: try row.string("scope_kind"), id: try row.string("scope_id")) else { return nil }
+            guard let scope = MessageScope(kindName: try row.string("scope_kind"), id: try row.string("scope_id"))
+            else { return nil }
             return StoredE2EEItem(
-                deviceID: try row.string("device_id"), sequence: try row.int64("sequence"), scope: scope, messageID: try row.string("message_id"),
-                kind: try row.string("kind"), senderUserID: try row.string("sender_user_id"), senderDeviceID: try row.string("sender_device_id"),
+                deviceID: try row.string("device_id"), sequence: try row.int64("sequence"), scope: scope,
+                messageID: try row.string("message_id"),
+                kind: try row.string("kind"), senderUserID: try row.string("sender_user_id"),
+                senderDeviceID: try row.string("sender_device_id"),
                 ciphertext: try row.blob("ciphertext"), createdAt: try row.string("created_at"))
         }
     }
 
     package func acknowledged(by deviceID: String, in scope: MessageScope) throws -> Int64 {
-        try connection.query("SELECT acked_through FROM e2ee_acks WHERE device_id = ?1 AND scope_id = ?2", [.text(deviceID), .text(scope.id)])
-            .first?.int64("acked_through") ?? 0
+        try connection.query(
+            "SELECT acked_through FROM e2ee_acks WHERE device_id = ?1 AND scope_id = ?2",
+            [.text(deviceID), .text(scope.id)]
+        )
+        .first?.int64("acked_through") ?? 0
     }
 
     package func acknowledge(by deviceID: String, in scope: MessageScope, through sequence: Int64) throws {
@@ -196,8 +218,13 @@ package struct SQLE2EERepository: E2EERepository {
 
     package func send(by userID: String, clientID: String) throws -> StoredE2EESend? {
         try connection.query(
-            "SELECT scope_id, fingerprint, result FROM e2ee_sends WHERE sender_user_id = ?1 AND client_id = ?2", [.text(userID), .text(clientID)]
-        ).first.map { StoredE2EESend(scopeID: try $0.string("scope_id"), fingerprint: try $0.string("fingerprint"), result: try $0.string("result")) }
+            "SELECT scope_id, fingerprint, result FROM e2ee_sends WHERE sender_user_id = ?1 AND client_id = ?2",
+            [.text(userID), .text(clientID)]
+        ).first.map {
+            StoredE2EESend(
+                scopeID: try $0.string("scope_id"), fingerprint: try $0.string("fingerprint"),
+                result: try $0.string("result"))
+        }
     }
 
     package func recordSend(by userID: String, clientID: String, _ send: StoredE2EESend, atMS nowMS: Int64) throws {
@@ -205,7 +232,10 @@ package struct SQLE2EERepository: E2EERepository {
             """
             INSERT INTO e2ee_sends (sender_user_id, client_id, scope_id, fingerprint, result, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             """,
-            [.text(userID), .text(clientID), .text(send.scopeID), .text(send.fingerprint), .text(send.result), .integer(nowMS)])
+            [
+                .text(userID), .text(clientID), .text(send.scopeID), .text(send.fingerprint), .text(send.result),
+                .integer(nowMS),
+            ])
     }
 
     package func prune(itemsBefore cutoffMS: Int64, sendsBefore sendsCutoffMS: Int64) throws -> Int {
@@ -224,7 +254,8 @@ package struct SQLE2EERepository: E2EERepository {
 
     private static func device(from row: SQLiteRow) throws -> StoredE2EEDevice {
         StoredE2EEDevice(
-            deviceID: try row.string("device_id"), userID: try row.string("user_id"), createdAt: try row.string("created_at"),
+            deviceID: try row.string("device_id"), userID: try row.string("user_id"),
+            createdAt: try row.string("created_at"),
             lastSequence: try row.int64("last_sequence"), removed: try row.optionalString("removed_at") != nil)
     }
 

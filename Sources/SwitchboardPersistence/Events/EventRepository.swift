@@ -7,7 +7,8 @@ public struct EventReferences: Sendable, Equatable {
     public var messageID: String?
     public var callID: String?
 
-    public init(conversationID: String? = nil, groupID: String? = nil, messageID: String? = nil, callID: String? = nil) {
+    public init(conversationID: String? = nil, groupID: String? = nil, messageID: String? = nil, callID: String? = nil)
+    {
         self.conversationID = conversationID
         self.groupID = groupID
         self.messageID = messageID
@@ -29,11 +30,15 @@ public enum EventPageResult: Sendable, Equatable {
 public protocol EventRepository {
     /// Appends one `kind` event for each user (in the order given; no duplicates), and returns
     /// each new row's user and id, in id order.
-    func append(_ kind: EventKind, to userIDs: [String], references: EventReferences, at timestamp: String) throws -> [(userID: String, id: Int64)]
+    func append(
+        _ kind: EventKind, to userIDs: [String], references: EventReferences, at timestamp: String
+    ) throws -> [(userID: String, id: Int64)]
     /// Appends one event for each member of `groupID` (in the order they joined, ties by user
     /// id), with the group as its reference, and returns them as
     /// ``append(_:to:references:at:)`` does.
-    func append(_ kind: EventKind, toMembersOf groupID: String, references: EventReferences, at timestamp: String) throws
+    func append(
+        _ kind: EventKind, toMembersOf groupID: String, references: EventReferences, at timestamp: String
+    ) throws
         -> [(userID: String, id: Int64)]
     /// At most `limit` of the user's events after `after`, ascending.
     func page(for userID: String, after: Int64, limit: Int) throws -> EventPageResult

@@ -13,7 +13,9 @@ package struct SQLEventRepository: EventRepository {
     /// Many users (a group message to thousands) are written by one statement that reads their
     /// ids from a JSON array (`json_each`) and hands each new row back (`RETURNING`): one
     /// statement instead of one per user, which costs a third of the write.
-    package func append(_ kind: EventKind, to userIDs: [String], references: EventReferences, at timestamp: String) throws -> [(userID: String, id: Int64)] {
+    package func append(
+        _ kind: EventKind, to userIDs: [String], references: EventReferences, at timestamp: String
+    ) throws -> [(userID: String, id: Int64)] {
         let values = Self.values(kind, references, timestamp)
         if userIDs.count > Self.batchThreshold {
             var array = "["
@@ -23,7 +25,8 @@ package struct SQLEventRepository: EventRepository {
             }
             array += "]"
             return try insertReturning(
-                "SELECT value, ?, ?, ?, ?, ?, ? FROM \(connection.dialect.jsonTextArray("?")) ORDER BY key", values + [.text(array)])
+                "SELECT value, ?, ?, ?, ?, ?, ? FROM \(connection.dialect.jsonTextArray("?")) ORDER BY key",
+                values + [.text(array)])
         }
         var written: [(userID: String, id: Int64)] = []
         written.reserveCapacity(userIDs.count)
@@ -41,14 +44,17 @@ package struct SQLEventRepository: EventRepository {
 
     private static func id(in rows: [SQLiteRow]) throws -> Int64 {
         guard let row = rows.first, case .integer(let id) = row[0] else {
-            throw StoreError(code: .typeMismatch, message: "INSERT INTO events … RETURNING id gave \(rows.first?.values ?? [])")
+            throw StoreError(
+                code: .typeMismatch, message: "INSERT INTO events … RETURNING id gave \(rows.first?.values ?? [])")
         }
         return id
     }
 
     /// One statement that reads the members itself: a message to a group of thousands neither
     /// reads the member list into the process nor binds one insert per member.
-    package func append(_ kind: EventKind, toMembersOf groupID: String, references: EventReferences, at timestamp: String) throws
+    package func append(
+        _ kind: EventKind, toMembersOf groupID: String, references: EventReferences, at timestamp: String
+    ) throws
         -> [(userID: String, id: Int64)]
     {
         var references = references
@@ -67,13 +73,15 @@ package struct SQLEventRepository: EventRepository {
             FROM events WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?
             """,
             [.text(userID), .integer(after), .integer(Int64(limit))])
-        return .events(try rows.map { row in
-            Event(
-                id: try row.int64("id"), kind: EventKind(rawValue: try row.string("kind")),
-                conversationId: try row.optionalString("conversation_id"), groupId: try row.optionalString("group_id"),
-                messageId: try row.optionalString("message_id"), callId: try row.optionalString("call_id"),
-                createdAt: try row.string("created_at"))
-        })
+        return .events(
+            try rows.map { row in
+                Event(
+                    id: try row.int64("id"), kind: EventKind(rawValue: try row.string("kind")),
+                    conversationId: try row.optionalString("conversation_id"),
+                    groupId: try row.optionalString("group_id"),
+                    messageId: try row.optionalString("message_id"), callId: try row.optionalString("call_id"),
+                    createdAt: try row.string("created_at"))
+            })
     }
 
     package func newestIDs(of userIDs: [String]) throws -> [String: Int64] {
@@ -94,7 +102,9 @@ package struct SQLEventRepository: EventRepository {
 
     private func newestIDs(where condition: String, _ bindings: [SQLiteValue]) throws -> [String: Int64] {
         var newest: [String: Int64] = [:]
-        for row in try connection.query("SELECT user_id, max(id) AS id FROM events WHERE \(condition) GROUP BY user_id", bindings) {
+        for row in try connection.query(
+            "SELECT user_id, max(id) AS id FROM events WHERE \(condition) GROUP BY user_id", bindings)
+        {
             newest[try row.string("user_id")] = try row.int64("id")
         }
         return newest
@@ -124,8 +134,10 @@ package struct SQLEventRepository: EventRepository {
     /// kind, conversation, group, message, call, created_at: the columns after `user_id`.
     private static func values(_ kind: EventKind, _ references: EventReferences, _ timestamp: String) -> [SQLiteValue] {
         [
-            .text(kind.rawValue), references.conversationID.map(SQLiteValue.text) ?? .null, references.groupID.map(SQLiteValue.text) ?? .null,
-            references.messageID.map(SQLiteValue.text) ?? .null, references.callID.map(SQLiteValue.text) ?? .null, .text(timestamp),
+            .text(kind.rawValue), references.conversationID.map(SQLiteValue.text) ?? .null,
+            references.groupID.map(SQLiteValue.text) ?? .null,
+            references.messageID.map(SQLiteValue.text) ?? .null, references.callID.map(SQLiteValue.text) ?? .null,
+            .text(timestamp),
         ]
     }
 

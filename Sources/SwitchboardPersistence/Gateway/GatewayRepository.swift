@@ -53,24 +53,37 @@ package struct SQLGatewayRepository: GatewayRepository {
     package let connection: any SQLExecutor
 
     package func create(_ app: GatewayApp) throws -> Bool {
-        guard try connection.query("SELECT 1 FROM gateway_apps WHERE id = ?", [.text(app.id)]).isEmpty else { return false }
+        guard try connection.query("SELECT 1 FROM gateway_apps WHERE id = ?", [.text(app.id)]).isEmpty else {
+            return false
+        }
         try connection.run(
-            "INSERT INTO gateway_apps (id, name, created_at_ms) VALUES (?, ?, ?)", [.text(app.id), .text(app.name), .integer(app.createdAtMS)])
+            "INSERT INTO gateway_apps (id, name, created_at_ms) VALUES (?, ?, ?)",
+            [.text(app.id), .text(app.name), .integer(app.createdAtMS)])
         for key in app.keys { _ = try addKey(key, to: app.id) }
         return true
     }
 
     package func app(id: String) throws -> GatewayApp? {
-        guard let row = try connection.query("SELECT name, created_at_ms FROM gateway_apps WHERE id = ?", [.text(id)]).first else { return nil }
+        guard
+            let row = try connection.query("SELECT name, created_at_ms FROM gateway_apps WHERE id = ?", [.text(id)])
+                .first
+        else { return nil }
         let keys = try connection.query(
-            "SELECT key_id, public_key, created_at_ms FROM gateway_app_keys WHERE app_id = ? ORDER BY created_at_ms, key_id", [.text(id)]
-        ).map { GatewayApp.Key(keyID: try $0.string("key_id"), publicKey: try $0.string("public_key"), createdAtMS: try $0.int64("created_at_ms")) }
+            "SELECT key_id, public_key, created_at_ms FROM gateway_app_keys WHERE app_id = ? ORDER BY created_at_ms, key_id",
+            [.text(id)]
+        ).map {
+            GatewayApp.Key(
+                keyID: try $0.string("key_id"), publicKey: try $0.string("public_key"),
+                createdAtMS: try $0.int64("created_at_ms"))
+        }
         return GatewayApp(id: id, name: try row.string("name"), createdAtMS: try row.int64("created_at_ms"), keys: keys)
     }
 
     package func addKey(_ key: GatewayApp.Key, to appID: String) throws -> Bool {
-        guard try connection.query(
-            "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(key.keyID)]).isEmpty
+        guard
+            try connection.query(
+                "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(key.keyID)]
+            ).isEmpty
         else { return false }
         try connection.run(
             "INSERT INTO gateway_app_keys (app_id, key_id, public_key, created_at_ms) VALUES (?, ?, ?, ?)",
@@ -79,28 +92,39 @@ package struct SQLGatewayRepository: GatewayRepository {
     }
 
     package func removeKey(_ keyID: String, of appID: String) throws -> Bool {
-        guard !(try connection.query(
-            "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)]).isEmpty)
+        guard
+            !(try connection.query(
+                "SELECT 1 FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)]
+            ).isEmpty)
         else { return false }
-        try connection.run("DELETE FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)])
+        try connection.run(
+            "DELETE FROM gateway_app_keys WHERE app_id = ? AND key_id = ?", [.text(appID), .text(keyID)])
         return true
     }
 
     package func pushSettings(of appID: String) throws -> String? {
-        try connection.query("SELECT push_settings FROM gateway_apps WHERE id = ?", [.text(appID)]).first?.optionalString("push_settings")
+        try connection.query("SELECT push_settings FROM gateway_apps WHERE id = ?", [.text(appID)]).first?
+            .optionalString("push_settings")
     }
 
     package func setPushSettings(_ sealed: String?, of appID: String) throws -> Bool {
-        try connection.run("UPDATE gateway_apps SET push_settings = ? WHERE id = ?", [sealed.map(SQLiteValue.text) ?? .null, .text(appID)]) > 0
+        try connection.run(
+            "UPDATE gateway_apps SET push_settings = ? WHERE id = ?",
+            [sealed.map(SQLiteValue.text) ?? .null, .text(appID)]) > 0
     }
 
-    package func recordSignature(_ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64) throws -> Bool {
+    package func recordSignature(
+        _ signature: String, of appID: String, at nowMS: Int64, forgetBeforeMS: Int64
+    ) throws -> Bool {
         try connection.run("DELETE FROM gateway_replays WHERE seen_at_ms < ?", [.integer(forgetBeforeMS)])
-        guard try connection.query(
-            "SELECT 1 FROM gateway_replays WHERE app_id = ? AND signature = ?", [.text(appID), .text(signature)]).isEmpty
+        guard
+            try connection.query(
+                "SELECT 1 FROM gateway_replays WHERE app_id = ? AND signature = ?", [.text(appID), .text(signature)]
+            ).isEmpty
         else { return false }
         try connection.run(
-            "INSERT INTO gateway_replays (app_id, signature, seen_at_ms) VALUES (?, ?, ?)", [.text(appID), .text(signature), .integer(nowMS)])
+            "INSERT INTO gateway_replays (app_id, signature, seen_at_ms) VALUES (?, ?, ?)",
+            [.text(appID), .text(signature), .integer(nowMS)])
         return true
     }
 

@@ -37,27 +37,37 @@ package struct SQLGatewaySignalRepository: GatewaySignalRepository {
                     brand = excluded.brand, token = excluded.token, environment = excluded.environment, suspect_reports = 0,
                     payload_key_id = excluded.payload_key_id, payload_key_sealed = excluded.payload_key_sealed
                 """,
-                [.text(app), .text(user), .text(device.deviceID), .text(channel), .text(device.platform), device.brand.map(SQLiteValue.text) ?? .null,
-                 .text(target.token), .text(target.environment), .integer(nowMS),
-                 target.payloadKey.map { SQLiteValue.text($0.id) } ?? .null, target.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null])
+                [
+                    .text(app), .text(user), .text(device.deviceID), .text(channel), .text(device.platform),
+                    device.brand.map(SQLiteValue.text) ?? .null,
+                    .text(target.token), .text(target.environment), .integer(nowMS),
+                    target.payloadKey.map { SQLiteValue.text($0.id) } ?? .null,
+                    target.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null,
+                ])
         }
         for row in try connection.query(
-            "SELECT channel FROM gateway_devices WHERE app_id = ? AND device_id = ?", [.text(app), .text(device.deviceID)])
+            "SELECT channel FROM gateway_devices WHERE app_id = ? AND device_id = ?",
+            [.text(app), .text(device.deviceID)])
         {
             let channel = try row.string("channel")
             if device.tokens[channel] == nil {
                 try connection.run(
-                    "DELETE FROM gateway_devices WHERE app_id = ? AND device_id = ? AND channel = ?", [.text(app), .text(device.deviceID), .text(channel)])
+                    "DELETE FROM gateway_devices WHERE app_id = ? AND device_id = ? AND channel = ?",
+                    [.text(app), .text(device.deviceID), .text(channel)])
             }
         }
     }
 
     package func removeDevice(app: String, user: String, deviceID: String) throws -> Bool {
-        let found = !(try connection.query(
-            "SELECT 1 FROM gateway_devices WHERE app_id = ? AND user_id = ? AND device_id = ?", [.text(app), .text(user), .text(deviceID)]).isEmpty)
+        let found =
+            !(try connection.query(
+                "SELECT 1 FROM gateway_devices WHERE app_id = ? AND user_id = ? AND device_id = ?",
+                [.text(app), .text(user), .text(deviceID)]
+            ).isEmpty)
         if found {
             try connection.run(
-                "DELETE FROM gateway_devices WHERE app_id = ? AND user_id = ? AND device_id = ?", [.text(app), .text(user), .text(deviceID)])
+                "DELETE FROM gateway_devices WHERE app_id = ? AND user_id = ? AND device_id = ?",
+                [.text(app), .text(user), .text(deviceID)])
         }
         return found
     }
@@ -75,7 +85,8 @@ package struct SQLGatewaySignalRepository: GatewaySignalRepository {
             let platform = try row.string("platform"), brand = try row.optionalString("brand")
             var device = devices[id] ?? GatewayDevice(deviceID: id, platform: platform, brand: brand, tokens: [:])
             device.tokens[try row.string("channel")] = PushTarget(
-                deviceID: id, token: try row.string("token"), environment: try row.string("environment"), payloadKey: try StoredPayloadKey(row))
+                deviceID: id, token: try row.string("token"), environment: try row.string("environment"),
+                payloadKey: try StoredPayloadKey(row))
             devices[id] = device
         }
         return devices.keys.sorted().compactMap { devices[$0] }
@@ -89,15 +100,19 @@ package struct SQLGatewaySignalRepository: GatewaySignalRepository {
     }
 
     package func payloadKeyID(app: String, user: String, token: String, channel: String) throws -> String? {
-        guard let row = try connection.query(
-            "SELECT payload_key_id, payload_key_sealed FROM gateway_devices WHERE app_id = ? AND user_id = ? AND token = ? AND channel = ?",
-            [.text(app), .text(user), .text(token), .text(channel)]).first
+        guard
+            let row = try connection.query(
+                "SELECT payload_key_id, payload_key_sealed FROM gateway_devices WHERE app_id = ? AND user_id = ? AND token = ? AND channel = ?",
+                [.text(app), .text(user), .text(token), .text(channel)]
+            ).first
         else { return nil }
         return try StoredPayloadKey(row)?.id
     }
 
     package func forget(app: String, token: String, channel: String) throws {
-        try connection.run("DELETE FROM gateway_devices WHERE app_id = ? AND token = ? AND channel = ?", [.text(app), .text(token), .text(channel)])
+        try connection.run(
+            "DELETE FROM gateway_devices WHERE app_id = ? AND token = ? AND channel = ?",
+            [.text(app), .text(token), .text(channel)])
     }
 
     package func doubt(app: String, token: String, channel: String) throws {
@@ -115,23 +130,31 @@ package struct SQLGatewaySignalRepository: GatewaySignalRepository {
             INSERT INTO gateway_signals (app_id, call_id, room_id, type, caller_id, caller_name, ext, state, created_at_ms, expires_at_ms)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [.text(signal.appID), .text(signal.callID), .text(signal.roomID), .text(signal.type), .text(signal.callerID), .text(signal.callerName),
-             .text(signal.ext), .text(signal.state), .integer(signal.createdAtMS), .integer(signal.expiresAtMS)])
+            [
+                .text(signal.appID), .text(signal.callID), .text(signal.roomID), .text(signal.type),
+                .text(signal.callerID), .text(signal.callerName),
+                .text(signal.ext), .text(signal.state), .integer(signal.createdAtMS), .integer(signal.expiresAtMS),
+            ])
     }
 
     package func signal(app: String, call: String) throws -> GatewaySignal? {
-        guard let row = try connection.query(
-            "SELECT room_id, type, caller_id, caller_name, ext, state, created_at_ms, expires_at_ms FROM gateway_signals WHERE app_id = ? AND call_id = ?",
-            [.text(app), .text(call)]).first
+        guard
+            let row = try connection.query(
+                "SELECT room_id, type, caller_id, caller_name, ext, state, created_at_ms, expires_at_ms FROM gateway_signals WHERE app_id = ? AND call_id = ?",
+                [.text(app), .text(call)]
+            ).first
         else { return nil }
         return GatewaySignal(
-            appID: app, callID: call, roomID: try row.string("room_id"), type: try row.string("type"), callerID: try row.string("caller_id"),
+            appID: app, callID: call, roomID: try row.string("room_id"), type: try row.string("type"),
+            callerID: try row.string("caller_id"),
             callerName: try row.string("caller_name"), ext: try row.string("ext"), state: try row.string("state"),
             createdAtMS: try row.int64("created_at_ms"), expiresAtMS: try row.int64("expires_at_ms"))
     }
 
     package func cancel(app: String, call: String) throws {
-        try connection.run("UPDATE gateway_signals SET state = 'cancelled' WHERE app_id = ? AND call_id = ?", [.text(app), .text(call)])
+        try connection.run(
+            "UPDATE gateway_signals SET state = 'cancelled' WHERE app_id = ? AND call_id = ?",
+            [.text(app), .text(call)])
     }
 
     package func recordCallee(app: String, call: String, user: String, outcome: String, at nowMS: Int64) throws {
@@ -142,7 +165,8 @@ package struct SQLGatewaySignalRepository: GatewaySignalRepository {
 
     package func callees(app: String, call: String) throws -> [(user: String, outcome: String)] {
         try connection.query(
-            "SELECT user_id, outcome FROM gateway_signal_callees WHERE app_id = ? AND call_id = ? ORDER BY user_id", [.text(app), .text(call)]
+            "SELECT user_id, outcome FROM gateway_signal_callees WHERE app_id = ? AND call_id = ? ORDER BY user_id",
+            [.text(app), .text(call)]
         ).map { (try $0.string("user_id"), try $0.string("outcome")) }
     }
 
@@ -181,7 +205,10 @@ package struct GatewaySignal: Sendable, Equatable {
     package var createdAtMS: Int64
     package var expiresAtMS: Int64
 
-    package init(appID: String, callID: String, roomID: String, type: String, callerID: String, callerName: String, ext: String, state: String, createdAtMS: Int64, expiresAtMS: Int64) {
+    package init(
+        appID: String, callID: String, roomID: String, type: String, callerID: String, callerName: String, ext: String,
+        state: String, createdAtMS: Int64, expiresAtMS: Int64
+    ) {
         self.appID = appID
         self.callID = callID
         self.roomID = roomID

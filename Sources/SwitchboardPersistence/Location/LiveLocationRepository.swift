@@ -17,11 +17,15 @@ package struct StoredLiveLocation: Sendable, Equatable {
     /// The answer's form.
     package var wire: LiveLocation {
         LiveLocation(
-            userId: userID, conversationId: scope.conversationID, groupId: scope.groupID, latitude: latitude, longitude: longitude,
+            userId: userID, conversationId: scope.conversationID, groupId: scope.groupID, latitude: latitude,
+            longitude: longitude,
             accuracy: accuracy, startedAt: startedAt, updatedAt: updatedAt, expiresAt: expiresAt)
     }
 
-    package init(scope: MessageScope, userID: String, latitude: Double, longitude: Double, accuracy: Double, startedAt: String, updatedAt: String, expiresAt: String, expiresAtMS: Int64) {
+    package init(
+        scope: MessageScope, userID: String, latitude: Double, longitude: Double, accuracy: Double, startedAt: String,
+        updatedAt: String, expiresAt: String, expiresAtMS: Int64
+    ) {
         self.scope = scope
         self.userID = userID
         self.latitude = latitude
@@ -84,7 +88,8 @@ package protocol LiveLocationRepository {
 package struct SQLLiveLocationRepository: LiveLocationRepository {
     package let connection: any SQLExecutor
 
-    private static let columns = "scope_kind, scope_id, user_id, latitude, longitude, accuracy, started_at, updated_at, expires_at, expires_at_ms"
+    private static let columns =
+        "scope_kind, scope_id, user_id, latitude, longitude, accuracy, started_at, updated_at, expires_at, expires_at_ms"
 
     package func share(in scope: MessageScope, of userID: String) throws -> StoredLiveLocation? {
         try connection.query(
@@ -101,8 +106,12 @@ package struct SQLLiveLocationRepository: LiveLocationRepository {
                 longitude = excluded.longitude, accuracy = excluded.accuracy, started_at = excluded.started_at,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at, expires_at_ms = excluded.expires_at_ms
             """,
-            [.text(share.scope.kindName), .text(share.scope.id), .text(share.userID), .real(share.latitude), .real(share.longitude),
-             .real(share.accuracy), .text(share.startedAt), .text(share.updatedAt), .text(share.expiresAt), .integer(share.expiresAtMS)])
+            [
+                .text(share.scope.kindName), .text(share.scope.id), .text(share.userID), .real(share.latitude),
+                .real(share.longitude),
+                .real(share.accuracy), .text(share.startedAt), .text(share.updatedAt), .text(share.expiresAt),
+                .integer(share.expiresAtMS),
+            ])
     }
 
     package func shares(in scope: MessageScope, runningAt nowMS: Int64) throws -> [StoredLiveLocation] {
@@ -130,11 +139,15 @@ package struct SQLLiveLocationRepository: LiveLocationRepository {
     }
 
     package func removeAll(in scope: MessageScope) throws -> Int {
-        try connection.run("DELETE FROM live_locations WHERE scope_id = ?1 AND scope_kind = ?2", [.text(scope.id), .text(scope.kindName)])
+        try connection.run(
+            "DELETE FROM live_locations WHERE scope_id = ?1 AND scope_kind = ?2",
+            [.text(scope.id), .text(scope.kindName)])
     }
 
     package func anyExpired(at nowMS: Int64) throws -> Bool {
-        try !connection.query("SELECT 1 AS one FROM live_locations WHERE expires_at_ms <= ?1 LIMIT 1", [.integer(nowMS)]).isEmpty
+        try !connection.query(
+            "SELECT 1 AS one FROM live_locations WHERE expires_at_ms <= ?1 LIMIT 1", [.integer(nowMS)]
+        ).isEmpty
     }
 
     package func removeExpired(at nowMS: Int64, limit: Int) throws -> [StoredLiveLocation] {
@@ -150,10 +163,14 @@ package struct SQLLiveLocationRepository: LiveLocationRepository {
     }
 
     private static func share(from row: SQLiteRow) throws -> StoredLiveLocation? {
-        guard let scope = MessageScope(kindName: try row.string("scope_kind"), id: try row.string("scope_id")) else { return nil }
+        guard let scope = MessageScope(kindName: try row.string("scope_kind"), id: try row.string("scope_id")) else {
+            return nil
+        }
         return StoredLiveLocation(
-            scope: scope, userID: try row.string("user_id"), latitude: try row.double("latitude"), longitude: try row.double("longitude"),
-            accuracy: try row.double("accuracy"), startedAt: try row.string("started_at"), updatedAt: try row.string("updated_at"),
+            scope: scope, userID: try row.string("user_id"), latitude: try row.double("latitude"),
+            longitude: try row.double("longitude"),
+            accuracy: try row.double("accuracy"), startedAt: try row.string("started_at"),
+            updatedAt: try row.string("updated_at"),
             expiresAt: try row.string("expires_at"), expiresAtMS: try row.int64("expires_at_ms"))
     }
 

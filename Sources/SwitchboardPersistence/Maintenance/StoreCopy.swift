@@ -21,7 +21,9 @@ package enum StoreCopy {
         /// `AUTOINCREMENT` sequence, and event ids retention deleted but clients' cursors hold.
         package var issuedThrough: String?
 
-        package init(name: String, key: String, identity: String? = nil, rowidAsSeq: Bool = false, issuedThrough: String? = nil) {
+        package init(
+            name: String, key: String, identity: String? = nil, rowidAsSeq: Bool = false, issuedThrough: String? = nil
+        ) {
             self.name = name
             self.key = key
             self.identity = identity
@@ -40,7 +42,9 @@ package enum StoreCopy {
         Table(name: "blocks", key: "blocker, blocked", identity: nil),
         Table(name: "groups", key: "rowid", identity: nil),
         Table(name: "group_members", key: "group_id, user_id", identity: nil),
-        Table(name: "messages", key: "seq", identity: "seq", issuedThrough: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0) AS n"),
+        Table(
+            name: "messages", key: "seq", identity: "seq",
+            issuedThrough: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0) AS n"),
         Table(name: "read_markers", key: "scope_id, user_id", identity: nil),
         Table(
             name: "events", key: "id", identity: "id",
@@ -107,7 +111,9 @@ package enum StoreCopy {
             _ = try executor.query("SELECT pg_advisory_xact_lock(?)", [.integer(PostgresDatabase.writeLockKey)])
             let users = try executor.query("SELECT count(*) AS n FROM users", []).first?.int64("n") ?? 0
             guard users == 0 else {
-                throw StoreError(code: .misuse, message: "the PostgreSQL database already holds \(users) user(s): copy into an empty one")
+                throw StoreError(
+                    code: .misuse,
+                    message: "the PostgreSQL database already holds \(users) user(s): copy into an empty one")
             }
             // The migration's own row (created_at) is replaced by the one being copied.
             try executor.run("DELETE FROM server_state", [])
@@ -123,16 +129,23 @@ package enum StoreCopy {
     }
 
     private static func copy(_ table: Table, from source: SQLiteConnection, to target: PostgresExecutor) throws -> Int {
-        let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table.name)]).map { try $0.string("name") }
-        guard !columns.isEmpty else { throw StoreError(code: .sql, message: "the SQLite database has no table \(table.name)") }
+        let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table.name)]).map {
+            try $0.string("name")
+        }
+        guard !columns.isEmpty else {
+            throw StoreError(code: .sql, message: "the SQLite database has no table \(table.name)")
+        }
         let single = !table.key.contains(",")
         let inserted = columns + (table.rowidAsSeq ? ["seq"] : [])
         // A single-column key pages by its value (each page is an index seek); a composite key
         // (small tables) by offset.
-        let selected = columns.map { "\"\($0)\"" } + (table.rowidAsSeq ? ["rowid AS seq"] : []) + (single ? ["\(table.key) AS copy_key"] : [])
+        let selected =
+            columns.map { "\"\($0)\"" } + (table.rowidAsSeq ? ["rowid AS seq"] : [])
+            + (single ? ["\(table.key) AS copy_key"] : [])
         let placeholders = Array(repeating: "?", count: inserted.count).joined(separator: ", ")
         let overriding = table.identity == nil ? "" : " OVERRIDING SYSTEM VALUE"
-        let insert = "INSERT INTO \(table.name) (\(inserted.joined(separator: ", ")))\(overriding) VALUES (\(placeholders))"
+        let insert =
+            "INSERT INTO \(table.name) (\(inserted.joined(separator: ", ")))\(overriding) VALUES (\(placeholders))"
         var count = 0
         var after: SQLiteValue?
         while true {

@@ -29,7 +29,9 @@ public struct PushDevice: Sendable, Equatable {
     /// The device's token per channel (`ios-voip`, `fcm`, …).
     public let tokens: [String: PushTarget]
 
-    package init(deviceID: String, platform: String, brand: String? = nil, sessionID: String, tokens: [String: PushTarget]) {
+    package init(
+        deviceID: String, platform: String, brand: String? = nil, sessionID: String, tokens: [String: PushTarget]
+    ) {
         self.deviceID = deviceID
         self.platform = platform
         self.brand = brand
@@ -65,7 +67,8 @@ public struct DeviceRegistration: Sendable, Equatable {
     public let payloadKey: StoredPayloadKey?
 
     public init(
-        deviceID: String, userID: String, sessionID: String, channel: String, platform: String, brand: String? = nil, token: String,
+        deviceID: String, userID: String, sessionID: String, channel: String, platform: String, brand: String? = nil,
+        token: String,
         environment: String, payloadKey: StoredPayloadKey? = nil
     ) {
         self.payloadKey = payloadKey

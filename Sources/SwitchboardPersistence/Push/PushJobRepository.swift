@@ -42,7 +42,11 @@ public struct NewPushJob: Sendable, Equatable {
     public var createdAtMS: Int64
     public var expiresAtMS: Int64
 
-    package init(id: String, callID: String, userID: String, deviceID: String, provider: String, channel: String, kind: String = PushJobKind.ring.rawValue, token: String, environment: String, payload: String, headers: String, state: String, reason: String? = nil, createdAtMS: Int64, expiresAtMS: Int64) {
+    package init(
+        id: String, callID: String, userID: String, deviceID: String, provider: String, channel: String,
+        kind: String = PushJobKind.ring.rawValue, token: String, environment: String, payload: String, headers: String,
+        state: String, reason: String? = nil, createdAtMS: Int64, expiresAtMS: Int64
+    ) {
         self.id = id
         self.callID = callID
         self.userID = userID
@@ -75,7 +79,10 @@ public struct FinishedPushJob: Sendable, Equatable {
     public var attempts: Int
     public var finishedAtMS: Int64?
 
-    package init(id: String, callID: String, userID: String, provider: String, channel: String, token: String, state: String, reason: String? = nil, lastError: String? = nil, attempts: Int, finishedAtMS: Int64? = nil) {
+    package init(
+        id: String, callID: String, userID: String, provider: String, channel: String, token: String, state: String,
+        reason: String? = nil, lastError: String? = nil, attempts: Int, finishedAtMS: Int64? = nil
+    ) {
         self.id = id
         self.callID = callID
         self.userID = userID
@@ -115,7 +122,9 @@ public struct PushQueueReport: Sendable, Equatable {
     /// The newest jobs that ended undelivered after an error, newest first.
     public var newestFailures: [FinishedPushJob]
 
-    package init(pending: Int, oldestPendingCreatedMS: Int64? = nil, outcomes: [Outcomes], newestFailures: [FinishedPushJob]) {
+    package init(
+        pending: Int, oldestPendingCreatedMS: Int64? = nil, outcomes: [Outcomes], newestFailures: [FinishedPushJob]
+    ) {
         self.pending = pending
         self.oldestPendingCreatedMS = oldestPendingCreatedMS
         self.outcomes = outcomes
@@ -134,7 +143,9 @@ package protocol PushJobRepository {
     /// Claims up to `limit` jobs due at `nowMS` (oldest due first) for `instance`, leasing them
     /// until `leaseUntilMS`, skipping the ids in `skipping` (sends still running). A job is due
     /// when unclaimed or its lease ran out (its instance crashed or is stuck).
-    func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>) throws -> [PushJob]
+    func claim(
+        dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>
+    ) throws -> [PushJob]
     /// Another attempt at `nextAttemptAtMS`; the claim ends. Only the claim's holder (or anyone,
     /// for an unclaimed job) may: a late answer after another instance took the job over is
     /// dropped. Returns whether it applied.
@@ -144,7 +155,10 @@ package protocol PushJobRepository {
     /// only for the claim's holder. `attempted`: an attempt was made; `lastError` replaces the
     /// stored error when given, `reason` when given. Returns whether it applied.
     @discardableResult
-    func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64, by instance: String) throws -> Bool
+    func finish(
+        _ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64,
+        by instance: String
+    ) throws -> Bool
     /// The devices of `userID` a ring of `callID` may have reached: its ring job was delivered,
     /// attempted or is being sent. Only those need a notice when the ring ends.
     func rungDevices(callID: String, userID: String) throws -> Set<String>

@@ -34,7 +34,9 @@ package struct SQLDeviceRepository: DeviceRepository {
         for deviceID in stale { try connection.run("DELETE FROM push_devices WHERE device_id = ?", [.text(deviceID)]) }
         // Rows of this installation left by another user's ended session go: nothing of theirs
         // is ever moved to this user.
-        try connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id != ?", [.text(token.deviceID), .text(token.userID)])
+        try connection.run(
+            "DELETE FROM push_devices WHERE device_id = ? AND user_id != ?",
+            [.text(token.deviceID), .text(token.userID)])
         try connection.run(
             """
             INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at,
@@ -45,14 +47,21 @@ package struct SQLDeviceRepository: DeviceRepository {
                 updated_at = excluded.updated_at, suspect_reports = 0, payload_key_id = excluded.payload_key_id,
                 payload_key_sealed = excluded.payload_key_sealed
             """,
-            [.text(token.deviceID), .text(token.channel), .text(token.userID), .text(token.sessionID), .text(token.platform),
-             token.brand.map(SQLiteValue.text) ?? .null, .text(token.token), .text(token.environment), .text(timestamp),
-             token.payloadKey.map { SQLiteValue.text($0.id) } ?? .null, token.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null])
+            [
+                .text(token.deviceID), .text(token.channel), .text(token.userID), .text(token.sessionID),
+                .text(token.platform),
+                token.brand.map(SQLiteValue.text) ?? .null, .text(token.token), .text(token.environment),
+                .text(timestamp),
+                token.payloadKey.map { SQLiteValue.text($0.id) } ?? .null,
+                token.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null,
+            ])
         // One installation, one session: its other tokens (this user's) follow it to this session.
         try connection.run(
             "UPDATE push_devices SET session_id = ?, platform = ?, brand = ? WHERE device_id = ? AND channel != ? AND user_id = ?",
-            [.text(token.sessionID), .text(token.platform), token.brand.map(SQLiteValue.text) ?? .null,
-             .text(token.deviceID), .text(token.channel), .text(token.userID)])
+            [
+                .text(token.sessionID), .text(token.platform), token.brand.map(SQLiteValue.text) ?? .null,
+                .text(token.deviceID), .text(token.channel), .text(token.userID),
+            ])
     }
 
     package func keepOnly(channels: Set<String>, ofDevice deviceID: String, of userID: String) throws {
@@ -61,17 +70,20 @@ package struct SQLDeviceRepository: DeviceRepository {
         for row in rows {
             let channel = try row.string("channel")
             guard !channels.contains(channel) else { continue }
-            try connection.run("DELETE FROM push_devices WHERE device_id = ? AND channel = ?", [.text(deviceID), .text(channel)])
+            try connection.run(
+                "DELETE FROM push_devices WHERE device_id = ? AND channel = ?", [.text(deviceID), .text(channel)])
         }
     }
 
     package func remove(deviceID: String, of userID: String) throws -> Bool {
-        try connection.run("DELETE FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)]) > 0
+        try connection.run(
+            "DELETE FROM push_devices WHERE device_id = ? AND user_id = ?", [.text(deviceID), .text(userID)]) > 0
     }
 
     package func remove(deviceID: String, channel: String, of userID: String) throws -> Bool {
         try connection.run(
-            "DELETE FROM push_devices WHERE device_id = ? AND channel = ? AND user_id = ?", [.text(deviceID), .text(channel), .text(userID)]) > 0
+            "DELETE FROM push_devices WHERE device_id = ? AND channel = ? AND user_id = ?",
+            [.text(deviceID), .text(channel), .text(userID)]) > 0
     }
 
     package func removeAll(boundTo sessionID: String) throws {
@@ -88,7 +100,9 @@ package struct SQLDeviceRepository: DeviceRepository {
             """,
             [.text(userID), .text(channel)]
         ).map { row in
-            PushTarget(deviceID: try row.string("device_id"), token: try row.string("token"), environment: try row.string("environment"))
+            PushTarget(
+                deviceID: try row.string("device_id"), token: try row.string("token"),
+                environment: try row.string("environment"))
         }
     }
 
@@ -103,22 +117,28 @@ package struct SQLDeviceRepository: DeviceRepository {
             ORDER BY d.device_id, d.channel
             """,
             [.text(userID)])
-        var devices: [String: (platform: String, brand: String?, session: String, created: String, tokens: [String: PushTarget])] = [:]
+        var devices:
+            [String: (platform: String, brand: String?, session: String, created: String, tokens: [String: PushTarget])] =
+                [:]
         for row in rows {
             let deviceID = try row.string("device_id"), created = try row.string("created_at")
             let target = PushTarget(
                 deviceID: deviceID, token: try row.string("token"), environment: try row.string("environment"),
                 payloadKey: try StoredPayloadKey(row))
             let first = (
-                platform: try row.string("platform"), brand: try row.optionalString("brand"), session: try row.string("session_id"), created: created,
-                tokens: [String: PushTarget]())
+                platform: try row.string("platform"), brand: try row.optionalString("brand"),
+                session: try row.string("session_id"), created: created,
+                tokens: [String: PushTarget]()
+            )
             var device = devices[deviceID] ?? first
             device.created = min(device.created, created)
             device.tokens[try row.string("channel")] = target
             devices[deviceID] = device
         }
         return devices.sorted { ($0.value.created, $0.key) < ($1.value.created, $1.key) }.map {
-            PushDevice(deviceID: $0.key, platform: $0.value.platform, brand: $0.value.brand, sessionID: $0.value.session, tokens: $0.value.tokens)
+            PushDevice(
+                deviceID: $0.key, platform: $0.value.platform, brand: $0.value.brand, sessionID: $0.value.session,
+                tokens: $0.value.tokens)
         }
     }
 
@@ -128,13 +148,16 @@ package struct SQLDeviceRepository: DeviceRepository {
             SELECT 1 FROM push_devices d JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
             WHERE d.token = ? AND d.channel = ? AND d.user_id = ?
             """,
-            [.text(token), .text(channel), .text(userID)]).isEmpty
+            [.text(token), .text(channel), .text(userID)]
+        ).isEmpty
     }
 
     package func payloadKeyID(token: String, channel: String, of userID: String) throws -> String? {
-        guard let row = try connection.query(
-            "SELECT payload_key_id, payload_key_sealed FROM push_devices WHERE token = ? AND channel = ? AND user_id = ?",
-            [.text(token), .text(channel), .text(userID)]).first
+        guard
+            let row = try connection.query(
+                "SELECT payload_key_id, payload_key_sealed FROM push_devices WHERE token = ? AND channel = ? AND user_id = ?",
+                [.text(token), .text(channel), .text(userID)]
+            ).first
         else { return nil }
         return try StoredPayloadKey(row)?.id
     }
@@ -145,9 +168,11 @@ package struct SQLDeviceRepository: DeviceRepository {
 
     package func doubt(token: String, channel: String) throws {
         try connection.run(
-            "UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ? AND channel = ?", [.text(token), .text(channel)])
+            "UPDATE push_devices SET suspect_reports = suspect_reports + 1 WHERE token = ? AND channel = ?",
+            [.text(token), .text(channel)])
         try connection.run(
-            "DELETE FROM push_devices WHERE token = ? AND channel = ? AND suspect_reports >= 2", [.text(token), .text(channel)])
+            "DELETE FROM push_devices WHERE token = ? AND channel = ? AND suspect_reports >= 2",
+            [.text(token), .text(channel)])
     }
 
     package init(connection: any SQLExecutor) {

@@ -14,14 +14,21 @@ package struct SQLPushJobRepository: PushJobRepository {
                 reason, created_at_ms, next_attempt_at_ms, expires_at_ms, finished_at_ms, channel, kind)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16)
             """,
-            [.text(job.id), .text(job.callID), .text(job.userID), .text(job.deviceID), .text(job.provider), .text(job.token),
-             .text(job.environment), .text(job.payload), .text(job.headers), .text(job.state), job.reason.map(SQLiteValue.text) ?? .null,
-             .integer(job.createdAtMS), .integer(job.expiresAtMS), job.state == "pending" ? .null : .integer(job.createdAtMS),
-             .text(job.channel), .text(job.kind)])
+            [
+                .text(job.id), .text(job.callID), .text(job.userID), .text(job.deviceID), .text(job.provider),
+                .text(job.token),
+                .text(job.environment), .text(job.payload), .text(job.headers), .text(job.state),
+                job.reason.map(SQLiteValue.text) ?? .null,
+                .integer(job.createdAtMS), .integer(job.expiresAtMS),
+                job.state == "pending" ? .null : .integer(job.createdAtMS),
+                .text(job.channel), .text(job.kind),
+            ])
     }
 
     package func releaseClaims() throws {
-        try connection.run("UPDATE push_jobs SET claimed_until_ms = NULL, claimed_by = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL", [])
+        try connection.run(
+            "UPDATE push_jobs SET claimed_until_ms = NULL, claimed_by = NULL WHERE state = 'pending' AND claimed_until_ms IS NOT NULL",
+            [])
     }
 
     package func outlook(at nowMS: Int64) throws -> PushQueueOutlook {
@@ -33,11 +40,16 @@ package struct SQLPushJobRepository: PushJobRepository {
                 coalesce(sum(CASE WHEN \(due) <= ?1 THEN 1 ELSE 0 END), 0) AS due, min(\(due)) AS next
             FROM push_jobs WHERE state = 'pending'
             """,
-            [.integer(nowMS)]).first
-        return PushQueueOutlook(pending: try row?.int("pending") ?? 0, due: try row?.int("due") ?? 0, nextDueMS: try row?.optionalInt64("next"))
+            [.integer(nowMS)]
+        ).first
+        return PushQueueOutlook(
+            pending: try row?.int("pending") ?? 0, due: try row?.int("due") ?? 0,
+            nextDueMS: try row?.optionalInt64("next"))
     }
 
-    package func claim(dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>) throws -> [PushJob] {
+    package func claim(
+        dueAt nowMS: Int64, limit: Int, leaseUntilMS: Int64, by instance: String, skipping: Set<String>
+    ) throws -> [PushJob] {
         guard limit > 0 else { return [] }
         let rows = try connection.query(
             """
@@ -49,13 +61,20 @@ package struct SQLPushJobRepository: PushJobRepository {
         for row in rows where claimed.count < limit {
             let id = try row.string("id")
             guard !skipping.contains(id) else { continue }
-            try connection.run("UPDATE push_jobs SET claimed_until_ms = ?, claimed_by = ? WHERE id = ?", [.integer(leaseUntilMS), .text(instance), .text(id)])
-            let pairs = (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
-            claimed.append(PushJob(
-                id: id, callID: try row.string("call_id"), userID: try row.string("user_id"), channel: try row.string("channel"),
-                kind: try row.value("kind", as: PushJobKind.self), token: try row.string("token"), environment: try row.string("environment"),
-                payload: Array(try row.string("payload").utf8), headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
-                attempts: try row.int("attempts"), expiresAt: StoredTime.date(try row.int64("expires_at_ms"))))
+            try connection.run(
+                "UPDATE push_jobs SET claimed_until_ms = ?, claimed_by = ? WHERE id = ?",
+                [.integer(leaseUntilMS), .text(instance), .text(id)])
+            let pairs =
+                (try? JSONSerialization.jsonObject(with: Data(try row.string("headers").utf8)) as? [[String]]) ?? []
+            claimed.append(
+                PushJob(
+                    id: id, callID: try row.string("call_id"), userID: try row.string("user_id"),
+                    channel: try row.string("channel"),
+                    kind: try row.value("kind", as: PushJobKind.self), token: try row.string("token"),
+                    environment: try row.string("environment"),
+                    payload: Array(try row.string("payload").utf8),
+                    headers: pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
+                    attempts: try row.int("attempts"), expiresAt: StoredTime.date(try row.int64("expires_at_ms"))))
         }
         return claimed
     }
@@ -70,7 +89,10 @@ package struct SQLPushJobRepository: PushJobRepository {
             [.integer(nextAttemptAtMS), .text(reason), .text(id), .text(instance)]) > 0
     }
 
-    package func finish(_ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64, by instance: String) throws
+    package func finish(
+        _ id: String, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64,
+        by instance: String
+    ) throws
         -> Bool
     {
         try connection.run(
@@ -79,18 +101,22 @@ package struct SQLPushJobRepository: PushJobRepository {
                 attempts = attempts + ?4, last_error = coalesce(?6, last_error)
             WHERE id = ?5 AND state = 'pending' AND (claimed_by IS NULL OR claimed_by = ?7)
             """,
-            [.text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(nowMS), .integer(attempted ? 1 : 0), .text(id),
-             lastError.map(SQLiteValue.text) ?? .null, .text(instance)]) > 0
+            [
+                .text(outcome.rawValue), reason.map(SQLiteValue.text) ?? .null, .integer(nowMS),
+                .integer(attempted ? 1 : 0), .text(id),
+                lastError.map(SQLiteValue.text) ?? .null, .text(instance),
+            ]) > 0
     }
 
     package func rungDevices(callID: String, userID: String) throws -> Set<String> {
-        Set(try connection.query(
-            """
-            SELECT device_id FROM push_jobs WHERE call_id = ? AND user_id = ? AND kind = 'ring'
-            AND (state = 'delivered' OR attempts > 0 OR claimed_until_ms IS NOT NULL)
-            """,
-            [.text(callID), .text(userID)]
-        ).map { try $0.string("device_id") })
+        Set(
+            try connection.query(
+                """
+                SELECT device_id FROM push_jobs WHERE call_id = ? AND user_id = ? AND kind = 'ring'
+                AND (state = 'delivered' OR attempts > 0 OR claimed_until_ms IS NOT NULL)
+                """,
+                [.text(callID), .text(userID)]
+            ).map { try $0.string("device_id") })
     }
 
     package func rings(ofCall callID: String) throws -> [RingJobStatus] {
@@ -99,7 +125,8 @@ package struct SQLPushJobRepository: PushJobRepository {
             [.text(callID)]
         ).map { row in
             RingJobStatus(
-                userID: try row.string("user_id"), deviceID: try row.string("device_id"), channel: try row.string("channel"),
+                userID: try row.string("user_id"), deviceID: try row.string("device_id"),
+                channel: try row.string("channel"),
                 state: try row.string("state"), reason: try row.optionalString("reason"))
         }
     }
@@ -114,7 +141,9 @@ package struct SQLPushJobRepository: PushJobRepository {
     }
 
     package func report(failures: Int) throws -> PushQueueReport {
-        let queue = try connection.query("SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'", []).first
+        let queue = try connection.query(
+            "SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM push_jobs WHERE state = 'pending'", []
+        ).first
         let outcomes = try connection.query(
             """
             SELECT provider, channel, state, reason, count(*) AS n FROM push_jobs WHERE state != 'pending'
@@ -130,12 +159,16 @@ package struct SQLPushJobRepository: PushJobRepository {
             [.integer(Int64(max(0, failures)))]
         ).map { row in
             FinishedPushJob(
-                id: try row.string("id"), callID: try row.string("call_id"), userID: try row.string("user_id"), provider: try row.string("provider"),
-                channel: try row.string("channel"), token: try row.string("token"), state: try row.string("state"), reason: try row.optionalString("reason"),
-                lastError: try row.optionalString("last_error"), attempts: try row.int("attempts"), finishedAtMS: try row.optionalInt64("finished_at_ms"))
+                id: try row.string("id"), callID: try row.string("call_id"), userID: try row.string("user_id"),
+                provider: try row.string("provider"),
+                channel: try row.string("channel"), token: try row.string("token"), state: try row.string("state"),
+                reason: try row.optionalString("reason"),
+                lastError: try row.optionalString("last_error"), attempts: try row.int("attempts"),
+                finishedAtMS: try row.optionalInt64("finished_at_ms"))
         }
         return PushQueueReport(
-            pending: try queue?.int("pending") ?? 0, oldestPendingCreatedMS: try queue?.optionalInt64("oldest"), outcomes: outcomes, newestFailures: newest)
+            pending: try queue?.int("pending") ?? 0, oldestPendingCreatedMS: try queue?.optionalInt64("oldest"),
+            outcomes: outcomes, newestFailures: newest)
     }
 
     package init(connection: any SQLExecutor) {

@@ -21,7 +21,9 @@ public struct APNsAlertChannel: PushChannel {
         transport = voip.transport
         summary = PushChannelSummary(
             channel: Self.channelName, provider: "apns", configured: voip.summary.configured,
-            auth: voip.summary.configured ? voip.summary.auth.replacingOccurrences(of: "topic \(voip.bundleID).voip", with: "topic \(voip.bundleID)") : "",
+            auth: voip.summary.configured
+                ? voip.summary.auth.replacingOccurrences(
+                    of: "topic \(voip.bundleID).voip", with: "topic \(voip.bundleID)") : "",
             endpoints: voip.summary.endpoints, caFile: voip.summary.caFile, hint: voip.summary.hint)
     }
 
@@ -34,24 +36,33 @@ public struct APNsAlertChannel: PushChannel {
     public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
         guard notice.expiresAt > notice.now else { throw VoIPPush.Problem.expired }
         let missed = notice.reason == "missed"
-        var object: [String: Any] = ["type": missed ? "call_missed" : "call_ended", "callId": notice.callID, "reason": notice.reason,
-            "scopeKind": notice.scopeKind, "scopeId": notice.scopeID]
+        var object: [String: Any] = [
+            "type": missed ? "call_missed" : "call_ended", "callId": notice.callID, "reason": notice.reason,
+            "scopeKind": notice.scopeKind, "scopeId": notice.scopeID,
+        ]
         if missed {
             let caller = notice.callerName.isEmpty ? "someone" : notice.callerName
-            object["aps"] = ["alert": ["title": "Missed call", "body": "Missed call from \(caller)"], "sound": "default", "thread-id": "calls"]
+            object["aps"] = [
+                "alert": ["title": "Missed call", "body": "Missed call from \(caller)"], "sound": "default",
+                "thread-id": "calls",
+            ]
         } else {
             object["aps"] = ["content-available": 1]
         }
-        let payload = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? []
+        let payload =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map(
+                Array.init) ?? []
         guard payload.count <= 4096 else { throw VoIPPush.Problem.payloadTooLarge(payload.count) }
-        return PushRequest(payload: payload, headers: [
-            ("apns-push-type", missed ? "alert" : "background"),
-            ("apns-topic", bundleID),
-            ("apns-priority", missed ? "10" : "5"),
-            ("apns-expiration", String(Int64(notice.expiresAt.timeIntervalSince1970.rounded(.down)))),
-            ("apns-collapse-id", "call_\(notice.callID)"),
-            ("apns-id", notice.jobID),
-        ])
+        return PushRequest(
+            payload: payload,
+            headers: [
+                ("apns-push-type", missed ? "alert" : "background"),
+                ("apns-topic", bundleID),
+                ("apns-priority", missed ? "10" : "5"),
+                ("apns-expiration", String(Int64(notice.expiresAt.timeIntervalSince1970.rounded(.down)))),
+                ("apns-collapse-id", "call_\(notice.callID)"),
+                ("apns-id", notice.jobID),
+            ])
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {

@@ -29,7 +29,8 @@ public struct APNsConfiguration: Sendable {
 
     public init(
         credentials: APNsCredentials, productionURL: String = "https://api.push.apple.com",
-        sandboxURL: String = "https://api.sandbox.push.apple.com", caFile: String? = nil, connectionsPerEnvironment: Int = 1,
+        sandboxURL: String = "https://api.sandbox.push.apple.com", caFile: String? = nil,
+        connectionsPerEnvironment: Int = 1,
         maxConcurrentStreams: Int = 500, requestTimeout: Duration = .seconds(10)
     ) {
         self.credentials = credentials
@@ -79,7 +80,9 @@ public final class APNsProvider: Sendable {
     }
 
     /// Sends one push to `/3/device/<token>` in the token's environment.
-    public func send(deviceToken: String, environment: String, headers: [(String, String)], payload: [UInt8]) async -> APNsResult {
+    public func send(
+        deviceToken: String, environment: String, headers: [(String, String)], payload: [UInt8]
+    ) async -> APNsResult {
         var requestHeaders = headers
         var tokenIssuedAt: Date?
         if case .token(let teamID, let keyID, let key) = configuration.credentials {
@@ -94,12 +97,15 @@ public final class APNsProvider: Sendable {
         let client = environment == "sandbox" ? sandbox : production
         let response: HTTP2Response
         do {
-            response = try await client.send(HTTP2Request(method: "POST", path: "/3/device/\(deviceToken)", headers: requestHeaders, body: payload))
+            response = try await client.send(
+                HTTP2Request(method: "POST", path: "/3/device/\(deviceToken)", headers: requestHeaders, body: payload))
         } catch {
             return .transportFailure(String(describing: error))
         }
         var reason: String?
-        if response.status != 200, let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] {
+        if response.status != 200,
+            let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        {
             reason = object["reason"] as? String
         }
         if reason == "ExpiredProviderToken", let tokenIssuedAt {

@@ -18,11 +18,14 @@ public struct APNsVoIPChannel: PushChannel {
     public var provider: String { "apns" }
 
     /// A configured channel: `transport` sends its requests (an ``APNsTransport`` or a test's).
-    public init(bundleID: String, transport: any PushTransport, auth: String = "", endpoints: String = "", caFile: String = "") {
+    public init(
+        bundleID: String, transport: any PushTransport, auth: String = "", endpoints: String = "", caFile: String = ""
+    ) {
         self.bundleID = bundleID
         self.transport = transport
         summary = PushChannelSummary(
-            channel: Self.channelName, provider: "apns", configured: true, auth: auth, endpoints: endpoints, caFile: caFile, hint: "")
+            channel: Self.channelName, provider: "apns", configured: true, auth: auth, endpoints: endpoints,
+            caFile: caFile, hint: "")
     }
 
     /// A channel without credentials: rings are still written (and fail at once, with a reason).
@@ -31,15 +34,19 @@ public struct APNsVoIPChannel: PushChannel {
         transport = nil
         summary = PushChannelSummary(
             channel: Self.channelName, provider: "apns", configured: false, auth: "", endpoints: "", caFile: "",
-            hint: "set apnsKeyFile, apnsTeamID and apnsKeyID (token auth) or apnsCertificateFile and apnsCertificateKeyFile")
+            hint:
+                "set apnsKeyFile, apnsTeamID and apnsKeyID (token auth) or apnsCertificateFile and apnsCertificateKeyFile"
+        )
     }
 
     public func ringRequest(for ring: PushRing) throws -> PushRequest {
         let payload = VoIPPayload(
-            callId: ring.callID, scopeKind: ScopeKind(rawValue: ring.scopeKind), scopeId: ring.scopeID, mode: CallMode(rawValue: ring.mode),
+            callId: ring.callID, scopeKind: ScopeKind(rawValue: ring.scopeKind), scopeId: ring.scopeID,
+            mode: CallMode(rawValue: ring.mode),
             callerName: ring.callerName, groupName: ring.groupName, ext: ring.appData)
         let push = try VoIPPush.build(
-            payload, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now, collapseID: ring.apnsCollapseID)
+            payload, bundleID: bundleID, apnsID: ring.jobID, expiresAt: ring.expiresAt, now: ring.now,
+            collapseID: ring.apnsCollapseID)
         guard let key = ring.payloadKey else { return PushRequest(payload: push.payload, headers: push.headers) }
         // The device registered a payload key: only the encrypted form leaves the server.
         return PushRequest(payload: try EncryptedVoIPPayload.seal(push.payload, key: key), headers: push.headers)
@@ -70,7 +77,9 @@ public struct APNsTransport: PushTransport {
     public func noticeRequest(for notice: PushNotice) throws -> PushRequest? { nil }
 
     public func send(_ job: PushJob) async -> PushSendResult {
-        switch await apns.send(deviceToken: job.token, environment: job.environment, headers: job.headers, payload: job.payload) {
+        switch await apns.send(
+            deviceToken: job.token, environment: job.environment, headers: job.headers, payload: job.payload)
+        {
         case .response(let status, let reason, _): .response(status: status, reason: reason)
         case .transportFailure(let message): .transportFailure(message)
         }

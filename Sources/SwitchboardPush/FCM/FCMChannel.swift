@@ -37,7 +37,9 @@ public struct FCMServiceAccount: Sendable {
         if tokenURI.hasPrefix("http://") {
             let host = URLComponents(string: tokenURI)?.host ?? ""
             guard ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else {
-                throw FCMConfigurationError("the service-account file's token_uri may be http:// only on this machine (127.0.0.1, localhost); use https://")
+                throw FCMConfigurationError(
+                    "the service-account file's token_uri may be http:// only on this machine (127.0.0.1, localhost); use https://"
+                )
             }
         }
         do {
@@ -70,9 +72,12 @@ extension DataMessageChannel {
     public func ringRequest(for ring: PushRing) throws -> PushRequest {
         // The data object is stored; the message around it (token, time to live) is made at each
         // attempt, so a retry never outlives the ring window.
-        PushRequest(payload: try FCMMessage.ringData(
-            callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode, callerName: ring.callerName,
-            groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now, appData: ring.appData), headers: [])
+        PushRequest(
+            payload: try FCMMessage.ringData(
+                callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode,
+                callerName: ring.callerName,
+                groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now, appData: ring.appData), headers: []
+        )
     }
 
     /// A high-priority `call_ended` data message (under the ring's collapse key where the
@@ -81,9 +86,11 @@ extension DataMessageChannel {
 
     /// The `call_ended` data object of `notice`.
     public func endedDataRequest(for notice: PushNotice) throws -> PushRequest {
-        PushRequest(payload: try FCMMessage.endedData(
-            callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID, callerName: notice.callerName,
-            reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now), headers: [])
+        PushRequest(
+            payload: try FCMMessage.endedData(
+                callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID,
+                callerName: notice.callerName,
+                reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now), headers: [])
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {
@@ -112,7 +119,8 @@ public struct FCMChannel: DataMessageChannel {
     public init(transport: any PushTransport, auth: String = "", endpoints: String = "", caFile: String = "") {
         self.transport = transport
         summary = PushChannelSummary(
-            channel: Self.channelName, provider: "fcm", configured: true, auth: auth, endpoints: endpoints, caFile: caFile, hint: "")
+            channel: Self.channelName, provider: "fcm", configured: true, auth: auth, endpoints: endpoints,
+            caFile: caFile, hint: "")
     }
 
     public init(unconfigured: Void = ()) {
@@ -122,13 +130,17 @@ public struct FCMChannel: DataMessageChannel {
             hint: "set fcmServiceAccountFile to the Firebase service-account JSON", optional: true)
     }
 
-    public func action(status: Int, reason: String?) -> PushAction { FCMResponsePolicy.action(status: status, reason: reason) }
+    public func action(status: Int, reason: String?) -> PushAction {
+        FCMResponsePolicy.action(status: status, reason: reason)
+    }
 
     /// The table's verdict; a `QUOTA_EXCEEDED` waits at least FCM's minimum of a minute
     /// (``FCMResponsePolicy/quotaRetryFloor``), longer when `Retry-After` says so.
     public func verdict(for result: PushSendResult) -> PushVerdict {
         var verdict = PushVerdict(result) { action(status: $0, reason: $1) }
-        if verdict.reason == "QUOTA_EXCEEDED" { verdict.retryAfter = max(verdict.retryAfter ?? 0, FCMResponsePolicy.quotaRetryFloor) }
+        if verdict.reason == "QUOTA_EXCEEDED" {
+            verdict.retryAfter = max(verdict.retryAfter ?? 0, FCMResponsePolicy.quotaRetryFloor)
+        }
         return verdict
     }
 }
@@ -153,22 +165,27 @@ public final class FCMTransport: PushTransport {
         self.account = account
         self.now = now
         let clients = try TokenServiceClients(
-            baseURL: baseURL, tokenURL: account.tokenURI, caFile: caFile, connections: connections, requestTimeout: requestTimeout)
+            baseURL: baseURL, tokenURL: account.tokenURI, caFile: caFile, connections: connections,
+            requestTimeout: requestTimeout)
         self.clients = clients
         tokens = AccessTokenCache(now: now) { issued in
-            try await Self.fetchToken(account: account, client: clients.token, path: clients.tokenPath, issuedAt: issued)
+            try await Self.fetchToken(
+                account: account, client: clients.token, path: clients.tokenPath, issuedAt: issued)
         }
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {
         await tokens.sending("FCM access token") { token, issuedAt in
             let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
-            let body = FCMMessage.body(token: job.token, data: job.payload, collapseKey: "call_\(job.callID)", ttlSeconds: ttl)
+            let body = FCMMessage.body(
+                token: job.token, data: job.payload, collapseKey: "call_\(job.callID)", ttlSeconds: ttl)
             let response: HTTP2Response
             do {
-                response = try await clients.api.send(HTTP2Request(
-                    method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
-                    headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")], body: body))
+                response = try await clients.api.send(
+                    HTTP2Request(
+                        method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
+                        headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
+                        body: body))
             } catch {
                 return .transportFailure(String(describing: error))
             }
@@ -183,19 +200,26 @@ public final class FCMTransport: PushTransport {
     }
 
     /// A new access token: the service account's RS256 assertion exchanged at `token_uri`.
-    private static func fetchToken(account: FCMServiceAccount, client: HTTP2Client, path: String, issuedAt issued: Date) async throws
+    private static func fetchToken(
+        account: FCMServiceAccount, client: HTTP2Client, path: String, issuedAt issued: Date
+    ) async throws
         -> (token: String, lifetime: TimeInterval)
     {
         let iat = Int64(issued.timeIntervalSince1970)
-        let header = try JSONSerialization.data(withJSONObject: ["alg": "RS256", "typ": "JWT", "kid": account.privateKeyID], options: [.sortedKeys])
-        let claims = try JSONSerialization.data(withJSONObject: [
-            "iss": account.clientEmail, "scope": "https://www.googleapis.com/auth/firebase.messaging", "aud": account.tokenURI,
-            "iat": iat, "exp": iat + 3600,
-        ], options: [.sortedKeys, .withoutEscapingSlashes])
+        let header = try JSONSerialization.data(
+            withJSONObject: ["alg": "RS256", "typ": "JWT", "kid": account.privateKeyID], options: [.sortedKeys])
+        let claims = try JSONSerialization.data(
+            withJSONObject: [
+                "iss": account.clientEmail, "scope": "https://www.googleapis.com/auth/firebase.messaging",
+                "aud": account.tokenURI,
+                "iat": iat, "exp": iat + 3600,
+            ], options: [.sortedKeys, .withoutEscapingSlashes])
         let assertion = try JWT.signRS256(headerJSON: Array(header), claimsJSON: Array(claims), key: account.privateKey)
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
-        let response = try await client.send(HTTP2Request(
-            method: "POST", path: path, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8)))
+        let response = try await client.send(
+            HTTP2Request(
+                method: "POST", path: path, headers: [("content-type", "application/x-www-form-urlencoded")],
+                body: Array(form.utf8)))
         return try OAuthTokenResponse.parse(response)
     }
 

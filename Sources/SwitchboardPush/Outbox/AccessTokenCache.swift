@@ -28,7 +28,10 @@ public final class AccessTokenCache: Sendable {
     /// Tokens fetched so far.
     public var fetchCount: Int { fetches.load(ordering: .relaxed) }
 
-    public init(now: @escaping @Sendable () -> Date, fetch: @escaping @Sendable (_ issuedAt: Date) async throws -> (token: String, lifetime: TimeInterval)) {
+    public init(
+        now: @escaping @Sendable () -> Date,
+        fetch: @escaping @Sendable (_ issuedAt: Date) async throws -> (token: String, lifetime: TimeInterval)
+    ) {
         self.now = now
         self.fetch = fetch
     }
@@ -39,11 +42,15 @@ public final class AccessTokenCache: Sendable {
         enum Next { case use(String, Date), wait(Task<(String, Date), any Error>), fail(String) }
         let next = state.withLock { state -> Next in
             let usable = state.clock.isUsable(now: moment)
-            if let current = state.current, let issued = state.clock.issuedAt, usable, !state.clock.needsNewToken(now: moment) {
+            if let current = state.current, let issued = state.clock.issuedAt, usable,
+                !state.clock.needsNewToken(now: moment)
+            {
                 return .use(current, issued)
             }
             if let failure = state.failure, moment < failure.until, state.fetching == nil {
-                if let current = state.current, let issued = state.clock.issuedAt, usable { return .use(current, issued) }
+                if let current = state.current, let issued = state.clock.issuedAt, usable {
+                    return .use(current, issued)
+                }
                 return .fail(failure.reason)
             }
             let fetching = state.fetching ?? Task { try await self.refresh() }
@@ -90,9 +97,15 @@ public final class AccessTokenCache: Sendable {
         }
         let token: String, lifetime: TimeInterval
         do {
-            (token, lifetime) = try await fetch(Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
+            (token, lifetime) = try await fetch(
+                Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
         } catch {
-            state.withLock { $0.failure = ("\(error) (held \(Int(Self.failureHold)) s before the next try)", now().addingTimeInterval(Self.failureHold)) }
+            state.withLock {
+                $0.failure = (
+                    "\(error) (held \(Int(Self.failureHold)) s before the next try)",
+                    now().addingTimeInterval(Self.failureHold)
+                )
+            }
             throw error
         }
         state.withLock { state in
@@ -130,10 +143,15 @@ struct TokenServiceClients {
     let tokenPath: String
 
     /// `acceptsHTTP1`: the service may answer over HTTP/1.1 (the Android vendors').
-    init(baseURL: String, tokenURL: String, caFile: String?, connections: Int, requestTimeout: Duration, acceptsHTTP1: Bool = false) throws {
+    init(
+        baseURL: String, tokenURL: String, caFile: String?, connections: Int, requestTimeout: Duration,
+        acceptsHTTP1: Bool = false
+    ) throws {
         func client(_ base: String) throws -> HTTP2Client {
-            try HTTP2Client(configuration: .service(
-                baseURL: base, connections: connections, requestTimeout: requestTimeout, caFile: caFile, acceptsHTTP1: acceptsHTTP1))
+            try HTTP2Client(
+                configuration: .service(
+                    baseURL: base, connections: connections, requestTimeout: requestTimeout, caFile: caFile,
+                    acceptsHTTP1: acceptsHTTP1))
         }
         guard let uri = URLComponents(string: tokenURL), let scheme = uri.scheme, let host = uri.host else {
             throw OAuthTokenError(description: "the token URL \(tokenURL) is not a URL")
@@ -153,7 +171,9 @@ struct TokenServiceClients {
 extension HTTP2ClientConfiguration {
     /// The settings of a push service's client: `connections` connections, a request deadline,
     /// the CA to trust, h2c with prior knowledge for an `http://` emulator.
-    static func service(baseURL: String, connections: Int, requestTimeout: Duration, caFile: String?, acceptsHTTP1: Bool) -> Self {
+    static func service(
+        baseURL: String, connections: Int, requestTimeout: Duration, caFile: String?, acceptsHTTP1: Bool
+    ) -> Self {
         var settings = HTTP2ClientConfiguration(baseURL: baseURL)
         settings.maxConnections = connections
         settings.requestTimeout = requestTimeout

@@ -89,7 +89,8 @@ public struct PushChannelSummary: Sendable, Equatable {
     public let optional: Bool
 
     public init(
-        channel: String, provider: String, configured: Bool, auth: String, endpoints: String, caFile: String, hint: String, optional: Bool = false
+        channel: String, provider: String, configured: Bool, auth: String, endpoints: String, caFile: String,
+        hint: String, optional: Bool = false
     ) {
         self.optional = optional
         self.channel = channel
@@ -104,18 +105,25 @@ public struct PushChannelSummary: Sendable, Equatable {
     /// Logs the channel: info when configured, a warning when every push will fail.
     public func log(to logger: Logger) {
         if configured {
-            logger.info("push channel configured", [
-                "channel": .string(channel), "provider": .string(provider), "auth": .string(auth), "endpoints": .string(endpoints),
-                "caFile": .string(caFile.isEmpty ? "system trust" : caFile),
-            ])
+            logger.info(
+                "push channel configured",
+                [
+                    "channel": .string(channel), "provider": .string(provider), "auth": .string(auth),
+                    "endpoints": .string(endpoints),
+                    "caFile": .string(caFile.isEmpty ? "system trust" : caFile),
+                ])
         } else if optional {
-            logger.info("push channel off: its pushes fail at once with \(Self.notConfiguredReason)", [
-                "channel": .string(channel), "provider": .string(provider), "hint": .string(hint),
-            ])
+            logger.info(
+                "push channel off: its pushes fail at once with \(Self.notConfiguredReason)",
+                [
+                    "channel": .string(channel), "provider": .string(provider), "hint": .string(hint),
+                ])
         } else {
-            logger.warning("push channel not configured: every push fails at once with \(Self.notConfiguredReason)", [
-                "channel": .string(channel), "provider": .string(provider), "hint": .string(hint),
-            ])
+            logger.warning(
+                "push channel not configured: every push fails at once with \(Self.notConfiguredReason)",
+                [
+                    "channel": .string(channel), "provider": .string(provider), "hint": .string(hint),
+                ])
         }
     }
 }

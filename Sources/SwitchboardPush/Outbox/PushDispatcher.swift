@@ -58,12 +58,14 @@ public final class PushDispatcher: Sendable {
         claimLease: TimeInterval = 15, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.init(
-            store: store, directory: ServerChannelDirectory(channels), logger: logger, metrics: metrics, maxInFlight: maxInFlight,
+            store: store, directory: ServerChannelDirectory(channels), logger: logger, metrics: metrics,
+            maxInFlight: maxInFlight,
             claimLease: claimLease, jitter: jitter)
     }
 
     public init(
-        store: any PushOutboxStore, directory: any PushChannelDirectory, logger: Logger, metrics: Metrics, maxInFlight: Int = 1000,
+        store: any PushOutboxStore, directory: any PushChannelDirectory, logger: Logger, metrics: Metrics,
+        maxInFlight: Int = 1000,
         claimLease: TimeInterval = 15, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.claimLease = claimLease
@@ -93,7 +95,8 @@ public final class PushDispatcher: Sendable {
             do {
                 try await releaseClaims()
             } catch {
-                logger.error("push dispatcher could not release old claims", ["error": .string(String(describing: error))])
+                logger.error(
+                    "push dispatcher could not release old claims", ["error": .string(String(describing: error))])
             }
         }
         await withDiscardingTaskGroup { group in
@@ -158,7 +161,9 @@ public final class PushDispatcher: Sendable {
         let nextDue = outlook.nextDueMS.map { min(Date(timeIntervalSince1970: Double($0) / 1000), ceiling) } ?? ceiling
         // Nothing due, or nothing we may send yet: sleep until the next job (a finished send
         // wakes the loop when it frees a slot). Never loop at once without having claimed.
-        guard outlook.due > 0, budget > 0 else { return Pass(claimed: [], more: false, nextDue: outlook.due > 0 ? ceiling : nextDue) }
+        guard outlook.due > 0, budget > 0 else {
+            return Pass(claimed: [], more: false, nextDue: outlook.due > 0 ? ceiling : nextDue)
+        }
         // A send still running past its lease (only a test's clock jumps that far) keeps its job.
         // The lease runs from when the claim is written (after any wait for the write lock),
         // not from when this pass began.
@@ -191,14 +196,25 @@ public final class PushDispatcher: Sendable {
         do {
             // A push must never ring a dead call.
             switch try await store.relevance(of: job) {
-            case .callNotRinging: try await finish(job, .dropped, reason: "call_not_ringing"); return false
-            case .deviceUnbound: try await finish(job, .dropped, reason: "device_unbound"); return false
-            case .payloadKeyChanged: try await finish(job, .dropped, reason: "payload_key_changed"); return false
+            case .callNotRinging:
+                try await finish(job, .dropped, reason: "call_not_ringing")
+                return false
+            case .deviceUnbound:
+                try await finish(job, .dropped, reason: "device_unbound")
+                return false
+            case .payloadKeyChanged:
+                try await finish(job, .dropped, reason: "payload_key_changed")
+                return false
             case .send: break
             }
-            guard store.now() < job.expiresAt else { try await finish(job, .expired, reason: "ring_window_passed"); return false }
+            guard store.now() < job.expiresAt else {
+                try await finish(job, .expired, reason: "ring_window_passed")
+                return false
+            }
             guard let channel = try await directory.channels(forCall: job.callID)[job.channel] else {
-                try await finish(job, .failed, reason: PushChannels.missingChannelReason, lastError: "no push channel '\(job.channel)' on this server")
+                try await finish(
+                    job, .failed, reason: PushChannels.missingChannelReason,
+                    lastError: "no push channel '\(job.channel)' on this server")
                 return false
             }
 
@@ -206,10 +222,14 @@ public final class PushDispatcher: Sendable {
             if case .transportFailure(let message) = result,
                 case .log(let suppressed) = transportFailures.withLock({ $0.occurred(message, at: .now) })
             {
-                logger.warning("push transport failure; the push is retried until its ring window ends", [
-                    "channel": .string(channel.name), "provider": .string(channel.provider), "reason": .string(message),
-                    "job.id": .string(job.id), "token.suffix": .string(Self.suffix(job.token)), "sameFailuresNotLogged": .int(suppressed),
-                ])
+                logger.warning(
+                    "push transport failure; the push is retried until its ring window ends",
+                    [
+                        "channel": .string(channel.name), "provider": .string(channel.provider),
+                        "reason": .string(message),
+                        "job.id": .string(job.id), "token.suffix": .string(Self.suffix(job.token)),
+                        "sameFailuresNotLogged": .int(suppressed),
+                    ])
             }
             let verdict = channel.verdict(for: result)
             let reason = verdict.reason
@@ -220,9 +240,12 @@ public final class PushDispatcher: Sendable {
                 return try await retry(job, reason: reason, notBefore: verdict.retryAfter)
             case .deleteToken:
                 try await finish(job, .failed, reason: reason, lastError: reason, token: .forget)
-                logger.info("push token deleted", [
-                    "channel": .string(channel.name), "token.suffix": .string(Self.suffix(job.token)), "reason": .string(reason),
-                ])
+                logger.info(
+                    "push token deleted",
+                    [
+                        "channel": .string(channel.name), "token.suffix": .string(Self.suffix(job.token)),
+                        "reason": .string(reason),
+                    ])
             case .reclassifyToken:
                 // Possibly a sandbox/production or topic mismatch: delete only when it repeats.
                 try await finish(job, .failed, reason: reason, lastError: reason, token: .doubt)
@@ -231,9 +254,11 @@ public final class PushDispatcher: Sendable {
             }
             return false
         } catch {
-            logger.error("push job not processed; its claim will lapse and it will be retried", [
-                "job.id": .string(job.id), "error": .string(String(describing: error)),
-            ])
+            logger.error(
+                "push job not processed; its claim will lapse and it will be retried",
+                [
+                    "job.id": .string(job.id), "error": .string(String(describing: error)),
+                ])
             return true
         }
     }
@@ -251,14 +276,17 @@ public final class PushDispatcher: Sendable {
         let now = store.now()
         // The service's Retry-After, when longer than the backoff, wins; both end at the ring window.
         let earliest = retryAfter.map { now.addingTimeInterval(min(max($0, 0), 3600)) }
-        guard let backoff = PushRetryPolicy.nextAttempt(after: now, attempt: job.attempts, jitter: jitter(), expiresAt: job.expiresAt),
+        guard
+            let backoff = PushRetryPolicy.nextAttempt(
+                after: now, attempt: job.attempts, jitter: jitter(), expiresAt: job.expiresAt),
             let next = Optional(max(backoff, earliest ?? backoff)), next < job.expiresAt
         else {
             try await finish(job, .expired, reason: reason, lastError: reason)
             return false
         }
         try await store.reschedule(job, nextAttemptAtMS: next.outboxMilliseconds, reason: reason)
-        metrics.increment("switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: labels(job))
+        metrics.increment(
+            "switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: labels(job))
         return true
     }
 
@@ -266,21 +294,25 @@ public final class PushDispatcher: Sendable {
     /// (a job dropped or expired later keeps the error of its latest failed attempt). `token`:
     /// what the outcome says about the device, recorded in the same transaction.
     private func finish(
-        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String? = nil, token: PushTokenVerdict? = nil
+        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String? = nil,
+        token: PushTokenVerdict? = nil
     ) async throws {
         let attempted = outcome == .delivered || outcome == .failed
         let recorded = try await store.finish(
-            job, outcome, reason: reason, lastError: lastError, attempted: attempted, at: store.now().outboxMilliseconds, token: token)
+            job, outcome, reason: reason, lastError: lastError, attempted: attempted,
+            at: store.now().outboxMilliseconds, token: token)
         // Another instance took the job over after this one's lease ran out: its outcome counts.
         guard recorded else { return }
         metrics.increment(
             "switchboard_push_jobs_total", help: "Push jobs finished, by provider, channel, outcome and reason.",
             labels: labels(job) + [("outcome", outcome.rawValue), ("reason", reason ?? "")])
         if outcome == .failed {
-            logger.warning("push failed", [
-                "job.id": .string(job.id), "call.id": .string(job.callID), "channel": .string(job.channel),
-                "token.suffix": .string(Self.suffix(job.token)), "reason": .string(reason ?? ""),
-            ])
+            logger.warning(
+                "push failed",
+                [
+                    "job.id": .string(job.id), "call.id": .string(job.callID), "channel": .string(job.channel),
+                    "token.suffix": .string(Self.suffix(job.token)), "reason": .string(reason ?? ""),
+                ])
         }
     }
 }

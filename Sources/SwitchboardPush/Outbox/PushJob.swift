@@ -22,7 +22,8 @@ public struct PushJob: Sendable {
     public let expiresAt: Date
 
     public init(
-        id: String, callID: String, userID: String, channel: String, kind: PushJobKind = .ring, token: String, environment: String,
+        id: String, callID: String, userID: String, channel: String, kind: PushJobKind = .ring, token: String,
+        environment: String,
         payload: [UInt8], headers: [(String, String)], attempts: Int, expiresAt: Date
     ) {
         self.id = id
@@ -61,7 +62,8 @@ public struct PushNotice: Sendable, Equatable {
     public var now: Date
 
     public init(
-        callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, jobID: String, expiresAt: Date, now: Date
+        callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, jobID: String,
+        expiresAt: Date, now: Date
     ) {
         self.callID = callID
         self.scopeKind = scopeKind
@@ -124,8 +126,10 @@ public struct PushRing: Sendable, Equatable {
     public var apnsCollapseID: String?
 
     public init(
-        callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?, jobID: String,
-        expiresAt: Date, now: Date, payloadKey: PayloadKey? = nil, appData: [String: String]? = nil, apnsCollapseID: String? = nil
+        callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?,
+        jobID: String,
+        expiresAt: Date, now: Date, payloadKey: PayloadKey? = nil, appData: [String: String]? = nil,
+        apnsCollapseID: String? = nil
     ) {
         self.appData = appData
         self.apnsCollapseID = apnsCollapseID

@@ -26,7 +26,8 @@ public protocol PushOutboxStore: Sendable {
     /// Ends the job (only as the claim's holder); `token` is what the answer says about the
     /// device's token, applied in the same transaction. Returns whether it applied.
     func finish(
-        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64,
+        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool,
+        at nowMS: Int64,
         token: PushTokenVerdict?
     ) async throws -> Bool
 }

@@ -32,7 +32,9 @@ public enum PushRouting {
 
     /// The channel a notice goes out on: an iPhone's `ios-alert` token (never its VoIP one), an
     /// Android phone's ring channel. `nil`: the device has no way to take a notice.
-    public static func noticeChannel(platform: String, brand: String? = nil, tokens: Set<String>, configured: Set<String>) -> String? {
+    public static func noticeChannel(
+        platform: String, brand: String? = nil, tokens: Set<String>, configured: Set<String>
+    ) -> String? {
         switch platform {
         case "ios": tokens.contains("ios-alert") ? "ios-alert" : nil
         default: ringChannel(platform: platform, brand: brand, tokens: tokens, configured: configured)
@@ -44,7 +46,9 @@ public enum PushRouting {
     /// are on channels not configured still gets its ring job on one of them (FCM first), so the
     /// failure is recorded, not silent. `nil`: nothing here can ring it (an iPhone with only
     /// an alert token). Of several makers' tokens, the one of the phone's own brand goes first.
-    public static func ringChannel(platform: String, brand: String? = nil, tokens: Set<String>, configured: Set<String>) -> String? {
+    public static func ringChannel(
+        platform: String, brand: String? = nil, tokens: Set<String>, configured: Set<String>
+    ) -> String? {
         switch platform {
         case "ios":
             return tokens.contains("ios-voip") ? "ios-voip" : nil

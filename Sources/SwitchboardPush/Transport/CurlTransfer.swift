@@ -78,7 +78,9 @@ final class CurlTransfer {
         admittedAt = now
         let remaining = max(1, (deadline - now).millisecondsRoundedUp)
         try setLong(CURLOPT_TIMEOUT_MS, remaining, "CURLOPT_TIMEOUT_MS")
-        try setLong(CURLOPT_CONNECTTIMEOUT_MS, min(remaining, connectTimeout.millisecondsRoundedUp), "CURLOPT_CONNECTTIMEOUT_MS")
+        try setLong(
+            CURLOPT_CONNECTTIMEOUT_MS, min(remaining, connectTimeout.millisecondsRoundedUp), "CURLOPT_CONNECTTIMEOUT_MS"
+        )
         requestSent = false
         connectionVetoed = false
         bodyTooLarge = false
@@ -97,19 +99,27 @@ final class CurlTransfer {
         var status = 0
         var version = 0
         do {
-            try CurlResult.check(sb_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status), "CURLINFO_RESPONSE_CODE")
-            try CurlResult.check(sb_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version), "CURLINFO_HTTP_VERSION")
+            try CurlResult.check(
+                sb_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status), "CURLINFO_RESPONSE_CODE")
+            try CurlResult.check(
+                sb_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version), "CURLINFO_HTTP_VERSION")
         } catch {
             return .failure(error)
         }
-        guard version == CURL_HTTP_VERSION_2_0 || (acceptsHTTP1 && version == CURL_HTTP_VERSION_1_1) else { return .failure(.notHTTP2) }
-        return .success(HTTP2Response(
-            status: status, headers: responseHeaders, body: responseBody, httpVersion: version == CURL_HTTP_VERSION_2_0 ? "2" : "1.1"))
+        guard version == CURL_HTTP_VERSION_2_0 || (acceptsHTTP1 && version == CURL_HTTP_VERSION_1_1) else {
+            return .failure(.notHTTP2)
+        }
+        return .success(
+            HTTP2Response(
+                status: status, headers: responseHeaders, body: responseBody,
+                httpVersion: version == CURL_HTTP_VERSION_2_0 ? "2" : "1.1"))
     }
 
     // MARK: Options
 
-    private func configure(request: HTTP2Request, url: String, configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
+    private func configure(
+        request: HTTP2Request, url: String, configuration: HTTP2ClientConfiguration
+    ) throws(HTTP2ClientError) {
         try Self.validate(request)
         try setPointer(CURLOPT_ERRORBUFFER, UnsafeRawPointer(errorBuffer), "CURLOPT_ERRORBUFFER")
         try setString(CURLOPT_URL, url + request.path, "CURLOPT_URL")

@@ -104,14 +104,16 @@ public struct HTTP2ClientConfiguration: Sendable {
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
             throw .invalidConfiguration("baseURL must start with http:// or https://, got \(baseURL)")
         }
-        guard !baseURL.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }) else {
+        guard !baseURL.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true })
+        else {
             throw .invalidConfiguration("baseURL contains whitespace or control characters")
         }
         guard maxConnections >= 1, maxConcurrentStreams >= 1 else {
             throw .invalidConfiguration("maxConnections and maxConcurrentStreams must be at least 1")
         }
         guard overflowConnections >= 0, slowRequestThreshold > .zero else {
-            throw .invalidConfiguration("overflowConnections must not be negative and slowRequestThreshold must be positive")
+            throw .invalidConfiguration(
+                "overflowConnections must not be negative and slowRequestThreshold must be positive")
         }
         guard requestTimeout > .zero, connectTimeout > .zero else {
             throw .invalidConfiguration("requestTimeout and connectTimeout must be positive")

@@ -35,14 +35,17 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
     private var finishedIDs: [UInt64] = []
     private var completions: [Completion] = []
 
-    init(configuration: HTTP2ClientConfiguration, baseURL: String, multi: CurlMultiHandle, storage: HTTP2ClientStorage) {
+    init(configuration: HTTP2ClientConfiguration, baseURL: String, multi: CurlMultiHandle, storage: HTTP2ClientStorage)
+    {
         self.configuration = configuration
         self.baseURL = baseURL
         self.multi = multi
         self.storage = storage
-        let (limit, overflow) = configuration.maxConnections.multipliedReportingOverflow(by: configuration.maxConcurrentStreams)
+        let (limit, overflow) = configuration.maxConnections.multipliedReportingOverflow(
+            by: configuration.maxConcurrentStreams)
         admissionLimit = overflow ? Int.max : limit
-        let (extra, extraOverflow) = configuration.overflowConnections.multipliedReportingOverflow(by: configuration.maxConcurrentStreams)
+        let (extra, extraOverflow) = configuration.overflowConnections.multipliedReportingOverflow(
+            by: configuration.maxConcurrentStreams)
         let (total, totalOverflow) = admissionLimit.addingReportingOverflow(extra)
         overflowLimit = overflow || extraOverflow || totalOverflow ? Int.max : total
         gate = ReconnectGate(
@@ -187,7 +190,9 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
             case .success:
                 outcome = .responded
             case .failure:
-                outcome = CurlResult.isConnectionLevel(code, requestWasSent: transfer.requestSent) ? .connectionFailed : .other
+                outcome =
+                    CurlResult.isConnectionLevel(code, requestWasSent: transfer.requestSent)
+                    ? .connectionFailed : .other
             }
             gate.requestFinished(id: transfer.id, epoch: transfer.epoch, outcome: outcome, at: now)
             complete(transfer, result.mapError { $0 })

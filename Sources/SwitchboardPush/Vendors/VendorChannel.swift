@@ -16,7 +16,8 @@ public struct VendorChannel: DataMessageChannel {
     public var provider: String { name }
 
     private init(
-        name: String, transport: (any PushTransport)?, summary: PushChannelSummary, carriesSilentNotices: Bool, table: ResultCodeTable
+        name: String, transport: (any PushTransport)?, summary: PushChannelSummary, carriesSilentNotices: Bool,
+        table: ResultCodeTable
     ) {
         self.name = name
         self.transport = transport
@@ -26,34 +27,48 @@ public struct VendorChannel: DataMessageChannel {
     }
 
     /// Xiaomi MiPush; `transport` `nil`: not configured.
-    public static func xiaomi(transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = "") -> Self {
+    public static func xiaomi(
+        transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = ""
+    ) -> Self {
         Self(
             name: "xiaomi", transport: transport,
-            summary: summary("xiaomi", transport, auth, endpoints, caFile, hint: "set xiaomiAppSecret and xiaomiPackageName (Xiaomi push console)"),
+            summary: summary(
+                "xiaomi", transport, auth, endpoints, caFile,
+                hint: "set xiaomiAppSecret and xiaomiPackageName (Xiaomi push console)"),
             carriesSilentNotices: true, table: XiaomiResponsePolicy.table)
     }
 
     /// OPPO push; `transport` `nil`: not configured.
-    public static func oppo(transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = "") -> Self {
+    public static func oppo(
+        transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = ""
+    ) -> Self {
         Self(
             name: "oppo", transport: transport,
-            summary: summary("oppo", transport, auth, endpoints, caFile, hint: "set oppoAppKey, oppoMasterSecret and oppoChannelID (OPPO push console)"),
+            summary: summary(
+                "oppo", transport, auth, endpoints, caFile,
+                hint: "set oppoAppKey, oppoMasterSecret and oppoChannelID (OPPO push console)"),
             carriesSilentNotices: false, table: OPPOResponsePolicy.table)
     }
 
     /// vivo push; `transport` `nil`: not configured.
-    public static func vivo(transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = "") -> Self {
+    public static func vivo(
+        transport: (any PushTransport)?, auth: String = "", endpoints: String = "", caFile: String = ""
+    ) -> Self {
         Self(
             name: "vivo", transport: transport,
-            summary: summary("vivo", transport, auth, endpoints, caFile, hint: "set vivoAppID, vivoAppKey and vivoAppSecret (vivo push console)"),
+            summary: summary(
+                "vivo", transport, auth, endpoints, caFile,
+                hint: "set vivoAppID, vivoAppKey and vivoAppSecret (vivo push console)"),
             carriesSilentNotices: false, table: VivoResponsePolicy.table)
     }
 
     private static func summary(
-        _ name: String, _ transport: (any PushTransport)?, _ auth: String, _ endpoints: String, _ caFile: String, hint: String
+        _ name: String, _ transport: (any PushTransport)?, _ auth: String, _ endpoints: String, _ caFile: String,
+        hint: String
     ) -> PushChannelSummary {
         PushChannelSummary(
-            channel: name, provider: name, configured: transport != nil, auth: auth, endpoints: endpoints, caFile: caFile,
+            channel: name, provider: name, configured: transport != nil, auth: auth, endpoints: endpoints,
+            caFile: caFile,
             hint: transport == nil ? hint : "", optional: true)
     }
 
@@ -62,7 +77,9 @@ public struct VendorChannel: DataMessageChannel {
     /// The table's verdict; over the day's quota, no retry within the hour.
     public func verdict(for result: PushSendResult) -> PushVerdict {
         var verdict = PushVerdict(result) { action(status: $0, reason: $1) }
-        if table.quota.contains(verdict.reason) { verdict.retryAfter = max(verdict.retryAfter ?? 0, ResultCodeTable.quotaRetryFloor) }
+        if table.quota.contains(verdict.reason) {
+            verdict.retryAfter = max(verdict.retryAfter ?? 0, ResultCodeTable.quotaRetryFloor)
+        }
         return verdict
     }
 

@@ -16,8 +16,10 @@ public final class XiaomiTransport: PushTransport {
         appSecret: String, packageName: String, channelID: String?, baseURL: String, caFile: String?, connections: Int,
         requestTimeout: Duration, now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
-        client = try HTTP2Client(configuration: .service(
-            baseURL: baseURL, connections: connections, requestTimeout: requestTimeout, caFile: caFile, acceptsHTTP1: true))
+        client = try HTTP2Client(
+            configuration: .service(
+                baseURL: baseURL, connections: connections, requestTimeout: requestTimeout, caFile: caFile,
+                acceptsHTTP1: true))
         authorization = "key=\(appSecret)"
         self.packageName = packageName
         self.channelID = channelID
@@ -26,18 +28,24 @@ public final class XiaomiTransport: PushTransport {
 
     public func send(_ job: PushJob) async -> PushSendResult {
         let ttl = Int64((job.expiresAt.timeIntervalSince(now()) * 1000).rounded(.down))
-        let body = XiaomiMessage.form(registrationID: job.token, packageName: packageName, data: job.payload, ttlMilliseconds: ttl, channelID: channelID)
+        let body = XiaomiMessage.form(
+            registrationID: job.token, packageName: packageName, data: job.payload, ttlMilliseconds: ttl,
+            channelID: channelID)
         let response: HTTP2Response
         do {
-            response = try await client.send(HTTP2Request(
-                method: "POST", path: XiaomiMessage.path,
-                headers: [("authorization", authorization), ("content-type", "application/x-www-form-urlencoded")], body: body))
+            response = try await client.send(
+                HTTP2Request(
+                    method: "POST", path: XiaomiMessage.path,
+                    headers: [("authorization", authorization), ("content-type", "application/x-www-form-urlencoded")],
+                    body: body))
         } catch {
             return .transportFailure(String(describing: error))
         }
         let result = XiaomiMessage.result(in: response.body, registrationID: job.token)
         let reason = result.map { $0.badRegistration ? XiaomiResponsePolicy.badRegistration : String($0.code) }
-        return .response(status: response.status, reason: reason, retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
+        return .response(
+            status: response.status, reason: reason,
+            retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
     }
 
     public func shutdown() async { await client.shutdown() }
@@ -57,25 +65,35 @@ public final class OPPOTransport: PushTransport {
     /// `baseURL`: ``OPPOMessage/chinaURL``, ``OPPOMessage/overseasURL`` or an emulator;
     /// `channelID`: the notification channel the app registered for calls.
     public init(
-        appKey: String, masterSecret: String, channelID: String, baseURL: String, caFile: String?, connections: Int, requestTimeout: Duration,
+        appKey: String, masterSecret: String, channelID: String, baseURL: String, caFile: String?, connections: Int,
+        requestTimeout: Duration,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
-        let client = try HTTP2Client(configuration: .service(
-            baseURL: baseURL, connections: connections, requestTimeout: requestTimeout, caFile: caFile, acceptsHTTP1: true))
+        let client = try HTTP2Client(
+            configuration: .service(
+                baseURL: baseURL, connections: connections, requestTimeout: requestTimeout, caFile: caFile,
+                acceptsHTTP1: true))
         self.client = client
         self.channelID = channelID
         self.now = now
         tokens = AccessTokenCache(now: now) { issued in
             let timestamp = Int64(issued.timeIntervalSince1970) * 1000
-            let sign = SHA256.hex(Array(OPPOMessage.signInput(appKey: appKey, timestampMilliseconds: timestamp, masterSecret: masterSecret).utf8))
-            let response = try await client.send(HTTP2Request(
-                method: "POST", path: OPPOMessage.authPath, headers: [("content-type", "application/x-www-form-urlencoded")],
-                body: FormEncoding.body([("app_key", appKey), ("sign", sign), ("timestamp", String(timestamp))])))
+            let sign = SHA256.hex(
+                Array(
+                    OPPOMessage.signInput(appKey: appKey, timestampMilliseconds: timestamp, masterSecret: masterSecret)
+                        .utf8))
+            let response = try await client.send(
+                HTTP2Request(
+                    method: "POST", path: OPPOMessage.authPath,
+                    headers: [("content-type", "application/x-www-form-urlencoded")],
+                    body: FormEncoding.body([("app_key", appKey), ("sign", sign), ("timestamp", String(timestamp))])))
             let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
             guard response.status == 200, (object?["code"] as? NSNumber)?.intValue == 0,
                 let token = (object?["data"] as? [String: Any])?["auth_token"] as? String, !token.isEmpty
             else {
-                throw OAuthTokenError(description: "OPPO auth answered \(response.status): \((object?["message"] as? String) ?? "no auth_token")")
+                throw OAuthTokenError(
+                    description:
+                        "OPPO auth answered \(response.status): \((object?["message"] as? String) ?? "no auth_token")")
             }
             return (token, OPPOMessage.authTokenLifetime)
         }
@@ -84,18 +102,27 @@ public final class OPPOTransport: PushTransport {
     public func send(_ job: PushJob) async -> PushSendResult {
         await tokens.sending("OPPO auth token") { token, issuedAt in
             let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
-            guard let body = OPPOMessage.unicastForm(authToken: token, registrationID: job.token, data: job.payload, ttlSeconds: ttl, channelID: channelID)
+            guard
+                let body = OPPOMessage.unicastForm(
+                    authToken: token, registrationID: job.token, data: job.payload, ttlSeconds: ttl,
+                    channelID: channelID)
             else { return .response(status: 400, reason: "NothingToShow") }
             let response: HTTP2Response
             do {
-                response = try await client.send(HTTP2Request(
-                    method: "POST", path: OPPOMessage.unicastPath, headers: [("content-type", "application/x-www-form-urlencoded")], body: body))
+                response = try await client.send(
+                    HTTP2Request(
+                        method: "POST", path: OPPOMessage.unicastPath,
+                        headers: [("content-type", "application/x-www-form-urlencoded")], body: body))
             } catch {
                 return .transportFailure(String(describing: error))
             }
             let reason = OPPOMessage.code(in: response.body).map(String.init)
-            if let reason, OPPOResponsePolicy.table.authTokenRejected.contains(reason) { tokens.rejected(issuedAt: issuedAt) }
-            return .response(status: response.status, reason: reason, retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
+            if let reason, OPPOResponsePolicy.table.authTokenRejected.contains(reason) {
+                tokens.rejected(issuedAt: issuedAt)
+            }
+            return .response(
+                status: response.status, reason: reason,
+                retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
         }
     }
 
@@ -115,20 +142,29 @@ public final class VivoTransport: PushTransport {
 
     /// `baseURL`: ``VivoMessage/defaultURL`` or an emulator.
     public init(
-        appID: String, appKey: String, appSecret: String, baseURL: String, caFile: String?, connections: Int, requestTimeout: Duration,
+        appID: String, appKey: String, appSecret: String, baseURL: String, caFile: String?, connections: Int,
+        requestTimeout: Duration,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
-        let client = try HTTP2Client(configuration: .service(
-            baseURL: baseURL, connections: connections, requestTimeout: requestTimeout, caFile: caFile, acceptsHTTP1: true))
+        let client = try HTTP2Client(
+            configuration: .service(
+                baseURL: baseURL, connections: connections, requestTimeout: requestTimeout, caFile: caFile,
+                acceptsHTTP1: true))
         self.client = client
         self.appID = appID
         self.now = now
         tokens = AccessTokenCache(now: now) { issued in
             let timestamp = Int64(issued.timeIntervalSince1970) * 1000
-            let sign = MD5.hex(Array(VivoMessage.signInput(appID: appID, appKey: appKey, timestampMilliseconds: timestamp, appSecret: appSecret).utf8))
-            let response = try await client.send(HTTP2Request(
-                method: "POST", path: VivoMessage.authPath, headers: [("content-type", "application/json")],
-                body: VivoMessage.authBody(appID: appID, appKey: appKey, timestampMilliseconds: timestamp, sign: sign)))
+            let sign = MD5.hex(
+                Array(
+                    VivoMessage.signInput(
+                        appID: appID, appKey: appKey, timestampMilliseconds: timestamp, appSecret: appSecret
+                    ).utf8))
+            let response = try await client.send(
+                HTTP2Request(
+                    method: "POST", path: VivoMessage.authPath, headers: [("content-type", "application/json")],
+                    body: VivoMessage.authBody(
+                        appID: appID, appKey: appKey, timestampMilliseconds: timestamp, sign: sign)))
             return (try VivoMessage.authToken(in: response.body).get(), VivoMessage.authTokenLifetime)
         }
     }
@@ -136,19 +172,27 @@ public final class VivoTransport: PushTransport {
     public func send(_ job: PushJob) async -> PushSendResult {
         await tokens.sending("vivo auth token") { token, issuedAt in
             let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
-            guard let body = VivoMessage.sendBody(appID: appID, registrationID: job.token, data: job.payload, ttlSeconds: ttl, requestID: job.id)
+            guard
+                let body = VivoMessage.sendBody(
+                    appID: appID, registrationID: job.token, data: job.payload, ttlSeconds: ttl, requestID: job.id)
             else { return .response(status: 400, reason: "NothingToShow") }
             let response: HTTP2Response
             do {
-                response = try await client.send(HTTP2Request(
-                    method: "POST", path: VivoMessage.sendPath, headers: [("authtoken", token), ("content-type", "application/json")], body: body))
+                response = try await client.send(
+                    HTTP2Request(
+                        method: "POST", path: VivoMessage.sendPath,
+                        headers: [("authtoken", token), ("content-type", "application/json")], body: body))
             } catch {
                 return .transportFailure(String(describing: error))
             }
             let result = VivoMessage.result(in: response.body)
             let reason = result.map { $0.code == 0 && $0.deviceGone ? VivoResponsePolicy.deviceGone : String($0.code) }
-            if let reason, VivoResponsePolicy.table.authTokenRejected.contains(reason) { tokens.rejected(issuedAt: issuedAt) }
-            return .response(status: response.status, reason: reason, retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
+            if let reason, VivoResponsePolicy.table.authTokenRejected.contains(reason) {
+                tokens.rejected(issuedAt: issuedAt)
+            }
+            return .response(
+                status: response.status, reason: reason,
+                retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
         }
     }
 

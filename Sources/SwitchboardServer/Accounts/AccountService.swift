@@ -28,13 +28,15 @@ struct AccountService: Sendable {
         let displayName = try AccountValidation.displayName(request.displayName)
         try await store.write { transaction in
             try transaction.requireQuota(
-                ServerLimits.registrationKey(address: address), transaction.limits.registrationsPerAddress, what: "registrations from this address")
+                ServerLimits.registrationKey(address: address), transaction.limits.registrationsPerAddress,
+                what: "registrations from this address")
         }
         let passwordHash = try await Self.scrypt { try await hasher.hash(request.password) }
         let token = Token.generate()
         let session = try await store.write { transaction -> AuthSession? in
             let user = User(id: transaction.newID(), username: username, displayName: displayName)
-            guard try transaction.accounts.createUser(user, passwordHash: passwordHash, at: transaction.timestamp) else { return nil }
+            guard try transaction.accounts.createUser(user, passwordHash: passwordHash, at: transaction.timestamp)
+            else { return nil }
             try Self.startSession(for: user.id, token: token, in: transaction)
             return AuthSession(user: user, token: token.text, eventCursor: 0)
         }
@@ -56,7 +58,8 @@ struct AccountService: Sendable {
         let token = Token.generate()
         return try await succeed(checked) { transaction in
             try Self.startSession(for: checked.user.id, token: token, in: transaction)
-            return AuthSession(user: checked.user, token: token.text, eventCursor: try transaction.events.cursor(for: checked.user.id))
+            return AuthSession(
+                user: checked.user, token: token.text, eventCursor: try transaction.events.cursor(for: checked.user.id))
         }
     }
 
@@ -71,7 +74,9 @@ struct AccountService: Sendable {
 
     /// The throttle's check and the password's (``login(_:from:)``): 429 while held back, 401
     /// `INVALID_CREDENTIALS` for an unknown user or a wrong password (as long as a right one).
-    private func checkPassword(_ password: String, of name: String, from address: String, upgrading: Bool) async throws -> CheckedPassword {
+    private func checkPassword(
+        _ password: String, of name: String, from address: String, upgrading: Bool
+    ) async throws -> CheckedPassword {
         let username = name.lowercased()
         let keys = throttle.keys(username: username, address: address)
         let known = throttle.knownKey(username: username, address: address)
@@ -85,9 +90,11 @@ struct AccountService: Sendable {
                 return Int((Double(blocked - now) / 1000).rounded(.up))
             }
             for key in keys {
-                try counters.store(RateLimiter.fail(found[key.text] ?? RateCounter(), key.rule, nowMS: now), for: key.text, at: now)
+                try counters.store(
+                    RateLimiter.fail(found[key.text] ?? RateCounter(), key.rule, nowMS: now), for: key.text, at: now)
             }
-            try counters.prune(before: now - LoginThrottle.quietForgives, keptBefore: now - LoginThrottle.knownForgotten)
+            try counters.prune(
+                before: now - LoginThrottle.quietForgives, keptBefore: now - LoginThrottle.knownForgotten)
             return nil
         }
         if let seconds = held {
@@ -96,14 +103,20 @@ struct AccountService: Sendable {
         let found = try await store.snapshot { try $0.accounts.credentials(forUsername: username) }
         let matches: Bool
         do {
-            matches = try await Self.scrypt { try await hasher.verify(password, against: found?.passwordHash ?? decoyHash) }
+            matches = try await Self.scrypt {
+                try await hasher.verify(password, against: found?.passwordHash ?? decoyHash)
+            }
         } catch let error as APIError where error.code == .serverBusy {
             // Not checked, so not a failure: the attempt counted above is taken back.
             try await store.write { transaction in
                 let now = CallStore.milliseconds(transaction.date)
                 let counters = transaction.rateCounters
                 let found = try counters.lock(keys.map(\.text), at: now)
-                for key in keys { if let entry = found[key.text] { try counters.store(RateLimiter.forgive(entry, key.rule), for: key.text, at: now) } }
+                for key in keys {
+                    if let entry = found[key.text] {
+                        try counters.store(RateLimiter.forgive(entry, key.rule), for: key.text, at: now)
+                    }
+                }
             }
             throw error
         }
@@ -118,9 +131,13 @@ struct AccountService: Sendable {
     /// The write after a matching password: the attempt is taken back (the account's counters
     /// reset, the address's by one), the address is remembered as known, an upgraded hash
     /// stored, and `then` runs in the same transaction.
-    private func succeed<T: Sendable>(_ checked: CheckedPassword, then: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
+    private func succeed<T: Sendable>(
+        _ checked: CheckedPassword, then: @escaping @Sendable (WriteTransaction) throws -> T
+    ) async throws -> T {
         let reset = throttle.keysReset(username: checked.username, address: checked.address).map(\.text)
-        let addressKey = throttle.keys(username: checked.username, address: checked.address).first { $0.text.hasPrefix("address:") }
+        let addressKey = throttle.keys(username: checked.username, address: checked.address).first {
+            $0.text.hasPrefix("address:")
+        }
         let known = throttle.knownKey(username: checked.username, address: checked.address)
         return try await store.write { transaction in
             let now = CallStore.milliseconds(transaction.date)
@@ -131,7 +148,9 @@ struct AccountService: Sendable {
                 try counters.store(RateLimiter.forgive(entry, addressKey.rule), for: addressKey.text, at: now)
             }
             try counters.store(RateCounter(), for: known, at: now)
-            if let upgraded = checked.upgradedHash { try transaction.accounts.setPasswordHash(upgraded, of: checked.user.id) }
+            if let upgraded = checked.upgradedHash {
+                try transaction.accounts.setPasswordHash(upgraded, of: checked.user.id)
+            }
             return try then(transaction)
         }
     }
@@ -169,7 +188,8 @@ struct AccountService: Sendable {
         try AccountValidation.password(request.newPassword, field: "newPassword")
         let checked: CheckedPassword
         do {
-            checked = try await checkPassword(request.currentPassword, of: principal.user.username, from: address, upgrading: false)
+            checked = try await checkPassword(
+                request.currentPassword, of: principal.user.username, from: address, upgrading: false)
         } catch let error as APIError where error.code == .invalidCredentials {
             throw APIError(.invalidCredentials, "the current password is wrong", field: "currentPassword")
         }
@@ -197,7 +217,8 @@ struct AccountService: Sendable {
 
     private static func startSession(for userID: String, token: Token, in transaction: WriteTransaction) throws {
         try transaction.accounts.startSession(
-            id: transaction.newID(), userID: userID, tokenHash: token.hash, at: transaction.timestamp, atMS: CallStore.milliseconds(transaction.date))
+            id: transaction.newID(), userID: userID, tokenHash: token.hash, at: transaction.timestamp,
+            atMS: CallStore.milliseconds(transaction.date))
     }
 }
 
@@ -210,28 +231,41 @@ struct AccountRoutes {
 
     func register(in router: inout Router) {
         router.add("POST", "/auth/register", maxBodyBytes: Router.smallBodyBytes) { [service, trustedProxies] context in
-            .json(try await service.register(
-                try context.decode(RegisterRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)), status: 201)
+            .json(
+                try await service.register(
+                    try context.decode(RegisterRequest.self),
+                    from: ClientAddress.of(context.request, trusting: trustedProxies)), status: 201)
         }
         router.add("POST", "/auth/login", maxBodyBytes: Router.smallBodyBytes) { [service, trustedProxies] context in
-            .json(try await service.login(
-                try context.decode(LoginRequest.self), from: ClientAddress.of(context.request, trusting: trustedProxies)))
+            .json(
+                try await service.login(
+                    try context.decode(LoginRequest.self),
+                    from: ClientAddress.of(context.request, trusting: trustedProxies)))
         }
-        router.add("POST", "/auth/logout", maxBodyBytes: Router.smallBodyBytes, authenticator.require { [service] _, principal in
-            try await service.logout(principal)
-            return .noContent
-        })
-        router.add("POST", "/auth/logout-all", maxBodyBytes: Router.smallBodyBytes, authenticator.require { [service] _, principal in
-            try await service.logoutEverywhere(principal)
-            return .noContent
-        })
-        router.add("POST", "/auth/password", maxBodyBytes: Router.smallBodyBytes, authenticator.require { [service, trustedProxies] context, principal in
-            try await service.changePassword(
-                try context.decode(ChangePasswordRequest.self), by: principal, from: ClientAddress.of(context.request, trusting: trustedProxies))
-            return .noContent
-        })
-        router.add("GET", "/me", authenticator.require { [service] _, principal in
-            .json(try await service.me(principal))
-        })
+        router.add(
+            "POST", "/auth/logout", maxBodyBytes: Router.smallBodyBytes,
+            authenticator.require { [service] _, principal in
+                try await service.logout(principal)
+                return .noContent
+            })
+        router.add(
+            "POST", "/auth/logout-all", maxBodyBytes: Router.smallBodyBytes,
+            authenticator.require { [service] _, principal in
+                try await service.logoutEverywhere(principal)
+                return .noContent
+            })
+        router.add(
+            "POST", "/auth/password", maxBodyBytes: Router.smallBodyBytes,
+            authenticator.require { [service, trustedProxies] context, principal in
+                try await service.changePassword(
+                    try context.decode(ChangePasswordRequest.self), by: principal,
+                    from: ClientAddress.of(context.request, trusting: trustedProxies))
+                return .noContent
+            })
+        router.add(
+            "GET", "/me",
+            authenticator.require { [service] _, principal in
+                .json(try await service.me(principal))
+            })
     }
 }

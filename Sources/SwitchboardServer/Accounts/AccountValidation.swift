@@ -5,9 +5,12 @@ enum AccountValidation {
         // letters (the Kelvin sign) into ASCII ones, which would make look-alike names.
         let name = raw.utf8.allSatisfy({ $0 < 128 }) ? raw.lowercased() : ""
         guard (3...32).contains(name.utf8.count),
-            name.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 46 || $0 == 95 || $0 == 45 })
+            name.utf8.allSatisfy({
+                (97...122).contains($0) || (48...57).contains($0) || $0 == 46 || $0 == 95 || $0 == 45
+            })
         else {
-            throw APIError.validation("'username' must be 3 to 32 characters: letters, digits, '.', '_' or '-'", field: "username")
+            throw APIError.validation(
+                "'username' must be 3 to 32 characters: letters, digits, '.', '_' or '-'", field: "username")
         }
         return name
     }
@@ -31,9 +34,12 @@ enum AccountValidation {
         let trimmed = raw.trimmingWhitespace()
         let allowed: Set<Unicode.Scalar> = multiline ? ["\n", "\r", "\t"] : []
         guard (1...maxLength).contains(trimmed.count),
-            !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !allowed.contains($0) })
+            !trimmed.unicodeScalars.contains(where: {
+                $0.properties.generalCategory == .control && !allowed.contains($0)
+            })
         else {
-            throw APIError.validation("'\(field)' must be 1 to \(maxLength) characters without control characters", field: field)
+            throw APIError.validation(
+                "'\(field)' must be 1 to \(maxLength) characters without control characters", field: field)
         }
         return trimmed
     }

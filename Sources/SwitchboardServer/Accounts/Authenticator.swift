@@ -3,7 +3,6 @@ import SwitchboardHTTP
 import SwitchboardStore
 import SwitchboardWire
 
-
 /// A route handler that runs only for a valid session.
 public typealias AuthenticatedHandler = @Sendable (RequestContext, Principal) async throws -> HTTPResponse
 
@@ -49,7 +48,8 @@ public struct Authenticator: Sendable {
     /// The token in an `Authorization` value, or a 401 saying what was expected and what came.
     static func token(fromAuthorization header: String) throws(APIError) -> Token {
         let parts = header.split(separator: " ", omittingEmptySubsequences: true)
-        let expected = "expected Authorization: Bearer <token>, with the 43-character token from /auth/register or /auth/login"
+        let expected =
+            "expected Authorization: Bearer <token>, with the 43-character token from /auth/register or /auth/login"
         guard let scheme = parts.first else { throw unauthorized("empty Authorization header: \(expected)") }
         guard scheme.lowercased() == "bearer" else {
             if parts.count == 1, Token(String(scheme)) != nil {
@@ -58,7 +58,9 @@ public struct Authenticator: Sendable {
             throw unauthorized("Authorization scheme '\(scheme.prefix(20))' is not supported: \(expected)")
         }
         guard parts.count == 2 else {
-            throw unauthorized(parts.count == 1 ? "no token after Bearer: \(expected)" : "more than one token after Bearer: \(expected)")
+            throw unauthorized(
+                parts.count == 1
+                    ? "no token after Bearer: \(expected)" : "more than one token after Bearer: \(expected)")
         }
         let text = String(parts[1])
         if let token = Token(text) { return token }

@@ -47,7 +47,9 @@ enum ClientAddress {
         var v6 = in6_addr()
         guard address.contains(":"), inet_pton(AF_INET6, address, &v6) == 1 else { return address }
         let bytes = withUnsafeBytes(of: &v6) { Array($0) }
-        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        let groups = stride(from: 0, to: 8, by: 2).map {
+            String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+        }
         return groups.joined(separator: ":") + "::/64"
     }
 

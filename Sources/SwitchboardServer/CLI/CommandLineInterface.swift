@@ -18,13 +18,23 @@ public enum CommandLineInterface {
                 switchboard-dev, built beside this one: switchboard-dev --help.
                 """,
             commands: [
-                .init("serve", summary: "Run the server (HTTP API, event stream, timers, push delivery).", help: serveHelp),
-                .init("backup", summary: "Copy the embedded SQLite database to a file, while the server runs.", help: backupHelp),
-                .init("copy-to-postgres", summary: "Copy the embedded SQLite database into an empty PostgreSQL one.", help: copyHelp),
+                .init(
+                    "serve", summary: "Run the server (HTTP API, event stream, timers, push delivery).", help: serveHelp
+                ),
+                .init(
+                    "backup", summary: "Copy the embedded SQLite database to a file, while the server runs.",
+                    help: backupHelp),
+                .init(
+                    "copy-to-postgres", summary: "Copy the embedded SQLite database into an empty PostgreSQL one.",
+                    help: copyHelp),
             ],
-            elsewhere: Dictionary(uniqueKeysWithValues: developerTools.map { tool in
-                (tool, "it is a developer tool, in switchboard-dev beside this binary.\nRun 'switchboard-dev \(tool)'.")
-            }))
+            elsewhere: Dictionary(
+                uniqueKeysWithValues: developerTools.map { tool in
+                    (
+                        tool,
+                        "it is a developer tool, in switchboard-dev beside this binary.\nRun 'switchboard-dev \(tool)'."
+                    )
+                }))
     }
 
     /// The overview (`switchboard --help`).
@@ -98,7 +108,9 @@ public enum CommandLineInterface {
         """
 
     /// Runs the command line and returns the exit status.
-    public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) async -> Int32 {
+    public static func run(
+        _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async -> Int32 {
         let command: String, rest: [String]
         switch program.resolve(Array(arguments.dropFirst())) {
         case .print(let text, let status):
@@ -114,7 +126,8 @@ public enum CommandLineInterface {
         case "serve":
             do {
                 // Every setting's flag, from the one table the help is made from, and --config.
-                let flags = try parseFlags(rest, known: Set(ConfigurationSetting.all.compactMap(\.flag)).union(["--config"]))
+                let flags = try parseFlags(
+                    rest, known: Set(ConfigurationSetting.all.compactMap(\.flag)).union(["--config"]))
                 let configPath = flags["--config"] ?? environment[ServerConfiguration.configFileEnvironment]
                 var file: (path: String, contents: Data)?
                 if let configPath {
@@ -146,7 +159,8 @@ public enum CommandLineInterface {
                 printError("backup needs --to FILE\nRun 'switchboard backup --help' for usage.")
                 return 2
             }
-            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().store.dataDirectory
+            let directory =
+                flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().store.dataDirectory
             do {
                 let bytes = try StoreBackup.write(sqlitePath: directory + "/switchboard.sqlite3", to: target)
                 print("backed up \(directory)/switchboard.sqlite3 to \(target) (\(bytes) bytes)")
@@ -163,15 +177,20 @@ public enum CommandLineInterface {
                 printError(error.message + "\nRun 'switchboard copy-to-postgres --help' for usage.")
                 return 2
             }
-            let directory = flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().store.dataDirectory
+            let directory =
+                flags["--data-dir"] ?? environment["SWITCHBOARD_DATA_DIR"] ?? ServerConfiguration().store.dataDirectory
             guard let url = flags["--postgres-url"] ?? environment["SWITCHBOARD_POSTGRES_URL"], !url.isEmpty else {
-                printError("copy-to-postgres needs --postgres-url (or SWITCHBOARD_POSTGRES_URL)\nRun 'switchboard copy-to-postgres --help' for usage.")
+                printError(
+                    "copy-to-postgres needs --postgres-url (or SWITCHBOARD_POSTGRES_URL)\nRun 'switchboard copy-to-postgres --help' for usage."
+                )
                 return 2
             }
             do {
                 let copied = try StoreCopy.copy(sqlitePath: directory + "/switchboard.sqlite3", postgresURL: url)
                 for (table, rows) in copied { print("\(table): \(rows) row(s)") }
-                print("copied \(copied.reduce(0) { $0 + $1.rows }) row(s) from \(directory)/switchboard.sqlite3 to \(PostgresURL.redacted(url))")
+                print(
+                    "copied \(copied.reduce(0) { $0 + $1.rows }) row(s) from \(directory)/switchboard.sqlite3 to \(PostgresURL.redacted(url))"
+                )
                 return 0
             } catch {
                 printError("copy-to-postgres: nothing was copied: \(error)")

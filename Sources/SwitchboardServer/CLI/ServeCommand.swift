@@ -21,10 +21,13 @@ struct ServeCommand {
             embedded = try EmbeddedServer(configuration: configuration, logger: logger)
             try embedded.listen()
         } catch {
-            startupLogger.error(error.step, [
-                "error": .string(String(describing: error.underlying)), "dataDir": .string(configuration.store.dataDirectory),
-                "listen": .string(configuration.http.listen.description),
-            ])
+            startupLogger.error(
+                error.step,
+                [
+                    "error": .string(String(describing: error.underlying)),
+                    "dataDir": .string(configuration.store.dataDirectory),
+                    "listen": .string(configuration.http.listen.description),
+                ])
             return 1
         }
         let configuration = self.configuration
@@ -35,20 +38,28 @@ struct ServeCommand {
         // action.
         do {
             try await embedded.run(stopSignals: [SIGTERM, SIGINT]) {
-                logger.announce("listening", ["address": .string(embedded.address), "version": .string(CommandLineInterface.version)])
+                logger.announce(
+                    "listening",
+                    ["address": .string(embedded.address), "version": .string(CommandLineInterface.version)])
                 if !embedded.operatorAddress.isEmpty {
-                    logger.info("operator listener: /metrics and /admin/* are served here only", ["address": .string(embedded.operatorAddress)])
+                    logger.info(
+                        "operator listener: /metrics and /admin/* are served here only",
+                        ["address": .string(embedded.operatorAddress)])
                 }
                 let place = embedded.databaseDescription
-                logger.info("database ready", [
-                    "database": .string(configuration.store.engine.rawValue), place.key: .string(place.value),
-                    "schemaVersion": .int(embedded.schemaVersion),
-                ])
+                logger.info(
+                    "database ready",
+                    [
+                        "database": .string(configuration.store.engine.rawValue), place.key: .string(place.value),
+                        "schemaVersion": .int(embedded.schemaVersion),
+                    ])
                 if configuration.media.backend == .relay {
                     logger.info("media: the built-in audio relay", ["path": .string("/calls/{id}/audio")])
                     if configuration.store.engine == .postgres {
                         // Several instances share PostgreSQL: a call's audio sockets must meet on one.
-                        logger.info("several instances with the audio relay: route /calls/{id}/audio by the call (the shipped nginx site hashes the path), so a call's sockets meet on one instance", [:])
+                        logger.info(
+                            "several instances with the audio relay: route /calls/{id}/audio by the call (the shipped nginx site hashes the path), so a call's sockets meet on one instance",
+                            [:])
                     }
                 }
                 // One warning per unconfigured service: ios-voip and ios-alert share APNs's.

@@ -10,20 +10,32 @@ struct CallDirectoryRoutes {
 
     func register(in router: inout Router) {
         let auth = authenticator, service = self.service, adminKey = self.adminKey
-        router.add("GET", "/call-directory", auth.require { context, principal in
-            let since = try context.request.queryParameters["since"].map { text throws(APIError) in try EventRoutes.cursor(text, name: "since") }
-            return .json(try await service.list(for: principal, since: since))
-        })
-        router.add("GET", "/call-directory/own", auth.require { _, principal in
-            .json(try await service.own(for: principal))
-        })
-        router.add("PATCH", "/call-directory", auth.require { context, principal in
-            .json(try await service.change(try JSONBody.decode(CallDirectoryChanges.self, from: context.request.body), for: principal))
-        })
+        router.add(
+            "GET", "/call-directory",
+            auth.require { context, principal in
+                let since = try context.request.queryParameters["since"].map { text throws(APIError) in
+                    try EventRoutes.cursor(text, name: "since")
+                }
+                return .json(try await service.list(for: principal, since: since))
+            })
+        router.add(
+            "GET", "/call-directory/own",
+            auth.require { _, principal in
+                .json(try await service.own(for: principal))
+            })
+        router.add(
+            "PATCH", "/call-directory",
+            auth.require { context, principal in
+                .json(
+                    try await service.change(
+                        try JSONBody.decode(CallDirectoryChanges.self, from: context.request.body), for: principal))
+            })
 
         router.add("POST", "/admin/organizations") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
-            return .json(try await service.createOrganization(try JSONBody.decode(OrganizationName.self, from: context.request.body)), status: 201)
+            return .json(
+                try await service.createOrganization(
+                    try JSONBody.decode(OrganizationName.self, from: context.request.body)), status: 201)
         }
         router.add("GET", "/admin/organizations") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
@@ -35,7 +47,9 @@ struct CallDirectoryRoutes {
         }
         router.add("PUT", "/admin/organizations/{id}") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
-            return .json(try await service.rename(context.parameter("id"), try JSONBody.decode(OrganizationName.self, from: context.request.body)))
+            return .json(
+                try await service.rename(
+                    context.parameter("id"), try JSONBody.decode(OrganizationName.self, from: context.request.body)))
         }
         router.add("DELETE", "/admin/organizations/{id}") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)

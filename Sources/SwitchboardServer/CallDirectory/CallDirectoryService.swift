@@ -33,8 +33,13 @@ struct CallDirectoryService: Sendable {
             let repository = snapshot.callDirectory
             let (version, floor) = try repository.version(of: userID)
             if let since, since >= floor, since <= version {
-                if since == version { return CallDirectoryList(version: version, incremental: true, blocking: .init(), identification: .init()) }
-                if try repository.changeCount(of: userID, after: since) <= 4 * (try repository.entryCount(of: userID)) + 1_000 {
+                if since == version {
+                    return CallDirectoryList(
+                        version: version, incremental: true, blocking: .init(), identification: .init())
+                }
+                if try repository.changeCount(of: userID, after: since) <= 4 * (try repository.entryCount(of: userID))
+                    + 1_000
+                {
                     return Self.difference(try repository.changes(of: userID, after: since), version: version)
                 }
             }
@@ -54,7 +59,8 @@ struct CallDirectoryService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             try transaction.requireQuota(
-                ServerLimits.callDirectoryKey(userID), transaction.limits.callDirectoryChangesPerUser, cost: max(1, changes.count),
+                ServerLimits.callDirectoryKey(userID), transaction.limits.callDirectoryChangesPerUser,
+                cost: max(1, changes.count),
                 what: "Call Directory changes")
             let touched = try Self.apply(normalized, to: .user(userID), limit: Self.maximumOwnEntries, in: transaction)
             try Self.refresh([userID], touched, in: transaction)
@@ -75,7 +81,8 @@ struct CallDirectoryService: Sendable {
 
     func organizations() async throws -> OrganizationList {
         try await store.snapshot { snapshot in
-            OrganizationList(organizations: try snapshot.callDirectory.organizations().map { try Self.answer($0, in: snapshot) })
+            OrganizationList(
+                organizations: try snapshot.callDirectory.organizations().map { try Self.answer($0, in: snapshot) })
         }
     }
 
@@ -147,7 +154,8 @@ struct CallDirectoryService: Sendable {
         let normalized = try Self.validated(changes)
         return try await store.write { transaction in
             let organization = try Self.require(id, in: transaction)
-            let touched = try Self.apply(normalized, to: .organization(id), limit: Self.maximumOrganizationEntries, in: transaction)
+            let touched = try Self.apply(
+                normalized, to: .organization(id), limit: Self.maximumOrganizationEntries, in: transaction)
             try Self.refresh(try transaction.callDirectory.members(of: id), touched, in: transaction)
             return try Self.answer(organization, in: transaction)
         }
@@ -181,7 +189,8 @@ struct CallDirectoryService: Sendable {
 
     static func validated(_ changes: CallDirectoryChanges) throws(APIError) -> Normalized {
         guard changes.count <= maximumChangesPerRequest else {
-            throw APIError.validation("at most \(maximumChangesPerRequest) entries per request: send a larger list in several requests")
+            throw APIError.validation(
+                "at most \(maximumChangesPerRequest) entries per request: send a larger list in several requests")
         }
         func number(_ value: Int64, _ field: String) throws(APIError) -> Int64 {
             guard CallDirectoryNumber.range.contains(value) else {
@@ -194,12 +203,15 @@ struct CallDirectoryService: Sendable {
         var result = Normalized()
         // Blocking.
         var blocking = Set<Int64>()
-        for (index, value) in changes.blocking.add.enumerated() { blocking.insert(try number(value, "blocking.add[\(index)]")) }
+        for (index, value) in changes.blocking.add.enumerated() {
+            blocking.insert(try number(value, "blocking.add[\(index)]"))
+        }
         var unblocking = Set<Int64>()
         for (index, value) in changes.blocking.remove.enumerated() {
             let checked = try number(value, "blocking.remove[\(index)]")
             guard !blocking.contains(checked) else {
-                throw APIError.validation("\(checked) is both added and removed in 'blocking'", field: "blocking.remove[\(index)]")
+                throw APIError.validation(
+                    "\(checked) is both added and removed in 'blocking'", field: "blocking.remove[\(index)]")
             }
             unblocking.insert(checked)
         }
@@ -207,9 +219,12 @@ struct CallDirectoryService: Sendable {
         var labels: [Int64: String] = [:]
         for (index, entry) in changes.identification.add.enumerated() {
             let checked = try number(entry.number, "identification.add[\(index)].number")
-            let label = try AccountValidation.text(entry.label, field: "identification.add[\(index)].label", maxLength: CallDirectoryNumber.maximumLabelLength)
+            let label = try AccountValidation.text(
+                entry.label, field: "identification.add[\(index)].label",
+                maxLength: CallDirectoryNumber.maximumLabelLength)
             if let earlier = labels[checked], earlier != label {
-                throw APIError.validation("\(checked) is added twice with different labels", field: "identification.add[\(index)].label")
+                throw APIError.validation(
+                    "\(checked) is added twice with different labels", field: "identification.add[\(index)].label")
             }
             labels[checked] = label
         }
@@ -217,7 +232,9 @@ struct CallDirectoryService: Sendable {
         for (index, value) in changes.identification.remove.enumerated() {
             let checked = try number(value, "identification.remove[\(index)]")
             guard labels[checked] == nil else {
-                throw APIError.validation("\(checked) is both added and removed in 'identification'", field: "identification.remove[\(index)]")
+                throw APIError.validation(
+                    "\(checked) is both added and removed in 'identification'", field: "identification.remove[\(index)]"
+                )
             }
             unlabelling.insert(checked)
         }
@@ -230,21 +247,31 @@ struct CallDirectoryService: Sendable {
 
     /// Writes the changes to the owner's entries; 409 `CALL_DIRECTORY_FULL` when a list would
     /// pass `limit`. Returns the numbers named, by kind.
-    static func apply(_ changes: Normalized, to owner: CallDirectoryOwner, limit: Int, in transaction: WriteTransaction) throws -> [CallDirectoryKind: [Int64]] {
+    static func apply(
+        _ changes: Normalized, to owner: CallDirectoryOwner, limit: Int, in transaction: WriteTransaction
+    ) throws -> [CallDirectoryKind: [Int64]] {
         let repository = transaction.callDirectory
         for kind in CallDirectoryKind.allCases {
-            for number in changes.removes[kind] ?? [] { _ = try repository.removeSource(kind: kind, number: number, of: owner) }
-            for put in changes.puts[kind] ?? [] { try repository.putSource(CallDirectoryEntry(kind: kind, number: put.number, label: put.label), of: owner) }
+            for number in changes.removes[kind] ?? [] {
+                _ = try repository.removeSource(kind: kind, number: number, of: owner)
+            }
+            for put in changes.puts[kind] ?? [] {
+                try repository.putSource(
+                    CallDirectoryEntry(kind: kind, number: put.number, label: put.label), of: owner)
+            }
             if !(changes.puts[kind] ?? []).isEmpty, try repository.sourceCount(of: owner, kind: kind) > limit {
                 throw APIError(
-                    .callDirectoryFull, "a \(owner.kindName)'s \(kind.rawValue) list holds at most \(limit) entries: remove some first")
+                    .callDirectoryFull,
+                    "a \(owner.kindName)'s \(kind.rawValue) list holds at most \(limit) entries: remove some first")
             }
         }
         return changes.touched
     }
 
     /// Every number the owner lists, by kind.
-    static func keys(of owner: CallDirectoryOwner, in repositories: any Repositories) throws -> [CallDirectoryKind: [Int64]] {
+    static func keys(
+        of owner: CallDirectoryOwner, in repositories: any Repositories
+    ) throws -> [CallDirectoryKind: [Int64]] {
         var result: [CallDirectoryKind: [Int64]] = [:]
         for kind in CallDirectoryKind.allCases {
             let numbers = try repositories.callDirectory.sources(of: owner, kind: kind).map(\.number)
@@ -256,7 +283,9 @@ struct CallDirectoryService: Sendable {
     /// Brings each user's merged entries for `touched` in line with the sources: what changed
     /// is logged under the user's next version (one per transaction), and the users whose
     /// list changed are told.
-    static func refresh(_ userIDs: [String], _ touched: [CallDirectoryKind: [Int64]], in transaction: WriteTransaction) throws {
+    static func refresh(
+        _ userIDs: [String], _ touched: [CallDirectoryKind: [Int64]], in transaction: WriteTransaction
+    ) throws {
         guard !touched.isEmpty else { return }
         let repository = transaction.callDirectory
         let nowMS = CallStore.milliseconds(transaction.date)
@@ -266,7 +295,9 @@ struct CallDirectoryService: Sendable {
             var seq = 0
             func log(_ entry: CallDirectoryEntry, added: Bool) throws {
                 if version == nil { version = try repository.version(of: userID).version + 1 }
-                try repository.logChange(CallDirectoryChange(version: version!, entry: entry, added: added), seq: seq, of: userID, atMS: nowMS)
+                try repository.logChange(
+                    CallDirectoryChange(version: version!, entry: entry, added: added), seq: seq, of: userID,
+                    atMS: nowMS)
                 seq += 1
             }
             for kind in CallDirectoryKind.allCases {
@@ -278,7 +309,8 @@ struct CallDirectoryService: Sendable {
                     case (nil, nil):
                         continue
                     case (nil, let label?):
-                        try repository.putEntry(CallDirectoryEntry(kind: kind, number: number, label: label), of: userID)
+                        try repository.putEntry(
+                            CallDirectoryEntry(kind: kind, number: number, label: label), of: userID)
                         try log(CallDirectoryEntry(kind: kind, number: number, label: label), added: true)
                     case (let label?, nil):
                         try repository.removeEntry(kind: kind, number: number, of: userID)
@@ -305,8 +337,10 @@ struct CallDirectoryService: Sendable {
             version: version, incremental: false,
             blocking: CallDirectoryBlockingChanges(add: entries.filter { $0.kind == .blocking }.map(\.number).sorted()),
             identification: CallDirectoryIdentificationChanges(
-                add: entries.filter { $0.kind == .identification }.map { CallDirectoryIdentification(number: $0.number, label: $0.label ?? "") }
-                    .sorted { $0.number < $1.number }))
+                add: entries.filter { $0.kind == .identification }.map {
+                    CallDirectoryIdentification(number: $0.number, label: $0.label ?? "")
+                }
+                .sorted { $0.number < $1.number }))
     }
 
     /// The net difference the logged changes make: what a phone held before the first of them
@@ -314,7 +348,10 @@ struct CallDirectoryService: Sendable {
     /// last of them left. A relabelled entry is removed and added; one added and removed again
     /// is not mentioned.
     static func difference(_ changes: [CallDirectoryChange], version: Int64) -> CallDirectoryList {
-        struct Key: Hashable { let kind: CallDirectoryKind; let number: Int64 }
+        struct Key: Hashable {
+            let kind: CallDirectoryKind
+            let number: Int64
+        }
         var before: [Key: String?] = [:]
         var after: [Key: String?] = [:]
         var order: [Key] = []
@@ -338,17 +375,22 @@ struct CallDirectoryService: Sendable {
                 if was == nil && now != nil { blocking.add.append(key.number) }
             case .identification:
                 if was != nil { identification.remove.append(key.number) }
-                if let label = now { identification.add.append(CallDirectoryIdentification(number: key.number, label: label)) }
+                if let label = now {
+                    identification.add.append(CallDirectoryIdentification(number: key.number, label: label))
+                }
             }
         }
         blocking.add.sort()
         blocking.remove.sort()
         identification.add.sort { $0.number < $1.number }
         identification.remove.sort()
-        return CallDirectoryList(version: version, incremental: true, blocking: blocking, identification: identification)
+        return CallDirectoryList(
+            version: version, incremental: true, blocking: blocking, identification: identification)
     }
 
-    static func entries(of owner: CallDirectoryOwner, in repositories: any Repositories) throws -> CallDirectoryOwnEntries {
+    static func entries(
+        of owner: CallDirectoryOwner, in repositories: any Repositories
+    ) throws -> CallDirectoryOwnEntries {
         CallDirectoryOwnEntries(
             blocking: try repositories.callDirectory.sources(of: owner, kind: .blocking).map(\.number),
             identification: try repositories.callDirectory.sources(of: owner, kind: .identification).map {

@@ -61,7 +61,8 @@ enum CallJSON {
 extension HTTPResponse {
     /// A call as JSON (`CallJSON`, not `JSONEncoder`).
     static func json(_ call: CallInfo, media: MediaToken? = nil, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: CallJSON.call(call, media: media))
+        HTTPResponse(
+            status: status, headers: ["Content-Type": "application/json"], body: CallJSON.call(call, media: media))
     }
 
     /// Calls as a JSON array (`CallJSON`, not `JSONEncoder`).

@@ -16,7 +16,9 @@ extension CallService {
         scopeKind: ScopeKind, scopeID: String, reason: CallInfo.EndReason, channels: PushChannels, withdrawMedia: Bool,
         in transaction: WriteTransaction
     ) throws -> Int {
-        try applyToLiveCall(scopeKind: scopeKind, scopeID: scopeID, channels: channels, withdrawMedia: withdrawMedia, in: transaction) { call in
+        try applyToLiveCall(
+            scopeKind: scopeKind, scopeID: scopeID, channels: channels, withdrawMedia: withdrawMedia, in: transaction
+        ) { call in
             CallStateMachine.scopeEnded(call, reason: reason, now: transaction.date)
         }
     }
@@ -26,7 +28,9 @@ extension CallService {
     static func removeFromLiveCall(
         groupID: String, userID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction
     ) throws -> Int {
-        try applyToLiveCall(scopeKind: .group, scopeID: groupID, channels: channels, withdrawMedia: withdrawMedia, in: transaction) { call in
+        try applyToLiveCall(
+            scopeKind: .group, scopeID: groupID, channels: channels, withdrawMedia: withdrawMedia, in: transaction
+        ) { call in
             CallStateMachine.memberRemoved(call, userID: userID, now: transaction.date)
         }
     }
@@ -34,7 +38,8 @@ extension CallService {
     /// `withdrawMedia`: whether the media backend manages rooms (the withdrawals are written as
     /// jobs only then).
     private static func applyToLiveCall(
-        scopeKind: ScopeKind, scopeID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction,
+        scopeKind: ScopeKind, scopeID: String, channels: PushChannels, withdrawMedia: Bool,
+        in transaction: WriteTransaction,
         _ decide: (CallRecord) -> CallStateMachine.Transition?
     ) throws -> Int {
         let calls = transaction.calls
@@ -46,9 +51,11 @@ extension CallService {
         try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: id)
         if withdrawMedia {
             for action in transition.effects.media {
-                try transaction.mediaJobs.enqueue(id: transaction.newID(), callID: id, action: action, at: CallStore.milliseconds(transaction.date))
+                try transaction.mediaJobs.enqueue(
+                    id: transaction.newID(), callID: id, action: action, at: CallStore.milliseconds(transaction.date))
             }
         }
-        return try PushOutbox.enqueueNotices(from: stored.call, to: transition.call, actingSession: nil, channels: channels, in: transaction)
+        return try PushOutbox.enqueueNotices(
+            from: stored.call, to: transition.call, actingSession: nil, channels: channels, in: transaction)
     }
 }

@@ -64,13 +64,16 @@ struct CallService: Sendable {
             let (info, isNew, pushes) = try await store.write { transaction in
                 let calls = transaction.calls
                 if let existing = try calls.call(createdBy: caller, clientID: request.clientId.lowercased()) {
-                    let same = existing.call.scopeKind == scopeKind && existing.call.scopeID == request.scopeId && existing.call.mode == mode
+                    let same =
+                        existing.call.scopeKind == scopeKind && existing.call.scopeID == request.scopeId
+                        && existing.call.mode == mode
                     guard same else {
                         throw APIError(.callBusy, "'clientId' was already used for a different call", field: "clientId")
                     }
                     return (CallStore.info(existing.call), false, 0)
                 }
-                let invitees = try Self.invitees(scopeKind: scopeKind, scopeID: request.scopeId, caller: caller, in: transaction)
+                let invitees = try Self.invitees(
+                    scopeKind: scopeKind, scopeID: request.scopeId, caller: caller, in: transaction)
                 guard !invitees.isEmpty else {
                     throw APIError(.nobodyToCall, "the group has no other members to ring")
                 }
@@ -84,19 +87,29 @@ struct CallService: Sendable {
                 let limits = transaction.limits
                 try transaction.rateCounters.require(
                     1,
-                    [(ServerLimits.callerKey(caller), limits.callsPerCaller),
-                     (ServerLimits.calleeKey(caller: caller, scope: "\(scopeKind.rawValue):\(request.scopeId)"), limits.callsPerCallee)],
+                    [
+                        (ServerLimits.callerKey(caller), limits.callsPerCaller),
+                        (
+                            ServerLimits.calleeKey(caller: caller, scope: "\(scopeKind.rawValue):\(request.scopeId)"),
+                            limits.callsPerCallee
+                        ),
+                    ],
                     at: CallStore.milliseconds(transaction.date), what: "calls")
                 let callID = transaction.newID()
                 let transition = CallStateMachine.create(
-                    id: callID, scopeKind: scopeKind, scopeID: request.scopeId, mode: mode, caller: caller, invitees: invitees,
-                    busy: try calls.busyUsers(invitees, excluding: nil), roomName: "call_\(callID)", now: transaction.date,
+                    id: callID, scopeKind: scopeKind, scopeID: request.scopeId, mode: mode, caller: caller,
+                    invitees: invitees,
+                    busy: try calls.busyUsers(invitees, excluding: nil), roomName: "call_\(callID)",
+                    now: transaction.date,
                     ringTimeout: ringTimeout)
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
-                if scopeKind == .group { try ScheduledCallService.link(callID: callID, inGroup: request.scopeId, in: transaction) }
+                if scopeKind == .group {
+                    try ScheduledCallService.link(callID: callID, inGroup: request.scopeId, in: transaction)
+                }
                 try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
-                let pushes = try PushOutbox.enqueueRings(for: transition, channels: push, keys: payloadKeys, in: transaction)
+                let pushes = try PushOutbox.enqueueRings(
+                    for: transition, channels: push, keys: payloadKeys, in: transaction)
                 return (CallStore.info(transition.call), true, pushes)
             }
             // The dispatcher is woken only for jobs it has to send: a ring to users without a
@@ -109,7 +122,9 @@ struct CallService: Sendable {
     }
 
     /// The other members of the scope, after checking the caller may call there.
-    private static func invitees(scopeKind: ScopeKind, scopeID: String, caller: String, in repositories: any Repositories) throws -> [String] {
+    private static func invitees(
+        scopeKind: ScopeKind, scopeID: String, caller: String, in repositories: any Repositories
+    ) throws -> [String] {
         try requireScopeVisible(scopeKind, scopeID, caller, in: repositories)
         switch scopeKind {
         case .conversation:
@@ -134,15 +149,21 @@ struct CallService: Sendable {
     /// A join with a `preauthorization` still valid for the user and this call carries the
     /// media token too, and uses the pre-authorisation up.
     func perform(
-        _ action: Action, on callID: String, by principal: Principal, mediaToken: Bool = false, preauthorization: String? = nil
+        _ action: Action, on callID: String, by principal: Principal, mediaToken: Bool = false,
+        preauthorization: String? = nil
     ) async throws -> (CallInfo, MediaToken?) {
         let userID = principal.user.id
-        let call = try await transition(callID, visibleTo: userID, actingSession: principal.sessionID) { call, context throws(CallTransitionError) in
+        let call = try await transition(callID, visibleTo: userID, actingSession: principal.sessionID) {
+            call, context throws(CallTransitionError) in
             switch action {
-            case .accept: try CallStateMachine.accept(call, by: userID, now: context.now, busyElsewhere: context.actorBusyElsewhere)
+            case .accept:
+                try CallStateMachine.accept(
+                    call, by: userID, now: context.now, busyElsewhere: context.actorBusyElsewhere)
             case .decline: try CallStateMachine.decline(call, by: userID, now: context.now)
             case .join:
-                try CallStateMachine.join(call, by: userID, now: context.now, isMember: context.actorIsMember, busyElsewhere: context.actorBusyElsewhere)
+                try CallStateMachine.join(
+                    call, by: userID, now: context.now, isMember: context.actorIsMember,
+                    busyElsewhere: context.actorBusyElsewhere)
             case .leave: try CallStateMachine.leave(call, by: userID, now: context.now)
             case .cancel: try CallStateMachine.cancel(call, by: userID, now: context.now)
             }
@@ -199,7 +220,9 @@ struct CallService: Sendable {
                 do {
                     try await media.perform(transition.effects.media)
                 } catch {
-                    logger.warning("media backend failed; call unchanged", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                    logger.warning(
+                        "media backend failed; call unchanged",
+                        ["call.id": .string(callID), "error": .string(String(describing: error))])
                     throw APIError(.callMediaUnavailable, "the media server did not answer; nothing changed, try again")
                 }
             }
@@ -208,7 +231,8 @@ struct CallService: Sendable {
                     guard try transaction.calls.update(transition.call, from: stored.version) else { return (false, 0) }
                     try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
                     let notices = try PushOutbox.enqueueNotices(
-                        from: stored.call, to: transition.call, actingSession: actingSession, channels: channels, in: transaction)
+                        from: stored.call, to: transition.call, actingSession: actingSession, channels: channels,
+                        in: transaction)
                     return (true, notices)
                 }
                 if notices > 0 { pushesQueued() }
@@ -217,7 +241,9 @@ struct CallService: Sendable {
                         do {
                             try await media.perform(transition.effects.media)
                         } catch {
-                            logger.warning("media action after commit failed", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                            logger.warning(
+                                "media action after commit failed",
+                                ["call.id": .string(callID), "error": .string(String(describing: error))])
                         }
                     }
                     return transition.call
@@ -234,7 +260,8 @@ struct CallService: Sendable {
     func get(_ callID: String, for principal: Principal) async throws -> CallInfo {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot) else {
+            guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot)
+            else {
                 throw APIError.notFound("no such call")
             }
             return CallStore.info(stored.call)
@@ -246,7 +273,9 @@ struct CallService: Sendable {
     func active(for principal: Principal) async throws -> [CallInfo] {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            try snapshot.calls.liveCallIDs(involving: userID).compactMap { try snapshot.calls.load($0).map { CallStore.info($0.call) } }
+            try snapshot.calls.liveCallIDs(involving: userID).compactMap {
+                try snapshot.calls.load($0).map { CallStore.info($0.call) }
+            }
         }
     }
 
@@ -285,13 +314,15 @@ struct CallService: Sendable {
             let waiter = left > 0 ? store.hub.register(userID: userID, timeout: .milliseconds(Int64(left * 1000))) : nil
             defer { waiter.map(store.hub.release) }
             let call = try await store.snapshot { snapshot -> CallRecord in
-                guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot) else {
+                guard let stored = try snapshot.calls.load(callID), try Self.canSee(stored.call, userID, in: snapshot)
+                else {
                     throw APIError.notFound("no such call")
                 }
                 return stored.call
             }
             if let token = mint(for: userID, in: call) { return token }
-            guard let waiter, call.state == .ringing, call.createdBy == userID, Self.woke(await store.hub.wait(waiter)) else {
+            guard let waiter, call.state == .ringing, call.createdBy == userID, Self.woke(await store.hub.wait(waiter))
+            else {
                 throw APIError(.notParticipant, "media tokens are only for participants of an active call", status: 403)
             }
         }
@@ -309,12 +340,14 @@ struct CallService: Sendable {
     /// present participant.
     private func mint(for userID: String, in call: CallRecord) -> MediaToken? {
         guard call.state == .active, call.presentUserIDs.contains(userID) else { return nil }
-        return minter.mint(identity: userID, room: call.roomName, callID: call.id, mode: call.mode, now: store.environment.now())
+        return minter.mint(
+            identity: userID, room: call.roomName, callID: call.id, mode: call.mode, now: store.environment.now())
     }
 
     private static func canSee(_ call: CallRecord, _ userID: String, in repositories: any Repositories) throws -> Bool {
         if call.involvedUserIDs.contains(userID) { return true }
-        return call.scopeKind == .group && (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: repositories)) != nil
+        return call.scopeKind == .group
+            && (try? SocialQueries.group(call.scopeID, visibleTo: userID, in: repositories)) != nil
     }
 
     private static func scope(_ kind: String?, _ id: String?) throws(APIError) -> (ScopeKind, String) {
@@ -322,13 +355,17 @@ struct CallService: Sendable {
         guard let scopeKind = ScopeKind(knownRawValue: kind) else {
             throw APIError.validation("'scopeKind' must be 'conversation' or 'group'", field: "scopeKind")
         }
-        guard let id, !id.isEmpty else { throw APIError.validation("query parameter 'scopeId' is required", field: "scopeId") }
+        guard let id, !id.isEmpty else {
+            throw APIError.validation("query parameter 'scopeId' is required", field: "scopeId")
+        }
         return (scopeKind, id)
     }
 
     /// 403 NOT_MEMBER unless the user is in the scope (SPEC §2). An unknown scope gets the same
     /// answer, so the status tells a stranger nothing about which ids exist.
-    private static func requireScopeVisible(_ kind: ScopeKind, _ id: String, _ userID: String, in repositories: any Repositories) throws {
+    private static func requireScopeVisible(
+        _ kind: ScopeKind, _ id: String, _ userID: String, in repositories: any Repositories
+    ) throws {
         let member: Bool
         switch kind {
         case .conversation: member = (try? SocialQueries.conversationPeer(id, of: userID, in: repositories)) != nil
@@ -348,9 +385,13 @@ struct CallService: Sendable {
         let due = try await store.snapshot { try $0.calls.ringTimedOutCallIDs(at: now) }
         for callID in due {
             do {
-                try await transition(callID, visibleTo: nil) { call, context in CallStateMachine.ringTimedOut(call, now: context.now) }
+                try await transition(callID, visibleTo: nil) { call, context in
+                    CallStateMachine.ringTimedOut(call, now: context.now)
+                }
             } catch {
-                logger.warning("ring timeout not applied; will retry", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                logger.warning(
+                    "ring timeout not applied; will retry",
+                    ["call.id": .string(callID), "error": .string(String(describing: error))])
             }
         }
     }
@@ -372,7 +413,8 @@ struct CallService: Sendable {
         guard room.hasPrefix("call_") else { return }
         let callID = String(room.dropFirst("call_".count))
         guard let stored = try await store.snapshot({ try $0.calls.load(callID) }), stored.call.roomName == room,
-              stored.call.state == .active else { return }
+            stored.call.state == .active
+        else { return }
         let count: Int?
         switch news {
         case .joined: count = 1
@@ -381,7 +423,9 @@ struct CallService: Sendable {
             do {
                 count = try await media.participantCount(room: room)
             } catch {
-                logger.warning("could not count media participants", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                logger.warning(
+                    "could not count media participants",
+                    ["call.id": .string(callID), "error": .string(String(describing: error))])
                 count = nil
             }
         }
@@ -401,7 +445,9 @@ struct CallService: Sendable {
             do {
                 count = try await media.participantCount(room: room)
             } catch {
-                logger.warning("could not count media participants", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                logger.warning(
+                    "could not count media participants",
+                    ["call.id": .string(callID), "error": .string(String(describing: error))])
                 count = nil
             }
             do {
@@ -409,7 +455,9 @@ struct CallService: Sendable {
                     CallStateMachine.mediaCounted(call, participants: count, now: context.now, grace: grace)
                 }
             } catch {
-                logger.warning("watchdog transition failed", ["call.id": .string(callID), "error": .string(String(describing: error))])
+                logger.warning(
+                    "watchdog transition failed",
+                    ["call.id": .string(callID), "error": .string(String(describing: error))])
             }
         }
     }

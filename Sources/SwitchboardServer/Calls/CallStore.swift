@@ -18,10 +18,14 @@ enum CallStore {
             createdAt: Timestamp.iso8601(call.createdAt), answeredAt: call.answeredAt.map(Timestamp.iso8601),
             endedAt: call.endedAt.map(Timestamp.iso8601),
             invitations: call.invitations.map {
-                CallInvitationInfo(userId: $0.userID, state: .init(rawValue: $0.state.rawValue), updatedAt: Timestamp.iso8601($0.updatedAt))
+                CallInvitationInfo(
+                    userId: $0.userID, state: .init(rawValue: $0.state.rawValue),
+                    updatedAt: Timestamp.iso8601($0.updatedAt))
             },
             participants: call.participants.map {
-                CallParticipantInfo(userId: $0.userID, joinedAt: Timestamp.iso8601($0.joinedAt), leftAt: $0.leftAt.map(Timestamp.iso8601))
+                CallParticipantInfo(
+                    userId: $0.userID, joinedAt: Timestamp.iso8601($0.joinedAt),
+                    leftAt: $0.leftAt.map(Timestamp.iso8601))
             })
     }
 }

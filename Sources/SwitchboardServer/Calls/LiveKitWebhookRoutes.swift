@@ -41,12 +41,13 @@ struct LiveKitWebhookRoutes {
             guard let event = try? JSONDecoder().decode(Event.self, from: Data(context.request.body)) else {
                 throw APIError.validation("not a LiveKit webhook event (a JSON object with `event`)")
             }
-            let news: CallService.RoomNews? = switch event.event {
-            case "participant_joined": .joined
-            case "participant_left", "participant_connection_aborted": .left
-            case "room_finished": .finished
-            default: nil
-            }
+            let news: CallService.RoomNews? =
+                switch event.event {
+                case "participant_joined": .joined
+                case "participant_left", "participant_connection_aborted": .left
+                case "room_finished": .finished
+                default: nil
+                }
             if let news, let room = event.room?.name { try await routes.calls.roomNews(news, room: room) }
             return .json(["received": true])
         }
@@ -60,7 +61,8 @@ struct LiveKitWebhookRoutes {
         }
         if token.lowercased().hasPrefix("bearer ") { token = token.dropFirst(7).trimmingCharacters(in: .whitespaces) }
         guard let json = JWT.verifyHS256(token, secret: Array(apiSecret.utf8)),
-              let claims = try? JSONDecoder().decode(Claims.self, from: Data(json)) else {
+            let claims = try? JSONDecoder().decode(Claims.self, from: Data(json))
+        else {
             throw refuse("the token is not signed with this server's LiveKit API secret")
         }
         guard claims.iss == apiKey else { throw refuse("the token is not issued for this server's LiveKit API key") }

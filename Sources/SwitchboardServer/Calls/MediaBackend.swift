@@ -34,7 +34,9 @@ struct UnmanagedMedia: MediaBackend {
     var managesRooms: Bool { false }
     var appliesAfterCommit: Bool { false }
     func perform(_ actions: [MediaAction]) async throws {}
-    func participantCount(room: String) async throws -> Int { throw MediaUnavailable(description: "rooms are not managed") }
+    func participantCount(room: String) async throws -> Int {
+        throw MediaUnavailable(description: "rooms are not managed")
+    }
 }
 
 /// LiveKit access tokens (HS256 JWT) for one room: identity = user id, a short TTL, grants for
@@ -83,7 +85,9 @@ struct MediaTokenMinter: Sendable {
                 canPublishSources: mode == .video ? ["camera", "microphone"] : ["microphone"]))
         let json = (try? JSONBody.makeEncoder().encode(claims)).map(Array.init) ?? []
         let token = JWT.signHS256(claimsJSON: json, secret: Array(apiSecret.utf8))
-        return MediaToken(url: relay ? Self.relayPath(callID: callID) : url, token: token, expiresAt: Timestamp.iso8601(Date(timeIntervalSince1970: TimeInterval(expires))))
+        return MediaToken(
+            url: relay ? Self.relayPath(callID: callID) : url, token: token,
+            expiresAt: Timestamp.iso8601(Date(timeIntervalSince1970: TimeInterval(expires))))
     }
 }
 
@@ -123,16 +127,20 @@ struct LiveKitRoomService: MediaBackend {
         for action in actions {
             switch action {
             case .deleteRoom(let room):
-                try await call("DeleteRoom", body: ["room": room], grants: ["roomCreate": true], notFoundIsSuccess: true)
+                try await call(
+                    "DeleteRoom", body: ["room": room], grants: ["roomCreate": true], notFoundIsSuccess: true)
             case .removeParticipant(let room, let identity):
-                try await call("RemoveParticipant", body: ["room": room, "identity": identity],
-                               grants: ["roomAdmin": true, "room": room], notFoundIsSuccess: true)
+                try await call(
+                    "RemoveParticipant", body: ["room": room, "identity": identity],
+                    grants: ["roomAdmin": true, "room": room], notFoundIsSuccess: true)
             }
         }
     }
 
     func participantCount(room: String) async throws -> Int {
-        let data = try await call("ListParticipants", body: ["room": room], grants: ["roomAdmin": true, "room": room], notFoundIsSuccess: true)
+        let data = try await call(
+            "ListParticipants", body: ["room": room], grants: ["roomAdmin": true, "room": room], notFoundIsSuccess: true
+        )
         guard !data.isEmpty else { return 0 }  // the room does not exist: nobody is in it
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw MediaUnavailable(description: "ListParticipants answered something that is not JSON")
@@ -143,7 +151,9 @@ struct LiveKitRoomService: MediaBackend {
     /// One Twirp call: `POST /twirp/livekit.RoomService/{method}` with an admin token. Returns
     /// the body, or empty for a tolerated `not_found`.
     @discardableResult
-    private func call(_ method: String, body: [String: String], grants: [String: any Sendable], notFoundIsSuccess: Bool) async throws -> Data {
+    private func call(
+        _ method: String, body: [String: String], grants: [String: any Sendable], notFoundIsSuccess: Bool
+    ) async throws -> Data {
         var request = URLRequest(url: apiBase.appendingPathComponent("twirp/livekit.RoomService/\(method)"))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -159,7 +169,8 @@ struct LiveKitRoomService: MediaBackend {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         if status == 200 { return data }
         if status == 404, notFoundIsSuccess { return Data() }
-        throw MediaUnavailable(description: "LiveKit \(method) answered \(status): \(String(decoding: data.prefix(200), as: UTF8.self))")
+        throw MediaUnavailable(
+            description: "LiveKit \(method) answered \(status): \(String(decoding: data.prefix(200), as: UTF8.self))")
     }
 
     private func adminToken(grants: [String: any Sendable]) -> String {
@@ -177,7 +188,9 @@ struct LiveKitRoomService: MediaBackend {
 /// request ends at its own timeout). Cancelling a URLSession task in the instant its timeout
 /// completes it deadlocks swift-corelibs-foundation (issue #5412, fixed upstream by PR #5417,
 /// not in this toolchain), which wedged a cooperative thread and the test run with it.
-func withDeadline<T: Sendable>(_ deadline: Duration, operation: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+func withDeadline<T: Sendable>(
+    _ deadline: Duration, operation: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let outcome = DeadlineOutcome<T>()
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
         outcome.set(continuation)
@@ -188,7 +201,8 @@ func withDeadline<T: Sendable>(_ deadline: Duration, operation: String, _ body: 
         }
         Task {
             try? await Task.sleep(for: deadline)
-            outcome.take()?.resume(throwing: MediaUnavailable(description: "\(operation) missed its \(deadline) deadline"))
+            outcome.take()?.resume(
+                throwing: MediaUnavailable(description: "\(operation) missed its \(deadline) deadline"))
         }
     }
 }
@@ -197,5 +211,10 @@ func withDeadline<T: Sendable>(_ deadline: Duration, operation: String, _ body: 
 private final class DeadlineOutcome<T: Sendable>: Sendable {
     private let state = Mutex<CheckedContinuation<T, any Error>?>(nil)
     func set(_ continuation: CheckedContinuation<T, any Error>) { state.withLock { $0 = continuation } }
-    func take() -> CheckedContinuation<T, any Error>? { state.withLock { state in defer { state = nil }; return state } }
+    func take() -> CheckedContinuation<T, any Error>? {
+        state.withLock { state in
+            defer { state = nil }
+            return state
+        }
+    }
 }

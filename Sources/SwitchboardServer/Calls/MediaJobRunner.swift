@@ -76,7 +76,9 @@ final class MediaJobRunner: Sendable {
             // the pass's start could be over before the job is tried.
             let now = CallStore.milliseconds(store.environment.now())
             let leaseUntil = now + Int64(lease * 1000)
-            guard try await store.write({ try $0.mediaJobs.claim(job.id, until: leaseUntil, at: now) }) else { continue }
+            guard try await store.write({ try $0.mediaJobs.claim(job.id, until: leaseUntil, at: now) }) else {
+                continue
+            }
             do {
                 if try await isStale(job) {
                     try await store.write { try $0.mediaJobs.finish(job.id) }
@@ -86,10 +88,15 @@ final class MediaJobRunner: Sendable {
                 try await store.write { try $0.mediaJobs.finish(job.id) }
                 done += 1
             } catch {
-                let next = CallStore.milliseconds(store.environment.now()) + Int64(Self.retryDelay(afterFailures: job.attempts) * 1000)
-                logger.warning("media withdrawal failed; will retry", [
-                    "call.id": .string(job.callID), "attempts": .int(job.attempts + 1), "error": .string(String(describing: error)),
-                ])
+                let next =
+                    CallStore.milliseconds(store.environment.now())
+                    + Int64(Self.retryDelay(afterFailures: job.attempts) * 1000)
+                logger.warning(
+                    "media withdrawal failed; will retry",
+                    [
+                        "call.id": .string(job.callID), "attempts": .int(job.attempts + 1),
+                        "error": .string(String(describing: error)),
+                    ])
                 try await store.write { try $0.mediaJobs.retry(job.id, at: next, error: String(describing: error)) }
             }
         }

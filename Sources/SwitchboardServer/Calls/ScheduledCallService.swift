@@ -30,14 +30,19 @@ struct ScheduledCallService: Sendable {
 
     // MARK: Scheduling
 
-    func schedule(_ request: ScheduleCall, inGroup groupID: String, by principal: Principal) async throws -> ScheduledCall {
+    func schedule(
+        _ request: ScheduleCall, inGroup groupID: String, by principal: Principal
+    ) async throws -> ScheduledCall {
         guard request.mode == .audio || request.mode == .video else {
             throw APIError.validation("'mode' must be 'audio' or 'video'", field: "mode")
         }
         guard let startsAt = Timestamp.date(request.startsAt) else {
-            throw APIError.validation("'startsAt' must be an ISO-8601 date and time with a time zone", field: "startsAt")
+            throw APIError.validation(
+                "'startsAt' must be an ISO-8601 date and time with a time zone", field: "startsAt")
         }
-        let title = try request.title.map { text throws(APIError) in try AccountValidation.text(text, field: "title", maxLength: 100) }
+        let title = try request.title.map { text throws(APIError) in
+            try AccountValidation.text(text, field: "title", maxLength: 100)
+        }
         let userID = principal.user.id
         return try await store.write { transaction in
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
@@ -46,11 +51,16 @@ struct ScheduledCallService: Sendable {
                 throw APIError.validation("'startsAt' must be in the future, at most a year ahead", field: "startsAt")
             }
             let repository = transaction.scheduledCalls
-            guard try repository.upcoming(inGroup: groupID, from: CallStore.milliseconds(now)).count < Self.maximumPerGroup else {
-                throw APIError(.scheduledCallsFull, "the group has \(Self.maximumPerGroup) upcoming scheduled calls already")
+            guard
+                try repository.upcoming(inGroup: groupID, from: CallStore.milliseconds(now)).count
+                    < Self.maximumPerGroup
+            else {
+                throw APIError(
+                    .scheduledCallsFull, "the group has \(Self.maximumPerGroup) upcoming scheduled calls already")
             }
             let stored = StoredScheduledCall(
-                id: transaction.newID(), groupID: groupID, title: title, mode: request.mode.rawValue, startsAtMS: CallStore.milliseconds(startsAt),
+                id: transaction.newID(), groupID: groupID, title: title, mode: request.mode.rawValue,
+                startsAtMS: CallStore.milliseconds(startsAt),
                 createdBy: userID, createdAt: transaction.timestamp, callID: nil, cancelledAt: nil)
             try repository.insert(stored)
             try transaction.appendEvent(.scheduledCallChanged, toMembersOf: groupID)
@@ -80,14 +90,17 @@ struct ScheduledCallService: Sendable {
         return try await store.snapshot { snapshot in
             _ = try SocialQueries.group(groupID, visibleTo: principal.user.id, in: snapshot)
             let from = CallStore.milliseconds(environment.now().addingTimeInterval(-Self.listedAfterStartSeconds))
-            return ScheduledCallList(scheduledCalls: try snapshot.scheduledCalls.upcoming(inGroup: groupID, from: from).map(Self.answer))
+            return ScheduledCallList(
+                scheduledCalls: try snapshot.scheduledCalls.upcoming(inGroup: groupID, from: from).map(Self.answer))
         }
     }
 
     func upcoming(for principal: Principal, limit: String?) async throws -> ScheduledCallList {
         let count: Int
         if let limit {
-            guard let value = Int(limit), (1...50).contains(value) else { throw APIError.validation("'limit' must be 1 to 50", field: "limit") }
+            guard let value = Int(limit), (1...50).contains(value) else {
+                throw APIError.validation("'limit' must be 1 to 50", field: "limit")
+            }
             count = value
         } else {
             count = 20
@@ -96,7 +109,9 @@ struct ScheduledCallService: Sendable {
         return try await store.snapshot { snapshot in
             let from = CallStore.milliseconds(environment.now().addingTimeInterval(-Self.listedAfterStartSeconds))
             return ScheduledCallList(
-                scheduledCalls: try snapshot.scheduledCalls.upcoming(forMember: principal.user.id, from: from, limit: count).map(Self.answer))
+                scheduledCalls: try snapshot.scheduledCalls.upcoming(
+                    forMember: principal.user.id, from: from, limit: count
+                ).map(Self.answer))
         }
     }
 
@@ -111,26 +126,33 @@ struct ScheduledCallService: Sendable {
             }
             _ = try SocialQueries.group(stored.groupID, visibleTo: userID, in: transaction)  // 404 for a non-member
             let now = transaction.date
-            var ended = stored.cancelledAt != nil
+            var ended =
+                stored.cancelledAt != nil
                 || Double(CallStore.milliseconds(now) - stored.startsAtMS) / 1000 > Self.listedAfterStartSeconds
-            if let callID = stored.callID, let call = try transaction.calls.load(callID)?.call, call.state == .ended { ended = true }
+            if let callID = stored.callID, let call = try transaction.calls.load(callID)?.call, call.state == .ended {
+                ended = true
+            }
             guard !ended else {
                 throw APIError(.scheduledCallEnded, "the scheduled call was cancelled or is over")
             }
             let expires = now.addingTimeInterval(Self.preauthorizationSeconds)
             try transaction.scheduledCalls.insertPreauthorization(
-                tokenHash: token.hash, scheduledCallID: id, userID: userID, expiresAtMS: CallStore.milliseconds(expires))
+                tokenHash: token.hash, scheduledCallID: id, userID: userID, expiresAtMS: CallStore.milliseconds(expires)
+            )
             return CallPreauthorization(token: token.text, scheduledCallId: id, expiresAt: Timestamp.iso8601(expires))
         }
     }
 
     /// Redeems `text` for `userID` joining `callID`: true when it was a valid pre-authorisation
     /// of theirs for the scheduled call that call started, now used.
-    static func redeem(_ text: String, by userID: String, joining callID: String, in store: ServerStore) async throws -> Bool {
+    static func redeem(
+        _ text: String, by userID: String, joining callID: String, in store: ServerStore
+    ) async throws -> Bool {
         guard let token = Token(text) else { return false }
         return try await store.write { transaction in
             try transaction.scheduledCalls.redeem(
-                tokenHash: token.hash, userID: userID, callID: callID, nowMS: CallStore.milliseconds(transaction.date), at: transaction.timestamp)
+                tokenHash: token.hash, userID: userID, callID: callID, nowMS: CallStore.milliseconds(transaction.date),
+                at: transaction.timestamp)
         }
     }
 
@@ -146,7 +168,8 @@ struct ScheduledCallService: Sendable {
 
     func prune() async throws -> Int {
         try await store.write { transaction in
-            try transaction.scheduledCalls.prunePreauthorizations(expiredBefore: CallStore.milliseconds(transaction.date))
+            try transaction.scheduledCalls.prunePreauthorizations(
+                expiredBefore: CallStore.milliseconds(transaction.date))
         }
     }
 
@@ -154,7 +177,8 @@ struct ScheduledCallService: Sendable {
 
     static func answer(_ stored: StoredScheduledCall) -> ScheduledCall {
         ScheduledCall(
-            id: stored.id, groupId: stored.groupID, title: stored.title, mode: CallMode(rawValue: stored.mode), startsAt: Timestamp.iso8601(milliseconds: stored.startsAtMS),
+            id: stored.id, groupId: stored.groupID, title: stored.title, mode: CallMode(rawValue: stored.mode),
+            startsAt: Timestamp.iso8601(milliseconds: stored.startsAtMS),
             createdBy: stored.createdBy, createdAt: stored.createdAt, callId: stored.callID)
     }
 }
@@ -166,21 +190,35 @@ struct ScheduledCallRoutes {
 
     func register(in router: inout Router) {
         let auth = authenticator, service = self.service
-        router.add("POST", "/groups/{id}/scheduled-calls", auth.require { context, principal in
-            .json(try await service.schedule(try context.decode(ScheduleCall.self), inGroup: context.parameter("id"), by: principal), status: 201)
-        })
-        router.add("GET", "/groups/{id}/scheduled-calls", auth.require { context, principal in
-            .json(try await service.upcoming(inGroup: context.parameter("id"), for: principal))
-        })
-        router.add("DELETE", "/groups/{id}/scheduled-calls/{scheduledCallId}", auth.require { context, principal in
-            try await service.cancel(context.parameter("scheduledCallId"), inGroup: context.parameter("id"), by: principal)
-            return .noContent
-        })
-        router.add("GET", "/scheduled-calls", auth.require { context, principal in
-            .json(try await service.upcoming(for: principal, limit: context.request.queryParameters["limit"]))
-        })
-        router.add("POST", "/scheduled-calls/{id}/preauthorization", auth.require { context, principal in
-            .json(try await service.preauthorize(context.parameter("id"), for: principal), status: 201)
-        })
+        router.add(
+            "POST", "/groups/{id}/scheduled-calls",
+            auth.require { context, principal in
+                .json(
+                    try await service.schedule(
+                        try context.decode(ScheduleCall.self), inGroup: context.parameter("id"), by: principal),
+                    status: 201)
+            })
+        router.add(
+            "GET", "/groups/{id}/scheduled-calls",
+            auth.require { context, principal in
+                .json(try await service.upcoming(inGroup: context.parameter("id"), for: principal))
+            })
+        router.add(
+            "DELETE", "/groups/{id}/scheduled-calls/{scheduledCallId}",
+            auth.require { context, principal in
+                try await service.cancel(
+                    context.parameter("scheduledCallId"), inGroup: context.parameter("id"), by: principal)
+                return .noContent
+            })
+        router.add(
+            "GET", "/scheduled-calls",
+            auth.require { context, principal in
+                .json(try await service.upcoming(for: principal, limit: context.request.queryParameters["limit"]))
+            })
+        router.add(
+            "POST", "/scheduled-calls/{id}/preauthorization",
+            auth.require { context, principal in
+                .json(try await service.preauthorize(context.parameter("id"), for: principal), status: 201)
+            })
     }
 }

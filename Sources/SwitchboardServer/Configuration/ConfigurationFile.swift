@@ -119,7 +119,8 @@ private struct Reader {
                 let keyLine = line, keyColumn = column
                 let key = try parseString()
                 guard seen.insert(key).inserted else {
-                    throw ConfigurationFile.SyntaxError(line: keyLine, column: keyColumn, problem: "duplicate key '\(key)'")
+                    throw ConfigurationFile.SyntaxError(
+                        line: keyLine, column: keyColumn, problem: "duplicate key '\(key)'")
                 }
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "':' after the key '\(key)'")
@@ -132,7 +133,9 @@ private struct Reader {
                     advance()
                     continue
                 }
-                guard current == UInt8(ascii: "}") else { throw error("expected ',' or '}' after a value, found \(found)") }
+                guard current == UInt8(ascii: "}") else {
+                    throw error("expected ',' or '}' after a value, found \(found)")
+                }
                 advance()
                 break
             }
@@ -173,7 +176,9 @@ private struct Reader {
 
     mutating func parseWord(_ word: String) throws(ConfigurationFile.SyntaxError) {
         for byte in word.utf8 {
-            guard current == byte else { throw error("expected a value (a string in double quotes or a number), found \(found)") }
+            guard current == byte else {
+                throw error("expected a value (a string in double quotes or a number), found \(found)")
+            }
             advance()
         }
     }
@@ -182,7 +187,9 @@ private struct Reader {
     mutating func skipNested(open: UInt8, close: UInt8) throws(ConfigurationFile.SyntaxError) {
         var depth = 0
         repeat {
-            guard let byte = current else { throw error("unterminated \(open == UInt8(ascii: "{") ? "object" : "array")") }
+            guard let byte = current else {
+                throw error("unterminated \(open == UInt8(ascii: "{") ? "object" : "array")")
+            }
             if byte == UInt8(ascii: "\"") {
                 _ = try parseString()
                 continue
@@ -233,7 +240,9 @@ private struct Reader {
         var run: [UInt8] = []  // unescaped bytes, decoded together
         func flush() throws(ConfigurationFile.SyntaxError) {
             guard !run.isEmpty else { return }
-            guard let text = String(validating: run, as: UTF8.self) else { throw error("the string is not valid UTF-8") }
+            guard let text = String(validating: run, as: UTF8.self) else {
+                throw error("the string is not valid UTF-8")
+            }
             scalars.append(contentsOf: text.unicodeScalars)
             run.removeAll(keepingCapacity: true)
         }
@@ -290,7 +299,9 @@ private struct Reader {
     mutating func parseHex4() throws(ConfigurationFile.SyntaxError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = current, let digit = Self.hexValue(byte) else { throw error("expected 4 hex digits after \\u") }
+            guard let byte = current, let digit = Self.hexValue(byte) else {
+                throw error("expected 4 hex digits after \\u")
+            }
             value = value * 16 + digit
             advance()
         }

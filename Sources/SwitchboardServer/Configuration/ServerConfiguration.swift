@@ -101,7 +101,8 @@ extension ServerConfiguration {
                 let place = "\(file.path): line \(entry.line), column \(entry.column)"
                 guard let setting = settings.first(where: { $0.key == entry.key }) else {
                     let closest = closestName(to: entry.key, among: settings.map(\.key))
-                    throw ConfigurationError(message: "\(place): unknown setting '\(entry.key)' (did you mean '\(closest)'?)")
+                    throw ConfigurationError(
+                        message: "\(place): unknown setting '\(entry.key)' (did you mean '\(closest)'?)")
                 }
                 let text: String
                 switch (setting.kind, entry.value) {
@@ -111,11 +112,14 @@ extension ServerConfiguration {
                     text = String(value)
                 case (.integer, .string(let value)):
                     let hint = Int(value) != nil ? ": write \(value) without quotes" : ""
-                    throw ConfigurationError(message: "\(place): '\(entry.key)' must be an integer, not a string\(hint)")
+                    throw ConfigurationError(
+                        message: "\(place): '\(entry.key)' must be an integer, not a string\(hint)")
                 case (.integer, let other):
-                    throw ConfigurationError(message: "\(place): '\(entry.key)' must be an integer, not \(other.kindName)")
+                    throw ConfigurationError(
+                        message: "\(place): '\(entry.key)' must be an integer, not \(other.kindName)")
                 case (.text, let other):
-                    throw ConfigurationError(message: "\(place): '\(entry.key)' must be a string in double quotes, not \(other.kindName)")
+                    throw ConfigurationError(
+                        message: "\(place): '\(entry.key)' must be a string in double quotes, not \(other.kindName)")
                 }
                 if let problem = setting.apply(&configuration, text) {
                     throw ConfigurationError(message: "\(place): '\(entry.key)' \(problem)")
@@ -141,7 +145,8 @@ extension ServerConfiguration {
     /// would otherwise find the data in a file nobody backs up.
     var postgresURLProblem: String? {
         guard store.engine != .postgres, !store.postgresURL.isEmpty else { return nil }
-        return "postgresURL (SWITCHBOARD_POSTGRES_URL) is set but database is \(store.engine.rawValue): set database postgres (SWITCHBOARD_DATABASE=postgres) to use it, or leave postgresURL empty for the embedded SQLite database"
+        return
+            "postgresURL (SWITCHBOARD_POSTGRES_URL) is set but database is \(store.engine.rawValue): set database postgres (SWITCHBOARD_DATABASE=postgres) to use it, or leave postgresURL empty for the embedded SQLite database"
     }
 
     /// LiveKit's public development secret with a LiveKit that is not on this machine: anyone
@@ -150,7 +155,8 @@ extension ServerConfiguration {
         guard media.backend != .relay, media.livekit.apiSecret == "secret" else { return nil }
         let host = URLComponents(string: media.livekit.url)?.host ?? ""
         guard !["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else { return nil }
-        return "livekitAPISecret (SWITCHBOARD_LIVEKIT_API_SECRET) is LiveKit's public development secret 'secret' while livekitURL \(media.livekit.url) is not on this machine: set the secret of your LiveKit server's keys"
+        return
+            "livekitAPISecret (SWITCHBOARD_LIVEKIT_API_SECRET) is LiveKit's public development secret 'secret' while livekitURL \(media.livekit.url) is not on this machine: set the secret of your LiveKit server's keys"
     }
 }
 
@@ -200,4 +206,3 @@ func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
     }
     return previous[b.count]
 }
-

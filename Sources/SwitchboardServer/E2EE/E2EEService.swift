@@ -45,7 +45,9 @@ struct E2EEService: Sendable {
     func remove(_ deviceID: String, by principal: Principal) async throws {
         let userID = principal.user.id
         try await store.write { transaction in
-            guard let device = try transaction.e2ee.device(deviceID.lowercased()), device.userID == userID, !device.removed else {
+            guard let device = try transaction.e2ee.device(deviceID.lowercased()), device.userID == userID,
+                !device.removed
+            else {
                 throw APIError.notFound("no such device")
             }
             _ = try transaction.e2ee.remove(device.deviceID)
@@ -56,7 +58,8 @@ struct E2EEService: Sendable {
     func devices(in scope: MessageScope, for principal: Principal) async throws -> E2EEDeviceList {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            let participants = try LiveLocationService.participants(of: scope, for: userID, changing: false, in: snapshot)
+            let participants = try LiveLocationService.participants(
+                of: scope, for: userID, changing: false, in: snapshot)
             return E2EEDeviceList(devices: try snapshot.e2ee.devices(of: participants).map(\.wire))
         }
     }
@@ -64,7 +67,9 @@ struct E2EEService: Sendable {
     // MARK: Sending
 
     /// Queues one copy per recipient device; true when new (false: a `clientId` replay).
-    func send(_ request: SendE2EEMessage, in scope: MessageScope, by principal: Principal) async throws -> (E2EESendResult, isNew: Bool) {
+    func send(
+        _ request: SendE2EEMessage, in scope: MessageScope, by principal: Principal
+    ) async throws -> (E2EESendResult, isNew: Bool) {
         let userID = principal.user.id
         let message = try Self.validated(request)
         let fingerprint = Self.fingerprint(message, in: scope)
@@ -74,20 +79,24 @@ struct E2EEService: Sendable {
                 guard earlier.scopeID == scope.id, earlier.fingerprint == fingerprint,
                     let result = try? JSONDecoder().decode(E2EESendResult.self, from: Data(earlier.result.utf8))
                 else {
-                    throw APIError(.clientIdReused, "'clientId' was already used for a different send", field: "clientId")
+                    throw APIError(
+                        .clientIdReused, "'clientId' was already used for a different send", field: "clientId")
                 }
                 return (result, false)
             }
-            let participants = try LiveLocationService.participants(of: scope, for: userID, changing: true, in: transaction)
+            let participants = try LiveLocationService.participants(
+                of: scope, for: userID, changing: true, in: transaction)
             guard let sender = try e2ee.device(message.senderDeviceID), !sender.removed else {
                 throw APIError(.notFound, "no such device", field: "senderDeviceId")
             }
             guard sender.userID == userID else {
                 throw APIError(.notYourDevice, "'senderDeviceId' is another account's device", field: "senderDeviceId")
             }
-            try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
+            try transaction.requireQuota(
+                ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             // The participants' registered devices, in one read: whom a copy may go to.
-            let addressable = Dictionary(uniqueKeysWithValues: try e2ee.devices(of: participants).map { ($0.deviceID, $0) })
+            let addressable = Dictionary(
+                uniqueKeysWithValues: try e2ee.devices(of: participants).map { ($0.deviceID, $0) })
             var recipientUsers: [String] = []
             var deliveries: [E2EEDelivery] = []
             let messageID = transaction.newID(), nowMS = CallStore.milliseconds(transaction.date)
@@ -101,8 +110,10 @@ struct E2EEService: Sendable {
                 do {
                     sequence = try e2ee.append(
                         StoredE2EEItem(
-                            deviceID: device.deviceID, sequence: 0, scope: scope, messageID: messageID, kind: message.kind, senderUserID: userID,
-                            senderDeviceID: sender.deviceID, ciphertext: recipient.ciphertext, createdAt: transaction.timestamp),
+                            deviceID: device.deviceID, sequence: 0, scope: scope, messageID: messageID,
+                            kind: message.kind, senderUserID: userID,
+                            senderDeviceID: sender.deviceID, ciphertext: recipient.ciphertext,
+                            createdAt: transaction.timestamp),
                         atMS: nowMS)
                 } catch let missing as NoSuchE2EEDevice {
                     throw APIError(.notFound, "no such device: \(missing.deviceID)")
@@ -110,11 +121,14 @@ struct E2EEService: Sendable {
                 deliveries.append(E2EEDelivery(deviceId: device.deviceID, sequence: sequence))
                 recipientUsers.append(device.userID)
             }
-            try transaction.appendEvent(.e2ee, to: recipientUsers, conversationID: scope.conversationID, groupID: scope.groupID)
+            try transaction.appendEvent(
+                .e2ee, to: recipientUsers, conversationID: scope.conversationID, groupID: scope.groupID)
             let result = E2EESendResult(messageId: messageID, deliveries: deliveries, createdAt: transaction.timestamp)
             if let clientID = message.clientID {
                 let text = String(decoding: try JSONEncoder().encode(result), as: UTF8.self)
-                try e2ee.recordSend(by: userID, clientID: clientID, StoredE2EESend(scopeID: scope.id, fingerprint: fingerprint, result: text), atMS: nowMS)
+                try e2ee.recordSend(
+                    by: userID, clientID: clientID,
+                    StoredE2EESend(scopeID: scope.id, fingerprint: fingerprint, result: text), atMS: nowMS)
             }
             return (result, true)
         }
@@ -126,8 +140,12 @@ struct E2EEService: Sendable {
     /// came before. 403 for another account's device; 410 `CURSOR_EXPIRED` for an `after`
     /// behind what was already acknowledged (those items are gone); 400 for one beyond the
     /// device's newest sequence (it would acknowledge items not written yet).
-    func events(in scope: MessageScope, deviceID rawDeviceID: String?, after rawAfter: String?, for principal: Principal) async throws -> E2EEEventsPage {
-        guard let rawDeviceID else { throw APIError.validation("query parameter 'deviceId' is required", field: "deviceId") }
+    func events(
+        in scope: MessageScope, deviceID rawDeviceID: String?, after rawAfter: String?, for principal: Principal
+    ) async throws -> E2EEEventsPage {
+        guard let rawDeviceID else {
+            throw APIError.validation("query parameter 'deviceId' is required", field: "deviceId")
+        }
         let deviceID = try Self.deviceID(rawDeviceID, field: "deviceId")
         let after = try rawAfter.map { text throws(APIError) in try EventRoutes.cursor(text, name: "after") } ?? 0
         let userID = principal.user.id
@@ -140,19 +158,23 @@ struct E2EEService: Sendable {
                 throw APIError(.notYourDevice, "a device reads only its own queue", field: "deviceId")
             }
             guard after <= device.lastSequence else {
-                throw APIError.validation("'after' is beyond the device's newest sequence (\(device.lastSequence))", field: "after")
+                throw APIError.validation(
+                    "'after' is beyond the device's newest sequence (\(device.lastSequence))", field: "after")
             }
             let acknowledged = try repositories.e2ee.acknowledged(by: deviceID, in: scope)
             guard after >= acknowledged else {
                 throw APIError(
-                    .cursorExpired, "items up to \(acknowledged) were acknowledged and deleted; 'after' must be at least that", field: "after")
+                    .cursorExpired,
+                    "items up to \(acknowledged) were acknowledged and deleted; 'after' must be at least that",
+                    field: "after")
             }
             return after > acknowledged
         }
         let read: @Sendable (any Repositories) throws -> E2EEEventsPage = { repositories in
             let rows = try repositories.e2ee.items(of: deviceID, in: scope, after: after, limit: Self.pageSize + 1)
             let items = rows.prefix(Self.pageSize).map(Self.wire)
-            return E2EEEventsPage(items: items, cursor: items.last?.sequence ?? after, hasMore: rows.count > Self.pageSize)
+            return E2EEEventsPage(
+                items: items, cursor: items.last?.sequence ?? after, hasMore: rows.count > Self.pageSize)
         }
         // A read that moves the acknowledgement writes; the rest only read.
         let moves = try await store.snapshot { try check($0) }
@@ -187,7 +209,8 @@ struct E2EEService: Sendable {
         guard (1...32).contains(kind.count), let first = kind.first, (97...122).contains(first),
             kind.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 95 })
         else {
-            throw APIError.validation("'kind' must be 1 to 32 lowercase letters, digits or '_', starting with a letter", field: "kind")
+            throw APIError.validation(
+                "'kind' must be 1 to 32 lowercase letters, digits or '_', starting with a letter", field: "kind")
         }
         if let clientID = request.clientId, !(1...64).contains(clientID.unicodeScalars.count) {
             throw APIError.validation("'clientId' must be 1 to 64 characters (Unicode code points)", field: "clientId")
@@ -206,7 +229,8 @@ struct E2EEService: Sendable {
                 (1...maxCiphertextBytes).contains(bytes.count)
             else {
                 throw APIError.validation(
-                    "'ciphertext' must be base64 of 1 to \(maxCiphertextBytes) bytes", field: "recipients[\(index)].ciphertext")
+                    "'ciphertext' must be base64 of 1 to \(maxCiphertextBytes) bytes",
+                    field: "recipients[\(index)].ciphertext")
             }
             recipients.append((id, Array(bytes)))
         }
@@ -222,13 +246,16 @@ struct E2EEService: Sendable {
         let padding = bytes.reversed().prefix { $0 == UInt8(ascii: "=") }.count
         guard padding <= 2 else { return false }
         return bytes.dropLast(padding).allSatisfy { byte in
-            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 43 || byte == 47
+            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 43
+                || byte == 47
         }
     }
 
     /// A device id: a UUID, lowercased.
     static func deviceID(_ text: String, field: String) throws(APIError) -> String {
-        guard UUID(uuidString: text) != nil else { throw APIError.validation("'\(field)' must be a UUID", field: field) }
+        guard UUID(uuidString: text) != nil else {
+            throw APIError.validation("'\(field)' must be a UUID", field: field)
+        }
         return text.lowercased()
     }
 

@@ -12,7 +12,8 @@ enum EventFeed {
         case .events(let page): return page
         case .cursorExpired:
             throw APIError(
-                .cursorExpired, "events after this cursor were pruned; take a new snapshot and continue from its eventCursor")
+                .cursorExpired,
+                "events after this cursor were pruned; take a new snapshot and continue from its eventCursor")
         }
     }
 }

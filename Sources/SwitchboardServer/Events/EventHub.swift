@@ -75,7 +75,8 @@ public final class EventHub: Sendable {
         let deadline = environment.moment(after: timeout)
         return state.withLock { state in
             state.nextID += 1
-            state.waiters[userID, default: [:]][state.nextID] = Entry(deadline: deadline, result: state.closed ? .timedOut : nil)
+            state.waiters[userID, default: [:]][state.nextID] = Entry(
+                deadline: deadline, result: state.closed ? .timedOut : nil)
             state.count += 1
             return Token(id: state.nextID, userID: userID)
         }
@@ -128,7 +129,9 @@ public final class EventHub: Sendable {
                 }
             }
         }
-        for (continuation, userEvents, after) in wake { continuation.resume(returning: .notified(userEvents, after: after)) }
+        for (continuation, userEvents, after) in wake {
+            continuation.resume(returning: .notified(userEvents, after: after))
+        }
     }
 
     /// Tells the waiters of `userIDs` that events of theirs were committed elsewhere (another

@@ -38,7 +38,10 @@ enum EventNotice {
 
     /// Sends the notices inside the transaction on `connection`, through the shared store's
     /// notices.
-    static func send(for userIDs: some Sequence<String>, instance: String, through notices: any StoreNotices, on connection: any SQLExecutor) throws {
+    static func send(
+        for userIDs: some Sequence<String>, instance: String, through notices: any StoreNotices,
+        on connection: any SQLExecutor
+    ) throws {
         for payload in payloads(instance: instance, userIDs: userIDs) {
             try notices.send(payload, on: channel, in: connection)
         }

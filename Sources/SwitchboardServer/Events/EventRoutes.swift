@@ -28,37 +28,47 @@ struct EventRoutes {
     let trustedProxies: Set<String>
 
     func register(in router: inout Router) {
-        router.add("GET", "/events", authenticator.require { context, principal in
-            let parameters = context.request.queryParameters
-            let after = try Self.cursor(parameters["after"], name: "after")
-            let wait = try Self.waitSeconds(parameters["wait"])
-            let hold = try held.hold(user: principal.user.id, address: ClientAddress.of(context.request, trusting: trustedProxies))
-            defer { hold.release() }
-            let events = try await longPoll(userID: principal.user.id, after: after, wait: wait)
-            return HTTPResponse(
-                status: 200, headers: ["Content-Type": "application/json"],
-                body: EventJSON.page(events, cursor: events.last?.id ?? after))
-        })
-        router.add("GET", "/events/stream", authenticator.require { context, principal in
-            // `after` is part of the stream's URL, which an EventSource sends again on every
-            // reconnect, so it is always required and checked; `Last-Event-ID`, which the
-            // EventSource adds when it reconnects, says where to resume and wins.
-            let query = try Self.cursor(context.request.queryParameters["after"], name: "after")
-            let after = try context.request.headers["Last-Event-ID"].map { text throws(APIError) in
-                try Self.cursor(text, name: "Last-Event-ID")
-            } ?? query
-            let userID = principal.user.id
-            let hold = try held.hold(user: userID, address: ClientAddress.of(context.request, trusting: trustedProxies))
-            // Check the cursor before the stream starts, so an expired one is a plain 410.
-            let first = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
-            return HTTPResponse(
-                status: 200,
-                headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"]
-            ) { writer in
+        router.add(
+            "GET", "/events",
+            authenticator.require { context, principal in
+                let parameters = context.request.queryParameters
+                let after = try Self.cursor(parameters["after"], name: "after")
+                let wait = try Self.waitSeconds(parameters["wait"])
+                let hold = try held.hold(
+                    user: principal.user.id, address: ClientAddress.of(context.request, trusting: trustedProxies))
                 defer { hold.release() }
-                try await stream(userID: userID, sessionID: principal.sessionID, after: after, first: first, to: writer)
-            }
-        })
+                let events = try await longPoll(userID: principal.user.id, after: after, wait: wait)
+                return HTTPResponse(
+                    status: 200, headers: ["Content-Type": "application/json"],
+                    body: EventJSON.page(events, cursor: events.last?.id ?? after))
+            })
+        router.add(
+            "GET", "/events/stream",
+            authenticator.require { context, principal in
+                // `after` is part of the stream's URL, which an EventSource sends again on every
+                // reconnect, so it is always required and checked; `Last-Event-ID`, which the
+                // EventSource adds when it reconnects, says where to resume and wins.
+                let query = try Self.cursor(context.request.queryParameters["after"], name: "after")
+                let after =
+                    try context.request.headers["Last-Event-ID"].map { text throws(APIError) in
+                        try Self.cursor(text, name: "Last-Event-ID")
+                    } ?? query
+                let userID = principal.user.id
+                let hold = try held.hold(
+                    user: userID, address: ClientAddress.of(context.request, trusting: trustedProxies))
+                // Check the cursor before the stream starts, so an expired one is a plain 410.
+                let first = try await store.snapshot { try EventFeed.page(for: userID, after: after, in: $0.events) }
+                return HTTPResponse(
+                    status: 200,
+                    headers: [
+                        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                    ]
+                ) { writer in
+                    defer { hold.release() }
+                    try await stream(
+                        userID: userID, sessionID: principal.sessionID, after: after, first: first, to: writer)
+                }
+            })
     }
 
     /// The long poll of SPEC §2: answer at once when events exist; otherwise register, query
@@ -94,7 +104,9 @@ struct EventRoutes {
     /// its session ending (logout, logout everywhere, a password change, expiry): an ended
     /// session wakes its user's streams on every instance, and the session is checked again
     /// before events are written (at most once a second) and at every heartbeat.
-    func stream(userID: String, sessionID: String, after: Int64, first: [Event], to writer: HTTPStreamWriter) async throws {
+    func stream(
+        userID: String, sessionID: String, after: Int64, first: [Event], to writer: HTTPStreamWriter
+    ) async throws {
         var cursor = after
         var pending = first
         var checked = ContinuousClock.now

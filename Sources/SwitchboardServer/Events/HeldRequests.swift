@@ -57,7 +57,8 @@ final class HeldRequests: Sendable {
         }
         if let refused {
             throw APIError(
-                .rateLimited, "too many event streams and long polls are open for \(refused); close one and try again", retryAfter: 5)
+                .rateLimited, "too many event streams and long polls are open for \(refused); close one and try again",
+                retryAfter: 5)
         }
         return Hold(keys: limits.map(\.0), owner: self)
     }

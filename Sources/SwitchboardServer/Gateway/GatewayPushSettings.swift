@@ -48,7 +48,8 @@ struct GatewayPushSettings: Sendable, Equatable {
             case (.text, let string as String): text = string
             case (.integer, let number as Int) where !(value is Bool): text = String(number)
             default:
-                throw APIError.validation("'\(field)' must be a \(setting.kind == .integer ? "JSON integer" : "JSON string")", field: field)
+                throw APIError.validation(
+                    "'\(field)' must be a \(setting.kind == .integer ? "JSON integer" : "JSON string")", field: field)
             }
             if let problem = setting.set(text, in: &configuration) {
                 throw APIError.validation("'\(field)' \(problem)", field: field)
@@ -164,7 +165,9 @@ final class GatewayChannelDirectory: PushChannelDirectory, Sendable {
     func channels(forApp app: String) async throws -> PushChannels {
         let now = store.environment.now()
         let look = state.withLock { state -> Task<PushChannels, any Error>? in
-            if let entry = state.entries[app], now.timeIntervalSince(entry.checkedAt) < Self.recheckInterval { return nil }
+            if let entry = state.entries[app], now.timeIntervalSince(entry.checkedAt) < Self.recheckInterval {
+                return nil
+            }
             if let look = state.looks[app] { return look }
             let generation = state.generations[app, default: 0]
             let look = Task { try await self.look(app: app, generation: generation, now: now) }
@@ -189,11 +192,14 @@ final class GatewayChannelDirectory: PushChannelDirectory, Sendable {
             throw error
         }
         if let channels = state.withLock({ state -> PushChannels? in
-            guard let entry = state.entries[app], entry.sealed == sealed, !entry.failed, state.generations[app, default: 0] == generation
+            guard let entry = state.entries[app], entry.sealed == sealed, !entry.failed,
+                state.generations[app, default: 0] == generation
             else { return nil }
             state.entries[app]?.checkedAt = now
             return entry.channels
-        }) { return channels }
+        }) {
+            return channels
+        }
         let (channels, owned, failed) = build(app: app, sealed: sealed)
         state.withLock { state in
             // A change made here since the look began wins: its own look comes next.
@@ -220,9 +226,11 @@ final class GatewayChannelDirectory: PushChannelDirectory, Sendable {
     private func build(app: String, sealed: String?) -> (PushChannels, owned: [any PushChannel], failed: Bool) {
         guard let sealed else { return (server, [], false) }
         guard let settings = GatewayPushSettings.opened(sealed, for: app, vault: vault) else {
-            logger.error("gateway app's push settings cannot be opened with this server's dataEncryptionKey; its pushes fail until they are set again", [
-                "app": .string(app),
-            ])
+            logger.error(
+                "gateway app's push settings cannot be opened with this server's dataEncryptionKey; its pushes fail until they are set again",
+                [
+                    "app": .string(app)
+                ])
             let none = (try? PushChannelConfiguration.channels(from: ServerConfiguration())) ?? PushChannels([])
             return (none, none.all, true)
         }
@@ -234,9 +242,11 @@ final class GatewayChannelDirectory: PushChannelDirectory, Sendable {
                 own += try GatewayPushSettings.build(family: family, from: configuration)
             } catch {
                 failed = true
-                logger.error("gateway app's push channel could not be built; its pushes on it fail until this is fixed", [
-                    "app": .string(app), "family": .string(family), "error": .string(String(describing: error)),
-                ])
+                logger.error(
+                    "gateway app's push channel could not be built; its pushes on it fail until this is fixed",
+                    [
+                        "app": .string(app), "family": .string(family), "error": .string(String(describing: error)),
+                    ])
                 own += (try? GatewayPushSettings.build(family: family, from: ServerConfiguration())) ?? []
             }
         }

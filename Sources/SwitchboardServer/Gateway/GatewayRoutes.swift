@@ -27,7 +27,10 @@ struct GatewayRoutes {
         case text(String), integer(Int)
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let text = try? container.decode(String.self) { self = .text(text); return }
+            if let text = try? container.decode(String.self) {
+                self = .text(text)
+                return
+            }
             self = .integer(try container.decode(Int.self))
         }
         var json: Any {
@@ -51,7 +54,9 @@ struct GatewayRoutes {
             let families = settings?.families ?? []
             var channels: [String: String] = [:]
             for family in GatewayPushSettings.families {
-                for channel in GatewayPushSettings.channelsOfFamily[family] ?? [] { channels[channel] = families.contains(family) ? "app" : "server" }
+                for channel in GatewayPushSettings.channelsOfFamily[family] ?? [] {
+                    channels[channel] = families.contains(family) ? "app" : "server"
+                }
             }
             self.channels = channels
         }
@@ -84,7 +89,11 @@ struct GatewayRoutes {
             id = app.id
             name = app.name
             createdAt = Timestamp.iso8601(CallStore.date(app.createdAtMS))
-            keys = app.keys.map { KeyView(keyId: $0.keyID, publicKey: $0.publicKey, createdAt: Timestamp.iso8601(CallStore.date($0.createdAtMS))) }
+            keys = app.keys.map {
+                KeyView(
+                    keyId: $0.keyID, publicKey: $0.publicKey,
+                    createdAt: Timestamp.iso8601(CallStore.date($0.createdAtMS)))
+            }
         }
     }
 
@@ -113,7 +122,8 @@ struct GatewayRoutes {
             for (index, key) in request.keys.enumerated() {
                 let valid = try Self.key(key, field: "keys[\(index)]", at: now)
                 guard !keys.contains(where: { $0.keyID == valid.keyID }) else {
-                    throw APIError(.gatewayKeyExists, "key '\(valid.keyID)' is listed twice", field: "keys[\(index)].keyId")
+                    throw APIError(
+                        .gatewayKeyExists, "key '\(valid.keyID)' is listed twice", field: "keys[\(index)].keyId")
                 }
                 keys.append(valid)
             }
@@ -126,13 +136,16 @@ struct GatewayRoutes {
         router.add("GET", "/admin/gateway/apps/{appId}") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
             let id = context.parameter("appId")
-            guard let app = try await store.snapshot({ try $0.gateway.app(id: id) }) else { throw APIError.notFound("no app '\(id)'") }
+            guard let app = try await store.snapshot({ try $0.gateway.app(id: id) }) else {
+                throw APIError.notFound("no app '\(id)'")
+            }
             return .json(AppView(app))
         }
         router.add("POST", "/admin/gateway/apps/{appId}/keys") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
             let id = context.parameter("appId")
-            let key = try Self.key(try context.decode(NewKey.self), field: nil, at: CallStore.milliseconds(store.environment.now()))
+            let key = try Self.key(
+                try context.decode(NewKey.self), field: nil, at: CallStore.milliseconds(store.environment.now()))
             let app = try await store.write { transaction -> GatewayApp? in
                 guard try transaction.gateway.app(id: id) != nil else { return nil }
                 guard try transaction.gateway.addKey(key, to: id) else {
@@ -159,9 +172,13 @@ struct GatewayRoutes {
             guard vault.isEnabled else { throw PayloadKeyVault.disabled }
             let settings = try GatewayPushSettings.validate(request.settings.mapValues(\.json))
             let sealed = try settings.sealed(for: id, vault: vault)
-            guard try await store.write({ try $0.gateway.setPushSettings(sealed, of: id) }) else { throw APIError.notFound("no app '\(id)'") }
+            guard try await store.write({ try $0.gateway.setPushSettings(sealed, of: id) }) else {
+                throw APIError.notFound("no app '\(id)'")
+            }
             directory.invalidate(app: id)
-            context.logger.info("gateway app push settings set", ["app": .string(id), "settings": .string(settings.values.keys.sorted().joined(separator: ","))])
+            context.logger.info(
+                "gateway app push settings set",
+                ["app": .string(id), "settings": .string(settings.values.keys.sorted().joined(separator: ","))])
             return .json(PushSettingsView(app: id, settings: settings))
         }
         router.add("GET", "/admin/gateway/apps/{appId}/push") { context in
@@ -174,38 +191,55 @@ struct GatewayRoutes {
             guard let sealed = found.sealed else { return .json(PushSettingsView(app: id, settings: nil)) }
             guard let settings = GatewayPushSettings.opened(sealed, for: id, vault: vault) else {
                 throw APIError(
-                    .dataEncryptionDisabled, "the app's push settings cannot be opened with this server's dataEncryptionKey: set them again")
+                    .dataEncryptionDisabled,
+                    "the app's push settings cannot be opened with this server's dataEncryptionKey: set them again")
             }
             return .json(PushSettingsView(app: id, settings: settings))
         }
         router.add("DELETE", "/admin/gateway/apps/{appId}/push") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
             let id = context.parameter("appId")
-            guard try await store.write({ try $0.gateway.setPushSettings(nil, of: id) }) else { throw APIError.notFound("no app '\(id)'") }
+            guard try await store.write({ try $0.gateway.setPushSettings(nil, of: id) }) else {
+                throw APIError.notFound("no app '\(id)'")
+            }
             directory.invalidate(app: id)
             return .noContent
         }
-        router.add("GET", "/gateway/v1/app", signed { _, app, keyID in
-            .json(Caller(appId: app.id, name: app.name, keyId: keyID))
-        })
+        router.add(
+            "GET", "/gateway/v1/app",
+            signed { _, app, keyID in
+                .json(Caller(appId: app.id, name: app.name, keyId: keyID))
+            })
         let service = self.service
-        router.add("POST", "/gateway/v1/devices", signed { context, app, _ in
-            .json(try await service.register(try context.decode(GatewayService.Device.self), app: app.id))
-        })
-        router.add("DELETE", "/gateway/v1/users/{userId}/devices/{deviceId}", signed { context, app, _ in
-            try await service.removeDevice(app: app.id, user: context.parameter("userId"), deviceID: context.parameter("deviceId"))
-            return .noContent
-        })
-        router.add("POST", "/gateway/v1/signals", signed { context, app, _ in
-            let (status, isNew) = try await service.send(try context.decode(GatewayService.Signal.self), body: context.request.body, app: app.id)
-            return .json(status, status: isNew ? 202 : 200)
-        })
-        router.add("POST", "/gateway/v1/signals/{callId}/cancel", signed { context, app, _ in
-            .json(try await service.cancel(app: app.id, call: context.parameter("callId")))
-        })
-        router.add("GET", "/gateway/v1/signals/{callId}", signed { context, app, _ in
-            .json(try await service.status(app: app.id, call: context.parameter("callId")))
-        })
+        router.add(
+            "POST", "/gateway/v1/devices",
+            signed { context, app, _ in
+                .json(try await service.register(try context.decode(GatewayService.Device.self), app: app.id))
+            })
+        router.add(
+            "DELETE", "/gateway/v1/users/{userId}/devices/{deviceId}",
+            signed { context, app, _ in
+                try await service.removeDevice(
+                    app: app.id, user: context.parameter("userId"), deviceID: context.parameter("deviceId"))
+                return .noContent
+            })
+        router.add(
+            "POST", "/gateway/v1/signals",
+            signed { context, app, _ in
+                let (status, isNew) = try await service.send(
+                    try context.decode(GatewayService.Signal.self), body: context.request.body, app: app.id)
+                return .json(status, status: isNew ? 202 : 200)
+            })
+        router.add(
+            "POST", "/gateway/v1/signals/{callId}/cancel",
+            signed { context, app, _ in
+                .json(try await service.cancel(app: app.id, call: context.parameter("callId")))
+            })
+        router.add(
+            "GET", "/gateway/v1/signals/{callId}",
+            signed { context, app, _ in
+                .json(try await service.status(app: app.id, call: context.parameter("callId")))
+            })
     }
 
     /// A handler that runs only for a request its app signed (``GatewaySignature``); refused
@@ -221,21 +255,27 @@ struct GatewayRoutes {
             }
             func header(_ name: String) throws(APIError) -> String {
                 guard let value = request.headers[name], !value.isEmpty else {
-                    throw APIError(.gatewayUnsigned, "the \(name) header is required (a signed gateway request)", field: name)
+                    throw APIError(
+                        .gatewayUnsigned, "the \(name) header is required (a signed gateway request)", field: name)
                 }
                 return value
             }
             let appID = try header(GatewaySignature.appHeader), keyID = try header(GatewaySignature.keyHeader)
-            let stamp = try header(GatewaySignature.timestampHeader), signatureText = try header(GatewaySignature.signatureHeader)
+            let stamp = try header(GatewaySignature.timestampHeader),
+                signatureText = try header(GatewaySignature.signatureHeader)
             guard let timestamp = GatewaySignature.seconds(stamp) else {
-                throw APIError(.gatewayStaleTimestamp, "\(GatewaySignature.timestampHeader) must be whole seconds since 1970")
+                throw APIError(
+                    .gatewayStaleTimestamp, "\(GatewaySignature.timestampHeader) must be whole seconds since 1970")
             }
             guard GatewaySignature.isFresh(timestamp, now: store.environment.now()) else {
                 throw APIError(
-                    .gatewayStaleTimestamp, "the request was signed more than \(GatewaySignature.window) s from the server's clock (\(Int64(store.environment.now().timeIntervalSince1970)))")
+                    .gatewayStaleTimestamp,
+                    "the request was signed more than \(GatewaySignature.window) s from the server's clock (\(Int64(store.environment.now().timeIntervalSince1970)))"
+                )
             }
             guard let signature = Base64URL.decode(signatureText), signature.count == 64 else {
-                throw APIError(.gatewayBadSignature, "\(GatewaySignature.signatureHeader) must be 64 bytes as base64url")
+                throw APIError(
+                    .gatewayBadSignature, "\(GatewaySignature.signatureHeader) must be 64 bytes as base64url")
             }
             guard let app = try await store.snapshot({ try $0.gateway.app(id: appID) }),
                 let key = app.keys.first(where: { $0.keyID == keyID }),
@@ -245,12 +285,16 @@ struct GatewayRoutes {
             switch request.headers[GatewaySignature.versionHeader] {
             case "2":
                 message = GatewaySignature.canonical(
-                    app: appID, key: keyID, method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
+                    app: appID, key: keyID, method: request.method, target: request.head.target, timestamp: stamp,
+                    body: request.body)
             case nil where acceptSignatureV1:
-                message = GatewaySignature.canonicalV1(method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
+                message = GatewaySignature.canonicalV1(
+                    method: request.method, target: request.head.target, timestamp: stamp, body: request.body)
             case nil:
                 throw APIError(
-                    .gatewaySignatureV1, "version 1 signatures are refused: sign version 2 (app and key id included) and send \(GatewaySignature.versionHeader): 2")
+                    .gatewaySignatureV1,
+                    "version 1 signatures are refused: sign version 2 (app and key id included) and send \(GatewaySignature.versionHeader): 2"
+                )
             case let other?:
                 throw APIError(
                     .gatewayBadSignature, "\(GatewaySignature.versionHeader) must be 2, not '\(other.prefix(8))'",
@@ -262,7 +306,8 @@ struct GatewayRoutes {
             let now = CallStore.milliseconds(store.environment.now())
             let fresh = try await store.write { transaction in
                 try transaction.gateway.recordSignature(
-                    Base64URL.encode(signature), of: appID, at: now, forgetBeforeMS: now - GatewaySignature.replayMemoryMS)
+                    Base64URL.encode(signature), of: appID, at: now,
+                    forgetBeforeMS: now - GatewaySignature.replayMemoryMS)
             }
             guard fresh else {
                 throw APIError(.gatewayReplayed, "this signed request was taken already (sign every request anew)")
@@ -272,13 +317,17 @@ struct GatewayRoutes {
     }
 
     /// What JSON Schema's (ECMA-262's) `\s` matches: a name of only these is empty.
-    static let blank = CharacterSet(charactersIn: "\t\n\u{0B}\u{0C}\r \u{A0}\u{1680}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}")
-        .union(CharacterSet(charactersIn: "\u{2000}"..."\u{200A}"))
+    static let blank = CharacterSet(
+        charactersIn: "\t\n\u{0B}\u{0C}\r \u{A0}\u{1680}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}"
+    )
+    .union(CharacterSet(charactersIn: "\u{2000}"..."\u{200A}"))
 
     /// An app or key id: 1 to 64 of `a-z`, `0-9`, `.`, `_`, `-`.
     static func identifier(_ text: String, field: String) throws(APIError) -> String {
         guard (1...64).contains(text.utf8.count),
-            text.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 46 || $0 == 95 || $0 == 45 })
+            text.utf8.allSatisfy({
+                (97...122).contains($0) || (48...57).contains($0) || $0 == 46 || $0 == 95 || $0 == 45
+            })
         else { throw APIError.validation("'\(field)' must be 1 to 64 of a-z, 0-9, '.', '_' and '-'", field: field) }
         return text
     }
@@ -291,7 +340,8 @@ struct GatewayRoutes {
             .trimmingCharacters(in: CharacterSet(charactersIn: "="))
         guard let raw = Base64URL.decode(text), raw.count == 32, (try? Ed25519PublicKey(rawBytes: raw)) != nil else {
             throw APIError.validation(
-                "'\(prefix)publicKey' must be an Ed25519 public key: 32 bytes as base64 or base64url, not a point of small order", field: prefix + "publicKey")
+                "'\(prefix)publicKey' must be an Ed25519 public key: 32 bytes as base64 or base64url, not a point of small order",
+                field: prefix + "publicKey")
         }
         return GatewayApp.Key(keyID: keyID, publicKey: Base64URL.encode(raw), createdAtMS: nowMS)
     }

@@ -78,17 +78,22 @@ struct GatewayService: Sendable {
 
     func register(_ request: Device, app: String) async throws -> DeviceView {
         let user = try Self.userID(request.userId, field: "userId")
-        let valid = try DeviceRoutes.validate(RegisterPushDevice(
-            deviceId: request.deviceId, platform: request.platform, brand: request.brand, tokens: request.tokens))
+        let valid = try DeviceRoutes.validate(
+            RegisterPushDevice(
+                deviceId: request.deviceId, platform: request.platform, brand: request.brand, tokens: request.tokens))
         var tokens: [String: PushTarget] = [:]
         for token in valid.tokens {
             tokens[token.channel] = PushTarget(
                 deviceID: valid.deviceID, token: token.token, environment: token.environment,
-                payloadKey: try token.payloadKey.map { try payloadKeys.seal($0, owner: PayloadKeyVault.owner(app: app, device: valid.deviceID)) })
+                payloadKey: try token.payloadKey.map {
+                    try payloadKeys.seal($0, owner: PayloadKeyVault.owner(app: app, device: valid.deviceID))
+                })
         }
-        let device = GatewayDevice(deviceID: valid.deviceID, platform: valid.platform, brand: valid.brand, tokens: tokens)
+        let device = GatewayDevice(
+            deviceID: valid.deviceID, platform: valid.platform, brand: valid.brand, tokens: tokens)
         try await store.write { transaction in
-            try transaction.gatewaySignals.register(app: app, user: user, device: device, at: CallStore.milliseconds(transaction.date))
+            try transaction.gatewaySignals.register(
+                app: app, user: user, device: device, at: CallStore.milliseconds(transaction.date))
         }
         return DeviceView(
             userId: user, deviceId: valid.deviceID, platform: valid.platform, channels: tokens.keys.sorted(),
@@ -96,7 +101,9 @@ struct GatewayService: Sendable {
     }
 
     func removeDevice(app: String, user: String, deviceID: String) async throws {
-        let removed = try await store.write { try $0.gatewaySignals.removeDevice(app: app, user: user, deviceID: deviceID.lowercased()) }
+        let removed = try await store.write {
+            try $0.gatewaySignals.removeDevice(app: app, user: user, deviceID: deviceID.lowercased())
+        }
         guard removed else { throw APIError.notFound("no device '\(deviceID)' of user '\(user)'") }
     }
 
@@ -108,12 +115,16 @@ struct GatewayService: Sendable {
     func send(_ request: Signal, body: [UInt8], app: String) async throws -> (SignalStatus, isNew: Bool) {
         let callID = try Self.userID(request.callId, field: "callId")
         let roomID = try Self.userID(request.roomId, field: "roomId")
-        guard ["audio", "video"].contains(request.type) else { throw APIError.validation("'type' must be 'audio' or 'video'", field: "type") }
+        guard ["audio", "video"].contains(request.type) else {
+            throw APIError.validation("'type' must be 'audio' or 'video'", field: "type")
+        }
         let callerID = try Self.userID(request.caller.id, field: "caller.id")
         guard (1...100).contains(request.caller.name.unicodeScalars.count) else {
             throw APIError.validation("'caller.name' must be 1 to 100 characters", field: "caller.name")
         }
-        guard (1...50).contains(request.callees.count) else { throw APIError.validation("'callees' must list 1 to 50 user ids", field: "callees") }
+        guard (1...50).contains(request.callees.count) else {
+            throw APIError.validation("'callees' must list 1 to 50 user ids", field: "callees")
+        }
         var listed: [String] = []
         for (index, callee) in request.callees.enumerated() {
             let id = try Self.userID(callee, field: "callees[\(index)]")
@@ -122,7 +133,8 @@ struct GatewayService: Sendable {
         let callees = listed
         let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
         let extValue = object?["ext"] ?? [String: Any]()
-        guard extValue is [String: Any], let extData = try? JSONSerialization.data(withJSONObject: extValue, options: [.sortedKeys]),
+        guard extValue is [String: Any],
+            let extData = try? JSONSerialization.data(withJSONObject: extValue, options: [.sortedKeys]),
             extData.count <= 4096
         else { throw APIError.validation("'ext' must be an object of at most 4 KiB of JSON", field: "ext") }
         let ext = String(decoding: extData, as: UTF8.self)
@@ -134,25 +146,38 @@ struct GatewayService: Sendable {
             if try signals.signal(app: app, call: callID) != nil { return (0, false) }
             let now = CallStore.milliseconds(transaction.date)
             let expires = transaction.date.addingTimeInterval(ringTimeout)
-            try signals.insert(GatewaySignal(
-                appID: app, callID: callID, roomID: roomID, type: request.type, callerID: callerID, callerName: request.caller.name, ext: ext,
-                state: "ringing", createdAtMS: now, expiresAtMS: CallStore.milliseconds(expires)))
+            try signals.insert(
+                GatewaySignal(
+                    appID: app, callID: callID, roomID: roomID, type: request.type, callerID: callerID,
+                    callerName: request.caller.name, ext: ext,
+                    state: "ringing", createdAtMS: now, expiresAtMS: CallStore.milliseconds(expires)))
             let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
             var written = 0
             for callee in callees {
                 let devices = try signals.devices(app: app, user: callee)
                 // The callee limit: past 3 signals that rang them in ten minutes, further ones
                 // are dropped, silently.
-                if !devices.isEmpty, try !transaction.rateCounters.take(
-                    1, [(ServerLimits.gatewayCalleeKey(app: app, user: callee), transaction.limits.gatewaySignalsPerCallee)], at: now
-                ).isAllowed {
+                if !devices.isEmpty,
+                    try !transaction.rateCounters.take(
+                        1,
+                        [
+                            (
+                                ServerLimits.gatewayCalleeKey(app: app, user: callee),
+                                transaction.limits.gatewaySignalsPerCallee
+                            )
+                        ], at: now
+                    ).isAllowed
+                {
                     try signals.recordCallee(app: app, call: callID, user: callee, outcome: "rate_limited", at: now)
                     continue
                 }
-                try signals.recordCallee(app: app, call: callID, user: callee, outcome: devices.isEmpty ? "no_devices" : "rung", at: now)
+                try signals.recordCallee(
+                    app: app, call: callID, user: callee, outcome: devices.isEmpty ? "no_devices" : "rung", at: now)
                 for device in devices {
-                    guard let channelName = PushRouting.ringChannel(
-                        platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
+                    guard
+                        let channelName = PushRouting.ringChannel(
+                            platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
+                            configured: configured),
                         let target = device.tokens[channelName]
                     else { continue }
                     let jobID = transaction.newID()
@@ -162,23 +187,31 @@ struct GatewayService: Sendable {
                     let cutOff = try !PushOutbox.admitRing(toDevice: device.deviceID, in: transaction)
                     if cutOff {
                         try PushOutbox.enqueue(
-                            PushRequest(payload: [], headers: []), id: jobID, kind: .ring, call: GatewayNamespace.callKey(app: app, call: callID),
-                            user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target, channel: channelName,
-                            provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName), failure: Self.cutOffReason,
+                            PushRequest(payload: [], headers: []), id: jobID, kind: .ring,
+                            call: GatewayNamespace.callKey(app: app, call: callID),
+                            user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID,
+                            target: target, channel: channelName,
+                            provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
+                            failure: Self.cutOffReason,
                             dropped: true, at: now, expires: expires, in: transaction)
                         continue
                     }
                     let (pushRequest, failure) = PushOutbox.ringRequest(
                         PushRing(
-                            callID: callID, scopeKind: "gateway", scopeID: roomID, mode: request.type, callerName: request.caller.name,
-                            groupName: nil, jobID: jobID, expiresAt: expires, now: transaction.date, appData: hints.data,
+                            callID: callID, scopeKind: "gateway", scopeID: roomID, mode: request.type,
+                            callerName: request.caller.name,
+                            groupName: nil, jobID: jobID, expiresAt: expires, now: transaction.date,
+                            appData: hints.data,
                             apnsCollapseID: hints.apnsCollapseID),
-                        to: target, owner: PayloadKeyVault.owner(app: app, device: device.deviceID), on: channelName, channels: channels,
+                        to: target, owner: PayloadKeyVault.owner(app: app, device: device.deviceID), on: channelName,
+                        channels: channels,
                         keys: payloadKeys)
                     try PushOutbox.enqueue(
                         pushRequest, id: jobID, kind: .ring, call: GatewayNamespace.callKey(app: app, call: callID),
-                        user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target, channel: channelName,
-                        provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName), failure: failure, at: now,
+                        user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target,
+                        channel: channelName,
+                        provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
+                        failure: failure, at: now,
                         expires: expires, in: transaction)
                     written += 1
                 }
@@ -196,7 +229,9 @@ struct GatewayService: Sendable {
         let channels = try await directory.channels(forCall: GatewayNamespace.callKey(app: app, call: callID))
         let written = try await store.write { transaction -> Int in
             let signals = transaction.gatewaySignals
-            guard let signal = try signals.signal(app: app, call: callID) else { throw APIError.notFound("no signal '\(callID)'") }
+            guard let signal = try signals.signal(app: app, call: callID) else {
+                throw APIError.notFound("no signal '\(callID)'")
+            }
             guard signal.state == "ringing" else { return 0 }
             try signals.cancel(app: app, call: callID)
             let now = CallStore.milliseconds(transaction.date)
@@ -208,20 +243,28 @@ struct GatewayService: Sendable {
             var written = 0
             for (callee, outcome) in try signals.callees(app: app, call: callID) where outcome == "rung" {
                 let key = GatewayNamespace.userKey(app: app, user: callee)
-                let rung = try transaction.pushJobs.rungDevices(callID: GatewayNamespace.callKey(app: app, call: callID), userID: key)
+                let rung = try transaction.pushJobs.rungDevices(
+                    callID: GatewayNamespace.callKey(app: app, call: callID), userID: key)
                 for device in try signals.devices(app: app, user: callee) where rung.contains(device.deviceID) {
-                    guard let channelName = PushRouting.noticeChannel(
-                        platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
+                    guard
+                        let channelName = PushRouting.noticeChannel(
+                            platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
+                            configured: configured),
                         let target = device.tokens[channelName], let channel = channels[channelName]
                     else { continue }
                     let jobID = transaction.newID()
-                    guard let request = try? channel.noticeRequest(for: PushNotice(
-                        callID: callID, scopeKind: "gateway", scopeID: signal.roomID, callerName: signal.callerName, reason: "cancelled",
-                        jobID: jobID, expiresAt: expires, now: transaction.date))
+                    guard
+                        let request = try? channel.noticeRequest(
+                            for: PushNotice(
+                                callID: callID, scopeKind: "gateway", scopeID: signal.roomID,
+                                callerName: signal.callerName, reason: "cancelled",
+                                jobID: jobID, expiresAt: expires, now: transaction.date))
                     else { continue }
                     try PushOutbox.enqueue(
-                        request, id: jobID, kind: .notice, call: GatewayNamespace.callKey(app: app, call: callID), user: key, device: device.deviceID,
-                        target: target, channel: channelName, provider: channel.provider, failure: nil, at: now, expires: expires, in: transaction)
+                        request, id: jobID, kind: .notice, call: GatewayNamespace.callKey(app: app, call: callID),
+                        user: key, device: device.deviceID,
+                        target: target, channel: channelName, provider: channel.provider, failure: nil, at: now,
+                        expires: expires, in: transaction)
                     written += 1
                 }
             }
@@ -233,9 +276,13 @@ struct GatewayService: Sendable {
 
     func status(app: String, call callID: String) async throws -> SignalStatus {
         let key = GatewayNamespace.callKey(app: app, call: callID)
-        let found = try await store.snapshot { snapshot -> (GatewaySignal, [(user: String, outcome: String)], [RingJobStatus])? in
+        let found = try await store.snapshot {
+            snapshot -> (GatewaySignal, [(user: String, outcome: String)], [RingJobStatus])? in
             guard let signal = try snapshot.gatewaySignals.signal(app: app, call: callID) else { return nil }
-            return (signal, try snapshot.gatewaySignals.callees(app: app, call: callID), try snapshot.pushJobs.rings(ofCall: key))
+            return (
+                signal, try snapshot.gatewaySignals.callees(app: app, call: callID),
+                try snapshot.pushJobs.rings(ofCall: key)
+            )
         }
         guard let (signal, callees, jobs) = found else { throw APIError.notFound("no signal '\(callID)'") }
         return SignalStatus(
@@ -243,7 +290,8 @@ struct GatewayService: Sendable {
             callees: callees.map { CalleeStatus(userId: $0.user, outcome: $0.outcome) },
             devices: jobs.map { job in
                 DeviceStatus(
-                    userId: GatewayNamespace.split(job.userID)?.id ?? "", deviceId: job.deviceID, channel: job.channel, state: job.state,
+                    userId: GatewayNamespace.split(job.userID)?.id ?? "", deviceId: job.deviceID, channel: job.channel,
+                    state: job.state,
                     reason: job.reason)
             })
     }
@@ -260,22 +308,31 @@ struct GatewayService: Sendable {
                 let strings = object as? [String: String], strings.keys.allSatisfy(Self.isHintText)
             else {
                 throw APIError.validation(
-                    "'ext.data' must be an object of at most 32 strings, named with 1 to 64 printable ASCII characters", field: "ext.data")
+                    "'ext.data' must be an object of at most 32 strings, named with 1 to 64 printable ASCII characters",
+                    field: "ext.data")
             }
             // Carried in every ring: within this, it fits FCM's 4 KiB of data and, encrypted,
             // APNs's 5 KiB of VoIP payload beside the ring's own fields.
-            let size = (try? JSONSerialization.data(withJSONObject: strings, options: [.sortedKeys, .withoutEscapingSlashes]).count) ?? .max
+            let size =
+                (try? JSONSerialization.data(withJSONObject: strings, options: [.sortedKeys, .withoutEscapingSlashes])
+                    .count) ?? .max
             guard size <= Self.maxAppDataBytes else {
-                throw APIError.validation("'ext.data' must be at most \(Self.maxAppDataBytes) bytes of JSON (it has \(size))", field: "ext.data")
+                throw APIError.validation(
+                    "'ext.data' must be at most \(Self.maxAppDataBytes) bytes of JSON (it has \(size))",
+                    field: "ext.data")
             }
             data = strings
         }
         var collapseID: String?
         if let value = ext["apns"] {
-            guard let apns = value as? [String: Any] else { throw APIError.validation("'ext.apns' must be an object", field: "ext.apns") }
+            guard let apns = value as? [String: Any] else {
+                throw APIError.validation("'ext.apns' must be an object", field: "ext.apns")
+            }
             if let id = apns["collapseId"] {
                 guard let text = id as? String, Self.isHintText(text) else {
-                    throw APIError.validation("'ext.apns.collapseId' must be 1 to 64 printable ASCII characters", field: "ext.apns.collapseId")
+                    throw APIError.validation(
+                        "'ext.apns.collapseId' must be 1 to 64 printable ASCII characters", field: "ext.apns.collapseId"
+                    )
                 }
                 collapseID = text
             }
@@ -293,7 +350,8 @@ struct GatewayService: Sendable {
 
     static func userID(_ text: String, field: String) throws(APIError) -> String {
         guard (1...128).contains(text.utf8.count), text.utf8.allSatisfy({ (33...126).contains($0) && $0 != 47 }) else {
-            throw APIError.validation("'\(field)' must be 1 to 128 printable ASCII characters without spaces or '/'", field: field)
+            throw APIError.validation(
+                "'\(field)' must be 1 to 128 printable ASCII characters without spaces or '/'", field: field)
         }
         return text
     }

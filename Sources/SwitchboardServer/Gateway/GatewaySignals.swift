@@ -2,8 +2,6 @@ import Foundation
 import SwitchboardPush
 import SwitchboardStore
 
-
-
 /// The gateway's namespace inside the outbox: its jobs name calls and users as
 /// `gw/<app>/<id>`, so they never meet the server's own.
 enum GatewayNamespace {

@@ -38,7 +38,9 @@ enum GatewaySignature {
     static let maxBodyBytes = 64 * 1024
 
     /// The bytes a version 2 signature covers.
-    static func canonical(app: String, key: String, method: String, target: String, timestamp: String, body: [UInt8]) -> [UInt8] {
+    static func canonical(
+        app: String, key: String, method: String, target: String, timestamp: String, body: [UInt8]
+    ) -> [UInt8] {
         Array("switchboard-gateway-v2\n\(app)\n\(key)\n\(method.uppercased())\n\(target)\n\(timestamp)\n".utf8) + body
     }
 

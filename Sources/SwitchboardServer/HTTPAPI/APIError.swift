@@ -22,7 +22,8 @@ public struct APIError: Error, Sendable, Equatable {
     public var allowed: [String]?
 
     /// An error with `code`'s status, or `status` for a code some routes answer otherwise.
-    public init(_ code: ErrorCode, _ message: String, field: String? = nil, retryAfter: Int? = nil, status: Int? = nil) {
+    public init(_ code: ErrorCode, _ message: String, field: String? = nil, retryAfter: Int? = nil, status: Int? = nil)
+    {
         self.status = status ?? code.status
         self.code = code
         self.message = message

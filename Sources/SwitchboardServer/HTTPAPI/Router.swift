@@ -70,14 +70,20 @@ public struct Router: Sendable {
 
     /// Adds a route, reading bodies of at most `maxBodyBytes` (the server's limit when `nil`).
     /// Registering the same method and pattern twice is a programmer error.
-    public mutating func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, _ handler: @escaping RouteHandler) {
+    public mutating func add(
+        _ method: String, _ pattern: String, maxBodyBytes: Int? = nil, _ handler: @escaping RouteHandler
+    ) {
         precondition(pattern.hasPrefix("/"), "route patterns start with /")
-        let segments = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part -> Segment in
-            part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+        let segments = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+            part -> Segment in
+            part.hasPrefix("{") && part.hasSuffix("}")
+                ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
-        precondition(!routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
+        precondition(
+            !routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
         routesBySegmentCount[segments.count, default: []].append(routes.count)
-        routes.append(Route(method: method, pattern: pattern, maxBodyBytes: maxBodyBytes, segments: segments, handler: handler))
+        routes.append(
+            Route(method: method, pattern: pattern, maxBodyBytes: maxBodyBytes, segments: segments, handler: handler))
     }
 
     /// Finds the route for a method and a (percent-encoded) path.

@@ -12,30 +12,46 @@ struct LocationRoutes {
     func register(in router: inout Router) {
         let auth = authenticator, service = self.service, cities = self.cities
         for (prefix, scope) in [("/conversations", MessageScope.conversation), ("/groups", MessageScope.group)] {
-            router.add("POST", "\(prefix)/{id}/live-locations", auth.require { context, principal in
-                let request = try Self.decodePosition(StartLiveLocation.self, from: context.request.body)
-                let (share, isNew) = try await service.start(request, in: scope(context.parameter("id")), by: principal)
-                return .json(share, status: isNew ? 201 : 200)
-            })
-            router.add("PUT", "\(prefix)/{id}/live-locations", auth.require { context, principal in
-                let request = try Self.decodePosition(UpdateLiveLocation.self, from: context.request.body)
-                return .json(try await service.update(request, in: scope(context.parameter("id")), by: principal))
-            })
-            router.add("GET", "\(prefix)/{id}/live-locations", auth.require { context, principal in
-                .json(try await service.list(in: scope(context.parameter("id")), for: principal))
-            })
-            router.add("DELETE", "\(prefix)/{id}/live-locations", auth.require { context, principal in
-                try await service.stop(in: scope(context.parameter("id")), by: principal)
-                return .noContent
-            })
+            router.add(
+                "POST", "\(prefix)/{id}/live-locations",
+                auth.require { context, principal in
+                    let request = try Self.decodePosition(StartLiveLocation.self, from: context.request.body)
+                    let (share, isNew) = try await service.start(
+                        request, in: scope(context.parameter("id")), by: principal)
+                    return .json(share, status: isNew ? 201 : 200)
+                })
+            router.add(
+                "PUT", "\(prefix)/{id}/live-locations",
+                auth.require { context, principal in
+                    let request = try Self.decodePosition(UpdateLiveLocation.self, from: context.request.body)
+                    return .json(try await service.update(request, in: scope(context.parameter("id")), by: principal))
+                })
+            router.add(
+                "GET", "\(prefix)/{id}/live-locations",
+                auth.require { context, principal in
+                    .json(try await service.list(in: scope(context.parameter("id")), for: principal))
+                })
+            router.add(
+                "DELETE", "\(prefix)/{id}/live-locations",
+                auth.require { context, principal in
+                    try await service.stop(in: scope(context.parameter("id")), by: principal)
+                    return .noContent
+                })
         }
-        router.add("GET", "/live-locations/mine", auth.require { _, principal in
-            .json(try await service.mine(for: principal))
-        })
-        router.add("GET", "/location/city", auth.require { context, _ in
-            guard let match = cities.city(for: context.request) else { return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array("null".utf8)) }
-            return .json(CityLocation(city: match.city, countryCode: match.countryCode))
-        })
+        router.add(
+            "GET", "/live-locations/mine",
+            auth.require { _, principal in
+                .json(try await service.mine(for: principal))
+            })
+        router.add(
+            "GET", "/location/city",
+            auth.require { context, _ in
+                guard let match = cities.city(for: context.request) else {
+                    return HTTPResponse(
+                        status: 200, headers: ["Content-Type": "application/json"], body: Array("null".utf8))
+                }
+                return .json(CityLocation(city: match.city, countryCode: match.countryCode))
+            })
     }
 
     /// Decodes a position body (``JSONBody`` names a field holding NaN or an infinity). A
@@ -44,9 +60,10 @@ struct LocationRoutes {
     static func decodePosition<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws(APIError) -> T {
         do {
             return try JSONBody.decode(type, from: body)
-        } catch where error.field == nil {
+        } catch  where error.field == nil {
             if JSONBody.nonFiniteField(in: body, among: ["durationSeconds"], integer: true) != nil {
-                throw APIError.validation("'durationSeconds' must be an integer from 60 to 28800", field: "durationSeconds")
+                throw APIError.validation(
+                    "'durationSeconds' must be an integer from 60 to 28800", field: "durationSeconds")
             }
             throw error
         }

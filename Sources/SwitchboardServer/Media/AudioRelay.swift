@@ -107,7 +107,9 @@ final class AudioRelay: MediaBackend, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.now = now
-        metrics.addGauge("switchboard_relay_sockets", help: "Audio relay WebSockets in a call's room now (open, not closing).") { [weak self] in
+        metrics.addGauge(
+            "switchboard_relay_sockets", help: "Audio relay WebSockets in a call's room now (open, not closing)."
+        ) { [weak self] in
             Double(self?.socketCount ?? 0)
         }
     }
@@ -133,7 +135,9 @@ final class AudioRelay: MediaBackend, Sendable {
                     state.calls[room] = nil
                     return state.rooms.removeValue(forKey: room) ?? []
                 }
-                for participant in gone { participant.socket.close(code: CloseCode.callEnded, reason: "the call ended") }
+                for participant in gone {
+                    participant.socket.close(code: CloseCode.callEnded, reason: "the call ended")
+                }
             case .removeParticipant(let room, let identity):
                 let gone = state.withLock { state in
                     state.removals[room, default: [:]][identity, default: 0] += 1
@@ -221,7 +225,8 @@ final class AudioRelay: MediaBackend, Sendable {
         let holder = Mutex<Participant?>(nil)
         return WebSocket.Handlers(
             onOpen: { [self] socket in
-                let participant = Participant(userID: ticket.userID, room: ticket.room, socket: socket, queueFrames: settings.mixQueueFrames)
+                let participant = Participant(
+                    userID: ticket.userID, room: ticket.room, socket: socket, queueFrames: settings.mixQueueFrames)
                 socket.limitSendBuffer(to: settings.sendBufferBytes)
                 guard join(participant, ticket: ticket) else {
                     socket.close(code: CloseCode.left, reason: "not in the call any more")
@@ -240,13 +245,20 @@ final class AudioRelay: MediaBackend, Sendable {
                         socket.close(code: CloseCode.flooding, reason: "audio frames far faster than real time")
                     }
                 case .binary(let bytes):
-                    socket.close(code: WebSocketCloseCode.invalidPayload, reason: "a frame is 320 bytes (20 ms of 8 kHz s16le), not \(bytes.count)")
+                    socket.close(
+                        code: WebSocketCloseCode.invalidPayload,
+                        reason: "a frame is 320 bytes (20 ms of 8 kHz s16le), not \(bytes.count)")
                 case .text:
                     socket.close(code: WebSocketCloseCode.unsupportedData, reason: "audio frames are binary messages")
                 }
             },
             onClose: { [self] _, info in
-                guard let participant = holder.withLock({ held in defer { held = nil }; return held }) else { return }
+                guard
+                    let participant = holder.withLock({ held in
+                        defer { held = nil }
+                        return held
+                    })
+                else { return }
                 left(participant, info: info)
             })
     }
@@ -272,27 +284,37 @@ final class AudioRelay: MediaBackend, Sendable {
     private func left(_ participant: Participant, info: WebSocketCloseInfo) {
         // Still in the room when the peer went (a removal or the call's end took it out already).
         state.withLock { state in
-            guard let members = state.rooms[participant.room], members.contains(where: { $0 === participant }) else { return }
+            guard let members = state.rooms[participant.room], members.contains(where: { $0 === participant }) else {
+                return
+            }
             let rest = members.filter { $0 !== participant }
             state.rooms[participant.room] = rest.isEmpty ? nil : rest
             if rest.isEmpty { state.calls[participant.room] = nil }
         }
         let help = "Audio relay frames by outcome."
-        metrics.add(participant.received.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "received")])
-        metrics.add(participant.sent.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "sent")])
-        metrics.add(participant.droppedSlow.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "dropped_slow_receiver")])
+        metrics.add(
+            participant.received.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help,
+            labels: [("outcome", "received")])
+        metrics.add(
+            participant.sent.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help,
+            labels: [("outcome", "sent")])
+        metrics.add(
+            participant.droppedSlow.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help,
+            labels: [("outcome", "dropped_slow_receiver")])
         let late = UInt64(participant.queue.withLock { $0.droppedLate })
         metrics.add(late, to: "switchboard_relay_frames_total", help: help, labels: [("outcome", "dropped_late")])
         metrics.add(
             participant.droppedFlood.load(ordering: .relaxed), to: "switchboard_relay_frames_total", help: help,
             labels: [("outcome", "dropped_rate_limit")])
-        logger.info("audio socket closed", [
-            "room": .string(participant.room), "user.id": .string(participant.userID), "code": .int(Int(info.code)),
-            "frames.received": .int(Int(participant.received.load(ordering: .relaxed))),
-            "frames.sent": .int(Int(participant.sent.load(ordering: .relaxed))),
-            "frames.dropped": .int(Int(participant.droppedSlow.load(ordering: .relaxed)) + Int(late)),
-            "frames.dropped_rate_limit": .int(Int(participant.droppedFlood.load(ordering: .relaxed))),
-        ])
+        logger.info(
+            "audio socket closed",
+            [
+                "room": .string(participant.room), "user.id": .string(participant.userID), "code": .int(Int(info.code)),
+                "frames.received": .int(Int(participant.received.load(ordering: .relaxed))),
+                "frames.sent": .int(Int(participant.sent.load(ordering: .relaxed))),
+                "frames.dropped": .int(Int(participant.droppedSlow.load(ordering: .relaxed)) + Int(late)),
+                "frames.dropped_rate_limit": .int(Int(participant.droppedFlood.load(ordering: .relaxed))),
+            ])
     }
 
     enum Admission { case allowed, refused, flooding }
@@ -359,10 +381,11 @@ final class AudioRelay: MediaBackend, Sendable {
         while !Task.isCancelled {
             next = next.addingTimeInterval(period)
             let current = environment.now()
-            if next <= current || next > current.addingTimeInterval(2 * period) { next = current.addingTimeInterval(period) }
+            if next <= current || next > current.addingTimeInterval(2 * period) {
+                next = current.addingTimeInterval(period)
+            }
             do { try await environment.sleepUntil(next) } catch { return }
             mixTick()
         }
     }
 }
-

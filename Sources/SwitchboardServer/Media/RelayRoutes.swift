@@ -12,7 +12,8 @@ struct RelayRoutes {
     let secret: [UInt8]
     let store: ServerStore
     /// Frames are 320 bytes; anything much larger is a mistake, not audio.
-    static let limits = WebSocketLimits(maxFrameBytes: 4096, maxMessageBytes: 4096, pingInterval: .seconds(15), idleTimeout: .seconds(45))
+    static let limits = WebSocketLimits(
+        maxFrameBytes: 4096, maxMessageBytes: 4096, pingInterval: .seconds(15), idleTimeout: .seconds(45))
 
     struct Claims: Decodable {
         struct Video: Decodable { let room: String }
@@ -24,12 +25,16 @@ struct RelayRoutes {
     func register(in router: inout Router) {
         let relay = self.relay, secret = self.secret, store = self.store
         router.add("GET", "/calls/{id}/audio") { context in
-            guard let relay else { throw APIError.notFound("the built-in audio relay is off (mediaBackend is not relay)") }
+            guard let relay else {
+                throw APIError.notFound("the built-in audio relay is off (mediaBackend is not relay)")
+            }
             let request = context.request
             guard let token = Self.token(of: request) else {
                 throw APIError(.unauthorized, "the call's media token is required (Authorization: Bearer, or ?token=)")
             }
-            guard let json = JWT.verifyHS256(token, secret: secret), let claims = try? JSONDecoder().decode(Claims.self, from: Data(json)) else {
+            guard let json = JWT.verifyHS256(token, secret: secret),
+                let claims = try? JSONDecoder().decode(Claims.self, from: Data(json))
+            else {
                 throw APIError(.mediaTokenInvalid, "not a media token of this server's relay")
             }
             let now = store.environment.now()

@@ -51,11 +51,16 @@ struct AdminRoutes {
             // expired or were dropped (a TLS mistake retried for a whole ring window).
             let report = try await store.snapshot(onReaderQueue: true) { try $0.pushJobs.report(failures: 20) }
             let status = Status(
-                pending: report.pending, oldestPendingAgeSeconds: report.oldestPendingCreatedMS.map { Double(now - $0) / 1000 },
-                outcomes: report.outcomes.map { Outcome(provider: $0.provider, channel: $0.channel, state: $0.state, reason: $0.reason, count: $0.count) },
+                pending: report.pending,
+                oldestPendingAgeSeconds: report.oldestPendingCreatedMS.map { Double(now - $0) / 1000 },
+                outcomes: report.outcomes.map {
+                    Outcome(
+                        provider: $0.provider, channel: $0.channel, state: $0.state, reason: $0.reason, count: $0.count)
+                },
                 newestFailures: report.newestFailures.map { job in
                     Failure(
-                        jobId: job.id, callId: job.callID, userId: job.userID, provider: job.provider, channel: job.channel, tokenSuffix: DeviceRoutes.suffix(job.token),
+                        jobId: job.id, callId: job.callID, userId: job.userID, provider: job.provider,
+                        channel: job.channel, tokenSuffix: DeviceRoutes.suffix(job.token),
                         state: job.state, reason: job.reason, lastError: job.lastError, attempts: job.attempts,
                         finishedAt: job.finishedAtMS.map { Timestamp.iso8601(CallStore.date($0)) })
                 })
@@ -70,7 +75,9 @@ struct AdminRoutes {
         guard !key.isEmpty else {
             guard headers["Authorization"] != nil else {
                 throw APIError(
-                    .unauthorized, "admin key required: Authorization: Bearer <admin key> (the admin endpoints are off: set adminKey, SWITCHBOARD_ADMIN_KEY)")
+                    .unauthorized,
+                    "admin key required: Authorization: Bearer <admin key> (the admin endpoints are off: set adminKey, SWITCHBOARD_ADMIN_KEY)"
+                )
             }
             throw APIError(.adminDisabled, "set adminKey (SWITCHBOARD_ADMIN_KEY) to enable the admin endpoints")
         }

@@ -18,43 +18,65 @@ struct DeviceRoutes {
 
     func register(in router: inout Router) {
         let store = self.store, payloadKeys = self.payloadKeys
-        router.add("POST", "/push/devices", authenticator.require { context, principal in
-            let device = try Self.validate(try context.decode(RegisterPushDevice.self))
-            let info = try await Self.save(device, keepingOthers: false, for: principal, in: store, keys: payloadKeys)
-            context.logger.info("push device registered", [
-                "device.id": .string(device.deviceID), "platform": .string(device.platform),
-                "channels": .string(device.tokens.map(\.channel).joined(separator: ",")),
-            ])
-            return .json(info)
-        })
-        router.add("DELETE", "/push/devices/{deviceId}", authenticator.require { context, principal in
-            try await Self.remove(context.parameter("deviceId"), of: principal, in: store)
-        })
-        router.add("POST", "/voip/devices", authenticator.require { context, principal in
-            let request = try context.decode(RegisterVoIPDevice.self)
-            let (deviceID, token, environment) = try Self.validate(request)
-            let payloadKey = try request.payloadKey.map { registration throws(APIError) in
-                try PayloadKeyVault.validate(registration, field: "payloadKey")
-            }
-            let device = ValidDevice(
-                deviceID: deviceID, platform: "ios", brand: nil,
-                tokens: [ValidToken(channel: Self.voipPlatform, token: token, environment: environment, payloadKey: payloadKey)])
-            let info = try await Self.save(device, keepingOthers: true, for: principal, in: store, keys: payloadKeys)
-            context.logger.info("voip device registered", [
-                "device.id": .string(deviceID), "token.suffix": .string(Self.suffix(token)), "environment": .string(environment),
-                "payload_key.id": .string(payloadKey?.id ?? ""),
-            ])
-            return .json(VoIPDevice(
-                deviceId: deviceID, environment: PushEnvironment(rawValue: environment), tokenSuffix: Self.suffix(token), payloadKeyId: payloadKey?.id,
-                updatedAt: info.updatedAt))
-        })
-        router.add("DELETE", "/voip/devices/{deviceId}", authenticator.require { context, principal in
-            // PushKit invalidated the VoIP token: the installation's other tokens stay.
-            let deviceID = context.parameter("deviceId").lowercased(), userID = principal.user.id
-            let removed = try await store.write { try $0.devices.remove(deviceID: deviceID, channel: Self.voipPlatform, of: userID) }
-            guard removed else { throw APIError.notFound("no such device") }
-            return .noContent
-        })
+        router.add(
+            "POST", "/push/devices",
+            authenticator.require { context, principal in
+                let device = try Self.validate(try context.decode(RegisterPushDevice.self))
+                let info = try await Self.save(
+                    device, keepingOthers: false, for: principal, in: store, keys: payloadKeys)
+                context.logger.info(
+                    "push device registered",
+                    [
+                        "device.id": .string(device.deviceID), "platform": .string(device.platform),
+                        "channels": .string(device.tokens.map(\.channel).joined(separator: ",")),
+                    ])
+                return .json(info)
+            })
+        router.add(
+            "DELETE", "/push/devices/{deviceId}",
+            authenticator.require { context, principal in
+                try await Self.remove(context.parameter("deviceId"), of: principal, in: store)
+            })
+        router.add(
+            "POST", "/voip/devices",
+            authenticator.require { context, principal in
+                let request = try context.decode(RegisterVoIPDevice.self)
+                let (deviceID, token, environment) = try Self.validate(request)
+                let payloadKey = try request.payloadKey.map { registration throws(APIError) in
+                    try PayloadKeyVault.validate(registration, field: "payloadKey")
+                }
+                let device = ValidDevice(
+                    deviceID: deviceID, platform: "ios", brand: nil,
+                    tokens: [
+                        ValidToken(
+                            channel: Self.voipPlatform, token: token, environment: environment, payloadKey: payloadKey)
+                    ])
+                let info = try await Self.save(
+                    device, keepingOthers: true, for: principal, in: store, keys: payloadKeys)
+                context.logger.info(
+                    "voip device registered",
+                    [
+                        "device.id": .string(deviceID), "token.suffix": .string(Self.suffix(token)),
+                        "environment": .string(environment),
+                        "payload_key.id": .string(payloadKey?.id ?? ""),
+                    ])
+                return .json(
+                    VoIPDevice(
+                        deviceId: deviceID, environment: PushEnvironment(rawValue: environment),
+                        tokenSuffix: Self.suffix(token), payloadKeyId: payloadKey?.id,
+                        updatedAt: info.updatedAt))
+            })
+        router.add(
+            "DELETE", "/voip/devices/{deviceId}",
+            authenticator.require { context, principal in
+                // PushKit invalidated the VoIP token: the installation's other tokens stay.
+                let deviceID = context.parameter("deviceId").lowercased(), userID = principal.user.id
+                let removed = try await store.write {
+                    try $0.devices.remove(deviceID: deviceID, channel: Self.voipPlatform, of: userID)
+                }
+                guard removed else { throw APIError.notFound("no such device") }
+                return .noContent
+            })
     }
 
     struct ValidToken: Sendable {
@@ -75,19 +97,24 @@ struct DeviceRoutes {
 
     /// Binds the device's tokens; without `keepingOthers`, the tokens it no longer lists go.
     private static func save(
-        _ device: ValidDevice, keepingOthers: Bool, for principal: Principal, in store: ServerStore, keys: PayloadKeyVault
+        _ device: ValidDevice, keepingOthers: Bool, for principal: Principal, in store: ServerStore,
+        keys: PayloadKeyVault
     ) async throws -> PushDeviceInfo {
         let userID = principal.user.id, sessionID = principal.sessionID
         // Sealed before the write: the store only ever sees the encrypted form.
         var sealing: [String: StoredPayloadKey] = [:]
         for token in device.tokens {
-            if let key = token.payloadKey { sealing[token.channel] = try keys.seal(key, owner: PayloadKeyVault.owner(device: device.deviceID)) }
+            if let key = token.payloadKey {
+                sealing[token.channel] = try keys.seal(key, owner: PayloadKeyVault.owner(device: device.deviceID))
+            }
         }
         let sealed = sealing
         do {
-            return try await write(device, sealed: sealed, keepingOthers: keepingOthers, userID: userID, sessionID: sessionID, in: store)
+            return try await write(
+                device, sealed: sealed, keepingOthers: keepingOthers, userID: userID, sessionID: sessionID, in: store)
         } catch DeviceRegistrationConflict.deviceIDTaken {
-            throw APIError(.deviceIdTaken, "another account's signed-in session registered this device id", field: "deviceId")
+            throw APIError(
+                .deviceIdTaken, "another account's signed-in session registered this device id", field: "deviceId")
         } catch DeviceRegistrationConflict.tokenTaken(let channel) {
             throw APIError(
                 .pushTokenTaken, "another account's signed-in session registered this \(channel) token",
@@ -96,31 +123,39 @@ struct DeviceRoutes {
     }
 
     private static func write(
-        _ device: ValidDevice, sealed: [String: StoredPayloadKey], keepingOthers: Bool, userID: String, sessionID: String, in store: ServerStore
+        _ device: ValidDevice, sealed: [String: StoredPayloadKey], keepingOthers: Bool, userID: String,
+        sessionID: String, in store: ServerStore
     ) async throws -> PushDeviceInfo {
         try await store.write { transaction -> PushDeviceInfo in
             for token in device.tokens {
                 try transaction.devices.register(
                     DeviceRegistration(
-                        deviceID: device.deviceID, userID: userID, sessionID: sessionID, channel: token.channel, platform: device.platform,
-                        brand: device.brand, token: token.token, environment: token.environment, payloadKey: sealed[token.channel]),
+                        deviceID: device.deviceID, userID: userID, sessionID: sessionID, channel: token.channel,
+                        platform: device.platform,
+                        brand: device.brand, token: token.token, environment: token.environment,
+                        payloadKey: sealed[token.channel]),
                     at: transaction.timestamp)
             }
             if !keepingOthers {
-                try transaction.devices.keepOnly(channels: Set(device.tokens.map(\.channel)), ofDevice: device.deviceID, of: userID)
+                try transaction.devices.keepOnly(
+                    channels: Set(device.tokens.map(\.channel)), ofDevice: device.deviceID, of: userID)
             }
             return PushDeviceInfo(
                 deviceId: device.deviceID, platform: DevicePlatform(rawValue: device.platform), brand: device.brand,
                 tokens: device.tokens.map {
                     PushTokenInfo(
-                        channel: $0.channel, environment: $0.environment.isEmpty ? nil : PushEnvironment(rawValue: $0.environment), tokenSuffix: suffix($0.token),
+                        channel: $0.channel,
+                        environment: $0.environment.isEmpty ? nil : PushEnvironment(rawValue: $0.environment),
+                        tokenSuffix: suffix($0.token),
                         payloadKeyId: $0.payloadKey?.id)
                 },
                 updatedAt: transaction.timestamp)
         }
     }
 
-    private static func remove(_ deviceID: String, of principal: Principal, in store: ServerStore) async throws -> HTTPResponse {
+    private static func remove(
+        _ deviceID: String, of principal: Principal, in store: ServerStore
+    ) async throws -> HTTPResponse {
         let deviceID = deviceID.lowercased(), userID = principal.user.id
         let removed = try await store.write { try $0.devices.remove(deviceID: deviceID, of: userID) }
         guard removed else { throw APIError.notFound("no such device") }
@@ -150,49 +185,66 @@ struct DeviceRoutes {
             guard (1...32).contains(lowered.utf8.count),
                 lowered.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 || $0 == 95 })
             else {
-                throw APIError.validation("'brand' must be 1 to 32 letters, digits, '-' or '_' (the phone's maker, e.g. huawei)", field: "brand")
+                throw APIError.validation(
+                    "'brand' must be 1 to 32 letters, digits, '-' or '_' (the phone's maker, e.g. huawei)",
+                    field: "brand")
             }
             brand = lowered
         }
         guard !request.tokens.isEmpty else {
-            throw APIError.validation("'tokens' must hold at least one token (DELETE /push/devices/{deviceId} removes a device)", field: "tokens")
+            throw APIError.validation(
+                "'tokens' must hold at least one token (DELETE /push/devices/{deviceId} removes a device)",
+                field: "tokens")
         }
         var tokens: [ValidToken] = []
         for (channel, entry) in request.tokens.sorted(by: { $0.key < $1.key }) {
             let field = "tokens.\(channel.prefix(32))"
             guard PushRouting.channels.contains(channel) else {
                 throw APIError.validation(
-                    "'\(field)': the channel must be one of \(PushRouting.channels.sorted().joined(separator: ", "))", field: field)
+                    "'\(field)': the channel must be one of \(PushRouting.channels.sorted().joined(separator: ", "))",
+                    field: field)
             }
             guard PushRouting.platform(of: channel) == request.platform.rawValue else {
                 throw APIError.validation(
-                    "'\(field)': \(channel) is a token kind of \(PushRouting.platform(of: channel)), not \(request.platform)", field: field)
+                    "'\(field)': \(channel) is a token kind of \(PushRouting.platform(of: channel)), not \(request.platform)",
+                    field: field)
             }
             if entry.payloadKey != nil, channel != voipPlatform {
-                throw APIError.validation("'\(field).payloadKey' is for ios-voip tokens only (VoIP pushes are what it encrypts)", field: "\(field).payloadKey")
+                throw APIError.validation(
+                    "'\(field).payloadKey' is for ios-voip tokens only (VoIP pushes are what it encrypts)",
+                    field: "\(field).payloadKey")
             }
             if channel.hasPrefix("ios-") {
                 guard let environment = entry.environment else {
-                    throw APIError.validation("'\(field).environment' is required for APNs tokens: 'sandbox' or 'production'", field: "\(field).environment")
+                    throw APIError.validation(
+                        "'\(field).environment' is required for APNs tokens: 'sandbox' or 'production'",
+                        field: "\(field).environment")
                 }
-                tokens.append(ValidToken(
-                    channel: channel, token: try apnsToken(entry.token, field: "\(field).token"),
-                    environment: try apnsEnvironment(environment, field: "\(field).environment"),
-                    payloadKey: try entry.payloadKey.map { registration throws(APIError) in
-                        try PayloadKeyVault.validate(registration, field: "\(field).payloadKey")
-                    }))
+                tokens.append(
+                    ValidToken(
+                        channel: channel, token: try apnsToken(entry.token, field: "\(field).token"),
+                        environment: try apnsEnvironment(environment, field: "\(field).environment"),
+                        payloadKey: try entry.payloadKey.map { registration throws(APIError) in
+                            try PayloadKeyVault.validate(registration, field: "\(field).payloadKey")
+                        }))
             } else {
                 guard entry.environment == nil else {
-                    throw APIError.validation("'\(field).environment' is for APNs tokens only", field: "\(field).environment")
+                    throw APIError.validation(
+                        "'\(field).environment' is for APNs tokens only", field: "\(field).environment")
                 }
-                tokens.append(ValidToken(channel: channel, token: try androidToken(entry.token, field: "\(field).token"), environment: ""))
+                tokens.append(
+                    ValidToken(
+                        channel: channel, token: try androidToken(entry.token, field: "\(field).token"), environment: ""
+                    ))
             }
         }
         return ValidDevice(deviceID: deviceID, platform: request.platform.rawValue, brand: brand, tokens: tokens)
     }
 
     private static func validDeviceID(_ text: String) throws(APIError) -> String {
-        guard UUID(uuidString: text) != nil else { throw APIError.validation("'deviceId' must be a UUID", field: "deviceId") }
+        guard UUID(uuidString: text) != nil else {
+            throw APIError.validation("'deviceId' must be a UUID", field: "deviceId")
+        }
         return text.lowercased()
     }
 
@@ -217,8 +269,12 @@ struct DeviceRoutes {
     /// An FCM or vendor token, kept as sent: 1 to 4096 printable ASCII characters, no spaces,
     /// quotes or backslashes (FCM's are about 150, the vendors' shorter).
     private static func androidToken(_ text: String, field: String) throws(APIError) -> String {
-        guard (1...4096).contains(text.utf8.count), text.utf8.allSatisfy({ (33...126).contains($0) && $0 != 34 && $0 != 39 && $0 != 92 }) else {
-            throw APIError.validation("'\(field)' must be the token as the push service gave it: 1 to 4096 printable characters, no spaces or quotes", field: field)
+        guard (1...4096).contains(text.utf8.count),
+            text.utf8.allSatisfy({ (33...126).contains($0) && $0 != 34 && $0 != 39 && $0 != 92 })
+        else {
+            throw APIError.validation(
+                "'\(field)' must be the token as the push service gave it: 1 to 4096 printable characters, no spaces or quotes",
+                field: field)
         }
         return text
     }

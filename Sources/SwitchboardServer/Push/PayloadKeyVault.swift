@@ -3,7 +3,6 @@ import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardWire
 
-
 /// Keeps devices' VoIP payload keys so that a database dump alone does not reveal them: each is
 /// stored encrypted (AES-256-GCM) under a key from configuration (`dataEncryptionKey`), bound to
 /// its owner and id (the additional data), so a sealed key copied to another row does not open.
@@ -21,7 +20,8 @@ struct PayloadKeyVault: Sendable {
     /// What a request that would store a secret is told when the server has no
     /// `dataEncryptionKey` to store it under.
     static let disabled = APIError(
-        .dataEncryptionDisabled, "this server stores no secrets (its dataEncryptionKey is not set): register the device without a payload key")
+        .dataEncryptionDisabled,
+        "this server stores no secrets (its dataEncryptionKey is not set): register the device without a payload key")
 
     /// Encrypts `key` for storage; throws ``disabled`` when the server has no secret.
     func seal(_ key: PayloadKey, owner: String) throws -> StoredPayloadKey {
@@ -32,7 +32,8 @@ struct PayloadKeyVault: Sendable {
     /// secret at all): its device's rings then fail with ``unreadableReason``, never go in the
     /// clear.
     func open(_ stored: StoredPayloadKey, owner: String) -> PayloadKey? {
-        guard let bytes = openSecret(stored.sealed, purpose: Self.purpose(owner: owner, id: stored.id)), bytes.count == AESGCM.keyBytes
+        guard let bytes = openSecret(stored.sealed, purpose: Self.purpose(owner: owner, id: stored.id)),
+            bytes.count == AESGCM.keyBytes
         else { return nil }
         return PayloadKey(id: stored.id, bytes: bytes)
     }
@@ -46,7 +47,9 @@ struct PayloadKeyVault: Sendable {
 
     /// A secret ``sealSecret(_:purpose:)`` sealed; nil when it cannot be opened here.
     func openSecret(_ sealed: String, purpose: String) -> [UInt8]? {
-        guard let secret, let combined = Data(base64Encoded: sealed), let box = AESGCM.SealedBox(combined: Array(combined)) else { return nil }
+        guard let secret, let combined = Data(base64Encoded: sealed),
+            let box = AESGCM.SealedBox(combined: Array(combined))
+        else { return nil }
         return try? AESGCM.open(box, key: secret, authenticating: Array("switchboard-secret-v1\n\(purpose)".utf8))
     }
 
@@ -67,9 +70,13 @@ struct PayloadKeyVault: Sendable {
     static func validate(_ registration: PayloadKeyRegistration, field: String) throws(APIError) -> PayloadKey {
         let id = registration.id
         guard (1...64).contains(id.utf8.count),
-            id.utf8.allSatisfy({ (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || [45, 46, 95].contains($0) })
+            id.utf8.allSatisfy({
+                (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
+                    || [45, 46, 95].contains($0)
+            })
         else {
-            throw APIError.validation("'\(field).id' must be 1 to 64 letters, digits, '.', '_' or '-'", field: "\(field).id")
+            throw APIError.validation(
+                "'\(field).id' must be 1 to 64 letters, digits, '.', '_' or '-'", field: "\(field).id")
         }
         guard let bytes = Data(base64Encoded: registration.key), bytes.count == AESGCM.keyBytes else {
             throw APIError.validation("'\(field).key' must be 32 bytes (256 bits) as base64", field: "\(field).key")

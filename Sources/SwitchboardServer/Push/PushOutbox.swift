@@ -12,7 +12,8 @@ enum PushOutbox {
     /// dispatcher.
     @discardableResult
     static func enqueueRings(
-        for transition: CallStateMachine.Transition, channels: PushChannels, keys: PayloadKeyVault, in transaction: WriteTransaction
+        for transition: CallStateMachine.Transition, channels: PushChannels, keys: PayloadKeyVault,
+        in transaction: WriteTransaction
     ) throws -> Int {
         let call = transition.call
         guard !transition.effects.ring.isEmpty else { return 0 }
@@ -26,25 +27,35 @@ enum PushOutbox {
         let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
         for userID in transition.effects.ring {
             for device in try transaction.devices.devices(of: userID) {
-                guard let channelName = PushRouting.ringChannel(platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
+                guard
+                    let channelName = PushRouting.ringChannel(
+                        platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
+                        configured: configured),
                     let target = device.tokens[channelName]
                 else { continue }
                 let jobID = transaction.newID()
                 guard try admitRing(toDevice: device.deviceID, in: transaction) else {
                     try enqueue(
-                        PushRequest(payload: [], headers: []), id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID,
-                        target: target, channel: channelName, provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
+                        PushRequest(payload: [], headers: []), id: jobID, kind: .ring, call: call.id, user: userID,
+                        device: device.deviceID,
+                        target: target, channel: channelName,
+                        provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
                         failure: cutOffReason, dropped: true, at: now, expires: call.ringDeadline, in: transaction)
                     continue
                 }
                 let (request, reason) = ringRequest(
                     PushRing(
-                        callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID, mode: call.mode.rawValue,
-                        callerName: callerName, groupName: groupName, jobID: jobID, expiresAt: call.ringDeadline, now: transaction.date),
-                    to: target, owner: PayloadKeyVault.owner(device: device.deviceID), on: channelName, channels: channels, keys: keys)
+                        callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID,
+                        mode: call.mode.rawValue,
+                        callerName: callerName, groupName: groupName, jobID: jobID, expiresAt: call.ringDeadline,
+                        now: transaction.date),
+                    to: target, owner: PayloadKeyVault.owner(device: device.deviceID), on: channelName,
+                    channels: channels, keys: keys)
                 try enqueue(
-                    request, id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID, target: target,
-                    channel: channelName, provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
+                    request, id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID,
+                    target: target,
+                    channel: channelName,
+                    provider: channels[channelName]?.provider ?? PushRouting.provider(of: channelName),
                     failure: reason, at: now, expires: call.ringDeadline, in: transaction)
                 written += 1
             }
@@ -60,7 +71,8 @@ enum PushOutbox {
     /// refusal cuts the device off for the breaker's time (its rings meanwhile are refused too).
     static func admitRing(toDevice deviceID: String, in transaction: WriteTransaction) throws -> Bool {
         try transaction.rateCounters.take(
-            1, [(ServerLimits.deviceRingKey(deviceID), transaction.limits.ringsPerDevice)], at: CallStore.milliseconds(transaction.date)
+            1, [(ServerLimits.deviceRingKey(deviceID), transaction.limits.ringsPerDevice)],
+            at: CallStore.milliseconds(transaction.date)
         ).isAllowed
     }
 
@@ -68,7 +80,8 @@ enum PushOutbox {
     /// such channel here (a token kind this server does not send), a payload that cannot be
     /// built, or the device's payload key unreadable here (never sent in the clear instead).
     static func ringRequest(
-        _ ring: PushRing, to target: PushTarget, owner: String, on channelName: String, channels: PushChannels, keys: PayloadKeyVault
+        _ ring: PushRing, to target: PushTarget, owner: String, on channelName: String, channels: PushChannels,
+        keys: PayloadKeyVault
     ) -> (PushRequest, failure: String?) {
         let none = PushRequest(payload: [], headers: [])
         guard let channel = channels[channelName] else { return (none, PushChannels.missingChannelReason) }
@@ -97,7 +110,8 @@ enum PushOutbox {
     /// VoIP token never gets one. Returns how many it wrote.
     @discardableResult
     static func enqueueNotices(
-        from before: CallRecord, to after: CallRecord, actingSession: String?, channels: PushChannels, in transaction: WriteTransaction
+        from before: CallRecord, to after: CallRecord, actingSession: String?, channels: PushChannels,
+        in transaction: WriteTransaction
     ) throws -> Int {
         let ended = EndedRing.between(before, after)
         guard !ended.isEmpty else { return 0 }
@@ -111,11 +125,15 @@ enum PushOutbox {
             guard !devices.isEmpty else { continue }
             let rung = try transaction.pushJobs.rungDevices(callID: after.id, userID: ring.userID)
             guard !rung.isEmpty else { continue }
-            let expires = transaction.date.addingTimeInterval(ring.outcome == .missed ? missedCallNoticeLifetime : noticeLifetime)
+            let expires = transaction.date.addingTimeInterval(
+                ring.outcome == .missed ? missedCallNoticeLifetime : noticeLifetime)
             for device in devices {
                 guard rung.contains(device.deviceID) else { continue }
                 if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
-                guard let channelName = PushRouting.noticeChannel(platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys), configured: configured),
+                guard
+                    let channelName = PushRouting.noticeChannel(
+                        platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
+                        configured: configured),
                     let target = device.tokens[channelName], let channel = channels[channelName]
                 else { continue }
                 let jobID = transaction.newID()
@@ -124,16 +142,19 @@ enum PushOutbox {
                 var reason: String?
                 let request: PushRequest?
                 do {
-                    request = try channel.noticeRequest(for: PushNotice(
-                        callID: after.id, scopeKind: after.scopeKind.rawValue, scopeID: after.scopeID, callerName: callerName,
-                        reason: ring.noticeReason, jobID: jobID, expiresAt: expires, now: transaction.date))
+                    request = try channel.noticeRequest(
+                        for: PushNotice(
+                            callID: after.id, scopeKind: after.scopeKind.rawValue, scopeID: after.scopeID,
+                            callerName: callerName,
+                            reason: ring.noticeReason, jobID: jobID, expiresAt: expires, now: transaction.date))
                 } catch {
                     request = PushRequest(payload: [], headers: [])
                     reason = "\(error)"
                 }
                 guard let request else { continue }
                 try enqueue(
-                    request, id: jobID, kind: .notice, call: after.id, user: ring.userID, device: device.deviceID, target: target,
+                    request, id: jobID, kind: .notice, call: after.id, user: ring.userID, device: device.deviceID,
+                    target: target,
                     channel: channelName, provider: channel.provider, failure: reason, at: now, expires: expires,
                     in: transaction)
                 written += 1
@@ -145,15 +166,22 @@ enum PushOutbox {
     /// Stores one job: pending, or failed with `failure` when its request could not be built,
     /// or (`dropped`) ended at once with that reason, never sent (a device the gateway cut off).
     static func enqueue(
-        _ request: PushRequest, id: String, kind: PushJobKind, call: String, user: String, device: String, target: PushTarget,
-        channel: String, provider: String, failure: String?, dropped: Bool = false, at now: Int64, expires: Date, in transaction: WriteTransaction
+        _ request: PushRequest, id: String, kind: PushJobKind, call: String, user: String, device: String,
+        target: PushTarget,
+        channel: String, provider: String, failure: String?, dropped: Bool = false, at now: Int64, expires: Date,
+        in transaction: WriteTransaction
     ) throws {
-        let headers = (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
+        let headers =
+            (try? JSONSerialization.data(withJSONObject: request.headers.map { [$0.0, $0.1] }))
             .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-        try transaction.pushJobs.enqueue(NewPushJob(
-            id: id, callID: call, userID: user, deviceID: device, provider: provider, channel: channel, kind: kind.rawValue,
-            token: target.token, environment: target.environment, payload: String(decoding: request.payload, as: UTF8.self),
-            headers: headers, state: dropped ? "dropped" : failure == nil ? "pending" : "failed", reason: failure, createdAtMS: now,
-            expiresAtMS: CallStore.milliseconds(expires)))
+        try transaction.pushJobs.enqueue(
+            NewPushJob(
+                id: id, callID: call, userID: user, deviceID: device, provider: provider, channel: channel,
+                kind: kind.rawValue,
+                token: target.token, environment: target.environment,
+                payload: String(decoding: request.payload, as: UTF8.self),
+                headers: headers, state: dropped ? "dropped" : failure == nil ? "pending" : "failed", reason: failure,
+                createdAtMS: now,
+                expiresAtMS: CallStore.milliseconds(expires)))
     }
 }

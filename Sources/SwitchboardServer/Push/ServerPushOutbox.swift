@@ -23,7 +23,8 @@ struct ServerPushOutbox: PushOutboxStore {
         let instance = store.instanceID
         return try await store.write { transaction in
             let claimedAt = max(nowMS, CallStore.milliseconds(transaction.date))
-            return try transaction.pushJobs.claim(dueAt: nowMS, limit: limit, leaseUntilMS: claimedAt + leaseMS, by: instance, skipping: skipping)
+            return try transaction.pushJobs.claim(
+                dueAt: nowMS, limit: limit, leaseUntilMS: claimedAt + leaseMS, by: instance, skipping: skipping)
         }
     }
 
@@ -34,20 +35,27 @@ struct ServerPushOutbox: PushOutboxStore {
             // device is still the app's.
             if let call = GatewayNamespace.split(job.callID), let user = GatewayNamespace.split(job.userID) {
                 if job.kind == .ring {
-                    guard let signal = try snapshot.gatewaySignals.signal(app: call.app, call: call.id), signal.state == "ringing",
+                    guard let signal = try snapshot.gatewaySignals.signal(app: call.app, call: call.id),
+                        signal.state == "ringing",
                         now < signal.expiresAtMS
                     else { return .callNotRinging }
                 }
-                guard try snapshot.gatewaySignals.isLive(app: user.app, user: user.id, token: job.token, channel: job.channel) else { return .deviceUnbound }
+                guard
+                    try snapshot.gatewaySignals.isLive(
+                        app: user.app, user: user.id, token: job.token, channel: job.channel)
+                else { return .deviceUnbound }
                 if Self.carriesPayloadKeys(job) {
-                    let current = try snapshot.gatewaySignals.payloadKeyID(app: user.app, user: user.id, token: job.token, channel: job.channel)
+                    let current = try snapshot.gatewaySignals.payloadKeyID(
+                        app: user.app, user: user.id, token: job.token, channel: job.channel)
                     guard current == Self.payloadKeyID(of: job) else { return .payloadKeyChanged }
                 }
                 return .send
             }
             // A notice is about a ring that ended: only its device must still be there.
             if job.kind == .ring, !(try snapshot.calls.rings(job.callID, userID: job.userID)) { return .callNotRinging }
-            guard try snapshot.devices.isLive(token: job.token, channel: job.channel, of: job.userID) else { return .deviceUnbound }
+            guard try snapshot.devices.isLive(token: job.token, channel: job.channel, of: job.userID) else {
+                return .deviceUnbound
+            }
             if Self.carriesPayloadKeys(job) {
                 let current = try snapshot.devices.payloadKeyID(token: job.token, channel: job.channel, of: job.userID)
                 guard current == Self.payloadKeyID(of: job) else { return .payloadKeyChanged }
@@ -57,11 +65,14 @@ struct ServerPushOutbox: PushOutboxStore {
     }
 
     /// VoIP rings are what a payload key encrypts.
-    static func carriesPayloadKeys(_ job: PushJob) -> Bool { job.kind == .ring && job.channel == APNsVoIPChannel.channelName }
+    static func carriesPayloadKeys(_ job: PushJob) -> Bool {
+        job.kind == .ring && job.channel == APNsVoIPChannel.channelName
+    }
 
     /// The key id an encrypted payload was sealed for; nil for a plain one.
     static func payloadKeyID(of job: PushJob) -> String? {
-        guard job.payload.count > 2, let object = (try? JSONSerialization.jsonObject(with: Data(job.payload))) as? [String: Any],
+        guard job.payload.count > 2,
+            let object = (try? JSONSerialization.jsonObject(with: Data(job.payload))) as? [String: Any],
             object["enc"] != nil
         else { return nil }
         return object["kid"] as? String ?? ""
@@ -69,11 +80,14 @@ struct ServerPushOutbox: PushOutboxStore {
 
     func reschedule(_ job: PushJob, nextAttemptAtMS: Int64, reason: String) async throws {
         let instance = store.instanceID
-        _ = try await store.write { try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: nextAttemptAtMS, reason: reason, by: instance) }
+        _ = try await store.write {
+            try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: nextAttemptAtMS, reason: reason, by: instance)
+        }
     }
 
     func finish(
-        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool, at nowMS: Int64,
+        _ job: PushJob, _ outcome: PushJobOutcome, reason: String?, lastError: String?, attempted: Bool,
+        at nowMS: Int64,
         token: PushTokenVerdict?
     ) async throws -> Bool {
         let instance = store.instanceID

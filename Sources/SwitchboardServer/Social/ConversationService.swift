@@ -9,7 +9,9 @@ struct ConversationService: Sendable {
     func list(for principal: Principal) async throws -> [Conversation] {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
-            try snapshot.friends.conversationIDs(of: userID).map { try Self.conversation($0, for: userID, in: snapshot) }
+            try snapshot.friends.conversationIDs(of: userID).map {
+                try Self.conversation($0, for: userID, in: snapshot)
+            }
         }
     }
 
@@ -18,26 +20,37 @@ struct ConversationService: Sendable {
         return try await store.snapshot { try Self.conversation(conversationID, for: userID, in: $0) }
     }
 
-    func send(_ request: SendMessage, to conversationID: String, from principal: Principal) async throws -> (Message, isNew: Bool) {
+    func send(
+        _ request: SendMessage, to conversationID: String, from principal: Principal
+    ) async throws -> (Message, isNew: Bool) {
         let userID = principal.user.id
         return try await store.write { transaction in
             let peer = try SocialQueries.conversationPeer(conversationID, of: userID, in: transaction)
-            if let stored = try MessageStore.replay(request, in: .conversation(conversationID), from: userID, messages: transaction.messages) {
+            if let stored = try MessageStore.replay(
+                request, in: .conversation(conversationID), from: userID, messages: transaction.messages)
+            {
                 return (stored, false)
             }
             try Self.requireInteraction(userID, peer, in: transaction)
-            try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
-            let message = try MessageStore.insert(request, in: .conversation(conversationID), from: userID, transaction: transaction)
-            try transaction.appendEvent(.message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
+            try transaction.requireQuota(
+                ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
+            let message = try MessageStore.insert(
+                request, in: .conversation(conversationID), from: userID, transaction: transaction)
+            try transaction.appendEvent(
+                .message, to: [peer, userID], conversationID: conversationID, messageID: message.id)
             return (message, true)
         }
     }
 
-    func messages(in conversationID: String, before: String?, limit: String?, for principal: Principal) async throws -> MessagePage {
+    func messages(
+        in conversationID: String, before: String?, limit: String?, for principal: Principal
+    ) async throws -> MessagePage {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
             _ = try SocialQueries.conversationPeer(conversationID, of: userID, in: snapshot)
-            return try MessageStore.page(in: .conversation(conversationID), before: before, limit: try MessageStore.limit(limit), messages: snapshot.messages)
+            return try MessageStore.page(
+                in: .conversation(conversationID), before: before, limit: try MessageStore.limit(limit),
+                messages: snapshot.messages)
         }
     }
 
@@ -46,9 +59,11 @@ struct ConversationService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             let peer = try SocialQueries.conversationPeer(conversationID, of: userID, in: transaction)
-            let (marker, moved) = try MessageStore.markRead(request.messageId, in: .conversation(conversationID), by: userID, transaction: transaction)
+            let (marker, moved) = try MessageStore.markRead(
+                request.messageId, in: .conversation(conversationID), by: userID, transaction: transaction)
             if moved {
-                try transaction.appendEvent(.messageRead, to: [peer, userID], conversationID: conversationID, messageID: marker.messageId)
+                try transaction.appendEvent(
+                    .messageRead, to: [peer, userID], conversationID: conversationID, messageID: marker.messageId)
             }
             return marker
         }
@@ -64,9 +79,12 @@ struct ConversationService: Sendable {
         }
     }
 
-    static func conversation(_ conversationID: String, for userID: String, in repositories: any Repositories) throws -> Conversation {
+    static func conversation(
+        _ conversationID: String, for userID: String, in repositories: any Repositories
+    ) throws -> Conversation {
         let peerID = try SocialQueries.conversationPeer(conversationID, of: userID, in: repositories)
-        guard let peer = try SocialQueries.user(peerID, in: repositories), let createdAt = try repositories.friends.conversation(conversationID)?.createdAt
+        guard let peer = try SocialQueries.user(peerID, in: repositories),
+            let createdAt = try repositories.friends.conversation(conversationID)?.createdAt
         else { throw APIError.notFound("no such conversation") }
         let isFriend = try SocialQueries.friendship(userID, peerID, in: repositories) != nil
         let blocked = try SocialQueries.isBlocked(userID, peerID, in: repositories)

@@ -31,12 +31,15 @@ struct FriendService: Sendable {
             if let pending = try friends.pendingRequest(between: me.id, and: target.id) {
                 let theirs = pending.from.id == target.id
                 throw APIError(
-                    .requestPending, theirs ? "they already sent you a request: accept it" : "your request is still pending")
+                    .requestPending,
+                    theirs ? "they already sent you a request: accept it" : "your request is still pending")
             }
             let id = transaction.newID()
             try friends.createRequest(id: id, from: me.id, to: target.id, at: transaction.timestamp)
             try transaction.appendEvent(.friendRequest, to: [target.id, me.id])
-            return FriendRequest(id: id, from: me, to: target, state: .pending, createdAt: transaction.timestamp, updatedAt: transaction.timestamp)
+            return FriendRequest(
+                id: id, from: me, to: target, state: .pending, createdAt: transaction.timestamp,
+                updatedAt: transaction.timestamp)
         }
     }
 
@@ -59,7 +62,8 @@ struct FriendService: Sendable {
             }
             try Self.settle(requestID, as: .accepted, in: transaction)
             let conversationID = try SocialQueries.conversation(between: me.id, and: request.from.id, in: transaction)
-            try transaction.friends.addFriendship(between: me.id, and: request.from.id, conversationID: conversationID, at: transaction.timestamp)
+            try transaction.friends.addFriendship(
+                between: me.id, and: request.from.id, conversationID: conversationID, at: transaction.timestamp)
             try transaction.appendEvent(.friendAccepted, to: [request.from.id, me.id], conversationID: conversationID)
             return Friend(user: request.from, conversationId: conversationID, since: transaction.timestamp)
         }
@@ -73,7 +77,9 @@ struct FriendService: Sendable {
         _ = try await settle(requestID, by: principal, role: .sender, state: .cancelled)
     }
 
-    private func settle(_ requestID: String, by principal: Principal, role: Role, state: FriendRequestState) async throws -> FriendRequest {
+    private func settle(
+        _ requestID: String, by principal: Principal, role: Role, state: FriendRequestState
+    ) async throws -> FriendRequest {
         let userID = principal.user.id
         return try await store.write { transaction in
             var request = try Self.pending(requestID, for: userID, role: role, in: transaction.friends)
@@ -101,11 +107,14 @@ struct FriendService: Sendable {
                 throw APIError.notFound("not a friend")
             }
             try transaction.friends.removeFriendship(between: userID, and: friendID)
-            try LiveLocationService.endAll(in: .conversation(friendship.conversationID), telling: [friendID, userID], in: transaction)
+            try LiveLocationService.endAll(
+                in: .conversation(friendship.conversationID), telling: [friendID, userID], in: transaction)
             let notices = try CallService.endLiveCall(
-                scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, channels: channels, withdrawMedia: withdraw,
+                scopeKind: .conversation, scopeID: friendship.conversationID, reason: .unfriended, channels: channels,
+                withdrawMedia: withdraw,
                 in: transaction)
-            try transaction.appendEvent(.friendRemoved, to: [friendID, userID], conversationID: friendship.conversationID)
+            try transaction.appendEvent(
+                .friendRemoved, to: [friendID, userID], conversationID: friendship.conversationID)
             return notices
         }
         if notices > 0 { calls.pushesQueued() }
@@ -126,7 +135,9 @@ struct FriendService: Sendable {
     /// friendship and the shared history stay, but no new interaction is possible.
     func block(_ targetID: String, by principal: Principal) async throws -> Block {
         let userID = principal.user.id
-        let alreadyBlocked = try await store.snapshot { try $0.friends.blockedAt(blocker: userID, blocked: targetID) != nil }
+        let alreadyBlocked = try await store.snapshot {
+            try $0.friends.blockedAt(blocker: userID, blocked: targetID) != nil
+        }
         let conversationID = targetID == userID ? nil : try await conversation(userID, targetID)
         let channels = calls.push, withdraw = calls.media.managesRooms
         // Ending a live call writes notices and media jobs: their workers are woken (a block is rare).
@@ -138,7 +149,9 @@ struct FriendService: Sendable {
         }
         return try await store.write { transaction in
             let friends = transaction.friends
-            guard let target = try transaction.accounts.user(id: targetID) else { throw APIError.notFound("no such user") }
+            guard let target = try transaction.accounts.user(id: targetID) else {
+                throw APIError.notFound("no such user")
+            }
             guard target.id != userID else {
                 throw APIError(.cannotBlockSelf, "you cannot block yourself")
             }
@@ -149,9 +162,11 @@ struct FriendService: Sendable {
             let cancelled = try friends.cancelPendingRequests(between: userID, and: targetID, at: transaction.timestamp)
             if cancelled > 0 { try transaction.appendEvent(.friendRequest, to: [userID, targetID]) }
             if let conversationID {
-                try LiveLocationService.endAll(in: .conversation(conversationID), telling: [userID, targetID], in: transaction)
+                try LiveLocationService.endAll(
+                    in: .conversation(conversationID), telling: [userID, targetID], in: transaction)
                 try CallService.endLiveCall(
-                    scopeKind: .conversation, scopeID: conversationID, reason: .blocked, channels: channels, withdrawMedia: withdraw, in: transaction)
+                    scopeKind: .conversation, scopeID: conversationID, reason: .blocked, channels: channels,
+                    withdrawMedia: withdraw, in: transaction)
             }
             try transaction.appendEvent(
                 .blockChanged, to: [userID, targetID],
@@ -181,7 +196,9 @@ struct FriendService: Sendable {
 
     /// The request, if `userID` is part of it (404 otherwise), in the given role (403 otherwise),
     /// and still pending (409 otherwise).
-    private static func pending(_ requestID: String, for userID: String, role: Role, in friends: any FriendRepository) throws -> FriendRequest {
+    private static func pending(
+        _ requestID: String, for userID: String, role: Role, in friends: any FriendRepository
+    ) throws -> FriendRequest {
         guard let request = try friends.request(requestID),
             request.from.id == userID || request.to.id == userID
         else { throw APIError.notFound("no such friend request") }
@@ -198,7 +215,9 @@ struct FriendService: Sendable {
         return request
     }
 
-    private static func settle(_ requestID: String, as state: FriendRequestState, in transaction: WriteTransaction) throws {
+    private static func settle(
+        _ requestID: String, as state: FriendRequestState, in transaction: WriteTransaction
+    ) throws {
         try transaction.friends.settleRequest(requestID, as: state, at: transaction.timestamp)
     }
 }

@@ -13,7 +13,8 @@ struct GroupService: Sendable {
         let owner = principal.user.id
         let name = try AccountValidation.text(request.name, field: "name", maxLength: 100)
         return try await store.write { transaction in
-            let memberIDs = try Self.checkedNewMembers(request.memberIds, field: "memberIds", for: owner, existing: [owner], in: transaction)
+            let memberIDs = try Self.checkedNewMembers(
+                request.memberIds, field: "memberIds", for: owner, existing: [owner], in: transaction)
             let groupID = transaction.newID()
             let groups = transaction.groups
             try groups.createGroup(id: groupID, name: name, ownerID: owner, at: transaction.timestamp)
@@ -51,7 +52,8 @@ struct GroupService: Sendable {
         return try await store.write { transaction in
             try Self.requireOwner(groupID, userID, in: transaction)
             let existing = try SocialQueries.memberIDs(of: groupID, in: transaction)
-            let added = try Self.checkedNewMembers(request.userIds, field: "userIds", for: userID, existing: Set(existing), in: transaction)
+            let added = try Self.checkedNewMembers(
+                request.userIds, field: "userIds", for: userID, existing: Set(existing), in: transaction)
             for member in added { try transaction.groups.addMember(member, to: groupID, at: transaction.timestamp) }
             if !added.isEmpty {
                 try transaction.appendEvent(.groupMembersChanged, to: existing + added, groupID: groupID)
@@ -76,7 +78,8 @@ struct GroupService: Sendable {
             guard memberID != userID else {
                 throw APIError(.cannotRemoveOwner, "the owner cannot be removed; dissolve the group instead")
             }
-            return try Self.removeMember(memberID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
+            return try Self.removeMember(
+                memberID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
         if notices > 0 { calls.pushesQueued() }
         calls.mediaJobsQueued()
@@ -91,7 +94,8 @@ struct GroupService: Sendable {
             guard group.ownerID != userID else {
                 throw APIError(.ownerCannotLeave, "the owner cannot leave; dissolve the group instead")
             }
-            return try Self.removeMember(userID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
+            return try Self.removeMember(
+                userID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
         if notices > 0 { calls.pushesQueued() }
         calls.mediaJobsQueued()
@@ -106,7 +110,8 @@ struct GroupService: Sendable {
             try Self.requireOwner(groupID, userID, in: transaction)
             let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
             let notices = try CallService.endLiveCall(
-                scopeKind: .group, scopeID: groupID, reason: .groupDissolved, channels: channels, withdrawMedia: withdraw, in: transaction)
+                scopeKind: .group, scopeID: groupID, reason: .groupDissolved, channels: channels,
+                withdrawMedia: withdraw, in: transaction)
             try LiveLocationService.endAll(in: .group(groupID), telling: members, in: transaction)
             try transaction.e2ee.dropScope(.group(groupID))
             try transaction.groups.dissolve(groupID, at: transaction.timestamp)
@@ -117,27 +122,35 @@ struct GroupService: Sendable {
         calls.mediaJobsQueued()
     }
 
-    func send(_ request: SendMessage, to groupID: String, from principal: Principal) async throws -> (Message, isNew: Bool) {
+    func send(
+        _ request: SendMessage, to groupID: String, from principal: Principal
+    ) async throws -> (Message, isNew: Bool) {
         let userID = principal.user.id
         return try await store.write { transaction in
             // A retry gets its own stored message back even after losing the group: it reveals
             // nothing the sender did not already have.
-            if let stored = try MessageStore.replay(request, in: .group(groupID), from: userID, messages: transaction.messages) {
+            if let stored = try MessageStore.replay(
+                request, in: .group(groupID), from: userID, messages: transaction.messages)
+            {
                 return (stored, false)
             }
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
-            try transaction.requireQuota(ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
+            try transaction.requireQuota(
+                ServerLimits.messageKey(userID), transaction.limits.messagesPerUser, what: "messages")
             let message = try MessageStore.insert(request, in: .group(groupID), from: userID, transaction: transaction)
             try transaction.appendEvent(.groupMessage, toMembersOf: groupID, messageID: message.id)
             return (message, true)
         }
     }
 
-    func messages(in groupID: String, before: String?, limit: String?, for principal: Principal) async throws -> MessagePage {
+    func messages(
+        in groupID: String, before: String?, limit: String?, for principal: Principal
+    ) async throws -> MessagePage {
         let userID = principal.user.id
         return try await store.snapshot { snapshot in
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: snapshot)
-            return try MessageStore.page(in: .group(groupID), before: before, limit: try MessageStore.limit(limit), messages: snapshot.messages)
+            return try MessageStore.page(
+                in: .group(groupID), before: before, limit: try MessageStore.limit(limit), messages: snapshot.messages)
         }
     }
 
@@ -145,7 +158,8 @@ struct GroupService: Sendable {
         let userID = principal.user.id
         return try await store.write { transaction in
             _ = try SocialQueries.group(groupID, visibleTo: userID, in: transaction)
-            let (marker, moved) = try MessageStore.markRead(request.messageId, in: .group(groupID), by: userID, transaction: transaction)
+            let (marker, moved) = try MessageStore.markRead(
+                request.messageId, in: .group(groupID), by: userID, transaction: transaction)
             if moved {
                 try transaction.appendEvent(.groupMessageRead, toMembersOf: groupID, messageID: marker.messageId)
             }
@@ -164,7 +178,8 @@ struct GroupService: Sendable {
 
     /// Returns how many notices the call's change wrote.
     private static func removeMember(
-        _ memberID: String, from groupID: String, channels: PushChannels, withdrawMedia: Bool, in transaction: WriteTransaction
+        _ memberID: String, from groupID: String, channels: PushChannels, withdrawMedia: Bool,
+        in transaction: WriteTransaction
     ) throws -> Int {
         let members = try SocialQueries.memberIDs(of: groupID, in: transaction)
         guard members.contains(memberID) else { throw APIError.notFound("not a member of this group") }

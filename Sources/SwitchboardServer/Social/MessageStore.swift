@@ -10,7 +10,9 @@ enum MessageStore {
     /// The message the sender already stored under this request's `clientId`, if any: a
     /// retry gets it back even if sending would no longer be allowed. The same `clientId`
     /// with other content is 409.
-    static func replay(_ request: SendMessage, in scope: Scope, from senderID: String, messages: any MessageRepository) throws -> Message? {
+    static func replay(
+        _ request: SendMessage, in scope: Scope, from senderID: String, messages: any MessageRepository
+    ) throws -> Message? {
         guard let clientID = request.clientId else { return nil }
         guard (1...64).contains(clientID.unicodeScalars.count) else {
             throw APIError.validation("'clientId' must be 1 to 64 characters (Unicode code points)", field: "clientId")
@@ -24,15 +26,21 @@ enum MessageStore {
     }
 
     /// Stores a new message; call `replay` first.
-    static func insert(_ request: SendMessage, in scope: Scope, from senderID: String, transaction: WriteTransaction) throws -> Message {
+    static func insert(
+        _ request: SendMessage, in scope: Scope, from senderID: String, transaction: WriteTransaction
+    ) throws -> Message {
         let text = try validatedText(request.text)
         let id = transaction.newID()
         let message: Message
         switch scope {
         case .conversation(let conversationID):
-            message = Message(id: id, conversationId: conversationID, groupId: nil, senderId: senderID, text: text, createdAt: transaction.timestamp)
+            message = Message(
+                id: id, conversationId: conversationID, groupId: nil, senderId: senderID, text: text,
+                createdAt: transaction.timestamp)
         case .group(let groupID):
-            message = Message(id: id, conversationId: nil, groupId: groupID, senderId: senderID, text: text, createdAt: transaction.timestamp)
+            message = Message(
+                id: id, conversationId: nil, groupId: groupID, senderId: senderID, text: text,
+                createdAt: transaction.timestamp)
         }
         try transaction.messages.insert(message, clientID: request.clientId)
         return message
@@ -41,7 +49,8 @@ enum MessageStore {
     /// `limit`: digits only, 1–100, default 50.
     static func limit(_ text: String?) throws(APIError) -> Int {
         guard let text else { return 50 }
-        guard !text.isEmpty, text.utf8.count <= 3, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text),
+        guard !text.isEmpty, text.utf8.count <= 3, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            let value = Int(text),
             (1...100).contains(value)
         else { throw APIError.validation("'limit' must be an integer from 1 to 100", field: "limit") }
         return value
@@ -52,14 +61,20 @@ enum MessageStore {
     }
 
     /// Up to `limit` messages older than `before` (or the newest), oldest first.
-    static func page(in scope: Scope, before: String?, limit: Int, messages: any MessageRepository) throws -> MessagePage {
-        guard let page = try messages.page(in: scope, before: before, limit: limit) else { throw unknownMessage(field: "before", in: scope) }
+    static func page(
+        in scope: Scope, before: String?, limit: Int, messages: any MessageRepository
+    ) throws -> MessagePage {
+        guard let page = try messages.page(in: scope, before: before, limit: limit) else {
+            throw unknownMessage(field: "before", in: scope)
+        }
         return page
     }
 
     /// Moves the reader's marker forward to `messageID` (never backward). Returns the marker
     /// and whether it moved.
-    static func markRead(_ messageID: String, in scope: Scope, by userID: String, transaction: WriteTransaction) throws -> (ReadMarker, moved: Bool) {
+    static func markRead(
+        _ messageID: String, in scope: Scope, by userID: String, transaction: WriteTransaction
+    ) throws -> (ReadMarker, moved: Bool) {
         let messages = transaction.messages
         guard let moved = try messages.markRead(messageID, in: scope, by: userID, at: transaction.timestamp) else {
             throw unknownMessage(field: "messageId", in: scope)

@@ -22,8 +22,11 @@ enum SocialQueries {
     }
 
     /// The peer of `userID` in a conversation they take part in; 404 for anyone else.
-    static func conversationPeer(_ conversationID: String, of userID: String, in repositories: any Repositories) throws -> String {
-        guard let conversation = try repositories.friends.conversation(conversationID), conversation.userA == userID || conversation.userB == userID
+    static func conversationPeer(
+        _ conversationID: String, of userID: String, in repositories: any Repositories
+    ) throws -> String {
+        guard let conversation = try repositories.friends.conversation(conversationID),
+            conversation.userA == userID || conversation.userB == userID
         else { throw APIError.notFound("no such conversation") }
         return conversation.userA == userID ? conversation.userB : conversation.userA
     }
@@ -38,8 +41,12 @@ enum SocialQueries {
     }
 
     /// A live group, if `userID` is a member; 404 otherwise (non-members cannot see it).
-    static func group(_ groupID: String, visibleTo userID: String, in repositories: any Repositories) throws -> StoredGroup {
-        guard let group = try repositories.groups.group(groupID, visibleTo: userID) else { throw APIError.notFound("no such group") }
+    static func group(
+        _ groupID: String, visibleTo userID: String, in repositories: any Repositories
+    ) throws -> StoredGroup {
+        guard let group = try repositories.groups.group(groupID, visibleTo: userID) else {
+            throw APIError.notFound("no such group")
+        }
         return group
     }
 

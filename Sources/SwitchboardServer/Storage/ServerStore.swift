@@ -38,11 +38,12 @@ public struct ServerEnvironment: Sendable {
     ) {
         self.now = now
         self.newID = newID
-        self.sleepUntil = sleepUntil ?? { moment in
-            let seconds = moment.timeIntervalSince(now())
-            guard seconds > 0 else { return try Task.checkCancellation() }
-            try await Task.sleep(for: .milliseconds(Int64((min(seconds, 86_400) * 1000).rounded(.up))))
-        }
+        self.sleepUntil =
+            sleepUntil ?? { moment in
+                let seconds = moment.timeIntervalSince(now())
+                guard seconds > 0 else { return try Task.checkCancellation() }
+                try await Task.sleep(for: .milliseconds(Int64((min(seconds, 86_400) * 1000).rounded(.up))))
+            }
     }
 }
 
@@ -71,7 +72,10 @@ public final class WriteTransaction {
     /// The limits the one limiter holds writes to.
     let limits: ServerLimits
 
-    init(connection: any SQLExecutor, environment: ServerEnvironment, shared: Bool = false, limits: ServerLimits = ServerLimits()) {
+    init(
+        connection: any SQLExecutor, environment: ServerEnvironment, shared: Bool = false,
+        limits: ServerLimits = ServerLimits()
+    ) {
         self.connection = connection
         self.environment = environment
         self.limits = limits
@@ -94,9 +98,12 @@ public final class WriteTransaction {
     ) throws {
         var seen = Set<String>()
         let unique = userIDs.filter { seen.insert($0).inserted }
-        let references = EventReferences(conversationID: conversationID, groupID: groupID, messageID: messageID, callID: callID)
+        let references = EventReferences(
+            conversationID: conversationID, groupID: groupID, messageID: messageID, callID: callID)
         if shared { notePrevious(try events.newestIDs(of: unique.filter { written[$0] == nil }), of: unique) }
-        remember(try events.append(kind, to: unique, references: references, at: timestamp), kind: kind, references: references)
+        remember(
+            try events.append(kind, to: unique, references: references, at: timestamp), kind: kind,
+            references: references)
     }
 
     /// Writes one event row for each member of `groupID` (in the order they joined); their
@@ -106,7 +113,9 @@ public final class WriteTransaction {
     ) throws {
         let references = EventReferences(groupID: groupID, messageID: messageID, callID: callID)
         if shared { notePrevious(try events.newestIDs(ofMembersOf: groupID), of: nil) }
-        remember(try events.append(kind, toMembersOf: groupID, references: references, at: timestamp), kind: kind, references: references)
+        remember(
+            try events.append(kind, toMembersOf: groupID, references: references, at: timestamp), kind: kind,
+            references: references)
     }
 
     /// Users whose held requests should look again once this commits, though no event of
@@ -125,9 +134,10 @@ public final class WriteTransaction {
     /// Keeps written events for their users' waiters (woken after the commit).
     private func remember(_ rows: [(userID: String, id: Int64)], kind: EventKind, references: EventReferences) {
         for (userID, id) in rows {
-            written[userID, default: []].append(Event(
-                id: id, kind: kind, conversationId: references.conversationID, groupId: references.groupID,
-                messageId: references.messageID, callId: references.callID, createdAt: timestamp))
+            written[userID, default: []].append(
+                Event(
+                    id: id, kind: kind, conversationId: references.conversationID, groupId: references.groupID,
+                    messageId: references.messageID, callId: references.callID, createdAt: timestamp))
         }
     }
 }
@@ -190,7 +200,6 @@ public struct ReadSnapshot {
     let connection: any SQLExecutor
 }
 
-
 /// The database plus the event hub: every write that appends events wakes those users'
 /// held requests right after its commit, never before and never by polling.
 public final class ServerStore: Sendable {
@@ -207,7 +216,10 @@ public final class ServerStore: Sendable {
     public let limits: ServerLimits
 
     /// Creates the store; without `hub`, one on `environment`'s clock.
-    public init(backend: any SQLStore, hub: EventHub? = nil, environment: ServerEnvironment = .live, limits: ServerLimits = ServerLimits()) {
+    public init(
+        backend: any SQLStore, hub: EventHub? = nil, environment: ServerEnvironment = .live,
+        limits: ServerLimits = ServerLimits()
+    ) {
         self.backend = backend
         self.limits = limits
         self.hub = hub ?? EventHub(environment: environment)
@@ -226,21 +238,27 @@ public final class ServerStore: Sendable {
     /// (PostgreSQL), so it must not act outside the transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
-        let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared, limits = self.limits, notices = backend.notices
-        let (result, _, _, _) = try await backend.transaction({ connection in
-            let transaction = WriteTransaction(connection: connection, environment: environment, shared: shared, limits: limits)
-            let result = try body(transaction)
-            // Other instances hear of the events (and the users to wake) when this commits.
-            if let notices {
-                try EventNotice.send(for: Set(transaction.written.keys).union(transaction.woken), instance: instanceID, through: notices, on: connection)
-            }
-            return (result, transaction.written, transaction.previous, transaction.woken)
-        }, afterCommit: { output in
-            // On PostgreSQL another instance may have committed events of the same users just
-            // before, whose notice is still on its way: `previous` lets each waiter tell.
-            if !output.1.isEmpty { hub.deliver(output.1, previous: output.2) }
-            if !output.3.isEmpty { hub.changed(output.3) }
-        })
+        let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared, limits = self.limits,
+            notices = backend.notices
+        let (result, _, _, _) = try await backend.transaction(
+            { connection in
+                let transaction = WriteTransaction(
+                    connection: connection, environment: environment, shared: shared, limits: limits)
+                let result = try body(transaction)
+                // Other instances hear of the events (and the users to wake) when this commits.
+                if let notices {
+                    try EventNotice.send(
+                        for: Set(transaction.written.keys).union(transaction.woken), instance: instanceID,
+                        through: notices, on: connection)
+                }
+                return (result, transaction.written, transaction.previous, transaction.woken)
+            },
+            afterCommit: { output in
+                // On PostgreSQL another instance may have committed events of the same users just
+                // before, whose notice is still on its way: `previous` lets each waiter tell.
+                if !output.1.isEmpty { hub.deliver(output.1, previous: output.2) }
+                if !output.3.isEmpty { hub.changed(output.3) }
+            })
         return result
     }
 
@@ -281,7 +299,8 @@ public final class ServerStore: Sendable {
     public func snapshot<T: Sendable>(
         onReaderQueue: Bool = false, _ body: @escaping @Sendable (ReadSnapshot) throws -> T
     ) async throws -> T {
-        try await backend.snapshot(onReaderQueue: onReaderQueue) { connection in try body(ReadSnapshot(connection: connection)) }
+        try await backend.snapshot(onReaderQueue: onReaderQueue) { connection in
+            try body(ReadSnapshot(connection: connection))
+        }
     }
 }
-

@@ -30,30 +30,38 @@ final class TransportProblemReporter: Sendable {
         switch problem.operation {
         case .accept:
             metrics.increment(
-                Self.acceptErrors, help: "Connections the listening sockets could not take, by reason: descriptor_reserve (the last descriptors are kept for the process), EMFILE or ENFILE (out of descriptors), other errno names.",
+                Self.acceptErrors,
+                help:
+                    "Connections the listening sockets could not take, by reason: descriptor_reserve (the last descriptors are kept for the process), EMFILE or ENFILE (out of descriptors), other errno names.",
                 labels: [("reason", problem.reason)])
         case .poll, .watch:
             metrics.increment(
-                Self.loopErrors, help: "Failed epoll_wait and epoll_ctl calls of the HTTP event loops, by call and errno.",
+                Self.loopErrors,
+                help: "Failed epoll_wait and epoll_ctl calls of the HTTP event loops, by call and errno.",
                 labels: [("call", problem.operation.rawValue), ("reason", problem.reason)])
         }
         let kind = problem.operation.rawValue + " " + problem.reason
         guard case .log(let suppressed) = throttle.withLock({ $0.occurred(kind, at: .now) }) else { return }
-        let message = switch problem.operation {
-        case .accept where problem.pause != nil: "cannot accept connections"
-        case .accept: "a connection failed while being accepted"
-        case .poll: "the event loop cannot wait for events"
-        case .watch: "the event loop cannot watch a socket"
+        let message =
+            switch problem.operation {
+            case .accept where problem.pause != nil: "cannot accept connections"
+            case .accept: "a connection failed while being accepted"
+            case .poll: "the event loop cannot wait for events"
+            case .watch: "the event loop cannot watch a socket"
+            }
+        let milliseconds = problem.pause.map {
+            Int($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)
         }
-        let milliseconds = problem.pause.map { Int($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) }
-        logger.log(problem.operation == .poll ? .error : .warning, message, [
-            "reason": .string(problem.reason),
-            "error": .string(problem.description),
-            "pauseMs": .int(milliseconds ?? 0),
-            "suppressed": .int(suppressed),
-            // What the operator raises when it is EMFILE (`LimitNOFILE=`, `ulimit -n`).
-            "descriptorLimit": .int(Self.descriptorLimit()),
-        ])
+        logger.log(
+            problem.operation == .poll ? .error : .warning, message,
+            [
+                "reason": .string(problem.reason),
+                "error": .string(problem.description),
+                "pauseMs": .int(milliseconds ?? 0),
+                "suppressed": .int(suppressed),
+                // What the operator raises when it is EMFILE (`LimitNOFILE=`, `ulimit -n`).
+                "descriptorLimit": .int(Self.descriptorLimit()),
+            ])
     }
 
     private static func descriptorLimit() -> Int {

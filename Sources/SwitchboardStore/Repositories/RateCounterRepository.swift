@@ -43,7 +43,9 @@ public struct SQLRateCounterRepository: RateCounterRepository {
     public func counters(_ keys: [String]) throws -> [String: RateCounter] {
         var found: [String: RateCounter] = [:]
         for key in keys {
-            for row in try connection.query("SELECT failures, blocked_until_ms, slots FROM rate_counters WHERE key = ?", [.text(key)]) {
+            for row in try connection.query(
+                "SELECT failures, blocked_until_ms, slots FROM rate_counters WHERE key = ?", [.text(key)])
+            {
                 found[key] = try Self.counter(row)
             }
         }
@@ -77,7 +79,10 @@ public struct SQLRateCounterRepository: RateCounterRepository {
             ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, blocked_until_ms = excluded.blocked_until_ms,
                 slots = excluded.slots, updated_at_ms = excluded.updated_at_ms
             """,
-            [.text(key), .integer(Int64(counter.failures)), .integer(counter.blockedUntilMS), .text(counter.slotText), .integer(nowMS)])
+            [
+                .text(key), .integer(Int64(counter.failures)), .integer(counter.blockedUntilMS),
+                .text(counter.slotText), .integer(nowMS),
+            ])
     }
 
     public func clear(_ keys: [String]) throws {
@@ -91,6 +96,8 @@ public struct SQLRateCounterRepository: RateCounterRepository {
     }
 
     private static func counter(_ row: SQLiteRow) throws -> RateCounter {
-        try RateCounter(slotText: try row.string("slots"), failures: try row.int("failures"), blockedUntilMS: try row.int64("blocked_until_ms"))
+        try RateCounter(
+            slotText: try row.string("slots"), failures: try row.int("failures"),
+            blockedUntilMS: try row.int64("blocked_until_ms"))
     }
 }

@@ -15,7 +15,8 @@ public struct SQLRelayPresenceRepository: RelayPresenceRepository {
     public init(connection: any SQLExecutor) { self.connection = connection }
 
     public func report(instance: String, rooms: [String: Int], at nowMS: Int64, stale staleMS: Int64) throws {
-        _ = try connection.run("DELETE FROM relay_presence WHERE instance = ?1 OR seen_at_ms < ?2", [.text(instance), .integer(staleMS)])
+        _ = try connection.run(
+            "DELETE FROM relay_presence WHERE instance = ?1 OR seen_at_ms < ?2", [.text(instance), .integer(staleMS)])
         for (room, sockets) in rooms.sorted(by: { $0.key < $1.key }) where sockets > 0 {
             _ = try connection.run(
                 "INSERT INTO relay_presence (room, instance, sockets, seen_at_ms) VALUES (?1, ?2, ?3, ?4)",
@@ -24,9 +25,10 @@ public struct SQLRelayPresenceRepository: RelayPresenceRepository {
     }
 
     public func sockets(in room: String, otherThan instance: String, since sinceMS: Int64) throws -> Int {
-        Int(try connection.query(
-            "SELECT coalesce(sum(sockets), 0) AS n FROM relay_presence WHERE room = ?1 AND instance != ?2 AND seen_at_ms >= ?3",
-            [.text(room), .text(instance), .integer(sinceMS)]
-        ).first?.int64("n") ?? 0)
+        Int(
+            try connection.query(
+                "SELECT coalesce(sum(sockets), 0) AS n FROM relay_presence WHERE room = ?1 AND instance != ?2 AND seen_at_ms >= ?3",
+                [.text(room), .text(instance), .integer(sinceMS)]
+            ).first?.int64("n") ?? 0)
     }
 }

@@ -15,7 +15,8 @@ public struct SQLServerStateRepository: ServerStateRepository {
 
     public func value(of key: String, makingIt make: () -> String) throws -> String {
         _ = try connection.run(
-            "INSERT INTO server_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING", [.text(key), .text(make())])
+            "INSERT INTO server_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+            [.text(key), .text(make())])
         guard let row = try connection.query("SELECT value FROM server_state WHERE key = ?1", [.text(key)]).first else {
             throw StoreError(code: .io, message: "server_state has no \(key) after storing it")
         }

@@ -160,7 +160,8 @@ final class HTTP2TestClient {
                 offset += name.count + value.count
             }
             if hasBody {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readBody)
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil), read_callback: Self.readBody)
                 return nghttp2_submit_request(session, nil, pairs, pairs.count, &provider, nil)
             }
             return nghttp2_submit_request(session, nil, pairs, pairs.count, nil, nil)
@@ -209,7 +210,8 @@ final class HTTP2TestClient {
     }
 
     private static func install(_ callbacks: OpaquePointer) {
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+            _, frame, name, nameLength, value, valueLength, _, userData in
             let client = HTTP2TestClient.client(userData)
             let streamID = frame!.pointee.hd.stream_id
             guard client.responses[streamID] != nil else { return 0 }
@@ -248,7 +250,8 @@ final class HTTP2TestClient {
         }
     }
 
-    private static let readBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+    private static let readBody: nghttp2_data_source_read_callback = {
+        _, streamID, buffer, length, flags, _, userData in
         let client = HTTP2TestClient.client(userData)
         guard let body = client.bodies[streamID] else {
             flags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
@@ -256,7 +259,9 @@ final class HTTP2TestClient {
         }
         let count = min(length, body.bytes.count - body.offset)
         body.bytes.withUnsafeBytes { bytes in
-            if count > 0 { UnsafeMutableRawPointer(buffer!).copyMemory(from: bytes.baseAddress! + body.offset, byteCount: count) }
+            if count > 0 {
+                UnsafeMutableRawPointer(buffer!).copyMemory(from: bytes.baseAddress! + body.offset, byteCount: count)
+            }
         }
         client.bodies[streamID]!.offset += count
         if body.offset + count == body.bytes.count { flags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }

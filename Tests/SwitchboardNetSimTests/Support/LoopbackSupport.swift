@@ -106,7 +106,9 @@ enum TestSocket {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = loopback(port: 0)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, Glibc.listen(fd, 64) == 0 else {
             close(fd)
@@ -132,7 +134,9 @@ enum TestSocket {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = loopback(port: port)
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if result != 0 {
             let code = errno
@@ -151,7 +155,9 @@ enum TestSocket {
     static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = bytes.withUnsafeBytes {
+                send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if written < 0, errno == EINTR { continue }
             if written <= 0 { return false }
             offset += written

@@ -32,8 +32,9 @@ struct HTTP2ClientLiveTests {
         #expect(stats.connections == 1, "the server saw \(stats.connections) connections")
         #expect(client.connectionAttempts == 1)
         #expect(client.inFlight == 0)
-        print("500 concurrent requests over one connection: \(String(format: "%.2f", elapsed)) s, "
-            + "\(Int(500 / elapsed)) requests/s (Python h2 server)")
+        print(
+            "500 concurrent requests over one connection: \(String(format: "%.2f", elapsed)) s, "
+                + "\(Int(500 / elapsed)) requests/s (Python h2 server)")
         await client.shutdown()
     }
 
@@ -42,9 +43,10 @@ struct HTTP2ClientLiveTests {
         let server = try H2TestServer()
         defer { server.stop() }
         func client(overflow: Int) throws -> HTTP2Client {
-            try HTTP2Client(configuration: .init(
-                baseURL: server.baseURL, maxConcurrentStreams: 4, overflowConnections: overflow,
-                slowRequestThreshold: .milliseconds(300), requestTimeout: .seconds(30), caFile: server.caFile))
+            try HTTP2Client(
+                configuration: .init(
+                    baseURL: server.baseURL, maxConcurrentStreams: 4, overflowConnections: overflow,
+                    slowRequestThreshold: .milliseconds(300), requestTimeout: .seconds(30), caFile: server.caFile))
         }
         // Watches the server on a connection of its own (the client's streams will all be taken).
         let observer = try HTTP2Client(configuration: .init(baseURL: server.baseURL, caFile: server.caFile))
@@ -103,7 +105,9 @@ struct HTTP2ClientLiveTests {
         #expect(report.path == "/inspect")
         #expect(Data(base64Encoded: report.body_b64).map(Array.init) == body)
         let expected = sentHeaders.map { [$0.0.lowercased(), $0.1] } + [["content-length", String(body.count)]]
-        #expect(report.headers.sorted { $0.lexicographicallyPrecedes($1) } == expected.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(
+            report.headers.sorted { $0.lexicographicallyPrecedes($1) }
+                == expected.sorted { $0.lexicographicallyPrecedes($1) })
 
         let get = try await client.send(HTTP2Request(method: "GET", path: "/inspect"))
         let getReport = try JSONDecoder().decode(InspectReport.self, from: Data(get.body))
@@ -122,7 +126,8 @@ struct HTTP2ClientLiveTests {
     func deadlineFires() async throws {
         let server = try H2TestServer()
         defer { server.stop() }
-        let client = try HTTP2Client(configuration: .init(baseURL: server.baseURL, requestTimeout: .milliseconds(400), caFile: server.caFile))
+        let client = try HTTP2Client(
+            configuration: .init(baseURL: server.baseURL, requestTimeout: .milliseconds(400), caFile: server.caFile))
         _ = try await client.send(HTTP2Request(path: "/echo"))
 
         let start = ContinuousClock.now
@@ -245,7 +250,9 @@ struct HTTP2ClientLiveTests {
                 for index in 0..<count {
                     if index >= 100, let status = try await group.next() { ok += status == 200 ? 1 : 0 }
                     group.addTask {
-                        try await client.send(HTTP2Request(path: "/echo", headers: [("apns-id", "id-\(index)")], body: body)).status
+                        try await client.send(
+                            HTTP2Request(path: "/echo", headers: [("apns-id", "id-\(index)")], body: body)
+                        ).status
                     }
                 }
                 for try await status in group { ok += status == 200 ? 1 : 0 }
@@ -264,8 +271,9 @@ struct HTTP2ClientLiveTests {
         // Every easy handle (with its body copy, header list and error buffer) is freed again. RSS is only printed:
         // it is process-wide, and other suites run in parallel.
         try #require(await eventually { client.liveTransfers == 0 })
-        print("10,000 requests (100 in flight, one connection): \(String(format: "%.2f", elapsed)) s, "
-            + "\(Int(10_000 / elapsed)) requests/s; RSS \(before) KiB -> \(after) KiB (\(after - before) KiB)")
+        print(
+            "10,000 requests (100 in flight, one connection): \(String(format: "%.2f", elapsed)) s, "
+                + "\(Int(10_000 / elapsed)) requests/s; RSS \(before) KiB -> \(after) KiB (\(after - before) KiB)")
         await client.shutdown()
     }
 }

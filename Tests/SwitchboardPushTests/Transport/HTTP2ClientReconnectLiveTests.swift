@@ -14,7 +14,8 @@ extension HTTP2ClientLiveTests {
         defer { server.stop() }
         let client = try HTTP2Client(
             configuration: .init(
-                baseURL: server.baseURL, requestTimeout: .seconds(10), connectTimeout: .seconds(2), caFile: server.caFile))
+                baseURL: server.baseURL, requestTimeout: .seconds(10), connectTimeout: .seconds(2),
+                caFile: server.caFile))
         #expect(try await client.send(HTTP2Request(path: "/echo")).status == 200)
         let baseline = try await serverStats(client).requests
 
@@ -37,7 +38,8 @@ extension HTTP2ClientLiveTests {
         server.stop()
         // They fail with a connection error, not at their 10 s deadline.
         let inFlightErrors = try await value(of: inFlight)
-        #expect(inFlightErrors.allSatisfy { if case .connectionFailed = $0 { true } else { false } }, "\(inFlightErrors)")
+        #expect(
+            inFlightErrors.allSatisfy { if case .connectionFailed = $0 { true } else { false } }, "\(inFlightErrors)")
 
         // One second of downtime with steady demand: 20 queued requests plus a new one every 20 ms.
         let attemptsBefore = client.connectionAttempts
@@ -50,11 +52,15 @@ extension HTTP2ClientLiveTests {
         }
         let attemptsWhileDown = client.connectionAttempts - attemptsBefore
         let downFor = seconds(since: downStart)
-        print("connection attempts during \(String(format: "%.2f", downFor)) s of downtime with \(20 + trickle.count) requests waiting: \(attemptsWhileDown)")
+        print(
+            "connection attempts during \(String(format: "%.2f", downFor)) s of downtime with \(20 + trickle.count) requests waiting: \(attemptsWhileDown)"
+        )
         // Backoff 100, 200, 400, 800 ms...: within the downtime the loop measured (longer on a
         // busy machine, which only allows more), a tight loop would make hundreds.
         let allowed = maximumProbes(within: downFor)
-        #expect(attemptsWhileDown >= 1 && attemptsWhileDown <= allowed, "attempts while down: \(attemptsWhileDown), allowed \(allowed)")
+        #expect(
+            attemptsWhileDown >= 1 && attemptsWhileDown <= allowed,
+            "attempts while down: \(attemptsWhileDown), allowed \(allowed)")
 
         server = try server.restarted()
         let upAt = ContinuousClock.now
@@ -72,9 +78,11 @@ extension HTTP2ClientLiveTests {
                 failures.append("\(error)")
             }
         }
-        print("back up after \(String(format: "%.2f", seconds(since: upAt))) s; \(succeeded) queued requests "
-            + "succeeded, \(failures.count) probes failed")
-        #expect(failures.count <= attemptsWhileDown + 1 && failures.allSatisfy { $0 == "connectionFailed" }, "\(failures)")
+        print(
+            "back up after \(String(format: "%.2f", seconds(since: upAt))) s; \(succeeded) queued requests "
+                + "succeeded, \(failures.count) probes failed")
+        #expect(
+            failures.count <= attemptsWhileDown + 1 && failures.allSatisfy { $0 == "connectionFailed" }, "\(failures)")
         #expect(succeeded >= queued.count + trickle.count - failures.count)
         let stats = try await serverStats(client)
         #expect(stats.connections == 1, "everything after the restart shares one new connection")
@@ -103,8 +111,9 @@ extension HTTP2ClientLiveTests {
             return await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
         }
         let elapsed = seconds(since: start)
-        print("unreachable: \(client.connectionAttempts) connection attempts for 50 requests in "
-            + "\(String(format: "%.2f", elapsed)) s: \(outcomes)")
+        print(
+            "unreachable: \(client.connectionAttempts) connection attempts for 50 requests in "
+                + "\(String(format: "%.2f", elapsed)) s: \(outcomes)")
         // One probe at 0 s, then after 100, 200 and 400 ms pauses: at most 4 within the 1.2 s
         // deadlines (the bound is taken from the time that really passed, in case the machine is slow).
         #expect(client.connectionAttempts >= 1 && client.connectionAttempts <= min(4, maximumProbes(within: elapsed)))
@@ -168,7 +177,8 @@ extension HTTP2ClientLiveTests {
         let server = try H2TestServer()
         defer { server.stop() }
         // Two streams at most: of six slow requests, two are on the wire and four wait in the client's queue.
-        let client = try HTTP2Client(configuration: .init(baseURL: server.baseURL, maxConcurrentStreams: 2, caFile: server.caFile))
+        let client = try HTTP2Client(
+            configuration: .init(baseURL: server.baseURL, maxConcurrentStreams: 2, caFile: server.caFile))
         _ = try await client.send(HTTP2Request(path: "/echo"))
         let threadID = try #require(client.loopThreadID)
         #expect(threadExists(threadID))
