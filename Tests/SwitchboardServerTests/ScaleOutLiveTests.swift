@@ -88,6 +88,11 @@ struct ScaleOutLiveTests {
         // B or C sends it once the job is due again (A's lease, if it still held one, runs out).
         let pushes = try await rig.pushes(for: token, wait: 25)
         #expect(pushes.count == 1, "the ring's push arrives once")
+        if pushes.count != 1 {
+            // What the surviving instances said about pushes, to tell a slow pickup from a lost job.
+            let said = rig.others.flatMap(\.lines).filter { $0.contains("push") || $0.contains("dispatch") }
+            Issue.record("B and C said:\n\(said.suffix(40).joined(separator: "\n"))")
+        }
         // Nobody answers: B's and C's sweeps end the ring (missed), once.
         #expect(
             try await eventuallyTrying {
