@@ -38,12 +38,17 @@ struct ScaleOutLiveTests {
     @Test func callsCrossInstancesAndAKilledInstancesPushAndRingTimeoutCompleteOnce() async throws {
         let fresh = try TestPostgres.freshDatabase()
         defer { fresh.drop() }
-        // Short request deadlines keep the push lease short (twice the deadline + 5 s), and the
-        // ring outlasts a lease plus a dispatcher's idle pass (10 s).
+        // Short request deadlines keep the push lease short: twice the longest deadline of the
+        // channels that are on, + 5 s, so every configured channel's deadline is set (the rig
+        // turns the makers' channels on too; their default 10 s made the lease 25 s, as long
+        // as the wait below). The ring outlasts a lease, two idle passes of a dispatcher (10 s
+        // each) and a loaded machine's slack.
         let rig = try PushLiveTests.Rig(
             serverSettings: [
                 "SWITCHBOARD_APNS_REQUEST_TIMEOUT_SECONDS": "2", "SWITCHBOARD_FCM_REQUEST_TIMEOUT_SECONDS": "2",
-                "SWITCHBOARD_RING_TIMEOUT_SECONDS": "30",
+                "SWITCHBOARD_XIAOMI_REQUEST_TIMEOUT_SECONDS": "2", "SWITCHBOARD_OPPO_REQUEST_TIMEOUT_SECONDS": "2",
+                "SWITCHBOARD_VIVO_REQUEST_TIMEOUT_SECONDS": "2", "SWITCHBOARD_HUAWEI_REQUEST_TIMEOUT_SECONDS": "2",
+                "SWITCHBOARD_RING_TIMEOUT_SECONDS": "45",
             ],
             postgresURL: fresh.url, instances: 3)
         let a = rig.server.address, b = rig.others[0].address, c = rig.others[1].address
@@ -86,7 +91,7 @@ struct ScaleOutLiveTests {
         rig.server.crash()
 
         // B or C sends it once the job is due again (A's lease, if it still held one, runs out).
-        let pushes = try await rig.pushes(for: token, wait: 25)
+        let pushes = try await rig.pushes(for: token, wait: 40)
         #expect(pushes.count == 1, "the ring's push arrives once")
         if pushes.count != 1 {
             // What the surviving instances said about pushes, to tell a slow pickup from a lost job.
