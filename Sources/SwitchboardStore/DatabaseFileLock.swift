@@ -37,6 +37,16 @@ final class DatabaseFileLock: Sendable {
         guard fd >= 0 else {
             throw StoreError(code: .io, message: "cannot open \(path): \(describe(errno))")
         }
+        // A lock just let go can still look held for a moment: a process this one is spawning
+        // holds a copy of every descriptor between its fork and its exec (O_CLOEXEC closes them
+        // only at the exec), and so holds the lock's open file too. Such a copy goes within
+        // milliseconds; another server holding the lock does not. So a refusal is asked again
+        // for up to two seconds before it is reported.
+        var tries = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && tries < 100 {
+            tries += 1
+            usleep(20_000)
+        }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             var buffer = [UInt8](repeating: 0, count: 32)
