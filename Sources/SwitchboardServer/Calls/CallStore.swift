@@ -12,14 +12,14 @@ enum CallStore {
     /// The wire shape.
     static func info(_ call: CallRecord) -> CallInfo {
         CallInfo(
-            id: call.id, scopeKind: .init(rawValue: call.scopeKind.rawValue), scopeId: call.scopeID,
-            mode: .init(rawValue: call.mode.rawValue), state: .init(rawValue: call.state.rawValue),
-            endReason: call.endReason.map { .init(rawValue: $0.rawValue) }, createdBy: call.createdBy,
+            id: call.id, scopeKind: call.scopeKind, scopeId: call.scopeID,
+            mode: call.mode, state: call.state,
+            endReason: call.endReason, createdBy: call.createdBy,
             createdAt: Timestamp.iso8601(call.createdAt), answeredAt: call.answeredAt.map(Timestamp.iso8601),
             endedAt: call.endedAt.map(Timestamp.iso8601),
             invitations: call.invitations.map {
                 CallInvitationInfo(
-                    userId: $0.userID, state: .init(rawValue: $0.state.rawValue),
+                    userId: $0.userID, state: $0.state,
                     updatedAt: Timestamp.iso8601($0.updatedAt))
             },
             participants: call.participants.map {
