@@ -27,9 +27,9 @@ extension CXCallDirectoryExtensionContext: CallDirectoryEntrySink {}
 /// first and additions ascending, and records the list as loaded only once the system
 /// accepted it; a failed or expired request records nothing, so the next one sends the same
 /// changes. The extension never goes to the network: the app fetched the list.
-// @unchecked Sendable: it stores nothing (the request's completion may call back from any
-// thread); a subclass that adds state must keep it safe itself.
 open class SwitchboardCallDirectoryProvider: CXCallDirectoryProvider, CXCallDirectoryExtensionContextDelegate,
+    // @unchecked Sendable: it stores nothing (the request's completion may call back from any
+    // thread); a subclass that adds state must keep it safe itself.
     @unchecked Sendable
 {
     /// The app group shared with the app (both targets need the App Groups capability). The
