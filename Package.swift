@@ -110,14 +110,11 @@ let package = Package(
             swiftSettings: strict),
 
         // Storage behind SQLStore: SQLite (WAL, writer/readers, migrations) and PostgreSQL (libpq,
-        // migrator, LISTEN), and the repositories that live with the store.
-        .target(name: "SwitchboardStore", dependencies: ["CSQLite", "CLibPQ", "SwitchboardCore", "SwitchboardObservability"], swiftSettings: strict),
-
-        // The server's persistence: a repository per aggregate over SQLExecutor (one SQL for
-        // SQLite and PostgreSQL, SQLDialect where they differ), and both schemas' migrations.
+        // migrator, LISTEN), and every repository, a folder per aggregate (Repositories/), with both
+        // schemas (Schema/) and the copy and backup tools (Maintenance/).
         .target(
-            name: "SwitchboardPersistence",
-            dependencies: ["SwitchboardStore", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardPush", "SwitchboardWire", "SwitchboardCrypto", "SwitchboardObservability"],
+            name: "SwitchboardStore",
+            dependencies: ["CSQLite", "CLibPQ", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire", "SwitchboardObservability"],
             swiftSettings: strict),
 
         // City lookup from an address in a MaxMind-format database (libmaxminddb).
@@ -127,7 +124,7 @@ let package = Package(
         .target(
             name: "SwitchboardServer",
             dependencies: [
-                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardPersistence", "SwitchboardWire", "SwitchboardCrypto",
+                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
                 "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI", "SwitchboardGeo",
             ],
             swiftSettings: strict,
@@ -207,7 +204,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardPersistence", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire",
+                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire",
                 "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
                 "SwitchboardObservability", "SwitchboardLifecycle", "SwitchboardCLI",
                 "SwitchboardNetSim",  // SplitMix64, for seeded histories

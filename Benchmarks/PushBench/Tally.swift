@@ -3,6 +3,7 @@ import Synchronization
 import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardObservability
+import SwitchboardPushCore
 
 /// The pushes handed off without waiting (to held tokens), and what became of them.
 final class HandedOff: Sendable {

@@ -1,3 +1,3 @@
-// The server's persistence (repositories, schemas, Principal) is part of what embedding code
-// and the server's tests see.
-@_exported import SwitchboardPersistence
+// The store's repositories, schemas and records (Principal among them) are part of what
+// embedding code and the server's tests see.
+@_exported import SwitchboardStore

@@ -5,6 +5,7 @@ import SwitchboardPush
 import SwitchboardTesting
 @testable import SwitchboardHTTP
 @testable import SwitchboardServer
+import SwitchboardPushCore
 
 /// Call signals through the gateway: every callee device rung through the outbox on its channel,
 /// a cancel dropping what is pending and telling the Android phones, and the two limits.

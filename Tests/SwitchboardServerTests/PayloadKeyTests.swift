@@ -5,6 +5,7 @@ import SwitchboardTesting
 @testable import SwitchboardHTTP
 @testable import SwitchboardPush
 @testable import SwitchboardServer
+import SwitchboardPushCore
 
 private let voipToken = String(repeating: "ab", count: 32)
 private let secret = Data(SecureRandom.bytes(32)).base64EncodedString()

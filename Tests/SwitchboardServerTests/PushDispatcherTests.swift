@@ -5,6 +5,7 @@ import Testing
 @testable import SwitchboardServer
 import SwitchboardTesting
 import SwitchboardObservability
+import SwitchboardPushCore
 
 /// A provider that holds the answers for some tokens until released, and answers the others
 /// from a script (200 when it runs out).

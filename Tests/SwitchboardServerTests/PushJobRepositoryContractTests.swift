@@ -3,6 +3,7 @@ import Testing
 @testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardTesting
+import SwitchboardPushCore
 
 /// ``PushJobRepository``'s contract, the same for every store.
 @Suite("Repository contract: the push outbox", .timeLimit(.minutes(2)))

@@ -6,6 +6,7 @@ import SwitchboardTesting
 @testable import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardWire
+import SwitchboardPushCore
 
 /// A push provider that answers from a script (per token, in order; 200 when the script is empty).
 final class ScriptedPushProvider: PushTransport {

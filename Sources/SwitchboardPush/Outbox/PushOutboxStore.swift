@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardPushCore
 
 /// What the push dispatcher needs of the database that holds the outbox: the server implements
 /// it on its store (SQLite or PostgreSQL). Times are milliseconds since 1970; a claim is a lease

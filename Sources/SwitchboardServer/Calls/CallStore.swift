@@ -1,6 +1,6 @@
 import Foundation
 import SwitchboardCore
-import SwitchboardPersistence
+import SwitchboardStore
 import SwitchboardWire
 
 /// How calls' times are stored (milliseconds since 1970) and how a call is shown on the wire.

@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCore
 import SwitchboardPush
 import SwitchboardWire
+import SwitchboardPushCore
 
 /// What an app server does through the gateway (SPEC §8): its users' devices, and call signals
 /// that ring every callee device through the outbox (VoIP push, FCM or a maker's channel), with

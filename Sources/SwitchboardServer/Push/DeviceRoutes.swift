@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardHTTP
 import SwitchboardPush
 import SwitchboardWire
+import SwitchboardPushCore
 
 /// A device's push tokens, bound to the session that registered them (logout unbinds them):
 /// `POST /push/devices` (every token an installation has, one per channel) and

@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCrypto
 import SwitchboardPush
 import SwitchboardWire
+import SwitchboardPushCore
 
 /// Keeps devices' VoIP payload keys so that a database dump alone does not reveal them: each is
 /// stored encrypted (AES-256-GCM) under a key from configuration (`dataEncryptionKey`), bound to

@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCore
 import SwitchboardPush
 import SwitchboardStore
+import SwitchboardPushCore
 
 /// Writes push jobs inside the transaction that starts a ring: one per (ringing invitee,
 /// device bound to a live session), on the channel ``PushRouting`` picks for the device, with

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardPush
+import SwitchboardPushCore
 
 /// The dispatcher's outbox (``PushOutboxStore``) on the server's store: the push job, call and
 /// device repositories, in SQLite or PostgreSQL.

@@ -1,4 +1,3 @@
-import SwitchboardStore
 
 // The longer migrations' SQL, by name (PostgreSQL's dialect of Schema+Tables.swift).
 extension PostgresSchema {

@@ -1,4 +1,3 @@
-import SwitchboardStore
 import SwitchboardWire
 
 /// ``FriendRepository`` in SQL that SQLite and PostgreSQL both run (tables `friend_requests`,

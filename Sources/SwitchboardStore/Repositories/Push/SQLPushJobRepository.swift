@@ -1,6 +1,5 @@
 import Foundation
-import SwitchboardPush
-import SwitchboardStore
+import SwitchboardPushCore
 
 /// ``PushJobRepository`` in SQL that SQLite and PostgreSQL both run (table `push_jobs`), working on the
 /// connection of one transaction or snapshot.

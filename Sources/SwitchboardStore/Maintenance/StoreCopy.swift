@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardStore
 
 /// `switchboard copy-to-postgres`: copies an embedded SQLite database, whole, into an empty
 /// PostgreSQL one, so a team moves up without losing data. Both are first brought to this

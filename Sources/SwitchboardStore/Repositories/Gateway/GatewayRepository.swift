@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardStore
 
 /// An app server of the push gateway and its public keys.
 package struct GatewayApp: Sendable, Equatable {

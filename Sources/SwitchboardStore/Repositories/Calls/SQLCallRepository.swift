@@ -1,6 +1,5 @@
 import Foundation
 import SwitchboardCore
-import SwitchboardStore
 import SwitchboardWire
 
 /// ``CallRepository`` in SQL that SQLite and PostgreSQL both run (tables `calls`, `call_invitations`,

@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardStore
 
 /// ``DeviceRepository`` in SQL that SQLite and PostgreSQL both run (table `push_devices`, one row
 /// per device and channel), on the connection of one transaction or snapshot.

@@ -1,4 +1,3 @@
-import SwitchboardStore
 
 /// A stored scheduled call.
 package struct StoredScheduledCall: Sendable, Equatable {

@@ -1,4 +1,3 @@
-import SwitchboardStore
 import SwitchboardWire
 
 /// One item of a device's E2EE queue as stored; the ciphertext is opaque bytes.

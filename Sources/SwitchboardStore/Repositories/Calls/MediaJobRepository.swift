@@ -1,6 +1,5 @@
 import Foundation
 import SwitchboardCore
-import SwitchboardStore
 
 /// A media withdrawal to carry out (remove a participant from a room, or delete the room),
 /// written in the transaction of the change that calls for it and retried until the media

@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardPush
+import SwitchboardPushCore
 
 /// One ring job of a call, as the gateway's signal status shows it.
 package struct RingJobStatus: Sendable, Equatable {

@@ -1,5 +1,4 @@
 import SwitchboardObservability
-import SwitchboardStore
 import SwitchboardWire
 
 /// ``EventRepository`` in SQL that SQLite and PostgreSQL both run (table `events`, and each user's

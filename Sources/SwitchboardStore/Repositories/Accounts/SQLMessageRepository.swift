@@ -1,4 +1,3 @@
-import SwitchboardStore
 import SwitchboardWire
 
 /// ``MessageRepository`` in SQL that SQLite and PostgreSQL both run (tables `messages`, `read_markers`),

@@ -1,4 +1,3 @@
-import SwitchboardStore
 
 /// The server's database schema, as ordered migrations. Never edit a released migration;
 /// add a new one.

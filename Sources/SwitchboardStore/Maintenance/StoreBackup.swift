@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardStore
 
 /// `switchboard backup`: a consistent copy of the embedded SQLite database, made while the
 /// server runs (`VACUUM INTO` reads one snapshot; the server's lock is not needed to read).

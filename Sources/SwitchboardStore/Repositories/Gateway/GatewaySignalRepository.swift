@@ -1,6 +1,5 @@
 import Foundation
-import SwitchboardPush
-import SwitchboardStore
+import SwitchboardPushCore
 
 /// The gateway's devices, signals and per-callee outcomes.
 package protocol GatewaySignalRepository {

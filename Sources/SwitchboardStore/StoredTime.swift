@@ -1,5 +1,4 @@
 import Foundation
-import SwitchboardStore
 import SwitchboardWire
 
 /// How times are stored: whole milliseconds since 1970, rounded down.

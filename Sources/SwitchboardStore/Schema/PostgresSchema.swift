@@ -1,4 +1,3 @@
-import SwitchboardStore
 
 /// The server's schema on PostgreSQL: the same tables, columns, constraints and indexes as
 /// ``Schema`` (same versions, so one number names one schema on both stores), in PostgreSQL's

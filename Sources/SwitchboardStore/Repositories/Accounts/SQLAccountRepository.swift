@@ -1,4 +1,3 @@
-import SwitchboardStore
 import SwitchboardWire
 
 /// ``AccountRepository`` in SQL that SQLite and PostgreSQL both run (tables `users` and `sessions`),

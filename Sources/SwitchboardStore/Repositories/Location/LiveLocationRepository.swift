@@ -1,4 +1,3 @@
-import SwitchboardStore
 import SwitchboardWire
 
 /// One live-location share as stored: a user's position in a conversation or group, until

@@ -1,4 +1,3 @@
-import SwitchboardStore
 import SwitchboardWire
 
 /// ``GroupRepository`` in SQL that SQLite and PostgreSQL both run (tables `groups`, `group_members`),
