@@ -57,6 +57,7 @@ from collections import deque
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hold_connections import raise_nofile  # noqa: E402
+from turns import from_args as turns_from_args  # noqa: E402
 
 PASSWORD = "bench-password-1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -721,7 +722,10 @@ def run_fanout(args, api, info, out):
     fan = FanOut(args, api, info)
     n = len(fan.pollers)
     rounds = []
+    turns = turns_from_args(args.turns, "ours", "anchor")
     try:
+        if turns:
+            turns.wait(1)
         time.sleep(1.0)    # settle after setup
         rss_before = rss_kb(args.server_pid)
         log(f"fan-out: opening {n} long polls (RSS before: {rss_before} KB)")
@@ -733,6 +737,8 @@ def run_fanout(args, api, info, out):
             f"= {kb_per:.2f} KB per held long-poll")
         rss_round = rss_held
         for r in range(1, args.rounds + 1):
+            if turns and r > 1:
+                turns.wait(r)
             if r > 1:
                 # Fresh polls from the cursors of the last answers.
                 hold_s = fan.hold(fan.pollers)
@@ -745,6 +751,10 @@ def run_fanout(args, api, info, out):
             log(f"fan-out round {r}/{args.rounds}: {res['answered']}/{n} "
                 f"answered, last {fmt(res['last_ms'])} ms, p50 "
                 f"{fmt(res['p50_ms'])} ms, p99 {fmt(res['p99_ms'])} ms")
+            if turns:
+                turns.hand_over(r)
+        if turns:
+            turns.wait(args.rounds + 1)    # the anchor's last round is over
         log("fan-out: holding the polls again, then closing every socket "
             "(waiter release check)")
         release = fan.release_check()
@@ -1113,6 +1123,8 @@ def main():
                     help="the latency step's receiver polls this port (another "
                          "instance on the same database); default --port")
     ap.add_argument("--json-out", help="write all figures here as JSON")
+    ap.add_argument("--turns", help="a turn file shared with the anchor's client (bench/turns.py): "
+                    "fan-out rounds alternate with the anchor's")
     args = ap.parse_args()
     if args.members < 1 or args.rounds < 1 or args.rate <= 0:
         ap.error("--members, --rounds and --rate must be positive")

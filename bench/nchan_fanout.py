@@ -38,6 +38,7 @@ import time
 
 # The figures' helpers are the Switchboard client's, so both sides are measured alike.
 from event_fanout import BenchError, cpu_seconds as process_cpu_seconds, log, ms, now, pct, rss_kb as process_rss_kb
+from turns import from_args as turns_from_args  # noqa: E402
 
 
 def rss_kb(pids):
@@ -103,7 +104,10 @@ def run(args):
     rounds = []
     rss_before = rss_held = None
     deadline_all = now() + args.max_seconds
+    turns = turns_from_args(args.turns, "anchor", "ours")
     for rnd in range(1, args.rounds + 1):
+        if turns:
+            turns.wait(rnd)
         if rnd == 1:
             rss_before = rss_kb(args.worker_pids)
         # Hold: (re)send every poll, connecting at most --concurrency at once.
@@ -182,6 +186,8 @@ def run(args):
         })
         log(f"nchan round {rnd}: {answered}/{args.members} answered ({good} with the message), "
             f"last {rounds[-1]['last_ms']} ms")
+        if turns:
+            turns.hand_over(rnd + 1)
     for s in subs:
         if s.sock is not None:
             s.sock.close()
@@ -209,6 +215,7 @@ def main():
     ap.add_argument("--answer-timeout", type=float, default=30.0)
     ap.add_argument("--max-seconds", type=float, default=200.0)
     ap.add_argument("--json-out")
+    ap.add_argument("--turns", help="a turn file shared with Switchboard's client (bench/turns.py)")
     args = ap.parse_args()
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print("only loopback hosts are allowed", file=sys.stderr)

@@ -430,17 +430,40 @@ num() { awk -v v="$1" -v d="$2" 'BEGIN { if (v == "n/a" || v == "") print "n/a";
 # met VALUE LIMIT: "met" when VALUE <= LIMIT, else "NOT met" (also for n/a).
 met() { awk -v v="$1" -v lim="$2" 'BEGIN { print (v != "n/a" && v + 0 <= lim + 0) ? "met" : "NOT met" }'; }
 
-# summary_header KIND: the start of the paste-ready summary.
-# summary_row FIGURE VALUE TARGET VERDICT [ANCHOR ANCHOR_VALUE RATIO]: one row of the
-# `make bench` summary (scripts/bench-summary.sh), appended to
+# summary_row FIGURE VALUE TARGET VERDICT [ANCHOR ANCHOR_VALUE RATIO [SPREAD [ROUNDS]]]: one row
+# of the `make bench` summary (bench/summary.py), appended to
 # $BENCH_SUMMARY_DIR/$BENCH_NAME.tsv when BENCH_SUMMARY_DIR is set. TARGET and
 # VERDICT may be "-" (a figure shown for context); the anchor is the reference
-# measured in the same run.
+# measured in the same run. VALUE and RATIO are medians over ROUNDS rounds; SPREAD
+# is the lowest and highest round (spread_of), of the ratio when there is an anchor.
 summary_row() {
     [[ -n "${BENCH_SUMMARY_DIR:-}" ]] || return 0
     mkdir -p "$BENCH_SUMMARY_DIR"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:--}" "${6:--}" "${7:--}" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:--}" "${6:--}" "${7:--}" "${8:--}" "${9:-1}" \
         >>"$BENCH_SUMMARY_DIR/${BENCH_NAME:-bench}.tsv"
+}
+
+# median_of VALUE...: the median (n/a values are skipped; n/a when none is left).
+median_of() {
+    printf '%s\n' "$@" | awk '$1 != "n/a" && $1 != ""' | sort -g \
+        | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# spread_of DECIMALS VALUE...: "lowest–highest" of the values, rounded ("-" for fewer than two).
+spread_of() {
+    local decimals="$1"
+    shift
+    printf '%s\n' "$@" | awk '$1 != "n/a" && $1 != ""' | sort -g \
+        | awk -v d="$decimals" '{ v[NR] = $1 } END { if (NR < 2) print "-"; else printf("%." d "f–%." d "f\n", v[1], v[NR]) }'
+}
+
+# ratios_of A_VALUES B_VALUES: the per-round ratios A[i] / B[i] of two space-separated lists.
+ratios_of() {
+    local -a a b
+    read -r -a a <<<"$1"
+    read -r -a b <<<"$2"
+    local i
+    for i in "${!a[@]}"; do ratio_of "${a[$i]}" "${b[$i]:-n/a}"; done
 }
 
 # ratio_of A B: A / B with two decimals, n/a when either is missing or B is 0.
@@ -448,6 +471,7 @@ ratio_of() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || a == "" || b == "" || b + 0 == 0) print "n/a"; else printf("%.2f\n", a / b) }'
 }
 
+# summary_header KIND: the start of the paste-ready summary.
 summary_header() {
     echo
     echo "---- summary (paste-ready) ----"
