@@ -11,7 +11,7 @@ TEST_WIDTH ?= 8
 # A bound on each pass of the Swift tests (scripts/run-swift-tests.sh; ~1 min here, a few in CI).
 TEST_TIMEOUT ?= 1200
 
-.PHONY: run test build release bench fuzz weaknet clean
+.PHONY: run test build release bench bench-ab fuzz weaknet clean
 
 run: release
 	.build/release/switchboard serve $(ARGS)
@@ -40,7 +40,8 @@ release:
 	$(SWIFT) build -c release --product switchboard-dev
 	scripts/check-lean-server.sh .build/release/switchboard .build/release/switchboard-dev
 
-# Every benchmark beside its anchor (nginx, nginx + nchan, aioapns), then one summary table.
+# Every benchmark beside its anchor (nginx, nginx + nchan, aioapns), then one summary table,
+# which also rewrites the generated section of docs/benchmarks.md (bench/summary.py).
 bench: release
 	$(SWIFT) build -c release --product push-bench
 	rm -rf .build/bench-summary
@@ -50,7 +51,17 @@ bench: release
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-push.sh .build/release/switchboard-dev .build/release/push-bench
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/with-postgres.sh scripts/bench-scaleout.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-relay.sh .build/release/switchboard .build/release/switchboard-dev
-	scripts/bench-summary.sh .build/bench-summary
+	scripts/bench-summary.sh .build/bench-summary --write docs/benchmarks.md
+
+# A change against a base revision: builds BASE beside the working tree and runs BENCHES
+# alternately (base, ours, ours, base, ...), ROUNDS rounds, printing each figure's ratio and spread.
+#   make bench-ab BASE=main~3 BENCHES=events,calls ROUNDS=5
+BASE ?= HEAD
+BENCHES ?= events,calls
+ROUNDS ?= 5
+bench-ab:
+	scripts/ensure-deps.sh
+	scripts/with-private-tmp.sh scripts/bench-ab.sh $(BASE) $(BENCHES) $(ROUNDS)
 
 # The full wake-up regression harness: 200 phones, every network profile, gated, under the
 # proxy's loss model; then under real kernel packet loss (nftables in a network namespace):
@@ -72,3 +83,4 @@ fuzz:
 
 clean:
 	rm -rf .build Fuzz/build
+	git worktree prune
