@@ -187,10 +187,16 @@ struct MeetingPreloaderTests {
         server.schedule("m", startsIn: 60)
         let running = Task { await preloader.run() }
         defer { running.cancel() }
-        await eventually { server.issued.count == 1 }
+        // Held and its replacement's wake set before the clock moves.
+        await eventually {
+            let (held, wake) = (await preloader.preauthorizations.count, await preloader.nextWake)
+            return held == 1 && wake != nil
+        }
         // Issued at start − 1 min, valid to start + 9 min: replaced at start + 8 min.
         clock.advance(by: 60 + 8 * 60)
         await eventually { server.issued.count == 2 }
+        // Issued is not yet held: the preloader stores it when the request's answer returns.
+        await eventually { await preloader.preauthorizations == [server.issued[1]] }
         #expect(await preloader.preauthorizations == [server.issued[1]])
         #expect(await preloader.take(forGroup: "g1")?.token == server.issued[1].token)
     }
@@ -232,7 +238,12 @@ struct MeetingPreloaderTests {
         #expect(await held().isEmpty)
         #expect(await preloader.nextWake == clock.now.addingTimeInterval(30))
         clock.advance(by: 30)
-        await eventually { server.preauthorizationRequests.count == 2 }
+        // The second failure noted and its retry's wake set before the clock moves again.
+        let retry = clock.now.addingTimeInterval(30)
+        await eventually {
+            let wake = await preloader.nextWake
+            return server.preauthorizationRequests.count == 2 && wake == retry
+        }
         #expect(await held().isEmpty)
         clock.advance(by: 30)
         await eventually { await held() == ["m"] }
