@@ -15,6 +15,15 @@ public protocol SQLExecutor: AnyObject {
     /// Runs one statement and returns the number of rows it changed.
     @discardableResult
     func run(_ sql: String, _ bindings: [SQLiteValue]) throws -> Int
+    /// Runs one statement and hands each result row to `body` as it comes, without collecting
+    /// them (SQLite steps its statement; a store that receives whole results walks them).
+    func forEachRow(_ sql: String, _ bindings: [SQLiteValue], _ body: (SQLiteRow) throws -> Void) throws
+}
+
+extension SQLExecutor {
+    public func forEachRow(_ sql: String, _ bindings: [SQLiteValue], _ body: (SQLiteRow) throws -> Void) throws {
+        for row in try query(sql, bindings) { try body(row) }
+    }
 }
 
 /// The SQL a store speaks where SQLite and PostgreSQL differ.

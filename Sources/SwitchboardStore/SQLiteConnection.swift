@@ -116,6 +116,12 @@ public final class SQLiteConnection {
         try statement(for: sql).query(bindings)
     }
 
+    /// Runs one statement with positional bindings and hands each result row to `body` as it
+    /// is stepped, without collecting them.
+    public func forEachRow(_ sql: String, _ bindings: [SQLiteValue], _ body: (SQLiteRow) throws -> Void) throws {
+        try statement(for: sql).forEachRow(bindings, body)
+    }
+
     /// Runs one statement, binding any ``SQLiteValueConvertible`` Swift values, and returns all result rows.
     public func query(_ sql: String, _ bindings: [any SQLiteValueConvertible]) throws -> [SQLiteRow] {
         try query(sql, bindings.map(\.sqliteValue))

@@ -144,12 +144,13 @@ package struct SQLEventRepository: EventRepository {
     /// message, call, created_at) rows; the new rows' users and ids in id order (`RETURNING`'s
     /// own order is unspecified).
     private func insertReturning(_ select: String, _ bindings: [SQLiteValue]) throws -> [(userID: String, id: Int64)] {
-        let rows = try connection.query(
-            "INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at) "
-                + select + " RETURNING id, user_id", bindings)
+        // Row by row as SQLite steps the insert: a message to a group of thousands does not
+        // first collect thousands of rows.
         var returned: [(userID: String, id: Int64)] = []
-        returned.reserveCapacity(rows.count)
-        for row in rows {
+        try connection.forEachRow(
+            "INSERT INTO events (user_id, kind, conversation_id, group_id, message_id, call_id, created_at) "
+                + select + " RETURNING id, user_id", bindings
+        ) { row in
             guard case .integer(let id) = row[0], case .text(let userID) = row[1] else {
                 throw StoreError(code: .typeMismatch, message: "RETURNING id, user_id gave \(row.values)")
             }
