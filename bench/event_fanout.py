@@ -5,10 +5,14 @@ Used by scripts/bench-events.sh against a running Switchboard on 127.0.0.1.
 Only the given host/port is contacted. Every loop is bounded in count and
 time; --max-seconds caps the whole run.
 
-Setup (HTTP/1.1 keep-alive, http.client, one connection):
-  register an owner and --members members (m00001, m00002, ...), the owner
-  sends each a friend request and each member accepts, the owner creates one
-  group with all of them, and every member's cursor is read from GET /me.
+Setup (HTTP/1.1 keep-alive, http.client):
+  register an owner and --members members (m00001, m00002, ...; four at once,
+  their passwords are hashed), the owner sends each a friend request and each
+  member accepts, the owner creates one group with all of them, and every
+  member's cursor is read from GET /me. With --state FILE the users, tokens
+  and group are written to FILE; when FILE exists they are read from it
+  instead (the server running on a copy of that setup's data directory) and
+  only the cursors are read again.
 
 Step 1, fan-out (repeated --rounds times):
   one non-blocking socket per member (at most --concurrency connecting at
@@ -38,6 +42,7 @@ step failed (with a message on stderr), 2 on bad usage / resource limits.
 """
 
 import argparse
+import concurrent.futures
 import errno
 import gc
 import http.client
@@ -49,6 +54,7 @@ import selectors
 import socket
 import statistics
 import sys
+import threading
 import time
 from collections import deque
 
@@ -200,6 +206,35 @@ class Api:
         self.conn.close()
 
 
+def load_state(path, api, members, deadline):
+    """The users, tokens and group of an earlier setup (--state), on a copy of
+    that run's data directory; only the cursors are read again."""
+    with open(path) as f:
+        info = json.load(f)
+    if len(info.get("users", [])) != members:
+        raise BenchError(f"{path} holds {len(info.get('users', []))} members, "
+                         f"not {members}: delete it (and its data) to set up again")
+    t_start = now()
+    read_cursors(api, info["users"], deadline)
+    info["timing_s"] = {"reused": path, "cursors": round(now() - t_start, 2)}
+    log(f"setup: reused {path}; cursors read in {now() - t_start:.1f} s")
+    return info
+
+
+def save_state(path, info):
+    with open(path, "w") as f:
+        json.dump({k: info[k] for k in ("owner_token", "owner_id", "users",
+                                        "group_id")}, f)
+
+
+def read_cursors(api, users, deadline):
+    for i, u in enumerate(users, 1):
+        if i % 1000 == 0 and now() > deadline:
+            raise BenchError("setup: out of time reading cursors (--max-seconds)")
+        me = api.expect(200, "GET", "/me", None, u["token"])
+        u["cursor"] = int(me["eventCursor"])
+
+
 def setup(api, members, deadline):
     """Owner + members, friendships, one group, cursors. Returns a dict."""
     t_start = now()
@@ -216,17 +251,28 @@ def setup(api, members, deadline):
     owner_token = owner["token"]
     owner_id = owner["user"]["id"]
 
-    users = []   # [{"name", "id", "token"}]
-    for i in range(1, members + 1):
-        if i % 1000 == 0 or i == members:
-            log(f"setup: registered {i}/{members} members")
-            check_time("registration")
+    # Registrations hash their passwords (scrypt, at the server's minimum cost,
+    # about 0.1 s each here): several at once, so both cores hash.
+    local = threading.local()
+    done = [0]
+    done_lock = threading.Lock()
+
+    def register(i):
+        if not hasattr(local, "api"):
+            local.api = Api(api.host, api.port)
+        check_time("registration")
         name = f"m{i:05d}"
-        reg = api.expect(201, "POST", "/auth/register",
-                         {"username": name, "password": PASSWORD,
-                          "displayName": f"Member {i}"})
-        users.append({"name": name, "id": reg["user"]["id"],
-                      "token": reg["token"]})
+        reg = local.api.expect(201, "POST", "/auth/register",
+                               {"username": name, "password": PASSWORD,
+                                "displayName": f"Member {i}"})
+        with done_lock:
+            done[0] += 1
+            if done[0] % 1000 == 0 or done[0] == members:
+                log(f"setup: registered {done[0]}/{members} members")
+        return {"name": name, "id": reg["user"]["id"], "token": reg["token"]}
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        users = list(pool.map(register, range(1, members + 1)))
     t_reg = now()
 
     request_ids = []
@@ -261,11 +307,7 @@ def setup(api, members, deadline):
                          f"{members + 1}")
     t_group = now()
 
-    for i, u in enumerate(users, 1):
-        if i % 1000 == 0:
-            check_time("reading cursors")
-        me = api.expect(200, "GET", "/me", None, u["token"])
-        u["cursor"] = int(me["eventCursor"])
+    read_cursors(api, users, deadline)
     t_end = now()
     log(f"setup: done in {t_end - t_start:.1f} s")
     return {
@@ -1123,6 +1165,9 @@ def main():
                     help="the latency step's receiver polls this port (another "
                          "instance on the same database); default --port")
     ap.add_argument("--json-out", help="write all figures here as JSON")
+    ap.add_argument("--state", help="the setup's users, tokens and group: read from this file "
+                    "when it exists (the server then runs on a copy of that setup's data), "
+                    "else written to it after the setup")
     ap.add_argument("--turns", help="a turn file shared with the anchor's client (bench/turns.py): "
                     "fan-out rounds alternate with the anchor's")
     args = ap.parse_args()
@@ -1132,8 +1177,13 @@ def main():
     out = {"members": args.members, "rounds": args.rounds}
 
     def body(api, started):
-        log(f"setup: owner + {args.members} members, friendships, one group")
-        info = setup(api, args.members, started + args.max_seconds)
+        if args.state and os.path.exists(args.state):
+            info = load_state(args.state, api, args.members, started + args.max_seconds)
+        else:
+            log(f"setup: owner + {args.members} members, friendships, one group")
+            info = setup(api, args.members, started + args.max_seconds)
+            if args.state:
+                save_state(args.state, info)
         out["setup_s"] = info["timing_s"]
         run_fanout(args, api, info, out)
         run_latency(args, api, info, out)

@@ -13,6 +13,7 @@ table. `value` and `ratio` are medians over the rounds; `spread` is the lowest a
 per-round value of the ratio when there is an anchor and of the figure otherwise; a target is
 met when the median meets it.
 
+With --only NAME (bench-audio, ...) only that benchmark's figures are rendered.
 With --write, the section between `<!-- bench:begin -->` and `<!-- bench:end -->` in FILE
 (other names with --markers) is replaced by the table, stamped with the date, the machine
 (nproc and CPU model) and the commit the binaries were built from. The rest of FILE is kept
@@ -27,7 +28,7 @@ import time
 
 ORDER = [("bench-http", "HTTP"), ("bench-events", "events"), ("bench-calls", "calls"),
          ("bench-push", "push"), ("bench-scaleout", "scale-out"), ("bench-relay", "relay"),
-         ("bench-capacity", "capacity")]
+         ("bench-audio", "audio"), ("bench-capacity", "capacity")]
 HEADER = ["bench", "figure", "Switchboard", "target", "met", "anchor (same run)", "anchor's figure",
           "ratio", "spread", "rounds"]
 LEFT = {0, 1, 3, 4, 5}
@@ -54,9 +55,11 @@ def commit(root):
     return head + (" with uncommitted changes" if dirty else "")
 
 
-def read_rows(directory):
+def read_rows(directory, only=None):
     rows, missing, fragments = [], [], []
     for name, title in ORDER:
+        if only and name != only:
+            continue
         path = os.path.join(directory, name + ".tsv")
         if os.path.exists(path):
             with open(path) as fh:
@@ -124,8 +127,9 @@ def main():
     ap.add_argument("--write", metavar="FILE", help="rewrite FILE's generated section")
     ap.add_argument("--markers", default="bench", help="marker name (default bench)")
     ap.add_argument("--build", default="release", help="the binaries' build (for the stamp)")
+    ap.add_argument("--only", metavar="NAME", help="one benchmark's figures only (e.g. bench-audio)")
     args = ap.parse_args()
-    rows, missing, fragments = read_rows(args.directory)
+    rows, missing, fragments = read_rows(args.directory, args.only)
     if not rows:
         print(f"summary: no figures in {args.directory}", file=sys.stderr)
         sys.exit(1)

@@ -25,7 +25,14 @@
 #   BENCH_ROUNDS     alternating fan-out rounds, for Switchboard and for nchan; medians reported  (default 7)
 #   BENCH_RATE       1:1 messages per second           (default 200)
 #   BENCH_DURATION   seconds of 1:1 messages           (default 10)
-#   BENCH_MAX_SECONDS cap on the load clients' run     (default 400)
+#   BENCH_MAX_SECONDS cap on the load clients' run     (default 900: a first setup hashes every password)
+#   BENCH_SEED_CACHE where the set-up users and data are kept for the next run of
+#                    the same binary and member count (default .build/bench-seed;
+#                    "none": set up every time). Registering 5,000 users hashes
+#                    5,000 passwords (minutes); a reused setup reads only cursors.
+#   BENCH_SEED_KEY   what a kept setup is filed under besides the member count
+#                    (default: the binary's hash; bench-ab.sh passes a hash of
+#                    the schema sources, so builds of one schema share a setup)
 #   KEEP_TMP=1       keep the temp dir (logs, figures JSON) for inspection
 set -euo pipefail
 
@@ -33,7 +40,7 @@ readonly MEMBERS="${BENCH_MEMBERS:-5000}"
 readonly ROUNDS="${BENCH_ROUNDS:-7}"
 readonly RATE="${BENCH_RATE:-200}"
 readonly DURATION="${BENCH_DURATION:-10}"
-readonly CLIENT_MAX="${BENCH_MAX_SECONDS:-400}"
+readonly CLIENT_MAX="${BENCH_MAX_SECONDS:-900}"
 readonly NOFILE_WANTED=$((MEMBERS + 1024))
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -82,6 +89,20 @@ BUILD="$(build_type "$SWITCHBOARD")"
 # ---------------------------------------------------------------------------
 # 2. Switchboard
 # ---------------------------------------------------------------------------
+# A setup done before by this binary (or one of the same schema: BENCH_SEED_KEY)
+# for this many members is reused: its data directory copied, its users read
+# from its state file.
+SEED=""
+if [[ "${BENCH_SEED_CACHE:-}" != none ]]; then
+    SEED="${BENCH_SEED_CACHE:-$HERE/../.build/bench-seed}/events-$MEMBERS-${BENCH_SEED_KEY:-$(sha1sum "$SWITCHBOARD" | cut -c1-12)}"
+    if [[ -s "$SEED/state.json" && -d "$SEED/data" ]]; then
+        log "reusing the setup in $SEED"
+        mkdir -p "$TMP/data" && cp -a "$SEED/data/." "$TMP/data/" && cp "$SEED/state.json" "$TMP/state.json" \
+            || die "could not copy the setup in $SEED"
+    fi
+fi
+SEED_IS_NEW=0
+[[ -n "$SEED" && ! -s "$TMP/state.json" ]] && SEED_IS_NEW=1
 log "starting $SWITCHBOARD ($BUILD build)"
 # Cheap password hashes (scrypt N = 2^10) so thousands of registrations take
 # seconds; room for every long poll plus the setup connections.
@@ -121,7 +142,8 @@ NCHAN_CLIENT_PID=$!
 # through; its figures go to figures.json for the summary below. It runs in
 # the background so that the INT/TERM traps can stop it.
 log "running bench/event_fanout.py: $MEMBERS members, $ROUNDS fan-out rounds, ${RATE}/s for ${DURATION}s (at most ${CLIENT_MAX}s)"
-run_load_client --members "$MEMBERS" --rounds "$ROUNDS" --rate "$RATE" --duration "$DURATION" --turns "$TMP/turns"
+run_load_client --members "$MEMBERS" --rounds "$ROUNDS" --rate "$RATE" --duration "$DURATION" --turns "$TMP/turns" \
+    ${SEED:+--state "$TMP/state.json"}
 rc=0
 wait "$NCHAN_CLIENT_PID" || rc=$?
 NCHAN_CLIENT_PID=""
@@ -132,6 +154,11 @@ NCHAN_CLIENT_PID=""
 # ---------------------------------------------------------------------------
 : >"$TMP/warnings"
 stop_switchboard_checked
+# A new setup is kept (the server stopped, so its files are consistent).
+if [[ $SEED_IS_NEW == 1 && -s "$TMP/state.json" ]]; then
+    rm -rf "$SEED" && mkdir -p "$SEED" && cp -a "$TMP/data" "$SEED/data" && cp "$TMP/state.json" "$SEED/state.json" \
+        && log "kept the setup in $SEED for the next run of this binary" || warn "could not keep the setup in $SEED"
+fi
 # Problems the client counted (lost connections, unanswered polls, unexpected
 # statuses, waiters not released, ...).
 python3 - "$TMP/figures.json" >>"$TMP/warnings" <<'PY'

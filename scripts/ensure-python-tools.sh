@@ -10,6 +10,12 @@ set -euo pipefail
 #   mean the same thing on every machine.
 schemathesis_version=4.32.5
 missing=()
+# `ensure-python-tools.sh bench`: also what `make bench` needs beyond the tests.
+# pesq + numpy: ITU-T P.862 speech quality for `switchboard-dev bench audio` (bench/pesq_score.py).
+if [[ "${1:-}" == bench ]]; then
+    python3 -c "import numpy" >/dev/null 2>&1 || missing+=(numpy)
+    python3 -c "import pesq" >/dev/null 2>&1 || missing+=(pesq)
+fi
 python3 -c "import livekit.api" >/dev/null 2>&1 || missing+=(livekit-api)
 python3 -c "import h2" >/dev/null 2>&1 || missing+=(h2)
 python3 -c "import cryptography.hazmat.primitives.ciphers.aead" >/dev/null 2>&1 || missing+=(cryptography)

@@ -15,7 +15,8 @@ final class PushLink: Sendable {
     private let start = Date()
 
     init(profile: NetworkProfile, seed: UInt64) {
-        schedule = Mutex(LinkSchedule(link: profile.downlink, random: SplitMix64(seed: seed)))
+        schedule = Mutex(
+            LinkSchedule(link: profile.downlink, random: SplitMix64(seed: seed), reverse: profile.uplink))
     }
 
     /// Seconds until a push that arrives now reaches the phone.

@@ -31,8 +31,10 @@ public struct ConnectionSchedule: Sendable {
     public init(profile: NetworkProfile, seed: UInt64, openedAt: Double) {
         var root = SplitMix64(seed: seed)
         var resetRandom = root.split()
-        var uplink = LinkSchedule(link: profile.uplink, random: root.split(), startingAt: openedAt)
-        var downlink = LinkSchedule(link: profile.downlink, random: root.split(), startingAt: openedAt)
+        var uplink = LinkSchedule(
+            link: profile.uplink, random: root.split(), startingAt: openedAt, reverse: profile.downlink)
+        var downlink = LinkSchedule(
+            link: profile.downlink, random: root.split(), startingAt: openedAt, reverse: profile.uplink)
         let syn = uplink.handshakePacketSent(at: openedAt)
         let synAck = downlink.handshakePacketSent(at: syn.releaseAt)
         uplink.hold(until: synAck.releaseAt)

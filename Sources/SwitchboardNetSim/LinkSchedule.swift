@@ -48,24 +48,40 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
     public private(set) var transmitterFreeAt: Double
     /// The latest release so far; no later segment is released before it.
     public private(set) var lastReleaseAt: Double
-    /// How many losses in a row the retransmission timer has backed off for.
+    /// How many times in a row the retransmission timer has expired and doubled: for lost
+    /// segments, and for delivered ones whose acknowledgement was lost.
     public private(set) var backoff = 0
+    /// When the sender learns that the last segment arrived (its ACK gets back). The backoff
+    /// stands until then: Linux resets it only on an ACK that gives a round-trip sample (RFC 6298
+    /// §5.7; with timestamps a retransmitted segment's ACK gives one too).
+    public private(set) var acknowledgedAt: Double
 
     private let latency: Double
     private let jitter: Double
     private let initialTimeout: Double
     private let maximumTimeout: Double
+    /// The loss probability of the ACKs, which travel the reverse direction, and their latency.
+    private let ackLoss: Double
+    private let ackLatency: Double
 
-    /// Creates the schedule of an idle direction; nothing is released before `time`.
-    public init(link: NetworkProfile.Link, random: Random, startingAt time: Double = 0) {
+    /// Creates the schedule of an idle direction; nothing is released before `time`. `reverse`
+    /// is the direction its ACKs travel (the profile's other link): a lost ACK makes the sender's
+    /// timer expire although the segment arrived, and the backoff grows as for a lost segment.
+    /// Without it ACKs are never lost and take this direction's latency back.
+    public init(
+        link: NetworkProfile.Link, random: Random, startingAt time: Double = 0, reverse: NetworkProfile.Link? = nil
+    ) {
         self.link = link
         self.random = random
         transmitterFreeAt = time
         lastReleaseAt = time
+        acknowledgedAt = time
         latency = link.latency.seconds
         jitter = link.jitter.seconds
         initialTimeout = link.loss.initialTimeout.seconds
         maximumTimeout = link.loss.maximumTimeout.seconds
+        ackLoss = reverse?.loss.probability ?? 0
+        ackLatency = reverse?.latency.seconds ?? link.latency.seconds
     }
 
     /// The retransmission timeout after `losses` losses in a row: the initial one doubled that
@@ -95,23 +111,40 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
     }
 
     /// One segment of `byteCount` bytes arrived at `time`: paces it behind the segments before
-    /// it, decides whether (and how often) it is lost, and adds latency and jitter.
+    /// it, decides whether (and how often) it is lost, and adds latency and jitter. Each loss
+    /// waits the current retransmission timeout and doubles it; so does each lost ACK after the
+    /// segment arrived, until one gets back. The doubled timeout carries over to the segments
+    /// sent before that ACK is back (so a lost ACK makes the next loss cost twice as much).
     public mutating func segmentArrived(byteCount: Int, at time: Double) -> SegmentRelease {
         let start = max(time, transmitterFreeAt)
         let transmission = link.bytesPerSecond.map { Double(byteCount) / Double($0) } ?? 0
         let sent = start + transmission
         transmitterFreeAt = sent
+        if start >= acknowledgedAt { backoff = 0 }
+        let p = link.loss.probability
         var losses = 0
         var stall = 0.0
-        if link.loss.probability > 0 {
-            while losses < Self.maximumRetransmissions, random.nextUnit() < link.loss.probability {
+        if p > 0 {
+            while losses < Self.maximumRetransmissions, random.nextUnit() < p {
                 stall += retransmissionTimeout(afterLosses: backoff)
                 backoff += 1
                 losses += 1
             }
         }
-        if losses == 0 { backoff = 0 }
+        // The copy that arrived is acknowledged; while its ACK is lost the timer expires again
+        // and the segment is sent again, which takes another copy through and another ACK back.
+        var ackWait = 0.0
+        if ackLoss > 0 {
+            var failure = ackLoss, expirations = 0
+            while losses + expirations < Self.maximumRetransmissions, random.nextUnit() < failure {
+                ackWait += retransmissionTimeout(afterLosses: backoff)
+                backoff += 1
+                expirations += 1
+                failure = 1 - (1 - p) * (1 - ackLoss)
+            }
+        }
         let arrival = sent + latency + drawJitter() + stall
+        acknowledgedAt = max(acknowledgedAt, sent + stall + ackWait + latency + ackLatency)
         let release = max(arrival, lastReleaseAt)
         lastReleaseAt = release
         return SegmentRelease(byteCount: byteCount, releaseAt: release, losses: losses, stall: stall)

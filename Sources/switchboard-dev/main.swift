@@ -28,6 +28,9 @@ let program = CommandLineProgram(
             "bench relay", summary: "The built-in audio relay under load (concurrent calls, loss, latency, CPU).",
             help: BenchCommand.help(of: "relay")!),
         .init(
+            "bench audio", summary: "Real speech through the relay on every network profile: delay, loss, SNR, PESQ.",
+            help: BenchCommand.help(of: "audio")!),
+        .init(
             "proxy", summary: "A loopback TCP proxy that applies a weak-network profile (good, poor_3g, …).",
             help: ProxyCommand.help),
         .init(
@@ -45,6 +48,7 @@ let runs: [String: ([String]) -> Int32] = [
     "bench": BenchCommand.run,
     "bench wakeup": { BenchCommand.run(["wakeup"] + $0) },
     "bench relay": { BenchCommand.run(["relay"] + $0) },
+    "bench audio": { BenchCommand.run(["audio"] + $0) },
     "proxy": ProxyCommand.run,
     "push-emulator": APNsEmulatorCommand.run,
 ]

@@ -111,15 +111,46 @@ struct LinkScheduleTests {
         #expect([0, 1, 2, 3, 10].map { schedule.retransmissionTimeout(afterLosses: $0) } == [0.2, 0.4, 0.8, 1.0, 1.0])
     }
 
-    @Test func theBackoffCarriesOverUntilASegmentGoesThroughFirstTime() {
-        // Karn's rule: a segment that needed a retransmission does not reset the timer.
+    @Test func theBackoffCarriesOverUntilTheAcknowledgementIsBack() {
+        // RFC 6298 §5.7 as Linux does it: the doubled timeout stands until an ACK gives a
+        // round-trip sample; a segment sent before that ACK is back backs off further.
         let loss = NetworkProfile.LossStall(probability: 0.5, initialTimeout: .milliseconds(200))
-        var random = ScriptedRandom([0, 0.9, 0, 0.9, 0.9, 0, 0.9])
+        var random = ScriptedRandom([0, 0.9, 0, 0.9, 0, 0.9])
         var schedule = LinkSchedule(link: link(loss: loss), random: random)
-        let stalls = (0..<4).map { schedule.segmentArrived(byteCount: 10, at: Double($0) * 10).stall }
-        #expect(zip(stalls, [0.2, 0.4, 0, 0.2]).allSatisfy { approximately($0, $1) })
+        let first = schedule.segmentArrived(byteCount: 10, at: 0)
+        #expect(approximately(first.stall, 0.2) && schedule.backoff == 1)
+        #expect(approximately(schedule.acknowledgedAt, 0.2 + 0.1), "delivered after 0.2 s, its ACK back 0.1 s later")
+        let beforeTheACK = schedule.segmentArrived(byteCount: 10, at: 0.1)
+        #expect(approximately(beforeTheACK.stall, 0.4), "the timeout is still doubled")
+        let afterTheACK = schedule.segmentArrived(byteCount: 10, at: 10)
+        #expect(approximately(afterTheACK.stall, 0.2), "an ACK came back in between: the backoff was reset")
         random = schedule.random
-        #expect(random.draws == 7)
+        #expect(random.draws == 6)
+    }
+
+    @Test func aLostAcknowledgementExpiresTheTimerAndDoublesItUntilOneGetsBack() {
+        let loss = NetworkProfile.LossStall(probability: 0.5, initialTimeout: .milliseconds(200))
+        let reverse = link(latency: .milliseconds(30), loss: loss)
+        // The segment gets through (0.9); its ACK is lost (0); the copy the timer sends, or its
+        // ACK, is lost again (0); the next copy's ACK gets back (0.9).
+        var schedule = LinkSchedule(
+            link: link(loss: loss), random: ScriptedRandom([0.9, 0, 0, 0.9, 0, 0.9]), reverse: reverse)
+        let delivered = schedule.segmentArrived(byteCount: 10, at: 0)
+        #expect(delivered.losses == 0 && delivered.stall == 0)
+        #expect(approximately(delivered.releaseAt, 0.05), "the receiver has it after one latency")
+        #expect(schedule.backoff == 2, "two expirations while the ACKs were lost")
+        #expect(approximately(schedule.acknowledgedAt, 0.2 + 0.4 + 0.05 + 0.03))
+        // Sent before that ACK is back, a lost segment waits the twice-doubled timeout.
+        let next = schedule.segmentArrived(byteCount: 10, at: 0.5)
+        #expect(next.losses == 1)
+        #expect(approximately(next.stall, 0.8))
+    }
+
+    @Test func withoutAReverseLinkAcknowledgementsAreNeverLostAndDrawNothing() {
+        let loss = NetworkProfile.LossStall(probability: 0.5, initialTimeout: .milliseconds(200))
+        var schedule = LinkSchedule(link: link(loss: loss), random: ScriptedRandom([0.9]))
+        _ = schedule.segmentArrived(byteCount: 10, at: 0)
+        #expect(schedule.backoff == 0 && schedule.random.draws == 1)
     }
 
     @Test func aStalledSegmentHoldsBackTheOnesBehindIt() {

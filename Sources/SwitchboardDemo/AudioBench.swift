@@ -1,0 +1,234 @@
+import Foundation
+import SwitchboardNetSim
+import SwitchboardTesting
+
+/// `switchboard-dev bench audio`: real sound through the relay in real time, per network
+/// profile, with speech quality scored by an independent implementation of ITU-T P.862.
+enum AudioBench {
+    static let help = """
+        Usage: switchboard-dev bench audio [--profiles LIST] [--rounds N] [--pesq SCRIPT] [--out FILE]
+
+        Real sound through the built-in audio relay, in real time: two phrases spoken by
+        espeak-ng go from one simulated phone to another, each phone behind its own link with a
+        weak-network profile (LIST, default every profile: good, poor_4g, poor_3g, wifi_30_loss,
+        wifi_50_loss), through a server in this process, N times per profile (default 3, each
+        with other seeds for the links' randomness). Each round measures the mouth-to-ear delay,
+        the frames that never played (lost, or dropped by the jitter buffer), the SNR through the
+        8 kHz band (over the whole sound, and the median of its 20 ms pieces), and the speech
+        quality by ITU-T P.862 (PESQ, narrowband, MOS-LQO from 1.0 to 4.5), computed by SCRIPT
+        (default bench/pesq_score.py: PyPI `pesq`) from what was said and what was heard, both
+        at 8 kHz. Per profile the table shows the median round, with the lowest and highest.
+        A round in which the machine did not keep the 20 ms audio schedule (more than 5 % of its
+        steps began late) measures the machine, not the network: it is shown and left out of
+        the medians. Run it on an otherwise idle machine.
+        Prints one table; with --out FILE.tsv, its figures as bench-summary rows (TSV) and the
+        table beside them (FILE.md).
+        Needs espeak-ng, sox, and python3 with pesq and numpy (scripts/ensure-python-tools.sh bench).
+        """
+
+    struct Options: Sendable {
+        var profiles = NetworkProfile.all
+        var rounds = 3
+        var pesqScript = "bench/pesq_score.py"
+        var out: String?
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var options = Options()
+        var index = 0
+        func value() -> String? {
+            index += 1
+            return index < arguments.count ? arguments[index] : nil
+        }
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--profiles":
+                let names = (value() ?? "").split(separator: ",").map(String.init)
+                let profiles = names.compactMap(NetworkProfile.named)
+                guard !names.isEmpty, profiles.count == names.count else {
+                    return usage(
+                        "--profiles takes names from \(NetworkProfile.all.map(\.name).joined(separator: ", "))")
+                }
+                options.profiles = profiles
+            case "--rounds":
+                guard let rounds = Int(value() ?? ""), (1...50).contains(rounds) else {
+                    return usage("--rounds takes 1-50")
+                }
+                options.rounds = rounds
+            case "--pesq": options.pesqScript = value() ?? ""
+            case "--out": options.out = value()
+            case "-h", "--help":
+                print(help)
+                return 0
+            default:
+                return usage("unknown option '\(arguments[index])'")
+            }
+            index += 1
+        }
+        guard FileManager.default.fileExists(atPath: options.pesqScript) else {
+            return usage("no PESQ script at '\(options.pesqScript)' (run from the repository, or give --pesq)")
+        }
+        let chosen = options
+        return waitForExitCode {
+            do {
+                try await bench(chosen)
+                return 0
+            } catch {
+                FileHandle.standardError.write(Data("switchboard-dev bench audio: \(error)\n".utf8))
+                return 1
+            }
+        }
+    }
+
+    private static func usage(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("switchboard-dev bench audio: \(message)\n".utf8))
+        return 2
+    }
+
+    /// One round's figures.
+    struct Round: Sendable {
+        var report: AudioProbe.Report
+        var pesq: Double
+    }
+
+    static func bench(_ options: Options) async throws {
+        let mouth =
+            try AudioProbe.spoken("The phone rings, even locked, on a bad network, and the call connects.")
+            + [Float](repeating: 0, count: 24_000)
+            + AudioProbe.spoken("Our users need it to be boringly reliable.")
+        let stack = try await DemoStack()
+        var results: [(NetworkProfile, [Round])] = []
+        do {
+            RelayBench.say(
+                String(
+                    format: "audio bench: %.1f s of speech, real time, %d rounds per profile",
+                    Double(mouth.count) / 48_000, options.rounds))
+            for profile in options.profiles {
+                var rounds: [Round] = []
+                for round in 0..<options.rounds {
+                    let recording = try await AudioProbe.record(
+                        stack: stack, profile: profile, sound: "speech", mouth: mouth, pacing: .realTime,
+                        seed: 7 &+ 2 &* UInt64(round))
+                    let pesq = try score(recording, script: options.pesqScript)
+                    RelayBench.say(String(format: "  %@, PESQ %.2f", recording.report.line, pesq))
+                    rounds.append(Round(report: recording.report, pesq: pesq))
+                }
+                results.append((profile, rounds))
+            }
+        } catch {
+            await stack.shutDown()
+            throw error
+        }
+        await stack.shutDown()
+        let table = Table(results: results)
+        RelayBench.say(table.text)
+        if let out = options.out {
+            try table.rows.joined(separator: "\n").appending("\n").write(toFile: out, atomically: true, encoding: .utf8)
+            let fragment = (out.hasSuffix(".tsv") ? String(out.dropLast(4)) : out) + ".md"
+            try table.text.write(toFile: fragment, atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// PESQ narrowband of what was heard against what was said, both brought to 8 kHz by sox.
+    static func score(_ recording: AudioProbe.Recording, script: String) throws -> Double {
+        let directory = NSTemporaryDirectory() + "switchboard-pesq-" + UUID().uuidString.lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var waves: [String] = []
+        for (name, signal) in [("mouth", recording.mouth), ("ear", recording.ear)] {
+            let raw = "\(directory)/\(name).f32", wave = "\(directory)/\(name).wav"
+            try signal.withUnsafeBytes { Data($0) }.write(to: URL(fileURLWithPath: raw))
+            _ = try output(
+                of: "/usr/bin/sox",
+                [
+                    "-G", "-t", "raw", "-r", "48000", "-e", "floating-point", "-b", "32", "-c", "1", raw,
+                    "-r", "8000", "-b", "16", "-e", "signed-integer", wave,
+                ])
+            waves.append(wave)
+        }
+        let printed = try output(of: "/usr/bin/python3", [script, waves[0], waves[1]])
+        guard let value = Double(printed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw AudioProbe.ProbeError("\(script) printed '\(printed)', not a score")
+        }
+        return value
+    }
+
+    /// What `executable` printed on stdout; throws with its stderr when it fails.
+    private static func output(of executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try ProcessLauncher.run(process)
+        let printed = out.fileHandleForReading.readDataToEndOfFile()
+        let complaint = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw AudioProbe.ProbeError(
+                "\(executable) \(arguments.first ?? "") exited with \(process.terminationStatus): "
+                    + String(decoding: complaint.suffix(400), as: UTF8.self))
+        }
+        return String(decoding: printed, as: UTF8.self)
+    }
+
+    /// The medians per profile, over the rounds whose schedule was kept.
+    struct Table {
+        var text = ""
+        var rows: [String] = []
+
+        init(results: [(NetworkProfile, [Round])]) {
+            text =
+                "| profile | rounds | mouth to ear ms | frames lost % | SNR dB (median 20 ms piece) | PESQ (P.862 NB) |\n"
+                + "|---|---:|---:|---:|---:|---:|\n"
+            for (profile, all) in results {
+                let kept = all.filter(\.report.scheduleKept)
+                let late = all.count - kept.count
+                let roundsText = late == 0 ? "\(kept.count)" : "\(kept.count) (+\(late) late, left out)"
+                guard !kept.isEmpty else {
+                    text += "| \(profile.name) | \(roundsText) | n/a | n/a | n/a | n/a |\n"
+                    continue
+                }
+                let delay = Figure(kept.map(\.report.delayMilliseconds))
+                let loss = Figure(kept.map(\.report.frameLossPercent))
+                let snr = Figure(kept.map(\.report.medianSegmentSNR))
+                let pesq = Figure(kept.map(\.pesq))
+                text +=
+                    "| \(profile.name) | \(roundsText) | \(delay.text("%.0f")) | \(loss.text("%.1f")) | "
+                    + "\(snr.text("%.1f")) | \(pesq.text("%.2f")) |\n"
+                let n = kept.count
+                rows.append(delay.row("audio: \(profile.name) mouth to ear, ms (real time, speech)", "%.0f", n))
+                rows.append(loss.row("audio: \(profile.name) frames never played, %", "%.1f", n))
+                rows.append(snr.row("audio: \(profile.name) SNR of the median 20 ms piece, dB", "%.1f", n))
+                rows.append(pesq.row("audio: \(profile.name) speech quality, PESQ P.862 NB (1-4.5)", "%.2f", n))
+            }
+        }
+    }
+
+    /// A median with the lowest and highest value.
+    struct Figure {
+        let median: Double, lowest: Double, highest: Double
+
+        init(_ values: [Double]) {
+            let sorted = values.sorted()
+            let middle = sorted.count / 2
+            median = sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+            lowest = sorted.first ?? 0
+            highest = sorted.last ?? 0
+        }
+
+        func text(_ format: String) -> String {
+            String(format: "\(format) (\(format)–\(format))", median, lowest, highest)
+        }
+
+        /// A bench-summary row: figure, value, target, verdict, anchor, anchor's value, ratio,
+        /// spread, rounds.
+        func row(_ name: String, _ format: String, _ rounds: Int) -> String {
+            [
+                name, String(format: format, median), "-", "-", "-", "-", "-",
+                String(format: "\(format)–\(format)", lowest, highest), "\(rounds)",
+            ].joined(separator: "\t")
+        }
+    }
+}
