@@ -146,7 +146,8 @@ enum AudioBench {
                 ])
             waves.append(wave)
         }
-        let printed = try output(of: "/usr/bin/python3", [script, waves[0], waves[1]])
+        // The python3 on PATH: the one the Python tools were installed for.
+        let printed = try output(of: "/usr/bin/env", ["python3", script, waves[0], waves[1]])
         guard let value = Double(printed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw AudioProbe.ProbeError("\(script) printed '\(printed)', not a score")
         }
@@ -167,7 +168,7 @@ enum AudioBench {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw AudioProbe.ProbeError(
-                "\(executable) \(arguments.first ?? "") exited with \(process.terminationStatus): "
+                "\(executable) \(arguments.prefix(2).joined(separator: " ")) exited with \(process.terminationStatus): "
                     + String(decoding: complaint.suffix(400), as: UTF8.self))
         }
         return String(decoding: printed, as: UTF8.self)

@@ -49,12 +49,13 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
     /// The latest release so far; no later segment is released before it.
     public private(set) var lastReleaseAt: Double
     /// How many times in a row the retransmission timer has expired and doubled: for lost
-    /// segments, and for delivered ones whose acknowledgement was lost.
+    /// segments, and for delivered ones whose ACK was lost. Karn's rule: only a segment sent
+    /// once and acknowledged (a clean round-trip sample) resets it.
     public private(set) var backoff = 0
-    /// When the sender learns that the last segment arrived (its ACK gets back). The backoff
-    /// stands until then: Linux resets it only on an ACK that gives a round-trip sample (RFC 6298
-    /// §5.7; with timestamps a retransmitted segment's ACK gives one too).
-    public private(set) var acknowledgedAt: Double
+    /// The timer of the last segment whose ACK was lost: when it fires, and the backoff had a
+    /// later segment's ACK come back before that (ACKs are cumulative, so in a stream the next
+    /// ACK covers a lost one and the timer never fires).
+    private var pendingExpiry: (at: Double, coveredBackoff: Int)?
 
     private let latency: Double
     private let jitter: Double
@@ -75,7 +76,6 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
         self.random = random
         transmitterFreeAt = time
         lastReleaseAt = time
-        acknowledgedAt = time
         latency = link.latency.seconds
         jitter = link.jitter.seconds
         initialTimeout = link.loss.initialTimeout.seconds
@@ -112,15 +112,19 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
 
     /// One segment of `byteCount` bytes arrived at `time`: paces it behind the segments before
     /// it, decides whether (and how often) it is lost, and adds latency and jitter. Each loss
-    /// waits the current retransmission timeout and doubles it; so does each lost ACK after the
-    /// segment arrived, until one gets back. The doubled timeout carries over to the segments
-    /// sent before that ACK is back (so a lost ACK makes the next loss cost twice as much).
+    /// waits the current retransmission timeout and doubles it. After the segment arrived, each
+    /// lost ACK (the reverse link's loss) lets the timer expire and double again, unless the next
+    /// segment's ACK gets back first; the backoff then carries over to the next segment.
     public mutating func segmentArrived(byteCount: Int, at time: Double) -> SegmentRelease {
         let start = max(time, transmitterFreeAt)
         let transmission = link.bytesPerSecond.map { Double(byteCount) / Double($0) } ?? 0
         let sent = start + transmission
         transmitterFreeAt = sent
-        if start >= acknowledgedAt { backoff = 0 }
+        if let expiry = pendingExpiry {
+            // This segment's ACK (cumulative) reaches the sender before the earlier timer fires.
+            if sent + latency + ackLatency < expiry.at { backoff = expiry.coveredBackoff }
+            pendingExpiry = nil
+        }
         let p = link.loss.probability
         var losses = 0
         var stall = 0.0
@@ -131,20 +135,24 @@ public struct LinkSchedule<Random: RandomNumberGenerator> {
                 losses += 1
             }
         }
-        // The copy that arrived is acknowledged; while its ACK is lost the timer expires again
-        // and the segment is sent again, which takes another copy through and another ACK back.
-        var ackWait = 0.0
-        if ackLoss > 0 {
-            var failure = ackLoss, expirations = 0
-            while losses + expirations < Self.maximumRetransmissions, random.nextUnit() < failure {
-                ackWait += retransmissionTimeout(afterLosses: backoff)
+        // Karn: a retransmitted segment's ACK gives no round-trip sample and resets nothing.
+        let clean = losses == 0 ? 0 : backoff
+        if ackLoss > 0, random.nextUnit() < ackLoss {
+            // The ACK is lost: the timer fires one timeout after the copy that arrived was sent,
+            // and sends it again; again each time that copy or its ACK is lost.
+            pendingExpiry = (sent + stall + retransmissionTimeout(afterLosses: backoff), clean)
+            backoff += 1
+            var expirations = 1
+            while losses + expirations < Self.maximumRetransmissions,
+                random.nextUnit() < 1 - (1 - p) * (1 - ackLoss)
+            {
                 backoff += 1
                 expirations += 1
-                failure = 1 - (1 - p) * (1 - ackLoss)
             }
+        } else {
+            backoff = clean
         }
         let arrival = sent + latency + drawJitter() + stall
-        acknowledgedAt = max(acknowledgedAt, sent + stall + ackWait + latency + ackLatency)
         let release = max(arrival, lastReleaseAt)
         lastReleaseAt = release
         return SegmentRelease(byteCount: byteCount, releaseAt: release, losses: losses, stall: stall)

@@ -111,24 +111,18 @@ struct LinkScheduleTests {
         #expect([0, 1, 2, 3, 10].map { schedule.retransmissionTimeout(afterLosses: $0) } == [0.2, 0.4, 0.8, 1.0, 1.0])
     }
 
-    @Test func theBackoffCarriesOverUntilTheAcknowledgementIsBack() {
-        // RFC 6298 §5.7 as Linux does it: the doubled timeout stands until an ACK gives a
-        // round-trip sample; a segment sent before that ACK is back backs off further.
+    @Test func theBackoffCarriesOverUntilASegmentGoesThroughFirstTime() {
+        // Karn's rule: a segment that needed a retransmission does not reset the timer.
         let loss = NetworkProfile.LossStall(probability: 0.5, initialTimeout: .milliseconds(200))
-        var random = ScriptedRandom([0, 0.9, 0, 0.9, 0, 0.9])
+        var random = ScriptedRandom([0, 0.9, 0, 0.9, 0.9, 0, 0.9])
         var schedule = LinkSchedule(link: link(loss: loss), random: random)
-        let first = schedule.segmentArrived(byteCount: 10, at: 0)
-        #expect(approximately(first.stall, 0.2) && schedule.backoff == 1)
-        #expect(approximately(schedule.acknowledgedAt, 0.2 + 0.1), "delivered after 0.2 s, its ACK back 0.1 s later")
-        let beforeTheACK = schedule.segmentArrived(byteCount: 10, at: 0.1)
-        #expect(approximately(beforeTheACK.stall, 0.4), "the timeout is still doubled")
-        let afterTheACK = schedule.segmentArrived(byteCount: 10, at: 10)
-        #expect(approximately(afterTheACK.stall, 0.2), "an ACK came back in between: the backoff was reset")
+        let stalls = (0..<4).map { schedule.segmentArrived(byteCount: 10, at: Double($0) * 10).stall }
+        #expect(zip(stalls, [0.2, 0.4, 0, 0.2]).allSatisfy { approximately($0, $1) })
         random = schedule.random
-        #expect(random.draws == 6)
+        #expect(random.draws == 7)
     }
 
-    @Test func aLostAcknowledgementExpiresTheTimerAndDoublesItUntilOneGetsBack() {
+    @Test func aLostAcknowledgementExpiresTheTimerAndTheBackoffCarriesOver() {
         let loss = NetworkProfile.LossStall(probability: 0.5, initialTimeout: .milliseconds(200))
         let reverse = link(latency: .milliseconds(30), loss: loss)
         // The segment gets through (0.9); its ACK is lost (0); the copy the timer sends, or its
@@ -139,11 +133,25 @@ struct LinkScheduleTests {
         #expect(delivered.losses == 0 && delivered.stall == 0)
         #expect(approximately(delivered.releaseAt, 0.05), "the receiver has it after one latency")
         #expect(schedule.backoff == 2, "two expirations while the ACKs were lost")
-        #expect(approximately(schedule.acknowledgedAt, 0.2 + 0.4 + 0.05 + 0.03))
-        // Sent before that ACK is back, a lost segment waits the twice-doubled timeout.
-        let next = schedule.segmentArrived(byteCount: 10, at: 0.5)
+        // The next segment, a second later (no ACK of it could have covered the first timer),
+        // is lost and waits the twice-doubled timeout.
+        let next = schedule.segmentArrived(byteCount: 10, at: 1)
         #expect(next.losses == 1)
         #expect(approximately(next.stall, 0.8))
+    }
+
+    @Test func inAStreamTheNextAcknowledgementCoversALostOne() {
+        let loss = NetworkProfile.LossStall(probability: 0.5, initialTimeout: .milliseconds(200))
+        let reverse = link(latency: .milliseconds(30), loss: loss)
+        // Through (0.9), ACK lost (0), its retransmission acknowledged (0.9); the next segment
+        // 10 ms later is acknowledged at 0.09 s, before the timer (0.2 s): nothing expired.
+        var schedule = LinkSchedule(
+            link: link(loss: loss), random: ScriptedRandom([0.9, 0, 0.9, 0, 0.9]), reverse: reverse)
+        _ = schedule.segmentArrived(byteCount: 10, at: 0)
+        #expect(schedule.backoff == 1)
+        let next = schedule.segmentArrived(byteCount: 10, at: 0.01)
+        #expect(next.losses == 1)
+        #expect(approximately(next.stall, 0.2), "the backoff of the covered timer was undone")
     }
 
     @Test func withoutAReverseLinkAcknowledgementsAreNeverLostAndDrawNothing() {
