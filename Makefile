@@ -41,10 +41,13 @@ release:
 	scripts/check-lean-server.sh .build/release/switchboard .build/release/switchboard-dev
 
 # Every benchmark beside its anchor (nginx, nginx + nchan, aioapns), then one summary table,
-# which also rewrites the generated section of docs/benchmarks.md (bench/summary.py).
+# which also rewrites the generated section of docs/benchmarks.md (bench/summary.py), and the
+# audio table (speech quality per network profile), which also rewrites the README's.
 bench: release
 	$(SWIFT) build -c release --product push-bench
-	rm -rf .build/bench-summary
+	scripts/ensure-python-tools.sh bench
+	rm -rf .build/bench-summary && mkdir -p .build/bench-summary
+	scripts/with-private-tmp.sh .build/release/switchboard-dev bench audio --out $(CURDIR)/.build/bench-summary/bench-audio.tsv
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-http.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-events.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-calls.sh .build/release/switchboard
@@ -52,6 +55,7 @@ bench: release
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/with-postgres.sh scripts/bench-scaleout.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-relay.sh .build/release/switchboard .build/release/switchboard-dev
 	scripts/bench-summary.sh .build/bench-summary --write docs/benchmarks.md
+	scripts/bench-summary.sh .build/bench-summary --only bench-audio --write README.md --markers audio
 
 # A change against a base revision: builds BASE beside the working tree and runs BENCHES
 # alternately (base, ours, ours, base, ...), ROUNDS rounds, printing each figure's ratio and spread.

@@ -5,7 +5,7 @@
 #
 #   usage: scripts/bench-relay.sh path/to/switchboard path/to/switchboard-dev
 #
-# Knobs: BENCH_RELAY_CALLS (10,50,100), BENCH_RELAY_SECONDS (10). Figures are printed, never
+# Knobs: BENCH_RELAY_CALLS (10,50,100,150,200,300), BENCH_RELAY_SECONDS (10). Figures are printed, never
 # asserted; with BENCH_SUMMARY_DIR they also go to bench-relay.tsv for the summary table.
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 path/to/switchboard path/to/switchboard-dev" >&2; exit 2; }
@@ -16,5 +16,5 @@ if [[ -n "${BENCH_SUMMARY_DIR:-}" ]]; then
     out=(--out "$BENCH_SUMMARY_DIR/bench-relay.tsv")
 fi
 ulimit -n 65536 2>/dev/null || true
-"$2" bench relay --server "$1" --calls "${BENCH_RELAY_CALLS:-10,50,100}" --seconds "${BENCH_RELAY_SECONDS:-10}" \
+"$2" bench relay --server "$1" --calls "${BENCH_RELAY_CALLS:-10,50,100,150,200,300}" --seconds "${BENCH_RELAY_SECONDS:-10}" \
     --echo-anchor "$here/bench/ws_echo_server.py" "${out[@]}"

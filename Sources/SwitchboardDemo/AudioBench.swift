@@ -85,10 +85,11 @@ enum AudioBench {
         return 2
     }
 
-    /// One round's figures.
+    /// One round's figures: no report when the call was not set up, no PESQ when most of the
+    /// speech never played (or was not found).
     struct Round: Sendable {
-        var report: AudioProbe.Report
-        var pesq: Double
+        var report: AudioProbe.Report?
+        var pesq: Double?
     }
 
     static func bench(_ options: Options) async throws {
@@ -106,12 +107,28 @@ enum AudioBench {
             for profile in options.profiles {
                 var rounds: [Round] = []
                 for round in 0..<options.rounds {
-                    let recording = try await AudioProbe.record(
-                        stack: stack, profile: profile, sound: "speech", mouth: mouth, pacing: .realTime,
-                        seed: 7 &+ 2 &* UInt64(round))
-                    let pesq = try score(recording, script: options.pesqScript)
-                    RelayBench.say(String(format: "  %@, PESQ %.2f", recording.report.line, pesq))
-                    rounds.append(Round(report: recording.report, pesq: pesq))
+                    let recording: AudioProbe.Recording
+                    do {
+                        recording = try await AudioProbe.record(
+                            stack: stack, profile: profile, sound: "speech", mouth: mouth, pacing: .realTime,
+                            seed: 7 &+ 2 &* UInt64(round))
+                    } catch {
+                        // The call itself did not come up over this link (a lost answer): a
+                        // figure of the profile too, reported, not an end of the benchmark.
+                        RelayBench.say("  \(profile.name): the call was not set up: \(error)")
+                        rounds.append(Round(report: nil, pesq: nil))
+                        continue
+                    }
+                    let report = recording.report
+                    // PESQ needs the speech: when most of it never played there is nothing to
+                    // score, and the library's alignment then finds chance matches.
+                    let pesq =
+                        report.found && report.frameLossPercent <= 50
+                        ? try score(recording, script: options.pesqScript) : nil
+                    RelayBench.say(
+                        "  \(report.line), PESQ "
+                            + (pesq.map { String(format: "%.2f", $0) } ?? "n/a (most of it never played)"))
+                    rounds.append(Round(report: report, pesq: pesq))
                 }
                 results.append((profile, rounds))
             }
@@ -181,28 +198,52 @@ enum AudioBench {
 
         init(results: [(NetworkProfile, [Round])]) {
             text =
-                "| profile | rounds | mouth to ear ms | frames lost % | SNR dB (median 20 ms piece) | PESQ (P.862 NB) |\n"
-                + "|---|---:|---:|---:|---:|---:|\n"
+                "| profile | rounds | mouth to ear ms | frames never played % | SNR dB (median 20 ms piece) | PESQ (P.862 NB) |\n"
+                + "|---|---|---:|---:|---:|---:|\n"
             for (profile, all) in results {
-                let kept = all.filter(\.report.scheduleKept)
-                let late = all.count - kept.count
-                let roundsText = late == 0 ? "\(kept.count)" : "\(kept.count) (+\(late) late, left out)"
-                guard !kept.isEmpty else {
-                    text += "| \(profile.name) | \(roundsText) | n/a | n/a | n/a | n/a |\n"
-                    continue
+                let reports = all.compactMap(\.report)
+                let kept = reports.filter(\.scheduleKept)
+                var notes: [String] = []
+                if all.count > reports.count { notes.append("\(all.count - reports.count) call(s) not set up") }
+                if reports.count > kept.count { notes.append("\(reports.count - kept.count) late, left out") }
+                let roundsText =
+                    "\(kept.count) of \(all.count)" + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
+                // A delay is the speech's: when most of it never played, the search for it
+                // finds chance matches in what little came.
+                let found = kept.filter { $0.found && $0.frameLossPercent <= 50 }
+                let scores = all.filter { $0.report?.scheduleKept ?? false }.compactMap(\.pesq)
+                let delay = found.isEmpty ? nil : Figure(found.map(\.delayMilliseconds))
+                let loss = kept.isEmpty ? nil : Figure(kept.map(\.frameLossPercent))
+                let snr = kept.isEmpty ? nil : Figure(kept.map(\.medianSegmentSNR))
+                let pesq = scores.isEmpty ? nil : Figure(scores)
+                func cell(_ figure: Figure?, _ format: String, _ none: String) -> String {
+                    figure.map { $0.text(format) } ?? none
                 }
-                let delay = Figure(kept.map(\.report.delayMilliseconds))
-                let loss = Figure(kept.map(\.report.frameLossPercent))
-                let snr = Figure(kept.map(\.report.medianSegmentSNR))
-                let pesq = Figure(kept.map(\.pesq))
                 text +=
-                    "| \(profile.name) | \(roundsText) | \(delay.text("%.0f")) | \(loss.text("%.1f")) | "
-                    + "\(snr.text("%.1f")) | \(pesq.text("%.2f")) |\n"
-                let n = kept.count
-                rows.append(delay.row("audio: \(profile.name) mouth to ear, ms (real time, speech)", "%.0f", n))
-                rows.append(loss.row("audio: \(profile.name) frames never played, %", "%.1f", n))
-                rows.append(snr.row("audio: \(profile.name) SNR of the median 20 ms piece, dB", "%.1f", n))
-                rows.append(pesq.row("audio: \(profile.name) speech quality, PESQ P.862 NB (1-4.5)", "%.2f", n))
+                    "| \(profile.name) | \(roundsText) | \(cell(delay, "%.0f", kept.isEmpty ? "n/a" : "n/a (most never played)")) | "
+                    + "\(cell(loss, "%.1f", "n/a")) | \(cell(snr, "%.1f", "n/a")) | "
+                    + "\(cell(pesq, "%.2f", kept.isEmpty ? "n/a" : "n/a (most never played)")) |\n"
+                if let delay {
+                    rows.append(
+                        delay.row("audio: \(profile.name) mouth to ear, ms (real time, speech)", "%.0f", found.count))
+                }
+                if let loss {
+                    rows.append(loss.row("audio: \(profile.name) frames never played, %", "%.1f", kept.count))
+                }
+                if let snr {
+                    rows.append(snr.row("audio: \(profile.name) SNR of the median 20 ms piece, dB", "%.1f", kept.count))
+                }
+                if let pesq {
+                    rows.append(
+                        pesq.row("audio: \(profile.name) speech quality, PESQ P.862 NB (1-4.5)", "%.2f", scores.count))
+                } else if !kept.isEmpty {
+                    rows.append(
+                        [
+                            "audio: \(profile.name) speech quality, PESQ P.862 NB (1-4.5)",
+                            "n/a: most of the speech never played",
+                            "-", "-", "-", "-", "-", "-", "\(kept.count)",
+                        ].joined(separator: "\t"))
+                }
             }
         }
     }

@@ -46,8 +46,10 @@ public enum AudioProbe {
         public var line: String {
             String(
                 format:
-                    "%@ %@: mouth to ear %.0f ms, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)%@",
-                profile, sound, delayMilliseconds, frameLossPercent, framesSent, snr, medianSegmentSNR,
+                    "%@ %@: mouth to ear %@, frame loss %.1f %% of %d frames, SNR %.1f dB (median of its 20 ms pieces %.1f dB)%@",
+                profile, sound,
+                found && frameLossPercent <= 50 ? String(format: "%.0f ms", delayMilliseconds) : "n/a (not heard)",
+                frameLossPercent, framesSent, snr, medianSegmentSNR,
                 pacing == .lockstep
                     ? " [lockstep: the path checked, no figure of time or loss]"
                     : scheduleKept
