@@ -32,6 +32,11 @@ Measured step:
   its next turn. A pair whose call is not cancelled yet is skipped (and
   counted), so no POST /calls should ever meet 409 CALL_BUSY.
 
+Capacity (--ramp RATES): after the measured step, the same pairs take calls at
+each rate in turn for --ramp-seconds, until the ring p99 reaches --ramp-p99
+ms or the client itself cannot keep the rate; the highest rate that held is
+the instance's capacity (figures "capacity" in the JSON).
+
 Human-readable results go to stdout, progress ("==> ...") to stderr, and
 all figures to --json-out for the calling script's summary.
 Exit status: 0 when every step ran (figures are never asserted), 1 when a
@@ -587,6 +592,48 @@ def target(value, limit):
     return "met" if value <= limit else "NOT met"
 
 
+def run_ramp(args, bench):
+    """Capacity: calls at each rate of --ramp in turn (--ramp-seconds each), on
+    the same pairs and long polls, until a rate's ring p99 (POST /calls ->
+    the callee's event) reaches --ramp-p99 ms or the client cannot send at
+    that rate (achieved < 90 %: the load client's limit, not the server's,
+    reported as such). Returns the steps and the highest rate that held."""
+    steps, best, stopped = [], 0, None
+    for rate in args.ramp:
+        label = f"ramp-{rate:g}"
+        count = int(round(rate * args.ramp_seconds))
+        server_cpu0, cpu0, t0 = cpu_seconds(args.server_pid), own_cpu_seconds(), now()
+        _, sent = bench.run(count, rate, label)
+        elapsed = max(now() - t0, 1e-9)
+        server_cpu = cpu_seconds(args.server_pid) - server_cpu0
+        client_cpu = own_cpu_seconds() - cpu0
+        calls = {cid: c for cid, c in bench.calls.items() if c["label"] == label}
+        lat = [bench.seen[cid][0] - c["t_send"] for cid, c in calls.items() if cid in bench.seen]
+        sends = sorted(c["t_send"] for c in calls.values())
+        span = sends[-1] - sends[0] if len(sends) > 1 else 0.0
+        achieved = (len(sends) - 1) / span if span > 0 else 0.0
+        unseen = len(calls) - len(lat)
+        step = {"rate": rate, "sent": sent, "created": len(calls), "unseen": unseen,
+                "achieved_rate": round(achieved, 1),
+                "p50_ms": ms(pct(lat, 50)) if lat else None,
+                "p99_ms": ms(pct(lat, 99)) if lat else None,
+                "server_cpu_pct": round(100 * server_cpu / elapsed, 1),
+                "client_cpu_pct": round(100 * client_cpu / elapsed, 1)}
+        steps.append(step)
+        log(f"capacity: {rate:g} calls/s asked, {achieved:.0f}/s sent, ring p99 "
+            f"{step['p99_ms']} ms, server CPU {step['server_cpu_pct']} %, client CPU "
+            f"{step['client_cpu_pct']} % of a core")
+        if achieved < 0.9 * rate:
+            stopped = f"the load client sent only {achieved:.0f}/s at {rate:g}/s asked"
+            break
+        if not lat or unseen > 0.01 * len(calls) or step["p99_ms"] >= args.ramp_p99:
+            stopped = f"ring p99 {step['p99_ms']} ms at {rate:g}/s"
+            break
+        best = rate
+    return {"steps": steps, "calls_per_s": best, "p99_limit_ms": args.ramp_p99,
+            "stopped_by": stopped or "the last rate tried"}
+
+
 def run_calls(args, api, info, out):
     bench = CallBench(args, api, info)
     n_pairs = len(bench.pairs)
@@ -623,6 +670,8 @@ def run_calls(args, api, info, out):
             active = api.expect(200, "GET", "/calls/active", None,
                                 pair.caller_token)
             still_ringing += len(active)
+        if args.ramp:
+            out["capacity"] = run_ramp(args, bench)
         bench.close()
         released_ms, left = waiters_released(bench.apis)
     finally:
@@ -786,8 +835,20 @@ def main():
     ap.add_argument("--also-ports", default="",
                     help="comma-separated ports of more instances on the same "
                          "database: callers and callees are spread over all")
+    ap.add_argument("--ramp", default="",
+                    help="comma-separated call rates tried in turn after the measured "
+                         "step, to find the highest one whose ring p99 stays under "
+                         "--ramp-p99 (capacity)")
+    ap.add_argument("--ramp-seconds", type=float, default=5.0, help="s of calls per ramp rate")
+    ap.add_argument("--ramp-p99", type=float, default=50.0, help="ms: the ring p99 a rate must stay under")
     ap.add_argument("--json-out", help="write all figures here as JSON")
     args = ap.parse_args()
+    try:
+        args.ramp = [float(x) for x in args.ramp.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--ramp takes comma-separated numbers")
+    if any(r <= 0 for r in args.ramp) or args.ramp_seconds <= 0:
+        ap.error("--ramp rates and --ramp-seconds must be positive")
     if min(args.pairs, args.rate, args.duration, args.conns,
            args.cancel_conns) <= 0 or args.warmup < 0:
         ap.error("--pairs, --rate, --duration, --conns and --cancel-conns "

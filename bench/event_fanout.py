@@ -146,6 +146,7 @@ class Api:
         self.host, self.port, self.timeout = host, port, timeout
         self.conn = http.client.HTTPConnection(host, port, timeout=timeout)
         self.reconnects = 0
+        self.last_used = now()
 
     def request(self, method, path, body=None, token=None):
         headers = {}
@@ -155,6 +156,11 @@ class Api:
             headers["Content-Type"] = "application/json"
         if token:
             headers["Authorization"] = "Bearer " + token
+        if now() - self.last_used > 5:
+            # Idle long enough for the server to have closed it (its keep-alive
+            # timeout): a POST on it could not be retried, so start afresh.
+            self.conn.close()
+        self.last_used = now()
         for attempt in (1, 2):
             try:
                 self.conn.request(method, path, body=data, headers=headers)

@@ -27,7 +27,10 @@
 #   BENCH_DURATION    seconds of calls                     (default 10)
 #   BENCH_WARMUP      uncounted warm-up calls              (default 20)
 #   BENCH_CONNS       caller keep-alive connections        (default 4)
-#   BENCH_MAX_SECONDS cap on the load client's run         (default 110)
+#   BENCH_RAMP        call rates tried after it, 5 s each, for the capacity
+#                     row: the highest whose ring p99 stays < 50 ms
+#                     (default 100,200,300,400,600,800; "" skips it)
+#   BENCH_MAX_SECONDS cap on the load client's run         (default 220)
 #   BENCH_LOG_LEVEL   the server's --log-level             (default warning)
 #   KEEP_TMP=1        keep the temp dir (logs, figures JSON) for inspection
 set -euo pipefail
@@ -37,7 +40,8 @@ readonly RATE="${BENCH_RATE:-100}"
 readonly DURATION="${BENCH_DURATION:-10}"
 readonly WARMUP="${BENCH_WARMUP:-20}"
 readonly CONNS="${BENCH_CONNS:-4}"
-readonly CLIENT_MAX="${BENCH_MAX_SECONDS:-110}"
+readonly CLIENT_MAX="${BENCH_MAX_SECONDS:-220}"
+readonly RAMP="${BENCH_RAMP-100,200,300,400,600,800}"
 readonly NOFILE_WANTED=$((PAIRS + 1024))
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -102,7 +106,7 @@ log "switchboard listening on $ADDR (pid $SERVER_PID)"
 # through; its figures go to figures.json for the summary below. It runs in
 # the background so that the INT/TERM traps can stop it.
 log "running bench/call_latency.py: $PAIRS pairs, ${RATE} calls/s for ${DURATION}s, $WARMUP warm-up calls (at most ${CLIENT_MAX}s)"
-run_load_client --pairs "$PAIRS" --rate "$RATE" --duration "$DURATION" --warmup "$WARMUP" --conns "$CONNS"
+run_load_client --pairs "$PAIRS" --rate "$RATE" --duration "$DURATION" --warmup "$WARMUP" --conns "$CONNS" --ramp "$RAMP"
 
 # ---------------------------------------------------------------------------
 # 4. Stop the server (it should exit 0 on SIGTERM) and summarise
@@ -182,5 +186,12 @@ echo "call latency: p99 $P99 ms (target <= 5: $LAT_OK)"
 echo "server CPU per call transition: $PER_TRANSITION ms ($CPU_MS ms / $COUNT calls / 2 transitions; target <= 0.5: $TRANSITION_OK)"
 summary_row "POST /calls -> callee's event p99 ms (${RATE} calls/s)" "$P99" "<= 5" "$LAT_OK"
 summary_row "server CPU per call transition, ms" "$PER_TRANSITION" "<= 0.5" "$TRANSITION_OK"
+if [[ -n "$RAMP" ]]; then
+    CAPACITY="$(fig 'f["capacity"]["calls_per_s"]')"
+    STOPPED="$(fig 'f["capacity"]["stopped_by"]')"
+    echo "capacity: $(fig '"; ".join("%g/s: p99 %s ms, sent %s/s, server CPU %s %%, client CPU %s %%" % (s["rate"], s["p99_ms"], s["achieved_rate"], s["server_cpu_pct"], s["client_cpu_pct"]) for s in f["capacity"]["steps"])')"
+    echo "capacity: $CAPACITY calls/s held ring p99 < 50 ms (SQLite, one instance); stopped by: $STOPPED"
+    summary_row "capacity: calls/s with ring p99 < 50 ms (SQLite, 1 instance; tried $RAMP; stopped by: $STOPPED)" "$CAPACITY" "-" "-"
+fi
 print_debug_note
 print_warnings

@@ -25,7 +25,7 @@
 #   BENCH_ROUNDS     alternating fan-out rounds, for Switchboard and for nchan; medians reported  (default 7)
 #   BENCH_RATE       1:1 messages per second           (default 200)
 #   BENCH_DURATION   seconds of 1:1 messages           (default 10)
-#   BENCH_MAX_SECONDS cap on the load clients' run     (default 900: a first setup hashes every password)
+#   BENCH_MAX_SECONDS cap on the load clients' run     (default 1800: a first setup hashes every password)
 #   BENCH_SEED_CACHE where the set-up users and data are kept for the next run of
 #                    the same binary and member count (default .build/bench-seed;
 #                    "none": set up every time). Registering 5,000 users hashes
@@ -40,7 +40,7 @@ readonly MEMBERS="${BENCH_MEMBERS:-5000}"
 readonly ROUNDS="${BENCH_ROUNDS:-7}"
 readonly RATE="${BENCH_RATE:-200}"
 readonly DURATION="${BENCH_DURATION:-10}"
-readonly CLIENT_MAX="${BENCH_MAX_SECONDS:-900}"
+readonly CLIENT_MAX="${BENCH_MAX_SECONDS:-1800}"
 readonly NOFILE_WANTED=$((MEMBERS + 1024))
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -24,14 +24,19 @@ import Foundation
 /// - **Loss stalls.** The stream is cut into segments of `segmentBytes`. Each segment is "lost"
 ///   with `probability`; a lost segment reaches the receiver one retransmission timeout (RTO)
 ///   later, and each further loss of the same data adds the next RTO. The RTO starts at
-///   `initialTimeout`, doubles with every consecutive loss, is capped at `maximumTimeout`, and
-///   returns to `initialTimeout` only when a segment gets through at its first try (Karn's rule:
-///   a retransmitted segment's ACK does not reset the backoff). Segments behind a stalled one are
-///   held until it arrives and are then released together, as a receiver holding out-of-order
-///   data (SACK) hands it to the application once the hole is filled: head-of-line blocking.
-///   Not modelled: congestion-window collapse and slow start after a timeout, fast
-///   retransmit (which would recover some losses in one round trip instead of an RTO), loss
-///   of pure ACKs and of the FIN (the end of the stream only waits for the bytes before it and
+///   `initialTimeout`, doubles with every consecutive timer expiry, is capped at
+///   `maximumTimeout`, and returns to `initialTimeout` only when a segment sent once is
+///   acknowledged (Karn's rule: a retransmitted segment's ACK does not reset the backoff).
+///   ACKs travel the other direction and are lost with its probability: a segment that arrived
+///   but whose ACK was lost lets the sender's timer expire and double again (the copy it sends,
+///   or that copy's ACK, may be lost in turn), unless the next segment's cumulative ACK gets
+///   back before the timer fires, as it does in a steady stream. The delivered bytes do not
+///   wait for that; the next segments' losses do, at the doubled timeout. Segments behind a
+///   stalled one are held until it arrives and are then released together, as a receiver
+///   holding out-of-order data (SACK) hands it to the application once the hole is filled:
+///   head-of-line blocking. Not modelled: congestion-window collapse and slow start after a
+///   timeout, fast retransmit (which would recover some losses in one round trip instead of an
+///   RTO), and loss of the FIN (the end of the stream only waits for the bytes before it and
 ///   one latency). So, for small messages (the wake-up traffic this exists for) the stalls are
 ///   close to real TCP; for bulk transfers real TCP would be slower still.
 /// - **Resets.** When a connection opens it is doomed with `resets.probability`; a doomed
