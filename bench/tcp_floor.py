@@ -5,13 +5,16 @@
                                     [--connects 50] [--json FILE]
 
 Any design that carries its messages over one TCP connection meets, on a lossy link, a floor
-that no code above the socket can lower, because the kernel alone decides when to send again. A segment lost k times waits k of the
-kernel's retransmission timeouts: the first about 200 ms (Linux's minimum) plus the round trip,
-or sooner when a tail-loss probe recovers it, each further one twice the last. A new
-connection waits the SYN timeouts instead: 1 s, then 2 s more, 4 s more, ... This script measures that floor with no Switchboard code in
-the path: two network namespaces joined by one link with a fixed delay and a random loss in
-BOTH directions (a lossy Wi-Fi link loses packets both ways), an echo server in one, a client
-in the other, both plain kernel TCP sockets.
+that no code above the socket can lower, because the kernel alone decides when to send again.
+A segment lost k times waits k of the kernel's retransmission timeouts: the first about 200 ms
+(Linux's minimum) plus the round trip, or less when a tail-loss probe recovers it, each
+further one twice the last; and lost ACKs make the kernel retransmit and back off too. A new
+connection waits the SYN timeouts instead: 1 s, then 2 s more, 4 s more, ...
+
+This script measures that floor with no Switchboard code in the path: two network namespaces
+joined by one link with a fixed delay and a random loss in BOTH directions (a lossy Wi-Fi link
+loses packets both ways), an echo server in one, a client in the other, both plain kernel TCP
+sockets.
 
 Per loss percentage (each on freshly made namespaces, so no TCP state or cached route metric
 carries over), the client measures:
@@ -299,7 +302,7 @@ def measure_trips(args, budget):
             progress("trips", number + 1, args.trials)
             time.sleep(args.gap_ms / 1000)
     finally:
-        if sock:
+        if sock is not None:
             sock.close()
     return {"rtt_ms": samples, "cut_by_cap": cut, **counts}
 
@@ -598,8 +601,9 @@ def report(args, link, summaries, baseline, baseline_source, capped, settings):
           f"{time.strftime('%Y-%m-%d %H:%M %Z')}. Round trips: one TCP_NODELAY connection, "
           f"{MESSAGE_SIZE}-byte message echoed in full, {args.gap_ms:g} ms apart; connects: a "
           f"new connection and one round trip each. Times in ms; a trial or connect over "
-          f"{args.trial_timeout:g} s counts as timed out (shown as > {args.trial_timeout * 1000:.0f})."
-          f" Clean: under 2 × the no-loss round trip ({baseline:.1f} ms, {baseline_source}).\n")
+          f"{args.trial_timeout:g} s counts as timed out (shown as "
+          f"{ms(math.inf, args.trial_timeout)}). Clean: under 2 × the no-loss round trip "
+          f"({baseline:.1f} ms, {baseline_source}).\n")
     print("| loss each way | delay each way | trials done / timed out | RTT p50 | RTT p95 "
           "| RTT p99 | RTT max | clean | connects done / timed out | connect p50 | connect p95 "
           "| connect + first trip p95 |")

@@ -144,8 +144,10 @@ summary_row "PostgreSQL, 3 instances: call -> callee p99 ms (${CALL_RATE}/s)" "$
 if [[ -n "$RAMP" ]]; then
     for n in 1 3; do
         echo "capacity, $n instance(s): $(value "calls$n" '"; ".join("%g/s: p99 %s ms, sent %s/s" % (s["rate"], s["p99_ms"], s["achieved_rate"]) for s in f["capacity"]["steps"])')"
-        summary_row "capacity: calls/s with ring p99 < 50 ms (PostgreSQL, $n instance(s); stopped by: $(value "calls$n" 'f["capacity"]["stopped_by"]'))" \
-            "$(value "calls$n" 'f["capacity"]["calls_per_s"]')" "-" "-"
+        stopped="$(value "calls$n" 'f["capacity"]["stopped_by"]')" capacity="$(value "calls$n" 'f["capacity"]["calls_per_s"]')"
+        [[ "$stopped" == "the last rate tried" ]] && capacity=">= $capacity"
+        summary_row "capacity: calls/s with ring p99 < 50 ms (PostgreSQL, $n instance(s); tried $RAMP; stopped by: $stopped)" \
+            "$capacity" "-" "-"
     done
 fi
 print_debug_note

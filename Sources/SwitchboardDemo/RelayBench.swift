@@ -378,6 +378,10 @@ final class ServerChild: Sendable {
             environment["SWITCHBOARD_LIMIT_" + variable] = "1000000/60"
         }
         environment["SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS"] = "0"  // every phone is on this machine
+        // The WebSocket path is measured flat out (8 frames in flight): the per-socket frame
+        // cap (100 a second, twice real time) would drop frames, stall the window and close the
+        // socket, measuring the cap instead of the path.
+        environment["SWITCHBOARD_RELAY_MAX_FRAMES_PER_SECOND"] = "1000000"
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output

@@ -184,7 +184,7 @@ public struct ConfigurationSetting: Sendable {
                 "limitLiveLocationUpdatesPerUser", "SWITCHBOARD_LIMIT_LIVE_LOCATION_UPDATES_PER_USER",
                 "live-location starts and updates one user sends", \.liveLocationUpdatesPerUser),
             integer(
-                "relayMaxFramesPerSecond", "SWITCHBOARD_RELAY_MAX_FRAMES_PER_SECOND", 50...10_000,
+                "relayMaxFramesPerSecond", "SWITCHBOARD_RELAY_MAX_FRAMES_PER_SECOND", 50...1_000_000,
                 "audio frames one relay socket may send per second; more are dropped, and a socket that keeps flooding is closed with 4008 (default 100)"
             ) { $0.media.relayMaxFramesPerSecond = $1 },
             integer(
