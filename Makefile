@@ -49,7 +49,8 @@ bench: release
 	rm -rf .build/bench-summary && mkdir -p .build/bench-summary
 	scripts/with-private-tmp.sh .build/release/switchboard-dev bench audio --out $(CURDIR)/.build/bench-summary/bench-audio.tsv
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-http.sh .build/release/switchboard
-	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-events.sh .build/release/switchboard
+	BENCH_SEED_KEY=schema-$$(find Sources -name '*Schema*.swift' | sort | xargs cat | sha1sum | cut -c1-12) \
+		BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-events.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-calls.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-push.sh .build/release/switchboard-dev .build/release/push-bench
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/with-postgres.sh scripts/bench-scaleout.sh .build/release/switchboard

@@ -253,11 +253,9 @@ enum AudioBench {
         let median: Double, lowest: Double, highest: Double
 
         init(_ values: [Double]) {
-            let sorted = values.sorted()
-            let middle = sorted.count / 2
-            median = sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-            lowest = sorted.first ?? 0
-            highest = sorted.last ?? 0
+            median = RelayBench.median(values)
+            lowest = values.min() ?? 0
+            highest = values.max() ?? 0
         }
 
         func text(_ format: String) -> String {

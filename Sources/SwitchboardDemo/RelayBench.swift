@@ -19,8 +19,8 @@ public enum RelayBench {
         seconds (default 10). Each frame carries its send time and a sequence number; the other side's
         arrivals give the relay's frame loss and its added latency (client to relay to client,
         loopback). The server's CPU time comes from /proc/PID/stat.
-        Then the WebSocket path alone: frames forwarded per second through the relay with 8 in
-        flight, and the same client against SCRIPT (an echo server on Python's websockets, run
+        Then the WebSocket path alone, 5 rounds alternating with the anchor: frames forwarded per
+        second through the relay with 8 in flight, and the same client against SCRIPT (an echo server on Python's websockets, run
         as `python3 SCRIPT`, printing its port), measured the same way.
         Prints one table; with --out, the figures as bench-summary rows (TSV).
         All traffic stays on loopback; the server and the anchor are stopped at the end.
@@ -80,6 +80,16 @@ public enum RelayBench {
         }
     }
 
+    /// Alternating rounds of the WebSocket path against its anchor.
+    static let pathRounds = 5
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
     /// A line now, also when stdout is a pipe.
     static func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -137,18 +147,26 @@ public enum RelayBench {
             a.close()
             b.close()
         }
-        // The WebSocket path alone: 8 frames in flight, relay forwarding vs an echo anchor.
-        let ours = try await windowedRate(through: base, server: server.address, meter: meter)
-        say(String(format: "  WebSocket frames forwarded by the relay, 8 in flight: %.0f frames/s", ours))
-        var anchor: Double?
-        if let script = options.echoAnchor {
-            let echo = try EchoAnchor(script: script)
-            defer { echo.stop() }
-            anchor = try await windowedRateEcho(port: echo.port)
+        // The WebSocket path alone: 8 frames in flight, relay forwarding against an echo anchor,
+        // round by round (ours, echo, ours, ...), the ratio judged on the per-round ratios.
+        let echo = try options.echoAnchor.map { try EchoAnchor(script: $0) }
+        defer { echo?.stop() }
+        var oursRates: [Double] = [], anchorRates: [Double] = []
+        for _ in 0..<Self.pathRounds {
+            oursRates.append(try await windowedRate(through: base, server: server.address, meter: meter))
+            if let echo { anchorRates.append(try await windowedRateEcho(port: echo.port)) }
+        }
+        let ours = Self.median(oursRates)
+        say(
+            "  WebSocket frames forwarded by the relay, 8 in flight: "
+                + oursRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " frames/s")
+        let ratios = zip(oursRates, anchorRates).map { $0 / max(1, $1) }
+        let anchor = anchorRates.isEmpty ? nil : Self.median(anchorRates)
+        if let anchor {
             say(
-                String(
-                    format: "  the same client against Python websockets echo: %.0f frames/s (ratio %.2f)", anchor ?? 0,
-                    ours / max(1, anchor ?? 1)))
+                "  the same client against Python websockets echo: "
+                    + anchorRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")
+                    + String(format: " frames/s (median of the per-round ratios %.2f)", Self.median(ratios)))
         }
         if let out = options.out {
             var rows: [String] = []
@@ -179,11 +197,14 @@ public enum RelayBench {
                 rows.append(
                     String(
                         format:
-                            "WebSocket frames/s, 8 in flight (relay forward vs echo)\t%.0f\t—\t—\tPython websockets echo\t%.0f\t%.2f",
-                        ours, anchor, ours / max(1, anchor)))
+                            "WebSocket frames/s, 8 in flight (relay forward vs echo)\t%.0f\t—\t—\tPython websockets echo\t%.0f\t%.2f\t%.2f–%.2f\t%d",
+                        ours, anchor, Self.median(ratios), ratios.min() ?? 0, ratios.max() ?? 0, ratios.count))
             } else {
                 rows.append(
-                    String(format: "WebSocket frames/s, 8 in flight (relay forward)\t%.0f\t—\t—\t—\t—\t—", ours))
+                    String(
+                        format: "WebSocket frames/s, 8 in flight (relay forward)\t%.0f\t—\t—\t—\t—\t—\t%.0f–%.0f\t%d",
+                        ours,
+                        oursRates.min() ?? 0, oursRates.max() ?? 0, oursRates.count))
             }
             try (rows.joined(separator: "\n") + "\n").write(toFile: out, atomically: true, encoding: .utf8)
         }
