@@ -47,6 +47,7 @@ bench: release
 	$(SWIFT) build -c release --product push-bench
 	scripts/ensure-python-tools.sh bench
 	rm -rf .build/bench-summary && mkdir -p .build/bench-summary
+	python3 -c 'import sys; sys.path.insert(0, "bench"); import summary; print(summary.commit("."))' > .build/bench-summary/commit
 	scripts/with-private-tmp.sh .build/release/switchboard-dev bench audio --out $(CURDIR)/.build/bench-summary/bench-audio.tsv
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-http.sh .build/release/switchboard
 	BENCH_SEED_KEY=schema-$$(find Sources -name '*Schema*.swift' | sort | xargs cat | sha1sum | cut -c1-12) \

@@ -13,7 +13,8 @@ table. `value` and `ratio` are medians over the rounds; `spread` is the lowest a
 per-round value of the ratio when there is an anchor and of the figure otherwise; a target is
 met when the median meets it.
 
-With --only NAME (bench-audio, ...) only that benchmark's figures are rendered.
+With --only NAME (bench-audio, ...) only that benchmark's figures are rendered (its own
+Markdown table when it wrote one).
 With --write, the section between `<!-- bench:begin -->` and `<!-- bench:end -->` in FILE
 (other names with --markers) is replaced by the table, stamped with the date, the machine
 (nproc and CPU model) and the commit the binaries were built from. The rest of FILE is kept
@@ -134,9 +135,18 @@ def main():
         print(f"summary: no figures in {args.directory}", file=sys.stderr)
         sys.exit(1)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    stamp = (f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine()}, "
-             f"commit {commit(root)}, {args.build} build, by `make bench` (anchors measured in the same run).")
-    body = render(rows, missing, fragments, stamp)
+    # The commit the binaries were built from, noted by `make bench` when it started (the tree
+    # may have moved on by the time a section is rendered again from the same figures).
+    noted = os.path.join(args.directory, "commit")
+    built = open(noted).read().strip() if os.path.exists(noted) else commit(root)
+    measured = time.gmtime(os.path.getmtime(noted)) if os.path.exists(noted) else time.gmtime()
+    stamp = (f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', measured)} on {machine()}, "
+             f"commit {built}, {args.build} build, by `make bench` (anchors measured in the same run).")
+    if args.only and fragments:
+        # One benchmark with a table of its own (the audio one): the stamp and that table.
+        body = "\n".join([stamp, ""] + [text for _, text in fragments])
+    else:
+        body = render(rows, missing, fragments, stamp)
     print()
     print(body)
     if args.write:
