@@ -162,7 +162,7 @@ public enum RelayBench {
                 + oursRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " frames/s")
         let ratios = zip(oursRates, anchorRates).map { $0 / max(1, $1) }
         let anchor = anchorRates.isEmpty ? nil : Self.median(anchorRates)
-        if let anchor {
+        if !anchorRates.isEmpty {
             say(
                 "  the same client against Python websockets echo: "
                     + anchorRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")
