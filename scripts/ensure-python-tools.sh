@@ -10,9 +10,11 @@ set -euo pipefail
 #   mean the same thing on every machine.
 schemathesis_version=4.32.5
 missing=()
-# `ensure-python-tools.sh bench`: also what `make bench` needs beyond the tests.
+# `ensure-python-tools.sh bench`: also what `make bench` needs beyond the tests (with espeak-ng and sox from Debian).
 # pesq + numpy: ITU-T P.862 speech quality for `switchboard-dev bench audio` (bench/pesq_score.py).
 if [[ "${1:-}" == bench ]]; then
+    # ... and the Debian tools bench audio speaks and resamples with.
+    "$(dirname "$0")/ensure-deps.sh" espeak-ng sox
     python3 -c "import numpy" >/dev/null 2>&1 || missing+=(numpy)
     python3 -c "import pesq" >/dev/null 2>&1 || missing+=(pesq)
 fi
