@@ -50,8 +50,7 @@ bench: release
 	python3 -c 'import sys; sys.path.insert(0, "bench"); import summary; print(summary.commit("."))' > .build/bench-summary/commit
 	scripts/with-private-tmp.sh .build/release/switchboard-dev bench audio --out $(CURDIR)/.build/bench-summary/bench-audio.tsv
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-http.sh .build/release/switchboard
-	BENCH_SEED_KEY=schema-$$(find Sources -name '*Schema*.swift' | sort | xargs cat | sha1sum | cut -c1-12) \
-		BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-events.sh .build/release/switchboard
+	BENCH_SEED_SOURCES=$(CURDIR) BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-events.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-calls.sh .build/release/switchboard
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/bench-push.sh .build/release/switchboard-dev .build/release/push-bench
 	BENCH_SUMMARY_DIR=$(CURDIR)/.build/bench-summary scripts/with-postgres.sh scripts/bench-scaleout.sh .build/release/switchboard

@@ -60,10 +60,8 @@ run_bench() {   # run_bench NAME DIR SUMMARY_DIR: one benchmark against the bina
         scaleout) cmd=("$ROOT/scripts/with-postgres.sh" "$ROOT/scripts/bench-scaleout.sh" "$bin/switchboard") ;;
         relay) cmd=("$ROOT/scripts/bench-relay.sh" "$bin/switchboard" "$bin/switchboard-dev") ;;
     esac
-    # Builds of one schema share the events benchmark's kept setup (BENCH_SEED_KEY).
-    local key
-    key="$(find "$2/Sources" -name '*Schema*.swift' | sort | xargs cat | sha1sum | cut -c1-12)"
-    BENCH_SEED_KEY="schema-$key" BENCH_ROUNDS="${AB_INNER_ROUNDS:-3}" BENCH_SUMMARY_DIR="$3" "${cmd[@]}" >"$log_file" 2>&1 \
+    # Builds of one schema share the events benchmark's kept setup.
+    BENCH_SEED_SOURCES="$2" BENCH_ROUNDS="${AB_INNER_ROUNDS:-3}" BENCH_SUMMARY_DIR="$3" "${cmd[@]}" >"$log_file" 2>&1 \
         || die "$1 against $2 failed; see $log_file"
 }
 

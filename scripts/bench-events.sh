@@ -30,9 +30,10 @@
 #                    the same binary and member count (default .build/bench-seed;
 #                    "none": set up every time). Registering 5,000 users hashes
 #                    5,000 passwords (minutes); a reused setup reads only cursors.
-#   BENCH_SEED_KEY   what a kept setup is filed under besides the member count
-#                    (default: the binary's hash; bench-ab.sh passes a hash of
-#                    the schema sources, so builds of one schema share a setup)
+#   BENCH_SEED_SOURCES the source tree the binary was built from: a kept setup
+#                    is then filed under its schema sources, so builds of one
+#                    schema share it (make bench and bench-ab.sh pass it);
+#                    without it, under the binary's own hash
 #   KEEP_TMP=1       keep the temp dir (logs, figures JSON) for inspection
 set -euo pipefail
 
@@ -89,12 +90,14 @@ BUILD="$(build_type "$SWITCHBOARD")"
 # ---------------------------------------------------------------------------
 # 2. Switchboard
 # ---------------------------------------------------------------------------
-# A setup done before by this binary (or one of the same schema: BENCH_SEED_KEY)
+# A setup done before by this binary (or one of the same schema: BENCH_SEED_SOURCES)
 # for this many members is reused: its data directory copied, its users read
 # from its state file.
 SEED=""
 if [[ "${BENCH_SEED_CACHE:-}" != none ]]; then
-    SEED="${BENCH_SEED_CACHE:-$HERE/../.build/bench-seed}/events-$MEMBERS-${BENCH_SEED_KEY:-$(sha1sum "$SWITCHBOARD" | cut -c1-12)}"
+    if [[ -n "${BENCH_SEED_SOURCES:-}" ]]; then key="schema-$(schema_key "$BENCH_SEED_SOURCES")"
+    else key="$(sha1sum "$SWITCHBOARD" | cut -c1-12)"; fi
+    SEED="${BENCH_SEED_CACHE:-$HERE/../.build/bench-seed}/events-$MEMBERS-$key"
     if [[ -s "$SEED/state.json" && -d "$SEED/data" ]]; then
         log "reusing the setup in $SEED"
         mkdir -p "$TMP/data" && cp -a "$SEED/data/." "$TMP/data/" && cp "$SEED/state.json" "$TMP/state.json" \

@@ -404,6 +404,13 @@ run_load_client() {
     [[ -s "$TMP/figures.json" ]] || die "$name wrote no figures"
 }
 
+# schema_key DIR: a short hash of the database schema sources in the source tree
+# DIR (every *Schema*.swift under DIR/Sources): builds with the same key read and
+# write the same database, so a kept benchmark setup serves them all.
+schema_key() {
+    find "$1/Sources" -name '*Schema*.swift' | sort | xargs cat | sha1sum | cut -c1-12
+}
+
 # ---------------------------------------------------------------------------
 # Summary
 # ---------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCLI
 import SwitchboardNetSim
 import SwitchboardTesting
 
@@ -34,50 +35,54 @@ enum AudioBench {
     }
 
     static func run(_ arguments: [String]) -> Int32 {
-        var options = Options()
-        var index = 0
-        func value() -> String? {
-            index += 1
-            return index < arguments.count ? arguments[index] : nil
-        }
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--profiles":
-                let names = (value() ?? "").split(separator: ",").map(String.init)
-                let profiles = names.compactMap(NetworkProfile.named)
-                guard !names.isEmpty, profiles.count == names.count else {
-                    return usage(
-                        "--profiles takes names from \(NetworkProfile.all.map(\.name).joined(separator: ", "))")
-                }
-                options.profiles = profiles
-            case "--rounds":
-                guard let rounds = Int(value() ?? ""), (1...50).contains(rounds) else {
-                    return usage("--rounds takes 1-50")
-                }
-                options.rounds = rounds
-            case "--pesq": options.pesqScript = value() ?? ""
-            case "--out": options.out = value()
-            case "-h", "--help":
+        let options: Options
+        do {
+            guard let parsed = try parse(arguments) else {
                 print(help)
                 return 0
-            default:
-                return usage("unknown option '\(arguments[index])'")
             }
-            index += 1
+            options = parsed
+        } catch {
+            return usage(error.message)
         }
         guard FileManager.default.fileExists(atPath: options.pesqScript) else {
             return usage("no PESQ script at '\(options.pesqScript)' (run from the repository, or give --pesq)")
         }
-        let chosen = options
         return waitForExitCode {
             do {
-                try await bench(chosen)
+                try await bench(options)
                 return 0
             } catch {
                 FileHandle.standardError.write(Data("switchboard-dev bench audio: \(error)\n".utf8))
                 return 1
             }
         }
+    }
+
+    /// The options after `bench audio`; nil for `--help`.
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options? {
+        var options = Options()
+        var scanner = ArgumentScanner(arguments)
+        while let flag = scanner.nextFlag() {
+            switch flag {
+            case "-h", "--help": return nil
+            case "--profiles":
+                do {
+                    options.profiles = try NetworkProfile.parseList(try scanner.value(for: flag))
+                } catch let error as UsageError {
+                    throw error
+                } catch {
+                    throw UsageError(message: "\(error)")
+                }
+            case "--rounds":
+                options.rounds = try scanner.positiveInteger(for: flag)
+                guard options.rounds <= 50 else { throw UsageError(message: "--rounds takes 1-50") }
+            case "--pesq": options.pesqScript = try scanner.value(for: flag)
+            case "--out": options.out = try scanner.value(for: flag)
+            default: throw scanner.unknown(flag)
+            }
+        }
+        return options
     }
 
     private static func usage(_ message: String) -> Int32 {
@@ -155,8 +160,8 @@ enum AudioBench {
         for (name, signal) in [("mouth", recording.mouth), ("ear", recording.ear)] {
             let raw = "\(directory)/\(name).f32", wave = "\(directory)/\(name).wav"
             try signal.withUnsafeBytes { Data($0) }.write(to: URL(fileURLWithPath: raw))
-            _ = try output(
-                of: "/usr/bin/sox",
+            try Command.run(
+                "/usr/bin/sox",
                 [
                     "-G", "-t", "raw", "-r", "48000", "-e", "floating-point", "-b", "32", "-c", "1", raw,
                     "-r", "8000", "-b", "16", "-e", "signed-integer", wave,
@@ -164,31 +169,11 @@ enum AudioBench {
             waves.append(wave)
         }
         // The python3 on PATH: the one the Python tools were installed for.
-        let printed = try output(of: "/usr/bin/env", ["python3", script, waves[0], waves[1]])
+        let printed = try Command.run("/usr/bin/env", ["python3", script, waves[0], waves[1]])
         guard let value = Double(printed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw AudioProbe.ProbeError("\(script) printed '\(printed)', not a score")
         }
         return value
-    }
-
-    /// What `executable` printed on stdout; throws with its stderr when it fails.
-    private static func output(of executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try ProcessLauncher.run(process)
-        let printed = out.fileHandleForReading.readDataToEndOfFile()
-        let complaint = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw AudioProbe.ProbeError(
-                "\(executable) \(arguments.prefix(2).joined(separator: " ")) exited with \(process.terminationStatus): "
-                    + String(decoding: complaint.suffix(400), as: UTF8.self))
-        }
-        return String(decoding: printed, as: UTF8.self)
     }
 
     /// The medians per profile, over the rounds whose schedule was kept.
