@@ -134,12 +134,15 @@ public struct FCMChannel: DataMessageChannel {
         FCMResponsePolicy.action(status: status, reason: reason)
     }
 
-    /// The table's verdict; a `QUOTA_EXCEEDED` waits at least FCM's minimum of a minute
-    /// (``FCMResponsePolicy/quotaRetryFloor``), longer when `Retry-After` says so.
+    /// The table's verdict. A `QUOTA_EXCEEDED` (429) waits as long as its `Retry-After` says: a
+    /// device's message rate or an overload asks for seconds. Without one it is the project's
+    /// per-minute quota, which refills within the minute: it waits FCM's minimum of a minute
+    /// (``FCMResponsePolicy/quotaRetryFloor``). Either way the dispatcher drops a ring whose
+    /// next attempt would come after its ring window (expired, counted), never sends it late.
     public func verdict(for result: PushSendResult) -> PushVerdict {
         var verdict = PushVerdict(result) { action(status: $0, reason: $1) }
         if verdict.reason == "QUOTA_EXCEEDED" {
-            verdict.retryAfter = max(verdict.retryAfter ?? 0, FCMResponsePolicy.quotaRetryFloor)
+            verdict.retryAfter = verdict.retryAfter ?? FCMResponsePolicy.quotaRetryFloor
         }
         return verdict
     }

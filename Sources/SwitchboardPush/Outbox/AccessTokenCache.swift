@@ -97,8 +97,10 @@ public final class AccessTokenCache: Sendable {
         }
         let token: String, lifetime: TimeInterval
         do {
-            (token, lifetime) = try await fetch(
-                Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
+            // The token serves every attempt, so its fetch keeps none's window (RequestWindow).
+            (token, lifetime) = try await RequestWindow.outside {
+                try await fetch(Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down)))
+            }
         } catch {
             state.withLock {
                 $0.failure = (

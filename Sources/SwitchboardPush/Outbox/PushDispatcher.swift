@@ -194,31 +194,37 @@ public final class PushDispatcher: Sendable {
     /// left for its lease to lapse (the loop's next due time may have moved earlier).
     private func process(_ job: PushJob) async -> Bool {
         do {
-            // A push must never ring a dead call.
-            switch try await store.relevance(of: job) {
-            case .callNotRinging:
-                try await finish(job, .dropped, reason: "call_not_ringing")
-                return false
-            case .deviceUnbound:
-                try await finish(job, .dropped, reason: "device_unbound")
-                return false
-            case .payloadKeyChanged:
-                try await finish(job, .dropped, reason: "payload_key_changed")
-                return false
-            case .send: break
-            }
-            guard store.now() < job.expiresAt else {
-                try await finish(job, .expired, reason: "ring_window_passed")
-                return false
-            }
-            guard let channel = try await directory.channels(forCall: job.callID)[job.channel] else {
-                try await finish(
-                    job, .failed, reason: PushChannels.missingChannelReason,
-                    lastError: "no push channel '\(job.channel)' on this server")
-                return false
-            }
-
-            let result = await channel.send(job)
+            // The attempt's window: it ends with the ring (a notice's expiry), and within the
+            // claim's lease, so no request of it is still waiting when another pass may take
+            // the job over.
+            let remaining = job.expiresAt.timeIntervalSince(store.now())
+            let deadline = ContinuousClock.now + .milliseconds(Int64(max(0, min(remaining, claimLease * 0.9)) * 1000))
+            var result: PushSendResult
+            var channel: any PushChannel
+            var lookedAgain = 0
+            repeat {
+                // A push must never ring a dead call: asked before the first send, and again
+                // whenever a send was held for a connection and handed back unsent.
+                if let ended = try await ending(job) {
+                    try await finish(job, ended.outcome, reason: ended.reason)
+                    return false
+                }
+                guard let found = try await directory.channels(forCall: job.callID)[job.channel] else {
+                    try await finish(
+                        job, .failed, reason: PushChannels.missingChannelReason,
+                        lastError: "no push channel '\(job.channel)' on this server")
+                    return false
+                }
+                channel = found
+                let attempt = RequestWindow(deadline: deadline)
+                result = await attempt.withValue { await found.send(job) }
+                guard attempt.wasHeldBack else { break }
+                lookedAgain += 1
+                metrics.increment(
+                    "switchboard_push_sends_held_total",
+                    help: "Push sends held for a connection and handed back unsent, to be checked again.",
+                    labels: labels(job))
+            } while lookedAgain < Self.maxLooksAgain
             if case .transportFailure(let message) = result,
                 case .log(let suppressed) = transportFailures.withLock({ $0.occurred(message, at: .now) })
             {
@@ -265,6 +271,23 @@ public final class PushDispatcher: Sendable {
 
     /// What logs show of a token.
     static func suffix(_ token: String) -> String { String(token.suffix(8)) }
+
+    /// How often one claim of a job sends again after a send was handed back unsent (each
+    /// time after the connection came back); past it the job is retried like any other failure.
+    static let maxLooksAgain = 3
+
+    /// Why a job is not to be sent (any more), or `nil` when it is: its call stopped ringing,
+    /// its device or payload key changed, or its window passed.
+    private func ending(_ job: PushJob) async throws -> (outcome: PushJobOutcome, reason: String)? {
+        switch try await store.relevance(of: job) {
+        case .callNotRinging: return (.dropped, "call_not_ringing")
+        case .deviceUnbound: return (.dropped, "device_unbound")
+        case .payloadKeyChanged: return (.dropped, "payload_key_changed")
+        case .send: break
+        }
+        guard store.now() < job.expiresAt else { return (.expired, "ring_window_passed") }
+        return nil
+    }
 
     /// The metric labels of a job's channel.
     private func labels(_ job: PushJob) -> [(String, String)] {

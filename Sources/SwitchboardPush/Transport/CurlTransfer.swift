@@ -30,6 +30,10 @@ final class CurlTransfer {
     private(set) var requestSent = false
     /// Its connection attempt was refused by the reconnect gate (nothing reached the network).
     private(set) var connectionVetoed = false
+    /// Handed back unsent, not sent, once the reconnect gate has held it (``RequestWindow``).
+    let handBackWhenHeld: Bool
+    /// The reconnect gate held it back after a connection failure.
+    var heldByGate = false
 
     private let maxBodySize: Int
     private let acceptsHTTP1: Bool
@@ -47,6 +51,7 @@ final class CurlTransfer {
         guard let easy = curl_easy_init() else { throw .protocolError("curl_easy_init returned NULL") }
         self.id = id
         self.deadline = pending.deadline
+        self.handBackWhenHeld = pending.handBackWhenHeld
         self.continuation = pending.continuation
         self.easy = easy
         self.delegate = delegate

@@ -19,7 +19,8 @@ import SwitchboardLifecycle
 /// After a connection-level failure (connect refused, TLS failure, connection lost, GOAWAY under a request) new
 /// connection attempts wait `reconnectInitialDelay`, doubling up to `reconnectMaximumDelay`, and only one
 /// request probes the connection; the others wait (within their deadlines). The delay resets when a response
-/// arrives.
+/// arrives. A request sent within a push attempt's ``RequestWindow`` is not sent once it has waited so: it is
+/// handed back (``HTTP2ClientError/heldForConnection``) when the connection returns.
 ///
 /// Creating the client starts nothing: its loop thread starts with the first request (or with
 /// `run()`, when the client runs as a service), and connections open as requests need them.
@@ -81,15 +82,28 @@ public final class HTTP2Client: Service, Sendable {
     /// Any HTTP status is a response; only transport failures throw.
     public func send(_ request: HTTP2Request) async throws -> HTTP2Response {
         startLoop()
-        let deadline = ContinuousClock.now + (request.timeout ?? configuration.requestTimeout)
+        // Within a push attempt's window (RequestWindow), the request ends with the window, and
+        // one held for a connection is handed back unsent so its sender can look again.
+        let window = RequestWindow.current
+        var deadline = ContinuousClock.now + (request.timeout ?? configuration.requestTimeout)
+        if let window { deadline = min(deadline, window.deadline) }
         let id = storage.reserveID()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP2Response, any Error>) in
-                storage.submit(
-                    id: id, PendingRequest(request: request, deadline: deadline, continuation: continuation))
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation {
+                    (continuation: CheckedContinuation<HTTP2Response, any Error>) in
+                    storage.submit(
+                        id: id,
+                        PendingRequest(
+                            request: request, deadline: deadline, handBackWhenHeld: window != nil,
+                            continuation: continuation))
+                }
+            } onCancel: {
+                storage.cancel(id: id)
             }
-        } onCancel: {
-            storage.cancel(id: id)
+        } catch HTTP2ClientError.heldForConnection {
+            window?.noteHeldBack()
+            throw HTTP2ClientError.heldForConnection
         }
     }
 

@@ -14,6 +14,9 @@ public enum HTTP2ClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case notHTTP2
     /// The client was shut down before the request completed.
     case shutdown
+    /// The request waited for a connection after a connection failure and, as its push attempt's
+    /// ``RequestWindow`` asks, was handed back unsent when one could be tried again: nothing was sent.
+    case heldForConnection
     /// The request itself is malformed (bad path, header name or value); nothing was sent.
     case invalidRequest(String)
     /// The configuration cannot work (bad base URL, non-positive limits); thrown by ``HTTP2Client/init(configuration:)``.
@@ -27,6 +30,7 @@ public enum HTTP2ClientError: Error, Sendable, Equatable, CustomStringConvertibl
         case .protocolError: "protocol_error"
         case .notHTTP2: "not_http2"
         case .shutdown: "shutdown"
+        case .heldForConnection: "held_for_connection"
         case .invalidRequest: "invalid_request"
         case .invalidConfiguration: "invalid_configuration"
         }
@@ -35,7 +39,7 @@ public enum HTTP2ClientError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The code, followed by libcurl's or the client's detail where there is one.
     public var description: String {
         switch self {
-        case .timedOut, .notHTTP2, .shutdown: code
+        case .timedOut, .notHTTP2, .shutdown, .heldForConnection: code
         case .connectionFailed(let detail), .protocolError(let detail), .invalidRequest(let detail),
             .invalidConfiguration(let detail):
             "\(code): \(detail)"

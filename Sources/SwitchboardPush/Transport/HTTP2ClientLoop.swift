@@ -32,6 +32,8 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
     private var waiting: [CurlTransfer] = []
     /// Added to the multi handle, keyed by easy handle.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Some waiting transfer was held by the gate and is to be handed back (``CurlTransfer/heldByGate``).
+    private var heldWaiting = false
     private var finishedIDs: [UInt64] = []
     private var completions: [Completion] = []
 
@@ -127,11 +129,31 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
         return min(overflowLimit, admissionLimit + slow)
     }
 
-    /// Hands waiting transfers to libcurl as far as the gate and the stream budget allow.
+    /// Hands waiting transfers to libcurl as far as the gate and the stream budget allow. While the gate
+    /// holds them after a connection failure, those that asked to be handed back then
+    /// (``RequestWindow``) are marked, and when it lets requests through again they end unsent
+    /// (``HTTP2ClientError/heldForConnection``) instead of going out, for their senders to look again.
     private func admit(now: ContinuousClock.Instant) {
         let limit = waiting.isEmpty ? admissionLimit : currentLimit(now: now)
         while !waiting.isEmpty, active.count < limit {
-            switch gate.admission(at: now) {
+            let admission = gate.admission(at: now)
+            if case .none = admission {
+                for transfer in waiting where transfer.handBackWhenHeld && !transfer.heldByGate {
+                    transfer.heldByGate = true
+                    heldWaiting = true
+                }
+                return
+            }
+            if heldWaiting {
+                heldWaiting = false
+                waiting.removeAll { transfer in
+                    guard transfer.heldByGate else { return false }
+                    complete(transfer, .failure(HTTP2ClientError.heldForConnection))
+                    return true
+                }
+                guard !waiting.isEmpty else { return }
+            }
+            switch admission {
             case .all:
                 let count = min(waiting.count, limit - active.count)
                 let batch = waiting.prefix(count)
@@ -181,6 +203,10 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
             if transfer.connectionVetoed {
                 // The gate refused its socket before connect(): nothing was sent, so it can safely wait its turn.
                 gate.requestFinished(id: transfer.id, epoch: transfer.epoch, outcome: .other, at: now)
+                if transfer.handBackWhenHeld {
+                    transfer.heldByGate = true
+                    heldWaiting = true
+                }
                 requeue.append(transfer)
                 continue
             }

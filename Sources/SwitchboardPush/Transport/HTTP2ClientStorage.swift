@@ -5,6 +5,9 @@ import Synchronization
 struct PendingRequest: Sendable {
     let request: HTTP2Request
     let deadline: ContinuousClock.Instant
+    /// Whether, once held by the reconnect gate, it is handed back unsent instead of sent when
+    /// the gate opens (``RequestWindow``).
+    let handBackWhenHeld: Bool
     let continuation: CheckedContinuation<HTTP2Response, any Error>
 }
 

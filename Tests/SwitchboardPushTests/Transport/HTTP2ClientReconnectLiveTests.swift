@@ -89,6 +89,64 @@ extension HTTP2ClientLiveTests {
         await client.shutdown()
     }
 
+    @Test("within a push attempt's window: requests held for a connection come back unsent, none outlives its window")
+    func windowedRequestsHeldForAConnectionComeBackUnsent() async throws {
+        var server = try H2TestServer()
+        defer { server.stop() }
+        // A long first pause after a failure, so the windowed requests below surely arrive while
+        // the gate holds everything.
+        let client = try HTTP2Client(
+            configuration: .init(
+                baseURL: server.baseURL, requestTimeout: .seconds(10), connectTimeout: .seconds(2),
+                caFile: server.caFile, reconnectInitialDelay: .seconds(4)))
+        #expect(try await client.send(HTTP2Request(path: "/echo")).status == 200)
+
+        // A window ends a request sooner than its own timeout.
+        let short = RequestWindow(deadline: .now + .milliseconds(500))
+        let started = ContinuousClock.now
+        await #expect(throws: HTTP2ClientError.timedOut) {
+            try await short.withValue { try await client.send(HTTP2Request(path: "/delay?ms=8000")) }
+        }
+        #expect(seconds(since: started) < 6, "the window's 0.5 s, not the request's 10 s")
+        #expect(!short.wasHeldBack)
+
+        server.stop()
+        // The first request after the stop meets the closed port: the gate closes for 4 s.
+        await #expect(throws: (any Error).self) { try await client.send(HTTP2Request(path: "/echo")) }
+        let windows = (0..<3).map { _ in RequestWindow(deadline: .now + .seconds(30)) }
+        let outcomes = await withTaskGroup(of: String.self) { group in
+            for window in windows {
+                group.addTask {
+                    do {
+                        _ = try await window.withValue { try await client.send(HTTP2Request(path: "/echo")) }
+                        return "sent"
+                    } catch let error as HTTP2ClientError {
+                        return error.code
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            }
+            return await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        // Handed back when the gate let a request through again, without one being sent: their
+        // senders look again before sending (the server is still down: the look-again sends fail).
+        #expect(outcomes == ["held_for_connection", "held_for_connection", "held_for_connection"], "\(outcomes)")
+        #expect(windows.allSatisfy { $0.wasHeldBack })
+
+        // Back up: a windowed request goes straight out.
+        server = try server.restarted()
+        let after = RequestWindow(deadline: .now + .seconds(30))
+        var status = 0
+        for _ in 0..<20 where status != 200 {
+            // The first may still meet the gate's pause or probe; it is handed back or fails, and goes again.
+            status = (try? await after.withValue { try await client.send(HTTP2Request(path: "/echo")) })?.status ?? 0
+            if status != 200 { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        #expect(status == 200)
+        await client.shutdown()
+    }
+
     @Test("an unreachable server gets a bounded number of connection attempts")
     func unreachableServerBacksOff() async throws {
         let port = try H2TestServer(tls: false).port  // started and stopped (deinit): nothing listens there now
