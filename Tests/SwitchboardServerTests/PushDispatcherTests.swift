@@ -12,6 +12,8 @@ import SwitchboardPushCore
 final class HoldingPushProvider: PushTransport {
     private struct State {
         var held: Set<String> = []
+        /// Held as the HTTP/2 client holds a request through an outage: handed back unsent.
+        var heldBack: Set<String> = []
         var waiting: [(token: String, continuation: CheckedContinuation<PushSendResult, Never>)] = []
         var script: [String: [PushSendResult]] = [:]
         var sent: [String] = []
@@ -21,27 +23,36 @@ final class HoldingPushProvider: PushTransport {
     var name: String { "apns" }
 
     func hold(_ token: String) { state.withLock { _ = $0.held.insert(token) } }
+    /// The next send for `token` waits as one held for a connection does, and on release is
+    /// handed back unsent (its attempt's ``RequestWindow`` says so).
+    func holdBack(_ token: String) { state.withLock { _ = $0.heldBack.insert(token) } }
     func script(_ token: String, _ results: [PushSendResult]) { state.withLock { $0.script[token] = results } }
     var sent: [String] { state.withLock { $0.sent } }
     var heldRequests: Int { state.withLock { $0.waiting.count } }
 
-    /// Answers every held request with 200 and stops holding.
+    /// Answers every held request with 200 (one held back: unsent) and stops holding.
     func releaseAll() {
-        let waiting = state.withLock { state in
+        let (waiting, heldBack) = state.withLock { state in
             defer {
                 state.waiting.removeAll()
                 state.held.removeAll()
+                state.heldBack.removeAll()
             }
-            return state.waiting
+            return (state.waiting, state.heldBack)
         }
-        for entry in waiting { entry.continuation.resume(returning: .response(status: 200, reason: nil)) }
+        for entry in waiting {
+            entry.continuation.resume(
+                returning: heldBack.contains(entry.token)
+                    ? .transportFailure("held_for_connection") : .response(status: 200, reason: nil))
+        }
     }
 
     func send(_ job: PushJob) async -> PushSendResult {
-        await withCheckedContinuation { continuation in
+        if state.withLock({ $0.heldBack.contains(job.token) }) { RequestWindow.current?.noteHeldBack() }
+        return await withCheckedContinuation { continuation in
             let answer = state.withLock { state -> PushSendResult? in
                 state.sent.append(job.token)
-                if state.held.contains(job.token) {
+                if state.held.contains(job.token) || state.heldBack.contains(job.token) {
                     state.waiting.append((job.token, continuation))
                     return nil
                 }
@@ -202,6 +213,38 @@ struct PushDispatcherTests {
     /// A TLS mistake toward APNs (the emulator's CA left out): every attempt fails the same way
     /// for the whole ring window. It is logged at once, once, and the expired job is listed
     /// among the newest failures with the error, not hidden behind `expired`.
+    /// A send held for a connection comes back unsent (the APNs connection was down): the
+    /// dispatcher asks again whether the call rings before sending. Cancelled meanwhile, the
+    /// ring is dropped, never sent; still ringing, it goes out at once.
+    @Test func aSendHandedBackUnsentIsCheckedAgainBeforeItGoesOut() async throws {
+        let env = try World()
+        defer {
+            env.provider.releaseAll()
+            env.world.close()
+        }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let carol = try await env.world.person("carol"), dave = try await env.world.person("dave")
+        let toBob = try await env.world.befriend(alice, bob), toCarol = try await env.world.befriend(dave, carol)
+        let bobs = token("ab"), carols = token("cd")
+        env.provider.holdBack(bobs)
+        env.provider.holdBack(carols)
+        await env.register(bob, token: bobs)
+        await env.register(carol, token: carols)
+        let cancelled = try #require(await env.world.call(alice, "conversation", toBob).call)
+        _ = try #require(await env.world.call(dave, "conversation", toCarol).call)
+        #expect(await eventually { env.provider.heldRequests == 2 })
+        // Bob's call is cancelled while his push waits for the connection.
+        #expect(await env.world.act("cancel", cancelled.id, by: alice).status == 200)
+        env.provider.releaseAll()
+
+        #expect(try await eventuallyTrying { try await env.job(bobs)?.state == "dropped" })
+        #expect(try await eventuallyTrying { try await env.job(carols)?.state == "delivered" })
+        let sent = env.provider.sent
+        #expect(sent.filter { $0 == bobs }.count == 1, "the cancelled call's ring was never sent again")
+        #expect(sent.filter { $0 == carols }.count == 2, "the ringing call's was sent again at once")
+        #expect(try await env.job(carols)?.attempts == 1, "one attempt: the handed-back send was no attempt")
+    }
+
     @Test func aTransportFailureIsLoggedOnceAndTheExpiredJobIsListedWithItsError() async throws {
         let env = try World()
         defer { env.world.close() }

@@ -5,6 +5,8 @@ import SwitchboardCrypto
 import SwitchboardPush
 @testable import SwitchboardServer
 import SwitchboardPushCore
+import SwitchboardNetSim
+import Synchronization
 
 // The rig every push live test stands on: the emulator and the servers pointed at it.
 extension PushLiveTests {
@@ -20,8 +22,17 @@ extension PushLiveTests {
         private(set) var server: ServerProcess
         private(set) var others: [ServerProcess] = []
         let serverEnvironment: [String: String]
+        /// With `apnsOutages`: the TCP proxy the server reaches APNs through (none while APNs is down).
+        private let apnsProxy = Mutex<ImpairmentProxy?>(nil)
+        private let apnsProxyPort: Int
 
-        init(serverSettings: [String: String] = [:], postgresURL: String? = nil, instances: Int = 1) throws {
+        /// `apnsOutages`: the server reaches the APNs stand-in through a proxy that
+        /// ``stopAPNs()`` takes away (the connection breaks, new ones are refused) and
+        /// ``startAPNs()`` brings back on the same port.
+        init(
+            serverSettings: [String: String] = [:], postgresURL: String? = nil, instances: Int = 1,
+            apnsOutages: Bool = false
+        ) throws {
             let key = try ES256PrivateKey.generate()
             let keyFile = directory.path + "/AuthKey.p8", publicFile = directory.path + "/key.pub",
                 caFile = directory.path + "/emulator-ca.pem"
@@ -51,6 +62,14 @@ extension PushLiveTests {
                     "20001:vivo-live-key:vivo-live-secret",
                 ])
             let port = emulator.address.split(separator: ":").last.map(String.init) ?? "0"
+            var apnsPort = port
+            if apnsOutages {
+                let proxy = ImpairmentProxy(
+                    configuration: .init(upstream: .loopback(port: Int(port) ?? 0), profile: .good))
+                apnsPort = String(try proxy.start())
+                apnsProxy.withLock { $0 = proxy }
+            }
+            apnsProxyPort = Int(apnsPort) ?? 0
             try serviceAccount(tokenURI: "https://localhost:\(port)/token").write(
                 to: URL(fileURLWithPath: serverAccount))
             var settings = HTTP2ClientConfiguration(baseURL: "https://localhost:\(port)")
@@ -61,8 +80,8 @@ extension PushLiveTests {
             serverEnvironment = [
                 "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15", "SWITCHBOARD_APNS_TEAM_ID": PushLiveTests.teamID,
                 "SWITCHBOARD_APNS_KEY_ID": PushLiveTests.keyID, "SWITCHBOARD_APNS_KEY_FILE": keyFile,
-                "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(port)",
-                "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_APNS_PRODUCTION_URL": "https://localhost:\(apnsPort)",
+                "SWITCHBOARD_APNS_SANDBOX_URL": "https://localhost:\(apnsPort)",
                 "SWITCHBOARD_APNS_CA_FILE": caFile, "SWITCHBOARD_APNS_BUNDLE_ID": PushLiveTests.bundleID,
                 "SWITCHBOARD_ADMIN_KEY": PushLiveTests.adminKey,
                 "SWITCHBOARD_FCM_SERVICE_ACCOUNT_FILE": serverAccount,
@@ -100,7 +119,26 @@ extension PushLiveTests {
                 environment: serverEnvironment)
         }
 
+        /// APNs goes away: the server's connection breaks and new ones are refused.
+        func stopAPNs() {
+            apnsProxy.withLock { proxy in
+                proxy?.stop()
+                proxy = nil
+            }
+        }
+
+        /// APNs is back, on the same address.
+        func startAPNs() throws {
+            let upstream = Int(emulator.address.split(separator: ":").last.map(String.init) ?? "0") ?? 0
+            let proxy = ImpairmentProxy(
+                configuration: .init(
+                    upstream: .loopback(port: upstream), profile: .good, listen: .loopback(port: apnsProxyPort)))
+            try proxy.start()
+            apnsProxy.withLock { $0 = proxy }
+        }
+
         func close() async {
+            stopAPNs()
             _ = server.stop()
             for other in others { _ = other.stop() }
             await inbox.shutdown()
