@@ -23,12 +23,15 @@ public enum OPPOMessage {
         "\(appKey)\(timestampMilliseconds)\(masterSecret)"
     }
 
-    /// The unicast form for one registration id, or `nil` when `data` is nothing to show (an
-    /// ending other than a missed call: OPPO cannot carry it).
+    /// The unicast form for one registration id, or `nil` when `data` is not a ring or an
+    /// ending. An ending replaces the ringing notification (the same `notify_id`): OPPO has no
+    /// silent message to take it down with. Text within OPPO's limits (``VendorTextLimits/oppo``).
     public static func unicastForm(
         authToken: String, registrationID: String, data: [UInt8], ttlSeconds: Int, channelID: String
     ) -> [UInt8]? {
-        guard let notification = VendorNotification.from(data: data) else { return nil }
+        guard let notification = VendorNotification.from(data: data, everyEnding: true)?.fitted(to: .oppo) else {
+            return nil
+        }
         let message: [String: Any] = [
             "target_type": 2,
             "target_value": registrationID,

@@ -11,35 +11,52 @@ public struct VendorNotification: Sendable, Equatable {
     /// The data object's fields (`type`, `callId`, …), all strings.
     public var data: [String: String]
 
-    /// The longest title and content every one of these services takes (vivo's: 40 and 100
-    /// characters; OPPO's and Xiaomi's are longer).
-    public static let maxTitleCharacters = 40
-    public static let maxContentCharacters = 100
-
     public init(title: String, content: String, data: [String: String]) {
-        self.title = Self.clipped(title, to: Self.maxTitleCharacters)
-        self.content = Self.clipped(content, to: Self.maxContentCharacters)
+        self.title = title
+        self.content = content
         self.data = data
     }
 
     /// The notification for a stored data object: a ring (`type: call`) or a missed call
-    /// (`type: call_ended`, `reason: missed`); `nil` for the other endings, which have nothing
-    /// to show (and for anything that is not a data object).
-    public static func from(data bytes: [UInt8]) -> VendorNotification? {
+    /// (`type: call_ended`, `reason: missed`); with `everyEnding`, also the other endings
+    /// (answered or declined on another device, cancelled), for services that have no silent
+    /// message and show the ending in place of the ring instead (same ``notifyID(callID:)``).
+    /// `nil` for an ending it is not asked for, and for anything that is not a data object.
+    /// The text is whole: each service's own limits apply when its message is built
+    /// (``fitted(to:)``).
+    public static func from(data bytes: [UInt8], everyEnding: Bool = false) -> VendorNotification? {
         guard let data = fields(of: bytes) else { return nil }
         let caller = data["callerName"].flatMap { $0.isEmpty ? nil : $0 } ?? "Unknown caller"
+        let group = data["groupName"].flatMap { $0.isEmpty ? nil : $0 }
         switch (data["type"], data["reason"]) {
         case ("call"?, _):
             let kind = data["mode"] == "video" ? "video call" : "audio call"
-            if let group = data["groupName"], !group.isEmpty {
+            if let group {
                 return VendorNotification(title: group, content: "Incoming \(kind) from \(caller)", data: data)
             }
             return VendorNotification(title: caller, content: "Incoming \(kind)", data: data)
         case ("call_ended"?, "missed"?):
             return VendorNotification(title: "Missed call", content: "Missed call from \(caller)", data: data)
+        case ("call_ended"?, let reason?) where everyEnding:
+            let content =
+                switch reason {
+                case "answered_elsewhere": "Answered on another device"
+                case "declined_elsewhere": "Declined on another device"
+                case "cancelled": "Call cancelled"
+                default: "Call ended"
+                }
+            return VendorNotification(title: group ?? caller, content: content, data: data)
         default:
             return nil
         }
+    }
+
+    /// The notification as a service with `limits` takes it: title and content clipped by
+    /// that service's own counting, whole graphemes only, with `…` where text was cut.
+    public func fitted(to limits: VendorTextLimits) -> VendorNotification {
+        VendorNotification(
+            title: limits.clipped(title, to: limits.title), content: limits.clipped(content, to: limits.content),
+            data: data)
     }
 
     /// The string fields of a stored data object.
@@ -66,7 +83,66 @@ public struct VendorNotification: Sendable, Equatable {
         return Int(hash & 0x7FFF_FFFF) | 1
     }
 
-    private static func clipped(_ text: String, to count: Int) -> String {
-        text.count <= count ? text : String(text.prefix(count - 1)) + "…"
+}
+
+/// How long a notification's title and content may be on one maker's service, counted the way
+/// that service counts. Pure.
+public struct VendorTextLimits: Sendable, Equatable {
+    /// How a service measures text.
+    public enum Counting: Sendable, Equatable {
+        /// Every Unicode scalar is one (OPPO and Xiaomi: "Chinese and English characters each
+        /// count as one"; an emoji of several scalars counts each of them, to be safe).
+        case scalars
+        /// An ASCII character is one unit and every other scalar two (vivo: a Chinese character
+        /// is two English ones).
+        case asciiOneOtherTwo
+    }
+
+    /// The longest title and content, in the service's units.
+    public var title: Int
+    public var content: Int
+    public var counting: Counting
+
+    public init(title: Int, content: Int, counting: Counting) {
+        self.title = title
+        self.content = content
+        self.counting = counting
+    }
+
+    /// vivo: a title of 20 Chinese characters (40 English), content of 50 (100): vivo answers
+    /// 10056/10058 to anything longer.
+    public static let vivo = VendorTextLimits(title: 40, content: 100, counting: .asciiOneOtherTwo)
+    /// OPPO: a title of 50 characters, content of 200 (the standard style), emoji counting one.
+    public static let oppo = VendorTextLimits(title: 50, content: 200, counting: .scalars)
+    /// Xiaomi: a title shorter than 50 characters, a description shorter than 128.
+    public static let xiaomi = VendorTextLimits(title: 49, content: 127, counting: .scalars)
+
+    /// The text's length in this service's units.
+    public func length(of text: some StringProtocol) -> Int {
+        text.unicodeScalars.reduce(0) { $0 + cost(of: $1) }
+    }
+
+    /// `text` when it fits in `limit` units; else its longest run of whole graphemes that fits
+    /// with `…` after it.
+    public func clipped(_ text: String, to limit: Int) -> String {
+        guard length(of: text) > limit else { return text }
+        let ellipsis = "…"
+        let budget = limit - length(of: ellipsis)
+        var used = 0
+        var end = text.startIndex
+        for character in text {
+            let cost = length(of: String(character))
+            guard used + cost <= budget else { break }
+            used += cost
+            end = text.index(after: end)
+        }
+        return String(text[..<end]) + ellipsis
+    }
+
+    private func cost(of scalar: Unicode.Scalar) -> Int {
+        switch counting {
+        case .scalars: 1
+        case .asciiOneOtherTwo: scalar.isASCII ? 1 : 2
+        }
     }
 }

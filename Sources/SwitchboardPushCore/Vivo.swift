@@ -30,12 +30,15 @@ public enum VivoMessage {
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? []
     }
 
-    /// The send body for one registration id, or `nil` when `data` is nothing to show (an ending
-    /// other than a missed call: vivo cannot carry it).
+    /// The send body for one registration id, or `nil` when `data` is not a ring or an ending.
+    /// An ending replaces the ringing notification (the same `notifyId`): vivo has no silent
+    /// message to take it down with. Text within vivo's width units (``VendorTextLimits/vivo``).
     public static func sendBody(
         appID: String, registrationID: String, data: [UInt8], ttlSeconds: Int, requestID: String
     ) -> [UInt8]? {
-        guard let notification = VendorNotification.from(data: data) else { return nil }
+        guard let notification = VendorNotification.from(data: data, everyEnding: true)?.fitted(to: .vivo) else {
+            return nil
+        }
         let object: [String: Any] = [
             "appId": appID,
             "regId": registrationID,

@@ -29,7 +29,7 @@ public enum XiaomiMessage {
             // At least 1 ms: Xiaomi may read 0 as "not set" (its default is two weeks).
             ("time_to_live", String(max(1, ttlMilliseconds))),
         ]
-        if let notification = VendorNotification.from(data: data) {
+        if let notification = VendorNotification.from(data: data)?.fitted(to: .xiaomi) {
             fields += [
                 ("pass_through", "0"), ("notify_type", "-1"), ("title", notification.title),
                 ("description", notification.content),

@@ -31,11 +31,78 @@ struct VendorNotificationTests {
         #expect(nameless.title == "Unknown caller")
     }
 
-    @Test func longTextIsClippedToWhatEveryServiceTakes() {
-        let long = VendorNotification(
-            title: String(repeating: "名", count: 60), content: String(repeating: "x", count: 300), data: [:])
-        #expect(long.title.count == VendorNotification.maxTitleCharacters && long.title.hasSuffix("…"))
-        #expect(long.content.count == VendorNotification.maxContentCharacters)
+    /// Each service counts in its own units: vivo an ASCII character one and any other two,
+    /// OPPO and Xiaomi one per scalar. Text is cut only between graphemes, with `…` after it.
+    @Test(
+        arguments: [
+            // (limits, text, limit, expected length in units, expected result)
+            (VendorTextLimits.vivo, "Alice", 40, 5, "Alice"),
+            (.vivo, "张三", 40, 4, "张三"),
+            (.vivo, String(repeating: "张", count: 20), 40, 40, String(repeating: "张", count: 20)),
+            (.vivo, String(repeating: "张", count: 21), 40, 42, String(repeating: "张", count: 19) + "…"),
+            (.vivo, "a" + String(repeating: "张", count: 20), 40, 41, "a" + String(repeating: "张", count: 18) + "…"),
+            (.vivo, "👍🏽👍🏽", 6, 8, "👍🏽…"),
+            (.vivo, "e\u{301}e\u{301}e\u{301}", 5, 9, "e\u{301}…"),
+            (.oppo, String(repeating: "张", count: 50), 50, 50, String(repeating: "张", count: 50)),
+            (.oppo, String(repeating: "张", count: 51), 50, 51, String(repeating: "张", count: 49) + "…"),
+            (.oppo, "👨‍👩‍👧" + "abc", 5, 8, "…"),
+            (.xiaomi, String(repeating: "名", count: 60), 49, 60, String(repeating: "名", count: 48) + "…"),
+        ])
+    func textIsMeasuredAndCutTheServicesWay(
+        limits: VendorTextLimits, text: String, limit: Int, length: Int, expected: String
+    ) {
+        #expect(limits.length(of: text) == length)
+        let clipped = limits.clipped(text, to: limit)
+        #expect(clipped == expected)
+        #expect(limits.length(of: clipped) <= limit)
+        #expect(expected.hasSuffix("…") || clipped == text)
+    }
+
+    /// A long Chinese name still rings on vivo: the message is within vivo's width units.
+    @Test func aLongChineseNameFitsEveryService() throws {
+        let name = String(repeating: "欧阳", count: 15) + "娜娜"
+        let data = Array(
+            #"{"callId":"c","callerName":"\#(name)","groupName":"\#(name)项目组","mode":"video","type":"call"}"#.utf8)
+        let whole = try #require(VendorNotification.from(data: data))
+        for limits in [VendorTextLimits.vivo, .oppo, .xiaomi] {
+            let fitted = whole.fitted(to: limits)
+            #expect(
+                limits.length(of: fitted.title) <= limits.title && limits.length(of: fitted.content) <= limits.content)
+            #expect(fitted.title.hasPrefix("欧阳") && fitted.data == whole.data)
+        }
+        let body = try #require(
+            VivoMessage.sendBody(appID: "1", registrationID: "r", data: data, ttlSeconds: 60, requestID: "j"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        #expect(VendorTextLimits.vivo.length(of: object["title"] as? String ?? "") <= 40)
+        #expect(VendorTextLimits.vivo.length(of: object["content"] as? String ?? "") <= 100)
+    }
+
+    /// OPPO and vivo show every ending in place of the ring (same notification id); Xiaomi
+    /// shows the missed call and carries the others silently.
+    @Test func everyEndingHasATextWhereTheServiceNeedsOne() throws {
+        let endings = [
+            "answered_elsewhere": "Answered on another device",
+            "declined_elsewhere": "Declined on another device", "cancelled": "Call cancelled",
+            "missed": "Missed call from Alice",
+        ]
+        for (reason, text) in endings {
+            let data = Array(
+                #"{"callId":"call-7","callerName":"Alice","reason":"\#(reason)","type":"call_ended"}"#.utf8)
+            let shown = try #require(VendorNotification.from(data: data, everyEnding: true))
+            #expect(shown.content == text)
+            let vivo = try #require(
+                VivoMessage.sendBody(appID: "1", registrationID: "r", data: data, ttlSeconds: 60, requestID: "j"))
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(vivo)) as? [String: Any])
+            #expect(object["notifyId"] as? Int == VendorNotification.notifyID(callID: "call-7"))
+            #expect(object["content"] as? String == text)
+            let oppo = OPPOMessage.unicastForm(
+                authToken: "t", registrationID: "r", data: data, ttlSeconds: 60, channelID: "calls")
+            #expect(oppo != nil)
+            let xiaomi = FormEncoding.fields(
+                XiaomiMessage.form(
+                    registrationID: "r", packageName: "p", data: data, ttlMilliseconds: 1, channelID: nil))
+            #expect(xiaomi["pass_through"] == (reason == "missed" ? "0" : "1"))
+        }
     }
 
     @Test func theNotificationIDIsStablePerCallAndInRange() {
@@ -135,7 +202,8 @@ struct OPPOTests {
                 == "call")
         #expect(
             OPPOMessage.unicastForm(
-                authToken: "t", registrationID: "r", data: cancelled, ttlSeconds: 30, channelID: "c") == nil)
+                authToken: "t", registrationID: "r", data: Array("[1]".utf8), ttlSeconds: 30, channelID: "c") == nil,
+            "not a data object")
         #expect(OPPOMessage.code(in: Array(#"{"code":11,"message":"Invalid AuthToken"}"#.utf8)) == 11)
     }
 
@@ -172,8 +240,9 @@ struct VivoTests {
         #expect(
             (try JSONSerialization.jsonObject(with: Data(long)) as? [String: Any])?["timeToLive"] as? Int == 604_800)
         #expect(
-            VivoMessage.sendBody(appID: "1", registrationID: "r", data: cancelled, ttlSeconds: 30, requestID: "j")
-                == nil)
+            VivoMessage.sendBody(
+                appID: "1", registrationID: "r", data: Array("[1]".utf8), ttlSeconds: 30, requestID: "j")
+                == nil, "not a data object")
         #expect(
             VivoMessage.result(in: Array(#"{"result":0,"desc":"ok","invalidUser":{"userid":"r","status":2}}"#.utf8))!
                 == (0, true))

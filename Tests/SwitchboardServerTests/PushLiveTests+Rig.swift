@@ -59,7 +59,7 @@ extension PushLiveTests {
                     "--key-id", PushLiveTests.keyID, "--public-key", publicFile, "--tls", "--ca-out", caFile,
                     "--fcm-service-account", emulatorAccount, "--xiaomi-app", "com.example.phone:xm-live-secret",
                     "--oppo-app", "oppo-live-key:oppo-live-master", "--vivo-app",
-                    "20001:vivo-live-key:vivo-live-secret",
+                    "20001:vivo-live-key:vivo-live-secret", "--huawei-app", "\(PushLiveTests.huaweiAppID):hw-live-secret",
                 ])
             let port = emulator.address.split(separator: ":").last.map(String.init) ?? "0"
             var apnsPort = port
@@ -97,6 +97,10 @@ extension PushLiveTests {
                 "SWITCHBOARD_VIVO_APP_ID": "20001", "SWITCHBOARD_VIVO_APP_KEY": "vivo-live-key",
                 "SWITCHBOARD_VIVO_APP_SECRET": "vivo-live-secret",
                 "SWITCHBOARD_VIVO_URL": "https://localhost:\(port)", "SWITCHBOARD_VIVO_CA_FILE": caFile,
+                "SWITCHBOARD_HUAWEI_APP_ID": PushLiveTests.huaweiAppID, "SWITCHBOARD_HUAWEI_APP_SECRET": "hw-live-secret",
+                "SWITCHBOARD_HUAWEI_URL": "https://localhost:\(port)",
+                "SWITCHBOARD_HUAWEI_TOKEN_URL": "https://localhost:\(port)/oauth2/v3/token",
+                "SWITCHBOARD_HUAWEI_CA_FILE": caFile,
             ].merging(serverSettings) { $1 }.merging(
                 postgresURL.map { ["SWITCHBOARD_DATABASE": "postgres", "SWITCHBOARD_POSTGRES_URL": $0] } ?? [:]
             ) { $1 }
@@ -163,7 +167,7 @@ extension PushLiveTests {
             return object?["messages"] as? [[String: Any]] ?? []
         }
 
-        /// The messages a vendor stand-in (`xiaomi`, `oppo`, `vivo`) accepted for a registration id.
+        /// The messages a vendor stand-in (`huawei`, `xiaomi`, `oppo`, `vivo`) accepted for a token.
         func vendorMessages(_ channel: String, for token: String, wait: Int = 10) async throws -> [[String: Any]] {
             let path =
                 "/\(channel)/inbox/\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)?after=0&wait=\(wait)"

@@ -16,6 +16,7 @@ struct PushLiveTests {
     static let keyID = "KEY1234567"
     static let adminKey = "admin-key-for-tests-0123"
     static let fcmProject = "switchboard-live"
+    static let huaweiAppID = "104835621"
 
     typealias Person = LiveAccount
 
@@ -149,9 +150,10 @@ struct PushLiveTests {
     }
 
     /// Xiaomi, OPPO and vivo phones through the binaries: each ring reaches its maker's stand-in
-    /// in that service's shape; a cancelled ring is told to the Xiaomi phone only (OPPO and vivo
-    /// have no silent messages); a busy answer is retried with backoff, a ring cancelled while
-    /// its retry waits is dropped, and Xiaomi's 20301 deletes the token.
+    /// in that service's shape; a cancelled ring is told to every phone (Xiaomi silently, OPPO
+    /// and vivo by a notification in place of the ring's, under its id); a busy answer is
+    /// retried with backoff, a ring cancelled while its retry waits is dropped, and Xiaomi's
+    /// 20301 deletes the token.
     @Test func makersPhonesAreRungOverTheirOwnServices() async throws {
         let rig = try Rig()
         let alice = try await Self.person(rig, "alice"), bob = try await Self.person(rig, "bob")
@@ -165,13 +167,29 @@ struct PushLiveTests {
             #expect(registered.status == 200, "\(registered.body)")
         }
         let conversation = try await Self.befriend(rig, alice, bob)
+        // What the OPPO and vivo phones show: (data type, call id, content, notification id).
+        let shown = { (channel: String, wait: Int) async throws -> [(String?, String?, String?, Int?)] in
+            try await rig.vendorMessages(channel, for: tokens[channel]!, wait: wait).compactMap {
+                $0["payload"] as? [String: Any]
+            }.map { payload in
+                let notification = channel == "oppo" ? payload["notification"] as? [String: Any] ?? [:] : payload
+                let data =
+                    channel == "oppo"
+                    ? VendorNotification.fields(of: Array(((notification["action_parameters"] as? String) ?? "").utf8))
+                    : notification["clientCustomMap"] as? [String: String]
+                return (
+                    data?["type"], data?["callId"], notification["content"] as? String,
+                    (notification[channel == "oppo" ? "notify_id" : "notifyId"] as? Int)
+                )
+            }
+        }
         let outcomes = { (channel: String) async -> [[String: Any]] in
             ((await rig.adminStatus()["outcomes"] as? [[String: Any]]) ?? []).filter {
                 $0["channel"] as? String == channel
             }
         }
 
-        // 1. One ring each, in each service's shape; the cancel reaches the Xiaomi phone only.
+        // 1. One ring each, in each service's shape; the cancel reaches every phone.
         let first = try await Self.call(rig, alice, "conversation", conversation, mode: "video")
         let xiaomi = try #require(
             try await rig.vendorMessages("xiaomi", for: tokens["xiaomi"]!).first?["payload"] as? [String: String])
@@ -209,6 +227,16 @@ struct PushLiveTests {
         #expect(
             ended["pass_through"] == "1"
                 && VendorNotification.fields(of: Array((ended["payload"] ?? "").utf8))?["reason"] == "cancelled")
+        for channel in ["oppo", "vivo"] {
+            // In place of the ring: the same notification id, the ending's text.
+            let replaced = try await eventuallyTrying {
+                let messages = try await shown(channel, 1)
+                return messages.count == 2 && messages[1].0 == "call_ended" && messages[1].1 == first
+                    && messages[1].2 == "Call cancelled" && messages[1].3 != nil && messages[1].3 == messages[0].3
+            }
+            let seen = try await shown(channel, 0)
+            #expect(replaced, "\(channel): \(seen)")
+        }
 
         // 2. OPPO is busy once: retried and delivered. Xiaomi no longer knows its phone: the token goes.
         try await rig.vendorCodes("oppo", token: tokens["oppo"]!, ["-1"])
@@ -216,7 +244,7 @@ struct PushLiveTests {
         let second = try await Self.call(rig, alice, "conversation", conversation)
         #expect(
             try await eventuallyTrying {
-                try await rig.vendorMessages("oppo", for: tokens["oppo"]!, wait: 1).count == 2
+                try await shown("oppo", 1).contains { $0.0 == "call" && $0.1 == second }
             })
         #expect(
             try await rig.waitForOutcome {
@@ -224,7 +252,7 @@ struct PushLiveTests {
             })
         #expect(
             try await eventuallyTrying {
-                try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 1).count == 2
+                try await shown("vivo", 1).contains { $0.0 == "call" && $0.1 == second }
             })
         _ = await fetch(rig.server.address, "POST", "/calls/\(second)/cancel", headers: alice.auth)
 
@@ -239,9 +267,8 @@ struct PushLiveTests {
             try await rig.waitForOutcome {
                 $0.contains { $0["channel"] as? String == "vivo" && $0["state"] as? String == "dropped" }
             })
-        #expect(
-            try await rig.vendorMessages("vivo", for: tokens["vivo"]!, wait: 0).count == 2,
-            "the first ring and the second; not the third")
+        let vivoRings = try await shown("vivo", 0).filter { $0.0 == "call" }.map(\.1)
+        #expect(vivoRings == [first, second], "the first ring and the second; not the third")
 
         // 4. The Xiaomi phone's token is gone: its rings go through FCM now; OPPO's and vivo's never did.
         let overFCM = try await rig.fcmMessages(for: "fcm-xiaomi").compactMap {

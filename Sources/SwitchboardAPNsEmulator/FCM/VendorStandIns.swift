@@ -135,10 +135,11 @@ struct XiaomiRouter {
             return error(200, 10017, "time_to_live must be milliseconds")
         }
         if passThrough == "0" {
-            guard let title = form["title"], !title.isEmpty, title.count <= 50, let description = form["description"],
+            guard let title = form["title"], !title.isEmpty, title.unicodeScalars.count < 50,
+                let description = form["description"],
                 !description.isEmpty,
-                description.count <= 128
-            else { return error(200, 10016, "a notification needs a title (≤ 50) and a description (≤ 128)") }
+                description.unicodeScalars.count < 128
+            else { return error(200, 10016, "a notification needs a title (< 50) and a description (< 128)") }
             if let notifyID = form["notify_id"], Int64(notifyID).map({ !(0...2_147_483_647).contains($0) }) ?? true {
                 return error(200, 22103, "notify_id must be 0…2147483647")
             }
@@ -229,8 +230,8 @@ struct OPPORouter {
                 nil
             )
         }
-        guard let title = notification["title"] as? String, !title.isEmpty, title.count <= 50,
-            let content = notification["content"] as? String, !content.isEmpty, content.count <= 200
+        guard let title = notification["title"] as? String, !title.isEmpty, title.unicodeScalars.count <= 50,
+            let content = notification["content"] as? String, !content.isEmpty, content.unicodeScalars.count <= 200
         else {
             return (
                 Self.answer(41, "Invalid Arguments: title (≤ 50) and content (≤ 200) are required", push: true), nil
@@ -261,6 +262,8 @@ struct OPPORouter {
 }
 
 struct VivoRouter {
+    /// vivo's measure of a title or content: a Chinese (any non-ASCII) character is two English ones.
+    static func width(_ text: String) -> Int { text.unicodeScalars.reduce(0) { $0 + ($1.isASCII ? 1 : 2) } }
     let app: VivoEmulatorApp?
     static func isRecent(_ timestamp: Int64, now: Int64) -> Bool { withinTenMinutes(timestamp, now: now) }
     static let authTokenSeconds: Int64 = 24 * 3600
@@ -323,11 +326,11 @@ struct VivoRouter {
         guard let id = body["regId"] as? String, !id.isEmpty else {
             return (Self.answer(10050, "alias 和 regId 不能都为空", push: true), nil)
         }
-        guard let title = body["title"] as? String, !title.isEmpty, title.count <= 40 else {
-            return (Self.answer(10056, "title 不能为空且不超过 40 个字符", push: true), nil)
+        guard let title = body["title"] as? String, !title.isEmpty, Self.width(title) <= 40 else {
+            return (Self.answer(10056, "title 不能为空且不超过 20 个汉字 (40 个英文字符)", push: true), nil)
         }
-        guard let content = body["content"] as? String, !content.isEmpty, content.count <= 100 else {
-            return (Self.answer(10058, "content 不能为空且不超过 100 个字符", push: true), nil)
+        guard let content = body["content"] as? String, !content.isEmpty, Self.width(content) <= 100 else {
+            return (Self.answer(10058, "content 不能为空且不超过 50 个汉字 (100 个英文字符)", push: true), nil)
         }
         guard let notifyType = (body["notifyType"] as? NSNumber)?.intValue, (1...4).contains(notifyType),
             let skipType = (body["skipType"] as? NSNumber)?.intValue, (1...4).contains(skipType)

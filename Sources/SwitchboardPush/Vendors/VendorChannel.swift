@@ -3,26 +3,24 @@ import SwitchboardPushCore
 
 /// The `xiaomi`, `oppo` and `vivo` channels: the phone makers' own push services, which wake a
 /// killed app through a notification (``VendorNotification``) with the ring's data object
-/// attached. Each has its transport and its reason table. Xiaomi also carries the endings that
-/// show nothing, as pass-through data; OPPO and vivo carry only the missed-call notice (their
-/// ringing notification goes away when it is tapped or its time to live runs out).
+/// attached. Each has its transport and its reason table. Every ending is told: Xiaomi carries
+/// the endings that show nothing as pass-through data, which the running app takes its
+/// notification down on; OPPO and vivo, which have no silent message, show the ending in place
+/// of the ringing notification (the same notification id replaces it).
 public struct VendorChannel: DataMessageChannel {
     public let name: String
     public let summary: PushChannelSummary
     public let transport: (any PushTransport)?
     private let table: ResultCodeTable
-    private let carriesSilentNotices: Bool
 
     public var provider: String { name }
 
     private init(
-        name: String, transport: (any PushTransport)?, summary: PushChannelSummary, carriesSilentNotices: Bool,
-        table: ResultCodeTable
+        name: String, transport: (any PushTransport)?, summary: PushChannelSummary, table: ResultCodeTable
     ) {
         self.name = name
         self.transport = transport
         self.summary = summary
-        self.carriesSilentNotices = carriesSilentNotices
         self.table = table
     }
 
@@ -35,7 +33,7 @@ public struct VendorChannel: DataMessageChannel {
             summary: summary(
                 "xiaomi", transport, auth, endpoints, caFile,
                 hint: "set xiaomiAppSecret and xiaomiPackageName (Xiaomi push console)"),
-            carriesSilentNotices: true, table: XiaomiResponsePolicy.table)
+            table: XiaomiResponsePolicy.table)
     }
 
     /// OPPO push; `transport` `nil`: not configured.
@@ -47,7 +45,7 @@ public struct VendorChannel: DataMessageChannel {
             summary: summary(
                 "oppo", transport, auth, endpoints, caFile,
                 hint: "set oppoAppKey, oppoMasterSecret and oppoChannelID (OPPO push console)"),
-            carriesSilentNotices: false, table: OPPOResponsePolicy.table)
+            table: OPPOResponsePolicy.table)
     }
 
     /// vivo push; `transport` `nil`: not configured.
@@ -59,7 +57,7 @@ public struct VendorChannel: DataMessageChannel {
             summary: summary(
                 "vivo", transport, auth, endpoints, caFile,
                 hint: "set vivoAppID, vivoAppKey and vivoAppSecret (vivo push console)"),
-            carriesSilentNotices: false, table: VivoResponsePolicy.table)
+            table: VivoResponsePolicy.table)
     }
 
     private static func summary(
@@ -83,10 +81,8 @@ public struct VendorChannel: DataMessageChannel {
         return verdict
     }
 
-    /// A missed call on every one of them; the other endings only where the service has data
-    /// messages (Xiaomi).
+    /// Every ending, on every one of them (the service's message builder decides its shape).
     public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
-        guard carriesSilentNotices || notice.reason == "missed" else { return nil }
-        return try endedDataRequest(for: notice)
+        try endedDataRequest(for: notice)
     }
 }
