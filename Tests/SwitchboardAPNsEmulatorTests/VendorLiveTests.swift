@@ -153,10 +153,13 @@ struct VendorLiveTests {
         #expect(Self.verdict(channel, expired) == .refreshProviderTokenAndRetry)
         #expect(Self.verdict(channel, await channel.send(Self.job("vivo", id))) == .delivered)
         #expect(transport.tokenFetches == 2)
-        // Nothing to show (a cancelled ring) is never sent: vivo has no silent messages.
-        let silent = await channel.send(
+        // A cancelled ring is shown in place of the ring (vivo has no silent messages).
+        let ended = await channel.send(
             Self.job("vivo", id, payload: Array(#"{"callId":"call-9","reason":"cancelled","type":"call_ended"}"#.utf8)))
-        #expect(silent == .response(status: 400, reason: "NothingToShow") && Self.verdict(channel, silent) == .fail)
+        #expect(Self.verdict(channel, ended) == .delivered)
+        // Nothing to show (not a data object) is never sent.
+        let nothing = await channel.send(Self.job("vivo", id, payload: Array("[]".utf8)))
+        #expect(nothing == .response(status: 400, reason: "NothingToShow") && Self.verdict(channel, nothing) == .fail)
         await transport.shutdown()
         let wrong = try VivoTransport(
             appID: "10001", appKey: "vivo-key", appSecret: "nope", baseURL: base, caFile: nil, connections: 1,
