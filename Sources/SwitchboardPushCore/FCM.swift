@@ -16,7 +16,7 @@ public enum FCMMessage {
     /// `appData` (a gateway app's own strings) as the JSON text of `ext`.
     public static func ringData(
         callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?,
-        expiresAt: Date, now: Date, appData: [String: String]? = nil
+        expiresAt: Date, now: Date, appData: [String: String]? = nil, locale: String? = nil
     ) throws(Problem) -> [UInt8] {
         guard expiresAt > now else { throw .expired }
         var data: [String: String] = [
@@ -25,6 +25,7 @@ public enum FCMMessage {
             "expiresAt": String(Int64(expiresAt.timeIntervalSince1970.rounded(.down))),
         ]
         if let groupName { data["groupName"] = groupName }
+        if let locale { data["locale"] = PushText.language(for: locale) }
         if let appData,
             let text = try? JSONSerialization.data(
                 withJSONObject: appData, options: [.sortedKeys, .withoutEscapingSlashes])
@@ -42,13 +43,14 @@ public enum FCMMessage {
     /// (`answered_elsewhere`, `declined_elsewhere`, `cancelled`, `missed`).
     public static func endedData(
         callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, expiresAt: Date,
-        now: Date
+        now: Date, locale: String? = nil
     ) throws(Problem) -> [UInt8] {
         guard expiresAt > now else { throw .expired }
-        let data = [
+        var data = [
             "type": "call_ended", "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID,
             "callerName": callerName, "reason": reason,
         ]
+        if let locale { data["locale"] = PushText.language(for: locale) }
         let bytes =
             (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(
                 Array.init) ?? []

@@ -60,11 +60,14 @@ public struct PushNotice: Sendable, Equatable {
     /// After this the notice is pointless (the phone's own ring is long over).
     public var expiresAt: Date
     public var now: Date
+    /// The device's locale (BCP 47) as it registered it: the language of any text shown.
+    public var locale: String?
 
     public init(
         callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, jobID: String,
-        expiresAt: Date, now: Date
+        expiresAt: Date, now: Date, locale: String? = nil
     ) {
+        self.locale = locale
         self.callID = callID
         self.scopeKind = scopeKind
         self.scopeID = scopeID
@@ -124,13 +127,16 @@ public struct PushRing: Sendable, Equatable {
     public var appData: [String: String]?
     /// A gateway app's APNs collapse id (`ext.apns.collapseId`), instead of `call_<callId>`.
     public var apnsCollapseID: String?
+    /// The device's locale (BCP 47) as it registered it: the language of any text shown.
+    public var locale: String?
 
     public init(
         callID: String, scopeKind: String, scopeID: String, mode: String, callerName: String, groupName: String?,
         jobID: String,
         expiresAt: Date, now: Date, payloadKey: PayloadKey? = nil, appData: [String: String]? = nil,
-        apnsCollapseID: String? = nil
+        apnsCollapseID: String? = nil, locale: String? = nil
     ) {
+        self.locale = locale
         self.appData = appData
         self.apnsCollapseID = apnsCollapseID
         self.callID = callID

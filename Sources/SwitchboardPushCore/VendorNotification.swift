@@ -22,28 +22,32 @@ public struct VendorNotification: Sendable, Equatable {
     /// (answered or declined on another device, cancelled), for services that have no silent
     /// message and show the ending in place of the ring instead (same ``notifyID(callID:)``).
     /// `nil` for an ending it is not asked for, and for anything that is not a data object.
-    /// The text is whole: each service's own limits apply when its message is built
+    /// The text is in the data's `locale` (``PushText``), English without one. It is whole: each service's own limits apply when its message is built
     /// (``fitted(to:)``).
     public static func from(data bytes: [UInt8], everyEnding: Bool = false) -> VendorNotification? {
         guard let data = fields(of: bytes) else { return nil }
-        let caller = data["callerName"].flatMap { $0.isEmpty ? nil : $0 } ?? "Unknown caller"
+        let text = PushText.forLocale(data["locale"])
+        let caller = data["callerName"].flatMap { $0.isEmpty ? nil : $0 } ?? text.unknownCaller
         let group = data["groupName"].flatMap { $0.isEmpty ? nil : $0 }
         switch (data["type"], data["reason"]) {
         case ("call"?, _):
-            let kind = data["mode"] == "video" ? "video call" : "audio call"
+            let video = data["mode"] == "video"
             if let group {
-                return VendorNotification(title: group, content: "Incoming \(kind) from \(caller)", data: data)
+                let content = PushText.format(video ? text.incomingVideoCallFrom : text.incomingAudioCallFrom, caller)
+                return VendorNotification(title: group, content: content, data: data)
             }
-            return VendorNotification(title: caller, content: "Incoming \(kind)", data: data)
+            return VendorNotification(
+                title: caller, content: video ? text.incomingVideoCall : text.incomingAudioCall, data: data)
         case ("call_ended"?, "missed"?):
-            return VendorNotification(title: "Missed call", content: "Missed call from \(caller)", data: data)
+            return VendorNotification(
+                title: text.missedCall, content: PushText.format(text.missedCallFrom, caller), data: data)
         case ("call_ended"?, let reason?) where everyEnding:
             let content =
                 switch reason {
-                case "answered_elsewhere": "Answered on another device"
-                case "declined_elsewhere": "Declined on another device"
-                case "cancelled": "Call cancelled"
-                default: "Call ended"
+                case "answered_elsewhere": text.answeredElsewhere
+                case "declined_elsewhere": text.declinedElsewhere
+                case "cancelled": text.callCancelled
+                default: text.callEnded
                 }
             return VendorNotification(title: group ?? caller, content: content, data: data)
         default:

@@ -52,10 +52,15 @@ public struct RegisterVoIPDevice: Codable, Sendable, Equatable {
     public var environment: PushEnvironment
     /// The key this device's VoIP pushes are encrypted with (SPEC §3); none: plain pushes.
     public var payloadKey: PayloadKeyRegistration?
+    /// The installation's language as a BCP 47 tag (`zh-Hant-TW`, `de`), for the text of its
+    /// notices; none: the one it registered before, else English.
+    public var locale: String?
 
     public init(
-        deviceId: String, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration? = nil
+        deviceId: String, pushToken: String, environment: PushEnvironment, payloadKey: PayloadKeyRegistration? = nil,
+        locale: String? = nil
     ) {
+        self.locale = locale
         self.deviceId = deviceId
         self.pushToken = pushToken
         self.environment = environment
@@ -125,10 +130,15 @@ public struct RegisterPushDevice: Codable, Sendable, Equatable {
     /// By channel: `ios-voip` and `ios-alert` on iOS; `fcm`, `huawei`, `xiaomi`, `oppo` and
     /// `vivo` on Android.
     public var tokens: [String: PushTokenRegistration]
+    /// The installation's language as a BCP 47 tag (`zh-Hant-TW`, `de`), for the text of its
+    /// notifications and alerts; none: the one it registered before, else English.
+    public var locale: String?
 
     public init(
-        deviceId: String, platform: DevicePlatform, brand: String? = nil, tokens: [String: PushTokenRegistration]
+        deviceId: String, platform: DevicePlatform, brand: String? = nil, tokens: [String: PushTokenRegistration],
+        locale: String? = nil
     ) {
+        self.locale = locale
         self.deviceId = deviceId
         self.platform = platform
         self.brand = brand
@@ -161,9 +171,14 @@ public struct PushDeviceInfo: Codable, Sendable, Equatable {
     public var brand: String?
     public var tokens: [PushTokenInfo]
     public var updatedAt: String
+    /// The language its pushes are worded in, as registered (BCP 47); null: English.
+    public var locale: String?
 
-    public init(deviceId: String, platform: DevicePlatform, brand: String?, tokens: [PushTokenInfo], updatedAt: String)
-    {
+    public init(
+        deviceId: String, platform: DevicePlatform, brand: String?, tokens: [PushTokenInfo], updatedAt: String,
+        locale: String? = nil
+    ) {
+        self.locale = locale
         self.deviceId = deviceId
         self.platform = platform
         self.brand = brand

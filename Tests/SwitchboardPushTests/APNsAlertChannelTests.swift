@@ -41,7 +41,31 @@ struct APNsAlertChannelTests {
             try Self.channel.noticeRequest(for: Self.notice("missed", caller: "")).map {
                 String(decoding: $0.payload, as: UTF8.self)
             }?
-            .contains("Missed call from someone") == true)
+            .contains("Missed call from Unknown caller") == true)
+    }
+
+    /// The alert is in the device's language; with the app's own strings asked for, the
+    /// loc-keys ride along (iOS uses them instead of title and body).
+    @Test func aMissedCallAlertIsInTheDevicesLanguageAndCanCarryLocKeys() throws {
+        func alert(_ channel: APNsAlertChannel, _ locale: String?) throws -> [String: Any] {
+            var notice = Self.notice("missed", caller: "张三")
+            notice.locale = locale
+            let request = try #require(try channel.noticeRequest(for: notice))
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(request.payload)) as? [String: Any])
+            return try #require((payload["aps"] as? [String: Any])?["alert"] as? [String: Any])
+        }
+        let chinese = try alert(Self.channel, "zh-Hant-TW")
+        #expect(chinese["title"] as? String == "未接來電" && chinese["body"] as? String == "张三 的未接來電")
+        #expect(chinese["loc-key"] == nil, "no keys unless the app words its alerts")
+        #expect(try alert(Self.channel, "de-AT")["body"] as? String == "Verpasster Anruf von 张三")
+        #expect(try alert(Self.channel, "pt-BR")["body"] as? String == "Missed call from 张三")
+        let keyed = APNsAlertChannel(
+            sharingWith: APNsVoIPChannel(unconfiguredFor: "com.example.phone"), localizationKeys: true)
+        let withKeys = try alert(keyed, "ja")
+        #expect(withKeys["title-loc-key"] as? String == "SWITCHBOARD_MISSED_CALL")
+        #expect(withKeys["loc-key"] as? String == "SWITCHBOARD_MISSED_CALL_FROM")
+        #expect(withKeys["loc-args"] as? [String] == ["张三"])
+        #expect(withKeys["body"] as? String == "张三さんからの不在着信")
     }
 
     @Test func itNeverRingsAndTheVoIPChannelNeverCarriesANotice() throws {

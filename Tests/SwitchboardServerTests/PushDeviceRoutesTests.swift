@@ -3,6 +3,7 @@ import Testing
 import SwitchboardTesting
 @testable import SwitchboardHTTP
 @testable import SwitchboardPush
+import SwitchboardPushCore
 @testable import SwitchboardServer
 
 private let voipToken = String(repeating: "ab", count: 32)
@@ -117,6 +118,50 @@ struct PushDeviceRoutesTests {
         #expect(await world.app.request("DELETE", "/push/devices/\(phone)", headers: alice.headers).status == 204)
         #expect(await world.app.request("DELETE", "/push/devices/\(device)", headers: alice.headers).status == 404)
         #expect(try await channels().isEmpty)
+    }
+
+    /// A device names its language (BCP 47) with its tokens: kept as sent, answered back, kept
+    /// by a registration that does not name one, and carried (as the catalogue's language) in
+    /// the data of its rings. A tag that is not one is refused, naming the field.
+    @Test func aDeviceRegistersItsLanguage() async throws {
+        let world = try Self.world()
+        defer { world.close() }
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let device = UUID().uuidString
+        func register(_ locale: Any?) async -> HTTPResponse {
+            var object: [String: Any] = [
+                "deviceId": device, "platform": "android", "tokens": ["fcm": ["token": fcmToken]],
+            ]
+            if let locale { object["locale"] = locale }
+            let body = String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            return await world.app.request("POST", "/push/devices", headers: bob.headers, body: body)
+        }
+        for bad in [
+            "", "z", "zh--TW", "zh-Hant-TW-", "日本語", String(repeating: "a", count: 9),
+            "en-" + String(repeating: "a", count: 33),
+        ] {
+            let refused = await register(bad)
+            #expect(refused.status == 400, "\(bad)")
+            #expect((refused.json?["error"] as? [String: Any])?["field"] as? String == "locale", "\(bad)")
+        }
+        #expect(await register(42).status == 400)
+        let first = await register("zh-Hant-TW")
+        #expect(first.status == 200 && first.json?["locale"] as? String == "zh-Hant-TW")
+        let again = await register(nil)
+        #expect(again.status == 200 && again.json?["locale"] as? String == "zh-Hant-TW", "kept")
+        #expect(await register("de_CH").json?["locale"] as? String == "de_CH")
+        #expect(await register("zh-Hant-TW").status == 200)
+
+        let conversation = try await world.befriend(alice, bob)
+        _ = try #require(await world.call(alice, "conversation", conversation).call)
+        let payload = try await world.app.application.store.read {
+            try $0.query("SELECT payload FROM push_jobs WHERE channel = 'fcm'", []).first.map {
+                try $0.string("payload")
+            }
+        }
+        #expect(
+            VendorNotification.fields(of: Array((payload ?? "").utf8))?["locale"] == "zh-Hant",
+            "the ring's data names the catalogue's language: \(payload ?? "none")")
     }
 
     /// An iPhone is rung through its VoIP token only (never its alert token); an Android phone

@@ -2,7 +2,7 @@ import Foundation
 import SwitchboardPushCore
 
 /// The `ios-alert` channel: ordinary APNs pushes to the app's own topic, for notices only (SPEC
-/// §3). A missed call is an alert ("Missed call from …"); the other endings are background
+/// §3). A missed call is an alert ("Missed call from …", in the device's language); the other endings are background
 /// notices (`content-available`, priority 5) the app uses to tidy up. It shares the VoIP
 /// channel's transport (one APNs client, one provider-token clock) and reason table.
 public struct APNsAlertChannel: PushChannel {
@@ -11,12 +11,22 @@ public struct APNsAlertChannel: PushChannel {
     public let bundleID: String
     public let summary: PushChannelSummary
     private let transport: (any PushTransport)?
+    /// Whether alerts also carry `title-loc-key`, `loc-key` and `loc-args`
+    /// (``missedCallTitleKey``, ``missedCallBodyKey``), so the app's own strings word them.
+    /// iOS then shows the key itself where the app has no such string: on only for apps that do.
+    public let localizationKeys: Bool
+
+    /// The key of a missed call's title in the app's `Localizable.strings`.
+    public static let missedCallTitleKey = "SWITCHBOARD_MISSED_CALL"
+    /// The key of a missed call's body; one `%@`, the caller.
+    public static let missedCallBodyKey = "SWITCHBOARD_MISSED_CALL_FROM"
 
     public var name: String { Self.channelName }
     public var provider: String { "apns" }
 
     /// The channel over `voip`'s transport and credentials (configured or not, as it is).
-    public init(sharingWith voip: APNsVoIPChannel) {
+    public init(sharingWith voip: APNsVoIPChannel, localizationKeys: Bool = false) {
+        self.localizationKeys = localizationKeys
         bundleID = voip.bundleID
         transport = voip.transport
         summary = PushChannelSummary(
@@ -41,11 +51,18 @@ public struct APNsAlertChannel: PushChannel {
             "scopeKind": notice.scopeKind, "scopeId": notice.scopeID,
         ]
         if missed {
-            let caller = notice.callerName.isEmpty ? "someone" : notice.callerName
-            object["aps"] = [
-                "alert": ["title": "Missed call", "body": "Missed call from \(caller)"], "sound": "default",
-                "thread-id": "calls",
+            // In the device's language (English when it named none the catalogue has).
+            let text = PushText.forLocale(notice.locale)
+            let caller = notice.callerName.isEmpty ? text.unknownCaller : notice.callerName
+            var alert: [String: Any] = [
+                "title": text.missedCall, "body": PushText.format(text.missedCallFrom, caller),
             ]
+            if localizationKeys {
+                alert["title-loc-key"] = Self.missedCallTitleKey
+                alert["loc-key"] = Self.missedCallBodyKey
+                alert["loc-args"] = [caller]
+            }
+            object["aps"] = ["alert": alert, "sound": "default", "thread-id": "calls"]
         } else {
             object["aps"] = ["content-available": 1]
         }

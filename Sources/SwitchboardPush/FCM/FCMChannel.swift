@@ -76,7 +76,8 @@ extension DataMessageChannel {
             payload: try FCMMessage.ringData(
                 callID: ring.callID, scopeKind: ring.scopeKind, scopeID: ring.scopeID, mode: ring.mode,
                 callerName: ring.callerName,
-                groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now, appData: ring.appData), headers: []
+                groupName: ring.groupName, expiresAt: ring.expiresAt, now: ring.now, appData: ring.appData,
+                locale: ring.locale), headers: []
         )
     }
 
@@ -90,7 +91,8 @@ extension DataMessageChannel {
             payload: try FCMMessage.endedData(
                 callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID,
                 callerName: notice.callerName,
-                reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now), headers: [])
+                reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now, locale: notice.locale),
+            headers: [])
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {

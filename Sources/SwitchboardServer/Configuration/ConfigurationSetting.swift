@@ -233,6 +233,10 @@ public struct ConfigurationSetting: Sendable {
             ) { text in
                 !text.isEmpty && !text.hasSuffix(".voip") ? nil : "must be the bundle id, without .voip"
             },
+            choice(
+                "apnsAlertText", "SWITCHBOARD_APNS_ALERT_TEXT",
+                "who words iPhone alerts: server (in the device's language; default) or app (also loc-keys SWITCHBOARD_MISSED_CALL and SWITCHBOARD_MISSED_CALL_FROM for the app's Localizable.strings)",
+                \.push.apns.alertText),
             text(
                 "apnsTeamID", "SWITCHBOARD_APNS_TEAM_ID", "APNs team id (10 characters), for token auth",
                 \.push.apns.teamID),

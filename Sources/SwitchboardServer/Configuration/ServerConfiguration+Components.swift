@@ -152,6 +152,17 @@ public struct APNsSettings: Sendable, Equatable {
     public var connection = PushServiceConnection(url: "https://api.push.apple.com", connections: 1)
     /// The sandbox environment's base URL.
     public var sandboxURL = "https://api.sandbox.push.apple.com"
+    /// Who words an iPhone's alerts (a missed call).
+    public var alertText = AlertText.server
+
+    /// Who words an iPhone's alerts.
+    public enum AlertText: String, Sendable, Equatable, CaseIterable {
+        /// The server, in the device's language (its registered locale).
+        case server
+        /// The app: alerts also carry `title-loc-key`/`loc-key`/`loc-args`
+        /// (`SWITCHBOARD_MISSED_CALL`, `SWITCHBOARD_MISSED_CALL_FROM`) for its `Localizable.strings`.
+        case app
+    }
 
     public init() {}
 }

@@ -48,6 +48,7 @@ struct DeviceRoutes {
                 }
                 let device = ValidDevice(
                     deviceID: deviceID, platform: "ios", brand: nil,
+                    locale: try Self.validLocale(request.locale),
                     tokens: [
                         ValidToken(
                             channel: Self.voipPlatform, token: token, environment: environment, payloadKey: payloadKey)
@@ -93,6 +94,8 @@ struct DeviceRoutes {
         let deviceID: String
         let platform: String
         let brand: String?
+        /// A BCP 47 tag as sent; nil keeps the installation's.
+        var locale: String? = nil
         let tokens: [ValidToken]
     }
 
@@ -134,7 +137,7 @@ struct DeviceRoutes {
                         deviceID: device.deviceID, userID: userID, sessionID: sessionID, channel: token.channel,
                         platform: device.platform,
                         brand: device.brand, token: token.token, environment: token.environment,
-                        payloadKey: sealed[token.channel]),
+                        payloadKey: sealed[token.channel], locale: device.locale),
                     at: transaction.timestamp)
             }
             if !keepingOthers {
@@ -150,7 +153,8 @@ struct DeviceRoutes {
                         tokenSuffix: suffix($0.token),
                         payloadKeyId: $0.payloadKey?.id)
                 },
-                updatedAt: transaction.timestamp)
+                updatedAt: transaction.timestamp,
+                locale: try transaction.devices.locale(ofDevice: device.deviceID, of: userID))
         }
     }
 
@@ -239,7 +243,31 @@ struct DeviceRoutes {
                     ))
             }
         }
-        return ValidDevice(deviceID: deviceID, platform: request.platform.rawValue, brand: brand, tokens: tokens)
+        return ValidDevice(
+            deviceID: deviceID, platform: request.platform.rawValue, brand: brand,
+            locale: try validLocale(request.locale), tokens: tokens)
+    }
+
+    /// A BCP 47 language tag, as a device's settings give it (`en`, `zh-Hant-TW`, `pt_BR`): a
+    /// language of 2 to 8 letters, then subtags of 1 to 8 letters or digits after `-` or `_`;
+    /// 35 characters at most. Kept as sent; the text is chosen from it when a push is built.
+    static func validLocale(_ text: String?) throws(APIError) -> String? {
+        guard let text else { return nil }
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).flatMap {
+            $0.split(separator: "_", omittingEmptySubsequences: false)
+        }
+        let isLetter = { (byte: UInt8) in (65...90).contains(byte) || (97...122).contains(byte) }
+        guard text.utf8.count <= 35, let language = parts.first, (2...8).contains(language.utf8.count),
+            language.utf8.allSatisfy(isLetter),
+            parts.dropFirst().allSatisfy({
+                (1...8).contains($0.utf8.count) && $0.utf8.allSatisfy { isLetter($0) || (48...57).contains($0) }
+            })
+        else {
+            throw APIError.validation(
+                "'locale' must be a BCP 47 language tag like 'en', 'de-CH' or 'zh-Hant-TW' (at most 35 characters)",
+                field: "locale")
+        }
+        return text
     }
 
     private static func validDeviceID(_ text: String) throws(APIError) -> String {

@@ -12,7 +12,8 @@ enum PushChannelConfiguration {
     ) throws -> PushChannels {
         let voip = try voipChannel(from: configuration, transport: apnsTransport)
         return PushChannels([
-            voip, APNsAlertChannel(sharingWith: voip), try fcmChannel(from: configuration, transport: fcmTransport),
+            voip, APNsAlertChannel(sharingWith: voip, localizationKeys: configuration.push.apns.alertText == .app),
+            try fcmChannel(from: configuration, transport: fcmTransport),
             try huaweiChannel(from: configuration, transport: huaweiTransport),
             try xiaomiChannel(from: configuration, transport: vendorTransports["xiaomi"]),
             try oppoChannel(from: configuration, transport: vendorTransports["oppo"]),

@@ -49,7 +49,7 @@ enum PushOutbox {
                         callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID,
                         mode: call.mode.rawValue,
                         callerName: callerName, groupName: groupName, jobID: jobID, expiresAt: call.ringDeadline,
-                        now: transaction.date),
+                        now: transaction.date, locale: device.locale),
                     to: target, owner: PayloadKeyVault.owner(device: device.deviceID), on: channelName,
                     channels: channels, keys: keys)
                 try enqueue(
@@ -147,7 +147,8 @@ enum PushOutbox {
                         for: PushNotice(
                             callID: after.id, scopeKind: after.scopeKind.rawValue, scopeID: after.scopeID,
                             callerName: callerName,
-                            reason: ring.noticeReason, jobID: jobID, expiresAt: expires, now: transaction.date))
+                            reason: ring.noticeReason, jobID: jobID, expiresAt: expires, now: transaction.date,
+                            locale: device.locale))
                 } catch {
                     request = PushRequest(payload: [], headers: [])
                     reason = "\(error)"

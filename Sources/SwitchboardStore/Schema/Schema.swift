@@ -380,5 +380,7 @@ public enum Schema {
                     PRIMARY KEY (room, instance)
                 ) STRICT, WITHOUT ROWID;
                 """),
+        // The language an installation's pushes are worded in (BCP 47, as its app registered it).
+        Migration(version: 22, name: "push_device_locale", sql: "ALTER TABLE push_devices ADD COLUMN locale TEXT;"),
     ]
 }

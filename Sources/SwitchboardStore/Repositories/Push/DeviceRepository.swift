@@ -28,10 +28,14 @@ public struct PushDevice: Sendable, Equatable {
     public let sessionID: String
     /// The device's token per channel (`ios-voip`, `fcm`, …).
     public let tokens: [String: PushTarget]
+    /// Its language (a BCP 47 tag), as the app registered it, when it did.
+    public let locale: String?
 
     package init(
-        deviceID: String, platform: String, brand: String? = nil, sessionID: String, tokens: [String: PushTarget]
+        deviceID: String, platform: String, brand: String? = nil, sessionID: String, tokens: [String: PushTarget],
+        locale: String? = nil
     ) {
+        self.locale = locale
         self.deviceID = deviceID
         self.platform = platform
         self.brand = brand
@@ -65,12 +69,15 @@ public struct DeviceRegistration: Sendable, Equatable {
     /// `ios-voip` only: the key its pushes are encrypted with, sealed; nil: plain pushes (a
     /// registration without one clears the one before).
     public let payloadKey: StoredPayloadKey?
+    /// The installation's language (BCP 47), for every one of its tokens; nil keeps the one it had.
+    public let locale: String?
 
     public init(
         deviceID: String, userID: String, sessionID: String, channel: String, platform: String, brand: String? = nil,
         token: String,
-        environment: String, payloadKey: StoredPayloadKey? = nil
+        environment: String, payloadKey: StoredPayloadKey? = nil, locale: String? = nil
     ) {
+        self.locale = locale
         self.payloadKey = payloadKey
         self.deviceID = deviceID
         self.userID = userID
@@ -106,6 +113,8 @@ public protocol DeviceRepository {
     func targets(of userID: String, channel: String) throws -> [PushTarget]
     /// The user's devices with their tokens bound to a live session, oldest first.
     func devices(of userID: String) throws -> [PushDevice]
+    /// The language the user's installation registered (BCP 47), if it did.
+    func locale(ofDevice deviceID: String, of userID: String) throws -> String?
     /// Whether `token` on `channel` is still one of the user's, bound to a live session.
     func isLive(token: String, channel: String, of userID: String) throws -> Bool
     /// The id of the payload key the user's `token` on `channel` has now; nil without one.

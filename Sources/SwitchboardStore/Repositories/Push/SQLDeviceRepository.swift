@@ -39,12 +39,12 @@ package struct SQLDeviceRepository: DeviceRepository {
         try connection.run(
             """
             INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at,
-                payload_key_id, payload_key_sealed)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)
+                payload_key_id, payload_key_sealed, locale)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)
             ON CONFLICT (device_id, channel) DO UPDATE SET session_id = excluded.session_id,
                 platform = excluded.platform, brand = excluded.brand, token = excluded.token, environment = excluded.environment,
                 updated_at = excluded.updated_at, suspect_reports = 0, payload_key_id = excluded.payload_key_id,
-                payload_key_sealed = excluded.payload_key_sealed
+                payload_key_sealed = excluded.payload_key_sealed, locale = COALESCE(excluded.locale, push_devices.locale)
             """,
             [
                 .text(token.deviceID), .text(token.channel), .text(token.userID), .text(token.sessionID),
@@ -53,12 +53,14 @@ package struct SQLDeviceRepository: DeviceRepository {
                 .text(timestamp),
                 token.payloadKey.map { SQLiteValue.text($0.id) } ?? .null,
                 token.payloadKey.map { SQLiteValue.text($0.sealed) } ?? .null,
+                token.locale.map(SQLiteValue.text) ?? .null,
             ])
         // One installation, one session: its other tokens (this user's) follow it to this session.
         try connection.run(
-            "UPDATE push_devices SET session_id = ?, platform = ?, brand = ? WHERE device_id = ? AND channel != ? AND user_id = ?",
+            "UPDATE push_devices SET session_id = ?, platform = ?, brand = ?, locale = COALESCE(?, locale) WHERE device_id = ? AND channel != ? AND user_id = ?",
             [
                 .text(token.sessionID), .text(token.platform), token.brand.map(SQLiteValue.text) ?? .null,
+                token.locale.map(SQLiteValue.text) ?? .null,
                 .text(token.deviceID), .text(token.channel), .text(token.userID),
             ])
     }
@@ -109,7 +111,7 @@ package struct SQLDeviceRepository: DeviceRepository {
         let rows = try connection.query(
             """
             SELECT d.device_id, d.channel, d.platform, d.brand, d.token, d.environment, d.created_at, d.session_id, d.payload_key_id,
-                d.payload_key_sealed
+                d.payload_key_sealed, d.locale
             FROM push_devices d
             JOIN sessions s ON s.id = d.session_id AND s.ended_at IS NULL
             WHERE d.user_id = ?
@@ -117,8 +119,10 @@ package struct SQLDeviceRepository: DeviceRepository {
             """,
             [.text(userID)])
         var devices:
-            [String: (platform: String, brand: String?, session: String, created: String, tokens: [String: PushTarget])] =
-                [:]
+            [String: (
+                platform: String, brand: String?, session: String, created: String, tokens: [String: PushTarget],
+                locale: String?
+            )] = [:]
         for row in rows {
             let deviceID = try row.string("device_id"), created = try row.string("created_at")
             let target = PushTarget(
@@ -127,18 +131,26 @@ package struct SQLDeviceRepository: DeviceRepository {
             let first = (
                 platform: try row.string("platform"), brand: try row.optionalString("brand"),
                 session: try row.string("session_id"), created: created,
-                tokens: [String: PushTarget]()
+                tokens: [String: PushTarget](), locale: try row.optionalString("locale")
             )
             var device = devices[deviceID] ?? first
             device.created = min(device.created, created)
+            if device.locale == nil { device.locale = try row.optionalString("locale") }
             device.tokens[try row.string("channel")] = target
             devices[deviceID] = device
         }
         return devices.sorted { ($0.value.created, $0.key) < ($1.value.created, $1.key) }.map {
             PushDevice(
                 deviceID: $0.key, platform: $0.value.platform, brand: $0.value.brand, sessionID: $0.value.session,
-                tokens: $0.value.tokens)
+                tokens: $0.value.tokens, locale: $0.value.locale)
         }
+    }
+
+    package func locale(ofDevice deviceID: String, of userID: String) throws -> String? {
+        try connection.query(
+            "SELECT locale FROM push_devices WHERE device_id = ? AND user_id = ? AND locale IS NOT NULL LIMIT 1",
+            [.text(deviceID), .text(userID)]
+        ).first?.optionalString("locale")
     }
 
     package func isLive(token: String, channel: String, of userID: String) throws -> Bool {
