@@ -45,12 +45,23 @@ public enum FCMMessage {
         callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, expiresAt: Date,
         now: Date, locale: String? = nil
     ) throws(Problem) -> [UInt8] {
-        guard expiresAt > now else { throw .expired }
+        try noticeData(
+            PushNotice(
+                callID: callID, scopeKind: scopeKind, scopeID: scopeID, callerName: callerName, reason: reason,
+                jobID: "", expiresAt: expiresAt, now: now, locale: locale))
+    }
+
+    /// The `data` object of any notice: `call_ended` (an ending, as ``endedData``) or
+    /// `call_incoming` (a call that does not ring this device: with its `mode` and `groupName`).
+    public static func noticeData(_ notice: PushNotice) throws(Problem) -> [UInt8] {
+        guard notice.expiresAt > notice.now else { throw .expired }
         var data = [
-            "type": "call_ended", "callId": callID, "scopeKind": scopeKind, "scopeId": scopeID,
-            "callerName": callerName, "reason": reason,
+            "type": notice.dataType, "callId": notice.callID, "scopeKind": notice.scopeKind,
+            "scopeId": notice.scopeID, "callerName": notice.callerName, "reason": notice.reason,
         ]
-        if let locale { data["locale"] = PushText.language(for: locale) }
+        if let mode = notice.mode { data["mode"] = mode }
+        if let groupName = notice.groupName { data["groupName"] = groupName }
+        if let locale = notice.locale { data["locale"] = PushText.language(for: locale) }
         let bytes =
             (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .withoutEscapingSlashes])).map(
                 Array.init) ?? []

@@ -54,7 +54,8 @@ public struct PushNotice: Sendable, Equatable {
     public var scopeKind: String
     public var scopeID: String
     public var callerName: String
-    /// `answered_elsewhere`, `declined_elsewhere`, `cancelled` or `missed`.
+    /// `answered_elsewhere`, `declined_elsewhere`, `cancelled` or `missed`; ``notRung`` for a
+    /// call that does not ring this device.
     public var reason: String
     public var jobID: String
     /// After this the notice is pointless (the phone's own ring is long over).
@@ -62,12 +63,24 @@ public struct PushNotice: Sendable, Equatable {
     public var now: Date
     /// The device's locale (BCP 47) as it registered it: the language of any text shown.
     public var locale: String?
+    /// For a ``notRung`` notice: the call's mode and its group's name.
+    public var mode: String?
+    public var groupName: String?
+
+    /// The reason of a notice that tells of a call instead of ringing (the person's do not
+    /// disturb, or the caller's ring list): a quiet `call_incoming`, never a ring.
+    public static let notRung = "not_rung"
+
+    /// The `type` of its data object: `call_incoming` for ``notRung``, else `call_ended`.
+    public var dataType: String { reason == Self.notRung ? "call_incoming" : "call_ended" }
 
     public init(
         callID: String, scopeKind: String, scopeID: String, callerName: String, reason: String, jobID: String,
-        expiresAt: Date, now: Date, locale: String? = nil
+        expiresAt: Date, now: Date, locale: String? = nil, mode: String? = nil, groupName: String? = nil
     ) {
         self.locale = locale
+        self.mode = mode
+        self.groupName = groupName
         self.callID = callID
         self.scopeKind = scopeKind
         self.scopeID = scopeID

@@ -38,6 +38,15 @@ public struct VendorNotification: Sendable, Equatable {
             }
             return VendorNotification(
                 title: caller, content: video ? text.incomingVideoCall : text.incomingAudioCall, data: data)
+        case ("call_incoming"?, _):
+            // A call that does not ring this phone (do not disturb, or the caller's ring list).
+            let video = data["mode"] == "video"
+            if let group {
+                let content = PushText.format(video ? text.incomingVideoCallFrom : text.incomingAudioCallFrom, caller)
+                return VendorNotification(title: group, content: content, data: data)
+            }
+            return VendorNotification(
+                title: caller, content: video ? text.incomingVideoCall : text.incomingAudioCall, data: data)
         case ("call_ended"?, "missed"?):
             return VendorNotification(
                 title: text.missedCall, content: PushText.format(text.missedCallFrom, caller), data: data)

@@ -180,6 +180,7 @@ public final class Application: Sendable {
         self.scheduledCalls = scheduledCalls
         ScheduledCallRoutes(service: scheduledCalls, authenticator: authenticator).register(in: &router)
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
+        PushPreferenceRoutes(store: store, authenticator: authenticator).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         GatewayRoutes(
             store: store, adminKey: configuration.adminKey,

@@ -6,12 +6,47 @@ public struct CreateCall: Codable, Sendable, Equatable {
     public var mode: CallMode
     /// A UUID chosen by the caller: the same request again returns the same call.
     public var clientId: String
+    /// Whose phones ring: every invitee (absent, the default), none, or only the listed
+    /// members; the others get a quiet notice and can answer (join) all the same.
+    public var ring: CallRing?
 
-    public init(scopeKind: ScopeKind, scopeId: String, mode: CallMode, clientId: String) {
+    public init(scopeKind: ScopeKind, scopeId: String, mode: CallMode, clientId: String, ring: CallRing? = nil) {
         self.scopeKind = scopeKind
         self.scopeId = scopeId
         self.mode = mode
         self.clientId = clientId
+        self.ring = ring
+    }
+}
+
+/// Whose phones a new call rings: `"all"`, `"none"`, or a list of member ids.
+public enum CallRing: Codable, Sendable, Equatable {
+    case all
+    case none
+    case only([String])
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let word = try? container.decode(String.self) {
+            switch word {
+            case "all": self = .all
+            case "none": self = .none
+            default:
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "'ring' must be \"all\", \"none\" or a list of member ids")
+            }
+        } else {
+            self = .only(try container.decode([String].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .all: try container.encode("all")
+        case .none: try container.encode("none")
+        case .only(let ids): try container.encode(ids)
+        }
     }
 }
 

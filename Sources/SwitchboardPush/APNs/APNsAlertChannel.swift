@@ -45,12 +45,28 @@ public struct APNsAlertChannel: PushChannel {
 
     public func noticeRequest(for notice: PushNotice) throws -> PushRequest? {
         guard notice.expiresAt > notice.now else { throw VoIPPush.Problem.expired }
-        let missed = notice.reason == "missed"
+        let missed = notice.reason == "missed", quiet = notice.reason == PushNotice.notRung
         var object: [String: Any] = [
-            "type": missed ? "call_missed" : "call_ended", "callId": notice.callID, "reason": notice.reason,
+            "type": missed ? "call_missed" : notice.dataType, "callId": notice.callID, "reason": notice.reason,
             "scopeKind": notice.scopeKind, "scopeId": notice.scopeID,
         ]
-        if missed {
+        if quiet {
+            // A call that does not ring this iPhone: shown in the notification list, without a
+            // sound or lighting the screen (passive), never reported to CallKit.
+            let text = PushText.forLocale(notice.locale)
+            let caller = notice.callerName.isEmpty ? text.unknownCaller : notice.callerName
+            let video = notice.mode == "video"
+            let body =
+                notice.groupName == nil
+                ? (video ? text.incomingVideoCall : text.incomingAudioCall)
+                : PushText.format(video ? text.incomingVideoCallFrom : text.incomingAudioCallFrom, caller)
+            object["mode"] = notice.mode
+            object["groupName"] = notice.groupName
+            object["aps"] = [
+                "alert": ["title": notice.groupName ?? caller, "body": body], "interruption-level": "passive",
+                "thread-id": "calls",
+            ]
+        } else if missed {
             // In the device's language (English when it named none the catalogue has).
             let text = PushText.forLocale(notice.locale)
             let caller = notice.callerName.isEmpty ? text.unknownCaller : notice.callerName
@@ -73,9 +89,9 @@ public struct APNsAlertChannel: PushChannel {
         return PushRequest(
             payload: payload,
             headers: [
-                ("apns-push-type", missed ? "alert" : "background"),
+                ("apns-push-type", missed || quiet ? "alert" : "background"),
                 ("apns-topic", bundleID),
-                ("apns-priority", missed ? "10" : "5"),
+                ("apns-priority", missed || quiet ? "10" : "5"),
                 ("apns-expiration", String(Int64(notice.expiresAt.timeIntervalSince1970.rounded(.down)))),
                 ("apns-collapse-id", "call_\(notice.callID)"),
                 ("apns-id", notice.jobID),

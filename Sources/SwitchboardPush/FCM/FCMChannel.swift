@@ -85,14 +85,9 @@ extension DataMessageChannel {
     /// service has one), so the app takes its full-screen ringing notification down.
     public func noticeRequest(for notice: PushNotice) throws -> PushRequest? { try endedDataRequest(for: notice) }
 
-    /// The `call_ended` data object of `notice`.
+    /// The data object of `notice` (`call_ended`, or `call_incoming` for a call not rung).
     public func endedDataRequest(for notice: PushNotice) throws -> PushRequest {
-        PushRequest(
-            payload: try FCMMessage.endedData(
-                callID: notice.callID, scopeKind: notice.scopeKind, scopeID: notice.scopeID,
-                callerName: notice.callerName,
-                reason: notice.reason, expiresAt: notice.expiresAt, now: notice.now, locale: notice.locale),
-            headers: [])
+        PushRequest(payload: try FCMMessage.noticeData(notice), headers: [])
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {

@@ -77,6 +77,7 @@ struct CallService: Sendable {
                 guard !invitees.isEmpty else {
                     throw APIError(.nobodyToCall, "the group has no other members to ring")
                 }
+                let ringOnly = try Self.ringList(request.ring, invitees: invitees)
                 if !(try calls.busyUsers([caller], excluding: nil)).isEmpty {
                     throw APIError(.callBusy, "you are already in a call")
                 }
@@ -109,7 +110,7 @@ struct CallService: Sendable {
                 try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
                 // Same truth on both paths: the ring's pushes commit with its events.
                 let pushes = try PushOutbox.enqueueRings(
-                    for: transition, channels: push, keys: payloadKeys, in: transaction)
+                    for: transition, ringOnly: ringOnly, channels: push, keys: payloadKeys, in: transaction)
                 return (CallStore.info(transition.call), true, pushes)
             }
             // The dispatcher is woken only for jobs it has to send: a ring to users without a
@@ -118,6 +119,27 @@ struct CallService: Sendable {
             return (info, isNew)
         } catch let error as CallTransitionError {
             throw error.apiError
+        }
+    }
+
+    /// Whose phones ring (``CallRing``): nil for every invitee; each listed id must be one of
+    /// the invitees (the scope's other members), once.
+    private static func ringList(_ ring: CallRing?, invitees: [String]) throws(APIError) -> Set<String>? {
+        switch ring {
+        case nil, .all?: return nil
+        case .none?: return []
+        case .only(let ids)?:
+            let members = Set(invitees)
+            var chosen: Set<String> = []
+            for id in ids {
+                let lowered = id.lowercased()
+                guard members.contains(lowered), chosen.insert(lowered).inserted else {
+                    throw APIError.validation(
+                        "'ring' must be \"all\", \"none\" or a list of the other members' ids, each once", field: "ring"
+                    )
+                }
+            }
+            return chosen
         }
     }
 

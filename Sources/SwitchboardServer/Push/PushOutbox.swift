@@ -11,9 +11,16 @@ import SwitchboardPushCore
 enum PushOutbox {
     /// Returns how many jobs it wrote (pending or failed): with none, nobody needs to wake the
     /// dispatcher.
+    ///
+    /// Whether an invitee's phones ring is theirs and the caller's to say: `ringOnly` (the
+    /// caller's ring list; nil: everyone) and the invitee's ``PushPreferences`` give a
+    /// ``RingDecision`` each, and the quieter one holds. `notify` writes a quiet notice per
+    /// device instead of a ring (``enqueueQuietNotices``), `off` nothing; the invitation
+    /// itself rings all the same (events, answer, the ring timeout).
     @discardableResult
     static func enqueueRings(
-        for transition: CallStateMachine.Transition, channels: PushChannels, keys: PayloadKeyVault,
+        for transition: CallStateMachine.Transition, ringOnly: Set<String>? = nil, channels: PushChannels,
+        keys: PayloadKeyVault,
         in transaction: WriteTransaction
     ) throws -> Int {
         let call = transition.call
@@ -27,6 +34,19 @@ enum PushOutbox {
         let now = CallStore.milliseconds(transaction.date)
         let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
         for userID in transition.effects.ring {
+            let asked: RingDecision = ringOnly.map { $0.contains(userID) ? .ring : .notify } ?? .ring
+            let decision = min(
+                asked,
+                try ringPolicy(of: userID, in: transaction).decision(forCaller: call.createdBy, at: transaction.date))
+            switch decision {
+            case .off: continue
+            case .notify:
+                written += try enqueueQuietNotices(
+                    call: call, to: userID, callerName: callerName, groupName: groupName, channels: channels,
+                    configured: configured, in: transaction)
+                continue
+            case .ring: break
+            }
             for device in try transaction.devices.devices(of: userID) {
                 guard
                     let channelName = PushRouting.ringChannel(
@@ -60,6 +80,51 @@ enum PushOutbox {
                     failure: reason, at: now, expires: call.ringDeadline, in: transaction)
                 written += 1
             }
+        }
+        return written
+    }
+
+    /// The user's ``RingPolicy``: every call rings for someone who never said otherwise, or
+    /// whose stored preferences no longer check (a time zone the system stopped knowing).
+    static func ringPolicy(of userID: String, in repositories: any Repositories) throws -> RingPolicy {
+        guard let preferences = try repositories.pushPreferences.preferences(of: userID) else { return .ringAlways }
+        return (try? RingPolicy(preferences)) ?? .ringAlways
+    }
+
+    /// Tells each of the user's devices that can take a notice of a call that does not ring it
+    /// (a ``PushNotice/notRung`` notice, kept no longer than the ring). Returns how many it wrote.
+    static func enqueueQuietNotices(
+        call: CallRecord, to userID: String, callerName: String, groupName: String?, channels: PushChannels,
+        configured: Set<String>, in transaction: WriteTransaction
+    ) throws -> Int {
+        var written = 0
+        let now = CallStore.milliseconds(transaction.date)
+        for device in try transaction.devices.devices(of: userID) {
+            guard
+                let channelName = PushRouting.noticeChannel(
+                    platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
+                    configured: configured),
+                let target = device.tokens[channelName], let channel = channels[channelName]
+            else { continue }
+            let jobID = transaction.newID()
+            var failure: String?
+            let request: PushRequest?
+            do {
+                request = try channel.noticeRequest(
+                    for: PushNotice(
+                        callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID,
+                        callerName: callerName, reason: PushNotice.notRung, jobID: jobID, expiresAt: call.ringDeadline,
+                        now: transaction.date, locale: device.locale, mode: call.mode.rawValue, groupName: groupName))
+            } catch {
+                request = PushRequest(payload: [], headers: [])
+                failure = "\(error)"
+            }
+            guard let request else { continue }
+            try enqueue(
+                request, id: jobID, kind: .notice, call: call.id, user: userID, device: device.deviceID,
+                target: target, channel: channelName, provider: channel.provider, failure: failure, at: now,
+                expires: call.ringDeadline, in: transaction)
+            written += 1
         }
         return written
     }

@@ -163,6 +163,7 @@ protocol Repositories {
     var callDirectory: any CallDirectoryRepository { get }
     var scheduledCalls: any ScheduledCallRepository { get }
     var relayPresence: any RelayPresenceRepository { get }
+    var pushPreferences: any PushPreferenceRepository { get }
 }
 
 /// The SQL repositories over a transaction's or snapshot's connection (SQLite or PostgreSQL):
@@ -189,6 +190,7 @@ extension SQLRepositories {
     var callDirectory: any CallDirectoryRepository { SQLCallDirectoryRepository(connection: connection) }
     var scheduledCalls: any ScheduledCallRepository { SQLScheduledCallRepository(connection: connection) }
     var relayPresence: any RelayPresenceRepository { SQLRelayPresenceRepository(connection: connection) }
+    var pushPreferences: any PushPreferenceRepository { SQLPushPreferenceRepository(connection: connection) }
 }
 
 extension WriteTransaction: SQLRepositories {}

@@ -318,5 +318,15 @@ public enum PostgresSchema {
                 """),
         // The language an installation's pushes are worded in (BCP 47, as its app registered it).
         Migration(version: 22, name: "push_device_locale", sql: "ALTER TABLE push_devices ADD COLUMN locale TEXT;"),
+        // Each person's say over their phones (do not disturb, snooze, quiet hours, favourites), as JSON.
+        Migration(
+            version: 23, name: "push_preferences",
+            sql: """
+                CREATE TABLE push_preferences (
+                    user_id TEXT COLLATE "C" PRIMARY KEY,
+                    preferences TEXT NOT NULL,
+                    updated_at TEXT NOT NULL
+                );
+                """),
     ]
 }
