@@ -333,6 +333,19 @@ public final class Application: Sendable {
         } catch {
             logger.error("Call Directory change pruning failed", ["error": .string(String(describing: error))])
         }
+        // Push tokens their apps stopped registering (uninstalled, or unused for months).
+        do {
+            let stale = try await sweepStalePushTokens()
+            if stale > 0 {
+                logger.info(
+                    "removed push tokens not registered again",
+                    ["deleted": .int(stale), "maxAgeDays": .int(configuration.push.tokenMaxAgeDays)])
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("push token sweep failed", ["error": .string(String(describing: error))])
+        }
         // Expired call pre-authorisations (unused or used): they can no longer be redeemed.
         do {
             let expired = try await scheduledCalls.prune()
@@ -344,6 +357,16 @@ public final class Application: Sendable {
         }
         return try await store.write { transaction in
             try transaction.events.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)))
+        }
+    }
+
+    /// Removes the push tokens their apps have not registered again within `pushTokenMaxAgeDays`
+    /// (on the store's clock); returns how many.
+    func sweepStalePushTokens() async throws -> Int {
+        let maxAge = TimeInterval(configuration.push.tokenMaxAgeDays) * 86_400
+        return try await store.write { transaction in
+            try transaction.devices.removeStale(
+                registeredBefore: Timestamp.iso8601(transaction.date.addingTimeInterval(-maxAge)))
         }
     }
 

@@ -198,4 +198,47 @@ struct DeviceRepositoryContractTests {
         #expect(try await store.write { try $0.devices.remove(deviceID: "phone", of: frank.userID) })
         #expect(try await store.snapshot { try $0.devices.devices(of: frank.userID) }.map(\.deviceID) == ["droid"])
     }
+
+    /// The stale sweep removes exactly the tokens registered before the moment; a token's last
+    /// delivery and failure stay with it; its locale is kept across registrations that name none.
+    /// (Its moments lie in 2099: a server's own hourly sweep, on today's clock, leaves them alone.)
+    @Test(arguments: StoreKind.allCases)
+    func staleTokensGoAndEachKeepsItsOutcomesAndLocale(kind: StoreKind) async throws {
+        let fixture = try kind.fixture()
+        defer { fixture.close() }
+        let alice = try await fixture.account("alice")
+        let store = fixture.store
+        try await store.write {
+            try $0.devices.register(Self.registration("d-old", alice, token: "aa01"), at: "2099-01-01T00:00:00.000Z")
+            try $0.devices.register(
+                DeviceRegistration(
+                    deviceID: "d-new", userID: alice.userID, sessionID: alice.sessionID, channel: "fcm",
+                    platform: "android", token: "fcm-1", environment: "", locale: "zh-Hant-TW"),
+                at: "2099-06-01T00:00:00.000Z")
+            try $0.devices.register(
+                DeviceRegistration(
+                    deviceID: "d-new", userID: alice.userID, sessionID: alice.sessionID, channel: "huawei",
+                    platform: "android", token: "hw-1", environment: ""),
+                at: "2099-06-01T00:00:00.000Z")
+            try $0.devices.noteOutcome(
+                token: "fcm-1", channel: "fcm", of: alice.userID, failure: nil, at: "2099-06-02T00:00:00.000Z")
+            try $0.devices.noteOutcome(
+                token: "fcm-1", channel: "fcm", of: alice.userID, failure: "UNAVAILABLE", at: "2099-06-03T00:00:00.000Z"
+            )
+        }
+        #expect(try await store.snapshot { try $0.devices.devices(of: alice.userID) }.last?.locale == "zh-Hant-TW")
+        #expect(
+            try await store.snapshot { try $0.devices.locale(ofDevice: "d-new", of: alice.userID) } == "zh-Hant-TW")
+        let removed = try await store.write {
+            try $0.devices.removeStale(registeredBefore: "2099-03-01T00:00:00.000Z")
+        }
+        #expect(removed == 1)
+        let health = try await store.snapshot { try $0.devices.health(of: alice.userID) }
+        #expect(health.map(\.channel) == ["fcm", "huawei"] && health.allSatisfy(\.bound))
+        #expect(
+            health.first?.lastSuccessAt == "2099-06-02T00:00:00.000Z"
+                && health.first?.lastFailureAt == "2099-06-03T00:00:00.000Z"
+                && health.first?.lastFailureReason == "UNAVAILABLE")
+        #expect(health.last?.lastSuccessAt == nil && health.last?.locale == "zh-Hant-TW")
+    }
 }

@@ -233,6 +233,10 @@ public struct ConfigurationSetting: Sendable {
             ) { text in
                 !text.isEmpty && !text.hasSuffix(".voip") ? nil : "must be the bundle id, without .voip"
             },
+            integer(
+                "pushTokenMaxAgeDays", "SWITCHBOARD_PUSH_TOKEN_MAX_AGE_DAYS", 1...3650,
+                "days a push token may go without its app registering it again before it is removed (default 270)"
+            ) { $0.push.tokenMaxAgeDays = $1 },
             choice(
                 "apnsAlertText", "SWITCHBOARD_APNS_ALERT_TEXT",
                 "who words iPhone alerts: server (in the device's language; default) or app (also loc-keys SWITCHBOARD_MISSED_CALL and SWITCHBOARD_MISSED_CALL_FROM for the app's Localizable.strings)",

@@ -243,6 +243,9 @@ public struct PushSettings: Sendable, Equatable {
     public var xiaomi = XiaomiSettings()
     public var oppo = OPPOSettings()
     public var vivo = VivoSettings()
+    /// A token its app has not registered again for this many days is removed (an app
+    /// registers its tokens at every start; one that stopped is uninstalled or long unused).
+    public var tokenMaxAgeDays = 270
 
     /// The longest request deadline of the channels that are on (APNs always is): how long a
     /// push attempt may be in flight.

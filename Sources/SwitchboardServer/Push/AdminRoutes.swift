@@ -3,7 +3,8 @@ import SwitchboardCrypto
 import SwitchboardCore
 import SwitchboardHTTP
 
-/// `GET /admin/push/status`: the outbox at a glance, behind the admin key.
+/// `GET /admin/push/status`: the outbox at a glance; `GET /admin/push/devices?userId=`: a
+/// user's tokens, each with its last delivery and last failure; behind the admin key.
 struct AdminRoutes {
     let store: ServerStore
     /// Empty disables the admin endpoints.
@@ -41,8 +42,48 @@ struct AdminRoutes {
         let newestFailures: [Failure]
     }
 
+    /// One token of a user's installation, with what its push service last said.
+    struct DeviceToken: Encodable {
+        let deviceId: String
+        let channel: String
+        let platform: String
+        @NullWhenAbsent var brand: String?
+        @NullWhenAbsent var locale: String?
+        let tokenSuffix: String
+        let registeredAt: String
+        /// Whether the session that registered it is still signed in (only then is it rung).
+        let bound: Bool
+        @NullWhenAbsent var lastSuccessAt: String?
+        @NullWhenAbsent var lastFailureAt: String?
+        @NullWhenAbsent var lastFailureReason: String?
+    }
+
+    struct DeviceTokens: Encodable {
+        let userId: String
+        let tokens: [DeviceToken]
+    }
+
     func register(in router: inout Router) {
         let store = self.store, adminKey = self.adminKey
+        router.add("GET", "/admin/push/devices") { context in
+            try Self.requireAdmin(context.request.headers, key: adminKey)
+            guard let userID = context.request.queryParameters["userId"]?.lowercased(), UUID(uuidString: userID) != nil
+            else {
+                throw APIError.validation("'userId' must be a user id", field: "userId")
+            }
+            let health = try await store.snapshot { try $0.devices.health(of: userID) }
+            return .json(
+                DeviceTokens(
+                    userId: userID,
+                    tokens: health.map {
+                        DeviceToken(
+                            deviceId: $0.deviceID, channel: $0.channel, platform: $0.platform, brand: $0.brand,
+                            locale: $0.locale, tokenSuffix: DeviceRoutes.suffix($0.token),
+                            registeredAt: $0.registeredAt,
+                            bound: $0.bound, lastSuccessAt: $0.lastSuccessAt, lastFailureAt: $0.lastFailureAt,
+                            lastFailureReason: $0.lastFailureReason)
+                    }))
+        }
         router.add("GET", "/admin/push/status") { context in
             try Self.requireAdmin(context.request.headers, key: adminKey)
             let now = CallStore.milliseconds(store.environment.now())

@@ -96,6 +96,21 @@ struct ServerPushOutbox: PushOutboxStore {
             let recorded = try transaction.pushJobs.finish(
                 job.id, outcome, reason: reason, lastError: lastError, attempted: attempted, at: nowMS, by: instance)
             guard recorded else { return false }
+            // What the service said of the token, for the devices view: a delivery, or a
+            // failure (one that failed, or expired after errors) with its reason.
+            if GatewayNamespace.split(job.userID) == nil, outcome != .dropped {
+                let failure: String? =
+                    switch outcome {
+                    case .delivered: nil
+                    case .failed: reason ?? lastError ?? "failed"
+                    default: lastError
+                    }
+                if outcome == .delivered || failure != nil {
+                    try transaction.devices.noteOutcome(
+                        token: job.token, channel: job.channel, of: job.userID, failure: failure,
+                        at: transaction.timestamp)
+                }
+            }
             switch token {
             // The verdict is about the token of the job's own namespace: the server's devices, or
             // one app's.

@@ -328,5 +328,13 @@ public enum PostgresSchema {
                     updated_at TEXT NOT NULL
                 );
                 """),
+        // What the push services last said of each token: its last delivery, its last failure and why.
+        Migration(
+            version: 24, name: "push_device_health",
+            sql: """
+                ALTER TABLE push_devices ADD COLUMN last_success_at TEXT;
+                ALTER TABLE push_devices ADD COLUMN last_failure_at TEXT;
+                ALTER TABLE push_devices ADD COLUMN last_failure_reason TEXT;
+                """),
     ]
 }

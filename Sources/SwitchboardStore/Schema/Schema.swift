@@ -392,5 +392,13 @@ public enum Schema {
                     updated_at TEXT NOT NULL
                 ) STRICT, WITHOUT ROWID;
                 """),
+        // What the push services last said of each token: its last delivery, its last failure and why.
+        Migration(
+            version: 24, name: "push_device_health",
+            sql: """
+                ALTER TABLE push_devices ADD COLUMN last_success_at TEXT;
+                ALTER TABLE push_devices ADD COLUMN last_failure_at TEXT;
+                ALTER TABLE push_devices ADD COLUMN last_failure_reason TEXT;
+                """),
     ]
 }

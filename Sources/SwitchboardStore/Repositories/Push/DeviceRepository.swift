@@ -119,6 +119,13 @@ public protocol DeviceRepository {
     func isLive(token: String, channel: String, of userID: String) throws -> Bool
     /// The id of the payload key the user's `token` on `channel` has now; nil without one.
     func payloadKeyID(token: String, channel: String, of userID: String) throws -> String?
+    /// Notes what a push service said of the user's token: a delivery (`failure` nil), or a
+    /// failure and its reason, at `timestamp`.
+    func noteOutcome(token: String, channel: String, of userID: String, failure: String?, at timestamp: String) throws
+    /// Removes every token its app has not registered again since `timestamp`; returns how many.
+    func removeStale(registeredBefore timestamp: String) throws -> Int
+    /// Every token of the user's installations, bound or not, with what its service last said.
+    func health(of userID: String) throws -> [PushTokenHealth]
     /// The push service said the token is gone (APNs 410, FCM UNREGISTERED): removes it.
     func forget(token: String, channel: String) throws
     /// The push service doubted the token (a possible environment or topic mismatch): counts
@@ -136,4 +143,21 @@ public struct StoredPayloadKey: Sendable, Equatable {
         self.id = id
         self.sealed = sealed
     }
+}
+
+/// One token of an installation as the push services left it.
+public struct PushTokenHealth: Sendable, Equatable {
+    public let deviceID: String
+    public let channel: String
+    public let platform: String
+    public let brand: String?
+    public let locale: String?
+    public let token: String
+    /// When its app last registered it.
+    public let registeredAt: String
+    /// Whether the session that registered it is still signed in.
+    public let bound: Bool
+    public let lastSuccessAt: String?
+    public let lastFailureAt: String?
+    public let lastFailureReason: String?
 }

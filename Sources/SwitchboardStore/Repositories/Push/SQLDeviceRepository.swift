@@ -40,7 +40,8 @@ package struct SQLDeviceRepository: DeviceRepository {
             """
             INSERT INTO push_devices (device_id, channel, user_id, session_id, platform, brand, token, environment, created_at, updated_at,
                 payload_key_id, payload_key_sealed, locale)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11,
+                COALESCE(?12, (SELECT locale FROM push_devices WHERE device_id = ?1 AND user_id = ?3 AND locale IS NOT NULL LIMIT 1)))
             ON CONFLICT (device_id, channel) DO UPDATE SET session_id = excluded.session_id,
                 platform = excluded.platform, brand = excluded.brand, token = excluded.token, environment = excluded.environment,
                 updated_at = excluded.updated_at, suspect_reports = 0, payload_key_id = excluded.payload_key_id,
@@ -171,6 +172,50 @@ package struct SQLDeviceRepository: DeviceRepository {
             ).first
         else { return nil }
         return try StoredPayloadKey(row)?.id
+    }
+
+    package func noteOutcome(
+        token: String, channel: String, of userID: String, failure: String?, at timestamp: String
+    ) throws {
+        if let failure {
+            try connection.run(
+                """
+                UPDATE push_devices SET last_failure_at = ?, last_failure_reason = ?
+                WHERE token = ? AND channel = ? AND user_id = ?
+                """,
+                [.text(timestamp), .text(String(failure.prefix(300))), .text(token), .text(channel), .text(userID)])
+        } else {
+            try connection.run(
+                "UPDATE push_devices SET last_success_at = ? WHERE token = ? AND channel = ? AND user_id = ?",
+                [.text(timestamp), .text(token), .text(channel), .text(userID)])
+        }
+    }
+
+    package func removeStale(registeredBefore timestamp: String) throws -> Int {
+        try connection.run("DELETE FROM push_devices WHERE updated_at < ?", [.text(timestamp)])
+    }
+
+    package func health(of userID: String) throws -> [PushTokenHealth] {
+        try connection.query(
+            """
+            SELECT d.device_id, d.channel, d.platform, d.brand, d.locale, d.token, d.updated_at,
+                d.last_success_at, d.last_failure_at, d.last_failure_reason, s.ended_at, s.id AS session
+            FROM push_devices d LEFT JOIN sessions s ON s.id = d.session_id
+            WHERE d.user_id = ?
+            ORDER BY d.device_id, d.channel
+            """,
+            [.text(userID)]
+        ).map { row in
+            PushTokenHealth(
+                deviceID: try row.string("device_id"), channel: try row.string("channel"),
+                platform: try row.string("platform"), brand: try row.optionalString("brand"),
+                locale: try row.optionalString("locale"), token: try row.string("token"),
+                registeredAt: try row.string("updated_at"),
+                bound: try row.optionalString("session") != nil && row.optionalString("ended_at") == nil,
+                lastSuccessAt: try row.optionalString("last_success_at"),
+                lastFailureAt: try row.optionalString("last_failure_at"),
+                lastFailureReason: try row.optionalString("last_failure_reason"))
+        }
     }
 
     package func forget(token: String, channel: String) throws {
