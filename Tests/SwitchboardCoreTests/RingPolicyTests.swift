@@ -123,7 +123,7 @@ struct RingPolicyTests {
                 PushPreferences(quietHours: QuietHours(timeZone: "Europe/Paris", rules: [rule(start: "07:00")])),
                 "quietHours.rules[0].end"
             ),
-            (PushPreferences(alwaysRing: ["not-an-id"]), "alwaysRing[0]"),
+            (PushPreferences(alwaysRing: ["not an id"]), "alwaysRing[0]"),
         ])
     func badPreferencesNameTheirField(preferences: PushPreferences, field: String) {
         #expect(throws: RingPolicy.Problem.self) { try RingPolicy(preferences) }

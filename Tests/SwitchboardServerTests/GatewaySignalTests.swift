@@ -145,6 +145,47 @@ struct GatewaySignalTests {
         #expect(try await env.send("GET", "/gateway/v1/signals/none").status == 404)
     }
 
+    /// An app sets its users' push preferences as an account would: a callee who is off gets
+    /// no push (outcome do_not_disturb), one on notify a quiet notice (outcome notified), and
+    /// the caller they always ring rings through.
+    @Test func theGatewayHonoursItsUsersPushPreferences() async throws {
+        let env = try await World()
+        defer { env.world.close() }
+        try await env.device("bob", Self.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-bob"}}"#)
+        try await env.device(
+            "carol", Self.redmi, platform: "android", tokens: #"{"xiaomi":{"token":"mi-carol"}}"#, brand: "redmi")
+        let fresh = try await env.send("GET", "/gateway/v1/users/bob/push-preferences")
+        #expect(fresh.status == 200 && fresh.json?["calls"] as? String == "ring")
+        #expect(
+            try await env.send("PUT", "/gateway/v1/users/bob/push-preferences", #"{"calls":"off","alwaysRing":[]}"#)
+                .status == 200)
+        let carols = try await env.send(
+            "PUT", "/gateway/v1/users/carol/push-preferences", #"{"calls":"notify","alwaysRing":["VIP-1"]}"#)
+        #expect(carols.status == 200 && carols.json?["alwaysRing"] as? [String] == ["VIP-1"], "app ids kept as given")
+        let refused = try await env.send(
+            "PUT", "/gateway/v1/users/carol/push-preferences", #"{"calls":"loud","alwaysRing":[]}"#)
+        #expect(refused.status == 400)
+        let unsigned = await env.world.app.request(
+            "PUT", "/gateway/v1/users/carol/push-preferences", body: #"{"calls":"off","alwaysRing":[]}"#)
+        #expect(unsigned.status == 401)
+
+        let first = try await env.signal("call-q", to: ["bob", "carol"])
+        let callees = (first["callees"] as? [[String: String]]) ?? []
+        #expect(callees.contains(["userId": "bob", "outcome": "do_not_disturb"]))
+        #expect(callees.contains(["userId": "carol", "outcome": "notified"]))
+        #expect(await eventually { env.xiaomi.sent.count == 1 })
+        #expect(env.xiaomi.sent.first?.kind == .notice && env.fcm.sent.isEmpty, "a quiet notice, and nothing for bob")
+        #expect(
+            VendorNotification.fields(of: env.xiaomi.sent.first?.payload ?? [])?["type"] == "call_incoming")
+
+        let vip = try await env.send(
+            "POST", "/gateway/v1/signals",
+            #"{"callId":"call-v","roomId":"room-2","type":"audio","caller":{"id":"VIP-1","name":"Boss"},"callees":["carol"],"timestamp":1}"#
+        )
+        #expect(vip.status == 202)
+        #expect(await eventually { env.xiaomi.sent.count == 2 && env.xiaomi.sent.last?.kind == .ring })
+    }
+
     @Test func extCarriesTheAppsDataToThePhoneAndItsCollapseIDToAPNs() async throws {
         let env = try await World()
         defer { env.world.close() }

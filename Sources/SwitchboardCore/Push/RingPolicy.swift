@@ -94,13 +94,17 @@ public struct RingPolicy: Sendable, Equatable {
         guard preferences.alwaysRing.count <= Self.maxFavourites else {
             throw Problem(field: "alwaysRing", message: "'alwaysRing' holds at most \(Self.maxFavourites) user ids")
         }
-        for (index, id) in preferences.alwaysRing.enumerated() where UUID(uuidString: id) == nil {
-            throw Problem(field: "alwaysRing[\(index)]", message: "'alwaysRing[\(index)]' must be a user id")
+        for (index, id) in preferences.alwaysRing.enumerated() where !Self.isUserID(id) {
+            throw Problem(
+                field: "alwaysRing[\(index)]",
+                message:
+                    "'alwaysRing[\(index)]' must be a user id: 1 to 128 printable ASCII characters, no spaces or '/'")
         }
         self.rules = rules
-        favourites = Set(preferences.alwaysRing.map { $0.lowercased() })
+        let ids = Set(preferences.alwaysRing.map(Self.normalized))
+        favourites = ids
         var normalized = preferences
-        normalized.alwaysRing = Array(Set(preferences.alwaysRing.map { $0.lowercased() })).sorted()
+        normalized.alwaysRing = ids.sorted()
         normalized.until = until.map(Timestamp.iso8601)
         self.preferences = normalized
     }
@@ -112,7 +116,7 @@ public struct RingPolicy: Sendable, Equatable {
     /// (back to `ring` once a snooze's `until` has passed), and during quiet hours no more
     /// than a notice.
     public func decision(forCaller callerID: String, at now: Date) -> RingDecision {
-        if favourites.contains(callerID.lowercased()) { return .ring }
+        if favourites.contains(Self.normalized(callerID)) { return .ring }
         var decision: RingDecision
         if let until, now >= until {
             decision = .ring
@@ -145,6 +149,15 @@ public struct RingPolicy: Sendable, Equatable {
                 || (rule.weekdays.contains(yesterday) && minutes < rule.end)
         }
     }
+
+    /// An account's id (a UUID) or a push-gateway app's user id: 1 to 128 printable ASCII
+    /// characters without spaces or `/`.
+    static func isUserID(_ id: String) -> Bool {
+        (1...128).contains(id.utf8.count) && id.utf8.allSatisfy { (33...126).contains($0) && $0 != 47 }
+    }
+
+    /// A UUID in lower case (accounts' ids, in any case), anything else as it is.
+    static func normalized(_ id: String) -> String { UUID(uuidString: id) != nil ? id.lowercased() : id }
 
     /// `HH:MM` (00:00 to 23:59) as minutes since midnight.
     static func minutes(_ text: String) -> Int? {

@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardHTTP
+import SwitchboardWire
 
 /// The push gateway's app servers (SPEC §8): registered with the admin key, each with one or
 /// more Ed25519 public keys (several, so a key can be rotated without a gap), and the signed
@@ -222,6 +223,18 @@ struct GatewayRoutes {
                 try await service.removeDevice(
                     app: app.id, user: context.parameter("userId"), deviceID: context.parameter("deviceId"))
                 return .noContent
+            })
+        router.add(
+            "GET", "/gateway/v1/users/{userId}/push-preferences",
+            signed { context, app, _ in
+                .json(try await service.preferences(app: app.id, user: context.parameter("userId")))
+            })
+        router.add(
+            "PUT", "/gateway/v1/users/{userId}/push-preferences",
+            signed { context, app, _ in
+                .json(
+                    try await service.setPreferences(
+                        try context.decode(PushPreferences.self), app: app.id, user: context.parameter("userId")))
             })
         router.add(
             "POST", "/gateway/v1/signals",

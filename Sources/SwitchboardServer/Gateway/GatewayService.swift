@@ -172,6 +172,21 @@ struct GatewayService: Sendable {
                     try signals.recordCallee(app: app, call: callID, user: callee, outcome: "rate_limited", at: now)
                     continue
                 }
+                // The callee's own say (PUT /gateway/v1/users/{id}/push-preferences), as for accounts.
+                let decision = try PushOutbox.ringPolicy(
+                    of: GatewayNamespace.userKey(app: app, user: callee), in: transaction
+                ).decision(forCaller: callerID, at: transaction.date)
+                if !devices.isEmpty, decision != .ring {
+                    try signals.recordCallee(
+                        app: app, call: callID, user: callee, outcome: decision == .off ? "do_not_disturb" : "notified",
+                        at: now)
+                    if decision == .notify {
+                        written += try quietNotices(
+                            to: devices, of: callee, app: app, call: callID, signal: request, roomID: roomID,
+                            channels: channels, configured: configured, expires: expires, in: transaction)
+                    }
+                    continue
+                }
                 try signals.recordCallee(
                     app: app, call: callID, user: callee, outcome: devices.isEmpty ? "no_devices" : "rung", at: now)
                 for device in devices {
@@ -347,6 +362,59 @@ struct GatewayService: Sendable {
     /// 1 to 64 printable ASCII characters (space to `~`).
     private static func isHintText(_ text: String) -> Bool {
         (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (32...126).contains($0) }
+    }
+
+    /// Tells each of an app user's devices that can take a notice of a signal that does not
+    /// ring them (their push preferences): a quiet `call_incoming` notice, kept no longer than
+    /// the ring. Returns how many it wrote.
+    private func quietNotices(
+        to devices: [GatewayDevice], of callee: String, app: String, call callID: String, signal: Signal,
+        roomID: String, channels: PushChannels, configured: Set<String>, expires: Date, in transaction: WriteTransaction
+    ) throws -> Int {
+        var written = 0
+        let now = CallStore.milliseconds(transaction.date)
+        for device in devices {
+            guard
+                let channelName = PushRouting.noticeChannel(
+                    platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
+                    configured: configured),
+                let target = device.tokens[channelName], let channel = channels[channelName]
+            else { continue }
+            let jobID = transaction.newID()
+            guard
+                let request = try? channel.noticeRequest(
+                    for: PushNotice(
+                        callID: callID, scopeKind: "gateway", scopeID: roomID, callerName: signal.caller.name,
+                        reason: PushNotice.notRung, jobID: jobID, expiresAt: expires, now: transaction.date,
+                        mode: signal.type))
+            else { continue }
+            try PushOutbox.enqueue(
+                request, id: jobID, kind: .notice, call: GatewayNamespace.callKey(app: app, call: callID),
+                user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target,
+                channel: channelName, provider: channel.provider, failure: nil, at: now, expires: expires,
+                in: transaction)
+            written += 1
+        }
+        return written
+    }
+
+    /// An app user's push preferences (the defaults until the app sets any).
+    func preferences(app: String, user: String) async throws -> PushPreferences {
+        let user = try Self.userID(user, field: "userId")
+        return try await store.snapshot {
+            try $0.pushPreferences.preferences(of: GatewayNamespace.userKey(app: app, user: user))
+        } ?? .defaults
+    }
+
+    /// Sets an app user's push preferences, checked as an account's are; answers them as stored.
+    func setPreferences(_ requested: PushPreferences, app: String, user: String) async throws -> PushPreferences {
+        let user = try Self.userID(user, field: "userId")
+        let preferences = try PushPreferenceRoutes.checked(requested)
+        try await store.write { transaction in
+            try transaction.pushPreferences.set(
+                preferences, of: GatewayNamespace.userKey(app: app, user: user), at: transaction.timestamp)
+        }
+        return preferences
     }
 
     static func userID(_ text: String, field: String) throws(APIError) -> String {

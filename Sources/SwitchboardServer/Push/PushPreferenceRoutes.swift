@@ -10,6 +10,15 @@ struct PushPreferenceRoutes {
     let store: ServerStore
     let authenticator: Authenticator
 
+    /// `requested` as stored (``RingPolicy/preferences``), or 400 naming the field that is wrong.
+    static func checked(_ requested: PushPreferences) throws(APIError) -> PushPreferences {
+        do throws(RingPolicy.Problem) {
+            return try RingPolicy(requested).preferences
+        } catch {
+            throw APIError.validation(error.message, field: error.field)
+        }
+    }
+
     func register(in router: inout Router) {
         let store = self.store
         router.add(
@@ -22,14 +31,8 @@ struct PushPreferenceRoutes {
         router.add(
             "PUT", "/me/push-preferences",
             authenticator.require { context, principal in
-                let requested = try context.decode(PushPreferences.self)
-                let policy: RingPolicy
-                do {
-                    policy = try RingPolicy(requested)
-                } catch let problem as RingPolicy.Problem {
-                    throw APIError.validation(problem.message, field: problem.field)
-                }
-                let userID = principal.user.id, preferences = policy.preferences
+                let preferences = try Self.checked(try context.decode(PushPreferences.self))
+                let userID = principal.user.id
                 try await store.write { transaction in
                     try transaction.pushPreferences.set(preferences, of: userID, at: transaction.timestamp)
                 }

@@ -336,5 +336,14 @@ public enum PostgresSchema {
                 ALTER TABLE push_devices ADD COLUMN last_failure_at TEXT;
                 ALTER TABLE push_devices ADD COLUMN last_failure_reason TEXT;
                 """),
+        // A callee's push preferences are two more outcomes of a gateway signal: notified (a
+        // quiet notice instead of the ring) and do_not_disturb (nothing sent).
+        Migration(
+            version: 25, name: "gateway_callee_preferences",
+            sql: """
+                ALTER TABLE gateway_signal_callees DROP CONSTRAINT gateway_signal_callees_outcome_check;
+                ALTER TABLE gateway_signal_callees ADD CONSTRAINT gateway_signal_callees_outcome_check
+                    CHECK (outcome IN ('rung', 'rate_limited', 'no_devices', 'notified', 'do_not_disturb'));
+                """),
     ]
 }

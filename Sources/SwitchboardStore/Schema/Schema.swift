@@ -400,5 +400,25 @@ public enum Schema {
                 ALTER TABLE push_devices ADD COLUMN last_failure_at TEXT;
                 ALTER TABLE push_devices ADD COLUMN last_failure_reason TEXT;
                 """),
+        // A callee's push preferences are two more outcomes of a gateway signal: notified (a
+        // quiet notice instead of the ring) and do_not_disturb (nothing sent).
+        Migration(
+            version: 25, name: "gateway_callee_preferences",
+            sql: """
+                CREATE TABLE gateway_signal_callees_new (
+                    app_id TEXT NOT NULL,
+                    call_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    outcome TEXT NOT NULL
+                        CHECK (outcome IN ('rung', 'rate_limited', 'no_devices', 'notified', 'do_not_disturb')),
+                    created_at_ms INTEGER NOT NULL,
+                    PRIMARY KEY (app_id, call_id, user_id)
+                ) STRICT;
+                INSERT INTO gateway_signal_callees_new (app_id, call_id, user_id, outcome, created_at_ms)
+                    SELECT app_id, call_id, user_id, outcome, created_at_ms FROM gateway_signal_callees;
+                DROP TABLE gateway_signal_callees;
+                ALTER TABLE gateway_signal_callees_new RENAME TO gateway_signal_callees;
+                CREATE INDEX gateway_signal_callees_by_user ON gateway_signal_callees(app_id, user_id, created_at_ms);
+                """),
     ]
 }
