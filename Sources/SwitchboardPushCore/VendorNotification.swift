@@ -22,24 +22,17 @@ public struct VendorNotification: Sendable, Equatable {
     /// (answered or declined on another device, cancelled), for services that have no silent
     /// message and show the ending in place of the ring instead (same ``notifyID(callID:)``).
     /// `nil` for an ending it is not asked for, and for anything that is not a data object.
-    /// The text is in the data's `locale` (``PushText``), English without one. It is whole: each service's own limits apply when its message is built
-    /// (``fitted(to:)``).
+    /// The text is in the data's `locale` (``PushText``), English without one. It is whole:
+    /// each service's own limits apply when its message is built (``fitted(to:)``).
     public static func from(data bytes: [UInt8], everyEnding: Bool = false) -> VendorNotification? {
         guard let data = fields(of: bytes) else { return nil }
         let text = PushText.forLocale(data["locale"])
         let caller = data["callerName"].flatMap { $0.isEmpty ? nil : $0 } ?? text.unknownCaller
         let group = data["groupName"].flatMap { $0.isEmpty ? nil : $0 }
         switch (data["type"], data["reason"]) {
-        case ("call"?, _):
-            let video = data["mode"] == "video"
-            if let group {
-                let content = PushText.format(video ? text.incomingVideoCallFrom : text.incomingAudioCallFrom, caller)
-                return VendorNotification(title: group, content: content, data: data)
-            }
-            return VendorNotification(
-                title: caller, content: video ? text.incomingVideoCall : text.incomingAudioCall, data: data)
-        case ("call_incoming"?, _):
-            // A call that does not ring this phone (do not disturb, or the caller's ring list).
+        case ("call"?, _), ("call_incoming"?, _):
+            // A ring, or a call that does not ring this phone (do not disturb, or the caller's
+            // ring list): the same words; the service's channel and the app decide the sound.
             let video = data["mode"] == "video"
             if let group {
                 let content = PushText.format(video ? text.incomingVideoCallFrom : text.incomingAudioCallFrom, caller)

@@ -263,10 +263,9 @@ struct GatewayService: Sendable {
                     callID: GatewayNamespace.callKey(app: app, call: callID), userID: key)
                 for device in try signals.devices(app: app, user: callee) where rung.contains(device.deviceID) {
                     guard
-                        let channelName = PushRouting.noticeChannel(
-                            platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
-                            configured: configured),
-                        let target = device.tokens[channelName], let channel = channels[channelName]
+                        let (channelName, target, channel) = PushOutbox.noticeRoute(
+                            platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
+                            configured: configured)
                     else { continue }
                     let jobID = transaction.newID()
                     guard
@@ -375,10 +374,9 @@ struct GatewayService: Sendable {
         let now = CallStore.milliseconds(transaction.date)
         for device in devices {
             guard
-                let channelName = PushRouting.noticeChannel(
-                    platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
-                    configured: configured),
-                let target = device.tokens[channelName], let channel = channels[channelName]
+                let (channelName, target, channel) = PushOutbox.noticeRoute(
+                    platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
+                    configured: configured)
             else { continue }
             let jobID = transaction.newID()
             guard

@@ -84,6 +84,20 @@ enum PushOutbox {
         return written
     }
 
+    /// Where a notice to a device goes: the channel ``PushRouting`` picks for notices among its
+    /// tokens and this server's channels, with its token there; nil when it can take none.
+    static func noticeRoute(
+        platform: String, brand: String?, tokens: [String: PushTarget], channels: PushChannels,
+        configured: Set<String>
+    ) -> (name: String, target: PushTarget, channel: any PushChannel)? {
+        guard
+            let name = PushRouting.noticeChannel(
+                platform: platform, brand: brand, tokens: Set(tokens.keys), configured: configured),
+            let target = tokens[name], let channel = channels[name]
+        else { return nil }
+        return (name, target, channel)
+    }
+
     /// The user's ``RingPolicy``: every call rings for someone who never said otherwise, or
     /// whose stored preferences no longer check (a time zone the system stopped knowing).
     static func ringPolicy(of userID: String, in repositories: any Repositories) throws -> RingPolicy {
@@ -101,10 +115,9 @@ enum PushOutbox {
         let now = CallStore.milliseconds(transaction.date)
         for device in try transaction.devices.devices(of: userID) {
             guard
-                let channelName = PushRouting.noticeChannel(
-                    platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
-                    configured: configured),
-                let target = device.tokens[channelName], let channel = channels[channelName]
+                let (channelName, target, channel) = noticeRoute(
+                    platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
+                    configured: configured)
             else { continue }
             let jobID = transaction.newID()
             var failure: String?
@@ -197,10 +210,9 @@ enum PushOutbox {
                 guard rung.contains(device.deviceID) else { continue }
                 if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
                 guard
-                    let channelName = PushRouting.noticeChannel(
-                        platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
-                        configured: configured),
-                    let target = device.tokens[channelName], let channel = channels[channelName]
+                    let (channelName, target, channel) = noticeRoute(
+                        platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
+                        configured: configured)
                 else { continue }
                 let jobID = transaction.newID()
                 if caller == nil { caller = try transaction.accounts.user(id: after.createdBy)?.displayName ?? "" }
