@@ -127,8 +127,8 @@ public struct RegisterPushDevice: Codable, Sendable, Equatable {
     public var platform: DevicePlatform
     /// On Android, the maker (`Build.MANUFACTURER`), e.g. `huawei`, `xiaomi`.
     public var brand: String?
-    /// By channel: `ios-voip` and `ios-alert` on iOS; `fcm`, `huawei`, `xiaomi`, `oppo` and
-    /// `vivo` on Android.
+    /// By channel (``PushChannelName``'s names): `ios-voip` and `ios-alert` on iOS; `fcm`,
+    /// `huawei`, `xiaomi`, `oppo` and `vivo` on Android.
     public var tokens: [String: PushTokenRegistration]
     /// The installation's language as a BCP 47 tag (`zh-Hant-TW`, `de`), for the text of its
     /// notifications and alerts; none: the one it registered before, else English.
@@ -146,9 +146,38 @@ public struct RegisterPushDevice: Codable, Sendable, Equatable {
     }
 }
 
+/// The kinds of push token a device registers, each the channel that sends to it.
+public enum PushChannelName: WireEnum {
+    /// PushKit VoIP (what rings an iPhone).
+    case iosVoIP
+    /// Ordinary APNs to the app (an iPhone's notices).
+    case iosAlert
+    case fcm
+    case huawei
+    case xiaomi
+    case oppo
+    case vivo
+    case unknown(String)
+
+    public static let known: [PushChannelName] = [.iosVoIP, .iosAlert, .fcm, .huawei, .xiaomi, .oppo, .vivo]
+
+    public var rawValue: String {
+        switch self {
+        case .iosVoIP: "ios-voip"
+        case .iosAlert: "ios-alert"
+        case .fcm: "fcm"
+        case .huawei: "huawei"
+        case .xiaomi: "xiaomi"
+        case .oppo: "oppo"
+        case .vivo: "vivo"
+        case .unknown(let value): value
+        }
+    }
+}
+
 /// A registered token, as its owner sees it.
 public struct PushTokenInfo: Codable, Sendable, Equatable {
-    public var channel: String
+    public var channel: PushChannelName
     /// For APNs tokens; null for the others.
     public var environment: PushEnvironment?
     /// The token's last 8 characters.
@@ -156,7 +185,9 @@ public struct PushTokenInfo: Codable, Sendable, Equatable {
     /// `ios-voip` only: the id of the payload key its pushes are encrypted with.
     public var payloadKeyId: String?
 
-    public init(channel: String, environment: PushEnvironment?, tokenSuffix: String, payloadKeyId: String? = nil) {
+    public init(
+        channel: PushChannelName, environment: PushEnvironment?, tokenSuffix: String, payloadKeyId: String? = nil
+    ) {
         self.channel = channel
         self.environment = environment
         self.tokenSuffix = tokenSuffix

@@ -98,7 +98,7 @@ struct SwitchboardClientRoutingTests {
             RegisterPushDevice(
                 deviceId: "d", platform: .android, brand: "huawei", tokens: ["fcm": PushTokenRegistration(token: "x")]))
         #expect(
-            device.tokens == [PushTokenInfo(channel: "fcm", environment: nil, tokenSuffix: "abcdefgh")]
+            device.tokens == [PushTokenInfo(channel: .fcm, environment: nil, tokenSuffix: "abcdefgh")]
                 && device.brand == "huawei")
         #expect(transport.requests.first?.line == "POST /push/devices" && transport.requests.first?.repeatable == true)
         let id = UUID()

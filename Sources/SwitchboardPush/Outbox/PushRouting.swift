@@ -1,9 +1,11 @@
+import SwitchboardWire
+
 /// Which channel rings a device (SPEC §7): an iPhone through its PushKit VoIP token; an
 /// Android phone through its maker's service when this server has that channel configured,
 /// otherwise through FCM. The business layer never chooses. Pure: what is configured is an input.
 public enum PushRouting {
     /// The token kinds a device may register.
-    public static let channels: Set<String> = ["ios-voip", "ios-alert", "fcm", "huawei", "xiaomi", "oppo", "vivo"]
+    public static let channels = Set(PushChannelName.known.map(\.rawValue))
     /// The Android makers' own push services, in the order a device holding several is tried.
     public static let vendorChannels = ["huawei", "xiaomi", "oppo", "vivo"]
 

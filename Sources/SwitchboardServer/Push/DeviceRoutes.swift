@@ -148,7 +148,7 @@ struct DeviceRoutes {
                 deviceId: device.deviceID, platform: DevicePlatform(rawValue: device.platform), brand: device.brand,
                 tokens: device.tokens.map {
                     PushTokenInfo(
-                        channel: $0.channel,
+                        channel: PushChannelName(rawValue: $0.channel),
                         environment: $0.environment.isEmpty ? nil : PushEnvironment(rawValue: $0.environment),
                         tokenSuffix: suffix($0.token),
                         payloadKeyId: $0.payloadKey?.id)
