@@ -181,9 +181,10 @@ struct GatewayService: Sendable {
                         app: app, call: callID, user: callee, outcome: decision == .off ? "do_not_disturb" : "notified",
                         at: now)
                     if decision == .notify {
-                        written += try quietNotices(
-                            to: devices, of: callee, app: app, call: callID, signal: request, roomID: roomID,
-                            channels: channels, configured: configured, expires: expires, in: transaction)
+                        written += try notices(
+                            to: devices, of: callee, app: app, call: callID, reason: PushNotice.notRung,
+                            callerName: request.caller.name, roomID: roomID, mode: request.type, channels: channels,
+                            configured: configured, expires: expires, in: transaction)
                     }
                     continue
                 }
@@ -261,27 +262,10 @@ struct GatewayService: Sendable {
                 let key = GatewayNamespace.userKey(app: app, user: callee)
                 let rung = try transaction.pushJobs.rungDevices(
                     callID: GatewayNamespace.callKey(app: app, call: callID), userID: key)
-                for device in try signals.devices(app: app, user: callee) where rung.contains(device.deviceID) {
-                    guard
-                        let (channelName, target, channel) = PushOutbox.noticeRoute(
-                            platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
-                            configured: configured)
-                    else { continue }
-                    let jobID = transaction.newID()
-                    guard
-                        let request = try? channel.noticeRequest(
-                            for: PushNotice(
-                                callID: callID, scopeKind: "gateway", scopeID: signal.roomID,
-                                callerName: signal.callerName, reason: "cancelled",
-                                jobID: jobID, expiresAt: expires, now: transaction.date))
-                    else { continue }
-                    try PushOutbox.enqueue(
-                        request, id: jobID, kind: .notice, call: GatewayNamespace.callKey(app: app, call: callID),
-                        user: key, device: device.deviceID,
-                        target: target, channel: channelName, provider: channel.provider, failure: nil, at: now,
-                        expires: expires, in: transaction)
-                    written += 1
-                }
+                written += try notices(
+                    to: try signals.devices(app: app, user: callee).filter { rung.contains($0.deviceID) }, of: callee,
+                    app: app, call: callID, reason: "cancelled", callerName: signal.callerName, roomID: signal.roomID,
+                    mode: nil, channels: channels, configured: configured, expires: expires, in: transaction)
             }
             return written
         }
@@ -363,12 +347,13 @@ struct GatewayService: Sendable {
         (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (32...126).contains($0) }
     }
 
-    /// Tells each of an app user's devices that can take a notice of a signal that does not
-    /// ring them (their push preferences): a quiet `call_incoming` notice, kept no longer than
-    /// the ring. Returns how many it wrote.
-    private func quietNotices(
-        to devices: [GatewayDevice], of callee: String, app: String, call callID: String, signal: Signal,
-        roomID: String, channels: PushChannels, configured: Set<String>, expires: Date, in transaction: WriteTransaction
+    /// Writes a notice about a signal to each of an app user's `devices` that can take one:
+    /// `cancelled` to those it rang, or a quiet `call_incoming` (``PushNotice/notRung``) to
+    /// those their push preferences keep from ringing. Returns how many it wrote.
+    private func notices(
+        to devices: [GatewayDevice], of callee: String, app: String, call callID: String, reason: String,
+        callerName: String, roomID: String, mode: String?, channels: PushChannels, configured: Set<String>,
+        expires: Date, in transaction: WriteTransaction
     ) throws -> Int {
         var written = 0
         let now = CallStore.milliseconds(transaction.date)
@@ -382,9 +367,8 @@ struct GatewayService: Sendable {
             guard
                 let request = try? channel.noticeRequest(
                     for: PushNotice(
-                        callID: callID, scopeKind: "gateway", scopeID: roomID, callerName: signal.caller.name,
-                        reason: PushNotice.notRung, jobID: jobID, expiresAt: expires, now: transaction.date,
-                        mode: signal.type))
+                        callID: callID, scopeKind: "gateway", scopeID: roomID, callerName: callerName, reason: reason,
+                        jobID: jobID, expiresAt: expires, now: transaction.date, mode: mode))
             else { continue }
             try PushOutbox.enqueue(
                 request, id: jobID, kind: .notice, call: GatewayNamespace.callKey(app: app, call: callID),
