@@ -13,53 +13,12 @@ enum RelaySocket {
     /// A non-blocking, close-on-exec TCP connection to `endpoint` with `TCP_NODELAY`, made
     /// within `timeout` seconds; gives up early when `wakeFD` becomes readable.
     static func connect(to endpoint: IPv4Endpoint, timeout: Double, wakeFD: Int32) throws(PushRelayError) -> Int32 {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(truncatingIfNeeded: endpoint.port).bigEndian
-        guard inet_pton(AF_INET, endpoint.host, &address.sin_addr) == 1 else {
-            throw PushRelayError(.systemCall, "'\(endpoint.host)' is not an IPv4 address")
-        }
-        let fd = socket(
-            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw PushRelayError(.systemCall, "socket: \(describeErrno(errno))") }
-        let started = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        var failure = started == 0 ? 0 : errno
-        if failure == EINPROGRESS || failure == EINTR {
-            failure = ETIMEDOUT
-            let deadline = monotonicSeconds() + timeout
-            while true {
-                let left = deadline - monotonicSeconds()
-                if left <= 0 { break }
-                var fds = [
-                    pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
-                    pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
-                ]
-                let ready = poll(&fds, 2, Int32((left * 1000).rounded(.up)))
-                if ready < 0, errno == EINTR { continue }
-                if fds[1].revents != 0 {
-                    failure = ECANCELED
-                    break
-                }
-                if fds[0].revents != 0 {
-                    var code: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
-                    failure = code
-                    break
-                }
-            }
-        }
-        guard failure == 0 else {
-            close(fd)
+        do throws(SystemCallError) {
+            return try TCPSocket.connect(host: endpoint.host, port: endpoint.port, timeout: timeout, wakeFD: wakeFD)
+        } catch {
             throw PushRelayError(
-                .systemCall, "cannot connect to the push relay at \(endpoint): \(describeErrno(failure))")
+                .systemCall, "cannot connect to the push relay at \(endpoint): \(describeErrno(error.errno))")
         }
-        TCPSocket.setNoDelay(fd)
-        return fd
     }
 
     /// Writes all of `bytes`; `false` when the connection fails or `wakeFD` becomes readable.

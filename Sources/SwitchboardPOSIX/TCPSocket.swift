@@ -98,6 +98,63 @@ public enum TCPSocket {
         }
     }
 
+    /// A non-blocking, close-on-exec TCP connection to `host:port` (IPv4) with `TCP_NODELAY`,
+    /// made within `timeout` seconds; gives up early (`ECANCELED`) when `wakeFD` becomes
+    /// readable (its owner is stopping). The error's `errno` says why it failed (`ETIMEDOUT`
+    /// when the time ran out).
+    public static func connect(
+        host: String, port: Int, timeout: Double, wakeFD: Int32
+    ) throws(SystemCallError)
+        -> Int32
+    {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(truncatingIfNeeded: port).bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            throw SystemCallError(call: "connect \(host):\(port)", errno: EINVAL)
+        }
+        let fd = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemCallError(call: "socket", errno: errno) }
+        let started = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        var failure = started == 0 ? 0 : errno
+        if failure == EINPROGRESS || failure == EINTR {
+            failure = ETIMEDOUT
+            let deadline = monotonicSeconds() + timeout
+            while true {
+                let left = deadline - monotonicSeconds()
+                if left <= 0 { break }
+                var fds = [
+                    pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
+                    pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+                ]
+                let ready = poll(&fds, 2, Int32(min(left * 1000, 60_000).rounded(.up)))
+                if ready < 0, errno == EINTR { continue }
+                if fds[1].revents != 0 {
+                    failure = ECANCELED
+                    break
+                }
+                if fds[0].revents != 0 {
+                    var code: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
+                    failure = code
+                    break
+                }
+            }
+        }
+        guard failure == 0 else {
+            close(fd)
+            throw SystemCallError(call: "connect \(host):\(port)", errno: failure)
+        }
+        setNoDelay(fd)
+        return fd
+    }
+
     /// Accepts one pending connection as a non-blocking, close-on-exec socket with
     /// `TCP_NODELAY`, or returns `nil` when none is pending. A connection aborted before it
     /// was accepted is skipped, and the next one taken.
