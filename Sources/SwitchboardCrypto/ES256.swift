@@ -47,26 +47,16 @@ public final class ES256PrivateKey: @unchecked Sendable {
 
     /// Makes a new random P-256 key, for tests and emulators; production keys come from Apple.
     public static func generate() throws -> ES256PrivateKey {
-        let context = try OpenSSLObject(
-            EVP_PKEY_CTX_new_from_name(nil, "EC", nil), free: { EVP_PKEY_CTX_free($0) }, "EVP_PKEY_CTX_new_from_name")
-        try OpenSSL.check(EVP_PKEY_keygen_init(context.pointer), "EVP_PKEY_keygen_init")
-        try OpenSSL.check(EVP_PKEY_CTX_set_group_name(context.pointer, "P-256"), "EVP_PKEY_CTX_set_group_name")
-        var generated: OpaquePointer?
-        guard EVP_PKEY_generate(context.pointer, &generated) == 1 else {
-            EVP_PKEY_free(generated)  // NULL on failure in practice; freeing NULL is a no-op.
-            throw OpenSSL.failure("EVP_PKEY_generate")
+        let key = try EVPKey.generate("EC") { context throws(CryptoError) in
+            try OpenSSL.check(EVP_PKEY_CTX_set_group_name(context, "P-256"), "EVP_PKEY_CTX_set_group_name")
         }
-        let key = try OpenSSLObject(generated, free: { EVP_PKEY_free($0) }, "EVP_PKEY_generate")
         return try ES256PrivateKey(sharing: key)
     }
 
     /// Takes its own reference to a validated P-256 key; `key` keeps (and frees) the caller's.
     private init(sharing key: OpenSSLObject) throws(CryptoError) {
-        let publicPEM = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }
-        publicKey = try ES256PublicKey(trustedPEM: publicPEM)
-        // Last, so no throw can follow: a fully initialised object's deinit frees the reference.
-        try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), "EVP_PKEY_up_ref")
-        handle = key.pointer
+        publicKey = try ES256PublicKey(trustedPEM: try EVPKey.publicPEM(key.pointer))
+        handle = try EVPKey.retain(key)  // last: no throw can follow
     }
 
     deinit {
@@ -80,7 +70,7 @@ public final class ES256PrivateKey: @unchecked Sendable {
     ///
     /// This is the secret itself: write it only where the key is meant to be stored.
     public func pkcs8PEM() throws -> String {
-        try PEM.written("PEM_write_bio_PrivateKey") { PEM_write_bio_PrivateKey($0, handle, nil, nil, 0, nil, nil) }
+        try EVPKey.pkcs8PEM(handle)
     }
 
     /// Signs `message` with ECDSA P-256 over SHA-256 and returns the 64-byte JOSE signature
@@ -88,18 +78,7 @@ public final class ES256PrivateKey: @unchecked Sendable {
     ///
     /// ECDSA is randomised: signing the same message twice gives different signatures, all valid.
     public func sign(_ message: [UInt8]) throws -> [UInt8] {
-        let context = try OpenSSLObject(EVP_MD_CTX_new(), free: { EVP_MD_CTX_free($0) }, "EVP_MD_CTX_new")
-        try OpenSSL.check(EVP_DigestSignInit(context.pointer, nil, EVP_sha256(), nil, handle), "EVP_DigestSignInit")
-        var der = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(handle)))
-        var length = der.count
-        let result = message.withNonNullBytes { bytes, count in
-            der.withUnsafeMutableBufferPointer { output in
-                EVP_DigestSign(
-                    context.pointer, output.baseAddress, &length, bytes.assumingMemoryBound(to: UInt8.self), count)
-            }
-        }
-        try OpenSSL.check(result, "EVP_DigestSign")
-        return try ECDSASignature.raw(fromDER: Array(der.prefix(length)))
+        try ECDSASignature.raw(fromDER: try EVPKey.signSHA256(message, with: handle))
     }
 }
 
@@ -140,10 +119,8 @@ public final class ES256PublicKey: @unchecked Sendable {
         let key = try PEM.publicKey(text, operation: operation)
         try P256.require(key.pointer, operation: operation)
         if checked { try P256.check(key.pointer, includingPrivate: false, operation: operation) }
-        pem = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }
-        // Last, so no throw can follow: a fully initialised object's deinit frees the reference.
-        try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), "EVP_PKEY_up_ref")
-        handle = key.pointer
+        pem = try EVPKey.publicPEM(key.pointer)
+        handle = try EVPKey.retain(key)  // last: no throw can follow
     }
 
     deinit {
@@ -155,15 +132,8 @@ public final class ES256PublicKey: @unchecked Sendable {
     /// `false` for any other length (DER signatures included), for `r` or `s` outside `1..<n`,
     /// and if OpenSSL fails for any reason. High-`s` signatures are accepted, as JOSE allows.
     public func verify(signature: [UInt8], message: [UInt8]) -> Bool {
-        defer { ERR_clear_error() }  // A rejected signature leaves entries that are not errors here.
-        guard let der = try? ECDSASignature.der(fromRaw: signature),
-            let context = try? OpenSSLObject(EVP_MD_CTX_new(), free: { EVP_MD_CTX_free($0) }, "EVP_MD_CTX_new"),
-            EVP_DigestVerifyInit(context.pointer, nil, EVP_sha256(), nil, handle) == 1
-        else { return false }
-        let result = message.withNonNullBytes { bytes, count in
-            EVP_DigestVerify(context.pointer, der, der.count, bytes.assumingMemoryBound(to: UInt8.self), count)
-        }
-        return result == 1
+        guard let der = try? ECDSASignature.der(fromRaw: signature) else { return false }
+        return EVPKey.verifySHA256(der, of: message, with: handle)
     }
 }
 

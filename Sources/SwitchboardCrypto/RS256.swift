@@ -37,26 +37,16 @@ public final class RS256PrivateKey: @unchecked Sendable {
 
     /// Makes a new random 2048-bit key, for tests and emulators.
     public static func generate(bits: Int = 2048) throws -> RS256PrivateKey {
-        let context = try OpenSSLObject(
-            EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), free: { EVP_PKEY_CTX_free($0) }, "EVP_PKEY_CTX_new_from_name")
-        try OpenSSL.check(EVP_PKEY_keygen_init(context.pointer), "EVP_PKEY_keygen_init")
-        try OpenSSL.check(
-            EVP_PKEY_CTX_set_rsa_keygen_bits(context.pointer, Int32(max(bits, 2048))),
-            "EVP_PKEY_CTX_set_rsa_keygen_bits")
-        var generated: OpaquePointer?
-        guard EVP_PKEY_generate(context.pointer, &generated) == 1 else {
-            EVP_PKEY_free(generated)
-            throw OpenSSL.failure("EVP_PKEY_generate")
+        let key = try EVPKey.generate("RSA") { context throws(CryptoError) in
+            try OpenSSL.check(
+                EVP_PKEY_CTX_set_rsa_keygen_bits(context, Int32(max(bits, 2048))), "EVP_PKEY_CTX_set_rsa_keygen_bits")
         }
-        let key = try OpenSSLObject(generated, free: { EVP_PKEY_free($0) }, "EVP_PKEY_generate")
         return try RS256PrivateKey(sharing: key)
     }
 
     private init(sharing key: OpenSSLObject) throws(CryptoError) {
-        let publicPEM = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }
-        publicKey = try RS256PublicKey(trustedPEM: publicPEM)
-        try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), "EVP_PKEY_up_ref")
-        handle = key.pointer
+        publicKey = try RS256PublicKey(trustedPEM: try EVPKey.publicPEM(key.pointer))
+        handle = try EVPKey.retain(key)  // last: no throw can follow
     }
 
     deinit {
@@ -65,23 +55,12 @@ public final class RS256PrivateKey: @unchecked Sendable {
 
     /// The private key as unencrypted PKCS#8 PEM: the secret itself.
     public func pkcs8PEM() throws -> String {
-        try PEM.written("PEM_write_bio_PrivateKey") { PEM_write_bio_PrivateKey($0, handle, nil, nil, 0, nil, nil) }
+        try EVPKey.pkcs8PEM(handle)
     }
 
     /// Signs `message` with RSASSA-PKCS1-v1_5 over SHA-256; the signature is as long as the modulus.
     public func sign(_ message: [UInt8]) throws -> [UInt8] {
-        let context = try OpenSSLObject(EVP_MD_CTX_new(), free: { EVP_MD_CTX_free($0) }, "EVP_MD_CTX_new")
-        try OpenSSL.check(EVP_DigestSignInit(context.pointer, nil, EVP_sha256(), nil, handle), "EVP_DigestSignInit")
-        var signature = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(handle)))
-        var length = signature.count
-        let result = message.withNonNullBytes { bytes, count in
-            signature.withUnsafeMutableBufferPointer { output in
-                EVP_DigestSign(
-                    context.pointer, output.baseAddress, &length, bytes.assumingMemoryBound(to: UInt8.self), count)
-            }
-        }
-        try OpenSSL.check(result, "EVP_DigestSign")
-        return Array(signature.prefix(length))
+        try EVPKey.signSHA256(message, with: handle)
     }
 }
 
@@ -108,9 +87,8 @@ public final class RS256PublicKey: @unchecked Sendable {
     private init(pem text: String, operation: String) throws(CryptoError) {
         let key = try PEM.publicKey(text, operation: operation)
         try RSAKey.require(key.pointer, operation: operation)
-        pem = try PEM.written("PEM_write_bio_PUBKEY") { PEM_write_bio_PUBKEY($0, key.pointer) }
-        try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), "EVP_PKEY_up_ref")
-        handle = key.pointer
+        pem = try EVPKey.publicPEM(key.pointer)
+        handle = try EVPKey.retain(key)  // last: no throw can follow
     }
 
     deinit {
@@ -119,15 +97,7 @@ public final class RS256PublicKey: @unchecked Sendable {
 
     /// Whether `signature` is a valid RS256 signature of `message` by this key.
     public func verify(signature: [UInt8], message: [UInt8]) -> Bool {
-        defer { ERR_clear_error() }
-        guard let context = try? OpenSSLObject(EVP_MD_CTX_new(), free: { EVP_MD_CTX_free($0) }, "EVP_MD_CTX_new"),
-            EVP_DigestVerifyInit(context.pointer, nil, EVP_sha256(), nil, handle) == 1
-        else { return false }
-        let result = message.withNonNullBytes { bytes, count in
-            EVP_DigestVerify(
-                context.pointer, signature, signature.count, bytes.assumingMemoryBound(to: UInt8.self), count)
-        }
-        return result == 1
+        EVPKey.verifySHA256(signature, of: message, with: handle)
     }
 }
 
