@@ -79,6 +79,31 @@ public final class AccessTokenCache: Sendable {
         return await send(current.0, current.1)
     }
 
+    /// One send of a service whose every request carries the shared auth token (OPPO, vivo):
+    /// `request` builds it from the token and the seconds left of the job's window (nil:
+    /// nothing to show, refused at once); `reason` reads the answer's code, and a code in
+    /// `rejected` says the token was refused (the next send fetches a new one).
+    public func send(
+        _ job: PushJob, on client: HTTP2Client, what: String, now: @Sendable () -> Date, rejected: Set<String>,
+        reason: (HTTP2Response) -> String?, request: (_ token: String, _ ttlSeconds: Int) -> HTTP2Request?
+    ) async -> PushSendResult {
+        await sending(what) { token, issuedAt in
+            let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
+            guard let built = request(token, ttl) else { return .response(status: 400, reason: "NothingToShow") }
+            let response: HTTP2Response
+            do {
+                response = try await client.send(built)
+            } catch {
+                return .transportFailure(String(describing: error))
+            }
+            let code = reason(response)
+            if let code, rejected.contains(code) { self.rejected(issuedAt: issuedAt) }
+            return .response(
+                status: response.status, reason: code,
+                retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
+        }
+    }
+
     /// The service rejected the token issued at `issuedAt`: the next request fetches a new one
     /// (once, however many requests it rejected).
     public func rejected(issuedAt: Date) {

@@ -100,29 +100,17 @@ public final class OPPOTransport: PushTransport {
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {
-        await tokens.sending("OPPO auth token") { token, issuedAt in
-            let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
-            guard
-                let body = OPPOMessage.unicastForm(
-                    authToken: token, registrationID: job.token, data: job.payload, ttlSeconds: ttl,
-                    channelID: channelID)
-            else { return .response(status: 400, reason: "NothingToShow") }
-            let response: HTTP2Response
-            do {
-                response = try await client.send(
-                    HTTP2Request(
-                        method: "POST", path: OPPOMessage.unicastPath,
-                        headers: [("content-type", "application/x-www-form-urlencoded")], body: body))
-            } catch {
-                return .transportFailure(String(describing: error))
+        await tokens.send(
+            job, on: client, what: "OPPO auth token", now: now, rejected: OPPOResponsePolicy.table.authTokenRejected,
+            reason: { OPPOMessage.code(in: $0.body).map(String.init) }
+        ) { token, ttl in
+            OPPOMessage.unicastForm(
+                authToken: token, registrationID: job.token, data: job.payload, ttlSeconds: ttl, channelID: channelID
+            ).map {
+                HTTP2Request(
+                    method: "POST", path: OPPOMessage.unicastPath,
+                    headers: [("content-type", "application/x-www-form-urlencoded")], body: $0)
             }
-            let reason = OPPOMessage.code(in: response.body).map(String.init)
-            if let reason, OPPOResponsePolicy.table.authTokenRejected.contains(reason) {
-                tokens.rejected(issuedAt: issuedAt)
-            }
-            return .response(
-                status: response.status, reason: reason,
-                retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
         }
     }
 
@@ -170,29 +158,21 @@ public final class VivoTransport: PushTransport {
     }
 
     public func send(_ job: PushJob) async -> PushSendResult {
-        await tokens.sending("vivo auth token") { token, issuedAt in
-            let ttl = Int(job.expiresAt.timeIntervalSince(now()).rounded(.down))
-            guard
-                let body = VivoMessage.sendBody(
-                    appID: appID, registrationID: job.token, data: job.payload, ttlSeconds: ttl, requestID: job.id)
-            else { return .response(status: 400, reason: "NothingToShow") }
-            let response: HTTP2Response
-            do {
-                response = try await client.send(
-                    HTTP2Request(
-                        method: "POST", path: VivoMessage.sendPath,
-                        headers: [("authtoken", token), ("content-type", "application/json")], body: body))
-            } catch {
-                return .transportFailure(String(describing: error))
+        await tokens.send(
+            job, on: client, what: "vivo auth token", now: now, rejected: VivoResponsePolicy.table.authTokenRejected,
+            reason: { response in
+                VivoMessage.result(in: response.body).map {
+                    $0.code == 0 && $0.deviceGone ? VivoResponsePolicy.deviceGone : String($0.code)
+                }
             }
-            let result = VivoMessage.result(in: response.body)
-            let reason = result.map { $0.code == 0 && $0.deviceGone ? VivoResponsePolicy.deviceGone : String($0.code) }
-            if let reason, VivoResponsePolicy.table.authTokenRejected.contains(reason) {
-                tokens.rejected(issuedAt: issuedAt)
+        ) { token, ttl in
+            VivoMessage.sendBody(
+                appID: appID, registrationID: job.token, data: job.payload, ttlSeconds: ttl, requestID: job.id
+            ).map {
+                HTTP2Request(
+                    method: "POST", path: VivoMessage.sendPath,
+                    headers: [("authtoken", token), ("content-type", "application/json")], body: $0)
             }
-            return .response(
-                status: response.status, reason: reason,
-                retryAfter: response.headerValue("retry-after").flatMap(TimeInterval.init))
         }
     }
 
