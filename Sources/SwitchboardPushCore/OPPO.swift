@@ -40,6 +40,8 @@ public enum OPPOMessage {
                 "content": notification.content,
                 "click_action_type": 0,
                 "action_parameters": notification.dataJSON,
+                // OPPO takes no message without a registered channel: a quiet notice goes on
+                // the call channel too (docs/push.md says so).
                 "channel_id": channelID,
                 "category": "IM",
                 "notify_level": 2,

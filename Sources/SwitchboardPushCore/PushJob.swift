@@ -42,7 +42,9 @@ public struct PushJob: Sendable {
 
 /// What a push job carries.
 public enum PushJobKind: String, Sendable, CaseIterable {
-    /// Rings the device; dropped before an attempt once the call stopped ringing its user.
+    /// Rings the device (or, for a person whose preferences or the caller's ring list say
+    /// notify, tells it quietly: the ring's quiet form); dropped before an attempt once the call
+    /// stopped ringing its user, and told how the ring ended.
     case ring
     /// Tells a device that was rung that the ring is over (SPEC §3 "Notices").
     case notice

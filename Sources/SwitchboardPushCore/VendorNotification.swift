@@ -57,6 +57,10 @@ public struct VendorNotification: Sendable, Equatable {
         }
     }
 
+    /// A call that does not ring this phone (`call_incoming`): shown, but not on the app's
+    /// call channel, so the maker's own channel sound applies rather than the ringtone.
+    public var isQuiet: Bool { data["type"] == "call_incoming" }
+
     /// The notification as a service with `limits` takes it: title and content clipped by
     /// that service's own counting, whole graphemes only, with `…` where text was cut.
     public func fitted(to limits: VendorTextLimits) -> VendorNotification {

@@ -36,7 +36,10 @@ public enum XiaomiMessage {
                 ("payload", notification.dataJSON),
                 ("notify_id", String(VendorNotification.notifyID(callID: notification.data["callId"] ?? ""))),
             ]
-            if let channelID, !channelID.isEmpty { fields.append(("extra.channel_id", channelID)) }
+            // A quiet notice is no call: not on the app's call channel (with its ringtone).
+            if let channelID, !channelID.isEmpty, !notification.isQuiet {
+                fields.append(("extra.channel_id", channelID))
+            }
         } else {
             fields += [
                 ("pass_through", "1"),

@@ -96,6 +96,7 @@ struct RingPolicyTests {
         arguments: [
             (PushPreferences(calls: .unknown("loud")), "calls"),
             (PushPreferences(until: "tomorrow"), "until"),
+            (PushPreferences(until: "9999-12-31T23:00:00-05:00"), "until"),
             (PushPreferences(quietHours: QuietHours(timeZone: "Mars/Olympus", rules: [rule()])), "quietHours.timeZone"),
             (PushPreferences(quietHours: QuietHours(timeZone: "Europe/Paris", rules: [])), "quietHours.rules"),
             (

@@ -102,14 +102,26 @@ struct PushPreferenceTests {
         #expect(await Self.put(world, bob, #"{"calls":"notify","alwaysRing":[]}"#).status == 200)
         let quiet = try #require(await world.call(alice, "conversation", conversation).call)
         let quietJobs = try await Self.jobs(world, call: quiet.id, user: bob.id)
-        #expect(quietJobs.map(\.0) == ["notice"] && quietJobs.map(\.1) == ["ios-alert"])
+        #expect(quietJobs.map(\.0) == ["ring"] && quietJobs.map(\.1) == ["ios-alert"], "the ring's quiet form")
         let payload = try #require(
             try JSONSerialization.jsonObject(with: Data((quietJobs.first?.2 ?? "").utf8)) as? [String: Any])
         #expect(payload["type"] as? String == "call_incoming" && payload["reason"] as? String == "not_rung")
         let aps = try #require(payload["aps"] as? [String: Any])
         #expect(aps["interruption-level"] as? String == "passive" && aps["sound"] == nil)
         #expect((aps["alert"] as? [String: Any])?["body"] as? String == "Eingehender Anruf", "in the phone's language")
+        // Once it went out, the ending is told like any ring's.
+        #expect(
+            try await eventuallyTrying {
+                try await world.app.application.store.read {
+                    try $0.query(
+                        "SELECT state FROM push_jobs WHERE call_id = ? AND kind = 'ring'", [.text(quiet.id)]
+                    ).first?.string("state")
+                } == "delivered"
+            })
         #expect(await world.act("cancel", quiet.id, by: alice).status == 200)
+        let told = try await Self.jobs(world, call: quiet.id, user: bob.id)
+        #expect(told.map(\.0) == ["notice", "ring"], "the cancel is told to the quietly told phone")
+        #expect(told.first?.2.contains("\"reason\":\"cancelled\"") == true)
 
         #expect(await Self.put(world, bob, #"{"calls":"off","alwaysRing":["\#(alice.id)"]}"#).status == 200)
         let favourite = try #require(await world.call(alice, "conversation", conversation).call)
@@ -147,7 +159,7 @@ struct PushPreferenceTests {
         let callID = try #require(created.json?["id"] as? String)
         #expect(try await Self.jobs(world, call: callID, user: bob.id).map(\.1) == ["ios-voip"])
         let carols = try await Self.jobs(world, call: callID, user: carol.id)
-        #expect(carols.map(\.0) == ["notice"] && carols.map(\.1) == ["ios-alert"])
+        #expect(carols.map(\.0) == ["ring"] && carols.map(\.1) == ["ios-alert"])
         let payload = try JSONSerialization.jsonObject(with: Data((carols.first?.2 ?? "").utf8)) as? [String: Any]
         #expect(payload?["groupName"] as? String == "team" && payload?["mode"] as? String == "video")
         // Carol was not rung, but is invited all the same: she answers and is in.
@@ -158,6 +170,7 @@ struct PushPreferenceTests {
 
         let none = await create(#""none""#)
         let noneID = try #require(none.json?["id"] as? String, "\(none.text)")
-        #expect(try await Self.jobs(world, call: noneID, user: bob.id).map(\.0) == ["notice"])
+        let quietOnly = try await Self.jobs(world, call: noneID, user: bob.id)
+        #expect(quietOnly.count == 1 && quietOnly.first?.2.contains("call_incoming") == true)
     }
 }

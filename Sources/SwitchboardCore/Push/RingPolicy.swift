@@ -46,8 +46,10 @@ public struct RingPolicy: Sendable, Equatable {
             throw Problem(field: "calls", message: "'calls' must be 'ring', 'notify' or 'off'")
         }
         if let text = preferences.until {
-            guard let date = Timestamp.date(text) else {
-                throw Problem(field: "until", message: "'until' must be an ISO-8601 time or null")
+            // Stored and answered as RFC 3339 UTC, whose years have four digits.
+            guard let date = Timestamp.date(text), Timestamp.iso8601(date).utf8.count == 24 else {
+                throw Problem(
+                    field: "until", message: "'until' must be an ISO-8601 time up to 9999-12-31 UTC, or null")
             }
             until = date
         } else {

@@ -34,6 +34,9 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     /// Some waiting transfer was held by the gate and is to be handed back (``CurlTransfer/heldByGate``).
     private var heldWaiting = false
+    /// One held transfer went back to be looked at again, to return as the probe: until then
+    /// (at most a second) no other goes back and the loop does not spin.
+    private var probeAwaitedUntil: ContinuousClock.Instant?
     private var finishedIDs: [UInt64] = []
     private var completions: [Completion] = []
 
@@ -138,6 +141,8 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
         while !waiting.isEmpty, active.count < limit {
             let admission = gate.admission(at: now)
             if case .none = admission {
+                // Only an outage holds requests back (not the first connection's set-up).
+                guard gate.recovering else { return }
                 for transfer in waiting where transfer.handBackWhenHeld && !transfer.heldByGate {
                     transfer.heldByGate = true
                     heldWaiting = true
@@ -145,11 +150,26 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
                 return
             }
             if heldWaiting {
-                heldWaiting = false
-                waiting.removeAll { transfer in
-                    guard transfer.heldByGate else { return false }
-                    complete(transfer, .failure(HTTP2ClientError.heldForConnection))
-                    return true
+                if case .all = admission {
+                    // The connection is back: every held request goes to its sender to be looked at again.
+                    heldWaiting = false
+                    probeAwaitedUntil = nil
+                    waiting.removeAll { transfer in
+                        guard transfer.heldByGate else { return false }
+                        complete(transfer, .failure(HTTP2ClientError.heldForConnection))
+                        return true
+                    }
+                } else if !waiting.contains(where: { !$0.heldByGate }) {
+                    // A probe may go, and only held requests wait: one goes back to be looked at
+                    // again and comes back as the probe; the others wait for the connection. Another
+                    // goes back only if none came back within a second (its call had ended).
+                    if let until = probeAwaitedUntil, now < until { return }
+                    if let first = waiting.firstIndex(where: { $0.heldByGate }) {
+                        complete(waiting.remove(at: first), .failure(HTTP2ClientError.heldForConnection))
+                        probeAwaitedUntil = now + .seconds(1)
+                    }
+                    heldWaiting = waiting.contains { $0.heldByGate }
+                    return
                 }
                 guard !waiting.isEmpty else { return }
             }
@@ -160,8 +180,12 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
                 waiting.removeFirst(count)
                 for transfer in batch { _ = add(transfer, now: now) }
             case .one:
-                let probe = waiting.removeFirst()
-                if add(probe, now: now) { gate.probeAdmitted(id: probe.id) }
+                // Never a held request as the probe: it goes back to its sender first (above).
+                let probe = waiting.remove(at: waiting.firstIndex { !$0.heldByGate } ?? 0)
+                if add(probe, now: now) {
+                    gate.probeAdmitted(id: probe.id)
+                    probeAwaitedUntil = nil
+                }
             case .none:
                 return
             }
@@ -216,8 +240,13 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
             case .success:
                 outcome = .responded
             case .failure:
+                // A request whose push attempt had less time left than a connection takes to set
+                // up timed out by its own deadline, not the server's fault: it does not close the gate.
+                let cutShort =
+                    code == CURLE_OPERATION_TIMEDOUT && !transfer.requestSent
+                    && transfer.deadline < transfer.admittedAt + configuration.connectTimeout
                 outcome =
-                    CurlResult.isConnectionLevel(code, requestWasSent: transfer.requestSent)
+                    !cutShort && CurlResult.isConnectionLevel(code, requestWasSent: transfer.requestSent)
                     ? .connectionFailed : .other
             }
             gate.requestFinished(id: transfer.id, epoch: transfer.epoch, outcome: outcome, at: now)
@@ -281,7 +310,11 @@ final class HTTP2ClientLoop: CurlTransferDelegate {
             wakeAt = transfer.deadline + Self.deadlineGrace
         }
         if !waiting.isEmpty {
-            if active.count < currentLimit(now: now) {
+            if let until = probeAwaitedUntil, until > now, !waiting.contains(where: { !$0.heldByGate }) {
+                // Only held transfers wait for the probe that is being looked at: a submission
+                // wakes the loop, or the second runs out.
+                wakeAt = min(wakeAt, until)
+            } else if active.count < currentLimit(now: now) {
                 switch gate.admission(at: now) {
                 case .all, .one: return 0
                 case .none(let until?): wakeAt = min(wakeAt, until)

@@ -44,6 +44,9 @@ struct ReconnectGate: Sendable, Equatable {
     private(set) var state: State = .idle
     private(set) var nextDelay: Duration
     private(set) var epoch: UInt64 = 0
+    /// A connection failed and none has been ready since: requests that wait now wait out an
+    /// outage (not the first connection's set-up).
+    private(set) var recovering = false
 
     init(initialDelay: Duration, maximumDelay: Duration) {
         self.initialDelay = initialDelay
@@ -80,6 +83,7 @@ struct ReconnectGate: Sendable, Equatable {
     /// A connection is ready for request `id` (libcurl's pre-request callback): the probe succeeded.
     mutating func connectionReady(id: UInt64) {
         if case .probing(let probe) = state, probe == id { state = .open }
+        if state == .open { recovering = false }
     }
 
     /// Request `id`, admitted at `epoch`, ended with `outcome`.
@@ -88,8 +92,10 @@ struct ReconnectGate: Sendable, Equatable {
         case .responded:
             if requestEpoch == epoch { nextDelay = initialDelay }
             if case .probing(let probe) = state, probe == id { state = .open }
+            if state == .open { recovering = false }
         case .connectionFailed:
             guard requestEpoch == epoch else { return }
+            recovering = true
             state = .closed(until: now + nextDelay)
             nextDelay = min(nextDelay * 2, maximumDelay)
             epoch &+= 1

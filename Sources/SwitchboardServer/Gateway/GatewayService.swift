@@ -258,7 +258,8 @@ struct GatewayService: Sendable {
             let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
             let expires = transaction.date.addingTimeInterval(PushOutbox.noticeLifetime)
             var written = 0
-            for (callee, outcome) in try signals.callees(app: app, call: callID) where outcome == "rung" {
+            for (callee, outcome) in try signals.callees(app: app, call: callID)
+            where outcome == "rung" || outcome == "notified" {
                 let key = GatewayNamespace.userKey(app: app, user: callee)
                 let rung = try transaction.pushJobs.rungDevices(
                     callID: GatewayNamespace.callKey(app: app, call: callID), userID: key)
@@ -370,8 +371,10 @@ struct GatewayService: Sendable {
                         callID: callID, scopeKind: "gateway", scopeID: roomID, callerName: callerName, reason: reason,
                         jobID: jobID, expiresAt: expires, now: transaction.date, mode: mode))
             else { continue }
+            // A quiet notice is the device's ring in its quiet form (see PushOutbox.enqueueQuietNotices).
             try PushOutbox.enqueue(
-                request, id: jobID, kind: .notice, call: GatewayNamespace.callKey(app: app, call: callID),
+                request, id: jobID, kind: reason == PushNotice.notRung ? .ring : .notice,
+                call: GatewayNamespace.callKey(app: app, call: callID),
                 user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target,
                 channel: channelName, provider: channel.provider, failure: nil, at: now, expires: expires,
                 in: transaction)

@@ -133,8 +133,11 @@ enum PushOutbox {
                 failure = "\(error)"
             }
             guard let request else { continue }
+            // This device's ring, in its quiet form: a ring job, so it goes only while the call
+            // still rings, a cancel drops it while it waits, and the ending is told like any ring's
+            // (replacing it on OPPO and vivo).
             try enqueue(
-                request, id: jobID, kind: .notice, call: call.id, user: userID, device: device.deviceID,
+                request, id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID,
                 target: target, channel: channelName, provider: channel.provider, failure: failure, at: now,
                 expires: call.ringDeadline, in: transaction)
             written += 1

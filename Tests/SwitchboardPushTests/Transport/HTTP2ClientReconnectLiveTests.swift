@@ -99,7 +99,17 @@ extension HTTP2ClientLiveTests {
             configuration: .init(
                 baseURL: server.baseURL, requestTimeout: .seconds(10), connectTimeout: .seconds(2),
                 caFile: server.caFile, reconnectInitialDelay: .seconds(4)))
-        #expect(try await client.send(HTTP2Request(path: "/echo")).status == 200)
+        // The first connection's set-up is no outage: windowed requests that wait for it go out.
+        let firsts = (0..<3).map { _ in RequestWindow(deadline: .now + .seconds(30)) }
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for window in firsts {
+                group.addTask {
+                    (try? await window.withValue { try await client.send(HTTP2Request(path: "/echo")) })?.status ?? 0
+                }
+            }
+            return await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == [200, 200, 200] && !firsts.contains { $0.wasHeldBack })
 
         // A window ends a request sooner than its own timeout.
         let short = RequestWindow(deadline: .now + .milliseconds(500))
@@ -129,8 +139,8 @@ extension HTTP2ClientLiveTests {
             }
             return await group.reduce(into: [String]()) { $0.append($1) }
         }
-        // Handed back when the gate let a request through again, without one being sent: their
-        // senders look again before sending (the server is still down: the look-again sends fail).
+        // Handed back one at a time when the gate lets a probe through (a second apart, as no
+        // sender here sends its request again as the probe), none of them sent.
         #expect(outcomes == ["held_for_connection", "held_for_connection", "held_for_connection"], "\(outcomes)")
         #expect(windows.allSatisfy { $0.wasHeldBack })
 
