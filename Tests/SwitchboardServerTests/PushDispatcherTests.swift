@@ -14,6 +14,8 @@ final class HoldingPushProvider: PushTransport {
         var held: Set<String> = []
         /// Held as the HTTP/2 client holds a request through an outage: handed back unsent.
         var heldBack: Set<String> = []
+        /// Handed back unsent at once, every time (a connection that does not come back).
+        var alwaysHandedBack: Set<String> = []
         var waiting: [(token: String, continuation: CheckedContinuation<PushSendResult, Never>)] = []
         var script: [String: [PushSendResult]] = [:]
         var sent: [String] = []
@@ -26,6 +28,7 @@ final class HoldingPushProvider: PushTransport {
     /// The next send for `token` waits as one held for a connection does, and on release is
     /// handed back unsent (its attempt's ``RequestWindow`` says so).
     func holdBack(_ token: String) { state.withLock { _ = $0.heldBack.insert(token) } }
+    func handBackAlways(_ token: String) { state.withLock { _ = $0.alwaysHandedBack.insert(token) } }
     func script(_ token: String, _ results: [PushSendResult]) { state.withLock { $0.script[token] = results } }
     var sent: [String] { state.withLock { $0.sent } }
     var heldRequests: Int { state.withLock { $0.waiting.count } }
@@ -48,6 +51,14 @@ final class HoldingPushProvider: PushTransport {
     }
 
     func send(_ job: PushJob) async -> PushSendResult {
+        if state.withLock({ state in
+            guard state.alwaysHandedBack.contains(job.token) else { return false }
+            state.sent.append(job.token)
+            return true
+        }) {
+            RequestWindow.current?.noteHeldBack()
+            return .transportFailure("held_for_connection")
+        }
         if state.withLock({ $0.heldBack.contains(job.token) }) { RequestWindow.current?.noteHeldBack() }
         return await withCheckedContinuation { continuation in
             let answer = state.withLock { state -> PushSendResult? in
@@ -243,6 +254,24 @@ struct PushDispatcherTests {
         #expect(sent.filter { $0 == bobs }.count == 1, "the cancelled call's ring was never sent again")
         #expect(sent.filter { $0 == carols }.count == 2, "the ringing call's was sent again at once")
         #expect(try await env.job(carols)?.attempts == 1, "one attempt: the handed-back send was no attempt")
+    }
+
+    /// A send handed back unsent every time (the connection does not come back) is looked at
+    /// again three times in one claim, then retried later; it counts as no attempt, since its
+    /// device was never rung.
+    @Test func sendsHandedBackEveryTimeAreRetriedWithoutCountingAnAttempt() async throws {
+        let env = try World()
+        defer { env.world.close() }
+        let alice = try await env.world.person("alice"), bob = try await env.world.person("bob")
+        let conversation = try await env.world.befriend(alice, bob)
+        let bobs = token("ab")
+        env.provider.handBackAlways(bobs)
+        await env.register(bob, token: bobs)
+        _ = try #require(await env.world.call(alice, "conversation", conversation).call)
+        #expect(await eventually { env.provider.sent.filter { $0 == bobs }.count == PushDispatcher.maxLooksAgain })
+        #expect(try await env.dispatcherAsleep())
+        let job = try await env.job(bobs)
+        #expect(job?.state == "pending" && job?.attempts == 0, "\(String(describing: job))")
     }
 
     @Test func aTransportFailureIsLoggedOnceAndTheExpiredJobIsListedWithItsError() async throws {

@@ -122,7 +122,9 @@ struct PushJobRepositoryContractTests {
                     "j1", .delivered, reason: nil, lastError: nil, attempted: true, at: Self.t0 + 5_100, by: "a")
             } == false)
         #expect(
-            try await rig.write { try $0.reschedule("j1", nextAttemptAtMS: Self.t0 + 6_000, reason: "late", by: "a") }
+            try await rig.write {
+                try $0.reschedule("j1", nextAttemptAtMS: Self.t0 + 6_000, reason: "late", attempted: true, by: "a")
+            }
                 == false)
         #expect(
             try await rig.outlook(at: Self.t0 + 5_200)
@@ -165,7 +167,9 @@ struct PushJobRepositoryContractTests {
         _ = try await rig.write {
             try $0.claim(dueAt: Self.t0, limit: 1, leaseUntilMS: Self.t0 + 5_000, by: "a", skipping: [])
         }
-        try await rig.write { try $0.reschedule("j1", nextAttemptAtMS: Self.t0 + 2_000, reason: "timed out", by: "a") }
+        try await rig.write {
+            try $0.reschedule("j1", nextAttemptAtMS: Self.t0 + 2_000, reason: "timed out", attempted: true, by: "a")
+        }
         #expect(
             try await rig.outlook(at: Self.t0 + 1_000)
                 == PushQueueOutlook(pending: 1, due: 0, nextDueMS: Self.t0 + 2_000), "its claim ended")

@@ -202,6 +202,7 @@ public final class PushDispatcher: Sendable {
             var result: PushSendResult
             var channel: any PushChannel
             var lookedAgain = 0
+            var sent = true
             repeat {
                 // A push must never ring a dead call: asked before the first send, and again
                 // whenever a send was held for a connection and handed back unsent.
@@ -218,6 +219,7 @@ public final class PushDispatcher: Sendable {
                 channel = found
                 let attempt = RequestWindow(deadline: deadline)
                 result = await attempt.withValue { await found.send(job) }
+                sent = !attempt.wasHeldBack
                 guard attempt.wasHeldBack else { break }
                 lookedAgain += 1
                 metrics.increment(
@@ -243,7 +245,7 @@ public final class PushDispatcher: Sendable {
             case .delivered:
                 try await finish(job, .delivered, reason: nil)
             case .retry, .refreshProviderTokenAndRetry:
-                return try await retry(job, reason: reason, notBefore: verdict.retryAfter)
+                return try await retry(job, reason: reason, notBefore: verdict.retryAfter, attempted: sent)
             case .deleteToken:
                 try await finish(job, .failed, reason: reason, lastError: reason, token: .forget)
                 logger.info(
@@ -295,7 +297,9 @@ public final class PushDispatcher: Sendable {
     }
 
     /// Schedules the next attempt; `false` when the ring window leaves none (the job expired).
-    private func retry(_ job: PushJob, reason: String, notBefore retryAfter: TimeInterval? = nil) async throws -> Bool {
+    private func retry(
+        _ job: PushJob, reason: String, notBefore retryAfter: TimeInterval? = nil, attempted: Bool = true
+    ) async throws -> Bool {
         let now = store.now()
         // The service's Retry-After, when longer than the backoff, wins; both end at the ring window.
         let earliest = retryAfter.map { now.addingTimeInterval(min(max($0, 0), 3600)) }
@@ -307,7 +311,7 @@ public final class PushDispatcher: Sendable {
             try await finish(job, .expired, reason: reason, lastError: reason)
             return false
         }
-        try await store.reschedule(job, nextAttemptAtMS: next.outboxMilliseconds, reason: reason)
+        try await store.reschedule(job, nextAttemptAtMS: next.outboxMilliseconds, reason: reason, attempted: attempted)
         metrics.increment(
             "switchboard_push_attempts_retried_total", help: "Push attempts that will be retried.", labels: labels(job))
         return true

@@ -22,8 +22,10 @@ public protocol PushOutboxStore: Sendable {
     /// Whether the job should still go out: its call still rings its user, and its token is still
     /// bound to a live session.
     func relevance(of job: PushJob) async throws -> PushJobRelevance
-    /// Another attempt at `nextAttemptAtMS`; the claim ends.
-    func reschedule(_ job: PushJob, nextAttemptAtMS: Int64, reason: String) async throws
+    /// Another attempt at `nextAttemptAtMS`; the claim ends. `attempted`: whether this one
+    /// reached the service (a send handed back unsent for a connection did not, and counts as
+    /// no attempt: its device was not rung).
+    func reschedule(_ job: PushJob, nextAttemptAtMS: Int64, reason: String, attempted: Bool) async throws
     /// Ends the job (only as the claim's holder); `token` is what the answer says about the
     /// device's token, applied in the same transaction. Returns whether it applied.
     func finish(

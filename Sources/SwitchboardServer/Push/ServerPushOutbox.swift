@@ -79,10 +79,11 @@ struct ServerPushOutbox: PushOutboxStore {
         return object["kid"] as? String ?? ""
     }
 
-    func reschedule(_ job: PushJob, nextAttemptAtMS: Int64, reason: String) async throws {
+    func reschedule(_ job: PushJob, nextAttemptAtMS: Int64, reason: String, attempted: Bool) async throws {
         let instance = store.instanceID
         _ = try await store.write {
-            try $0.pushJobs.reschedule(job.id, nextAttemptAtMS: nextAttemptAtMS, reason: reason, by: instance)
+            try $0.pushJobs.reschedule(
+                job.id, nextAttemptAtMS: nextAttemptAtMS, reason: reason, attempted: attempted, by: instance)
         }
     }
 

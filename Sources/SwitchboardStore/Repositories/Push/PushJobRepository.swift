@@ -150,7 +150,10 @@ package protocol PushJobRepository {
     /// for an unclaimed job) may: a late answer after another instance took the job over is
     /// dropped. Returns whether it applied.
     @discardableResult
-    func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String, by instance: String) throws -> Bool
+    func reschedule(
+        _ id: String, nextAttemptAtMS: Int64, reason: String, attempted: Bool, by instance: String
+    ) throws
+        -> Bool
     /// Ends a pending job (a finished one stays as it is), as ``reschedule(_:nextAttemptAtMS:reason:by:)``
     /// only for the claim's holder. `attempted`: an attempt was made; `lastError` replaces the
     /// stored error when given, `reason` when given. Returns whether it applied.

@@ -78,14 +78,16 @@ package struct SQLPushJobRepository: PushJobRepository {
         return claimed
     }
 
-    package func reschedule(_ id: String, nextAttemptAtMS: Int64, reason: String, by instance: String) throws -> Bool {
+    package func reschedule(
+        _ id: String, nextAttemptAtMS: Int64, reason: String, attempted: Bool, by instance: String
+    ) throws -> Bool {
         try connection.run(
             """
-            UPDATE push_jobs SET attempts = attempts + 1, next_attempt_at_ms = ?, reason = ?, last_error = ?2, claimed_until_ms = NULL,
-                claimed_by = NULL
-            WHERE id = ? AND (claimed_by IS NULL OR claimed_by = ?)
+            UPDATE push_jobs SET attempts = attempts + ?5, next_attempt_at_ms = ?1, reason = ?2, last_error = ?2,
+                claimed_until_ms = NULL, claimed_by = NULL
+            WHERE id = ?3 AND (claimed_by IS NULL OR claimed_by = ?4)
             """,
-            [.integer(nextAttemptAtMS), .text(reason), .text(id), .text(instance)]) > 0
+            [.integer(nextAttemptAtMS), .text(reason), .text(id), .text(instance), .integer(attempted ? 1 : 0)]) > 0
     }
 
     package func finish(
