@@ -357,28 +357,24 @@ struct GatewayService: Sendable {
         expires: Date, in transaction: WriteTransaction
     ) throws -> Int {
         var written = 0
-        let now = CallStore.milliseconds(transaction.date)
         for device in devices {
             guard
-                let (channelName, target, channel) = PushOutbox.noticeRoute(
+                let route = PushOutbox.noticeRoute(
                     platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
                     configured: configured)
             else { continue }
-            let jobID = transaction.newID()
-            guard
-                let request = try? channel.noticeRequest(
-                    for: PushNotice(
-                        callID: callID, scopeKind: "gateway", scopeID: roomID, callerName: callerName, reason: reason,
-                        jobID: jobID, expiresAt: expires, now: transaction.date, mode: mode))
-            else { continue }
-            // A quiet notice is the device's ring in its quiet form (see PushOutbox.enqueueQuietNotices).
-            try PushOutbox.enqueue(
-                request, id: jobID, kind: reason == PushNotice.notRung ? .ring : .notice,
+            // A quiet notice is the device's ring in its quiet form (see PushOutbox.enqueueRings).
+            let wrote = try PushOutbox.enqueueNotice(
+                kind: reason == PushNotice.notRung ? .ring : .notice,
                 call: GatewayNamespace.callKey(app: app, call: callID),
-                user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, target: target,
-                channel: channelName, provider: channel.provider, failure: nil, at: now, expires: expires,
-                in: transaction)
-            written += 1
+                user: GatewayNamespace.userKey(app: app, user: callee), device: device.deviceID, route: route,
+                expires: expires, in: transaction
+            ) { jobID in
+                PushNotice(
+                    callID: callID, scopeKind: "gateway", scopeID: roomID, callerName: callerName, reason: reason,
+                    jobID: jobID, expiresAt: expires, now: transaction.date, mode: mode)
+            }
+            if wrote { written += 1 }
         }
         return written
     }

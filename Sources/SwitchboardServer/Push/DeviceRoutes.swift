@@ -154,7 +154,8 @@ struct DeviceRoutes {
                         payloadKeyId: $0.payloadKey?.id)
                 },
                 updatedAt: transaction.timestamp,
-                locale: try transaction.devices.locale(ofDevice: device.deviceID, of: userID))
+                // The one it named, else the one it kept (read only then).
+                locale: try device.locale ?? transaction.devices.locale(ofDevice: device.deviceID, of: userID))
         }
     }
 

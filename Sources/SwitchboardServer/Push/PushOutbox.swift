@@ -34,6 +34,9 @@ enum PushOutbox {
         let now = CallStore.milliseconds(transaction.date)
         let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
         for userID in transition.effects.ring {
+            // Most invitees have no device: nothing more is read for them.
+            let devices = try transaction.devices.devices(of: userID)
+            guard !devices.isEmpty else { continue }
             let asked: RingDecision = ringOnly.map { $0.contains(userID) ? .ring : .notify } ?? .ring
             let decision = min(
                 asked,
@@ -41,13 +44,31 @@ enum PushOutbox {
             switch decision {
             case .off: continue
             case .notify:
-                written += try enqueueQuietNotices(
-                    call: call, to: userID, callerName: callerName, groupName: groupName, channels: channels,
-                    configured: configured, in: transaction)
+                // Each device's ring in its quiet form: a ring job, so it goes only while the call
+                // still rings, a cancel drops it while it waits, and the ending is told like any
+                // ring's (replacing it on OPPO and vivo).
+                for device in devices {
+                    guard
+                        let route = noticeRoute(
+                            platform: device.platform, brand: device.brand, tokens: device.tokens,
+                            channels: channels, configured: configured)
+                    else { continue }
+                    try enqueueNotice(
+                        kind: .ring, call: call.id, user: userID, device: device.deviceID, route: route,
+                        expires: call.ringDeadline, in: transaction
+                    ) { jobID in
+                        PushNotice(
+                            callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID,
+                            callerName: callerName, reason: PushNotice.notRung, jobID: jobID,
+                            expiresAt: call.ringDeadline, now: transaction.date, locale: device.locale,
+                            mode: call.mode.rawValue, groupName: groupName)
+                    }
+                    written += 1
+                }
                 continue
             case .ring: break
             }
-            for device in try transaction.devices.devices(of: userID) {
+            for device in devices {
                 guard
                     let channelName = PushRouting.ringChannel(
                         platform: device.platform, brand: device.brand, tokens: Set(device.tokens.keys),
@@ -105,44 +126,31 @@ enum PushOutbox {
         return (try? RingPolicy(preferences)) ?? .ringAlways
     }
 
-    /// Tells each of the user's devices that can take a notice of a call that does not ring it
-    /// (a ``PushNotice/notRung`` notice, kept no longer than the ring). Returns how many it wrote.
-    static func enqueueQuietNotices(
-        call: CallRecord, to userID: String, callerName: String, groupName: String?, channels: PushChannels,
-        configured: Set<String>, in transaction: WriteTransaction
-    ) throws -> Int {
-        var written = 0
-        let now = CallStore.milliseconds(transaction.date)
-        for device in try transaction.devices.devices(of: userID) {
-            guard
-                let (channelName, target, channel) = noticeRoute(
-                    platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
-                    configured: configured)
-            else { continue }
-            let jobID = transaction.newID()
-            var failure: String?
-            let request: PushRequest?
-            do {
-                request = try channel.noticeRequest(
-                    for: PushNotice(
-                        callID: call.id, scopeKind: call.scopeKind.rawValue, scopeID: call.scopeID,
-                        callerName: callerName, reason: PushNotice.notRung, jobID: jobID, expiresAt: call.ringDeadline,
-                        now: transaction.date, locale: device.locale, mode: call.mode.rawValue, groupName: groupName))
-            } catch {
-                request = PushRequest(payload: [], headers: [])
-                failure = "\(error)"
-            }
-            guard let request else { continue }
-            // This device's ring, in its quiet form: a ring job, so it goes only while the call
-            // still rings, a cancel drops it while it waits, and the ending is told like any ring's
-            // (replacing it on OPPO and vivo).
-            try enqueue(
-                request, id: jobID, kind: .ring, call: call.id, user: userID, device: device.deviceID,
-                target: target, channel: channelName, provider: channel.provider, failure: failure, at: now,
-                expires: call.ringDeadline, in: transaction)
-            written += 1
+    /// Builds the notice `make` gives for one device (with its job id) on that device's notice
+    /// `route` and stores it as a job of `kind`; a request that cannot be built is stored failed
+    /// with the error, so nothing is silent. Returns whether it wrote a job (a channel that
+    /// carries no notices writes none).
+    @discardableResult
+    static func enqueueNotice(
+        kind: PushJobKind, call: String, user: String, device: String,
+        route: (name: String, target: PushTarget, channel: any PushChannel), expires: Date,
+        in transaction: WriteTransaction, _ make: (_ jobID: String) -> PushNotice
+    ) throws -> Bool {
+        let jobID = transaction.newID()
+        var failure: String?
+        let request: PushRequest?
+        do {
+            request = try route.channel.noticeRequest(for: make(jobID))
+        } catch {
+            request = PushRequest(payload: [], headers: [])
+            failure = "\(error)"
         }
-        return written
+        guard let request else { return false }
+        try enqueue(
+            request, id: jobID, kind: kind, call: call, user: user, device: device, target: route.target,
+            channel: route.name, provider: route.channel.provider, failure: failure,
+            at: CallStore.milliseconds(transaction.date), expires: expires, in: transaction)
+        return true
     }
 
     /// The reason a ring to a device the ring limit cut off is recorded with (dropped, never sent).
@@ -198,7 +206,6 @@ enum PushOutbox {
         let ended = EndedRing.between(before, after)
         guard !ended.isEmpty else { return 0 }
         let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
-        let now = CallStore.milliseconds(transaction.date)
         var written = 0
         var caller: String?  // read once, and only when a notice is written
         for ring in ended {
@@ -213,33 +220,22 @@ enum PushOutbox {
                 guard rung.contains(device.deviceID) else { continue }
                 if ring.byTheUser, let actingSession, device.sessionID == actingSession { continue }
                 guard
-                    let (channelName, target, channel) = noticeRoute(
+                    let route = noticeRoute(
                         platform: device.platform, brand: device.brand, tokens: device.tokens, channels: channels,
                         configured: configured)
                 else { continue }
-                let jobID = transaction.newID()
                 if caller == nil { caller = try transaction.accounts.user(id: after.createdBy)?.displayName ?? "" }
                 let callerName = caller ?? ""
-                var reason: String?
-                let request: PushRequest?
-                do {
-                    request = try channel.noticeRequest(
-                        for: PushNotice(
-                            callID: after.id, scopeKind: after.scopeKind.rawValue, scopeID: after.scopeID,
-                            callerName: callerName,
-                            reason: ring.noticeReason, jobID: jobID, expiresAt: expires, now: transaction.date,
-                            locale: device.locale))
-                } catch {
-                    request = PushRequest(payload: [], headers: [])
-                    reason = "\(error)"
+                let wrote = try enqueueNotice(
+                    kind: .notice, call: after.id, user: ring.userID, device: device.deviceID, route: route,
+                    expires: expires, in: transaction
+                ) { jobID in
+                    PushNotice(
+                        callID: after.id, scopeKind: after.scopeKind.rawValue, scopeID: after.scopeID,
+                        callerName: callerName, reason: ring.noticeReason, jobID: jobID, expiresAt: expires,
+                        now: transaction.date, locale: device.locale)
                 }
-                guard let request else { continue }
-                try enqueue(
-                    request, id: jobID, kind: .notice, call: after.id, user: ring.userID, device: device.deviceID,
-                    target: target,
-                    channel: channelName, provider: channel.provider, failure: reason, at: now, expires: expires,
-                    in: transaction)
-                written += 1
+                if wrote { written += 1 }
             }
         }
         return written
