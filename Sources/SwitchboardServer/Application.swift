@@ -39,7 +39,9 @@ public final class Application: Sendable {
     /// The built-in audio relay, when it is the media backend.
     let relay: AudioRelay?
     /// Carries out the media withdrawals social changes wrote.
-    let mediaJobs: MediaJobRunner
+    /// The outbox of media withdrawals and webhook deliveries.
+    let outbox: OutboxRunner
+    let webhooks: WebhookDeliveries
     let liveLocations: LiveLocationService
     let e2ee: E2EEService
     let callDirectory: CallDirectoryService
@@ -71,7 +73,9 @@ public final class Application: Sendable {
         self.database = database
         self.logger = logger
         self.metrics = metrics
-        let store = ServerStore(backend: database, environment: environment, limits: configuration.limits)
+        let store = ServerStore(
+            backend: database, environment: environment, limits: configuration.limits,
+            callMessages: configuration.calls.messages == .on)
         self.store = store
         let authenticator = Authenticator(
             store: store, idleMS: Int64(configuration.accounts.sessionIdleDays) * 86_400_000,
@@ -138,16 +142,19 @@ public final class Application: Sendable {
                 apiSecret: configuration.media.livekit.apiSecret, ttl: 30)
             : MediaTokenMinter(url: "", apiKey: "switchboard-relay", apiSecret: relaySecret, ttl: 30, relay: true)
         let media = relay ?? Self.mediaBackend(for: configuration, now: environment.now)
-        let mediaJobs = MediaJobRunner(store: store, media: media, logger: logger)
-        self.mediaJobs = mediaJobs
-        var calls = CallService(
+        let webhooks = WebhookDeliveries(store: store, settings: configuration.webhooks)
+        self.webhooks = webhooks
+        var outboxHandlers: [OutboxJobKind: any OutboxJobHandler] = [.webhook: webhooks]
+        if media.managesRooms { outboxHandlers[.media] = MediaWithdrawals(store: store, media: media) }
+        let outbox = OutboxRunner(store: store, handlers: outboxHandlers, logger: logger, metrics: metrics)
+        self.outbox = outbox
+        let calls = CallService(
             store: store, media: media,
             minter: minter,
             ringTimeout: TimeInterval(configuration.calls.ringTimeoutSeconds),
             emptyRoomGrace: TimeInterval(configuration.calls.emptyRoomGraceSeconds),
             push: channels,
             logger: logger, pushesQueued: { dispatcher.wake() }, payloadKeys: payloadKeys)
-        calls.mediaJobsQueued = { mediaJobs.wake() }
         self.calls = calls
         SocialRoutes(
             friends: FriendService(store: store, calls: calls), conversations: ConversationService(store: store),
@@ -182,6 +189,8 @@ public final class Application: Sendable {
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         PushPreferenceRoutes(store: store, authenticator: authenticator).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
+        WebhookRoutes(store: store, adminKey: configuration.adminKey, settings: configuration.webhooks)
+            .register(in: &router)
         GatewayRoutes(
             store: store, adminKey: configuration.adminKey,
             service: GatewayService(
@@ -203,8 +212,14 @@ public final class Application: Sendable {
                 help:
                     "Media withdrawals (remove a participant, delete a room) not yet confirmed by the media backend, as of the last pass."
             ) {
-                Double(mediaJobs.pendingCount)
+                Double(outbox.pendingCount(.media))
             }
+        }
+        metrics.addGauge(
+            "switchboard_webhook_deliveries_pending",
+            help: "Webhook deliveries not yet accepted by their endpoint (nor given up), as of the last pass."
+        ) {
+            Double(outbox.pendingCount(.webhook))
         }
         metrics.addGauge(
             "switchboard_event_waiters", help: "Held event requests (long polls and streams) waiting for events."
@@ -244,8 +259,11 @@ public final class Application: Sendable {
                     }
                 }
             }
+            group.addTask {
+                await self.outbox.run()
+                await self.webhooks.shutdown()
+            }
             if calls.media.managesRooms {
-                group.addTask { await self.mediaJobs.run() }
                 let interval = Duration.seconds(configuration.calls.emptyRoomCheckSeconds)
                 group.addTask {
                     await self.every(interval, "empty-room watchdog") { try await self.calls.checkEmptyRooms() }
@@ -346,6 +364,18 @@ public final class Application: Sendable {
         } catch {
             logger.error("push token sweep failed", ["error": .string(String(describing: error))])
         }
+        // Outbox jobs done or given up a week ago (webhook deliveries stay visible that long).
+        do {
+            let pruned = try await store.write { transaction in
+                try transaction.outboxJobs.prune(
+                    finishedBefore: CallStore.milliseconds(transaction.date) - Self.outboxRetentionMS)
+            }
+            if pruned > 0 { logger.info("pruned finished outbox jobs", ["deleted": .int(pruned)]) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("outbox pruning failed", ["error": .string(String(describing: error))])
+        }
         // Expired call pre-authorisations (unused or used): they can no longer be redeemed.
         do {
             let expired = try await scheduledCalls.prune()
@@ -359,6 +389,9 @@ public final class Application: Sendable {
             try transaction.events.prune(before: Timestamp.iso8601(transaction.date.addingTimeInterval(-window)))
         }
     }
+
+    /// How long finished outbox jobs (delivered or dead-lettered webhooks) are kept: 7 days.
+    static let outboxRetentionMS: Int64 = 7 * 86_400_000
 
     /// Removes the push tokens their apps have not registered again within `pushTokenMaxAgeDays`
     /// (on the store's clock); returns how many.

@@ -243,6 +243,10 @@ public struct ErrorCode: RawRepresentable, Codable, Hashable, Sendable, CustomSt
     public static let scheduledCallEnded = ErrorCode(
         "SCHEDULED_CALL_ENDED", 409, "a pre-authorisation for a scheduled call cancelled, over, or whose call ended")
 
+    /// 409: a webhook delivery asked to be sent again is still pending: it goes by itself.
+    public static let deliveryPending = ErrorCode(
+        "DELIVERY_PENDING", 409, "the delivery is still pending; it is sent again by itself")
+
     // MARK: Codes only a client makes
 
     /// No answer came back: the connection failed or timed out.
@@ -264,6 +268,7 @@ public struct ErrorCode: RawRepresentable, Codable, Hashable, Sendable, CustomSt
         .nobodyToCall, .callMediaUnavailable, .dataEncryptionDisabled, .mediaTokenInvalid, .websocketUpgradeRequired,
         .websocketVersionUnsupported, .websocketBadHandshake, .webhookSignatureInvalid, .notSharing, .deviceIdTaken,
         .gatewaySignatureV1, .notYourDevice, .callDirectoryFull, .scheduledCallsFull, .scheduledCallEnded,
+        .deliveryPending,
     ]
 
     /// Codes a client makes itself and the server never answers with.

@@ -84,7 +84,71 @@ public struct Block: Codable, Sendable, Equatable {
     }
 }
 
-/// A text message in a conversation or a group (exactly one of the two ids is set).
+/// What a message is: a person's text, or the server's record of a call in its conversation or group.
+public enum MessageKind: WireEnum {
+    case text
+    /// A call of the conversation or group ended; ``Message/call`` says how.
+    case call
+    case unknown(String)
+
+    public static let known: [MessageKind] = [.text, .call]
+
+    public var rawValue: String {
+        switch self {
+        case .text: "text"
+        case .call: "call"
+        case .unknown(let value): value
+        }
+    }
+}
+
+/// How a call ended, as its conversation shows it.
+public enum CallOutcome: WireEnum {
+    /// Someone answered; the call had a duration.
+    case answered
+    /// Nobody answered before the ring timed out.
+    case missed
+    /// The invitee declined (every invitee, in a group).
+    case declined
+    /// The caller hung up while it rang.
+    case cancelled
+    /// Every invitee was in another call.
+    case busy
+    case unknown(String)
+
+    public static let known: [CallOutcome] = [.answered, .missed, .declined, .cancelled, .busy]
+
+    public var rawValue: String {
+        switch self {
+        case .answered: "answered"
+        case .missed: "missed"
+        case .declined: "declined"
+        case .cancelled: "cancelled"
+        case .busy: "busy"
+        case .unknown(let value): value
+        }
+    }
+}
+
+/// The call a `call` message records.
+public struct CallSummary: Codable, Sendable, Equatable {
+    public var callId: String
+    public var mode: CallMode
+    public var outcome: CallOutcome
+    /// From the first answer to the end, in whole seconds; 0 for a call nobody answered.
+    public var durationSeconds: Int
+
+    public init(callId: String, mode: CallMode, outcome: CallOutcome, durationSeconds: Int) {
+        self.callId = callId
+        self.mode = mode
+        self.outcome = outcome
+        self.durationSeconds = durationSeconds
+    }
+}
+
+/// A message in a conversation or a group (exactly one of the two ids is set): a person's
+/// text, or a call's record (`kind` `call`, sent by the call's caller, with ``call`` set and a
+/// plain-text ``text`` for clients that do not know the kind).
 public struct Message: Codable, Sendable, Equatable {
     public var id: String
     public var conversationId: String?
@@ -92,9 +156,13 @@ public struct Message: Codable, Sendable, Equatable {
     public var senderId: String
     public var text: String
     public var createdAt: String
+    public var kind: MessageKind
+    /// Set exactly when ``kind`` is `call`.
+    public var call: CallSummary?
 
     public init(
-        id: String, conversationId: String?, groupId: String?, senderId: String, text: String, createdAt: String
+        id: String, conversationId: String?, groupId: String?, senderId: String, text: String, createdAt: String,
+        kind: MessageKind = .text, call: CallSummary? = nil
     ) {
         self.id = id
         self.conversationId = conversationId
@@ -102,11 +170,26 @@ public struct Message: Codable, Sendable, Equatable {
         self.senderId = senderId
         self.text = text
         self.createdAt = createdAt
+        self.kind = kind
+        self.call = call
     }
 
-    enum CodingKeys: String, CodingKey { case id, conversationId, groupId, senderId, text, createdAt }
+    enum CodingKeys: String, CodingKey { case id, conversationId, groupId, senderId, text, createdAt, kind, call }
 
-    /// Writes `null` for the scope that does not apply.
+    /// A message from a server before call messages is a text message.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        conversationId = try container.decodeIfPresent(String.self, forKey: .conversationId)
+        groupId = try container.decodeIfPresent(String.self, forKey: .groupId)
+        senderId = try container.decode(String.self, forKey: .senderId)
+        text = try container.decode(String.self, forKey: .text)
+        createdAt = try container.decode(String.self, forKey: .createdAt)
+        kind = try container.decodeIfPresent(MessageKind.self, forKey: .kind) ?? .text
+        call = try container.decodeIfPresent(CallSummary.self, forKey: .call)
+    }
+
+    /// Writes `null` for the scope that does not apply, and for `call` on a text message.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -115,6 +198,8 @@ public struct Message: Codable, Sendable, Equatable {
         try container.encode(senderId, forKey: .senderId)
         try container.encode(text, forKey: .text)
         try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(call, forKey: .call)
     }
 }
 

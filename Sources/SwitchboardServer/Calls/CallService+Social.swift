@@ -4,9 +4,9 @@ import SwitchboardStore
 import SwitchboardWire
 
 /// How social changes end or leave calls: the call's transition commits in the same
-/// transaction as the social change, and so do its media withdrawals, as jobs (`media_jobs`)
-/// that `MediaJobRunner` carries out right after the commit and retries until the media backend
-/// confirms them. A block while LiveKit is down still takes the blocked user out of the room,
+/// transaction as the social change, and so do its media withdrawals, as outbox jobs
+/// (``MediaWithdrawals``) that the outbox runner carries out right after the commit and retries
+/// until the media backend confirms them. A block while LiveKit is down still takes the blocked user out of the room,
 /// once LiveKit is back; and nothing is withdrawn for a change that did not commit.
 extension CallService {
     /// Inside the social change's transaction: ends the scope's live call with `reason`.
@@ -48,11 +48,11 @@ extension CallService {
         else { return 0 }
         // Same transaction as the read: the version cannot have moved.
         _ = try calls.update(transition.call, from: stored.version)
+        try chronicle(from: stored.call, to: transition.call, in: transaction)
         try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: id)
         if withdrawMedia {
             for action in transition.effects.media {
-                try transaction.mediaJobs.enqueue(
-                    id: transaction.newID(), callID: id, action: action, at: CallStore.milliseconds(transaction.date))
+                try transaction.enqueue(MediaWithdrawals.job(action, callID: id, id: transaction.newID()))
             }
         }
         return try PushOutbox.enqueueNotices(

@@ -43,8 +43,6 @@ struct CallService: Sendable {
     let pushesQueued: @Sendable () -> Void
     /// Opens the devices' VoIP payload keys for the rings (off without `dataEncryptionKey`).
     var payloadKeys = PayloadKeyVault(secret: nil)
-    /// Called after a commit that may have written media jobs, so their runner starts at once.
-    var mediaJobsQueued: @Sendable () -> Void = {}
 
     // MARK: Create
 
@@ -104,6 +102,7 @@ struct CallService: Sendable {
                     now: transaction.date,
                     ringTimeout: ringTimeout)
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
+                try Self.chronicle(from: nil, to: transition.call, in: transaction)
                 if scopeKind == .group {
                     try ScheduledCallService.link(callID: callID, inGroup: request.scopeId, in: transaction)
                 }
@@ -251,6 +250,7 @@ struct CallService: Sendable {
             do {
                 let (committed, notices) = try await store.write { transaction -> (Bool, Int) in
                     guard try transaction.calls.update(transition.call, from: stored.version) else { return (false, 0) }
+                    try Self.chronicle(from: stored.call, to: transition.call, in: transaction)
                     try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
                     let notices = try PushOutbox.enqueueNotices(
                         from: stored.call, to: transition.call, actingSession: actingSession, channels: channels,

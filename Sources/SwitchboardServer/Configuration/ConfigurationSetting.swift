@@ -191,6 +191,22 @@ public struct ConfigurationSetting: Sendable {
                 "ringTimeoutSeconds", "SWITCHBOARD_RING_TIMEOUT_SECONDS", 5...600,
                 "seconds a call rings before it is missed (default 45)"
             ) { $0.calls.ringTimeoutSeconds = $1 },
+            choice(
+                "callMessages", "SWITCHBOARD_CALL_MESSAGES",
+                "on or off: an ended call leaves a message of kind call in its conversation or group (default on)",
+                \.calls.messages),
+            integer(
+                "webhookTimeoutSeconds", "SWITCHBOARD_WEBHOOK_TIMEOUT_SECONDS", 1...60,
+                "seconds one webhook delivery request may take (default 10)"
+            ) { $0.webhooks.timeoutSeconds = $1 },
+            integer(
+                "webhookRetryMaxSeconds", "SWITCHBOARD_WEBHOOK_RETRY_MAX_SECONDS", 1...86_400,
+                "the longest pause between attempts at a webhook delivery; the back-off doubles up to it (default 3600)"
+            ) { $0.webhooks.retryMaxSeconds = $1 },
+            integer(
+                "webhookGiveUpHours", "SWITCHBOARD_WEBHOOK_GIVE_UP_HOURS", 1...720,
+                "hours a webhook delivery is retried before it is dead-lettered (default 72)"
+            ) { $0.webhooks.giveUpHours = $1 },
             integer(
                 "emptyRoomGraceSeconds", "SWITCHBOARD_EMPTY_ROOM_GRACE_SECONDS", 1...3600,
                 "seconds an active call's room may stay empty (default 90)"

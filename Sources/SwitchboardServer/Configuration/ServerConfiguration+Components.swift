@@ -270,6 +270,25 @@ public struct CallSettings: Sendable, Equatable {
     public var emptyRoomGraceSeconds = 90
     /// Seconds between empty-room checks (when rooms are managed).
     public var emptyRoomCheckSeconds = 10
+    /// Whether an ended call leaves a `call` message in its conversation or group.
+    public var messages = Switch.on
+
+    public init() {}
+}
+
+/// A setting that is on or off.
+public enum Switch: String, Sendable, Equatable, CaseIterable {
+    case on, off
+}
+
+/// How webhook deliveries are made (the endpoints themselves are configured through `/admin/webhooks`).
+public struct WebhookSettings: Sendable, Equatable {
+    /// Seconds one delivery request may take, connecting included.
+    public var timeoutSeconds = 10
+    /// The longest pause between two attempts at one delivery: the back-off doubles up to it.
+    public var retryMaxSeconds = 3600
+    /// Hours a delivery is retried before it is given up (dead-lettered).
+    public var giveUpHours = 72
 
     public init() {}
 }

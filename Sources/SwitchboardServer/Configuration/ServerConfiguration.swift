@@ -23,6 +23,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var accounts = AccountSettings()
     /// The signed gateway.
     public var gateway = GatewaySettings()
+    /// Webhook deliveries to the app's own server.
+    public var webhooks = WebhookSettings()
     /// The limits of the one limiter (``ServerLimits``).
     public var limits = ServerLimits()
 

@@ -233,6 +233,8 @@ struct GatewayService: Sendable {
                     written += 1
                 }
             }
+            // A signal nothing went out for (no devices, do not disturb) finished at once.
+            try Self.noteIfFinished(app: app, call: callID, in: transaction)
             return (written, true)
         }
         if written > 0 { pushesQueued() }
@@ -275,16 +277,17 @@ struct GatewayService: Sendable {
     }
 
     func status(app: String, call callID: String) async throws -> SignalStatus {
-        let key = GatewayNamespace.callKey(app: app, call: callID)
-        let found = try await store.snapshot {
-            snapshot -> (GatewaySignal, [(user: String, outcome: String)], [RingJobStatus])? in
-            guard let signal = try snapshot.gatewaySignals.signal(app: app, call: callID) else { return nil }
-            return (
-                signal, try snapshot.gatewaySignals.callees(app: app, call: callID),
-                try snapshot.pushJobs.rings(ofCall: key)
-            )
+        guard let status = try await store.snapshot({ try Self.status(app: app, call: callID, in: $0) }) else {
+            throw APIError.notFound("no signal '\(callID)'")
         }
-        guard let (signal, callees, jobs) = found else { throw APIError.notFound("no signal '\(callID)'") }
+        return status
+    }
+
+    /// A signal's status as one transaction or snapshot sees it; nil when there is no such signal.
+    static func status(app: String, call callID: String, in repositories: any Repositories) throws -> SignalStatus? {
+        guard let signal = try repositories.gatewaySignals.signal(app: app, call: callID) else { return nil }
+        let callees = try repositories.gatewaySignals.callees(app: app, call: callID)
+        let jobs = try repositories.pushJobs.rings(ofCall: GatewayNamespace.callKey(app: app, call: callID))
         return SignalStatus(
             callId: callID, state: signal.state, expiresAt: Timestamp.iso8601(CallStore.date(signal.expiresAtMS)),
             callees: callees.map { CalleeStatus(userId: $0.user, outcome: $0.outcome) },
@@ -294,6 +297,23 @@ struct GatewayService: Sendable {
                     state: job.state,
                     reason: job.reason)
             })
+    }
+
+    /// The `data` of `gateway.signal.finished`.
+    struct SignalFinished: Encodable {
+        let appId: String
+        let signal: SignalStatus
+    }
+
+    /// Inside a transaction: when no ring of the signal is pending any more, tells the webhook
+    /// endpoints that it finished.
+    static func noteIfFinished(app: String, call callID: String, in transaction: WriteTransaction) throws {
+        guard let status = try status(app: app, call: callID, in: transaction),
+            !status.devices.contains(where: { $0.state == "pending" })
+        else { return }
+        try WebhookOutbox.emit(
+            .gatewaySignalFinished, SignalFinished(appId: app, signal: status),
+            order: GatewayNamespace.callKey(app: app, call: callID), in: transaction)
     }
 
     /// An app's id for a user, call or room: 1 to 128 printable ASCII characters, no `/`.

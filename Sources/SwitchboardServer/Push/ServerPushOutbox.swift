@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardPush
 import SwitchboardPushCore
+import SwitchboardWire
 
 /// The dispatcher's outbox (``PushOutboxStore``) on the server's store: the push job, call and
 /// device repositories, in SQLite or PostgreSQL.
@@ -111,6 +112,24 @@ struct ServerPushOutbox: PushOutboxStore {
                         token: job.token, channel: job.channel, of: job.userID, failure: failure,
                         at: transaction.timestamp)
                 }
+            }
+            // The webhook endpoints hear of a push that failed for good, and of a gateway
+            // signal whose last ring reached its outcome.
+            if let call = GatewayNamespace.split(job.callID) {
+                if job.kind == .ring {
+                    try GatewayService.noteIfFinished(app: call.app, call: call.id, in: transaction)
+                }
+            } else if outcome == .failed {
+                let device = try transaction.devices.health(of: job.userID).first {
+                    $0.token == job.token && $0.channel == job.channel
+                }
+                try WebhookOutbox.emit(
+                    .pushFailed,
+                    PushFailedData(
+                        userId: job.userID, deviceId: device?.deviceID ?? "", channel: job.channel,
+                        tokenSuffix: String(job.token.suffix(8)), callId: job.callID,
+                        reason: reason ?? lastError ?? "failed", removed: token == .forget),
+                    order: nil, in: transaction)
             }
             switch token {
             // The verdict is about the token of the job's own namespace: the server's devices, or

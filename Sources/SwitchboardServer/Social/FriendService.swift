@@ -118,7 +118,6 @@ struct FriendService: Sendable {
             return notices
         }
         if notices > 0 { calls.pushesQueued() }
-        calls.mediaJobsQueued()
     }
 
     /// The pair's conversation id, if they have one.
@@ -144,7 +143,6 @@ struct FriendService: Sendable {
         defer {
             if conversationID != nil, !alreadyBlocked {
                 calls.pushesQueued()
-                calls.mediaJobsQueued()
             }
         }
         return try await store.write { transaction in

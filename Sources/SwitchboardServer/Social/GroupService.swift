@@ -82,7 +82,6 @@ struct GroupService: Sendable {
                 memberID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
         if notices > 0 { calls.pushesQueued() }
-        calls.mediaJobsQueued()
     }
 
     /// A member leaves (the owner cannot: dissolve the group instead).
@@ -98,7 +97,6 @@ struct GroupService: Sendable {
                 userID, from: groupID, channels: channels, withdrawMedia: withdraw, in: transaction)
         }
         if notices > 0 { calls.pushesQueued() }
-        calls.mediaJobsQueued()
     }
 
     /// The owner dissolves the group: it disappears for everyone, who are told by `group_changed`.
@@ -119,7 +117,6 @@ struct GroupService: Sendable {
             return notices
         }
         if notices > 0 { calls.pushesQueued() }
-        calls.mediaJobsQueued()
     }
 
     func send(

@@ -3,6 +3,7 @@ import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardLifecycle
 import SwitchboardObservability
+import SwitchboardPush
 import SwitchboardStore
 import SwitchboardWire
 
@@ -71,14 +72,19 @@ public final class WriteTransaction {
 
     /// The limits the one limiter holds writes to.
     let limits: ServerLimits
+    /// Whether an ended call leaves a `call` message in its conversation (`callMessages`).
+    let callMessages: Bool
+    /// Whether this transaction wrote outbox jobs (their runner is woken after the commit).
+    fileprivate(set) var wroteOutboxJobs = false
 
     init(
         connection: any SQLExecutor, environment: ServerEnvironment, shared: Bool = false,
-        limits: ServerLimits = ServerLimits()
+        limits: ServerLimits = ServerLimits(), callMessages: Bool = true
     ) {
         self.connection = connection
         self.environment = environment
         self.limits = limits
+        self.callMessages = callMessages
         self.shared = shared
         date = environment.now()
         timestamp = Timestamp.iso8601(date)
@@ -86,6 +92,15 @@ public final class WriteTransaction {
 
     /// A fresh id.
     public func newID() -> String { environment.newID() }
+
+    /// Jobs were put back into the outbox: its runner looks once this commits.
+    func noteOutboxJobs() { wroteOutboxJobs = true }
+
+    /// Writes a job into the outbox; its runner starts on it once this commits.
+    func enqueue(_ job: NewOutboxJob) throws {
+        try outboxJobs.enqueue(job, at: CallStore.milliseconds(date))
+        wroteOutboxJobs = true
+    }
 
     // The repositories (`accounts`, `calls`, … `events`) come from ``SQLRepositories``.
     // Appending events goes through `appendEvent`, which wakes the users after the commit.
@@ -157,7 +172,8 @@ protocol Repositories {
     var rateCounters: any RateCounterRepository { get }
     var gateway: any GatewayRepository { get }
     var gatewaySignals: any GatewaySignalRepository { get }
-    var mediaJobs: any MediaJobRepository { get }
+    var outboxJobs: any OutboxJobRepository { get }
+    var webhookEndpoints: any WebhookEndpointRepository { get }
     var liveLocations: any LiveLocationRepository { get }
     var e2ee: any E2EERepository { get }
     var callDirectory: any CallDirectoryRepository { get }
@@ -184,7 +200,8 @@ extension SQLRepositories {
     var rateCounters: any RateCounterRepository { SQLRateCounterRepository(connection: connection) }
     var gateway: any GatewayRepository { SQLGatewayRepository(connection: connection) }
     var gatewaySignals: any GatewaySignalRepository { SQLGatewaySignalRepository(connection: connection) }
-    var mediaJobs: any MediaJobRepository { SQLMediaJobRepository(connection: connection) }
+    var outboxJobs: any OutboxJobRepository { SQLOutboxJobRepository(connection: connection) }
+    var webhookEndpoints: any WebhookEndpointRepository { SQLWebhookEndpointRepository(connection: connection) }
     var liveLocations: any LiveLocationRepository { SQLLiveLocationRepository(connection: connection) }
     var e2ee: any E2EERepository { SQLE2EERepository(connection: connection) }
     var callDirectory: any CallDirectoryRepository { SQLCallDirectoryRepository(connection: connection) }
@@ -216,14 +233,19 @@ public final class ServerStore: Sendable {
     public let instanceID: String
     /// The limits of the one limiter (``RateLimiter``), which write transactions carry.
     public let limits: ServerLimits
+    /// Whether an ended call leaves a `call` message in its conversation (`callMessages`).
+    public let callMessages: Bool
+    /// Signalled after every commit that wrote outbox jobs: their runner waits on it.
+    let outboxWork = WakeSignal()
 
     /// Creates the store; without `hub`, one on `environment`'s clock.
     public init(
         backend: any SQLStore, hub: EventHub? = nil, environment: ServerEnvironment = .live,
-        limits: ServerLimits = ServerLimits()
+        limits: ServerLimits = ServerLimits(), callMessages: Bool = true
     ) {
         self.backend = backend
         self.limits = limits
+        self.callMessages = callMessages
         self.hub = hub ?? EventHub(environment: environment)
         self.environment = environment
         instanceID = environment.newID()
@@ -241,11 +263,12 @@ public final class ServerStore: Sendable {
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
         let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared, limits = self.limits,
-            notices = backend.notices
-        let (result, _, _, _) = try await backend.transaction(
+            notices = backend.notices, callMessages = self.callMessages, outboxWork = self.outboxWork
+        let (result, _, _, _, _) = try await backend.transaction(
             { connection in
                 let transaction = WriteTransaction(
-                    connection: connection, environment: environment, shared: shared, limits: limits)
+                    connection: connection, environment: environment, shared: shared, limits: limits,
+                    callMessages: callMessages)
                 let result = try body(transaction)
                 // Other instances hear of the events (and the users to wake) when this commits.
                 if let notices {
@@ -253,9 +276,12 @@ public final class ServerStore: Sendable {
                         for: Set(transaction.written.keys).union(transaction.woken), instance: instanceID,
                         through: notices, on: connection)
                 }
-                return (result, transaction.written, transaction.previous, transaction.woken)
+                return (
+                    result, transaction.written, transaction.previous, transaction.woken, transaction.wroteOutboxJobs
+                )
             },
             afterCommit: { output in
+                if output.4 { outboxWork.signal() }
                 // On PostgreSQL another instance may have committed events of the same users just
                 // before, whose notice is still on its way: `previous` lets each waiter tell.
                 if !output.1.isEmpty { hub.deliver(output.1, previous: output.2) }

@@ -64,7 +64,11 @@ package enum StoreCopy {
         Table(name: "gateway_devices", key: "rowid", identity: nil),
         Table(name: "gateway_signals", key: "rowid", identity: nil),
         Table(name: "gateway_signal_callees", key: "rowid", identity: nil),
-        Table(name: "media_jobs", key: "rowid", identity: nil),
+        Table(
+            name: "outbox_jobs", key: "seq", identity: "seq",
+            issuedThrough: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_jobs'), 0) AS n"),
+        Table(name: "outbox_attempts", key: "rowid", identity: nil),
+        Table(name: "webhook_endpoints", key: "rowid", identity: nil),
         Table(name: "live_locations", key: "scope_id, user_id", identity: nil),
         Table(name: "e2ee_devices", key: "rowid", identity: nil),
         Table(name: "e2ee_items", key: "device_id, sequence", identity: nil),

@@ -214,4 +214,57 @@ extension PostgresSchema {
         CREATE INDEX push_jobs_due ON push_jobs(next_attempt_at_ms) WHERE state = 'pending';
         CREATE INDEX push_jobs_finished ON push_jobs(state, finished_at_ms);
         """
+
+    static let outboxJobsWebhooks = """
+        CREATE TABLE outbox_jobs (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT COLLATE "C" NOT NULL UNIQUE,
+            kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('media', 'webhook')),
+            queue TEXT COLLATE "C" NOT NULL,
+            target TEXT COLLATE "C" NOT NULL,
+            payload TEXT COLLATE "C" NOT NULL,
+            state TEXT COLLATE "C" NOT NULL CHECK (state IN ('pending', 'done', 'dead')),
+            attempts INTEGER NOT NULL,
+            next_attempt_ms BIGINT NOT NULL,
+            created_at_ms BIGINT NOT NULL,
+            give_up_at_ms BIGINT,
+            claimed_by TEXT COLLATE "C",
+            finished_at_ms BIGINT,
+            last_status INTEGER,
+            last_latency_ms BIGINT,
+            last_error TEXT COLLATE "C"
+        );
+        CREATE INDEX outbox_jobs_due ON outbox_jobs(next_attempt_ms) WHERE state = 'pending';
+        CREATE INDEX outbox_jobs_queue ON outbox_jobs(queue, seq) WHERE state = 'pending';
+        CREATE INDEX outbox_jobs_by_target ON outbox_jobs(kind, target, seq);
+        CREATE INDEX outbox_jobs_finished ON outbox_jobs(finished_at_ms) WHERE state != 'pending';
+        CREATE TABLE outbox_attempts (
+            job_id TEXT COLLATE "C" NOT NULL,
+            at_ms BIGINT NOT NULL,
+            status INTEGER,
+            latency_ms BIGINT NOT NULL,
+            error TEXT COLLATE "C"
+        );
+        CREATE INDEX outbox_attempts_by_job ON outbox_attempts(job_id, at_ms);
+        INSERT INTO outbox_jobs (id, kind, queue, target, payload, state, attempts, next_attempt_ms, created_at_ms, last_error)
+            SELECT id, 'media', 'media:' || call_id, room,
+                json_build_object('callId', call_id, 'action', action, 'room', room, 'identity', identity)::text,
+                'pending', attempts, next_attempt_ms, created_at_ms, last_error
+            FROM media_jobs ORDER BY created_at_ms, id;
+        DROP TABLE media_jobs;
+        CREATE TABLE webhook_endpoints (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            url TEXT COLLATE "C" NOT NULL,
+            events TEXT COLLATE "C" NOT NULL,
+            enabled INTEGER NOT NULL,
+            secrets TEXT COLLATE "C" NOT NULL,
+            description TEXT COLLATE "C" NOT NULL,
+            created_at TEXT COLLATE "C" NOT NULL,
+            updated_at TEXT COLLATE "C" NOT NULL
+        );
+        ALTER TABLE messages ADD COLUMN kind TEXT COLLATE "C" NOT NULL DEFAULT 'text' CHECK (kind IN ('text', 'call'));
+        ALTER TABLE messages ADD COLUMN call_id TEXT COLLATE "C";
+        ALTER TABLE messages ADD COLUMN call_details TEXT COLLATE "C";
+        CREATE UNIQUE INDEX messages_by_call ON messages(call_id) WHERE call_id IS NOT NULL;
+        """
 }

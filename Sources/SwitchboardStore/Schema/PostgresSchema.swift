@@ -345,5 +345,6 @@ public enum PostgresSchema {
                 ALTER TABLE gateway_signal_callees ADD CONSTRAINT gateway_signal_callees_outcome_check
                     CHECK (outcome IN ('rung', 'rate_limited', 'no_devices', 'notified', 'do_not_disturb'));
                 """),
+        Migration(version: 26, name: "outbox_jobs_webhooks", sql: outboxJobsWebhooks),
     ]
 }

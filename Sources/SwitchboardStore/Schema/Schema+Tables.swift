@@ -250,4 +250,57 @@ extension Schema {
         CREATE INDEX events_by_user ON events(user_id, id);
         CREATE INDEX events_by_time ON events(created_at);
         """
+
+    static let outboxJobsWebhooks = """
+        CREATE TABLE outbox_jobs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL CHECK (kind IN ('media', 'webhook')),
+            queue TEXT NOT NULL,
+            target TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'dead')),
+            attempts INTEGER NOT NULL,
+            next_attempt_ms INTEGER NOT NULL,
+            created_at_ms INTEGER NOT NULL,
+            give_up_at_ms INTEGER,
+            claimed_by TEXT,
+            finished_at_ms INTEGER,
+            last_status INTEGER,
+            last_latency_ms INTEGER,
+            last_error TEXT
+        ) STRICT;
+        CREATE INDEX outbox_jobs_due ON outbox_jobs(next_attempt_ms) WHERE state = 'pending';
+        CREATE INDEX outbox_jobs_queue ON outbox_jobs(queue, seq) WHERE state = 'pending';
+        CREATE INDEX outbox_jobs_by_target ON outbox_jobs(kind, target, seq);
+        CREATE INDEX outbox_jobs_finished ON outbox_jobs(finished_at_ms) WHERE state != 'pending';
+        CREATE TABLE outbox_attempts (
+            job_id TEXT NOT NULL,
+            at_ms INTEGER NOT NULL,
+            status INTEGER,
+            latency_ms INTEGER NOT NULL,
+            error TEXT
+        ) STRICT;
+        CREATE INDEX outbox_attempts_by_job ON outbox_attempts(job_id, at_ms);
+        INSERT INTO outbox_jobs (id, kind, queue, target, payload, state, attempts, next_attempt_ms, created_at_ms, last_error)
+            SELECT id, 'media', 'media:' || call_id, room,
+                json_object('callId', call_id, 'action', action, 'room', room, 'identity', identity), 'pending',
+                attempts, next_attempt_ms, created_at_ms, last_error
+            FROM media_jobs ORDER BY created_at_ms, id;
+        DROP TABLE media_jobs;
+        CREATE TABLE webhook_endpoints (
+            id TEXT PRIMARY KEY NOT NULL,
+            url TEXT NOT NULL,
+            events TEXT NOT NULL,
+            enabled INTEGER NOT NULL,
+            secrets TEXT NOT NULL,
+            description TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        ) STRICT;
+        ALTER TABLE messages ADD COLUMN kind TEXT NOT NULL DEFAULT 'text' CHECK (kind IN ('text', 'call'));
+        ALTER TABLE messages ADD COLUMN call_id TEXT;
+        ALTER TABLE messages ADD COLUMN call_details TEXT;
+        CREATE UNIQUE INDEX messages_by_call ON messages(call_id) WHERE call_id IS NOT NULL;
+        """
 }

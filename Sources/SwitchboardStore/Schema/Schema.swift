@@ -420,5 +420,10 @@ public enum Schema {
                 ALTER TABLE gateway_signal_callees_new RENAME TO gateway_signal_callees;
                 CREATE INDEX gateway_signal_callees_by_user ON gateway_signal_callees(app_id, user_id, created_at_ms);
                 """),
+        // One outbox for every job that leaves the server after a commit but is not a push
+        // (media withdrawals, webhook deliveries): jobs of one queue go one at a time, in order;
+        // media_jobs moves into it. The app's webhook endpoints, and the messages that tell a
+        // conversation about its calls.
+        Migration(version: 26, name: "outbox_jobs_webhooks", sql: outboxJobsWebhooks),
     ]
 }

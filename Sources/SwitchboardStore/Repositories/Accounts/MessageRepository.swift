@@ -20,6 +20,8 @@ public protocol MessageRepository {
     func message(sentBy senderID: String, clientID: String) throws -> Message?
     /// Stores `message` (in the scope its conversation or group id names) as the newest there.
     func insert(_ message: Message, clientID: String?) throws
+    /// Stores a call's `call` message, unless its call already has one; returns whether it did.
+    func insertCallMessage(_ message: Message) throws -> Bool
     /// Up to `limit` messages older than `before` (or the newest), oldest first, and whether
     /// older ones remain; nil when `before` is not a message of the scope.
     func page(in scope: MessageScope, before messageID: String?, limit: Int) throws -> MessagePage?

@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardWire
 
 /// ``MessageRepository`` in SQL that SQLite and PostgreSQL both run (tables `messages`, `read_markers`),
@@ -20,14 +21,30 @@ package struct SQLMessageRepository: MessageRepository {
     }
 
     package func insert(_ message: Message, clientID: String?) throws {
+        try insert(message, clientID: clientID, onceOnly: false)
+    }
+
+    package func insertCallMessage(_ message: Message) throws -> Bool {
+        try insert(message, clientID: nil, onceOnly: true) == 1
+    }
+
+    @discardableResult
+    private func insert(_ message: Message, clientID: String?, onceOnly: Bool) throws -> Int {
         let (column, scopeID) =
             message.groupId.map { ("group_id", $0) } ?? ("conversation_id", message.conversationId ?? "")
-        try connection.run(
-            "INSERT INTO messages (id, \(column), sender_id, client_id, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        var details = SQLiteValue.null
+        if let call = message.call {
+            details = .text(String(decoding: try JSONEncoder().encode(call), as: UTF8.self))
+        }
+        return try connection.run(
+            """
+            INSERT INTO messages (id, \(column), sender_id, client_id, body, created_at, kind, call_id, call_details)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)\(onceOnly ? " ON CONFLICT DO NOTHING" : "")
+            """,
             [
                 .text(message.id), .text(scopeID), .text(message.senderId), clientID.map(SQLiteValue.text) ?? .null,
-                .text(message.text),
-                .text(message.createdAt),
+                .text(message.text), .text(message.createdAt), .text(message.kind.rawValue),
+                message.call.map { .text($0.callId) } ?? .null, details,
             ])
     }
 
@@ -82,7 +99,11 @@ package struct SQLMessageRepository: MessageRepository {
         Message(
             id: try row.string("id"), conversationId: try row.optionalString("conversation_id"),
             groupId: try row.optionalString("group_id"), senderId: try row.string("sender_id"),
-            text: try row.string("body"), createdAt: try row.string("created_at"))
+            text: try row.string("body"), createdAt: try row.string("created_at"),
+            kind: MessageKind(rawValue: try row.string("kind")),
+            call: try row.optionalString("call_details").flatMap {
+                try? JSONDecoder().decode(CallSummary.self, from: Data($0.utf8))
+            })
     }
 
     package init(connection: any SQLExecutor) {
