@@ -17,12 +17,12 @@ struct MediaJobTests {
         return (alice, bob, call)
     }
 
-    private func pending(_ world: CallWorld) async throws -> [MediaJob] {
-        try await world.app.application.store.snapshot { try $0.mediaJobs.due(at: .max, limit: 100) }
+    private func pending(_ world: CallWorld) async throws -> [OutboxJob] {
+        try await world.app.application.store.snapshot { try $0.outboxJobs.due(at: .max, limit: 100, skipping: []) }
     }
 
     @Test func theRetryPauseDoublesUpToAMinute() {
-        #expect((0..<9).map { MediaJobRunner.retryDelay(afterFailures: $0) } == [1, 2, 4, 8, 16, 32, 60, 60, 60])
+        #expect((0..<9).map { MediaWithdrawals.retryDelay(afterFailures: $0) } == [1, 2, 4, 8, 16, 32, 60, 60, 60])
     }
 
     @Test func aBlockWhileLiveKitIsDownEndsTheCallAtOnceAndEmptiesTheRoomOnceLiveKitIsBack() async throws {
@@ -39,12 +39,12 @@ struct MediaJobTests {
         #expect(await eventually { livekit.requests.filter { $0.method == "DeleteRoom" }.count == 1 })
         #expect(await eventually { (try? await pending(world).first?.attempts) == 1 })
         let job = try #require(try await pending(world).first)
-        #expect(job.action == .deleteRoom("call_\(call.id)"))
+        #expect(MediaWithdrawals.action(of: job)?.action == .deleteRoom("call_\(call.id)"))
         #expect(job.lastError?.isEmpty == false)
         // LiveKit is back; a second later the job is tried again, confirmed, and gone.
         livekit.set(.normal)
         // The runner sleeps on the manual clock again before the clock moves.
-        #expect(await eventually { world.clock.sleeperCount(of: MediaJobRunner.loopName) >= 1 })
+        #expect(await eventually { world.clock.sleeperCount(of: OutboxRunner.loopName) >= 1 })
         world.clock.advance(seconds: 1)
         #expect(await eventually { (try? await pending(world).isEmpty) == true })
         let deletes = livekit.requests.filter { $0.method == "DeleteRoom" }
@@ -91,7 +91,7 @@ struct MediaJobTests {
             await world.app.request("DELETE", "/groups/\(group)/members/\(owner.id)", headers: anna.headers).status
                 == 403)
         #expect(await world.app.request("DELETE", "/groups/\(group)", headers: anna.headers).status == 403)
-        try await world.app.application.mediaJobs.runPass()
+        try await world.app.application.outbox.drainOnce()
         #expect(livekit.requests.isEmpty)
         #expect(try await pending(world).isEmpty)
         #expect(try await world.get(call.id, by: owner).state == .active)

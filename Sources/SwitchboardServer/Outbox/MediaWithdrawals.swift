@@ -46,7 +46,10 @@ struct MediaWithdrawals: OutboxJobHandler {
         }
     }
 
-    func retryDelay(afterFailures attempts: Int) -> TimeInterval {
+    func retryDelay(afterFailures attempts: Int) -> TimeInterval { Self.retryDelay(afterFailures: attempts) }
+
+    /// 1 s, 2 s, 4 s … at most a minute.
+    static func retryDelay(afterFailures attempts: Int) -> TimeInterval {
         min(60, pow(2, Double(max(0, min(attempts, 6)))))
     }
 
