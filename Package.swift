@@ -35,7 +35,8 @@ let package = Package(
         .systemLibrary(name: "CTLS", path: "Sources/CTLS", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(
-            name: "CMaxMindDB", path: "Sources/CMaxMindDB", pkgConfig: "libmaxminddb", providers: [.apt(["libmaxminddb-dev"])]),
+            name: "CMaxMindDB", path: "Sources/CMaxMindDB", pkgConfig: "libmaxminddb",
+            providers: [.apt(["libmaxminddb-dev"])]),
 
         // A filter in front of nghttp2_submit_rst_stream that keeps libcurl 7.88.1 from resetting
         // streams that are already closed (see its source); linked into every binary that pushes.
@@ -70,7 +71,8 @@ let package = Package(
         .target(
             name: "SwitchboardCallKit",
             dependencies: [
-                "SwitchboardKit", "SwitchboardWire", .target(name: "AppleFrameworkStubs", condition: .when(platforms: [.linux])),
+                "SwitchboardKit", "SwitchboardWire",
+                .target(name: "AppleFrameworkStubs", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: strict),
 
@@ -90,21 +92,29 @@ let package = Package(
 
         // HTTP/1.1 over our own epoll loops; knows nothing about the product.
         // SwitchboardCrypto: SHA-1 for the WebSocket handshake.
-        .target(name: "SwitchboardHTTP", dependencies: ["CLinux", "SwitchboardCrypto", "SwitchboardObservability", "SwitchboardPOSIX"], swiftSettings: strict),
+        .target(
+            name: "SwitchboardHTTP",
+            dependencies: ["CLinux", "SwitchboardCrypto", "SwitchboardObservability", "SwitchboardPOSIX"],
+            swiftSettings: strict),
 
         // Push: the outbox dispatcher (over PushOutboxStore), the PushChannel seam and its channels
         // (APNs VoIP and alert, FCM, Huawei, Xiaomi, OPPO, vivo) over SwitchboardPushCore's rules,
         // the HTTP/2 transport (libcurl multi).
         .target(
             name: "SwitchboardPush",
-            dependencies: ["CCurl", "CH2ResetFilter", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardWire"],
+            dependencies: [
+                "CCurl", "CH2ResetFilter", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardLifecycle",
+                "SwitchboardObservability", "SwitchboardWire",
+            ],
             swiftSettings: strict),
 
         // A local stand-in for APNs, FCM, Huawei, Xiaomi, OPPO and vivo (HTTP/2 over nghttp2, h2c or
         // TLS), for development and tests.
         .target(
             name: "SwitchboardAPNsEmulator",
-            dependencies: ["CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardObservability", "SwitchboardCLI",
+            dependencies: [
+                "CNGHTTP2", "CTLS", "SwitchboardCrypto", "SwitchboardPOSIX", "SwitchboardCore", "SwitchboardPushCore",
+                "SwitchboardObservability", "SwitchboardCLI",
                 "SwitchboardLifecycle",
             ],
             swiftSettings: strict),
@@ -114,7 +124,10 @@ let package = Package(
         // schemas (Schema/) and the copy and backup tools (Maintenance/).
         .target(
             name: "SwitchboardStore",
-            dependencies: ["CSQLite", "CLibPQ", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire", "SwitchboardObservability"],
+            dependencies: [
+                "CSQLite", "CLibPQ", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire",
+                "SwitchboardObservability",
+            ],
             swiftSettings: strict),
 
         // City lookup from an address in a MaxMind-format database (libmaxminddb).
@@ -124,22 +137,29 @@ let package = Package(
         .target(
             name: "SwitchboardServer",
             dependencies: [
-                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire", "SwitchboardCrypto",
-                "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI", "SwitchboardGeo",
+                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardWire",
+                "SwitchboardCrypto",
+                "SwitchboardPush", "SwitchboardLifecycle", "SwitchboardObservability", "SwitchboardCLI",
+                "SwitchboardGeo",
             ],
             swiftSettings: strict,
             plugins: ["EmbedOpenAPI"]),
 
         // Weak networks on loopback: a TCP proxy that applies a named network profile.
-        .target(name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX", "SwitchboardCLI", "SwitchboardLifecycle"], swiftSettings: strict),
+        .target(
+            name: "SwitchboardNetSim", dependencies: ["SwitchboardPOSIX", "SwitchboardCLI", "SwitchboardLifecycle"],
+            swiftSettings: strict),
 
         // `switchboard-dev demo`, `bench wakeup` and `bench relay`: the server, the push emulator and
         // simulated phones in one process.
         .target(
             name: "SwitchboardDemo",
             dependencies: [
-                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto", "SwitchboardKit", "SwitchboardKitTesting",
-                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting", "SwitchboardCore", "SwitchboardCLI", "SwitchboardPOSIX",
+                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardAPNsEmulator", "SwitchboardCrypto",
+                "SwitchboardKit", "SwitchboardKitTesting",
+                "SwitchboardWire", "SwitchboardNetSim", "SwitchboardObservability", "SwitchboardTesting",
+                "SwitchboardCore", "SwitchboardCLI", "SwitchboardPOSIX",
+                "SwitchboardLifecycle",
             ],
             swiftSettings: strict),
 
@@ -149,12 +169,20 @@ let package = Package(
 
         // The developer tools: demo, bench wakeup, bench relay, proxy, push-emulator. Wiring only.
         .executableTarget(
-            name: "switchboard-dev", dependencies: ["SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim", "SwitchboardCLI"],
+            name: "switchboard-dev",
+            dependencies: [
+                "SwitchboardServer", "SwitchboardAPNsEmulator", "SwitchboardDemo", "SwitchboardNetSim",
+                "SwitchboardCLI",
+            ],
             swiftSettings: strict),
 
         // Benchmark program: pushes per second through the APNs provider (make bench).
         .executableTarget(
-            name: "push-bench", dependencies: ["SwitchboardPush", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardObservability", "SwitchboardWire"],
+            name: "push-bench",
+            dependencies: [
+                "SwitchboardPush", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardObservability",
+                "SwitchboardWire",
+            ],
             path: "Benchmarks/PushBench", swiftSettings: strict),
 
         // Build tool that embeds openapi.json into the server binary.
@@ -167,19 +195,28 @@ let package = Package(
 
         // For app developers' tests too (Foundation only): a CallKit that enforces its contract,
         // simulated media, a manual clock and a whole simulated phone.
-        .target(name: "SwitchboardKitTesting", dependencies: ["SwitchboardKit", "SwitchboardWire"], swiftSettings: strict),
+        .target(
+            name: "SwitchboardKitTesting", dependencies: ["SwitchboardKit", "SwitchboardWire"], swiftSettings: strict),
 
         .testTarget(
             name: "SwitchboardHTTPTests", dependencies: ["SwitchboardHTTP", "SwitchboardTesting"],
             exclude: ["websocket_interop.py"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardWire"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardPushCoreTests", dependencies: ["SwitchboardPushCore", "SwitchboardWire"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardObservabilityTests", dependencies: ["SwitchboardObservability"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardWire"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardPushCoreTests", dependencies: ["SwitchboardPushCore", "SwitchboardWire"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardObservabilityTests", dependencies: ["SwitchboardObservability"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardLifecycleTests", dependencies: ["SwitchboardLifecycle", "SwitchboardTesting"],
+            swiftSettings: strict),
         .testTarget(
             name: "SwitchboardKitTests",
             // SwitchboardCrypto: the encrypted-push tests seal payloads as the server does.
-            dependencies: ["SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire", "SwitchboardTesting", "SwitchboardCrypto"],
+            dependencies: [
+                "SwitchboardKit", "SwitchboardKitTesting", "SwitchboardWire", "SwitchboardTesting", "SwitchboardCrypto",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "SwitchboardCallKitTests",
@@ -189,22 +226,31 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "SwitchboardDemoTests", dependencies: ["SwitchboardDemo"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim", "SwitchboardTesting"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore", "SwitchboardTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardNetSimTests", dependencies: ["SwitchboardNetSim", "SwitchboardTesting"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore", "SwitchboardTesting"],
+            swiftSettings: strict),
         .testTarget(name: "SwitchboardCryptoTests", dependencies: ["SwitchboardCrypto"], swiftSettings: strict),
-        .testTarget(name: "SwitchboardGeoTests", dependencies: ["SwitchboardGeo", "SwitchboardTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchboardGeoTests", dependencies: ["SwitchboardGeo", "SwitchboardTesting"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardAPNsEmulatorTests",
-            dependencies: ["SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardCLI", "SwitchboardPOSIX",
+            dependencies: [
+                "SwitchboardAPNsEmulator", "SwitchboardCrypto", "CNGHTTP2", "SwitchboardTesting", "SwitchboardPush",
+                "SwitchboardCore", "SwitchboardPushCore", "SwitchboardCLI", "SwitchboardPOSIX",
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "SwitchboardPushTests", dependencies: ["SwitchboardPush", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardTesting"],
+            name: "SwitchboardPushTests",
+            dependencies: ["SwitchboardPush", "SwitchboardPushCore", "SwitchboardCrypto", "SwitchboardTesting"],
             exclude: ["Transport/h2_test_server.py"], swiftSettings: strict),
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardPushCore", "SwitchboardWire",
+                "SwitchboardServer", "SwitchboardHTTP", "SwitchboardStore", "SwitchboardCore", "SwitchboardPushCore",
+                "SwitchboardWire",
                 "SwitchboardCrypto", "SwitchboardTesting", "SwitchboardPush", "SwitchboardKit", "SwitchboardKitTesting",
                 "SwitchboardObservability", "SwitchboardLifecycle", "SwitchboardCLI",
                 "SwitchboardNetSim",  // SplitMix64, for seeded histories

@@ -37,6 +37,10 @@ let program = CommandLineProgram(
             "push-emulator", aliases: ["apns-emulator"],
             summary: "Run local stand-ins for APNs, FCM, Huawei, Xiaomi, OPPO and vivo.", help: APNsEmulatorCommand.help
         ),
+        .init(
+            "webhook-receiver",
+            summary: "Receive the server's webhook deliveries, check their signatures and print them.",
+            help: WebhookReceiverCommand.help),
     ],
     elsewhere: [
         "serve": "the server is 'switchboard serve'.", "backup": "it is the server's: 'switchboard backup'.",
@@ -51,6 +55,7 @@ let runs: [String: ([String]) -> Int32] = [
     "bench audio": { BenchCommand.run(["audio"] + $0) },
     "proxy": ProxyCommand.run,
     "push-emulator": APNsEmulatorCommand.run,
+    "webhook-receiver": WebhookReceiverCommand.run,
 ]
 
 switch program.resolve(Array(CommandLine.arguments.dropFirst())) {

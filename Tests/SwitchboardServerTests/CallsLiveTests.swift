@@ -126,12 +126,13 @@ struct CallsLiveTests {
             endedAt >= stoppedAt.addingTimeInterval(-0.001),
             "ended at \(endedAt), before the first server stopped at \(stoppedAt)")
         #expect((call["invitations"] as? [[String: Any]])?.first?["state"] as? String == "missed")
-        // Both events were written: the ring, then the miss.
+        // Every event was written: the ring, the miss, then the conversation's record of the call.
         let events =
             (json(await fetch(second.address, "GET", "/events?after=\(cursor)&wait=0", headers: bob.auth).body)[
                 "events"] as? [[String: Any]]) ?? []
-        #expect(events.map { $0["kind"] as? String } == ["call_changed", "call_changed"])
-        #expect(events.allSatisfy { $0["callId"] as? String == callID })
+        #expect(events.map { $0["kind"] as? String } == ["call_changed", "call_changed", "message"])
+        #expect(events.prefix(2).allSatisfy { $0["callId"] as? String == callID })
+        #expect(events.last?["messageId"] as? String != nil)
     }
 
     /// Runs scripts/verify_livekit_token.py (LiveKit's Python verifier) on a thread of its own.

@@ -48,8 +48,8 @@ extension CallService {
         else { return 0 }
         // Same transaction as the read: the version cannot have moved.
         _ = try calls.update(transition.call, from: stored.version)
-        try chronicle(from: stored.call, to: transition.call, in: transaction)
         try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: id)
+        try chronicle(from: stored.call, to: transition.call, in: transaction)
         if withdrawMedia {
             for action in transition.effects.media {
                 try transaction.enqueue(MediaWithdrawals.job(action, callID: id, id: transaction.newID()))

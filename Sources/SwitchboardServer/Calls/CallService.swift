@@ -102,11 +102,11 @@ struct CallService: Sendable {
                     now: transaction.date,
                     ringTimeout: ringTimeout)
                 try calls.insert(transition.call, clientID: request.clientId.lowercased())
-                try Self.chronicle(from: nil, to: transition.call, in: transaction)
                 if scopeKind == .group {
                     try ScheduledCallService.link(callID: callID, inGroup: request.scopeId, in: transaction)
                 }
                 try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
+                try Self.chronicle(from: nil, to: transition.call, in: transaction)
                 // Same truth on both paths: the ring's pushes commit with its events.
                 let pushes = try PushOutbox.enqueueRings(
                     for: transition, ringOnly: ringOnly, channels: push, keys: payloadKeys, in: transaction)
@@ -250,8 +250,8 @@ struct CallService: Sendable {
             do {
                 let (committed, notices) = try await store.write { transaction -> (Bool, Int) in
                     guard try transaction.calls.update(transition.call, from: stored.version) else { return (false, 0) }
-                    try Self.chronicle(from: stored.call, to: transition.call, in: transaction)
                     try transaction.appendEvent(.callChanged, to: transition.effects.notify, callID: callID)
+                    try Self.chronicle(from: stored.call, to: transition.call, in: transaction)
                     let notices = try PushOutbox.enqueueNotices(
                         from: stored.call, to: transition.call, actingSession: actingSession, channels: channels,
                         in: transaction)
