@@ -18,7 +18,7 @@ public enum WebhookReceiverCommand {
         against the secrets (t=<unix>,v1=<hex HMAC-SHA256 of "t.body">, at most 5 minutes
         old), and prints one JSON line per delivery:
           {"verified":true,"answer":200,"deliveryId":"dlv_…","attempt":1,"signature":"t=…,v1=…",
-           "event":{"id":"evt_…","type":"call.ended","createdAt":"…","data":{…}}}
+           "event":{"id":"evt_…","type":"call.ended","createdAt":"…","data":{…}},"body":"<as received>"}
         A delivery whose signature does not verify is answered 401 and printed with
         "verified":false and "reason" (malformed, stale or mismatch). Runs until SIGINT or
         SIGTERM, then prints
@@ -126,6 +126,7 @@ public enum WebhookReceiverCommand {
                 "attempt": Int(request.headers["Switchboard-Delivery-Attempt"] ?? "") ?? 0,
             ]
             line["event"] = (try? JSONSerialization.jsonObject(with: Data(request.body))) ?? NSNull()
+            line["body"] = String(decoding: request.body, as: UTF8.self)
             let status: Int
             if verdict == .valid {
                 let failing = state.withLock { state -> Bool in

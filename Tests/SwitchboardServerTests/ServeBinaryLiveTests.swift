@@ -26,7 +26,8 @@ final class ServerProcess: Sendable {
     private let outputPath: String
 
     /// Starts `<executable> <command>` (default `switchboard serve`) and waits (bounded,
-    /// generously) for its `listening` line (the first stdout line). This blocks the calling
+    /// generously) for its `listening` line (the first stdout line: the server's JSON log line,
+    /// or, with `listeningLine`, a plain line with that prefix before the address). This blocks the calling
     /// thread; async tests use ``launch(command:arguments:environment:)``, which waits on a
     /// thread of its own.
     ///
@@ -35,7 +36,7 @@ final class ServerProcess: Sendable {
     init(
         _ executable: Executable = .server, command: String = "serve", arguments: [String],
         environment: [String: String] = [:],
-        blockedStopSignals: Bool = false
+        blockedStopSignals: Bool = false, listeningLine: String? = nil
     ) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-out-\(UUID().uuidString)")
             .path
@@ -62,7 +63,13 @@ final class ServerProcess: Sendable {
         let deadline = Date().addingTimeInterval(generousWait)
         var found: String?
         while Date() < deadline, found == nil, process.isRunning {
-            if let firstLine = (try? String(contentsOfFile: path, encoding: .utf8))?.split(separator: "\n").first,
+            if let prefix = listeningLine,
+                let firstLine = (try? String(contentsOfFile: path, encoding: .utf8))?.split(separator: "\n").first,
+                firstLine.hasPrefix(prefix)
+            {
+                found = String(firstLine.dropFirst(prefix.count))
+            } else if let firstLine = (try? String(contentsOfFile: path, encoding: .utf8))?.split(separator: "\n")
+                .first,
                 let object = try? JSONSerialization.jsonObject(with: Data(firstLine.utf8)) as? [String: Any],
                 object["msg"] as? String == "listening"
             {
@@ -84,13 +91,13 @@ final class ServerProcess: Sendable {
     static func launch(
         _ executable: Executable = .server, command: String = "serve", arguments: [String],
         environment: [String: String] = [:],
-        blockedStopSignals: Bool = false
+        blockedStopSignals: Bool = false, listeningLine: String? = nil
     ) async throws -> ServerProcess {
         try await offPool {
             Result {
                 try ServerProcess(
                     executable, command: command, arguments: arguments, environment: environment,
-                    blockedStopSignals: blockedStopSignals)
+                    blockedStopSignals: blockedStopSignals, listeningLine: listeningLine)
             }
         }.get()
     }
