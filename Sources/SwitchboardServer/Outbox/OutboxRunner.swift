@@ -74,6 +74,18 @@ final class OutboxRunner: Sendable {
 
     /// Runs until cancelled; attempts still running are cancelled with it.
     func run() async {
+        // Only on SQLite is this the database's one runner: the claims of the process before
+        // it are void (on PostgreSQL other instances' claims are live leases, and a crashed
+        // instance's lapse by themselves).
+        if !store.backend.isShared {
+            do {
+                _ = try await store.write { transaction in
+                    try transaction.outboxJobs.releaseClaims(at: CallStore.milliseconds(transaction.date))
+                }
+            } catch {
+                logger.error("outbox could not release old claims", ["error": .string(String(describing: error))])
+            }
+        }
         await BackgroundLoop.$name.withValue(Self.loopName) {
             await withDiscardingTaskGroup { group in
                 while !Task.isCancelled {

@@ -84,6 +84,9 @@ package protocol OutboxJobRepository {
     func due(at nowMS: Int64, limit: Int, skipping: Set<String>) throws -> [OutboxJob]
     /// When the next pending job falls due, if any is pending.
     func nextDueMS() throws -> Int64?
+    /// Voids every claim: the pending jobs a process before this one held fall due at `nowMS`
+    /// (a start-up as the database's only runner, on SQLite). Returns how many.
+    func releaseClaims(at nowMS: Int64) throws -> Int
     /// Takes a due job for `instance` until `untilMS`. False when another took it first.
     func claim(_ id: String, by instance: String, until untilMS: Int64, at nowMS: Int64) throws -> Bool
     /// Ends a claimed job as `done` or `dead`, the attempt recorded. False when the claim was lost.
@@ -146,6 +149,16 @@ package struct SQLOutboxJobRepository: OutboxJobRepository {
         try connection.query(
             "SELECT min(next_attempt_ms) AS due FROM outbox_jobs WHERE state = 'pending'", []
         ).first?.optionalInt64("due")
+    }
+
+    package func releaseClaims(at nowMS: Int64) throws -> Int {
+        try connection.run(
+            """
+            UPDATE outbox_jobs SET claimed_by = NULL,
+                next_attempt_ms = CASE WHEN next_attempt_ms < ?1 THEN next_attempt_ms ELSE ?1 END
+            WHERE state = 'pending' AND claimed_by IS NOT NULL
+            """,
+            [.integer(nowMS)])
     }
 
     package func claim(_ id: String, by instance: String, until untilMS: Int64, at nowMS: Int64) throws -> Bool {
