@@ -81,7 +81,7 @@ public enum CallChronicle {
     }
 
     /// `m:ss`, or `h:mm:ss` from an hour.
-    static func clock(_ seconds: Int) -> String {
+    public static func clock(_ seconds: Int) -> String {
         let hours = seconds / 3600, minutes = seconds / 60 % 60, rest = seconds % 60
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return hours > 0 ? "\(hours):\(two(minutes)):\(two(rest))" : "\(minutes):\(two(rest))"
