@@ -204,10 +204,19 @@ struct WebhookRoutes {
 
     private static func noEndpoint(_ id: String) -> APIError { APIError.notFound("no webhook endpoint '\(id)'") }
 
+    /// What the document's pattern allows: http:// or https://, a DNS name, IPv4 or bracketed
+    /// IPv6 host, an optional port, and a path and query of URL characters (percent-escapes
+    /// well formed); no credentials, no fragment.
+    private static let urlPattern = try? NSRegularExpression(
+        pattern:
+            "^[Hh][Tt][Tt][Pp][Ss]?://(?:\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?(?:[/?](?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$"
+    )
+
     /// An absolute http:// or https:// URL with a host, no credentials and no fragment, up to 2048 bytes.
     static func url(_ text: String) throws(APIError) -> String {
-        guard text.utf8.count <= 2048, WebhookDeliveries.split(text) != nil, !text.contains("#"),
-            !text.contains(where: { $0.isWhitespace })
+        let whole = NSRange(text.startIndex..., in: text)
+        guard (10...2048).contains(text.utf8.count), urlPattern?.firstMatch(in: text, range: whole) != nil,
+            WebhookDeliveries.split(text) != nil
         else {
             throw APIError.validation(
                 "'url' must be an absolute http:// or https:// URL with a host, without credentials or fragment, up to 2048 bytes",
