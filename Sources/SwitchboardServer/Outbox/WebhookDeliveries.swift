@@ -26,7 +26,9 @@ enum WebhookOutbox {
         guard !endpoints.isEmpty else { return 0 }
         let eventID = "evt_" + transaction.newID()
         let event = Body(id: eventID, type: type.rawValue, createdAt: transaction.timestamp, data: data)
-        let body = String(decoding: try JSONEncoder().encode(event), as: UTF8.self)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let body = String(decoding: try encoder.encode(event), as: UTF8.self)
         for endpoint in endpoints {
             try transaction.enqueue(
                 NewOutboxJob(
