@@ -116,17 +116,12 @@ struct WebhookRoutes {
             let url = try change.url.map(Self.url)
             let events = try change.events.map(Self.events)
             let description = try change.description.map(Self.description)
-            let endpoint = try await store.write { transaction -> WebhookEndpointRecord? in
-                guard var endpoint = try transaction.webhookEndpoints.endpoint(id) else { return nil }
+            let endpoint = try await Self.change(id, in: store) { endpoint in
                 if let url { endpoint.url = url }
                 if let events { endpoint.events = events }
                 if let enabled = change.enabled { endpoint.enabled = enabled }
                 if let description { endpoint.description = description }
-                endpoint.updatedAt = transaction.timestamp
-                try transaction.webhookEndpoints.save(endpoint)
-                return endpoint
             }
-            guard let endpoint else { throw Self.noEndpoint(id) }
             return .json(Self.view(endpoint, showSecrets: false))
         }
         router.add("DELETE", "/admin/webhooks/{endpointId}") { context in
@@ -147,27 +142,15 @@ struct WebhookRoutes {
             let id = context.parameter("endpointId")
             let rotation = try context.decode(Rotation.self)
             let secret = try rotation.secret.map(Self.secret) ?? Self.newSecret()
-            let endpoint = try await store.write { transaction -> WebhookEndpointRecord? in
-                guard var endpoint = try transaction.webhookEndpoints.endpoint(id) else { return nil }
+            let endpoint = try await Self.change(id, in: store) { endpoint in
                 endpoint.secrets = [secret] + (rotation.keepPrevious ?? true ? Array(endpoint.secrets.prefix(1)) : [])
-                endpoint.updatedAt = transaction.timestamp
-                try transaction.webhookEndpoints.save(endpoint)
-                return endpoint
             }
-            guard let endpoint else { throw Self.noEndpoint(id) }
             return .json(Self.view(endpoint, showSecrets: true))
         }
         router.add("DELETE", "/admin/webhooks/{endpointId}/secrets/previous") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
             let id = context.parameter("endpointId")
-            let endpoint = try await store.write { transaction -> WebhookEndpointRecord? in
-                guard var endpoint = try transaction.webhookEndpoints.endpoint(id) else { return nil }
-                endpoint.secrets = Array(endpoint.secrets.prefix(1))
-                endpoint.updatedAt = transaction.timestamp
-                try transaction.webhookEndpoints.save(endpoint)
-                return endpoint
-            }
-            guard let endpoint else { throw Self.noEndpoint(id) }
+            let endpoint = try await Self.change(id, in: store) { $0.secrets = Array($0.secrets.prefix(1)) }
             return .json(Self.view(endpoint, showSecrets: false))
         }
         router.add("GET", "/admin/webhooks/{endpointId}/deliveries") { context in
@@ -203,6 +186,21 @@ struct WebhookRoutes {
     }
 
     private static func noEndpoint(_ id: String) -> APIError { APIError.notFound("no webhook endpoint '\(id)'") }
+
+    /// Changes an endpoint in one transaction; 404 when there is none.
+    private static func change(
+        _ id: String, in store: ServerStore, _ body: @escaping @Sendable (inout WebhookEndpointRecord) -> Void
+    ) async throws -> WebhookEndpointRecord {
+        let endpoint = try await store.write { transaction -> WebhookEndpointRecord? in
+            guard var endpoint = try transaction.webhookEndpoints.endpoint(id) else { return nil }
+            body(&endpoint)
+            endpoint.updatedAt = transaction.timestamp
+            try transaction.webhookEndpoints.save(endpoint)
+            return endpoint
+        }
+        guard let endpoint else { throw noEndpoint(id) }
+        return endpoint
+    }
 
     /// What the document's pattern allows: http:// or https://, a DNS name, IPv4 or bracketed
     /// IPv6 host, an optional port, and a path and query of URL characters (percent-escapes
