@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCrypto
 import SwitchboardHTTP
 import SwitchboardStore
+import SwitchboardPush
 import SwitchboardTesting
 import Testing
 
@@ -20,8 +21,8 @@ struct WebhookAPITests {
         return try CallWorld(configuration: configuration)
     }
 
-    private func create(_ world: CallWorld, _ body: String) async -> HTTPResponse {
-        await world.app.request("POST", "/admin/webhooks", headers: Self.admin, body: body)
+    private func create(_ world: CallWorld, _ body: String, headers: HTTPHeaders = admin) async -> HTTPResponse {
+        await world.app.request("POST", "/admin/webhooks", headers: headers, body: body)
     }
 
     @Test func badEndpointsAreRefusedNamingTheField() async throws {
@@ -112,6 +113,73 @@ struct WebhookAPITests {
         let elsewhere = await world.app.request(
             "POST", "/admin/webhooks/\(everything)/deliveries/\(deliveryID)/resend", headers: Self.admin)
         #expect(elsewhere.status == 404)
+    }
+
+    /// The events a webhook endpoint `endpoint` was given, as `(type, data)`, oldest first.
+    static func events(_ world: CallWorld, _ endpoint: String) async throws -> [(String, [String: Any])] {
+        let jobs = try await world.app.application.store.snapshot {
+            try $0.outboxJobs.jobs(of: .webhook, target: endpoint, limit: 100)
+        }
+        return jobs.reversed().compactMap {
+            guard let event = try? JSONSerialization.jsonObject(with: Data($0.payload.utf8)) as? [String: Any],
+                let type = event["type"] as? String, let data = event["data"] as? [String: Any]
+            else { return nil }
+            return (type, data)
+        }
+    }
+
+    @Test func aTokenThePushServiceRemovedIsAPushFailedEvent() async throws {
+        var configuration = ServerConfiguration()
+        configuration.adminKey = Self.key
+        let fcm = ScriptedPushProvider()
+        let world = try CallWorld(
+            configuration: configuration, apnsTransport: ScriptedPushProvider(), fcmTransport: fcm)
+        defer { world.close() }
+        let endpoint = try #require(
+            await create(world, #"{"url":"http://127.0.0.1:9/","events":["push.failed"]}"#).json?["id"] as? String)
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        let device = UUID().uuidString.lowercased()
+        let registered = await world.app.request(
+            "POST", "/push/devices", headers: bob.headers,
+            body: #"{"deviceId":"\#(device)","platform":"android","tokens":{"fcm":{"token":"fcm-token-of-bob-0001"}}}"#)
+        #expect(registered.status == 200)
+        fcm.script("fcm-token-of-bob-0001", [.response(status: 404, reason: "UNREGISTERED")])
+        let call = try #require(await world.call(alice, "conversation", conversation).call)
+        #expect(try await eventuallyTrying { try await Self.events(world, endpoint).count == 1 })
+        let (type, data) = try #require(try await Self.events(world, endpoint).first)
+        #expect(type == "push.failed")
+        #expect(
+            data["userId"] as? String == bob.id && data["deviceId"] as? String == device
+                && data["channel"] as? String == "fcm" && data["tokenSuffix"] as? String == "bob-0001"
+                && data["callId"] as? String == call.id && data["reason"] as? String == "UNREGISTERED"
+                && data["removed"] as? Bool == true)
+    }
+
+    @Test func aGatewaySignalThatFinishedIsAnEvent() async throws {
+        let env = try await GatewaySignalTests.World()
+        defer { env.world.close() }
+        let endpoint = try #require(
+            await create(
+                env.world, #"{"url":"http://127.0.0.1:9/","events":["gateway.signal.finished"]}"#,
+                headers: GatewayTests.admin
+            )
+            .json?["id"] as? String)
+        try await env.device(
+            "bob", GatewaySignalTests.pixel, platform: "android", tokens: #"{"fcm":{"token":"fcm-bob"}}"#)
+        // Nobody to ring: finished at once. Bob's phone: finished once its ring was delivered.
+        _ = try await env.signal("call-nobody", to: ["nobody"])
+        _ = try await env.signal("call-bob", to: ["bob"])
+        #expect(try await eventuallyTrying { try await Self.events(env.world, endpoint).count == 2 })
+        let events = try await Self.events(env.world, endpoint)
+        let signals = events.compactMap { $0.1["signal"] as? [String: Any] }
+        #expect(events.allSatisfy { $0.0 == "gateway.signal.finished" && $0.1["appId"] as? String == "acme" })
+        #expect(signals.map { $0["callId"] as? String } == ["call-nobody", "call-bob"])
+        let devices = signals.last?["devices"] as? [[String: Any]] ?? []
+        #expect(devices.count == 1 && devices.first?["state"] as? String == "delivered")
+        // Nothing more: a finished signal is told once.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await Self.events(env.world, endpoint).count == 2)
     }
 
     @Test func theSignatureIsHMACSHA256OfTimestampDotBody() {

@@ -255,7 +255,11 @@ struct GatewayService: Sendable {
             try signals.cancel(app: app, call: callID)
             let now = CallStore.milliseconds(transaction.date)
             // What waits is dropped now (a claimed one, in flight, by its sender's check).
-            try transaction.pushJobs.dropPendingRings(ofCall: GatewayNamespace.callKey(app: app, call: callID), at: now)
+            let dropped = try transaction.pushJobs.dropPendingRings(
+                ofCall: GatewayNamespace.callKey(app: app, call: callID), at: now)
+            // The rings that waited are dropped: unless one is in flight, the signal finished
+            // now (one that had finished before said so then).
+            if dropped > 0 { try Self.noteIfFinished(app: app, call: callID, in: transaction) }
             guard now < signal.expiresAtMS else { return 0 }
             let configured = Set(channels.all.filter(\.summary.configured).map(\.name))
             let expires = transaction.date.addingTimeInterval(PushOutbox.noticeLifetime)

@@ -39,7 +39,8 @@ protocol OutboxJobHandler: Sendable {
 /// and webhook deliveries. A change writes its jobs in its own transaction; after the commit
 /// the runner claims each due job with a lease (so two passes or instances never both try it,
 /// and a crashed instance's jobs fall due again when the lease runs out), tries it on a task of
-/// its own (a slow target delays no other), and records the outcome: done, another attempt
+/// its own (a slow target delays no other: it holds at most `maxInFlightPerTarget` of the
+/// runner's slots), and records the outcome: done, another attempt
 /// after a growing pause, or given up. Jobs of one queue go one at a time, in order.
 final class OutboxRunner: Sendable {
     let store: ServerStore
@@ -48,22 +49,27 @@ final class OutboxRunner: Sendable {
     let metrics: Metrics
     /// Jobs tried at once; past it the loop waits for outcomes before claiming more.
     let maxInFlight: Int
+    /// Jobs for one target (one webhook endpoint, one media room) tried at once: a target that
+    /// hangs holds this many slots at most, never the runner's whole budget.
+    let maxInFlightPerTarget: Int
     /// The longest the loop sleeps with nothing due: other instances' jobs wake no one here.
     let idleCeiling: TimeInterval = 1
-    private let inFlight = Mutex<Set<String>>([])
+    /// The jobs being tried, with their targets.
+    private let inFlight = Mutex<[String: String]>([:])
     private let pending = Mutex<[OutboxJobKind: Int]>([:])
 
     static let loopName = "outbox"
 
     init(
         store: ServerStore, handlers: [OutboxJobKind: any OutboxJobHandler], logger: Logger, metrics: Metrics,
-        maxInFlight: Int = 64
+        maxInFlight: Int = 64, maxInFlightPerTarget: Int = 8
     ) {
         self.store = store
         self.handlers = handlers
         self.logger = logger
         self.metrics = metrics
         self.maxInFlight = max(1, maxInFlight)
+        self.maxInFlightPerTarget = max(1, maxInFlightPerTarget)
     }
 
     /// Jobs of `kind` waiting, as of the last pass.
@@ -95,7 +101,7 @@ final class OutboxRunner: Sendable {
                         for job in claimed {
                             group.addTask {
                                 await self.process(job)
-                                self.inFlight.withLock { _ = $0.remove(job.id) }
+                                self.inFlight.withLock { _ = $0.removeValue(forKey: job.id) }
                                 // The next job of its queue may be due now; a slot is free.
                                 self.wake()
                             }
@@ -124,20 +130,29 @@ final class OutboxRunner: Sendable {
         let busy = inFlight.withLock { $0 }
         let budget = maxInFlight - busy.count
         guard budget > 0 else { return [] }
+        var perTarget: [String: Int] = [:]
+        for target in busy.values { perTarget[target, default: 0] += 1 }
+        let saturated = Set(perTarget.filter { $0.value >= maxInFlightPerTarget }.keys)
         let now = CallStore.milliseconds(store.environment.now())
-        let due = try await store.snapshot { try $0.outboxJobs.due(at: now, limit: budget, skipping: busy) }
+        let skipping = Set(busy.keys)
+        let due = try await store.snapshot {
+            try $0.outboxJobs.due(at: now, limit: budget, skipping: skipping, busyTargets: saturated)
+        }
         try await notePending(force: !due.isEmpty)
         var claimed: [OutboxJob] = []
         let instance = store.instanceID
         for job in due {
-            guard let handler = handlers[job.kind] else { continue }
+            guard let handler = handlers[job.kind], perTarget[job.target, default: 0] < maxInFlightPerTarget else {
+                continue
+            }
             let leaseMS = Int64(handler.lease * 1000)
             let won = try await store.write { transaction in
                 let at = CallStore.milliseconds(transaction.date)
                 return try transaction.outboxJobs.claim(job.id, by: instance, until: at + leaseMS, at: at)
             }
             guard won else { continue }
-            inFlight.withLock { _ = $0.insert(job.id) }
+            perTarget[job.target, default: 0] += 1
+            inFlight.withLock { $0[job.id] = job.target }
             claimed.append(job)
         }
         return claimed
@@ -152,7 +167,7 @@ final class OutboxRunner: Sendable {
             for job in claimed {
                 group.addTask {
                     await self.process(job)
-                    self.inFlight.withLock { _ = $0.remove(job.id) }
+                    self.inFlight.withLock { _ = $0.removeValue(forKey: job.id) }
                 }
             }
         }

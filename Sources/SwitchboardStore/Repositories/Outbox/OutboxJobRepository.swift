@@ -80,8 +80,9 @@ package struct OutboxAttempt: Sendable, Equatable {
 package protocol OutboxJobRepository {
     func enqueue(_ job: NewOutboxJob, at nowMS: Int64) throws
     /// Pending jobs due at `nowMS` that head their queue (no earlier job of the queue is
-    /// pending), oldest due first, at most `limit`, leaving out `skipping`.
-    func due(at nowMS: Int64, limit: Int, skipping: Set<String>) throws -> [OutboxJob]
+    /// pending), oldest due first, at most `limit`, leaving out `skipping` and the jobs for
+    /// `busyTargets`.
+    func due(at nowMS: Int64, limit: Int, skipping: Set<String>, busyTargets: Set<String>) throws -> [OutboxJob]
     /// When the next pending job falls due, if any is pending.
     func nextDueMS() throws -> Int64?
     /// Voids every claim: the pending jobs a process before this one held fall due at `nowMS`
@@ -132,16 +133,20 @@ package struct SQLOutboxJobRepository: OutboxJobRepository {
             ])
     }
 
-    package func due(at nowMS: Int64, limit: Int, skipping: Set<String>) throws -> [OutboxJob] {
+    package func due(
+        at nowMS: Int64, limit: Int, skipping: Set<String>, busyTargets: Set<String>
+    ) throws -> [OutboxJob] {
         // Asks for more than `limit` so that jobs still being carried out do not hide the others.
-        try connection.query(
+        let targets = busyTargets.sorted()
+        let placeholders = targets.indices.map { "?\($0 + 3)" }.joined(separator: ", ")
+        return try connection.query(
             """
             SELECT \(Self.columns) FROM outbox_jobs j
-            WHERE j.state = 'pending' AND j.next_attempt_ms <= ?1
+            WHERE j.state = 'pending' AND j.next_attempt_ms <= ?1\(targets.isEmpty ? "" : " AND j.target NOT IN (\(placeholders))")
             AND NOT EXISTS (SELECT 1 FROM outbox_jobs e WHERE e.queue = j.queue AND e.state = 'pending' AND e.seq < j.seq)
             ORDER BY j.next_attempt_ms, j.seq LIMIT ?2
             """,
-            [.integer(nowMS), .integer(Int64(limit + skipping.count))]
+            [.integer(nowMS), .integer(Int64(limit + skipping.count))] + targets.map { .text($0) }
         ).compactMap(Self.job(from:)).filter { !skipping.contains($0.id) }.prefix(limit).map { $0 }
     }
 

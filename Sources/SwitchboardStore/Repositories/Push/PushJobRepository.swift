@@ -168,7 +168,9 @@ package protocol PushJobRepository {
     /// Every ring job of `callID`, by user and device: where each push stands.
     func rings(ofCall callID: String) throws -> [RingJobStatus]
     /// Drops the call's rings still waiting (unclaimed): a cancel takes them out at once.
-    func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws
+    /// Returns how many it dropped.
+    @discardableResult
+    func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws -> Int
     /// At most `failures` of the newest undelivered jobs that saw an error.
     func report(failures: Int) throws -> PushQueueReport
 }

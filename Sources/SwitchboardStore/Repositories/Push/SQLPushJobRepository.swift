@@ -132,7 +132,8 @@ package struct SQLPushJobRepository: PushJobRepository {
         }
     }
 
-    package func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws {
+    @discardableResult
+    package func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws -> Int {
         try connection.run(
             """
             UPDATE push_jobs SET state = 'dropped', reason = 'call_not_ringing', finished_at_ms = ?
