@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SwitchboardCrypto
 import SwitchboardHTTP
 import SwitchboardStore
@@ -180,6 +181,38 @@ struct WebhookAPITests {
         // Nothing more: a finished signal is told once.
         try await Task.sleep(for: .milliseconds(200))
         #expect(try await Self.events(env.world, endpoint).count == 2)
+    }
+
+    @Test func aRedirectIsNeverFollowedAndCountsAsAFailure() async throws {
+        let world = try world()
+        defer { world.close() }
+        let hits = Atomic<Int>(0)
+        let elsewhere = HTTPServer(configuration: HTTPServerConfiguration(port: 0, loopCount: 1)) { _ in
+            hits.add(1, ordering: .relaxed)
+            return HTTPResponse(status: 200)
+        }
+        let target = try elsewhere.start()
+        defer { elsewhere.stopNow() }
+        let redirecting = HTTPServer(configuration: HTTPServerConfiguration(port: 0, loopCount: 1)) { _ in
+            HTTPResponse(status: 307, headers: ["Location": "http://127.0.0.1:\(target.port)/taken"])
+        }
+        let redirect = try redirecting.start()
+        defer { redirecting.stopNow() }
+        let endpoint = try #require(
+            await create(world, #"{"url":"http://127.0.0.1:\#(redirect.port)/hook","events":["call.ringing"]}"#)
+                .json?["id"] as? String)
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        _ = try #require(await world.call(alice, "conversation", conversation).call)
+        func delivery() async -> [String: Any]? {
+            (await world.app.request("GET", "/admin/webhooks/\(endpoint)/deliveries", headers: Self.admin)
+                .json?["deliveries"] as? [[String: Any]])?.first
+        }
+        #expect(await eventually { await delivery()?["lastStatus"] as? Int == 307 })
+        let pending = try #require(await delivery())
+        #expect(pending["state"] as? String == "pending" && pending["attempts"] as? Int == 1)
+        #expect((pending["lastError"] as? String)?.contains("redirect") == true)
+        #expect(hits.load(ordering: .relaxed) == 0)
     }
 
     @Test func theSignatureIsHMACSHA256OfTimestampDotBody() {
