@@ -52,7 +52,11 @@ public enum WebhookSignature {
             }
         }
         guard let timestamp, !presented.isEmpty else { return .malformed }
-        guard abs(now - timestamp) <= tolerance else { return .stale }
+        // Compared without subtracting: a hostile `t` (Int64.min) must not overflow.
+        let earliest = now.subtractingReportingOverflow(tolerance), latest = now.addingReportingOverflow(tolerance)
+        guard timestamp >= (earliest.overflow ? .min : earliest.partialValue),
+            timestamp <= (latest.overflow ? .max : latest.partialValue)
+        else { return .stale }
         for secret in secrets {
             let expected = Array(mac(body: body, secret: secret, timestamp: timestamp).utf8)
             if presented.contains(where: { ConstantTime.equals(Array($0.utf8), expected) }) { return .valid }

@@ -146,7 +146,9 @@ public final class Application: Sendable {
         self.webhooks = webhooks
         var outboxHandlers: [OutboxJobKind: any OutboxJobHandler] = [.webhook: webhooks]
         if media.managesRooms { outboxHandlers[.media] = MediaWithdrawals(store: store, media: media) }
-        let outbox = OutboxRunner(store: store, handlers: outboxHandlers, logger: logger, metrics: metrics)
+        let outbox = OutboxRunner(
+            store: store, handlers: outboxHandlers, logger: logger, metrics: metrics,
+            maxInFlightPerTarget: webhooks.maxConnectionsPerEndpoint)
         self.outbox = outbox
         let calls = CallService(
             store: store, media: media,
@@ -189,8 +191,10 @@ public final class Application: Sendable {
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         PushPreferenceRoutes(store: store, authenticator: authenticator).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
-        WebhookRoutes(store: store, adminKey: configuration.adminKey, settings: configuration.webhooks)
-            .register(in: &router)
+        WebhookRoutes(
+            store: store, adminKey: configuration.adminKey, settings: configuration.webhooks,
+            deleted: { webhooks.forget(endpoint: $0) }
+        ).register(in: &router)
         GatewayRoutes(
             store: store, adminKey: configuration.adminKey,
             service: GatewayService(

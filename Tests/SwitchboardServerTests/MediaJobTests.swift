@@ -18,7 +18,7 @@ struct MediaJobTests {
     }
 
     private func pending(_ world: CallWorld) async throws -> [OutboxJob] {
-        try await world.app.application.store.snapshot { try $0.outboxJobs.due(at: .max, limit: 100, skipping: [], busyTargets: []) }
+        try await world.app.application.store.snapshot { try $0.outboxJobs.due(at: .max, limit: 100, kinds: [.media], skipping: [], busyTargets: []) }
     }
 
     @Test func theRetryPauseDoublesUpToAMinute() {

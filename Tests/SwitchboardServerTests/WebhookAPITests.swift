@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 import SwitchboardCrypto
 import SwitchboardHTTP
@@ -215,6 +216,56 @@ struct WebhookAPITests {
         #expect(hits.load(ordering: .relaxed) == 0)
     }
 
+    /// Python's `http.server` answers HTTP/1.0, here with 100 KB of page after its 200: both
+    /// are a delivery.
+    @Test func anHTTP10AnswerWithALongBodyIsADelivery() async throws {
+        let world = try world()
+        defer { world.close() }
+        let port = try freeLoopbackPort()
+        let script = """
+            import http.server, sys
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_POST(self):
+                    self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.end_headers()
+                    self.wfile.write(b"<p>thanks</p>" * 8000)
+                def log_message(self, *args):
+                    pass
+            http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+            """
+        let receiver = Process()
+        // Debian's own Python, started directly: the process killed below is the server itself.
+        receiver.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        receiver.arguments = ["-c", script, String(port)]
+        receiver.standardOutput = FileHandle.nullDevice
+        receiver.standardError = FileHandle.nullDevice
+        try ProcessLauncher.run(receiver)
+        // Killed, not waited for: `waitUntilExit()` spins a run loop on this (pool) thread, and
+        // Foundation reaps the process by itself.
+        defer { kill(receiver.processIdentifier, SIGKILL) }
+        let endpoint = try #require(
+            await create(world, #"{"url":"http://127.0.0.1:\#(port)/hook","events":["call.ringing"]}"#)
+                .json?["id"] as? String)
+        let alice = try await world.person("alice"), bob = try await world.person("bob")
+        let conversation = try await world.befriend(alice, bob)
+        // Until the receiver listens the attempts fail; the runner retries on the manual clock.
+        _ = try #require(await world.call(alice, "conversation", conversation).call)
+        func delivery() async -> [String: Any]? {
+            (await world.app.request("GET", "/admin/webhooks/\(endpoint)/deliveries", headers: Self.admin)
+                .json?["deliveries"] as? [[String: Any]])?.first
+        }
+        #expect(
+            await eventually {
+                if await delivery()?["state"] as? String == "done" { return true }
+                world.clock.advance(seconds: 10)
+                try? await Task.sleep(for: .milliseconds(50))
+                return false
+            })
+        #expect(await delivery()?["lastStatus"] as? Int == 200)
+    }
+
     @Test func theSignatureIsHMACSHA256OfTimestampDotBody() {
         let body = Array(#"{"id":"evt_1","type":"call.ended"}"#.utf8)
         let header = WebhookSignature.header(body: body, secrets: ["whsec_a", "whsec_b"], at: 1_800_000_000)
@@ -227,6 +278,13 @@ struct WebhookAPITests {
             WebhookSignature.verify(header: header, body: body + [32], secrets: ["whsec_a"], now: 1_800_000_000)
                 == .mismatch)
         #expect(WebhookSignature.verify(header: "v1=abc", body: body, secrets: ["whsec_a"], now: 0) == .malformed)
+        // A hostile timestamp is stale, never an overflow.
+        let hostile = "t=-9223372036854775808,v1=00"
+        #expect(
+            WebhookSignature.verify(header: hostile, body: body, secrets: ["whsec_a"], now: 1_800_000_000) == .stale)
+        #expect(
+            WebhookSignature.verify(header: "t=9223372036854775807,v1=00", body: body, secrets: ["a"], now: .max)
+                == .mismatch)
     }
 }
 

@@ -37,6 +37,7 @@ final class CurlTransfer {
 
     private let maxBodySize: Int
     private let acceptsHTTP1: Bool
+    private let discardsOversizedBody: Bool
     private var bodyTooLarge = false
     private var responseHeaders: [(String, String)] = []
     private var responseBody: [UInt8] = []
@@ -58,6 +59,7 @@ final class CurlTransfer {
         self.storage = storage
         self.maxBodySize = configuration.maxResponseBodySize
         self.acceptsHTTP1 = configuration.acceptsHTTP1
+        self.discardsOversizedBody = configuration.discardsOversizedBody
         let body = pending.request.body
         let bodyCopy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(body.count, 1), alignment: 1)
         body.withUnsafeBytes { bodyCopy.copyMemory(from: $0) }
@@ -96,7 +98,9 @@ final class CurlTransfer {
 
     /// Turns libcurl's verdict into the caller's result.
     func result(for code: CURLcode) -> Result<HTTP2Response, HTTP2ClientError> {
-        if bodyTooLarge { return .failure(.protocolError("response body larger than \(maxBodySize) bytes")) }
+        if bodyTooLarge, !discardsOversizedBody {
+            return .failure(.protocolError("response body larger than \(maxBodySize) bytes"))
+        }
         guard code == CURLE_OK else {
             let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : CurlResult.message(code)
             return .failure(CurlResult.error(for: code, detail: detail))
@@ -111,13 +115,14 @@ final class CurlTransfer {
         } catch {
             return .failure(error)
         }
-        guard version == CURL_HTTP_VERSION_2_0 || (acceptsHTTP1 && version == CURL_HTTP_VERSION_1_1) else {
+        let http1 = version == CURL_HTTP_VERSION_1_1 || version == CURL_HTTP_VERSION_1_0
+        guard version == CURL_HTTP_VERSION_2_0 || (acceptsHTTP1 && http1) else {
             return .failure(.notHTTP2)
         }
         return .success(
             HTTP2Response(
                 status: status, headers: responseHeaders, body: responseBody,
-                httpVersion: version == CURL_HTTP_VERSION_2_0 ? "2" : "1.1"))
+                httpVersion: version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1"))
     }
 
     // MARK: Options
@@ -257,6 +262,8 @@ final class CurlTransfer {
         guard count > 0, let data else { return 0 }
         guard responseBody.count + count <= maxBodySize else {
             bodyTooLarge = true
+            // Read on and keep nothing more: only the status counts.
+            if discardsOversizedBody { return count }
             return 0  // any count other than `count` makes libcurl fail the transfer with CURLE_WRITE_ERROR
         }
         responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))

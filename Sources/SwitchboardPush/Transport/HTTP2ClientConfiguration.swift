@@ -47,9 +47,13 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var priorKnowledge: Bool
 
     /// Accept answers over HTTP/1.1 from a TLS server that does not offer HTTP/2 (some Android
-    /// vendors' push APIs); each request then holds a connection of its own for its duration.
+    /// vendors' push APIs), or HTTP/1.0; each request then holds a connection of its own for its duration.
     /// `false` (APNs, FCM) fails them with ``HTTP2ClientError/notHTTP2``.
     public var acceptsHTTP1 = false
+    /// Keep the answer of a response whose body is larger than ``maxResponseBodySize``, with
+    /// the body cut there, instead of failing it (a webhook receiver's 200 with a page behind
+    /// it is still a 200). `false` fails them with ``HTTP2ClientError/protocolError(_:)``.
+    public var discardsOversizedBody = false
 
     /// Wait for an existing connection to multiplex on rather than open a new one (CURLOPT_PIPEWAIT).
     public var pipewait: Bool

@@ -60,6 +60,15 @@ final class OutboxRunner: Sendable {
 
     static let loopName = "outbox"
 
+    /// The kinds this runner carries out; jobs of others wait (a media job under a server whose
+    /// media backend manages no rooms).
+    var kinds: Set<OutboxJobKind> { Set(handlers.keys) }
+
+    /// Passes over the outbox so far (tests bound it: a runner must not spin).
+    var passCount: Int { passes.load(ordering: .relaxed) }
+    private let passes = Atomic<Int>(0)
+    private let work = WakeSignal()
+
     init(
         store: ServerStore, handlers: [OutboxJobKind: any OutboxJobHandler], logger: Logger, metrics: Metrics,
         maxInFlight: Int = 64, maxInFlightPerTarget: Int = 8
@@ -70,13 +79,15 @@ final class OutboxRunner: Sendable {
         self.metrics = metrics
         self.maxInFlight = max(1, maxInFlight)
         self.maxInFlightPerTarget = max(1, maxInFlightPerTarget)
+        let work = self.work
+        store.observeOutboxJobs { work.signal() }
     }
 
     /// Jobs of `kind` waiting, as of the last pass.
     func pendingCount(_ kind: OutboxJobKind) -> Int { pending.withLock { $0[kind] ?? 0 } }
 
     /// There may be new jobs: run a pass now.
-    func wake() { store.outboxWork.signal() }
+    func wake() { work.signal() }
 
     /// Runs until cancelled; attempts still running are cancelled with it.
     func run() async {
@@ -107,9 +118,14 @@ final class OutboxRunner: Sendable {
                             }
                         }
                         if !claimed.isEmpty { continue }
+                        // Sleep until the next head of a queue falls due. One that is due but
+                        // could not be claimed waits for a slot: a finished attempt wakes the loop.
                         let now = CallStore.milliseconds(store.environment.now())
-                        if let next = try await store.snapshot({ try $0.outboxJobs.nextDueMS() }) {
-                            sleepFor = min(idleCeiling, max(0.001, Double(next - now) / 1000))
+                        let kinds = self.kinds
+                        if let next = try await store.snapshot({ try $0.outboxJobs.nextDueMS(kinds: kinds) }),
+                            next > now
+                        {
+                            sleepFor = min(idleCeiling, Double(next - now) / 1000)
                         }
                     } catch is CancellationError {
                         break
@@ -117,7 +133,7 @@ final class OutboxRunner: Sendable {
                         logger.error("outbox pass failed", ["error": .string(String(describing: error))])
                     }
                     let environment = store.environment, pause = Duration.milliseconds(Int64(sleepFor * 1000))
-                    let wait = await store.outboxWork.wait(sleep: { try await environment.sleep(for: pause) })
+                    let wait = await work.wait(sleep: { try await environment.sleep(for: pause) })
                     if wait == .cancelled { break }
                 }
                 group.cancelAll()
@@ -127,6 +143,7 @@ final class OutboxRunner: Sendable {
 
     /// Claims the jobs due now, up to the in-flight budget.
     func claimDue() async throws -> [OutboxJob] {
+        passes.add(1, ordering: .relaxed)
         let busy = inFlight.withLock { $0 }
         let budget = maxInFlight - busy.count
         guard budget > 0 else { return [] }
@@ -135,8 +152,9 @@ final class OutboxRunner: Sendable {
         let saturated = Set(perTarget.filter { $0.value >= maxInFlightPerTarget }.keys)
         let now = CallStore.milliseconds(store.environment.now())
         let skipping = Set(busy.keys)
+        let kinds = self.kinds
         let due = try await store.snapshot {
-            try $0.outboxJobs.due(at: now, limit: budget, skipping: skipping, busyTargets: saturated)
+            try $0.outboxJobs.due(at: now, limit: budget, kinds: kinds, skipping: skipping, busyTargets: saturated)
         }
         try await notePending(force: !due.isEmpty)
         var claimed: [OutboxJob] = []
@@ -179,7 +197,8 @@ final class OutboxRunner: Sendable {
     private func notePending(force: Bool) async throws {
         guard force || pending.withLock({ $0.values.contains { $0 > 0 } }) else { return }
         let counts = try await store.snapshot { snapshot in
-            try Dictionary(uniqueKeysWithValues: OutboxJobKind.allCases.map { ($0, try snapshot.outboxJobs.pendingCount(of: $0)) })
+            try Dictionary(
+                uniqueKeysWithValues: OutboxJobKind.allCases.map { ($0, try snapshot.outboxJobs.pendingCount(of: $0)) })
         }
         pending.withLock { $0 = counts }
     }
@@ -205,12 +224,19 @@ final class OutboxRunner: Sendable {
             let delay = max(handler.retryDelay(afterFailures: job.attempts), min(notBefore ?? 0, 86_400))
             let at = now + Int64(delay * 1000)
             let giveUpAt = job.giveUpAtMS ?? handler.giveUpAfter.map { job.createdAtMS + Int64($0 * 1000) }
-            if let giveUpAt, at > giveUpAt { state = .dead } else { next = at }
+            // The last attempt falls at the give-up time itself; after it, the job is dead.
+            if let giveUpAt, at > giveUpAt {
+                if now < giveUpAt { next = giveUpAt } else { state = .dead }
+            } else {
+                next = at
+            }
         }
         do {
             if let next {
-                let tried = attempt ?? OutboxAttempt(atMS: now, status: nil, latencyMS: latencyMS, error: result.error)
-                _ = try await store.write { try $0.outboxJobs.retry(job.id, by: instance, at: next, attempt: tried) }
+                let error = result.error
+                _ = try await store.write {
+                    try $0.outboxJobs.retry(job.id, by: instance, at: next, attempt: attempt, error: error)
+                }
             } else if let state {
                 _ = try await store.write {
                     try $0.outboxJobs.finish(job.id, state, by: instance, attempt: attempt, at: now)

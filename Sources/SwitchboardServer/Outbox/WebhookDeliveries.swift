@@ -10,8 +10,8 @@ import SwitchboardWire
 /// event's JSON, signed with the endpoint's current secrets (``WebhookSignature``); a 2xx
 /// answer delivers it. Anything else (a timeout, a refused connection, a redirect, which is
 /// never followed, a 4xx or 5xx) is tried again, the pause doubling from 5 s up to
-/// `webhookRetryMaxSeconds` (a `Retry-After` is honoured), until `webhookGiveUpHours` after the
-/// event; then it is dead-lettered, and can be sent again through the admin API. The jobs of
+/// `webhookRetryMaxSeconds` (a `Retry-After` in seconds is honoured, up to a day), until
+/// `webhookGiveUpHours` after the event; then it is dead-lettered, and can be sent again through the admin API. The jobs of
 /// one call for one endpoint go in order (a `call.ended` never overtakes its `call.ringing`).
 enum WebhookOutbox {
     /// The events of one change, written for every enabled endpoint that wants them. `order`
@@ -51,12 +51,17 @@ enum WebhookOutbox {
 final class WebhookDeliveries: OutboxJobHandler {
     let store: ServerStore
     let settings: WebhookSettings
-    /// One client per origin (scheme, host and port), made on first use.
-    private let clients = Mutex<[String: HTTP2Client]>([:])
+    /// One client per endpoint (and its URL's origin), made on first use: endpoints on one
+    /// host never share connections, so a hung one holds up no other.
+    private let clients = Mutex<[String: (origin: String, client: HTTP2Client)]>([:])
 
-    init(store: ServerStore, settings: WebhookSettings) {
+    /// Requests one endpoint may have open at once: the outbox runner's share per target.
+    let maxConnectionsPerEndpoint: Int
+
+    init(store: ServerStore, settings: WebhookSettings, maxConnectionsPerEndpoint: Int = 8) {
         self.store = store
         self.settings = settings
+        self.maxConnectionsPerEndpoint = maxConnectionsPerEndpoint
     }
 
     var lease: TimeInterval { TimeInterval(settings.timeoutSeconds) + 30 }
@@ -79,24 +84,37 @@ final class WebhookDeliveries: OutboxJobHandler {
         return (origin, path)
     }
 
-    private func client(for origin: String) throws -> HTTP2Client {
-        try clients.withLock { clients in
-            if let client = clients[origin] { return client }
+    private func client(for endpoint: String, origin: String) throws -> HTTP2Client {
+        let (client, replaced) = try clients.withLock { clients -> (HTTP2Client, HTTP2Client?) in
+            if let kept = clients[endpoint], kept.origin == origin { return (kept.client, nil) }
             var configuration = HTTP2ClientConfiguration(
-                baseURL: origin, maxConnections: 4, requestTimeout: .seconds(settings.timeoutSeconds),
+                baseURL: origin, maxConnections: maxConnectionsPerEndpoint,
+                requestTimeout: .seconds(settings.timeoutSeconds),
                 connectTimeout: .seconds(min(settings.timeoutSeconds, 5)), priorKnowledge: false,
                 reconnectInitialDelay: .milliseconds(50), reconnectMaximumDelay: .seconds(1),
                 maxResponseBodySize: 64 * 1024)
             configuration.acceptsHTTP1 = true
+            configuration.discardsOversizedBody = true
             let client = try HTTP2Client(configuration: configuration)
-            clients[origin] = client
-            return client
+            let old = clients[endpoint]?.client
+            clients[endpoint] = (origin, client)
+            return (client, old)
+        }
+        // The endpoint moved to another origin: its old connections go.
+        if let replaced { Task { await replaced.shutdown() } }
+        return client
+    }
+
+    /// An endpoint was deleted: its connections go.
+    func forget(endpoint: String) {
+        if let gone = clients.withLock({ $0.removeValue(forKey: endpoint) }) {
+            Task { await gone.client.shutdown() }
         }
     }
 
     /// Stops every client's connections (the server is stopping).
     func shutdown() async {
-        for client in clients.withLock({ Array($0.values) }) { await client.shutdown() }
+        for kept in clients.withLock({ Array($0.values) }) { await kept.client.shutdown() }
     }
 
     func attempt(_ job: OutboxJob) async -> OutboxAttemptResult {
@@ -110,7 +128,10 @@ final class WebhookDeliveries: OutboxJobHandler {
             return OutboxAttemptResult(outcome: .giveUp, error: "the endpoint was deleted", attempted: false)
         }
         guard endpoint.enabled else {
-            return OutboxAttemptResult(outcome: .retry(notBefore: nil), error: "the endpoint is disabled")
+            // Nothing was sent: no attempt counts. Enabling the endpoint makes it due at once.
+            return OutboxAttemptResult(
+                outcome: .retry(notBefore: TimeInterval(settings.retryMaxSeconds)), error: "the endpoint is disabled",
+                attempted: false)
         }
         guard let (origin, path) = Self.split(endpoint.url) else {
             return OutboxAttemptResult(outcome: .retry(notBefore: nil), error: "the endpoint's URL is not usable")
@@ -123,8 +144,10 @@ final class WebhookDeliveries: OutboxJobHandler {
             headers: [
                 ("content-type", "application/json"),
                 ("user-agent", "Switchboard-Webhooks/1"),
-                (WebhookSignature.headerName.lowercased(),
-                 WebhookSignature.header(body: body, secrets: endpoint.secrets, at: now)),
+                (
+                    WebhookSignature.headerName.lowercased(),
+                    WebhookSignature.header(body: body, secrets: endpoint.secrets, at: now)
+                ),
                 ("switchboard-event-id", event?.id ?? ""),
                 ("switchboard-event-type", event?.type ?? ""),
                 ("switchboard-delivery-id", job.id),
@@ -132,8 +155,10 @@ final class WebhookDeliveries: OutboxJobHandler {
             ],
             body: body)
         do {
-            let response = try await client(for: origin).send(request)
-            if (200..<300).contains(response.status) { return OutboxAttemptResult(outcome: .done, status: response.status) }
+            let response = try await client(for: endpoint.id, origin: origin).send(request)
+            if (200..<300).contains(response.status) {
+                return OutboxAttemptResult(outcome: .done, status: response.status)
+            }
             let retryAfter = response.headerValue("retry-after").flatMap { TimeInterval($0) }
             let what = (300..<400).contains(response.status) ? "a redirect (not followed)" : "HTTP \(response.status)"
             return OutboxAttemptResult(

@@ -12,6 +12,8 @@ struct WebhookRoutes {
     let store: ServerStore
     let adminKey: String
     let settings: WebhookSettings
+    /// Told of a deleted endpoint (its connections go).
+    var deleted: @Sendable (String) -> Void = { _ in }
 
     struct NewEndpoint: Decodable {
         var url: String
@@ -78,7 +80,7 @@ struct WebhookRoutes {
     }
 
     func register(in router: inout Router) {
-        let store = self.store, adminKey = self.adminKey, settings = self.settings
+        let store = self.store, adminKey = self.adminKey, settings = self.settings, forget = self.deleted
         router.add("POST", "/admin/webhooks") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
             let request = try context.decode(NewEndpoint.self)
@@ -116,7 +118,8 @@ struct WebhookRoutes {
             let url = try change.url.map(Self.url)
             let events = try change.events.map(Self.events)
             let description = try change.description.map(Self.description)
-            let endpoint = try await Self.change(id, in: store) { endpoint in
+            // Enabling it (again) makes its waiting deliveries due at once.
+            let endpoint = try await Self.change(id, in: store, hurry: change.enabled == true) { endpoint in
                 if let url { endpoint.url = url }
                 if let events { endpoint.events = events }
                 if let enabled = change.enabled { endpoint.enabled = enabled }
@@ -133,6 +136,7 @@ struct WebhookRoutes {
                 return true
             }
             guard deleted else { throw Self.noEndpoint(id) }
+            forget(id)
             return .noContent
         }
         // Rotation: the new secret signs from now on, beside the previous one (receivers move
@@ -189,13 +193,18 @@ struct WebhookRoutes {
 
     /// Changes an endpoint in one transaction; 404 when there is none.
     private static func change(
-        _ id: String, in store: ServerStore, _ body: @escaping @Sendable (inout WebhookEndpointRecord) -> Void
+        _ id: String, in store: ServerStore, hurry: Bool = false,
+        _ body: @escaping @Sendable (inout WebhookEndpointRecord) -> Void
     ) async throws -> WebhookEndpointRecord {
         let endpoint = try await store.write { transaction -> WebhookEndpointRecord? in
             guard var endpoint = try transaction.webhookEndpoints.endpoint(id) else { return nil }
             body(&endpoint)
             endpoint.updatedAt = transaction.timestamp
             try transaction.webhookEndpoints.save(endpoint)
+            if hurry {
+                try transaction.outboxJobs.hurry(.webhook, target: id, at: CallStore.milliseconds(transaction.date))
+                transaction.noteOutboxJobs()
+            }
             return endpoint
         }
         guard let endpoint else { throw noEndpoint(id) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SwitchboardCore
 import SwitchboardCrypto
 import SwitchboardLifecycle
@@ -235,8 +236,17 @@ public final class ServerStore: Sendable {
     public let limits: ServerLimits
     /// Whether an ended call leaves a `call` message in its conversation (`callMessages`).
     public let callMessages: Bool
-    /// Signalled after every commit that wrote outbox jobs: their runner waits on it.
-    let outboxWork = WakeSignal()
+    /// Called after every commit that wrote outbox jobs: their runners wake.
+    private let outboxObservers = Mutex<[@Sendable () -> Void]>([])
+
+    /// `wake` is called after every commit that wrote outbox jobs.
+    func observeOutboxJobs(_ wake: @escaping @Sendable () -> Void) {
+        outboxObservers.withLock { $0.append(wake) }
+    }
+
+    private func outboxJobsCommitted() {
+        for wake in outboxObservers.withLock({ $0 }) { wake() }
+    }
 
     /// Creates the store; without `hub`, one on `environment`'s clock.
     public init(
@@ -263,7 +273,7 @@ public final class ServerStore: Sendable {
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let environment = self.environment
         let hub = self.hub, instanceID = self.instanceID, shared = backend.isShared, limits = self.limits,
-            notices = backend.notices, callMessages = self.callMessages, outboxWork = self.outboxWork
+            notices = backend.notices, callMessages = self.callMessages
         let (result, _, _, _, _) = try await backend.transaction(
             { connection in
                 let transaction = WriteTransaction(
@@ -281,7 +291,7 @@ public final class ServerStore: Sendable {
                 )
             },
             afterCommit: { output in
-                if output.4 { outboxWork.signal() }
+                if output.4 { self.outboxJobsCommitted() }
                 // On PostgreSQL another instance may have committed events of the same users just
                 // before, whose notice is still on its way: `previous` lets each waiter tell.
                 if !output.1.isEmpty { hub.deliver(output.1, previous: output.2) }

@@ -79,12 +79,16 @@ package struct OutboxAttempt: Sendable, Equatable {
 /// without one, the job falls due again when the lease runs out.
 package protocol OutboxJobRepository {
     func enqueue(_ job: NewOutboxJob, at nowMS: Int64) throws
-    /// Pending jobs due at `nowMS` that head their queue (no earlier job of the queue is
-    /// pending), oldest due first, at most `limit`, leaving out `skipping` and the jobs for
-    /// `busyTargets`.
-    func due(at nowMS: Int64, limit: Int, skipping: Set<String>, busyTargets: Set<String>) throws -> [OutboxJob]
-    /// When the next pending job falls due, if any is pending.
-    func nextDueMS() throws -> Int64?
+    /// Pending jobs of `kinds` due at `nowMS` that head their queue (no earlier job of the
+    /// queue is pending), oldest due first, at most `limit`, leaving out `skipping` and the
+    /// jobs for `busyTargets`.
+    func due(
+        at nowMS: Int64, limit: Int, kinds: Set<OutboxJobKind>, skipping: Set<String>, busyTargets: Set<String>
+    ) throws -> [OutboxJob]
+    /// When the next pending job of `kinds` that heads its queue falls due, if there is one.
+    func nextDueMS(kinds: Set<OutboxJobKind>) throws -> Int64?
+    /// A target's pending jobs fall due at `nowMS` at the latest (an endpoint enabled again).
+    func hurry(_ kind: OutboxJobKind, target: String, at nowMS: Int64) throws
     /// Voids every claim: the pending jobs a process before this one held fall due at `nowMS`
     /// (a start-up as the database's only runner, on SQLite). Returns how many.
     func releaseClaims(at nowMS: Int64) throws -> Int
@@ -94,15 +98,20 @@ package protocol OutboxJobRepository {
     func finish(
         _ id: String, _ state: OutboxJobState, by instance: String, attempt: OutboxAttempt?, at nowMS: Int64
     ) throws -> Bool
-    /// A failed attempt: tried again at `nextMS`. False when the claim was lost.
-    func retry(_ id: String, by instance: String, at nextMS: Int64, attempt: OutboxAttempt) throws -> Bool
+    /// A failed attempt (or, with `attempt` nil, a job not tried because `error` said it could
+    /// not be): tried again at `nextMS`. False when the claim was lost.
+    func retry(
+        _ id: String, by instance: String, at nextMS: Int64, attempt: OutboxAttempt?, error: String?
+    ) throws
+        -> Bool
     func job(_ id: String) throws -> OutboxJob?
     /// The newest jobs of a kind for one target, newest first.
     func jobs(of kind: OutboxJobKind, target: String, limit: Int) throws -> [OutboxJob]
     /// A job's newest attempts, newest first.
     func attempts(of jobID: String, limit: Int) throws -> [OutboxAttempt]
-    /// Puts a finished (or dead) job back in its queue, due at once, with a new give-up time.
-    /// False when it is still pending.
+    /// Sends a finished (or dead) job again, due at once, with a new give-up time, in a queue of
+    /// its own (it is outside its old queue's order: the jobs after it went already). False when
+    /// it is still pending.
     func resend(_ id: String, at nowMS: Int64, giveUpAtMS: Int64?) throws -> Bool
     /// Deletes every job of a kind for a target (an endpoint that goes), with their attempts.
     func deleteAll(of kind: OutboxJobKind, target: String) throws
@@ -133,27 +142,53 @@ package struct SQLOutboxJobRepository: OutboxJobRepository {
             ])
     }
 
+    /// `kind IN (…)` over the bindings from `first` on.
+    private static func kindFilter(_ kinds: Set<OutboxJobKind>, from first: Int) -> (String, [SQLiteValue]) {
+        let sorted = kinds.map(\.rawValue).sorted()
+        guard !sorted.isEmpty else { return ("1 = 0", []) }
+        let placeholders = sorted.indices.map { "?\($0 + first)" }.joined(separator: ", ")
+        return ("j.kind IN (\(placeholders))", sorted.map { .text($0) })
+    }
+
+    /// The head of its queue: no earlier job of the queue is pending.
+    private static let headOfQueue =
+        "NOT EXISTS (SELECT 1 FROM outbox_jobs e WHERE e.queue = j.queue AND e.state = 'pending' AND e.seq < j.seq)"
+
     package func due(
-        at nowMS: Int64, limit: Int, skipping: Set<String>, busyTargets: Set<String>
+        at nowMS: Int64, limit: Int, kinds: Set<OutboxJobKind>, skipping: Set<String>, busyTargets: Set<String>
     ) throws -> [OutboxJob] {
         // Asks for more than `limit` so that jobs still being carried out do not hide the others.
+        let (kindSQL, kindValues) = Self.kindFilter(kinds, from: 3)
         let targets = busyTargets.sorted()
-        let placeholders = targets.indices.map { "?\($0 + 3)" }.joined(separator: ", ")
+        let placeholders = targets.indices.map { "?\($0 + 3 + kindValues.count)" }.joined(separator: ", ")
         return try connection.query(
             """
             SELECT \(Self.columns) FROM outbox_jobs j
-            WHERE j.state = 'pending' AND j.next_attempt_ms <= ?1\(targets.isEmpty ? "" : " AND j.target NOT IN (\(placeholders))")
-            AND NOT EXISTS (SELECT 1 FROM outbox_jobs e WHERE e.queue = j.queue AND e.state = 'pending' AND e.seq < j.seq)
+            WHERE j.state = 'pending' AND j.next_attempt_ms <= ?1 AND \(kindSQL)\(targets.isEmpty ? "" : " AND j.target NOT IN (\(placeholders))")
+            AND \(Self.headOfQueue)
             ORDER BY j.next_attempt_ms, j.seq LIMIT ?2
             """,
-            [.integer(nowMS), .integer(Int64(limit + skipping.count))] + targets.map { .text($0) }
+            [.integer(nowMS), .integer(Int64(limit + skipping.count))] + kindValues + targets.map { .text($0) }
         ).compactMap(Self.job(from:)).filter { !skipping.contains($0.id) }.prefix(limit).map { $0 }
     }
 
-    package func nextDueMS() throws -> Int64? {
-        try connection.query(
-            "SELECT min(next_attempt_ms) AS due FROM outbox_jobs WHERE state = 'pending'", []
+    package func nextDueMS(kinds: Set<OutboxJobKind>) throws -> Int64? {
+        let (kindSQL, kindValues) = Self.kindFilter(kinds, from: 1)
+        return try connection.query(
+            """
+            SELECT min(j.next_attempt_ms) AS due FROM outbox_jobs j
+            WHERE j.state = 'pending' AND \(kindSQL) AND \(Self.headOfQueue)
+            """, kindValues
         ).first?.optionalInt64("due")
+    }
+
+    package func hurry(_ kind: OutboxJobKind, target: String, at nowMS: Int64) throws {
+        try connection.run(
+            """
+            UPDATE outbox_jobs SET next_attempt_ms = ?1
+            WHERE kind = ?2 AND target = ?3 AND state = 'pending' AND claimed_by IS NULL AND next_attempt_ms > ?1
+            """,
+            [.integer(nowMS), .text(kind.rawValue), .text(target)])
     }
 
     package func releaseClaims(at nowMS: Int64) throws -> Int {
@@ -196,7 +231,18 @@ package struct SQLOutboxJobRepository: OutboxJobRepository {
         return applied
     }
 
-    package func retry(_ id: String, by instance: String, at nextMS: Int64, attempt: OutboxAttempt) throws -> Bool {
+    package func retry(
+        _ id: String, by instance: String, at nextMS: Int64, attempt: OutboxAttempt?, error: String?
+    ) throws -> Bool {
+        guard let attempt else {
+            return try connection.run(
+                """
+                UPDATE outbox_jobs SET next_attempt_ms = ?1, claimed_by = NULL, last_error = ?2
+                WHERE id = ?3 AND state = 'pending' AND claimed_by = ?4
+                """,
+                [.integer(nextMS), error.map { .text(String($0.prefix(500))) } ?? .null, .text(id), .text(instance)])
+                == 1
+        }
         let applied =
             try connection.run(
                 """
@@ -254,10 +300,10 @@ package struct SQLOutboxJobRepository: OutboxJobRepository {
         try connection.run(
             """
             UPDATE outbox_jobs SET state = 'pending', next_attempt_ms = ?1, give_up_at_ms = ?2, finished_at_ms = NULL,
-                claimed_by = NULL
+                claimed_by = NULL, queue = ?4
             WHERE id = ?3 AND state != 'pending'
             """,
-            [.integer(nowMS), giveUpAtMS.map { .integer($0) } ?? .null, .text(id)]) == 1
+            [.integer(nowMS), giveUpAtMS.map { .integer($0) } ?? .null, .text(id), .text("resend:\(id)")]) == 1
     }
 
     package func deleteAll(of kind: OutboxJobKind, target: String) throws {
