@@ -38,6 +38,16 @@ enum WebhookOutbox {
         return endpoints.count
     }
 
+    /// The event id and type of a stored delivery's body (for its headers and the admin view).
+    static func envelope(of payload: String) -> (id: String, type: String)? {
+        (try? JSONDecoder().decode(Envelope.self, from: Data(payload.utf8))).map { ($0.id, $0.type) }
+    }
+
+    private struct Envelope: Decodable {
+        var id: String
+        var type: String
+    }
+
     /// A delivery's body (``WebhookEvent``'s shape, for any encodable data).
     private struct Body<Payload: Encodable>: Encodable {
         let id: String
@@ -138,7 +148,7 @@ final class WebhookDeliveries: OutboxJobHandler {
         }
         let body = Array(job.payload.utf8)
         let now = Int64(store.environment.now().timeIntervalSince1970.rounded(.down))
-        let event = try? JSONDecoder().decode(Envelope.self, from: Data(body))
+        let event = WebhookOutbox.envelope(of: job.payload)
         let request = HTTP2Request(
             method: "POST", path: path,
             headers: [
@@ -168,9 +178,4 @@ final class WebhookDeliveries: OutboxJobHandler {
         }
     }
 
-    /// The two members of a stored event the headers repeat.
-    private struct Envelope: Decodable {
-        var id: String
-        var type: String
-    }
 }

@@ -272,13 +272,8 @@ struct WebhookRoutes {
             updatedAt: endpoint.updatedAt)
     }
 
-    private struct Envelope: Decodable {
-        var id: String
-        var type: String
-    }
-
     static func view(_ job: OutboxJob, attempts: [OutboxAttempt]) -> DeliveryView {
-        let event = try? JSONDecoder().decode(Envelope.self, from: Data(job.payload.utf8))
+        let event = WebhookOutbox.envelope(of: job.payload)
         func time(_ ms: Int64) -> String { Timestamp.iso8601(CallStore.date(ms)) }
         return DeliveryView(
             id: job.id, eventId: event?.id ?? "", eventType: event?.type ?? "", state: job.state.rawValue,
