@@ -312,12 +312,15 @@ struct GatewayService: Sendable {
     /// Inside a transaction: when no ring of the signal is pending any more, tells the webhook
     /// endpoints that it finished.
     static func noteIfFinished(app: String, call callID: String, in transaction: WriteTransaction) throws {
-        guard let status = try status(app: app, call: callID, in: transaction),
+        // The signal's status is read only when an endpoint will hear of it.
+        let endpoints = try transaction.webhookEndpoints.all()
+        guard endpoints.contains(where: { $0.wants(WebhookEventType.gatewaySignalFinished.rawValue) }),
+            let status = try status(app: app, call: callID, in: transaction),
             !status.devices.contains(where: { $0.state == "pending" })
         else { return }
         try WebhookOutbox.emit(
             .gatewaySignalFinished, SignalFinished(appId: app, signal: status),
-            order: GatewayNamespace.callKey(app: app, call: callID), in: transaction)
+            order: GatewayNamespace.callKey(app: app, call: callID), to: endpoints, in: transaction)
     }
 
     /// An app's id for a user, call or room: 1 to 128 printable ASCII characters, no `/`.

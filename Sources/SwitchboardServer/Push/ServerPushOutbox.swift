@@ -119,7 +119,11 @@ struct ServerPushOutbox: PushOutboxStore {
                 if job.kind == .ring {
                     try GatewayService.noteIfFinished(app: call.app, call: call.id, in: transaction)
                 }
-            } else if outcome == .failed {
+            } else if outcome == .failed,
+                case let endpoints = try transaction.webhookEndpoints.all(),
+                endpoints.contains(where: { $0.wants(WebhookEventType.pushFailed.rawValue) })
+            {
+                // The device's id is read only when an endpoint will hear of it.
                 let device = try transaction.devices.health(of: job.userID).first {
                     $0.token == job.token && $0.channel == job.channel
                 }
@@ -129,7 +133,7 @@ struct ServerPushOutbox: PushOutboxStore {
                         userId: job.userID, deviceId: device?.deviceID ?? "", channel: job.channel,
                         tokenSuffix: String(job.token.suffix(8)), callId: job.callID,
                         reason: reason ?? lastError ?? "failed", removed: token == .forget),
-                    order: nil, in: transaction)
+                    order: nil, to: endpoints, in: transaction)
             }
             switch token {
             // The verdict is about the token of the job's own namespace: the server's devices, or
