@@ -81,7 +81,11 @@ struct OutboxRunnerTests {
             #expect(handler.hungStarted.load(ordering: .relaxed) == 2)
             handler.released.store(true, ordering: .relaxed)
             #expect(await eventually { handler.done.count == 9 })
-            #expect(try await store.snapshot { try $0.outboxJobs.pendingCount(of: .media) } == 0)
+            // The handler logs a job before the runner records its outcome: wait for the record.
+            #expect(
+                try await eventuallyTrying {
+                    try await store.snapshot { try $0.outboxJobs.pendingCount(of: .media) } == 0
+                })
         }
     }
 

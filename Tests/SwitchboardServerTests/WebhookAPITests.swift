@@ -221,7 +221,7 @@ struct WebhookAPITests {
     @Test func anHTTP10AnswerWithALongBodyIsADelivery() async throws {
         let world = try world()
         defer { world.close() }
-        let port = try freeLoopbackPort()
+        let port = try NginxExampleLiveTests.freePort()
         let script = """
             import http.server, sys
             class H(http.server.BaseHTTPRequestHandler):

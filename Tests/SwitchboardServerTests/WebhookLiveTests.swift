@@ -186,7 +186,7 @@ struct WebhookLiveTests {
         defer { hung.close() }
         let healthy = try await Receiver(secret: secret)
         // A third endpoint is down (nothing listens on its port) until after the crash.
-        let laterPort = try freeLoopbackPort()
+        let laterPort = try NginxExampleLiveTests.freePort()
         var settings = Self.settings
         settings["SWITCHBOARD_WEBHOOK_TIMEOUT_SECONDS"] = "60"
         var server = try await ServerProcess.launch(
@@ -325,11 +325,4 @@ final class HungListener: Sendable {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
         Glibc.close(descriptor)
     }
-}
-
-/// A loopback port nothing listens on (bound once by the kernel's choice, then released).
-func freeLoopbackPort() throws -> Int {
-    let listener = try HungListener()
-    defer { listener.close() }
-    return listener.port
 }
