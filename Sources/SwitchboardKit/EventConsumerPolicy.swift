@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardWire
 
 /// The decisions of the event consumer (SPEC §4 rule 10), as a pure state machine: it owns the
@@ -12,6 +13,8 @@ public struct EventConsumerPolicy: Sendable, Equatable {
     public static let wait = 20
     /// The pause after a failure, before jitter.
     public static let retryDelay = 3.0
+    /// The longest pause before a snapshot that follows expired cursors in a row.
+    public static let snapshotPauseCeiling = 30.0
 
     /// What a long poll came back with.
     public enum Outcome: Sendable, Equatable {
@@ -43,6 +46,12 @@ public struct EventConsumerPolicy: Sendable, Equatable {
     public private(set) var cursor: Int64
     /// Bumped whenever the token changes; responses carry the generation they were sent with.
     public private(set) var generation = 0
+    /// Expired cursors in a row, with no page of events accepted between them.
+    public private(set) var expiredInARow = 0
+    /// How long (seconds) to wait before the snapshot the last `.resnapshot` asked for: none
+    /// after the first expiry, then about 1, 2, 4 … up to ``snapshotPauseCeiling`` seconds, so
+    /// a server that keeps pruning past each new cursor is not asked again and again at once.
+    public private(set) var snapshotPause = 0.0
     private var handling: Int64?
     private var running = false
 
@@ -72,6 +81,8 @@ public struct EventConsumerPolicy: Sendable, Equatable {
         guard sentGeneration == generation else { return .discard }
         switch outcome {
         case .events(let page):
+            expiredInARow = 0
+            snapshotPause = 0
             let fresh = page.events.filter { $0.id > cursor }
             guard let last = fresh.last else { return poll() }
             handling = last.id
@@ -81,6 +92,8 @@ public struct EventConsumerPolicy: Sendable, Equatable {
             return .endSession
         case .cursorExpired:
             running = false
+            expiredInARow += 1
+            snapshotPause = Self.snapshotPause(expiredInARow: expiredInARow, jitter: jitter)
             return .resnapshot
         case .failure:
             let delay = Self.retryDelay + (min(max(jitter, 0), 0.999_999) - 0.5)
@@ -110,6 +123,13 @@ public struct EventConsumerPolicy: Sendable, Equatable {
     public mutating func stop() {
         running = false
         handling = nil
+    }
+
+    /// None for the first expiry; then 1 s doubling to the ceiling, spread ±25 % by `jitter`.
+    static func snapshotPause(expiredInARow: Int, jitter: Double) -> Double {
+        guard expiredInARow > 1 else { return 0 }
+        let base = min(pow(2, Double(min(expiredInARow - 2, 16))), snapshotPauseCeiling)
+        return base * (0.75 + min(max(jitter, 0), 1) * 0.5)
     }
 
     private func poll() -> Action {

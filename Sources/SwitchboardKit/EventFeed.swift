@@ -118,6 +118,9 @@ public struct EventFeed: AsyncSequence, Sendable {
                     // Running again on the old cursor, so a failed snapshot retries (and the
                     // retry's poll, answered 410 again, brings it back here).
                     feed.reconnect?.returnFeedPlan(.fullSnapshot)
+                    // Expired again right after a snapshot: wait before the next (back-off).
+                    let pause = policy!.snapshotPause
+                    if pause > 0 { try await feed.sleep(pause) }
                     _ = policy!.resume(from: policy!.cursor)
                     pending = await snapshot(generation: policy!.generation)
                 case .endSession, .resnapshot, .idle, .discard:

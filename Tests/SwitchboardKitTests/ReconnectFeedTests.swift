@@ -33,11 +33,20 @@ private final class FlakyServer: HTTPTransport {
 
     func prune(below id: Int64) { wake { $0.keptFrom = id } }
 
-    func write(_ id: Int64) {
-        wake {
-            $0.events.append(
-                Event(id: id, kind: EventKind(rawValue: "message_created"), createdAt: "2026-12-03T00:00:00.000Z"))
+    /// Prunes and writes newer events in one step, so no request sees one without the other.
+    func prune(below id: Int64, thenWrite ids: ClosedRange<Int64>) {
+        wake { state in
+            state.keptFrom = id
+            for id in ids { state.events.append(Self.event(id)) }
         }
+    }
+
+    private static func event(_ id: Int64) -> Event {
+        Event(id: id, kind: EventKind(rawValue: "message_created"), createdAt: "2026-12-03T00:00:00.000Z")
+    }
+
+    func write(_ id: Int64) {
+        wake { $0.events.append(Self.event(id)) }
     }
 
     private func wake(_ change: (inout State) -> Void) {
@@ -221,8 +230,7 @@ struct ReconnectFeedTests {
         #expect(await eventually { rig.eventIDs == [6, 7, 8] })
         #expect(await eventually { rig.server.lines.last == "/events?after=8&wait=20" })
         // The device was away long enough for the server to prune past its cursor.
-        rig.server.prune(below: 9)
-        for id in Int64(9)...12 { rig.server.write(id) }
+        rig.server.prune(below: 9, thenWrite: 9...12)
         #expect(
             await eventually { rig.server.count("/me") == 1 && rig.server.lines.last == "/events?after=12&wait=20" },
             "\(rig.server.lines)")
@@ -230,6 +238,35 @@ struct ReconnectFeedTests {
         #expect(rig.updates.withLock { $0 }.contains(.snapshotRequired) == false, "the feed did not end")
         rig.server.write(13)
         #expect(await eventually { rig.eventIDs.last == 13 })
+    }
+
+    /// The race that made the feed spin: the server prunes past the cursor before any newer
+    /// event exists, so the new snapshot's cursor has expired too. The feed waits before the
+    /// next snapshot instead of going round `/me` → `/events` at once.
+    @Test func aSnapshotWhoseCursorExpiredAgainWaitsBeforeTheNext() async {
+        let rig = FeedRig(refresh: true)
+        #expect(await eventually { rig.polls == 1 })
+        for id in Int64(6)...8 { rig.server.write(id) }
+        #expect(await eventually { rig.server.lines.last == "/events?after=8&wait=20" })
+        rig.server.prune(below: 9)
+        // The first snapshot goes at once; its cursor (8) expires too, and the feed pauses.
+        #expect(await eventually { rig.server.count("/me") == 1 && rig.clock.pendingTimers > 0 })
+        let before = rig.server.lines.count
+        try? await Task.sleep(for: .milliseconds(300))
+        #expect(rig.server.lines.count == before, "no request while it waits: \(rig.server.lines.suffix(6))")
+        // Still nothing new when the pause ends: the next pause is longer.
+        rig.clock.advance(by: 1)
+        #expect(await eventually { rig.server.count("/me") == 2 && rig.clock.pendingTimers > 0 })
+        rig.clock.advance(by: 1)
+        try? await Task.sleep(for: .milliseconds(100))
+        #expect(rig.server.count("/me") == 2, "the second pause is 2 s")
+        rig.server.write(9)
+        rig.clock.advance(by: 1)
+        #expect(
+            await eventually { rig.server.count("/me") == 3 && rig.server.lines.last == "/events?after=9&wait=20" },
+            "\(rig.server.lines.suffix(6))")
+        #expect(rig.refreshes.withLock { $0 } == 3)
+        #expect(rig.server.count("/me") <= 3 && rig.polls < 12, "it never spun: \(rig.server.lines.count) requests")
     }
 
     @Test func failuresWhileOnlineRetryAsBeforeAndEndInOnePlan() async {

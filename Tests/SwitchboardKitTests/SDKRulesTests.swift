@@ -126,5 +126,29 @@ struct EventConsumerPolicyTests {
         _ = policy.start()
         #expect(policy.received(.cursorExpired, sentGeneration: 0, jitter: 0) == .resnapshot)
         #expect(policy.resume(from: 900) == .poll(after: 900, wait: 20, generation: 0))
+        #expect(policy.snapshotPause == 0, "the first snapshot goes at once")
+    }
+
+    @Test func expiredCursorsInARowWaitLongerEachTimeUntilAPageIsAccepted() {
+        var policy = EventConsumerPolicy(cursor: 3)
+        _ = policy.start()
+        var pauses: [Double] = []
+        for _ in 0..<9 {
+            #expect(policy.received(.cursorExpired, sentGeneration: 0, jitter: 0.5) == .resnapshot)
+            pauses.append(policy.snapshotPause)
+            _ = policy.resume(from: 900)
+        }
+        #expect(pauses == [0, 1, 2, 4, 8, 16, 30, 30, 30])
+        // Jitter spreads a pause ±25 %.
+        _ = policy.received(.cursorExpired, sentGeneration: 0, jitter: 0)
+        #expect(policy.snapshotPause == 22.5)
+        _ = policy.resume(from: 900)
+        _ = policy.received(.cursorExpired, sentGeneration: 0, jitter: 1)
+        #expect(policy.snapshotPause == 37.5)
+        // An accepted page (even an empty one) starts the count again.
+        _ = policy.resume(from: 900)
+        _ = policy.received(.events(EventsPage(events: [], cursor: 900)), sentGeneration: 0, jitter: 0)
+        #expect(policy.received(.cursorExpired, sentGeneration: 0, jitter: 0.5) == .resnapshot)
+        #expect(policy.expiredInARow == 1 && policy.snapshotPause == 0)
     }
 }

@@ -113,6 +113,28 @@ struct SessionRenewalTests {
             "410 CURSOR_EXPIRED: a new cursor, then a re-read")
         #expect(rig.coordinator.liveCallIDs.isEmpty)
     }
+
+    /// A server that prunes past every new cursor at once: the watcher takes the next cursor
+    /// only after a pause that grows, never in a tight loop.
+    @Test func aCursorThatExpiresAgainAtOnceIsTakenAgainOnlyAfterAPause() async throws {
+        let rig = RenewalRig()
+        _ = try await rig.connectedIncomingCall()
+        let cursors = { rig.token.requests.filter { $0 == "cursor" }.count }
+        let start = cursors()
+        rig.token.expireCursors(before: .max)
+        // The first expiry takes a new cursor at once; that one expires too, and it waits.
+        #expect(await eventually { cursors() == start + 1 && rig.clock.pendingTimers > 0 })
+        try? await Task.sleep(for: .milliseconds(300))
+        #expect(cursors() == start + 1, "no new cursor while it waits")
+        // Pauses are 1 s, then 2 s, each spread ±25 %.
+        rig.clock.advance(by: 1.25)
+        #expect(await eventually { cursors() == start + 2 && rig.clock.pendingTimers > 0 })
+        rig.clock.advance(by: 1.4)
+        try? await Task.sleep(for: .milliseconds(100))
+        #expect(cursors() == start + 2, "the next pause is at least 1.5 s")
+        rig.clock.advance(by: 1.1)
+        #expect(await eventually { cursors() == start + 3 })
+    }
 }
 
 /// One session token over the shared in-memory server: every request with it fails 401 once

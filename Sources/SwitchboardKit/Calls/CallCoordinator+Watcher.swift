@@ -21,6 +21,7 @@ extension CallCoordinator {
     func watch() async {
         var cursor: Int64?
         var failures = 0
+        var expired = 0
         while !Task.isCancelled {
             let (live, backend, generation) = state.withLock { state -> ([String], any CallBackend, Int) in
                 let live = state.ledger.liveCallIDs
@@ -33,6 +34,7 @@ extension CallCoordinator {
                 if let after = cursor {
                     let page = try await backend.callEvents(after: after, wait: EventConsumerPolicy.wait)
                     cursor = page.cursor
+                    expired = 0
                     await handle(events: page.events)
                 } else {
                     cursor = try await backend.eventCursor()
@@ -46,8 +48,12 @@ extension CallCoordinator {
                 if tokenRefused(generation, stopWatching: true) { return }
             } catch let error as SwitchboardAPIError where error.status == 410 {
                 // The server no longer keeps events that far back: start from a new cursor and
-                // re-read the live calls, as when the watcher starts.
+                // re-read the live calls, as when the watcher starts; expired again right after
+                // that, it waits first (back-off), as the event feed does.
                 cursor = nil
+                expired += 1
+                let pause = EventConsumerPolicy.snapshotPause(expiredInARow: expired, jitter: Double.random(in: 0..<1))
+                if pause > 0 { try? await clock.sleep(for: .milliseconds(Int(pause * 1000))) }
             } catch {
                 if Task.isCancelled { return }
                 failures += 1
