@@ -57,18 +57,44 @@ struct LiveKitWebhookTests {
         await livekit.stop()
     }
 
-    @Test func aLeaveStartsTheGraceAtOnceAndAJoinEndsTheEmptiness() async throws {
+    @Test func theLastParticipantLeavingEndsTheCallAtOnce() async throws {
+        let livekit = try FakeLiveKit()
+        let world = try CallWorld(configuration: livekit.configuration())
+        defer { world.close() }
+        let (alice, call) = try await activeCall(world)
+        let room = "call_\(call.id)"
+        // One of two left: the other is still there, and the call goes on.
+        livekit.setParticipants(1, in: room)
+        let left = Self.event("participant_left", room: room)
+        #expect(
+            await post(world, left, headers: Self.signed(left, secret: livekit.secret, now: world.clock.now)).status
+                == 200)
+        #expect(try await world.get(call.id, by: alice).state == .active)
+        // The last one left: no grace, the call ends now.
+        livekit.setParticipants(0, in: room)
+        #expect(
+            await post(world, left, headers: Self.signed(left, secret: livekit.secret, now: world.clock.now)).status
+                == 200)
+        let ended = try await world.get(call.id, by: alice)
+        #expect(ended.state == .ended && ended.endReason == .connectionLost)
+        #expect(
+            livekit.requests.map(\.method).prefix(2) == ["ListParticipants", "ListParticipants"], "counted each time")
+        await livekit.stop()
+    }
+
+    @Test func aBrokenConnectionStartsTheGraceAtOnceAndAJoinEndsTheEmptiness() async throws {
         let livekit = try FakeLiveKit()
         let world = try CallWorld(configuration: livekit.configuration())
         defer { world.close() }
         let (alice, call) = try await activeCall(world)
         let room = "call_\(call.id)", calls = world.app.application.calls
         livekit.setParticipants(0, in: room)
-        let left = Self.event("participant_left", room: room)
+        let left = Self.event("participant_connection_aborted", room: room)
         #expect(
             await post(world, left, headers: Self.signed(left, secret: livekit.secret, now: world.clock.now)).status
                 == 200)
         #expect(livekit.requests.map(\.method) == ["ListParticipants"], "counted when the webhook came")
+        #expect(try await world.get(call.id, by: alice).state == .active, "it may come back: the grace holds")
         world.clock.advance(seconds: 60)
         let joined = Self.event("participant_joined", room: room)
         #expect(

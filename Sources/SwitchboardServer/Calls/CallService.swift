@@ -422,8 +422,12 @@ struct CallService: Sendable {
     enum RoomNews: Sendable, Equatable {
         /// Someone joined: the room is not empty.
         case joined
-        /// Someone left or dropped: count the room now instead of at the next watchdog pass.
+        /// Someone left for good (LiveKit already waited out its own reconnect window): count
+        /// the room now; empty, the call ends now.
         case left
+        /// Someone's connection broke (they may come back): count the room now, and an empty
+        /// room starts the grace at once instead of at the next watchdog pass.
+        case dropped
         /// The room is gone (LiveKit closed it after its own departure timeout): the call
         /// cannot go on, and ends now.
         case finished
@@ -441,7 +445,7 @@ struct CallService: Sendable {
         switch news {
         case .joined: count = 1
         case .finished: count = 0
-        case .left:
+        case .left, .dropped:
             do {
                 count = try await media.participantCount(room: room)
             } catch {
@@ -451,7 +455,7 @@ struct CallService: Sendable {
                 count = nil
             }
         }
-        let grace = news == .finished ? 0 : emptyRoomGrace
+        let grace = news == .finished || news == .left ? 0 : emptyRoomGrace
         try await transition(callID, visibleTo: nil) { call, context in
             CallStateMachine.mediaCounted(call, participants: count, now: context.now, grace: grace)
         }

@@ -3,7 +3,8 @@ import SwitchboardCrypto
 import SwitchboardHTTP
 
 /// `POST /livekit/webhook` (with `mediaBackend: livekit`): LiveKit tells the server about its
-/// rooms, so an empty room ends its call within seconds instead of at the watchdog's pace.
+/// rooms, so a room everyone left (or LiveKit closed) ends its call at once, and one whose last
+/// connection broke starts the empty-room grace at once, instead of at the watchdog's pace.
 ///
 /// LiveKit signs each delivery: `Authorization` carries a JWT (no `Bearer` prefix; one is
 /// accepted too), HS256 with the API secret, `iss` the API key, valid for a few minutes, whose
@@ -44,7 +45,8 @@ struct LiveKitWebhookRoutes {
             let news: CallService.RoomNews? =
                 switch event.event {
                 case "participant_joined": .joined
-                case "participant_left", "participant_connection_aborted": .left
+                case "participant_left": .left
+                case "participant_connection_aborted": .dropped
                 case "room_finished": .finished
                 default: nil
                 }
