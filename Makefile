@@ -22,6 +22,7 @@ test:
 	scripts/with-private-tmp.sh $(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) TEST_TIMEOUT=$(TEST_TIMEOUT) scripts/with-private-tmp.sh scripts/with-postgres.sh scripts/run-swift-tests.sh --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
 	scripts/with-private-tmp.sh scripts/check-lean-server.sh .build/debug/switchboard .build/debug/switchboard-dev
+	scripts/check-public-testing-api.sh .build/debug
 	scripts/with-private-tmp.sh scripts/check-systemd-unit.sh .build/debug/switchboard
 	scripts/with-private-tmp.sh scripts/api-contract.sh .build/debug/switchboard
 	CONTRACT_ADMIN=off CONTRACT_SECONDS=30 scripts/with-private-tmp.sh scripts/api-contract.sh .build/debug/switchboard

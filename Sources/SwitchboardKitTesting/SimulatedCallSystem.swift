@@ -171,6 +171,16 @@ public final class SimulatedCallSystem: CallSystem {
         return true
     }
 
+    /// Delivers the VoIP push the server sends for `payload` (its JSON, as PushKit hands it
+    /// over), so a test need not spell the dictionary out.
+    @discardableResult
+    public func deliverVoIPPush(
+        _ payload: VoIPPayload, mustReport: Bool = true, to handler: any VoIPPushHandling
+    ) -> Bool {
+        let json = (try? payload.json()).flatMap { try? JSONSerialization.jsonObject(with: $0) }
+        return deliverVoIPPush(json as? [String: Any] ?? [:], mustReport: mustReport, to: handler)
+    }
+
     private func kill(_ violation: CallSystemViolation) {
         let first = state.withLock { state -> Bool in
             state.violations.append(violation)

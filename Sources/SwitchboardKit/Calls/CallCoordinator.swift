@@ -251,9 +251,11 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// Calls not yet ended.
     public var liveCallIDs: [String] { state.withLock { $0.ledger.liveCallIDs } }
 
-    /// Waits until no request, media join or event read is in flight. For this package's test
-    /// doubles and tests (`SimulatedPhone.settle()`), not part of the SDK's API.
-    package func settle() async {
+    /// Waits until no request or media join the coordinator started is in flight (the
+    /// watcher's long poll aside): for an app's tests on a manual clock, so they wait for the
+    /// coordinator's work itself instead of sleeping. With `SimulatedCallSystem`, settle it
+    /// too (`ManualClock.run(seconds:settling:)`), as the callbacks it queues start more work.
+    public func settle() async {
         while true {
             let tasks = state.withLock { Array($0.tasks.values) }
             if tasks.isEmpty { return }

@@ -106,7 +106,7 @@ public protocol CallClock: Sendable {
 
 extension Duration {
     /// The duration in (fractional) seconds, for clocks that keep time as a `Double`.
-    package var inSeconds: Double {
+    public var inSeconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) * 1e-18
     }
