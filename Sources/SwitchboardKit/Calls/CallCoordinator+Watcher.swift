@@ -24,7 +24,8 @@ extension CallCoordinator {
         var expired = 0
         while !Task.isCancelled {
             let (live, backend, generation) = state.withLock { state -> ([String], any CallBackend, Int) in
-                let live = state.ledger.liveCallIDs
+                // Gateway calls have no Switchboard events: their app server is asked instead.
+                let live = state.ledger.liveCallIDs.filter { state.gatewayCalls[$0] == nil }
                 if live.isEmpty { state.watcher = nil }
                 return (live, state.backend, state.generation)
             }

@@ -35,6 +35,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     let adaptiveDeadline: Bool
     /// Where it comes from when the app named a monitor; else the current backend's.
     let networkQuality: NetworkQualityMonitor?
+    /// The app server's own signaling, for calls rung through the push gateway; nil: none.
+    let gateway: (any GatewayCallBackend)?
     /// While an answer waits under an adaptive deadline, it is re-evaluated this often (seconds).
     static let deadlineRecheck = 0.25
 
@@ -58,6 +60,8 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         /// The adaptive answer deadline watched per call (a newer one supersedes it).
         var deadlines: [String: Int] = [:]
         var nextDeadline = 0
+        /// Calls rung through the push gateway, by call id: answered over `gateway`.
+        var gatewayCalls: [String: GatewayCall] = [:]
     }
 
     let state: LockedState<State>
@@ -79,6 +83,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     ///   - preauthorizations: where ``joinCall(_:handle:groupID:preauthorization:)`` looks for
     ///     a meeting's pre-authorisation (a ``MeetingPreloader``), so the join's answer brings
     ///     the media token.
+    ///   - gateway: the app server's own signaling, for calls it rings through the push gateway
+    ///     (pushes whose scope is ``SwitchboardWire/ScopeKind/gateway``). Without it such a
+    ///     call is reported, then ended as failed. An app whose users have no Switchboard
+    ///     account passes ``GatewayOnlyBackend`` as `backend`.
     ///   - onNotice: what happened, for the app's UI and logs (any thread).
     public init(
         userID: String, backend: any CallBackend, callSystem: any CallSystem,
@@ -90,8 +98,10 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         networkQuality: NetworkQualityMonitor? = nil,
         memoryPressure: MemoryPressureMonitor? = nil,
         preauthorizations: (any CallPreauthorizationSource)? = nil,
+        gateway: (any GatewayCallBackend)? = nil,
         onNotice: @escaping @Sendable (Notice) -> Void = { _ in }
     ) {
+        self.gateway = gateway
         self.memoryPressure = memoryPressure
         self.preauthorizations = preauthorizations
         adaptiveDeadline = configuration.adaptiveAnswerDeadline
@@ -127,7 +137,9 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             push = IncomingCallPush(dictionary: payload)
         }
         let placeholder = UUID()
+        let gatewayCall = push?.gatewayCall
         let effects = state.withLock { state -> [CallLedger.Effect] in
+            if let gatewayCall { state.gatewayCalls[gatewayCall.callID] = gatewayCall }
             let effects = state.ledger.pushReceived(
                 push, mustReport: mustReport || unreadable, placeholder: placeholder, resolvable: unreadable)
             for case .reportIncoming(_, _, let report) in effects.prefix(1) {
@@ -140,6 +152,12 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
             return
         }
         perform(effects)
+        if let gatewayCall {
+            // Read at once (a stale push rings a call that is already over), then now and again.
+            spawn { [self] in await request(gatewayCall.callID, .fetch) }
+            recheckGatewayCall(gatewayCall.callID)
+            return
+        }
         // Reported first (rule 1); then the connections the answer will need start opening
         // while the phone rings.
         backend.warmUp()
@@ -304,7 +322,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
 
     // MARK: Performing effects
 
-    private func input(_ decide: (inout CallLedger) -> [CallLedger.Effect]) {
+    func input(_ decide: (inout CallLedger) -> [CallLedger.Effect]) {
         let effects = state.withLock { decide(&$0.ledger) }
         perform(effects)
     }
@@ -427,6 +445,11 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
     /// One server request, its answer fed back to the ledger. A 401 for a token that was
     /// replaced while the request was on its way is sent again with the new one.
     func request(_ callID: String, _ request: CallLedger.ServerRequest) async {
+        if let call = state.withLock({ $0.gatewayCalls[callID] }) {
+            let result = await send(request, call)
+            input { $0.serverAnswered(callID, request, result) }
+            return
+        }
         while true {
             let (backend, generation) = state.withLock { ($0.backend, $0.generation) }
             let result = await send(request, callID, to: backend)
@@ -480,7 +503,7 @@ public final class CallCoordinator: CallSystemDelegate, VoIPPushHandling, Sendab
         return refused
     }
 
-    private func spawn(_ work: @escaping @Sendable () async -> Void) {
+    func spawn(_ work: @escaping @Sendable () async -> Void) {
         state.withLock { state in
             guard !state.closed else { return }
             let id = state.nextTask

@@ -10,10 +10,12 @@ public struct IncomingCallPush: Sendable, Equatable {
     public var mode: CallMode
     public var callerName: String?
     public var groupName: String?
+    /// A gateway app's own strings (the signal's `ext.data`).
+    public var ext: [String: String]?
 
     public init(
         callID: String, scopeKind: ScopeKind, scopeID: String, mode: CallMode, callerName: String? = nil,
-        groupName: String? = nil
+        groupName: String? = nil, ext: [String: String]? = nil
     ) {
         self.callID = callID
         self.scopeKind = scopeKind
@@ -21,6 +23,13 @@ public struct IncomingCallPush: Sendable, Equatable {
         self.mode = mode
         self.callerName = callerName
         self.groupName = groupName
+        self.ext = ext
+    }
+
+    /// The gateway call this push rings, when an app server rang it through the gateway.
+    public var gatewayCall: GatewayCall? {
+        guard scopeKind == .gateway else { return nil }
+        return GatewayCall(callID: callID, roomID: scopeID, mode: mode, callerName: callerName, ext: ext ?? [:])
     }
 
     /// Reads PushKit's `dictionaryPayload` as a ``VoIPPayload`` (the type the server builds it
@@ -50,7 +59,7 @@ public struct IncomingCallPush: Sendable, Equatable {
         guard !payload.callId.isEmpty, payload.callId.utf8.count <= 128 else { return nil }
         self.init(
             callID: payload.callId, scopeKind: payload.scopeKind, scopeID: payload.scopeId, mode: payload.mode,
-            callerName: payload.callerName, groupName: payload.groupName)
+            callerName: payload.callerName, groupName: payload.groupName, ext: payload.ext)
     }
 
     /// What the call system shows while it rings.
