@@ -36,13 +36,7 @@ extension PushLiveTests {
         settings.requestTimeout = .seconds(45)
         let acmeInbox = try HTTP2Client(configuration: settings)
         let admin = ["Authorization": "Bearer \(Self.adminKey)", "Content-Type": "application/json"]
-        let signer = try Ed25519PrivateKey.generate()
-        let app = await fetch(
-            rig.server.address, "POST", "/admin/gateway/apps",
-            body: """
-                {"id":"acme","name":"Acme","keys":[{"keyId":"k1","publicKey":"\(Base64URL.encode(signer.publicKey.rawBytes))"}]}
-                """, headers: admin)
-        #expect(app.status == 201, "\(app.body)")
+        let acme = try await GatewayAppServer(registeringOn: rig.server.address, adminKey: Self.adminKey)
         let credentials = await fetch(
             rig.server.address, "PUT", "/admin/gateway/apps/acme/push",
             body: """
@@ -50,31 +44,13 @@ extension PushLiveTests {
                  "apnsProductionURL":"https://localhost:\(port)","apnsSandboxURL":"https://localhost:\(port)","apnsCAFile":"\(caFile)"}}
                 """, headers: admin)
         #expect(credentials.status == 200, "\(credentials.body)")
-        var sent = 0
-        func signed(
-            _ method: String, _ path: String, _ body: String
-        ) async throws -> (status: Int, headers: String, body: String) {
-            sent += 1
-            let target = path + "?n=\(sent)", stamp = String(Int64(Date().timeIntervalSince1970))
-            let signature = try signer.sign(
-                GatewaySignature.canonical(
-                    app: "acme", key: "k1", method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
-            return await fetch(
-                rig.server.address, method, target, body: body,
-                headers: [
-                    "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1",
-                    "Switchboard-Timestamp": stamp,
-                    "Switchboard-Signature-Version": "2",
-                    "Switchboard-Signature": Base64URL.encode(signature),
-                ])
-        }
         let token = Self.deviceToken(0xa7)
-        let device = try await signed(
+        let device = try await acme.signed(
             "POST", "/gateway/v1/devices",
             #"{"userId":"bob","deviceId":"\#(UUID().uuidString)","platform":"ios","tokens":{"ios-voip":{"token":"\#(token)","environment":"production"}}}"#
         )
         #expect(device.status == 200, "\(device.body)")
-        let signal = try await signed(
+        let signal = try await acme.signed(
             "POST", "/gateway/v1/signals",
             #"{"callId":"own-1","roomId":"r","type":"audio","caller":{"id":"alice","name":"Alice"},"callees":["bob"]}"#)
         #expect(signal.status == 202, "\(signal.body)")
@@ -96,32 +72,7 @@ extension PushLiveTests {
     /// Pixel's retry waits drops it and tells the Redmi.
     @Test func anAppServersSignedSignalRingsItsUsersDevicesOnThreeChannelsAndACancelDropsWhatIsPending() async throws {
         let rig = try Rig()
-        let key = try Ed25519PrivateKey.generate()
-        let admin = ["Authorization": "Bearer \(Self.adminKey)", "Content-Type": "application/json"]
-        let app = await fetch(
-            rig.server.address, "POST", "/admin/gateway/apps",
-            body: """
-                {"id":"acme","name":"Acme","keys":[{"keyId":"k1","publicKey":"\(Base64URL.encode(key.publicKey.rawBytes))"}]}
-                """, headers: admin)
-        #expect(app.status == 201, "\(app.body)")
-        var sent = 0
-        func signed(
-            _ method: String, _ path: String, _ body: String = ""
-        ) async throws -> (status: Int, headers: String, body: String) {
-            sent += 1
-            let target = path + "?n=\(sent)", stamp = String(Int64(Date().timeIntervalSince1970))
-            let signature = try key.sign(
-                GatewaySignature.canonical(
-                    app: "acme", key: "k1", method: method, target: target, timestamp: stamp, body: Array(body.utf8)))
-            return await fetch(
-                rig.server.address, method, target, body: body.isEmpty ? nil : body,
-                headers: [
-                    "Content-Type": "application/json", "Switchboard-App": "acme", "Switchboard-Key": "k1",
-                    "Switchboard-Timestamp": stamp,
-                    "Switchboard-Signature-Version": "2",
-                    "Switchboard-Signature": Base64URL.encode(signature),
-                ])
-        }
+        let acme = try await GatewayAppServer(registeringOn: rig.server.address, adminKey: Self.adminKey)
         let voip = Self.deviceToken(0xc3), fcm = "gw-fcm:Live_1", xiaomi = "gw-mi/Live+2"
         for (id, platform, brand, tokens) in [
             (UUID().uuidString, "ios", nil, #"{"ios-voip":{"token":"\#(voip)","environment":"production"}}"#),
@@ -132,13 +83,13 @@ extension PushLiveTests {
             ),
         ] as [(String, String, String?, String)] {
             let brandField = brand.map { #","brand":"\#($0)""# } ?? ""
-            let registered = try await signed(
+            let registered = try await acme.signed(
                 "POST", "/gateway/v1/devices",
                 #"{"userId":"bob","deviceId":"\#(id)","platform":"\#(platform)"\#(brandField),"tokens":\#(tokens)}"#)
             #expect(registered.status == 200, "\(registered.body)")
         }
         func signal(_ callID: String) async throws {
-            let answer = try await signed(
+            let answer = try await acme.signed(
                 "POST", "/gateway/v1/signals",
                 #"{"callId":"\#(callID)","roomId":"room-9","type":"audio","caller":{"id":"alice","name":"Alice"},"callees":["bob"]}"#
             )
@@ -161,10 +112,10 @@ extension PushLiveTests {
         try await rig.fcmFault(#"{"faults":[{"token":"\#(fcm)","error":"UNAVAILABLE","count":8}]}"#)
         try await signal("gw-call-2")
         #expect(try await rig.waitForEmulatorAnswers("503 UNAVAILABLE", count: 1))
-        #expect(try await signed("POST", "/gateway/v1/signals/gw-call-2/cancel").status == 200)
+        #expect(try await acme.signed("POST", "/gateway/v1/signals/gw-call-2/cancel").status == 200)
         #expect(
             try await eventuallyTrying {
-                let status = try await signed("GET", "/gateway/v1/signals/gw-call-2")
+                let status = try await acme.signed("GET", "/gateway/v1/signals/gw-call-2")
                 let devices = (liveJSON(status.body)["devices"] as? [[String: Any]]) ?? []
                 return devices.contains {
                     $0["channel"] as? String == "fcm" && $0["state"] as? String == "dropped"
