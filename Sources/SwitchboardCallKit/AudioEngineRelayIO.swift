@@ -30,7 +30,7 @@ public final class AudioEngineRelayIO: RelayAudioIO, @unchecked Sendable {
     private let io: RealtimeRelayAudioIO
     private let observers: [any NSObjectProtocol]
     /// Where notifications are turned into rebuilds, off the thread that posted them.
-    private static let events = DispatchQueue(label: "switchboard.audio-engine-events")
+    nonisolated(unsafe) private static let events = DispatchQueue(label: "switchboard.audio-engine-events")
 
     public init() {
         let graph = EngineGraph()

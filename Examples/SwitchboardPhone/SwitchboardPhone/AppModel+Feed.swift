@@ -12,20 +12,29 @@ private enum SocialEvents {
 extension AppModel {
     /// Follows the session's events from its saved cursor (or `startCursor`): calls go to the
     /// coordinator, social changes re-read the contacts. Replaces a feed already running.
+    ///
+    /// The feed follows the reconnect plans (SDK guide, "Field policies"): a retry pause ends the
+    /// moment the network is back, and after a long outage or an expired cursor it takes a new
+    /// cursor and runs `refresh` (contacts, calls, meetings) before it goes on.
     func follow(_ session: SignedInSession, startCursor: Int64) {
         session.feedTask?.cancel()
-        let feed = EventFeed(client: session.client, cursorStore: session.cursorStore, startCursor: startCursor)
+        let meetings = session.policies.meetings
+        let feed = EventFeed(
+            client: session.client, cursorStore: session.cursorStore, startCursor: startCursor,
+            reconnect: session.policies.reconnect,
+            refresh: { [weak self] in
+                await self?.refreshContacts()
+                await self?.catchUpCalls()
+                await meetings.refresh()
+            })
         feedStatus = .following
         session.feedTask = Task {
             let end = await Self.consume(
-                feed, coordinator: session.coordinator, directory: session.callDirectory, model: self)
+                feed, coordinator: session.coordinator, session: session, model: self)
             guard !Task.isCancelled, self.session === session else { return }
-            switch end {
-            case .sessionEnded?:
+            if end == .sessionEnded {
                 await sessionExpired()
-            case .snapshotRequired?:
-                await resnapshot(session)
-            default:
+            } else {
                 feedStatus = .offline
             }
         }
@@ -34,8 +43,9 @@ extension AppModel {
     /// Runs the feed until it ends (401, an expired cursor) or is cancelled; the cursor
     /// advances only after each batch was handled, which is when the loop asks for the next.
     nonisolated private static func consume(
-        _ feed: EventFeed, coordinator: CallCoordinator, directory: CallDirectorySync?, model: AppModel
+        _ feed: EventFeed, coordinator: CallCoordinator, session: SignedInSession, model: AppModel
     ) async -> EventFeedUpdate? {
+        let directory = session.callDirectory, meetings = session.policies.meetings
         do {
             for try await update in feed {
                 switch update {
@@ -48,6 +58,7 @@ extension AppModel {
                     }
                     // Beside the feed: a slow list read never holds up the next batch (refreshes queue).
                     if CallDirectorySync.needsRefresh(events) { Task { await refresh(directory) } }
+                    if MeetingPreloader.needsRefresh(events) { Task { await meetings.refresh() } }
                 case .sessionEnded, .snapshotRequired:
                     return update
                 }
@@ -56,28 +67,6 @@ extension AppModel {
             // Cancelled: the session ended or its feed was replaced.
         }
         return nil
-    }
-
-    /// The cursor is older than the server keeps: a new snapshot (cursor, contacts, calls),
-    /// then a new feed after it. Retried every few seconds while the server cannot answer.
-    private func resnapshot(_ session: SignedInSession) async {
-        feedStatus = .offline
-        while self.session === session, !Task.isCancelled {
-            do {
-                let me = try await session.client.me()
-                await session.cursorStore.save(me.eventCursor)
-                await refreshContacts()
-                await catchUpCalls()
-                // Last: this runs in the ended feed's task, which `follow` cancels.
-                follow(session, startCursor: me.eventCursor)
-                return
-            } catch let error as SwitchboardAPIError where error.status == 401 {
-                await sessionExpired()
-                return
-            } catch {
-                try? await Task.sleep(nanoseconds: 3_000_000_000)
-            }
-        }
     }
 
     /// Hands the coordinator's notices, from any thread, to the model on the main actor.

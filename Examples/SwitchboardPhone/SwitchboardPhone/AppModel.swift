@@ -8,30 +8,53 @@ enum Credentials: Sendable {
     case signUp(username: String, password: String, displayName: String)
 }
 
+/// The field policies a session runs (SDK guide, "Field policies"): each with what feeds it.
+struct FieldPolicies {
+    /// Reachability (NWPathMonitor) into the reconnect plans of the feed and the coordinator.
+    let reconnect: ReconnectMonitor
+    let reachability: NetworkPathReachability
+    /// The app's memory footprint, sampled every 2 s, into the calls' shedding plans.
+    let memory: MemoryPressureMonitor
+    let memorySource: MemoryPressureSource
+    /// Pre-authorisations for the groups' scheduled meetings, so joining one skips a round trip.
+    let meetings: MeetingPreloader
+
+    init(client: SwitchboardClient) {
+        reconnect = ReconnectMonitor()
+        reachability = NetworkPathReachability(reporting: reconnect)
+        memory = MemoryPressureMonitor(sampler: PhysicalFootprintSampler())
+        memorySource = MemoryPressureSource(monitor: memory)
+        meetings = MeetingPreloader(backend: ScheduledCallClient(client: client))
+    }
+}
+
 /// One signed-in session on one server: its client and the connections under it, its call
-/// coordinator (a coordinator serves one user) and its event feed.
+/// coordinator (a coordinator serves one user), its event feed and its field policies.
 @MainActor
 final class SignedInSession {
     let address: ServerAddress
     let user: User
     let client: SwitchboardClient
     let coordinator: CallCoordinator
+    let policies: FieldPolicies
     let cursorStore: DefaultsCursorStore
     /// The client's connections, closed when the session ends.
     let transports: [any HTTPTransport]
     var feedTask: Task<Void, Never>?
+    var meetingsTask: Task<Void, Never>?
     /// The user's Call Directory list, kept in the app group for the extension (nil when the
     /// app group is not provisioned).
     let callDirectory: CallDirectorySync?
 
     init(
         address: ServerAddress, user: User, client: SwitchboardClient, coordinator: CallCoordinator,
-        transports: [any HTTPTransport]
+        policies: FieldPolicies, transports: [any HTTPTransport]
     ) {
         self.address = address
         self.user = user
         self.client = client
         self.coordinator = coordinator
+        self.policies = policies
         self.transports = transports
         cursorStore = DefaultsCursorStore(server: address, userID: user.id)
         callDirectory = FileCallDirectoryStorage(appGroup: AppGroup.identifier).map { storage in
@@ -95,6 +118,8 @@ final class AppModel: ObservableObject {
     let deviceID: UUID
     let pushEnvironment: PushEnvironment
     private let audio: AudioEngineRelayIO
+    /// Opens VoIP pushes the server sealed under this installation's key.
+    private let decryptor: CryptoKitVoIPPayloadDecryptor
     private let store: SessionStore
     private(set) var session: SignedInSession?
     private var mutedCalls: Set<String> = []
@@ -118,6 +143,9 @@ final class AppModel: ObservableObject {
         self.noticeInput = noticeInput
         deviceID = store.deviceID
         pushEnvironment = .ofThisBuild
+        let payloadKey = store.payloadKey()
+        let decryptor = CryptoKitVoIPPayloadDecryptor(keys: [payloadKey])
+        self.decryptor = decryptor
 
         // 2. The stored session's coordinator, before PushKit can deliver anything.
         let saved = store.load()
@@ -125,14 +153,16 @@ final class AppModel: ObservableObject {
         if let saved, let address = try? ServerAddress(parsing: saved.server) {
             let session = Self.makeSession(
                 address: address, user: saved.user, token: saved.token, callSystem: callSystem, audio: audio,
-                notices: noticeInput)
+                decryptor: decryptor, notices: noticeInput)
             router.install(client: session.client, coordinator: session.coordinator)
             restored = session
         }
 
         // 3. PushKit last: from here a push may arrive at any moment.
+        // The payload key goes with the VoIP token: the server seals the caller's name under it.
         pushReceiver = VoIPPushReceiver(
             handler: router, registrar: router, deviceID: deviceID, environment: pushEnvironment,
+            payloadKey: payloadKey.registration,
             registrationFailed: { error in
                 // Signed out: the token is registered again after the next login.
                 guard !(error.underlying is SessionRouter.NotSignedIn) else { return }
@@ -207,6 +237,9 @@ final class AppModel: ObservableObject {
         user = nil
         feedStatus = .offline
         session.feedTask?.cancel()
+        session.meetingsTask?.cancel()
+        session.policies.reachability.stop()
+        session.policies.memorySource.stop()
         router.clear()
         store.clear()
         // A call still live (the token was refused mid-call) must not stay on screen.
@@ -243,7 +276,7 @@ final class AppModel: ObservableObject {
                 server: address.description, token: auth.token, user: auth.user, eventCursor: auth.eventCursor))
         let session = Self.makeSession(
             address: address, user: auth.user, token: auth.token, callSystem: callSystem, audio: audio,
-            notices: noticeInput)
+            decryptor: decryptor, notices: noticeInput)
         // A fresh login consumes events after its own cursor, not an older saved one.
         session.cursorStore.remove()
         router.install(client: session.client, coordinator: session.coordinator)
@@ -256,6 +289,10 @@ final class AppModel: ObservableObject {
     /// Registers the VoIP token on the session's server, starts its feed, takes the snapshot.
     private func connect(_ session: SignedInSession, startCursor: Int64) {
         pushReceiver.registerCurrentToken()
+        session.policies.reachability.start()
+        session.policies.memorySource.start()
+        let meetings = session.policies.meetings
+        session.meetingsTask = Task { await meetings.run() }
         follow(session, startCursor: startCursor)
         Task {
             await refreshContacts()
@@ -274,21 +311,26 @@ final class AppModel: ObservableObject {
 
     private static func makeSession(
         address: ServerAddress, user: User, token: String, callSystem: CallKitCallSystem, audio: AudioEngineRelayIO,
-        notices: AsyncStream<CallCoordinator.Notice>.Continuation
+        decryptor: CryptoKitVoIPPayloadDecryptor, notices: AsyncStream<CallCoordinator.Notice>.Continuation
     ) -> SignedInSession {
         let requests = HedgingTransport(), events = URLSessionTransport(), callEvents = HedgingTransport(lanes: 2)
         let client = SwitchboardClient(
             baseURL: address.baseURL, token: token, transport: requests, eventTransport: events,
             callEventTransport: callEvents)
+        let policies = FieldPolicies(client: client)
         let coordinator = CallCoordinator(
             userID: user.id, backend: client, callSystem: callSystem,
             // The server's built-in relay carries the audio; a new media session per call.
             media: { _ in
                 RelayMediaSession(server: address.baseURL, transport: URLSessionRelayTransport(), audio: audio)
             },
+            // The answer deadline follows the network's measured round trips (from the client).
+            configuration: CallLedger.Configuration(adaptiveAnswerDeadline: true),
+            payloadDecryptor: decryptor, reconnect: policies.reconnect, memoryPressure: policies.memory,
+            preauthorizations: policies.meetings,
             onNotice: { notices.yield($0) })
         return SignedInSession(
-            address: address, user: user, client: client, coordinator: coordinator,
+            address: address, user: user, client: client, coordinator: coordinator, policies: policies,
             transports: [requests, events, callEvents])
     }
 
@@ -345,7 +387,18 @@ final class AppModel: ObservableObject {
     func placeCall(scopeKind: ScopeKind, scopeID: String, name: String) async {
         guard let session else { return }
         do {
-            try await session.coordinator.startCall(scopeKind: scopeKind, scopeID: scopeID, mode: .audio, handle: name)
+            // A group's call already running (its scheduled meeting, say) is joined, with the
+            // meeting's pre-authorisation when the preloader holds one.
+            if scopeKind == .group,
+                let running = try await session.client.activeCalls().first(where: {
+                    $0.scopeKind == .group && $0.scopeId == scopeID && $0.state == .active
+                })
+            {
+                try await session.coordinator.joinCall(running.id, handle: name, groupID: scopeID)
+            } else {
+                try await session.coordinator.startCall(
+                    scopeKind: scopeKind, scopeID: scopeID, mode: .audio, handle: name)
+            }
         } catch {
             report(error)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Security
+import SwitchboardCallKit
 import SwitchboardKit
 
 /// What survives a restart: the session in the keychain (readable after the first unlock,
@@ -16,32 +17,62 @@ struct SessionStore: Sendable {
         var eventCursor: Int64
     }
 
+    /// This installation's VoIP payload key, as the keychain keeps it.
+    private struct StoredKey: Codable {
+        var id: String
+        var key: Data
+    }
+
     private static let service = "com.example.switchboard.phone"
-    private static let account = "session"
 
     func load() -> Saved? {
-        var query = Self.baseQuery
-        query[kSecReturnData as String] = true
-        query[kSecMatchLimit as String] = kSecMatchLimitOne
-        var result: CFTypeRef?
-        guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess, let data = result as? Data else {
-            return nil
-        }
-        return try? JSONDecoder().decode(Saved.self, from: data)
+        Self.read("session").flatMap { try? JSONDecoder().decode(Saved.self, from: $0) }
     }
 
     func save(_ saved: Saved) {
         guard let data = try? JSONEncoder().encode(saved) else { return }
-        SecItemDelete(Self.baseQuery as CFDictionary)
-        var item = Self.baseQuery
-        item[kSecValueData as String] = data
-        item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
-        SecItemAdd(item as CFDictionary, nil)
+        Self.write(data, as: "session")
         AppGroup.defaults.set(saved.server, forKey: Keys.lastServer)
     }
 
     func clear() {
-        SecItemDelete(Self.baseQuery as CFDictionary)
+        SecItemDelete(Self.query("session") as CFDictionary)
+    }
+
+    /// The key the server seals this installation's VoIP pushes under (registered with the
+    /// VoIP token, `VoIPPushReceiver(payloadKey:)`), so the caller's name never crosses Apple's
+    /// servers in the clear. Made once, kept in the keychain beside the session; it outlives
+    /// sign-outs (the device keeps it, every server it registers with gets it).
+    func payloadKey() -> VoIPPayloadKey {
+        if let data = Self.read("payload-key"), let stored = try? JSONDecoder().decode(StoredKey.self, from: data),
+            let key = VoIPPayloadKey(id: stored.id, rawBytes: stored.key)
+        {
+            return key
+        }
+        let key = VoIPPayloadKey.generate(id: "phone-\(UUID().uuidString.prefix(8).lowercased())")
+        if let data = try? JSONEncoder().encode(StoredKey(id: key.id, key: key.rawBytes)) {
+            Self.write(data, as: "payload-key")
+        }
+        return key
+    }
+
+    private static func read(_ account: String) -> Data? {
+        var query = query(account)
+        query[kSecReturnData as String] = true
+        query[kSecMatchLimit as String] = kSecMatchLimitOne
+        var result: CFTypeRef?
+        guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess else { return nil }
+        return result as? Data
+    }
+
+    /// Readable after the first unlock: a VoIP push that launches the app on a locked phone
+    /// still finds the session and the key.
+    private static func write(_ data: Data, as account: String) {
+        SecItemDelete(query(account) as CFDictionary)
+        var item = query(account)
+        item[kSecValueData as String] = data
+        item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+        SecItemAdd(item as CFDictionary, nil)
     }
 
     /// The server last signed in to, to fill the sign-in form.
@@ -56,7 +87,7 @@ struct SessionStore: Sendable {
         return id
     }
 
-    private static var baseQuery: [String: Any] {
+    private static func query(_ account: String) -> [String: Any] {
         [
             kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
             kSecAttrAccount as String: account,
