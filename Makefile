@@ -17,7 +17,7 @@ run: release
 	.build/release/switchboard serve $(ARGS)
 
 test:
-	scripts/ensure-deps.sh nftables iproute2 nginx curl espeak-ng sox
+	scripts/ensure-deps.sh nftables iproute2 nginx curl espeak-ng sox chromium chromium-driver
 	scripts/ensure-python-tools.sh
 	scripts/with-private-tmp.sh $(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) TEST_TIMEOUT=$(TEST_TIMEOUT) scripts/with-private-tmp.sh scripts/with-postgres.sh scripts/run-swift-tests.sh --parallel --num-workers 2 --experimental-maximum-parallelization-width $(TEST_WIDTH)
@@ -27,6 +27,7 @@ test:
 	scripts/with-private-tmp.sh scripts/api-contract.sh .build/debug/switchboard
 	CONTRACT_ADMIN=off CONTRACT_SECONDS=30 scripts/with-private-tmp.sh scripts/api-contract.sh .build/debug/switchboard
 	scripts/with-private-tmp.sh scripts/demo-smoke.sh .build/debug/switchboard-dev
+	scripts/with-private-tmp.sh scripts/browser-tests.sh .build/debug/switchboard .build/browser
 	scripts/with-private-tmp.sh .build/debug/switchboard-dev bench wakeup --phones 8 --profiles good,poor_4g,wifi_30_loss --thresholds bench/wakeup-smoke-thresholds.json --out .build/weaknet-smoke
 	scripts/with-private-tmp.sh scripts/fuzz.sh --smoke
 

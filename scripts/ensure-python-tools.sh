@@ -5,6 +5,8 @@ set -euo pipefail
 # h2: the HTTP/2 test server the push transport tests talk to.
 # websockets: the independent WebSocket peer of the interoperability tests, both ways.
 # cryptography: the reference AES-256-GCM the crypto tests cross-check against, both ways.
+# selenium + numpy: the browser tests drive Debian's chromium and measure what crossed a call
+#   (Tests/Browser, scripts/browser-tests.sh).
 # schemathesis: scripts/api-contract.sh checks the server against openapi.json. Pinned: its
 #   checks and its reading of the document change between releases, and the contract run must
 #   mean the same thing on every machine.
@@ -15,9 +17,10 @@ missing=()
 if [[ "${1:-}" == bench ]]; then
     # ... and the Debian tools bench audio speaks and resamples with.
     "$(dirname "$0")/ensure-deps.sh" espeak-ng sox
-    python3 -c "import numpy" >/dev/null 2>&1 || missing+=(numpy)
     python3 -c "import pesq" >/dev/null 2>&1 || missing+=(pesq)
 fi
+python3 -c "import numpy" >/dev/null 2>&1 || missing+=(numpy)
+python3 -c "import selenium.webdriver" >/dev/null 2>&1 || missing+=(selenium)
 python3 -c "import livekit.api" >/dev/null 2>&1 || missing+=(livekit-api)
 python3 -c "import h2" >/dev/null 2>&1 || missing+=(h2)
 python3 -c "import cryptography.hazmat.primitives.ciphers.aead" >/dev/null 2>&1 || missing+=(cryptography)

@@ -1,19 +1,35 @@
+import Foundation
 import PackagePlugin
 
-/// Generates `OpenAPIDocument.swift` from the repository's `openapi.json`, so the server binary
-/// serves exactly the document kept in the repository, with no resource bundle beside it.
+/// Generates `OpenAPIDocument.swift` from the repository's `openapi.json`, and
+/// `WebAssets.swift` from the browser client's files under `Web/`, so the server binary serves
+/// exactly what the repository keeps, with no resource bundle beside it.
 @main
 struct EmbedOpenAPI: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
+        let tool = try context.tool(named: "embed-resource").url
         let input = context.package.directoryURL.appending(path: "openapi.json")
         let output = context.pluginWorkDirectoryURL.appending(path: "OpenAPIDocument.swift")
+        let web = context.package.directoryURL.appending(path: "Web")
+        let webOutput = context.pluginWorkDirectoryURL.appending(path: "WebAssets.swift")
+        // Every file below Web/ is an input, so changing one rebuilds the server.
+        var webFiles: [URL] = []
+        if let walker = FileManager.default.enumerator(at: web, includingPropertiesForKeys: nil) {
+            for case let url as URL in walker where !url.hasDirectoryPath { webFiles.append(url) }
+        }
         return [
             .buildCommand(
                 displayName: "Embedding openapi.json",
-                executable: try context.tool(named: "embed-resource").url,
+                executable: tool,
                 arguments: [input.path(), output.path(), "openAPIDocumentJSON"],
                 inputFiles: [input],
-                outputFiles: [output])
+                outputFiles: [output]),
+            .buildCommand(
+                displayName: "Embedding the browser client (Web/)",
+                executable: tool,
+                arguments: ["--dir", web.path(), webOutput.path(), "webAssetFiles"],
+                inputFiles: webFiles,
+                outputFiles: [webOutput]),
         ]
     }
 }

@@ -111,6 +111,7 @@ public final class Application: Sendable {
                 .version ?? 0,
             pushChannels: channels.all.filter(\.summary.configured).map(\.name)
         ).register(in: &router)
+        WebRoutes().register(in: &router)
         let payloadKeys = PayloadKeyVault(secret: configuration.dataEncryptionKeyBytes)
         let directory = GatewayChannelDirectory(server: channels, store: store, vault: payloadKeys, logger: logger)
         let dispatcher = PushDispatcher(

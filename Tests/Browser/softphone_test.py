@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""The softphone at /app/ in a real browser: two headless Chromium users call each other
+through the server's relay, and what each hears is what the other's microphone took in.
+
+Each browser's fake microphone plays a WAV file (Chromium's --use-file-for-fake-audio-capture):
+Alice speaks (espeak-ng), Bob plays a tone. The pages keep every relay frame they sent and
+received (`/app/?record`); the frames Bob received must be Alice's frames, byte for byte and in
+order (the relay forwards a two-party call untouched), with the delay from her send to his
+receipt measured frame by frame, and the other way round. Then Bob hangs up and both pages and
+the server agree the call ended; then a call that drops when Alice's network goes away (the
+browser's offline mode) ends cleanly on both sides.
+
+usage: softphone_test.py SWITCHBOARD_BINARY OUT_DIR
+Screenshots of each step go to OUT_DIR. Bounded: every wait has a limit; the server and the
+browsers are stopped whatever happens.
+"""
+
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+WAIT = 60  # seconds any one condition may take on a busy machine
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def api(base, method, path, body=None, token=None):
+    request = urllib.request.Request(base + path, method=method)
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    data = json.dumps(body).encode() if body is not None else None
+    with urllib.request.urlopen(request, data, timeout=30) as response:
+        text = response.read()
+        return json.loads(text) if text else None
+
+
+def wait_for(what, condition, limit=WAIT):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception:  # the page may be between states
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def browser(wav):
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={wav}",
+        "--autoplay-policy=no-user-gesture-required",
+        "--window-size=900,1000",
+    ]:
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def sign_in(driver, base, username, password):
+    driver.get(base + "/app/?record&raw")
+    wait_for("the sign-in form", lambda: driver.find_element(By.NAME, "username").is_displayed())
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.ID, "signin-submit").click()
+    wait_for(f"{username}'s friends", lambda: driver.find_elements(By.CSS_SELECTOR, "#friends li[data-username]"))
+    wait_for(f"{username}'s event stream", lambda: driver.find_element(By.ID, "connection").text == "streaming")
+
+
+def stage(driver):
+    box = driver.find_element(By.ID, "call")
+    return None if not box.is_displayed() else box.get_attribute("data-stage")
+
+
+def frames(driver, which):
+    """The frames the page's call audio sent or received: [(time ms, bytes)]."""
+    rows = driver.execute_script(
+        f"const a = window.switchboard.audios[window.switchboard.audios.length - 1];"
+        f"return a.{which}.map(f => [f.t, Array.from(f.pcm)]);"
+    )
+    return [(t, tuple(pcm)) for t, pcm in rows]
+
+
+def compare(sent, received, label):
+    """Received must be sent frames, in order; returns (matched, delays in ms)."""
+    index = {}
+    for position, (t, pcm) in enumerate(sent):
+        index.setdefault(pcm, []).append((position, t))
+    matched, delays, last = 0, [], -1
+    silent = tuple([0] * 160)
+    for t, pcm in received:
+        if pcm == silent:
+            continue
+        candidates = [(p, st) for p, st in index.get(pcm, []) if p > last]
+        assert candidates, f"{label}: a received frame was never sent (or out of order)"
+        position, sent_at = candidates[0]
+        last = position
+        matched += 1
+        delays.append(t - sent_at)
+    return matched, delays
+
+
+def snr_against(reference, frames_received):
+    """SNR (dB) of the received 8 kHz signal against the looped reference, after the best
+    alignment and gain: how much of what arrived is the microphone's sound."""
+    import numpy
+
+    signal_ = numpy.concatenate([numpy.array(pcm, dtype=float) for _, pcm in frames_received]) / 32768
+    ref = numpy.array(reference, dtype=float)
+    looped = numpy.tile(ref, int(numpy.ceil((len(signal_) + len(ref)) / len(ref))) + 1)
+    # Align on the loudest second of what arrived.
+    window = 8000
+    energy = numpy.convolve(signal_ ** 2, numpy.ones(window), mode="valid")
+    start = int(numpy.argmax(energy)) if len(energy) else 0
+    piece = signal_[start:start + window]
+    size = 1 << int(numpy.ceil(numpy.log2(len(ref) + window)))
+    spectrum = numpy.fft.rfft(looped[: len(ref) + window], size) * numpy.conj(numpy.fft.rfft(piece, size))
+    lag = int(numpy.argmax(numpy.fft.irfft(spectrum, size)[: len(ref)]))
+    # The two clocks do not share a sample grid: try fractional shifts of an eighth of a sample.
+    margin = 64
+    around = looped[lag + len(ref) - margin: lag + len(ref) + window + margin] if lag < margin else \
+        looped[lag - margin: lag + window + margin]
+    spectrum = numpy.fft.rfft(around)
+    frequencies = numpy.fft.rfftfreq(len(around))
+    best = -numpy.inf
+    for fraction in numpy.linspace(-1, 1, 17):
+        shifted = numpy.fft.irfft(spectrum * numpy.exp(-2j * numpy.pi * frequencies * fraction), len(around))
+        aligned = shifted[margin: margin + window]
+        gain = numpy.dot(piece, aligned) / max(numpy.dot(aligned, aligned), 1e-12)
+        noise = piece - gain * aligned
+        best = max(best, 10 * numpy.log10(numpy.dot(piece, piece) / max(numpy.dot(noise, noise), 1e-12)))
+    return best
+
+
+def read_wav_8k(path, work):
+    """The WAV as 8 kHz floats (sox does the rate change)."""
+    import wave
+
+    narrow = os.path.join(work, os.path.basename(path) + ".8k.wav")
+    subprocess.run(["sox", path, "-r", "8000", "-b", "16", "-c", "1", narrow], check=True)
+    with wave.open(narrow) as handle:
+        raw = handle.readframes(handle.getnframes())
+    return [int.from_bytes(raw[i:i + 2], "little", signed=True) / 32768 for i in range(0, len(raw), 2)]
+
+
+def main():
+    binary, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="switchboard-browser-")
+    speech, tone = os.path.join(work, "speech.wav"), os.path.join(work, "tone.wav")
+    subprocess.run(
+        ["espeak-ng", "-w", os.path.join(work, "raw.wav"), "-s", "150",
+         "The phone rings, even locked, on a bad network, and the call connects."],
+        check=True, capture_output=True)
+    subprocess.run(["sox", os.path.join(work, "raw.wav"), "-r", "48000", "-b", "16", "-c", "1", speech], check=True)
+    subprocess.run(["sox", "-n", "-r", "48000", "-b", "16", "-c", "1", tone, "synth", "3", "sine", "700", "vol", "0.3"],
+                   check=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", os.path.join(work, "data")],
+        stdout=open(os.path.join(out, "server.log"), "w"), stderr=subprocess.STDOUT,
+        env={**os.environ, "SWITCHBOARD_PASSWORD_SCRYPT_LOG_N": "15"})
+    drivers = []
+    try:
+        wait_for("the server", lambda: api(base, "GET", "/healthz") is not None)
+        alice = api(base, "POST", "/auth/register", {"username": "alice", "password": "alice-password", "displayName": "Alice"})
+        bob = api(base, "POST", "/auth/register", {"username": "bob", "password": "bob-password", "displayName": "Bob"})
+        request = api(base, "POST", "/friend-requests", {"username": "bob"}, alice["token"])
+        api(base, "POST", f"/friend-requests/{request['id']}/accept", None, bob["token"])
+
+        a, b = browser(speech), browser(tone)
+        drivers += [a, b]
+        sign_in(a, base, "alice", "alice-password")
+        sign_in(b, base, "bob", "bob-password")
+        a.save_screenshot(os.path.join(out, "app-signed-in.png"))
+
+        # (a) Alice calls Bob; Bob's page rings; he answers; sound crosses both ways.
+        a.find_element(By.CSS_SELECTOR, "#friends li[data-username='bob'] button").click()
+        wait_for("Bob's incoming call", lambda: stage(b) == "ringing")
+        b.save_screenshot(os.path.join(out, "app-incoming.png"))
+        b.find_element(By.ID, "call-answer").click()
+        wait_for("both connected", lambda: stage(a) == "active" and stage(b) == "active")
+        time.sleep(4)
+        a.save_screenshot(os.path.join(out, "app-in-call.png"))
+        for speaker, listener, label in [(a, b, "Alice → Bob"), (b, a, "Bob → Alice")]:
+            # What arrived first, then what was sent: every frame received was sent before.
+            received = frames(listener, "received")
+            sent = frames(speaker, "sent")
+            matched, delays = compare(sent, received, label)
+            assert matched >= 100, f"{label}: only {matched} frames of sound arrived (of {len(sent)} sent)"
+            median = statistics.median(delays)
+            print(f"softphone: {label}: {matched} frames arrived intact of {len(sent)} sent, "
+                  f"send-to-receipt delay median {median:.0f} ms, max {max(delays):.0f} ms")
+            assert median < 1000, f"{label}: median delay {median:.0f} ms"
+            if speaker is a:
+                # What crossed is Alice's voice: the received signal against her microphone's file.
+                snr = snr_against(read_wav_8k(speech, work), received)
+                print(f"softphone: {label}: SNR of what arrived against the microphone's speech {snr:.1f} dB")
+                assert snr > 20, f"{label}: SNR {snr:.1f} dB: what arrived is not her speech"
+        b.find_element(By.ID, "call-end").click()
+        wait_for("both ended", lambda: stage(a) in (None, "ended") and stage(b) in (None, "ended"))
+        active = api(base, "GET", "/calls/active", None, alice["token"])
+        assert active == [], f"the server still has a live call: {active}"
+
+        # (d) Alice's network goes away mid-call: her page ends the call at once, and the server
+        # and Bob's page end it too (her leave once she is back, or the relay's socket closing).
+        a.find_element(By.CSS_SELECTOR, "#friends li[data-username='bob'] button").click()
+        wait_for("Bob's second incoming call", lambda: stage(b) == "ringing")
+        b.find_element(By.ID, "call-answer").click()
+        wait_for("both connected again", lambda: stage(a) == "active" and stage(b) == "active")
+        a.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+        wait_for("Alice's page ended the call offline", lambda: stage(a) in (None, "ended"))
+        a.save_screenshot(os.path.join(out, "app-offline.png"))
+        a.set_network_conditions(offline=False, latency=0, download_throughput=-1, upload_throughput=-1)
+        wait_for("Bob's page ended the call", lambda: stage(b) in (None, "ended"))
+        wait_for("the server ended the call", lambda: api(base, "GET", "/calls/active", None, bob["token"]) == [])
+        print("softphone: a call whose network dropped ended on both pages and on the server")
+    finally:
+        for driver in drivers:
+            try:
+                driver.quit()
+            except Exception:
+                pass
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+if __name__ == "__main__":
+    main()
