@@ -12,7 +12,9 @@ struct EmbedOpenAPI: BuildToolPlugin {
         let output = context.pluginWorkDirectoryURL.appending(path: "OpenAPIDocument.swift")
         let web = context.package.directoryURL.appending(path: "Web")
         let webOutput = context.pluginWorkDirectoryURL.appending(path: "WebAssets.swift")
-        // Every file below Web/ is an input, so changing one rebuilds the server.
+        // Every file below Web/ is an input, so changing one rebuilds the server. A file that is
+        // only added is embedded at the next change of any file there (SwiftPM keeps the list
+        // of inputs from the last run): a new file is normally linked from an existing one.
         var webFiles: [URL] = []
         if let walker = FileManager.default.enumerator(at: web, includingPropertiesForKeys: nil) {
             for case let url as URL in walker where !url.hasDirectoryPath { webFiles.append(url) }

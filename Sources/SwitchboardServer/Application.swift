@@ -192,6 +192,7 @@ public final class Application: Sendable {
         DeviceRoutes(store: store, authenticator: authenticator, payloadKeys: payloadKeys).register(in: &router)
         PushPreferenceRoutes(store: store, authenticator: authenticator).register(in: &router)
         AdminRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
+        ConsoleRoutes(store: store, adminKey: configuration.adminKey).register(in: &router)
         WebhookRoutes(
             store: store, adminKey: configuration.adminKey, settings: configuration.webhooks,
             deleted: { webhooks.forget(endpoint: $0) }
@@ -342,9 +343,11 @@ public final class Application: Sendable {
         }
     }
 
-    /// Whether `path` belongs to the operator listener: `/metrics`, `/admin` and below.
+    /// Whether `path` belongs to the operator listener: `/metrics`, `/admin` and below, and the
+    /// operator console's pages (`/console`), which read `/admin/*`.
     static func isOperatorPath(_ path: String) -> Bool {
-        path == "/metrics" || path == "/admin" || path.hasPrefix("/admin/")
+        path == "/metrics" || path == "/admin" || path.hasPrefix("/admin/") || path == "/console"
+            || path.hasPrefix("/console/")
     }
 
     /// The router's match, with the paths the listener does not serve not found.
@@ -352,7 +355,9 @@ public final class Application: Sendable {
         if operatorSeparate {
             switch listener {
             case .main where Self.isOperatorPath(path): return .notFound
-            case .operatorOnly where !Self.isOperatorPath(path) && path != "/healthz" && path != "/readyz":
+            // The browser SDK's modules are served on both: the console imports them.
+            case .operatorOnly
+            where !Self.isOperatorPath(path) && path != "/healthz" && path != "/readyz" && !path.hasPrefix("/sdk/"):
                 return .notFound
             default: break
             }

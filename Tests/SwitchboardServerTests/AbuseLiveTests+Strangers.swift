@@ -108,5 +108,12 @@ extension AbuseLiveTests {
         #expect(await fetch(operatorAddress, "GET", "/admin/push/status", headers: admin).status == 200)
         #expect(await fetch(operatorAddress, "GET", "/healthz").status == 200)
         #expect(await fetch(operatorAddress, "GET", "/me").status == 404, "the API is not served there")
+        // The operator console moves with /admin; the browser SDK it imports is on both.
+        #expect(await fetch(server.address, "GET", "/console/").status == 404)
+        #expect(await fetch(operatorAddress, "GET", "/console/").status == 200)
+        #expect(await fetch(operatorAddress, "GET", "/admin/console", headers: admin).status == 200)
+        #expect(await fetch(operatorAddress, "GET", "/sdk/switchboard.js").status == 200)
+        #expect(await fetch(server.address, "GET", "/sdk/switchboard.js").status == 200)
+        #expect(await fetch(operatorAddress, "GET", "/app/").status == 404, "the softphone is not served there")
     }
 }

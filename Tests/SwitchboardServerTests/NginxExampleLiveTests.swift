@@ -205,6 +205,11 @@ struct NginxExampleLiveTests {
 
         #expect(try await Self.https(port, "GET", "/metrics", ca: certificate).status == 403)
         #expect(try await Self.https(port, "GET", "/admin/push/status", ca: certificate).status == 403)
+        // The browser client works through the site; the operator console stays inside with /admin.
+        let softphone = try await Self.https(port, "GET", "/app/", ca: certificate)
+        #expect(softphone.status == 200 && softphone.body.contains("/app/app.js"))
+        #expect(try await Self.https(port, "GET", "/sdk/relay-audio.js", ca: certificate).status == 200)
+        #expect(try await Self.https(port, "GET", "/console/", ca: certificate).status == 403)
     }
 }
 

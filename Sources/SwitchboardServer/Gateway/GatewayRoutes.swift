@@ -134,6 +134,11 @@ struct GatewayRoutes {
             }
             return .json(AppView(app), status: 201)
         }
+        router.add("GET", "/admin/gateway/apps") { context in
+            try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
+            let apps = try await store.snapshot { try $0.gateway.apps() }
+            return .json(["apps": apps.map(AppView.init)])
+        }
         router.add("GET", "/admin/gateway/apps/{appId}") { context in
             try AdminRoutes.requireAdmin(context.request.headers, key: adminKey)
             let id = context.parameter("appId")

@@ -43,7 +43,7 @@ struct WebRoutes {
     }
 
     func register(in router: inout Router) {
-        for (folder, index) in [("app", true), ("sdk", false)] {
+        for (folder, index) in [("app", true), ("console", true), ("sdk", false)] {
             if index {
                 router.add("GET", "/\(folder)") { _ in
                     HTTPResponse(status: 308, headers: ["Location": "/\(folder)/", "Content-Length": "0"])

@@ -1,4 +1,3 @@
-
 /// The two lists a Call Directory extension keeps.
 package enum CallDirectoryKind: String, Sendable, CaseIterable {
     case blocking, identification

@@ -1,6 +1,19 @@
 import SwitchboardCore
 import SwitchboardWire
 
+/// When a call was created and answered (milliseconds since 1970).
+public struct CallTiming: Sendable, Equatable {
+    public let callID: String
+    public let createdAtMS: Int64
+    public let answeredAtMS: Int64?
+
+    package init(callID: String, createdAtMS: Int64, answeredAtMS: Int64?) {
+        self.callID = callID
+        self.createdAtMS = createdAtMS
+        self.answeredAtMS = answeredAtMS
+    }
+}
+
 /// A stored call and the version it was read at (a transition stores its result only if the
 /// call is still at that version).
 public struct StoredCall: Sendable, Equatable {
@@ -40,6 +53,10 @@ public protocol CallRepository {
     func ringTimedOutCallIDs(at nowMS: Int64) throws -> [String]
     /// Every active call and its media room.
     func activeRooms() throws -> [(callID: String, roomName: String)]
+    /// The newest ringing or active calls, at most `limit` (the operator console).
+    func liveCallIDs(limit: Int) throws -> [String]
+    /// When each call created since `sinceMS` was created and answered (the console's charts).
+    func callTimings(sinceMS: Int64) throws -> [CallTiming]
     /// Whether the call is not ended and still rings `userID`.
     func rings(_ callID: String, userID: String) throws -> Bool
 }

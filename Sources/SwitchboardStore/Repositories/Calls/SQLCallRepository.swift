@@ -197,6 +197,24 @@ package struct SQLCallRepository: CallRepository {
         }
     }
 
+    package func liveCallIDs(limit: Int) throws -> [String] {
+        try connection.query(
+            "SELECT id FROM calls WHERE state != 'ended' ORDER BY created_at_ms DESC, id LIMIT ?",
+            [.integer(Int64(max(0, limit)))]
+        ).map { try $0.string("id") }
+    }
+
+    package func callTimings(sinceMS: Int64) throws -> [CallTiming] {
+        try connection.query(
+            "SELECT id, created_at_ms, answered_at_ms FROM calls WHERE created_at_ms >= ? ORDER BY created_at_ms LIMIT 20000",
+            [.integer(sinceMS)]
+        ).map {
+            CallTiming(
+                callID: try $0.string("id"), createdAtMS: try $0.int64("created_at_ms"),
+                answeredAtMS: try $0.optionalInt64("answered_at_ms"))
+        }
+    }
+
     package func rings(_ callID: String, userID: String) throws -> Bool {
         try !connection.query(
             """

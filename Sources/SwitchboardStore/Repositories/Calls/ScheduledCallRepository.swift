@@ -1,4 +1,3 @@
-
 /// A stored scheduled call.
 package struct StoredScheduledCall: Sendable, Equatable {
     package var id: String

@@ -34,6 +34,8 @@ package protocol GatewayRepository {
     /// Creates the app with its first keys; false when the id is taken.
     func create(_ app: GatewayApp) throws -> Bool
     func app(id: String) throws -> GatewayApp?
+    /// Every app, by id.
+    func apps() throws -> [GatewayApp]
     /// Adds a key; false when the app has one by that id.
     func addKey(_ key: GatewayApp.Key, to appID: String) throws -> Bool
     /// Removes a key; false when there was none.
@@ -76,6 +78,10 @@ package struct SQLGatewayRepository: GatewayRepository {
                 createdAtMS: try $0.int64("created_at_ms"))
         }
         return GatewayApp(id: id, name: try row.string("name"), createdAtMS: try row.int64("created_at_ms"), keys: keys)
+    }
+
+    package func apps() throws -> [GatewayApp] {
+        try connection.query("SELECT id FROM gateway_apps ORDER BY id", []).compactMap { try app(id: $0.string("id")) }
     }
 
     package func addKey(_ key: GatewayApp.Key, to appID: String) throws -> Bool {

@@ -173,4 +173,7 @@ package protocol PushJobRepository {
     func dropPendingRings(ofCall callID: String, at nowMS: Int64) throws -> Int
     /// At most `failures` of the newest undelivered jobs that saw an error.
     func report(failures: Int) throws -> PushQueueReport
+    /// Each job delivered since `sinceMS`: its channel and how long from its creation to its
+    /// delivery (the console's push-latency chart), at most 20,000, newest last.
+    func deliveries(sinceMS: Int64) throws -> [(channel: String, createdAtMS: Int64, deliveredAtMS: Int64)]
 }

@@ -173,6 +173,16 @@ package struct SQLPushJobRepository: PushJobRepository {
             outcomes: outcomes, newestFailures: newest)
     }
 
+    package func deliveries(sinceMS: Int64) throws -> [(channel: String, createdAtMS: Int64, deliveredAtMS: Int64)] {
+        try connection.query(
+            """
+            SELECT channel, created_at_ms, finished_at_ms FROM push_jobs
+            WHERE state = 'delivered' AND finished_at_ms >= ? ORDER BY finished_at_ms LIMIT 20000
+            """,
+            [.integer(sinceMS)]
+        ).map { (try $0.string("channel"), try $0.int64("created_at_ms"), try $0.int64("finished_at_ms")) }
+    }
+
     package init(connection: any SQLExecutor) {
         self.connection = connection
     }
