@@ -51,7 +51,7 @@ public struct ConfigurationSetting: Sendable {
             ConfigurationSetting(
                 key: "operatorListen", environment: "SWITCHBOARD_OPERATOR_LISTEN", flag: "--operator-listen",
                 help:
-                    "HOST:PORT of a second listener that alone serves /metrics and /admin/* (and /healthz, /readyz); empty keeps them on listen (default empty)"
+                    "HOST:PORT of a second listener that alone serves /metrics, /admin/* and the console /console/ (and /healthz, /readyz, /sdk/); empty keeps them on listen (default empty)"
             ) { config, text in
                 if text.isEmpty {
                     config.http.operatorListen = nil
