@@ -38,6 +38,10 @@ let program = CommandLineProgram(
             summary: "Run local stand-ins for APNs, FCM, Huawei, Xiaomi, OPPO and vivo.", help: APNsEmulatorCommand.help
         ),
         .init(
+            "phone",
+            summary: "A Swift SDK phone in real time: answer or place one call, play a file, record the other side.",
+            help: PhoneCommand.help),
+        .init(
             "webhook-receiver",
             summary: "Receive the server's webhook deliveries, check their signatures and print them.",
             help: WebhookReceiverCommand.help),
@@ -56,6 +60,7 @@ let runs: [String: ([String]) -> Int32] = [
     "proxy": ProxyCommand.run,
     "push-emulator": APNsEmulatorCommand.run,
     "webhook-receiver": WebhookReceiverCommand.run,
+    "phone": PhoneCommand.run,
 ]
 
 switch program.resolve(Array(CommandLine.arguments.dropFirst())) {

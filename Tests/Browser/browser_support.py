@@ -132,3 +132,66 @@ class Server:
 def register(base, username):
     return api(base, "POST", "/auth/register",
                {"username": username, "password": f"{username}-password", "displayName": username.title()})
+
+
+def snr_against(reference, frames_received):
+    """SNR (dB) of the received relay frames against the looped 8 kHz reference."""
+    import numpy
+
+    return snr(reference, numpy.concatenate([numpy.array(pcm, dtype=float) for _, pcm in frames_received]) / 32768)
+
+
+def snr(reference, signal_):
+    """SNR (dB) of an 8 kHz signal against the looped reference: each second that carries
+    sound is aligned on its own (to an eighth of a sample) and scaled, and the median of their
+    SNRs is the figure (a jitter buffer that starts, stretches or drops moves the alignment
+    between seconds, not within one)."""
+    import numpy
+
+    signal_ = numpy.asarray(signal_, dtype=float)
+    ref = numpy.array(reference, dtype=float)
+    window = 8000
+    looped = numpy.tile(ref, int(numpy.ceil((window + len(ref)) / len(ref))) + 1)
+    figures = []
+    for start in range(0, len(signal_) - window + 1, window):
+        piece = signal_[start:start + window]
+        if numpy.sqrt(numpy.mean(piece ** 2)) < 0.01:
+            continue
+        figures.append(_aligned_snr(looped, len(ref), piece))
+    assert figures, "no second of sound arrived"
+    return float(numpy.median(figures))
+
+
+def _aligned_snr(looped, period, piece):
+    import numpy
+
+    window = len(piece)
+    size = 1 << int(numpy.ceil(numpy.log2(period + window)))
+    spectrum = numpy.fft.rfft(looped[: period + window], size) * numpy.conj(numpy.fft.rfft(piece, size))
+    lag = int(numpy.argmax(numpy.fft.irfft(spectrum, size)[:period]))
+    margin = 64
+    start = lag + period if lag < margin else lag
+    around = looped[start - margin: start + window + margin]
+    spectrum = numpy.fft.rfft(around)
+    frequencies = numpy.fft.rfftfreq(len(around))
+    best = -numpy.inf
+    for fraction in numpy.linspace(-1, 1, 17):
+        shifted = numpy.fft.irfft(spectrum * numpy.exp(-2j * numpy.pi * frequencies * fraction), len(around))
+        aligned = shifted[margin: margin + window]
+        gain = numpy.dot(piece, aligned) / max(numpy.dot(aligned, aligned), 1e-12)
+        noise = piece - gain * aligned
+        best = max(best, 10 * numpy.log10(numpy.dot(piece, piece) / max(numpy.dot(noise, noise), 1e-12)))
+    return best
+
+
+def read_wav_8k(path, work, raw48k=False):
+    """The WAV (or, with raw48k, raw 48 kHz s16le mono audio) as 8 kHz floats (sox does the
+    rate change)."""
+    import wave
+
+    narrow = os.path.join(work, os.path.basename(path) + ".8k.wav")
+    source = ["-t", "raw", "-r", "48000", "-e", "signed", "-b", "16", "-c", "1", path] if raw48k else [path]
+    subprocess.run(["sox", *source, "-r", "8000", "-b", "16", "-c", "1", narrow], check=True)
+    with wave.open(narrow) as handle:
+        raw = handle.readframes(handle.getnframes())
+    return [int.from_bytes(raw[i:i + 2], "little", signed=True) / 32768 for i in range(0, len(raw), 2)]

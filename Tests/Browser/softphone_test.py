@@ -24,50 +24,8 @@ import time
 
 from selenium.webdriver.common.by import By
 
-from browser_support import Server, api, browser, compare, frames, register, sign_in, stage, wait_for
-
-def snr_against(reference, frames_received):
-    """SNR (dB) of the received 8 kHz signal against the looped reference, after the best
-    alignment and gain: how much of what arrived is the microphone's sound."""
-    import numpy
-
-    signal_ = numpy.concatenate([numpy.array(pcm, dtype=float) for _, pcm in frames_received]) / 32768
-    ref = numpy.array(reference, dtype=float)
-    looped = numpy.tile(ref, int(numpy.ceil((len(signal_) + len(ref)) / len(ref))) + 1)
-    # Align on the loudest second of what arrived.
-    window = 8000
-    energy = numpy.convolve(signal_ ** 2, numpy.ones(window), mode="valid")
-    start = int(numpy.argmax(energy)) if len(energy) else 0
-    piece = signal_[start:start + window]
-    size = 1 << int(numpy.ceil(numpy.log2(len(ref) + window)))
-    spectrum = numpy.fft.rfft(looped[: len(ref) + window], size) * numpy.conj(numpy.fft.rfft(piece, size))
-    lag = int(numpy.argmax(numpy.fft.irfft(spectrum, size)[: len(ref)]))
-    # The two clocks do not share a sample grid: try fractional shifts of an eighth of a sample.
-    margin = 64
-    around = looped[lag + len(ref) - margin: lag + len(ref) + window + margin] if lag < margin else \
-        looped[lag - margin: lag + window + margin]
-    spectrum = numpy.fft.rfft(around)
-    frequencies = numpy.fft.rfftfreq(len(around))
-    best = -numpy.inf
-    for fraction in numpy.linspace(-1, 1, 17):
-        shifted = numpy.fft.irfft(spectrum * numpy.exp(-2j * numpy.pi * frequencies * fraction), len(around))
-        aligned = shifted[margin: margin + window]
-        gain = numpy.dot(piece, aligned) / max(numpy.dot(aligned, aligned), 1e-12)
-        noise = piece - gain * aligned
-        best = max(best, 10 * numpy.log10(numpy.dot(piece, piece) / max(numpy.dot(noise, noise), 1e-12)))
-    return best
-
-
-def read_wav_8k(path, work):
-    """The WAV as 8 kHz floats (sox does the rate change)."""
-    import wave
-
-    narrow = os.path.join(work, os.path.basename(path) + ".8k.wav")
-    subprocess.run(["sox", path, "-r", "8000", "-b", "16", "-c", "1", narrow], check=True)
-    with wave.open(narrow) as handle:
-        raw = handle.readframes(handle.getnframes())
-    return [int.from_bytes(raw[i:i + 2], "little", signed=True) / 32768 for i in range(0, len(raw), 2)]
-
+from browser_support import (
+    Server, api, browser, compare, frames, read_wav_8k, register, sign_in, snr_against, stage, wait_for)
 
 def main():
     binary, out = sys.argv[1], sys.argv[2]
