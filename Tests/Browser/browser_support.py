@@ -195,3 +195,38 @@ def read_wav_8k(path, work, raw48k=False):
     with wave.open(narrow) as handle:
         raw = handle.readframes(handle.getnframes())
     return [int.from_bytes(raw[i:i + 2], "little", signed=True) / 32768 for i in range(0, len(raw), 2)]
+
+
+def played(driver):
+    """What the page's call audio played: (rate, [(time ms, samples)])."""
+    rate, pieces = driver.execute_script(
+        "const a = window.switchboard.audios[window.switchboard.audios.length - 1];"
+        "return [a.sampleRate, a.played.map(p => [p.t, Array.from(p.samples)])];"
+    )
+    return rate, pieces
+
+
+def send_to_playout(sent, rate, pieces):
+    """Aligns what one page played with what the other sent (both at 8 kHz) and returns the
+    played stream (8 kHz) and, per 20 ms piece of sound, the time from its frame's sending to
+    the end of its playout (ms): the relay, the jitter buffer and the audio thread, without
+    the microphone's and the speaker's own buffers."""
+    import numpy
+
+    step = int(round(rate / 8000))
+    stream = numpy.concatenate([numpy.array(samples, dtype=float)[::step] for _, samples in pieces])
+    per_piece = len(pieces[0][1]) // step
+    source = numpy.concatenate([numpy.array(pcm, dtype=float) for _, pcm in sent]) / 32768
+    size = 1 << int(numpy.ceil(numpy.log2(len(stream) + len(source))))
+    correlation = numpy.fft.irfft(numpy.fft.rfft(source, size) * numpy.conj(numpy.fft.rfft(stream, size)), size)
+    shift = int(numpy.argmax(correlation))  # stream[i] ~ source[i + shift] (cyclic)
+    if shift > size // 2:
+        shift -= size
+    delays = []
+    for index, (t, samples) in enumerate(pieces):
+        if numpy.sqrt(numpy.mean(numpy.array(samples) ** 2)) < 0.01:
+            continue
+        frame = (index * per_piece + shift) // 160
+        if 0 <= frame < len(sent):
+            delays.append(t - sent[frame][0])
+    return stream, delays

@@ -25,7 +25,8 @@ import time
 from selenium.webdriver.common.by import By
 
 from browser_support import (
-    Server, api, browser, compare, frames, read_wav_8k, register, sign_in, snr_against, stage, wait_for)
+    Server, api, browser, compare, frames, played, read_wav_8k, register, send_to_playout, sign_in, snr,
+    snr_against, stage, wait_for)
 
 def main():
     binary, out = sys.argv[1], sys.argv[2]
@@ -39,6 +40,7 @@ def main():
     subprocess.run(["sox", os.path.join(work, "raw.wav"), "-r", "48000", "-b", "16", "-c", "1", speech], check=True)
     subprocess.run(["sox", "-n", "-r", "48000", "-b", "16", "-c", "1", tone, "synth", "3", "sine", "700", "vol", "0.3"],
                    check=True)
+    speech_8k = read_wav_8k(speech, work)
     server = Server(binary, work, out)
     base = server.base
     drivers = []
@@ -74,9 +76,18 @@ def main():
             assert median < 1000, f"{label}: median delay {median:.0f} ms"
             if speaker is a:
                 # What crossed is Alice's voice: the received signal against her microphone's file.
-                snr = snr_against(read_wav_8k(speech, work), received)
-                print(f"softphone: {label}: SNR of what arrived against the microphone's speech {snr:.1f} dB")
-                assert snr > 20, f"{label}: SNR {snr:.1f} dB: what arrived is not her speech"
+                quality = snr_against(speech_8k, received)
+                print(f"softphone: {label}: SNR of what arrived against the microphone's speech {quality:.1f} dB")
+                assert quality > 20, f"{label}: SNR {quality:.1f} dB: what arrived is not her speech"
+                # And what Bob's speaker played: through his jitter buffer and interpolator.
+                rate, pieces = played(listener)
+                stream, delays = send_to_playout(sent, rate, pieces)
+                heard = snr(speech_8k, stream)
+                median = statistics.median(delays)
+                print(f"softphone: {label}: what Bob's page played: SNR {heard:.1f} dB against her speech, "
+                      f"send to end of playout median {median:.0f} ms (p95 {sorted(delays)[int(0.95 * len(delays))]:.0f} ms)")
+                assert heard > 20, f"{label}: what Bob's page played is not her speech ({heard:.1f} dB)"
+                assert median < 400, f"{label}: send to playout {median:.0f} ms"
         b.find_element(By.ID, "call-end").click()
         wait_for("both ended", lambda: stage(a) in (None, "ended") and stage(b) in (None, "ended"))
         active = api(base, "GET", "/calls/active", None, alice["token"])

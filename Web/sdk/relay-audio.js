@@ -27,6 +27,10 @@ export class RelayAudio {
     this.sent = [];
     /** @type {{t: number, pcm: Int16Array}[]} */
     this.received = [];
+    /** What the speaker played, in 20 ms pieces at the context's rate (with `record`). */
+    /** @type {{t: number, samples: Float32Array}[]} */
+    this.played = [];
+    this.sampleRate = 0;
     this.socket = null;
     this.context = null;
     this.stream = null;
@@ -83,9 +87,15 @@ export class RelayAudio {
     socket.onmessage = (message) => {
       if (!(message.data instanceof ArrayBuffer)) return;
       if (this.record) this.received.push({ t: performance.timeOrigin + performance.now(), pcm: new Int16Array(message.data.slice(0)) });
-      this.node.port.postMessage(message.data, [message.data]);
+      if (this.node) this.node.port.postMessage(message.data, [message.data]);
     };
+    this.sampleRate = this.context.sampleRate;
+    if (this.record) this.node.port.postMessage({ record: true });
     this.node.port.onmessage = (message) => {
+      if (message.data && message.data.played) {
+        this.played.push({ t: performance.timeOrigin + performance.now(), samples: new Float32Array(message.data.played) });
+        return;
+      }
       /** @type {ArrayBuffer} */
       let frame = message.data;
       if (this.muted) frame = new ArrayBuffer(frame.byteLength);

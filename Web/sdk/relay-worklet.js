@@ -120,7 +120,17 @@ class RelayProcessor extends AudioWorkletProcessor {
     this.playing = false;
     this.underruns = 0;
     this.dropped = 0;
-    this.port.onmessage = (message) => this.received(message.data);
+    /** With `{ record: true }` from the page: what is played goes back in 20 ms pieces. */
+    this.recording = null;
+    this.recorded = 0;
+    this.port.onmessage = (message) => {
+      if (message.data && message.data.record) {
+        this.recording = new Float32Array(Math.round(sampleRate / 50));
+        this.recorded = 0;
+        return;
+      }
+      this.received(message.data);
+    };
   }
 
   /** A frame from the relay (320 bytes of 16-bit PCM). */
@@ -179,6 +189,18 @@ class RelayProcessor extends AudioWorkletProcessor {
       channel[i] = this.playing && this.current ? this.current[this.currentAt++] : 0;
     }
     for (let c = 1; c < output.length; c++) output[c].set(channel);
+    if (this.recording) {
+      for (let i = 0; i < channel.length; i++) {
+        this.recording[this.recorded++] = channel[i];
+        if (this.recorded === this.recording.length) {
+          const size = this.recording.length;
+          const piece = this.recording.buffer;
+          this.port.postMessage({ played: piece }, [piece]);
+          this.recording = new Float32Array(size);
+          this.recorded = 0;
+        }
+      }
+    }
     return true;
   }
 }
