@@ -167,6 +167,9 @@ export class SwitchboardClient {
  * resumed with `Last-Event-ID` after a break, falling back to the long poll when streaming
  * fails three times in a row. The cursor advances only after `onEvents` has handled a batch.
  * A cursor older than the server keeps (410) asks `onExpired` for a new one (a snapshot).
+ * It follows the browser's network: going offline drops the connection at once (a dead one
+ * could otherwise look open for a long time), and coming back online reconnects at once
+ * instead of at the end of a retry pause.
  */
 export class EventFeed {
   /**
@@ -191,18 +194,46 @@ export class EventFeed {
     this.streamFailures = 0;
     /** @type {AbortController | null} */
     this.abort = null;
+    /** Ends the current retry pause early (the network came back). */
+    this.wake = () => {};
+    this.offline = () => {
+      if (this.abort) this.abort.abort();
+    };
+    this.online = () => this.wake();
   }
 
   start() {
     if (this.running) return;
     this.running = true;
+    if (globalThis.addEventListener) {
+      globalThis.addEventListener("offline", this.offline);
+      globalThis.addEventListener("online", this.online);
+    }
     this.loop();
   }
 
   stop() {
     this.running = false;
+    if (globalThis.removeEventListener) {
+      globalThis.removeEventListener("offline", this.offline);
+      globalThis.removeEventListener("online", this.online);
+    }
     if (this.abort) this.abort.abort();
+    this.wake();
     this.onState("stopped");
+  }
+
+  /** Waits `ms`, or while the browser is offline until it is back, or until woken. */
+  pause(ms) {
+    return new Promise((resolve) => {
+      const offline = globalThis.navigator && globalThis.navigator.onLine === false;
+      const timer = offline ? null : setTimeout(resolve, ms);
+      this.wake = () => {
+        if (timer) clearTimeout(timer);
+        this.wake = () => {};
+        resolve();
+      };
+    });
   }
 
   async loop() {
@@ -222,6 +253,12 @@ export class EventFeed {
         }
       } catch (error) {
         if (!this.running) return;
+        if (error && error.name === "AbortError") {
+          // The browser went offline: wait for it to come back, then go on at once.
+          this.onState("waiting");
+          await this.pause(3000);
+          continue;
+        }
         if (error instanceof SwitchboardError && error.status === 401) {
           this.running = false;
           this.onState("stopped");
@@ -242,7 +279,7 @@ export class EventFeed {
         this.onState("waiting");
         // About 3 s, then longer while it keeps failing (up to 30 s), with jitter.
         const pause = Math.min(3000 * 2 ** Math.min(this.failures - 1, 4), 30000) * (0.75 + Math.random() * 0.5);
-        await sleep(pause);
+        await this.pause(pause);
       }
     }
   }
