@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The browser client in a real browser: Debian's chromium and chromium-driver, headless, with
+# The browser client: its JSDoc types checked by Debian's TypeScript, then in a real browser:
+# Debian's chromium and chromium-driver, headless, with
 # fake microphones fed from WAV files, driven by Selenium (Tests/Browser/*_test.py). Each test
 # starts its own server (127.0.0.1, a free port, a fresh database) from the given binary and
 # stops it and its browsers whatever happens. Screenshots and server logs go to OUT_DIR.
@@ -8,9 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BINARY=${1:?usage: scripts/browser-tests.sh SWITCHBOARD_BINARY [OUT_DIR]}
 OUT=${2:-.build/browser}
-scripts/ensure-deps.sh chromium chromium-driver espeak-ng sox
+scripts/ensure-deps.sh chromium chromium-driver espeak-ng sox openssl node-typescript
 scripts/ensure-python-tools.sh
 mkdir -p "$OUT"
+# The JSDoc types of the SDK and the pages, checked by Debian's TypeScript (nothing is emitted;
+# relay-worklet.js runs in an AudioWorkletGlobalScope, which TypeScript's libraries lack).
+echo "== tsc -p scripts/tsconfig.web.json"
+tsc -p scripts/tsconfig.web.json
 status=0
 for test in Tests/Browser/*_test.py; do
     name=$(basename "$test" .py)

@@ -7,6 +7,7 @@ import { SwitchboardClient, SwitchboardError, EventFeed } from "/sdk/switchboard
 import { CallCoordinator } from "/sdk/calls.js";
 import { RelayAudio } from "/sdk/relay-audio.js";
 
+/** @param {string} id @returns {any} an element of this page */
 const $ = (id) => document.getElementById(id);
 const client = new SwitchboardClient();
 const state = {
@@ -26,7 +27,7 @@ const query = new URLSearchParams(location.search);
 const record = query.has("record");
 // `?raw`: no echo cancellation, noise suppression or gain control (to measure the path itself).
 const processing = !query.has("raw");
-window.switchboard = { client, state, audios: [] };
+/** @type {any} */ (window).switchboard = { client, state, audios: [] };
 
 function show(error) {
   $("error").textContent = error ? (error instanceof SwitchboardError ? `${error.message} (${error.code})` : String(error.message || error)) : "";
@@ -66,7 +67,7 @@ $("signup-toggle").addEventListener("click", () => {
 
 $("signin-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const form = new FormData(event.target);
+  const form = new FormData(/** @type {HTMLFormElement} */ (event.target));
   const username = String(form.get("username")), password = String(form.get("password"));
   try {
     show(null);
@@ -95,7 +96,7 @@ async function signedIn(user, cursor) {
     onChange: renderCall,
     audio: () => {
       const audio = new RelayAudio({ deviceId: $("microphone").value || undefined, record, processing });
-      window.switchboard.audios.push(audio);
+      /** @type {any} */ (window).switchboard.audios.push(audio);
       return audio;
     },
   });
@@ -190,7 +191,7 @@ async function refreshContacts() {
 
 $("add-friend").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const input = event.target.elements.username;
+  const input = /** @type {HTMLInputElement} */ (/** @type {HTMLFormElement} */ (event.target).elements.namedItem("username"));
   try {
     show(null);
     await client.sendFriendRequest(input.value.trim());
@@ -308,7 +309,7 @@ async function listMicrophones() {
     const select = $("microphone");
     const chosen = select.value;
     select.replaceChildren(element("option", "Default"));
-    select.firstChild.value = "";
+    /** @type {HTMLOptionElement} */ (select.firstChild).value = "";
     for (const device of await RelayAudio.microphones()) {
       const option = element("option", device.label || `Microphone ${select.length}`);
       option.value = device.deviceId;

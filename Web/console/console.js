@@ -6,6 +6,7 @@
 
 import { SwitchboardClient, SwitchboardError } from "/sdk/switchboard.js";
 
+/** @param {string} id @returns {any} an element of this page */
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const COLORS = ["#2a8", "#36c", "#d92", "#c33", "#93c", "#3aa", "#888"];
@@ -248,7 +249,7 @@ async function renderWebhooks(endpoints) {
 $("devices-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   try {
-    const userId = event.target.elements.userId.value.trim();
+    const userId = /** @type {any} */ (event.target).elements.userId.value.trim();
     const { tokens } = await admin.request("GET", `/admin/push/devices?userId=${encodeURIComponent(userId)}`);
     fill(
       "devices",
@@ -293,7 +294,7 @@ function stop() {
 
 $("key-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  start(event.target.elements.key.value);
+  start(/** @type {any} */ (event.target).elements.key.value);
 });
 $("forget").addEventListener("click", stop);
 

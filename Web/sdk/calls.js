@@ -11,9 +11,10 @@ import { SwitchboardError, sleep } from "./switchboard.js";
 import { RelayAudio } from "./relay-audio.js";
 
 /**
- * A call as the page sees it.
+ * A call as the page sees it: `direction` is "incoming" or "outgoing"; `stage` one of
+ * "ringing", "answering", "dialing", "connecting", "active", "ended".
  * @typedef {{
- *   id: string, direction: "incoming" | "outgoing", stage: "ringing" | "answering" | "dialing" | "connecting" | "active" | "ended",
+ *   id: string, direction: string, stage: string,
  *   info: any, peerName: string, startedAt: number | null, muted: boolean, endReason: string | null,
  * }} PageCall
  */
@@ -26,7 +27,7 @@ export class CallCoordinator {
    *   onChange?: (call: PageCall) => void,
    *   answerDeadlineMs?: number, dialTimeoutMs?: number,
    *   audio?: (call: PageCall) => RelayAudio,
-   * }} [options]
+   * }} options
    */
   constructor(client, userId, { onChange = () => {}, answerDeadlineMs = 10000, dialTimeoutMs = 45000, audio } = {}) {
     this.client = client;

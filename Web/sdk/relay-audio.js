@@ -11,7 +11,7 @@ const WORKLET_URL = new URL("./relay-worklet.js", import.meta.url);
 
 export class RelayAudio {
   /**
-   * @param {{ baseURL?: string, deviceId?: string, onClose?: (code: number) => void, record?: boolean, processing?: boolean }} [options]
+   * @param {{ baseURL?: string, deviceId?: string, onClose?: (code: number) => void, record?: boolean, processing?: boolean }} options
    *   `record`: keep every frame sent and received with its time (for tests: `sent`, `received`).
    *   `processing`: the browser's echo cancellation, noise suppression and gain control (on by
    *   default; off to measure the signal path itself).

@@ -27,7 +27,7 @@ export class SwitchboardError extends Error {
 /** The HTTP API: JSON in and out, the session's bearer token, errors as SwitchboardError. */
 export class SwitchboardClient {
   /**
-   * @param {{ baseURL?: string, token?: string | null }} [options]
+   * @param {{ baseURL?: string, token?: string | null }} options
    */
   constructor({ baseURL = globalThis.location ? globalThis.location.origin : "", token = null } = {}) {
     this.baseURL = baseURL.replace(/\/$/, "");
@@ -40,7 +40,7 @@ export class SwitchboardClient {
    * @param {string} method
    * @param {string} path
    * @param {unknown} [body]
-   * @param {{ signal?: AbortSignal }} [options]
+   * @param {{ signal?: AbortSignal }} options
    * @returns {Promise<any>}
    */
   async request(method, path, body, { signal } = {}) {
