@@ -6,9 +6,9 @@ import SwitchboardKit
 import SwitchboardKitTesting
 import Testing
 
-/// The app's own server double: one call from Alice, and every action the phone sends.
-final class MyBackend: CallBackend, @unchecked Sendable {
-    private let lock = NSLock()
+/// The app's own server double: one call from Alice, and every action the phone sends. An
+/// actor: its state is its own, with no lock to write.
+actor MyBackend: CallBackend {
     private var info = CallInfo(
         id: "call-1", scopeKind: .conversation, scopeId: "c1", mode: .audio, state: .ringing, endReason: nil,
         createdBy: "alice", createdAt: "2026-12-07T10:00:00.000Z", answeredAt: nil, endedAt: nil,
@@ -17,16 +17,14 @@ final class MyBackend: CallBackend, @unchecked Sendable {
     private(set) var actions: [CallAction] = []
 
     func createCall(scopeKind: ScopeKind, scopeID: String, mode: CallMode, clientID: UUID) async throws -> CallInfo {
-        lock.withLock { info }
+        info
     }
-    func call(_ callID: String) async throws -> CallInfo { lock.withLock { info } }
+    func call(_ callID: String) async throws -> CallInfo { info }
     func perform(_ action: CallAction, onCall callID: String) async throws -> CallInfo {
-        lock.withLock {
-            actions.append(action)
-            info.state = action == .accept ? .active : .ended
-            if action != .accept { info.endReason = action == .decline ? .declined : .completed }
-            return info
-        }
+        actions.append(action)
+        info.state = action == .accept ? .active : .ended
+        if action != .accept { info.endReason = action == .decline ? .declined : .completed }
+        return info
     }
     func mediaToken(forCall callID: String) async throws -> MediaToken {
         MediaToken(url: "wss://media.example", token: "t", expiresAt: "2026-12-07T10:01:00.000Z")
@@ -62,7 +60,7 @@ struct AppTestExampleTests {
         try callKit.userEnds(uuid)
         await clock.run(seconds: 1, settling: callKit)
         await coordinator.settle()
-        #expect(backend.actions == [.accept, .leave])
+        #expect(await backend.actions == [.accept, .leave])
         try callKit.checkContract(expectingNoCalls: true)
     }
 }

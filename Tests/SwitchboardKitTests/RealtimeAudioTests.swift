@@ -8,7 +8,7 @@ import SwitchboardTesting
 /// counting signal (at the current rate) into the microphone ring and takes 480 samples from
 /// the speaker ring, as AVAudioEngine's callbacks would. Its rate can change, as a route with
 /// another sample rate changes it, and then it stops until it is rebuilt.
-private final class FakeHardware: RealtimeAudioGraph, @unchecked Sendable {
+private final class FakeHardware: RealtimeAudioGraph, Sendable {
     private struct State {
         var rate = 48_000.0
         var microphone: AudioRing?

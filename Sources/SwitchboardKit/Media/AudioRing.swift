@@ -96,6 +96,10 @@ public final class AudioRing: @unchecked Sendable {
 /// One side's index of an ``AudioRing``: a word loaded with acquire and stored with release
 /// ordering, without a lock. On Linux `Synchronization.Atomic`; on Apple platforms the
 /// OSAtomic barrier functions, which every iOS the SDK supports has (`Atomic` needs iOS 18).
+// @unchecked Sendable: on Apple platforms the word lives behind a pointer allocated in `init`
+// and freed in `deinit`, and every read and write of it after `init` goes through an OSAtomic
+// barrier function (a lock-free atomic operation with a full barrier); on Linux it is an
+// `Atomic<Int>`, itself Sendable.
 final class SampleIndex: @unchecked Sendable {
     #if canImport(Darwin)
     private let word: UnsafeMutablePointer<Int64>
