@@ -230,3 +230,17 @@ def send_to_playout(sent, rate, pieces):
         if 0 <= frame < len(sent):
             delays.append(t - sent[frame][0])
     return stream, delays
+
+
+def sounds(work, sentence, raw_tone=False):
+    """A spoken sentence (espeak-ng) as a 48 kHz WAV, and 3 s of a 700 Hz tone (a WAV, or with
+    raw_tone raw 48 kHz s16le for `switchboard-dev phone`): what the fake microphones play."""
+    speech = os.path.join(work, "speech.wav")
+    tone = os.path.join(work, "tone.raw" if raw_tone else "tone.wav")
+    spoken = os.path.join(work, "spoken.wav")
+    subprocess.run(["espeak-ng", "-w", spoken, "-s", "150", sentence], check=True, capture_output=True)
+    subprocess.run(["sox", spoken, "-r", "48000", "-b", "16", "-c", "1", speech], check=True)
+    kind = ["-t", "raw", "-e", "signed"] if raw_tone else []
+    subprocess.run(["sox", "-n", *kind, "-r", "48000", "-b", "16", "-c", "1", tone,
+                    "synth", "3", "sine", "700", "vol", "0.3"], check=True)
+    return speech, tone

@@ -19,7 +19,7 @@ import threading
 
 from selenium.webdriver.common.by import By
 
-from browser_support import Server, api, browser, frames, read_wav_8k, register, sign_in, snr, stage, wait_for
+from browser_support import Server, api, browser, frames, read_wav_8k, register, sign_in, snr, sounds, stage, wait_for
 
 TONE = 700.0
 
@@ -76,14 +76,7 @@ def main():
     dev = os.path.join(os.path.dirname(binary), "switchboard-dev")
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="switchboard-sdk-phone-")
-    speech, tone = os.path.join(work, "speech.wav"), os.path.join(work, "tone.raw")
-    subprocess.run(
-        ["espeak-ng", "-w", os.path.join(work, "raw.wav"), "-s", "150",
-         "A browser and a phone, through the relay, both ways round."],
-        check=True, capture_output=True)
-    subprocess.run(["sox", os.path.join(work, "raw.wav"), "-r", "48000", "-b", "16", "-c", "1", speech], check=True)
-    subprocess.run(["sox", "-n", "-t", "raw", "-r", "48000", "-e", "signed", "-b", "16", "-c", "1", tone,
-                    "synth", "2", "sine", str(TONE), "vol", "0.3"], check=True)
+    speech, tone = sounds(work, "A browser and a phone, through the relay, both ways round.", raw_tone=True)
     speech_8k = read_wav_8k(speech, work)
     server = Server(binary, work, out)
     base = server.base

@@ -17,7 +17,6 @@ browsers are stopped whatever happens.
 
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,20 +25,13 @@ from selenium.webdriver.common.by import By
 
 from browser_support import (
     Server, api, browser, compare, frames, played, read_wav_8k, register, send_to_playout, sign_in, snr,
-    snr_against, stage, wait_for)
+    snr_against, sounds, stage, wait_for)
 
 def main():
     binary, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="switchboard-browser-")
-    speech, tone = os.path.join(work, "speech.wav"), os.path.join(work, "tone.wav")
-    subprocess.run(
-        ["espeak-ng", "-w", os.path.join(work, "raw.wav"), "-s", "150",
-         "The phone rings, even locked, on a bad network, and the call connects."],
-        check=True, capture_output=True)
-    subprocess.run(["sox", os.path.join(work, "raw.wav"), "-r", "48000", "-b", "16", "-c", "1", speech], check=True)
-    subprocess.run(["sox", "-n", "-r", "48000", "-b", "16", "-c", "1", tone, "synth", "3", "sine", "700", "vol", "0.3"],
-                   check=True)
+    speech, tone = sounds(work, "The phone rings, even locked, on a bad network, and the call connects.")
     speech_8k = read_wav_8k(speech, work)
     server = Server(binary, work, out)
     base = server.base
