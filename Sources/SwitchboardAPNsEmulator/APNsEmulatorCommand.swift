@@ -183,16 +183,10 @@ public enum APNsEmulatorCommand {
     /// thread inherits the mask) and waits for them with `sigwait`; the library part installs
     /// no signal handling of its own.
     public static func run(_ arguments: [String]) -> Int32 {
-        if arguments.contains("-h") || arguments.contains("--help") {
-            print(help)
-            return 0
-        }
         let options: Options
-        do {
-            options = try Options(parsing: arguments)
-        } catch {
-            printError("\(error.message)\nRun 'switchboard-dev apns-emulator --help' for usage.")
-            return 2
+        switch CommandStart(arguments, command: "apns-emulator", help: help, parse: Options.init(parsing:)) {
+        case .run(let parsed): options = parsed
+        case .exit(let status): return status
         }
 
         // Handled from here on: a stop while the tool starts is kept for the wait below.

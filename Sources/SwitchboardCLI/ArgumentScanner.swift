@@ -1,3 +1,5 @@
+import Foundation
+
 /// A command-line problem: printed with a hint to `--help`, exit status 2.
 public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
@@ -57,4 +59,32 @@ public struct ArgumentScanner: Sendable {
 
     /// The error for an option the command does not know.
     public func unknown(_ flag: String) -> UsageError { UsageError(message: "unknown option '\(flag)'") }
+}
+
+/// How a tool command starts, the same for each: `-h` or `--help` prints `help` (exit 0);
+/// options that `parse` refuses with a ``UsageError`` are printed to standard error as
+/// `<tool> <command>: <message>` with a hint to run `--help` (exit 2).
+public enum CommandStart<Options> {
+    /// Go on with these options.
+    case run(Options)
+    /// Return this exit status at once.
+    case exit(Int32)
+
+    public init(
+        _ arguments: [String], tool: String = "switchboard-dev", command: String, help: String,
+        parse: ([String]) throws(UsageError) -> Options
+    ) {
+        if arguments.contains("-h") || arguments.contains("--help") {
+            print(help)
+            self = .exit(0)
+            return
+        }
+        do {
+            self = .run(try parse(arguments))
+        } catch {
+            let text = "\(tool) \(command): \(error.message)\nRun '\(tool) \(command) --help' for usage.\n"
+            FileHandle.standardError.write(Data(text.utf8))
+            self = .exit(2)
+        }
+    }
 }

@@ -54,19 +54,10 @@ public enum PhoneCommand {
 
     /// Runs the command with the arguments that follow `phone`; returns the exit status.
     public static func run(_ arguments: [String]) -> Int32 {
-        if arguments.contains("-h") || arguments.contains("--help") {
-            print(help)
-            return 0
-        }
         let options: Options
-        do {
-            options = try parse(arguments)
-        } catch {
-            FileHandle.standardError.write(
-                Data(
-                    ("switchboard-dev phone: \((error as? UsageError)?.message ?? "\(error)")\n"
-                        + "Run 'switchboard-dev phone --help' for usage.\n").utf8))
-            return 2
+        switch CommandStart(arguments, command: "phone", help: help, parse: parse) {
+        case .run(let parsed): options = parsed
+        case .exit(let status): return status
         }
         return waitForExitCode {
             do {
@@ -79,7 +70,7 @@ public enum PhoneCommand {
         }
     }
 
-    static func parse(_ arguments: [String]) throws -> Options {
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
         var server: URL?, username: String?, password: String?, callee: String?, answer = false
         var play: String?, record: String?, seconds = 5.0
         var scanner = ArgumentScanner(arguments)
